@@ -1,0 +1,1 @@
+set(AT_CACHE_SOURCES)

@@ -1,0 +1,7 @@
+# Library part of the tuner (reference, verification, timing) and the CLI entry points.
+set(AT_TUNER_LIB_SOURCES
+  tuner/reference.c
+)
+set(AT_TUNER_CLI_SOURCES
+  tuner/main.c
+)
