@@ -2,6 +2,7 @@
 # at_tpl_fa2_cu[] plus a lookup table by file name. Run with cmake -P.
 set(body "/* Generated from templates/ by cmake/embed_templates.cmake. Do not edit. */\n#include <stddef.h>\n#include <string.h>\n")
 set(table "")
+string(REPLACE "|" ";" FILES "${FILES}")
 foreach(f ${FILES})
   get_filename_component(name ${f} NAME)
   string(MAKE_C_IDENTIFIER "at_tpl_${name}" ident)

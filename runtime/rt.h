@@ -78,6 +78,8 @@ typedef struct rt_device_info {
 } rt_device_info;
 
 at_status rt_device_count(int *count);
+/* The kernel driver's release ("580.159.04") from /proc/driver/nvidia/version, or "unknown". */
+void rt_driver_release(char *out, size_t cap);
 at_status rt_device_query(int ordinal, rt_device_info *info);
 /* The NVRTC target for a device: "sm_90a" for compute capability 9.0, "sm_<major><minor>" else. */
 void rt_arch_for_cc(int cc_major, int cc_minor, char arch[16]);

@@ -8,4 +8,5 @@ set(AT_RUNTIME_SOURCES
   runtime/module.c
   runtime/naive.c
   runtime/cudnn.c
+  runtime/fp8.c
 )

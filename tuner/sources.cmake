@@ -1,7 +1,9 @@
 # Library part of the tuner (reference, verification, timing) and the CLI entry points.
 set(AT_TUNER_LIB_SOURCES
   tuner/reference.c
+  tuner/cli.c
 )
 set(AT_TUNER_CLI_SOURCES
   tuner/main.c
+  tuner/cmd_devices.c
 )

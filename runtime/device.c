@@ -1,0 +1,177 @@
+/* device.c — device enumeration and properties, primary contexts, memory and events. */
+#include <stdio.h>
+#include <string.h>
+
+#include "runtime/rt.h"
+
+at_status rt_device_count(int *count)
+{
+  at_status rc = rt_driver_load();
+  *count = 0;
+  if (rc == AT_ERR_NO_DEVICE) return AT_OK; /* a driver without GPUs: zero devices */
+  if (rc != AT_OK) return rc;
+  return RT_CU(rt_cu()->cuDeviceGetCount(count));
+}
+
+void rt_driver_release(char *out, size_t cap)
+{
+  char line[512];
+  FILE *f = fopen("/proc/driver/nvidia/version", "r");
+  snprintf(out, cap, "unknown");
+  if (!f) return;
+  if (fgets(line, sizeof line, f)) {
+    /* "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04  Thu ..." */
+    const char *p = strstr(line, "Kernel Module");
+    char release[64];
+    if (p && sscanf(p + strlen("Kernel Module"), " %63s", release) == 1) snprintf(out, cap, "%s", release);
+  }
+  fclose(f);
+}
+
+static at_status attribute(CUdevice dev, CUdevice_attribute attr, int *value)
+{
+  return RT_CU(rt_cu()->cuDeviceGetAttribute(value, attr, dev));
+}
+
+at_status rt_device_query(int ordinal, rt_device_info *info)
+{
+  const rt_driver *cu;
+  CUdevice dev;
+  int count = 0;
+  at_status rc;
+  memset(info, 0, sizeof *info);
+  if ((rc = rt_device_count(&count)) != AT_OK) return rc;
+  if (ordinal < 0 || ordinal >= count)
+    return rt_fail(AT_ERR_NO_DEVICE, "GPU %d does not exist (%d GPU%s present)", ordinal, count,
+                   count == 1 ? "" : "s");
+  cu = rt_cu();
+  if ((rc = RT_CU(cu->cuDeviceGet(&dev, ordinal))) != AT_OK) return rc;
+  info->ordinal = ordinal;
+  if ((rc = RT_CU(cu->cuDeviceGetName(info->name, (int)sizeof info->name, dev))) != AT_OK) return rc;
+  if ((rc = RT_CU(cu->cuDeviceGetPCIBusId(info->pci_bus_id, (int)sizeof info->pci_bus_id, dev))) != AT_OK)
+    return rc;
+  if ((rc = RT_CU(cu->cuDeviceTotalMem(&info->total_mem, dev))) != AT_OK) return rc;
+  if ((rc = RT_CU(cu->cuDriverGetVersion(&info->driver_version))) != AT_OK) return rc;
+  struct {
+    CUdevice_attribute attr;
+    int *value;
+  } attrs[] = {
+      {CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, &info->cc_major},
+      {CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, &info->cc_minor},
+      {CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, &info->sm_count},
+      {CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, &info->l2_bytes},
+      {CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, &info->smem_per_block_optin},
+      {CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, &info->smem_per_sm},
+      {CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR, &info->regs_per_sm},
+      {CU_DEVICE_ATTRIBUTE_CLOCK_RATE, &info->clock_khz},
+      {CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE, &info->mem_clock_khz},
+      {CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH, &info->mem_bus_bits},
+  };
+  for (size_t i = 0; i < sizeof attrs / sizeof *attrs; i++)
+    if ((rc = attribute(dev, attrs[i].attr, attrs[i].value)) != AT_OK) return rc;
+  return AT_OK;
+}
+
+void rt_arch_for_cc(int cc_major, int cc_minor, char arch[16])
+{
+  /* wgmma and setmaxnreg exist only on the arch-specific Hopper target. */
+  const char *suffix = (cc_major == 9 && cc_minor == 0) ? "a" : "";
+  snprintf(arch, 16, "sm_%d%d%s", cc_major, cc_minor, suffix);
+}
+
+at_status rt_arch_parse(const char *arch, int *cc_major, int *cc_minor, int *arch_specific)
+{
+  const char *digits = NULL;
+  if (strncmp(arch, "sm_", 3) == 0) digits = arch + 3;
+  else if (strncmp(arch, "compute_", 8) == 0) digits = arch + 8;
+  int n = 0;
+  if (digits) {
+    while (digits[n] >= '0' && digits[n] <= '9') n++;
+  }
+  int tail_ok = digits && (digits[n] == '\0' || (digits[n] == 'a' && digits[n + 1] == '\0') ||
+                           (digits[n] == 'f' && digits[n + 1] == '\0'));
+  if (!digits || (n != 2 && n != 3) || !tail_ok)
+    return rt_fail(AT_ERR_INVALID, "unknown architecture '%s' (expected e.g. sm_80, sm_89, sm_90a)",
+                   arch);
+  int value = 0;
+  for (int i = 0; i < n; i++) value = value * 10 + (digits[i] - '0');
+  *cc_major = value / 10;
+  *cc_minor = value % 10;
+  *arch_specific = digits[n] == 'a';
+  if (*cc_major < 8)
+    return rt_fail(AT_ERR_INVALID, "architecture '%s' is too old (attntune needs sm_80 or newer)", arch);
+  return AT_OK;
+}
+
+at_status rt_ctx_open(int ordinal, rt_ctx *ctx)
+{
+  at_status rc;
+  memset(ctx, 0, sizeof *ctx);
+  if ((rc = rt_device_query(ordinal, &ctx->info)) != AT_OK) return rc;
+  const rt_driver *cu = rt_cu();
+  ctx->ordinal = ordinal;
+  if ((rc = RT_CU(cu->cuDeviceGet(&ctx->device, ordinal))) != AT_OK) return rc;
+  if ((rc = RT_CU(cu->cuDevicePrimaryCtxRetain(&ctx->context, ctx->device))) != AT_OK) return rc;
+  if ((rc = RT_CU(cu->cuCtxSetCurrent(ctx->context))) != AT_OK) {
+    cu->cuDevicePrimaryCtxRelease(ctx->device);
+    ctx->context = NULL;
+    return rc;
+  }
+  rt_arch_for_cc(ctx->info.cc_major, ctx->info.cc_minor, ctx->arch);
+  return AT_OK;
+}
+
+at_status rt_ctx_bind(const rt_ctx *ctx) { return RT_CU(rt_cu()->cuCtxSetCurrent(ctx->context)); }
+
+at_status rt_ctx_sync(const rt_ctx *ctx)
+{
+  (void)ctx;
+  return RT_CU(rt_cu()->cuCtxSynchronize());
+}
+
+void rt_ctx_close(rt_ctx *ctx)
+{
+  if (ctx->context) rt_cu()->cuDevicePrimaryCtxRelease(ctx->device);
+  ctx->context = NULL;
+}
+
+at_status rt_alloc(CUdeviceptr *ptr, size_t bytes)
+{
+  *ptr = 0;
+  if (bytes == 0) bytes = 1; /* a valid, distinct pointer for empty tensors */
+  at_status rc = RT_CU(rt_cu()->cuMemAlloc(ptr, bytes));
+  if (rc != AT_OK) return rt_fail_context(rc, "allocating %zu bytes on the GPU", bytes);
+  return AT_OK;
+}
+
+void rt_free(CUdeviceptr ptr)
+{
+  if (ptr) rt_cu()->cuMemFree(ptr);
+}
+
+at_status rt_upload(CUdeviceptr dst, const void *src, size_t bytes)
+{
+  return RT_CU(rt_cu()->cuMemcpyHtoD(dst, src, bytes));
+}
+
+at_status rt_download(void *dst, CUdeviceptr src, size_t bytes)
+{
+  return RT_CU(rt_cu()->cuMemcpyDtoH(dst, src, bytes));
+}
+
+at_status rt_fill_u8(CUdeviceptr dst, unsigned char value, size_t bytes)
+{
+  return RT_CU(rt_cu()->cuMemsetD8(dst, value, bytes));
+}
+
+at_status rt_fill_u32(CUdeviceptr dst, uint32_t value, size_t count)
+{
+  return RT_CU(rt_cu()->cuMemsetD32(dst, value, count));
+}
+
+at_status rt_event_ms(CUevent start, CUevent stop, float *ms)
+{
+  at_status rc = RT_CU(rt_cu()->cuEventSynchronize(stop));
+  if (rc != AT_OK) return rc;
+  return RT_CU(rt_cu()->cuEventElapsedTime(ms, start, stop));
+}

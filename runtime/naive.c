@@ -1,0 +1,127 @@
+/* naive.c — compiling and launching the naive reference kernels of templates/naive.cu. */
+#include <assert.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/rt.h"
+
+/* Mirrors struct at_naive_params in templates/naive.cu. */
+struct naive_params {
+  CUdeviceptr q, k, v, o, lse, scores;
+  long long q_sb, q_ss, q_sh;
+  long long k_sb, k_ss, k_sh;
+  long long v_sb, v_ss, v_sh;
+  long long o_sb, o_ss, o_sh;
+  int B, T, S, Nq, Nkv, D;
+  int mask;
+  float scale;
+};
+_Static_assert(sizeof(struct naive_params) == 6 * 8 + 12 * 8 + 8 * 4, "naive_params layout");
+
+enum { NAIVE_TILE = 16, NAIVE_ROW_THREADS = 256 };
+
+at_status rt_naive_source(at_dtype in_dtype, at_dtype out_dtype, char **source)
+{
+  size_t n_common = 0, n_body = 0;
+  const char *common = at_template_text("common.cuh", &n_common);
+  const char *body = at_template_text("naive.cu", &n_body);
+  char preamble[256];
+  *source = NULL;
+  if (!common || !body) return rt_fail(AT_ERR_INVALID, "naive templates are not embedded in this build");
+  if (out_dtype != AT_DTYPE_F32 && out_dtype != AT_DTYPE_F16 && out_dtype != AT_DTYPE_BF16)
+    return rt_fail(AT_ERR_INVALID, "naive output dtype %s unsupported (expected f32, f16, bf16)",
+                   at_dtype_name(out_dtype));
+  if ((unsigned)in_dtype > AT_DTYPE_E5M2) return rt_fail(AT_ERR_INVALID, "unknown input dtype %d", in_dtype);
+  int n_pre = snprintf(preamble, sizeof preamble,
+                       "/* attntune naive reference: in %s, out %s */\n#define AT_IN_DTYPE %d\n"
+                       "#define AT_OUT_DTYPE %d\n",
+                       at_dtype_name(in_dtype), at_dtype_name(out_dtype), (int)in_dtype, (int)out_dtype);
+  char *text = malloc((size_t)n_pre + n_common + n_body + 2);
+  if (!text) return rt_fail(AT_ERR_NOMEM, "no memory for the naive kernel source");
+  memcpy(text, preamble, (size_t)n_pre);
+  memcpy(text + n_pre, common, n_common);
+  text[n_pre + n_common] = '\n';
+  memcpy(text + n_pre + n_common + 1, body, n_body);
+  text[n_pre + n_common + 1 + n_body] = '\0';
+  *source = text;
+  return AT_OK;
+}
+
+at_status rt_naive_create(const char *arch, at_dtype in_dtype, at_dtype out_dtype, rt_naive *naive)
+{
+  char *source = NULL;
+  rt_binary bin;
+  at_status rc;
+  memset(naive, 0, sizeof *naive);
+  memset(&bin, 0, sizeof bin);
+  if ((rc = rt_naive_source(in_dtype, out_dtype, &source)) != AT_OK) return rc;
+  if ((rc = rt_compile(source, "naive.cu", arch, NULL, 0, &bin)) != AT_OK) goto out;
+  if ((rc = rt_module_load(bin.cubin, &naive->module)) != AT_OK) goto out;
+  if ((rc = rt_module_function(naive->module, "naive_scores", &naive->scores)) != AT_OK) goto out;
+  if ((rc = rt_module_function(naive->module, "naive_softmax", &naive->softmax)) != AT_OK) goto out;
+  if ((rc = rt_module_function(naive->module, "naive_pv", &naive->pv)) != AT_OK) goto out;
+  naive->in_dtype = in_dtype;
+  naive->out_dtype = out_dtype;
+out:
+  if (rc != AT_OK) {
+    rt_module_unload(naive->module);
+    naive->module = NULL;
+  }
+  rt_binary_free(&bin);
+  free(source);
+  return rc;
+}
+
+void rt_naive_destroy(rt_naive *naive)
+{
+  rt_module_unload(naive->module);
+  memset(naive, 0, sizeof *naive);
+}
+
+size_t rt_naive_scratch_bytes(const at_shape *s)
+{
+  return (size_t)s->batch * s->q_heads * s->q_len * s->kv_len * sizeof(float);
+}
+
+static unsigned ceil_div(long long a, long long b) { return (unsigned)((a + b - 1) / b); }
+
+at_status rt_naive_run(const rt_naive *naive, const at_shape *s, const at_tensors *t,
+                       CUdeviceptr scratch, CUstream stream)
+{
+  at_status rc;
+  if ((rc = at_shape_check(s)) != AT_OK) return rc;
+  if (s->dtype != naive->in_dtype)
+    return rt_fail(AT_ERR_INVALID, "naive reference compiled for %s inputs, shape has %s",
+                   at_dtype_name(naive->in_dtype), at_dtype_name(s->dtype));
+  if (!t->q || !t->k || !t->v || !t->o || !scratch)
+    return rt_fail(AT_ERR_INVALID, "naive reference needs q, k, v, o and scratch pointers");
+  if (s->with_lse && !t->lse) return rt_fail(AT_ERR_INVALID, "shape asks for lse but lse is NULL");
+  if ((long long)s->batch * s->q_heads > 65535)
+    return rt_fail(AT_ERR_INVALID, "naive reference handles at most 65535 batch*heads (got %lld)",
+                   (long long)s->batch * s->q_heads);
+
+  struct naive_params p = {
+      .q = (CUdeviceptr)(uintptr_t)t->q, .k = (CUdeviceptr)(uintptr_t)t->k,
+      .v = (CUdeviceptr)(uintptr_t)t->v, .o = (CUdeviceptr)(uintptr_t)t->o,
+      .lse = s->with_lse ? (CUdeviceptr)(uintptr_t)t->lse : 0, .scores = scratch,
+      .q_sb = t->q_stride.batch, .q_ss = t->q_stride.seq, .q_sh = t->q_stride.head,
+      .k_sb = t->k_stride.batch, .k_ss = t->k_stride.seq, .k_sh = t->k_stride.head,
+      .v_sb = t->v_stride.batch, .v_ss = t->v_stride.seq, .v_sh = t->v_stride.head,
+      .o_sb = t->o_stride.batch, .o_ss = t->o_stride.seq, .o_sh = t->o_stride.head,
+      .B = s->batch, .T = s->q_len, .S = s->kv_len, .Nq = s->q_heads, .Nkv = s->kv_heads,
+      .D = s->head_dim, .mask = (int)s->mask, .scale = at_shape_scale(s),
+  };
+  void *args[] = {&p};
+  unsigned bh = (unsigned)(s->batch * s->q_heads);
+  rt_launch_dims scores = {{ceil_div(s->kv_len, NAIVE_TILE), ceil_div(s->q_len, NAIVE_TILE), bh},
+                           {NAIVE_TILE, NAIVE_TILE, 1}, 0};
+  rt_launch_dims softmax = {{(unsigned)s->q_len, bh, 1}, {NAIVE_ROW_THREADS, 1, 1}, 0};
+  rt_launch_dims pv = {{ceil_div(s->head_dim, NAIVE_TILE), ceil_div(s->q_len, NAIVE_TILE), bh},
+                       {NAIVE_TILE, NAIVE_TILE, 1}, 0};
+  if (bh > 65535 || ceil_div(s->q_len, NAIVE_TILE) > 65535)
+    return rt_fail(AT_ERR_INVALID, "shape too large for the naive reference grid");
+  if ((rc = rt_launch(naive->scores, &scores, stream, args)) != AT_OK) return rc;
+  if ((rc = rt_launch(naive->softmax, &softmax, stream, args)) != AT_OK) return rc;
+  return rt_launch(naive->pv, &pv, stream, args);
+}

@@ -1,0 +1,162 @@
+/*
+ * nvrtc.c — run-time compilation of CUDA source to a cubin with NVRTC, keeping the compile log
+ * and the resource report (registers, spills, stack, shared memory) that ptxas writes into it.
+ * Works without a GPU: NVRTC runs on the CPU.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <nvrtc.h>
+
+#include "runtime/rt.h"
+
+static at_status nvrtc_check(nvrtcResult r, const char *expr, const char *name, int line)
+{
+  if (r == NVRTC_SUCCESS) return AT_OK;
+  return rt_fail(r == NVRTC_ERROR_OUT_OF_MEMORY ? AT_ERR_NOMEM : AT_ERR_COMPILE,
+                 "%s failed for '%s': %s (runtime/nvrtc.c:%d)", expr, name, nvrtcGetErrorString(r),
+                 line);
+}
+#define NVRTC(expr, name) nvrtc_check((expr), #expr, (name), __LINE__)
+
+at_status rt_nvrtc_version(int *major, int *minor)
+{
+  return NVRTC(nvrtcVersion(major, minor), "version");
+}
+
+static rt_kernel_resources *begin_kernel(rt_binary *bin, const char *name, size_t len)
+{
+  if (bin->n_kernels >= (int)(sizeof bin->kernels / sizeof *bin->kernels)) return NULL;
+  rt_kernel_resources *k = &bin->kernels[bin->n_kernels++];
+  memset(k, 0, sizeof *k);
+  k->registers = k->spill_store_bytes = k->spill_load_bytes = k->stack_bytes = k->smem_bytes = -1;
+  if (len >= sizeof k->name) len = sizeof k->name - 1;
+  memcpy(k->name, name, len);
+  k->name[len] = '\0';
+  return k;
+}
+
+/* The integer written just before `label` in line ("... 16 bytes spill stores"), or -1. */
+static int number_before(const char *line, const char *label)
+{
+  const char *at = strstr(line, label);
+  if (!at) return -1;
+  while (at > line && at[-1] == ' ') at--;
+  const char *digits = at;
+  while (digits > line && digits[-1] >= '0' && digits[-1] <= '9') digits--;
+  return digits == at ? -1 : atoi(digits);
+}
+
+/* Read ptxas' -v lines, which come per entry function in this order:
+ *   ptxas info    : Compiling entry function 'NAME' for 'sm_90a'
+ *       0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ *   ptxas info    : Used 40 registers, used 1 barriers, 8192 bytes smem, ... */
+static void parse_resources(rt_binary *bin)
+{
+  rt_kernel_resources *cur = NULL;
+  const char *line = bin->log;
+  while (line && *line) {
+    const char *end = strchr(line, '\n');
+    size_t len = end ? (size_t)(end - line) : strlen(line);
+    char buf[1024];
+    if (len >= sizeof buf) len = sizeof buf - 1;
+    memcpy(buf, line, len);
+    buf[len] = '\0';
+    const char *p;
+    if ((p = strstr(buf, "Compiling entry function '")) != NULL) {
+      p += strlen("Compiling entry function '");
+      const char *q = strchr(p, '\'');
+      cur = begin_kernel(bin, p, q ? (size_t)(q - p) : strlen(p));
+    } else if (cur && strstr(buf, "bytes stack frame")) {
+      cur->stack_bytes = number_before(buf, "bytes stack frame");
+      cur->spill_store_bytes = number_before(buf, "bytes spill stores");
+      cur->spill_load_bytes = number_before(buf, "bytes spill loads");
+    } else if (cur && strstr(buf, "Used ")) {
+      cur->registers = number_before(buf, "registers");
+      cur->smem_bytes = strstr(buf, "bytes smem") ? number_before(buf, "bytes smem") : 0;
+    }
+    line = end ? end + 1 : NULL;
+  }
+}
+
+static at_status fetch_log(nvrtcProgram prog, const char *name, rt_binary *out)
+{
+  size_t size = 0;
+  at_status rc = NVRTC(nvrtcGetProgramLogSize(prog, &size), name);
+  if (rc != AT_OK) return rc;
+  out->log = malloc(size + 1);
+  if (!out->log) return rt_fail(AT_ERR_NOMEM, "no memory for the compile log of '%s'", name);
+  out->log[0] = '\0';
+  if (size > 0 && (rc = NVRTC(nvrtcGetProgramLog(prog, out->log), name)) != AT_OK) return rc;
+  out->log[size] = '\0';
+  return AT_OK;
+}
+
+static at_status fetch_cubin(nvrtcProgram prog, const char *name, rt_binary *out)
+{
+  at_status rc = NVRTC(nvrtcGetCUBINSize(prog, &out->cubin_size), name);
+  if (rc != AT_OK) return rc;
+  if (out->cubin_size == 0)
+    return rt_fail(AT_ERR_COMPILE, "NVRTC produced no cubin for '%s' (was a virtual "
+                   "compute_XX architecture given instead of sm_XX?)", name);
+  out->cubin = malloc(out->cubin_size);
+  if (!out->cubin) return rt_fail(AT_ERR_NOMEM, "no memory for the cubin of '%s'", name);
+  return NVRTC(nvrtcGetCUBIN(prog, out->cubin), name);
+}
+
+at_status rt_compile(const char *source, const char *name, const char *arch,
+                     const char *const *extra_opts, int n_extra, rt_binary *out)
+{
+  int major, minor, specific;
+  char arch_opt[64];
+  const char *opts[32];
+  int n_opts = 0;
+  nvrtcProgram prog = NULL;
+  at_status rc;
+
+  memset(out, 0, sizeof *out);
+  if ((rc = rt_arch_parse(arch, &major, &minor, &specific)) != AT_OK) return rc;
+  if (n_extra < 0 || n_extra > 24) return rt_fail(AT_ERR_INVALID, "too many NVRTC options (%d)", n_extra);
+  snprintf(arch_opt, sizeof arch_opt, "--gpu-architecture=sm_%d%d%s", major, minor,
+           specific ? "a" : "");
+  opts[n_opts++] = arch_opt;
+  opts[n_opts++] = "--std=c++17";
+  opts[n_opts++] = "--ptxas-options=-v";
+  opts[n_opts++] = "--device-int128";
+  for (int i = 0; i < n_extra; i++) opts[n_opts++] = extra_opts[i];
+
+  if ((rc = NVRTC(nvrtcCreateProgram(&prog, source, name, 0, NULL, NULL), name)) != AT_OK) return rc;
+  nvrtcResult compiled = nvrtcCompileProgram(prog, n_opts, opts);
+  if ((rc = fetch_log(prog, name, out)) != AT_OK) goto done;
+  if (compiled != NVRTC_SUCCESS) {
+    rc = rt_fail(AT_ERR_COMPILE, "NVRTC could not compile '%s' for %s: %s\n%s", name, arch,
+                 nvrtcGetErrorString(compiled), out->log);
+    goto done;
+  }
+  if ((rc = fetch_cubin(prog, name, out)) != AT_OK) goto done;
+  parse_resources(out);
+done:
+  nvrtcDestroyProgram(&prog);
+  if (rc != AT_OK) {
+    /* Keep the log for the caller; drop the half-made cubin. */
+    free(out->cubin);
+    out->cubin = NULL;
+    out->cubin_size = 0;
+  }
+  return rc;
+}
+
+void rt_binary_free(rt_binary *bin)
+{
+  free(bin->cubin);
+  free(bin->log);
+  memset(bin, 0, sizeof *bin);
+}
+
+const rt_kernel_resources *rt_binary_kernel(const rt_binary *bin, const char *kernel)
+{
+  for (int i = 0; i < bin->n_kernels; i++)
+    if (strcmp(bin->kernels[i].name, kernel) == 0) return &bin->kernels[i];
+  return NULL;
+}

@@ -1,0 +1,102 @@
+/*
+ * common.cuh — device helpers shared by every kernel template.
+ *
+ * The generator emits: a preamble of #defines for one variant, then this file, then the family's
+ * template, as one string for NVRTC. No CUDA headers are included (NVRTC needs none): 16-bit and
+ * 8-bit floats travel as raw bits and convert through PTX.
+ *
+ * The preamble must define AT_IN_DTYPE (dtype of Q, K, V) and AT_OUT_DTYPE (dtype of O) with the
+ * codes of at_dtype in attntune.h.
+ */
+#define AT_DTYPE_F32 0
+#define AT_DTYPE_F16 1
+#define AT_DTYPE_BF16 2
+#define AT_DTYPE_E4M3 3
+#define AT_DTYPE_E5M2 4
+
+#define AT_MASK_NONE 0
+#define AT_MASK_CAUSAL_TL 1
+#define AT_MASK_CAUSAL_BR 2
+
+#ifndef AT_IN_DTYPE
+#error "AT_IN_DTYPE must be defined by the preamble"
+#endif
+#ifndef AT_OUT_DTYPE
+#error "AT_OUT_DTYPE must be defined by the preamble"
+#endif
+
+#define AT_NEG_INF (-__int_as_float(0x7f800000))
+
+__device__ __forceinline__ float at_f16_bits_to_float(unsigned short h)
+{
+  float f;
+  asm("{ .reg .b16 t; mov.b16 t, %1; cvt.f32.f16 %0, t; }" : "=f"(f) : "h"(h));
+  return f;
+}
+
+__device__ __forceinline__ float at_bf16_bits_to_float(unsigned short h)
+{
+  return __uint_as_float((unsigned)h << 16);
+}
+
+__device__ __forceinline__ unsigned short at_float_to_f16_bits(float f)
+{
+  unsigned short h;
+  asm("{ .reg .b16 t; cvt.rn.f16.f32 t, %1; mov.b16 %0, t; }" : "=h"(h) : "f"(f));
+  return h;
+}
+
+__device__ __forceinline__ unsigned short at_float_to_bf16_bits(float f)
+{
+  unsigned short h;
+  asm("{ .reg .b16 t; cvt.rn.bf16.f32 t, %1; mov.b16 %0, t; }" : "=h"(h) : "f"(f));
+  return h;
+}
+
+/* at_in_t: storage of one Q/K/V element; at_in_to_float widens it. */
+#if AT_IN_DTYPE == AT_DTYPE_F32
+typedef float at_in_t;
+__device__ __forceinline__ float at_in_to_float(at_in_t x) { return x; }
+#elif AT_IN_DTYPE == AT_DTYPE_F16
+typedef unsigned short at_in_t;
+__device__ __forceinline__ float at_in_to_float(at_in_t x) { return at_f16_bits_to_float(x); }
+#elif AT_IN_DTYPE == AT_DTYPE_BF16
+typedef unsigned short at_in_t;
+__device__ __forceinline__ float at_in_to_float(at_in_t x) { return at_bf16_bits_to_float(x); }
+#elif AT_IN_DTYPE == AT_DTYPE_E4M3 || AT_IN_DTYPE == AT_DTYPE_E5M2
+typedef unsigned char at_in_t;
+/* FP8 -> f16 is exact for both formats; cvt from e4m3x2/e5m2x2 exists on sm_89+. */
+__device__ __forceinline__ float at_in_to_float(at_in_t x)
+{
+  unsigned int pair;
+  unsigned short lo = (unsigned short)x;
+#if AT_IN_DTYPE == AT_DTYPE_E4M3
+  asm("cvt.rn.f16x2.e4m3x2 %0, %1;" : "=r"(pair) : "h"(lo));
+#else
+  asm("cvt.rn.f16x2.e5m2x2 %0, %1;" : "=r"(pair) : "h"(lo));
+#endif
+  return at_f16_bits_to_float((unsigned short)(pair & 0xffffu));
+}
+#else
+#error "unknown AT_IN_DTYPE"
+#endif
+
+/* at_out_t: storage of one O element; at_out_from_float narrows with round-to-nearest-even. */
+#if AT_OUT_DTYPE == AT_DTYPE_F32
+typedef float at_out_t;
+__device__ __forceinline__ at_out_t at_out_from_float(float x) { return x; }
+#elif AT_OUT_DTYPE == AT_DTYPE_F16
+typedef unsigned short at_out_t;
+__device__ __forceinline__ at_out_t at_out_from_float(float x) { return at_float_to_f16_bits(x); }
+#elif AT_OUT_DTYPE == AT_DTYPE_BF16
+typedef unsigned short at_out_t;
+__device__ __forceinline__ at_out_t at_out_from_float(float x) { return at_float_to_bf16_bits(x); }
+#else
+#error "unsupported AT_OUT_DTYPE"
+#endif
+
+/* Is key j visible from query i? offset = 0 (top-left) or S - T (bottom-right). */
+__device__ __forceinline__ bool at_visible(int mask, long long i, long long j, long long offset)
+{
+  return mask == AT_MASK_NONE || j <= i + offset;
+}

@@ -1,0 +1,105 @@
+/* test_nvrtc.c — NVRTC compiles the naive kernels for sm_80 and sm_90a with no GPU present. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/testutil.h"
+
+static void compile_naive(const char *arch, at_dtype in, at_dtype out)
+{
+  char *source = NULL;
+  rt_binary bin;
+  TU_OK(rt_naive_source(in, out, &source));
+  TU_OK(rt_compile(source, "naive.cu", arch, NULL, 0, &bin));
+  assert_non_null(bin.cubin);
+  assert_true(bin.cubin_size > 1000);
+  /* ELF magic: a real cubin, not PTX text */
+  assert_memory_equal(bin.cubin, "\x7f" "ELF", 4);
+  const char *kernels[] = {"naive_scores", "naive_softmax", "naive_pv"};
+  for (int i = 0; i < 3; i++) {
+    const rt_kernel_resources *r = rt_binary_kernel(&bin, kernels[i]);
+    if (!r) fail_msg("no resource report for %s on %s; log:\n%s", kernels[i], arch, bin.log);
+    assert_true(r->registers > 0);
+    assert_int_equal(r->spill_store_bytes, 0);
+    assert_int_equal(r->spill_load_bytes, 0);
+  }
+  rt_binary_free(&bin);
+  free(source);
+}
+
+static void test_naive_compiles_for_sm80_and_sm90a(void **state)
+{
+  (void)state;
+  const char *archs[] = {"sm_80", "sm_90a"};
+  const at_dtype ins[] = {AT_DTYPE_F32, AT_DTYPE_F16, AT_DTYPE_BF16};
+  for (int a = 0; a < 2; a++)
+    for (int i = 0; i < 3; i++) {
+      compile_naive(archs[a], ins[i], AT_DTYPE_F32);
+      compile_naive(archs[a], ins[i], ins[i]);
+    }
+}
+
+static void test_fp8_naive_compiles_for_sm90a(void **state)
+{
+  (void)state;
+  compile_naive("sm_90a", AT_DTYPE_E4M3, AT_DTYPE_F32);
+  compile_naive("sm_89", AT_DTYPE_E5M2, AT_DTYPE_BF16);
+}
+
+static void test_compile_error_keeps_the_log(void **state)
+{
+  (void)state;
+  rt_binary bin;
+  const char *bad = "extern \"C\" __global__ void k(int *p) { p[0] = undefined_name; }\n";
+  assert_int_equal(rt_compile(bad, "bad.cu", "sm_90a", NULL, 0, &bin), AT_ERR_COMPILE);
+  assert_non_null(strstr(at_last_error(), "undefined_name"));
+  assert_non_null(strstr(at_last_error(), "bad.cu"));
+  assert_non_null(bin.log);
+  assert_non_null(strstr(bin.log, "undefined_name"));
+  assert_null(bin.cubin);
+  rt_binary_free(&bin);
+}
+
+static void test_bad_architecture_is_refused(void **state)
+{
+  (void)state;
+  rt_binary bin;
+  assert_int_equal(rt_compile("", "x.cu", "sm_9x", NULL, 0, &bin), AT_ERR_INVALID);
+  assert_non_null(strstr(at_last_error(), "unknown architecture 'sm_9x'"));
+  assert_int_equal(rt_compile("", "x.cu", "sm_70", NULL, 0, &bin), AT_ERR_INVALID);
+  int major, minor, specific;
+  TU_OK(rt_arch_parse("sm_90a", &major, &minor, &specific));
+  assert_int_equal(major, 9);
+  assert_int_equal(minor, 0);
+  assert_int_equal(specific, 1);
+  char arch[16];
+  rt_arch_for_cc(9, 0, arch);
+  assert_string_equal(arch, "sm_90a");
+  rt_arch_for_cc(8, 6, arch);
+  assert_string_equal(arch, "sm_86");
+}
+
+static void test_nvrtc_version(void **state)
+{
+  (void)state;
+  int major = 0, minor = 0;
+  TU_OK(rt_nvrtc_version(&major, &minor));
+  assert_true(major >= 12);
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_naive_compiles_for_sm80_and_sm90a),
+      cmocka_unit_test(test_fp8_naive_compiles_for_sm90a),
+      cmocka_unit_test(test_compile_error_keeps_the_log),
+      cmocka_unit_test(test_bad_architecture_is_refused),
+      cmocka_unit_test(test_nvrtc_version),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,264 @@
+/* test_reference.c — the CPU reference against cases computable by hand, and shape checks. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tests/testutil.h"
+
+typedef struct problem {
+  at_shape s;
+  at_strides qs, ks, vs;
+  float *q, *k, *v;
+  double *o, *lse;
+} problem;
+
+static problem make_problem(tn_rng *rng, int b, int t, int s, int nq, int nkv, int d, at_mask mask)
+{
+  problem p;
+  memset(&p, 0, sizeof p);
+  p.s = (at_shape){.batch = b, .q_len = t, .kv_len = s, .q_heads = nq, .kv_heads = nkv,
+                   .head_dim = d, .dtype = AT_DTYPE_F32, .mask = mask, .with_lse = 1};
+  p.qs = at_strides_bshd(t, nq, d);
+  p.ks = p.vs = at_strides_bshd(s, nkv, d);
+  p.q = tu_random_tensor(rng, AT_DTYPE_F32, (size_t)b * t * nq * d);
+  p.k = tu_random_tensor(rng, AT_DTYPE_F32, (size_t)b * s * nkv * d);
+  p.v = tu_random_tensor(rng, AT_DTYPE_F32, (size_t)b * s * nkv * d);
+  p.o = calloc((size_t)b * t * nq * d, sizeof(double));
+  p.lse = calloc((size_t)b * nq * t, sizeof(double));
+  assert_non_null(p.o);
+  assert_non_null(p.lse);
+  return p;
+}
+
+static void run(problem *p)
+{
+  TU_OK(tn_ref_attention(&p->s, p->q, p->qs, p->k, p->ks, p->v, p->vs, p->o, p->lse));
+}
+
+static void free_problem(problem *p)
+{
+  free(p->q);
+  free(p->k);
+  free(p->v);
+  free(p->o);
+  free(p->lse);
+}
+
+static double *o_row(problem *p, int b, int t, int h)
+{
+  return p->o + (((size_t)b * p->s.q_len + t) * p->s.q_heads + h) * p->s.head_dim;
+}
+
+/* Identical keys give equal scores, so each output row is the mean of V and lse = score + log S. */
+static void test_uniform_scores_give_mean_of_v(void **state)
+{
+  (void)state;
+  tn_rng rng = tn_rng_seeded(tn_fresh_seed());
+  problem p = make_problem(&rng, 1, 5, 7, 2, 2, 16, AT_MASK_NONE);
+  for (int h = 0; h < 2; h++)
+    for (int j = 1; j < 7; j++)
+      memcpy(p.k + j * p.ks.seq + h * p.ks.head, p.k + h * p.ks.head, 16 * sizeof(float));
+  run(&p);
+  for (int h = 0; h < 2; h++)
+    for (int t = 0; t < 5; t++) {
+      double score = 0;
+      for (int d = 0; d < 16; d++) {
+        double mean = 0;
+        for (int j = 0; j < 7; j++) mean += p.v[j * p.vs.seq + h * p.vs.head + d];
+        assert_true(fabs(o_row(&p, 0, t, h)[d] - mean / 7) < 1e-12);
+        score += (double)p.q[t * p.qs.seq + h * p.qs.head + d] * p.k[h * p.ks.head + d];
+      }
+      double lse = score / 4.0 + log(7.0); /* scale 1/sqrt(16) */
+      assert_true(fabs(p.lse[h * 5 + t] - lse) < 1e-6);
+    }
+  free_problem(&p);
+}
+
+/* Orthogonal one-hot keys and a query pointing hard at key `target` select V[target]. */
+static void test_one_hot_scores_select_a_row(void **state)
+{
+  (void)state;
+  tn_rng rng = tn_rng_seeded(tn_fresh_seed());
+  problem p = make_problem(&rng, 1, 3, 6, 1, 1, 8, AT_MASK_NONE);
+  p.s.scale = 1.0f;
+  memset(p.k, 0, 6 * 8 * sizeof(float));
+  for (int j = 0; j < 6; j++) p.k[j * 8 + j] = 1.0f;
+  int targets[3] = {4, 0, 5};
+  for (int t = 0; t < 3; t++) {
+    memset(p.q + t * 8, 0, 8 * sizeof(float));
+    p.q[t * 8 + targets[t]] = 60.0f;
+  }
+  run(&p);
+  for (int t = 0; t < 3; t++)
+    for (int d = 0; d < 8; d++) assert_true(fabs(o_row(&p, 0, t, 0)[d] - p.v[targets[t] * 8 + d]) < 1e-12);
+  free_problem(&p);
+}
+
+/* Causal top-left: row 0 sees only key 0; with T == S the last row sees everything. */
+static void test_causal_first_and_last_rows(void **state)
+{
+  (void)state;
+  tn_rng rng = tn_rng_seeded(tn_fresh_seed());
+  problem c = make_problem(&rng, 2, 9, 9, 3, 3, 16, AT_MASK_CAUSAL_TL);
+  problem n = c;
+  n.s.mask = AT_MASK_NONE;
+  n.o = calloc((size_t)2 * 9 * 3 * 16, sizeof(double));
+  n.lse = calloc((size_t)2 * 3 * 9, sizeof(double));
+  run(&c);
+  run(&n);
+  for (int b = 0; b < 2; b++)
+    for (int h = 0; h < 3; h++)
+      for (int d = 0; d < 16; d++) {
+        float v0 = c.v[b * c.vs.batch + h * c.vs.head + d];
+        assert_true(fabs(o_row(&c, b, 0, h)[d] - v0) < 1e-12);
+        assert_true(fabs(o_row(&c, b, 8, h)[d] - o_row(&n, b, 8, h)[d]) < 1e-12);
+        /* and a middle row differs from the unmasked one */
+      }
+  assert_true(fabs(o_row(&c, 0, 3, 0)[0] - o_row(&n, 0, 3, 0)[0]) > 1e-9);
+  free(n.o);
+  free(n.lse);
+  free_problem(&c);
+}
+
+/* GQA with ratio g equals MHA where each K/V head is repeated g times. */
+static void test_gqa_equals_repeated_mha(void **state)
+{
+  (void)state;
+  tn_rng rng = tn_rng_seeded(tn_fresh_seed());
+  const int nq = 6, nkv = 2, g = 3, t = 5, s = 11, d = 8;
+  problem gq = make_problem(&rng, 2, t, s, nq, nkv, d, AT_MASK_CAUSAL_BR);
+  problem mh = make_problem(&rng, 2, t, s, nq, nq, d, AT_MASK_CAUSAL_BR);
+  memcpy(mh.q, gq.q, sizeof(float) * 2 * t * nq * d);
+  for (int b = 0; b < 2; b++)
+    for (int j = 0; j < s; j++)
+      for (int h = 0; h < nq; h++) {
+        memcpy(mh.k + b * mh.ks.batch + j * mh.ks.seq + h * mh.ks.head,
+               gq.k + b * gq.ks.batch + j * gq.ks.seq + (h / g) * gq.ks.head, d * sizeof(float));
+        memcpy(mh.v + b * mh.vs.batch + j * mh.vs.seq + h * mh.vs.head,
+               gq.v + b * gq.vs.batch + j * gq.vs.seq + (h / g) * gq.vs.head, d * sizeof(float));
+      }
+  run(&gq);
+  run(&mh);
+  for (size_t i = 0; i < (size_t)2 * t * nq * d; i++) assert_true(fabs(gq.o[i] - mh.o[i]) < 1e-12);
+  for (size_t i = 0; i < (size_t)2 * nq * t; i++) assert_true(fabs(gq.lse[i] - mh.lse[i]) < 1e-12);
+  free_problem(&gq);
+  free_problem(&mh);
+}
+
+/* For T < S, row i under a mask equals unmasked attention over the first `visible` keys:
+ * i + 1 for top-left, i + 1 + S - T for bottom-right. */
+static void check_mask_prefix(at_mask mask)
+{
+  tn_rng rng = tn_rng_seeded(tn_fresh_seed());
+  const int t = 4, s = 10, d = 8;
+  problem m = make_problem(&rng, 1, t, s, 1, 1, d, mask);
+  run(&m);
+  for (int i = 0; i < t; i++) {
+    int visible = mask == AT_MASK_CAUSAL_BR ? i + 1 + s - t : i + 1;
+    at_shape one = {.batch = 1, .q_len = 1, .kv_len = visible, .q_heads = 1, .kv_heads = 1,
+                    .head_dim = d, .dtype = AT_DTYPE_F32, .mask = AT_MASK_NONE};
+    double o[8], lse;
+    TU_OK(tn_ref_attention(&one, m.q + i * m.qs.seq, m.qs, m.k, m.ks, m.v, m.vs, o, &lse));
+    for (int x = 0; x < d; x++) assert_true(fabs(o_row(&m, 0, i, 0)[x] - o[x]) < 1e-12);
+    assert_true(fabs(m.lse[i] - lse) < 1e-12);
+  }
+  free_problem(&m);
+}
+
+static void test_bottom_right_and_top_left_masks(void **state)
+{
+  (void)state;
+  check_mask_prefix(AT_MASK_CAUSAL_TL);
+  check_mask_prefix(AT_MASK_CAUSAL_BR);
+}
+
+/* Bottom-right with T > S: the first T - S rows see no key: o = 0, lse = -inf. */
+static void test_rows_without_keys(void **state)
+{
+  (void)state;
+  tn_rng rng = tn_rng_seeded(tn_fresh_seed());
+  problem p = make_problem(&rng, 1, 6, 4, 1, 1, 8, AT_MASK_CAUSAL_BR);
+  run(&p);
+  for (int t = 0; t < 2; t++) {
+    assert_true(isinf(p.lse[t]) && p.lse[t] < 0);
+    for (int d = 0; d < 8; d++) assert_true(o_row(&p, 0, t, 0)[d] == 0.0);
+  }
+  assert_true(isfinite(p.lse[2]));
+  for (int d = 0; d < 8; d++) assert_true(fabs(o_row(&p, 0, 2, 0)[d] - p.v[d]) < 1e-12);
+  free_problem(&p);
+}
+
+static void test_shape_check_names_the_problem(void **state)
+{
+  (void)state;
+  at_shape s = {.batch = 1, .q_len = 8, .kv_len = 8, .q_heads = 6, .kv_heads = 4, .head_dim = 64,
+                .dtype = AT_DTYPE_BF16};
+  assert_int_equal(at_shape_check(&s), AT_ERR_INVALID);
+  assert_non_null(strstr(at_last_error(), "q_heads 6 is not a multiple of kv_heads 4"));
+  s.kv_heads = 2;
+  assert_int_equal(at_shape_check(&s), AT_OK);
+  s.head_dim = 0;
+  assert_int_equal(at_shape_check(&s), AT_ERR_INVALID);
+  assert_non_null(strstr(at_last_error(), "head_dim 0"));
+  at_dtype dt;
+  assert_int_equal(at_dtype_parse("bf17", &dt), AT_ERR_INVALID);
+  assert_non_null(strstr(at_last_error(), "unknown dtype 'bf17'"));
+  assert_int_equal(at_dtype_parse("bf16", &dt), AT_OK);
+  assert_int_equal(dt, AT_DTYPE_BF16);
+  at_mask m;
+  assert_int_equal(at_mask_parse("causal-br", &m), AT_OK);
+  assert_int_equal(m, AT_MASK_CAUSAL_BR);
+}
+
+static void test_flops(void **state)
+{
+  (void)state;
+  at_shape s = {.batch = 2, .q_len = 8192, .kv_len = 8192, .q_heads = 16, .kv_heads = 16,
+                .head_dim = 128, .dtype = AT_DTYPE_BF16};
+  assert_true(at_shape_flops(&s) == 4.0 * 2 * 16 * 8192.0 * 8192.0 * 128);
+  s.mask = AT_MASK_CAUSAL_TL;
+  assert_true(at_shape_flops(&s) == 2.0 * 2 * 16 * 8192.0 * 8192.0 * 128);
+  at_shape br = {.batch = 1, .q_len = 2, .kv_len = 5, .q_heads = 1, .kv_heads = 1, .head_dim = 1,
+                 .mask = AT_MASK_CAUSAL_BR};
+  assert_true(at_shape_flops(&br) == 4.0 * (4 + 5)); /* rows see 4 and 5 keys */
+}
+
+static void test_half_conversions_round_to_nearest_even(void **state)
+{
+  (void)state;
+  assert_int_equal(at_f32_to_bf16(1.0f), 0x3f80);
+  assert_true(at_bf16_to_f32(at_f32_to_bf16(1.00390625f)) == 1.0f);        /* tie to even */
+  assert_true(at_bf16_to_f32(at_f32_to_bf16(1.01171875f)) == 1.015625f);   /* tie to even, up */
+  assert_int_equal(at_f32_to_f16(1.0f), 0x3c00);
+  assert_int_equal(at_f32_to_f16(65504.0f), 0x7bff);
+  assert_int_equal(at_f32_to_f16(1e6f), 0x7c00);
+  assert_int_equal(at_f32_to_f16(-2.0f), 0xc000);
+  assert_true(at_f16_to_f32(0x0001) == ldexpf(1.0f, -24));
+  assert_true(at_f16_to_f32(at_f32_to_f16(1.0f + ldexpf(1.0f, -11))) == 1.0f); /* tie to even */
+  for (uint32_t h = 0; h < 0x7c00; h++) /* every finite positive half survives a round trip */
+    assert_int_equal(at_f32_to_f16(at_f16_to_f32((uint16_t)h)), h);
+  assert_true(isnan(at_f16_to_f32(at_f32_to_f16(NAN))));
+  assert_true(isnan(at_bf16_to_f32(at_f32_to_bf16(NAN))));
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_uniform_scores_give_mean_of_v),
+      cmocka_unit_test(test_one_hot_scores_select_a_row),
+      cmocka_unit_test(test_causal_first_and_last_rows),
+      cmocka_unit_test(test_gqa_equals_repeated_mha),
+      cmocka_unit_test(test_bottom_right_and_top_left_masks),
+      cmocka_unit_test(test_rows_without_keys),
+      cmocka_unit_test(test_shape_check_names_the_problem),
+      cmocka_unit_test(test_flops),
+      cmocka_unit_test(test_half_conversions_round_to_nearest_even),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

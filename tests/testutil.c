@@ -1,0 +1,65 @@
+/* testutil.c — see testutil.h. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <cmocka.h>
+
+#include "tests/testutil.h"
+
+int tu_open_gpu(rt_ctx *ctx)
+{
+  int count = 0;
+  at_status rc = rt_device_count(&count);
+  if (rc == AT_ERR_NO_DRIVER || (rc == AT_OK && count == 0)) {
+    static int said;
+    if (!said++) fprintf(stderr, "no GPU: %s\n", rc == AT_OK ? "no CUDA device" : at_last_error());
+    return 0;
+  }
+  TU_OK(rc);
+  TU_OK(rt_ctx_open(0, ctx));
+  return 1;
+}
+
+CUdeviceptr tu_upload(at_dtype dtype, const float *host, size_t n)
+{
+  size_t bytes = n * at_dtype_size(dtype);
+  void *packed = malloc(bytes ? bytes : 1);
+  CUdeviceptr dev = 0;
+  assert_non_null(packed);
+  TU_OK(tn_pack(dtype, host, n, packed));
+  TU_OK(rt_alloc(&dev, bytes));
+  TU_OK(rt_upload(dev, packed, bytes));
+  free(packed);
+  return dev;
+}
+
+void tu_download(at_dtype dtype, CUdeviceptr dev, size_t n, float *host)
+{
+  size_t bytes = n * at_dtype_size(dtype);
+  void *packed = malloc(bytes ? bytes : 1);
+  assert_non_null(packed);
+  TU_OK(rt_download(packed, dev, bytes));
+  TU_OK(tn_unpack(dtype, packed, n, host));
+  free(packed);
+}
+
+CUdeviceptr tu_alloc_poisoned(size_t bytes)
+{
+  CUdeviceptr dev = 0;
+  TU_OK(rt_alloc(&dev, bytes));
+  TU_OK(rt_fill_u8(dev, 0xFF, bytes));
+  return dev;
+}
+
+float *tu_random_tensor(tn_rng *rng, at_dtype dtype, size_t n)
+{
+  float *x = malloc(n * sizeof *x);
+  assert_non_null(x);
+  tn_rng_fill(rng, x, n, -1.0f, 1.0f);
+  tn_round_to_dtype(dtype, x, n);
+  return x;
+}

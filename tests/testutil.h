@@ -1,0 +1,33 @@
+/*
+ * testutil.h — helpers for the cmocka tests: opening a GPU (or learning there is none), moving
+ * fp32 host data to and from the device in a given dtype, and poisoning outputs.
+ * Include after <setjmp.h>, <stdarg.h>, <stddef.h>, <stdint.h> and <cmocka.h>.
+ */
+#ifndef AT_TESTS_TESTUTIL_H
+#define AT_TESTS_TESTUTIL_H
+
+#include "runtime/rt.h"
+#include "tuner/reference.h"
+
+/* Opens GPU 0 into *ctx. Returns 1 on success; 0 when there is no driver or GPU (the reason is
+ * printed once), after which the caller should skip(). Any other failure fails the test. */
+int tu_open_gpu(rt_ctx *ctx);
+
+/* Fails the current test with at_last_error() when rc is not AT_OK. */
+#define TU_OK(expr)                                                                              \
+  do {                                                                                           \
+    at_status tu_rc_ = (expr);                                                                   \
+    if (tu_rc_ != AT_OK) fail_msg("%s -> %s: %s", #expr, at_status_name(tu_rc_), at_last_error()); \
+  } while (0)
+
+/* A device buffer holding n elements of dtype, uploaded from fp32 values (packed to the dtype). */
+CUdeviceptr tu_upload(at_dtype dtype, const float *host, size_t n);
+/* Download n elements of dtype into fp32. */
+void tu_download(at_dtype dtype, CUdeviceptr dev, size_t n, float *host);
+/* A device buffer of bytes, every byte 0xFF: NaN in f32, f16 and bf16 alike. */
+CUdeviceptr tu_alloc_poisoned(size_t bytes);
+
+/* Random fp32 values in [-1, 1), rounded to what dtype holds; the caller frees. */
+float *tu_random_tensor(tn_rng *rng, at_dtype dtype, size_t n);
+
+#endif

@@ -1,0 +1,61 @@
+/*
+ * main.c — the attntune command line: a table of subcommands, each with its own option parser.
+ * Exit codes: 0 success, 1 runtime failure (no GPU, CUDA error), 2 usage or config error.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "attntune.h"
+#include "tuner/cli.h"
+#include "tuner/commands.h"
+
+struct command {
+  const char *name;
+  int (*run)(int argc, char **argv);
+  const char *summary;
+};
+
+static const struct command COMMANDS[] = {
+    {"devices", tn_cmd_devices, "list the GPUs with compute capability, memory, driver, NVRTC and cuDNN"},
+};
+
+static void print_usage(FILE *out)
+{
+  fprintf(out,
+          "usage: attntune [--help] [--version] <command> [<args>]\n"
+          "\n"
+          "attntune generates fused attention kernels, verifies them against a naive reference\n"
+          "and cuDNN, and keeps the fastest per shape and GPU.\n"
+          "\n"
+          "commands:\n");
+  for (size_t i = 0; i < sizeof COMMANDS / sizeof *COMMANDS; i++)
+    fprintf(out, "  %-10s %s\n", COMMANDS[i].name, COMMANDS[i].summary);
+  fprintf(out,
+          "\n"
+          "'attntune <command> --help' describes a command.\n"
+          "Environment: ATTNTUNE_CUDNN names the libcudnn.so.9 (file or folder) to load.\n"
+          "Exit codes: 0 success, 1 runtime failure (no GPU, CUDA error), 2 usage error.\n");
+}
+
+int main(int argc, char **argv)
+{
+  if (argc < 2) {
+    print_usage(stderr);
+    return TN_EXIT_USAGE;
+  }
+  const char *name = argv[1];
+  if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0 || strcmp(name, "help") == 0) {
+    print_usage(stdout);
+    return TN_EXIT_OK;
+  }
+  if (strcmp(name, "--version") == 0) {
+    printf("attntune %s\n", at_version());
+    return TN_EXIT_OK;
+  }
+  for (size_t i = 0; i < sizeof COMMANDS / sizeof *COMMANDS; i++)
+    if (strcmp(name, COMMANDS[i].name) == 0) return COMMANDS[i].run(argc - 1, argv + 1);
+  if (name[0] == '-') fprintf(stderr, "attntune: unknown option '%s'\n", name);
+  else fprintf(stderr, "attntune: unknown command '%s'\n", name);
+  fprintf(stderr, "Try 'attntune --help'.\n");
+  return TN_EXIT_USAGE;
+}

@@ -1,0 +1,51 @@
+/*
+ * reference.h — the CPU reference attention in double precision, comparison of results, and the
+ * random inputs tests and benchmarks draw. Prefix tn_.
+ */
+#ifndef AT_TUNER_REFERENCE_H
+#define AT_TUNER_REFERENCE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "attntune.h"
+
+/* Attention on the CPU with double accumulation: the same semantics as templates/naive.cu.
+ * q, k, v are fp32 values (already rounded to the dtype under test) with the given strides;
+ * o is written contiguous [B, T, Nq, D]; lse, if not NULL, [B, Nq, T] (natural log, -inf for a
+ * row with no visible key, whose o is 0). Meant for small shapes: O(B·Nq·T·S·D). */
+at_status tn_ref_attention(const at_shape *shape, const float *q, at_strides q_stride,
+                           const float *k, at_strides k_stride, const float *v,
+                           at_strides v_stride, double *o, double *lse);
+
+/* How far out is from ref: ||out - ref|| / ||ref|| over n elements; counts NaN/inf in out. */
+typedef struct tn_error {
+  double rel_l2;
+  double max_abs;
+  size_t worst_index; /* where max_abs occurs */
+  size_t n_nonfinite;
+} tn_error;
+
+tn_error tn_compare(const double *ref, const float *out, size_t n);
+/* Same for log-sum-exp rows: -inf in ref must be -inf in out; finite entries compared. */
+tn_error tn_compare_lse(const double *ref, const float *out, size_t n);
+
+/* xorshift-based generator: reproducible, fast, never all zeros. */
+typedef struct tn_rng {
+  uint64_t state;
+} tn_rng;
+
+tn_rng tn_rng_seeded(uint64_t seed);
+/* A seed from the clock and the process, so each run draws fresh inputs. */
+uint64_t tn_fresh_seed(void);
+float tn_rng_uniform(tn_rng *rng, float lo, float hi);
+void tn_rng_fill(tn_rng *rng, float *x, size_t n, float lo, float hi);
+
+/* Round an fp32 buffer to the values a dtype can hold (f16/bf16; f32 is unchanged), and pack
+ * it into that dtype's storage (2 bytes per element for f16/bf16, 4 for f32). */
+void tn_round_to_dtype(at_dtype dtype, float *x, size_t n);
+at_status tn_pack(at_dtype dtype, const float *x, size_t n, void *out);
+/* Widen packed storage back to fp32. */
+at_status tn_unpack(at_dtype dtype, const void *in, size_t n, float *out);
+
+#endif
