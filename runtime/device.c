@@ -20,10 +20,15 @@ void rt_driver_release(char *out, size_t cap)
   snprintf(out, cap, "unknown");
   if (!f) return;
   if (fgets(line, sizeof line, f)) {
-    /* "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159.04  Thu ..." */
-    const char *p = strstr(line, "Kernel Module");
-    char release[64];
-    if (p && sscanf(p + strlen("Kernel Module"), " %63s", release) == 1) snprintf(out, cap, "%s", release);
+    /* "NVRM version: NVIDIA UNIX [Open] Kernel Module [for x86_64]  580.159.04  Release ..."
+     * The wording varies; the release is the first token that starts digits-dot-digit. */
+    for (char *tok = strtok(line, " \t\n"); tok; tok = strtok(NULL, " \t\n")) {
+      int major = 0, minor = 0;
+      if (sscanf(tok, "%d.%d", &major, &minor) == 2 && tok[0] >= '0' && tok[0] <= '9') {
+        snprintf(out, cap, "%s", tok);
+        break;
+      }
+    }
   }
   fclose(f);
 }
