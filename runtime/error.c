@@ -30,7 +30,13 @@ at_status rt_fail_context(at_status code, const char *fmt, ...)
   va_start(ap, fmt);
   vsnprintf(prefix, sizeof prefix, fmt, ap);
   va_end(ap);
-  snprintf(g_message, sizeof g_message, "%s: %s", prefix, old);
+  /* "prefix: old", cut to fit (the old message's tail is the least useful part). */
+  size_t n_prefix = strlen(prefix), n_old = strlen(old);
+  if (n_prefix + 2 + n_old >= MESSAGE_CAP) n_old = MESSAGE_CAP - 3 - n_prefix;
+  memcpy(g_message, prefix, n_prefix);
+  memcpy(g_message + n_prefix, ": ", 2);
+  memcpy(g_message + n_prefix + 2, old, n_old);
+  g_message[n_prefix + 2 + n_old] = '\0';
   return code;
 }
 
