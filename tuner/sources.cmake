@@ -2,6 +2,7 @@
 set(AT_TUNER_LIB_SOURCES
   tuner/reference.c
   tuner/cli.c
+  tuner/timing.c
 )
 set(AT_TUNER_CLI_SOURCES
   tuner/main.c
