@@ -1,1 +1,3 @@
-set(AT_CACHE_SOURCES)
+set(AT_CACHE_SOURCES
+  cache/cache.c
+)

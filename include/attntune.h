@@ -90,6 +90,10 @@ at_status at_shape_check(const at_shape *shape);
 float at_shape_scale(const at_shape *shape);
 double at_shape_flops(const at_shape *shape);
 at_strides at_strides_bshd(int seq_len, int heads, int head_dim);
+/* Stable text key of a shape, as the cache and reports use it:
+ * "b2.t8192.s8192.hq16.hkv16.d128.bf16.causal" (+ ".lse"). The scale is not part of it: it is
+ * a run-time argument that no kernel choice depends on. */
+void at_shape_key(const at_shape *shape, char *buf, size_t size);
 
 const char *at_dtype_name(at_dtype dtype); /* "f32", "f16", "bf16", "e4m3", "e5m2" */
 size_t at_dtype_size(at_dtype dtype);

@@ -1,5 +1,6 @@
 /* shape.c — validation, naming and FLOP counting of attention shapes. */
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "runtime/rt.h"
@@ -108,4 +109,11 @@ at_strides at_strides_bshd(int seq_len, int heads, int head_dim)
   st.seq = (int64_t)heads * head_dim;
   st.batch = (int64_t)seq_len * heads * head_dim;
   return st;
+}
+
+void at_shape_key(const at_shape *s, char *buf, size_t size)
+{
+  snprintf(buf, size, "b%d.t%d.s%d.hq%d.hkv%d.d%d.%s.%s%s", s->batch, s->q_len, s->kv_len,
+           s->q_heads, s->kv_heads, s->head_dim, at_dtype_name(s->dtype), at_mask_name(s->mask),
+           s->with_lse ? ".lse" : "");
 }

@@ -1,0 +1,125 @@
+/*
+ * cache.h — the SQLite cache of tuning results. Prefix cache_.
+ *
+ * One file holds every trial of every tuning run (what was tried, how it ended, how fast, how far
+ * from the references) and, per (GPU model, shape), the best verified implementation with cuDNN's
+ * time beside it and the winner's cubin, so applications start without compiling. Rows carry the
+ * environment they were measured in (GPU model, compute capability, SM count, driver, NVRTC,
+ * cuDNN, template version), so stale results are known, never silently mixed.
+ *
+ * Concurrency: WAL journal and a busy timeout, so several tuning processes (one per GPU) can write
+ * one file; every write is its own transaction, committed before the call returns, so a killed
+ * run loses at most the trial in flight.
+ *
+ * Schema versions (PRAGMA user_version) and their migrations are in cache.c; opening a file with a
+ * newer schema than this build knows is refused.
+ */
+#ifndef AT_CACHE_CACHE_H
+#define AT_CACHE_CACHE_H
+
+#include <stddef.h>
+
+#include "attntune.h"
+
+#define CACHE_SCHEMA_VERSION 1
+
+typedef struct cache_db cache_db;
+
+/* Where a result was measured. gpu_model is the device name ("NVIDIA H200"). */
+typedef struct cache_env {
+  char gpu_model[128];
+  int cc_major, cc_minor;
+  int sm_count;
+  char driver[32];           /* "580.159.04" */
+  char nvrtc[16];            /* "13.0" */
+  char cudnn[16];            /* "9.19.0" or "" */
+  char template_version[32]; /* of the kernel templates; a change makes old rows stale */
+} cache_env;
+
+/* How a trial ended. The order is the tuning job's state machine's final states. */
+typedef enum cache_status {
+  CACHE_OK = 0,          /* verified and timed */
+  CACHE_INVALID,         /* refused by the constraints (never compiled) */
+  CACHE_COMPILE_FAILED,  /* NVRTC error */
+  CACHE_CRASHED,         /* the kernel faulted (illegal address, trap); the worker restarted */
+  CACHE_TIMEOUT,         /* the watchdog fired */
+  CACHE_WRONG,           /* output over the tolerance, or NaN */
+  CACHE_UNSUPPORTED,     /* the implementation declines the shape (cuDNN says so) */
+  CACHE_DROPPED,         /* verified, but dropped after the cheap first timing pass */
+} cache_status;
+
+const char *cache_status_name(cache_status status); /* "ok", "compile_failed", ... */
+at_status cache_status_parse(const char *text, cache_status *out);
+
+typedef struct cache_trial {
+  at_shape shape;
+  char impl[96]; /* a variant key, "cudnn" or "naive" */
+  cache_status status;
+  double time_ms, tflops;  /* NaN when not timed */
+  double err_naive;        /* relative L2 vs the naive reference; NaN when not checked */
+  double err_cudnn;        /* vs cuDNN's output on the same inputs; NaN when cuDNN did not run */
+  int registers, spill_bytes, smem_bytes; /* -1 when unknown */
+  char message[512];
+} cache_trial;
+
+typedef struct cache_best {
+  at_shape shape;
+  cache_env env;
+  char impl[96];
+  double time_ms, tflops;
+  double cudnn_ms; /* NaN when cuDNN could not run the shape */
+  double err_naive, err_cudnn;
+  char arch[16];   /* the cubin's target */
+  char entry[128]; /* kernel name in the cubin ("" for cudnn) */
+  void *cubin;     /* owned by the struct when read back: free with cache_best_clear */
+  size_t cubin_size;
+  char updated_at[32];
+} cache_best;
+
+/* Open (creating and migrating when writable). read_only opens with SQLITE_OPEN_READONLY and
+ * refuses a file that does not exist or needs migration. */
+at_status cache_open(const char *path, int read_only, cache_db **out);
+void cache_close(cache_db *db);
+int cache_schema_version(cache_db *db);
+
+/* Record one trial (committed on return). */
+at_status cache_put_trial(cache_db *db, const cache_env *env, const cache_trial *trial);
+/* Was impl already tried for shape in this environment's GPU model and template version? */
+at_status cache_find_trial(cache_db *db, const cache_env *env, const at_shape *shape,
+                           const char *impl, int *found, cache_trial *out);
+/* Count trials of a shape (all statuses) for the environment's GPU model and template version. */
+at_status cache_count_trials(cache_db *db, const cache_env *env, const at_shape *shape, int *count);
+
+/* Store best unless the file already holds a faster one for the same GPU model, shape and
+ * template version (*stored says which happened). Committed on return. */
+at_status cache_put_best(cache_db *db, const cache_best *best, int *stored);
+/* The best for (gpu_model, shape), any template version but the newest first. */
+at_status cache_get_best(cache_db *db, const char *gpu_model, const at_shape *shape,
+                         cache_best *out, int *found);
+void cache_best_clear(cache_best *best);
+
+/* A shape is done when its tuning finished (all candidates tried or the budget spent). */
+at_status cache_mark_done(cache_db *db, const cache_env *env, const at_shape *shape);
+at_status cache_is_done(cache_db *db, const cache_env *env, const at_shape *shape, int *done);
+/* Forget a shape's trials, best and done mark for this environment (tune --force). */
+at_status cache_forget_shape(cache_db *db, const cache_env *env, const at_shape *shape);
+
+/* Visit every best row (ordered by GPU model, dtype, head dim, mask, shape); stop when visit
+ * returns non-zero. gpu_model NULL: all models. */
+typedef int (*cache_best_visitor)(void *user, const cache_best *best);
+at_status cache_each_best(cache_db *db, const char *gpu_model, cache_best_visitor visit, void *user);
+typedef int (*cache_trial_visitor)(void *user, const char *gpu_model, const cache_trial *trial);
+at_status cache_each_trial(cache_db *db, const char *gpu_model, cache_trial_visitor visit, void *user);
+
+/* GPU models with results, for messages ("this cache holds results for: ..."). */
+at_status cache_models(cache_db *db, char *buf, size_t size, int *n_models);
+
+/* Copy every trial of the inputs into `into` (created if needed), and per (GPU model, shape,
+ * template version) keep the faster best. */
+at_status cache_merge(const char *const *inputs, int n_inputs, const char *into);
+
+/* Delete rows whose template version is not current_template (and their trials). *removed
+ * counts the rows deleted. */
+at_status cache_prune(cache_db *db, const char *current_template, int *removed);
+
+#endif /* AT_CACHE_CACHE_H */
