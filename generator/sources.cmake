@@ -1,1 +1,5 @@
-set(AT_GENERATOR_SOURCES)
+set(AT_GENERATOR_SOURCES
+  generator/variant.c
+  generator/fa2.c
+  generator/compile.c
+)

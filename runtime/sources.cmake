@@ -8,5 +8,6 @@ set(AT_RUNTIME_SOURCES
   runtime/module.c
   runtime/naive.c
   runtime/cudnn.c
+  runtime/cudnn_sdpa.c
   runtime/fp8.c
 )

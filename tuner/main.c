@@ -17,6 +17,8 @@ struct command {
 
 static const struct command COMMANDS[] = {
     {"devices", tn_cmd_devices, "list the GPUs with compute capability, memory, driver, NVRTC and cuDNN"},
+    {"gen", tn_cmd_gen, "list, emit and compile the kernel variants for a shape (no GPU needed)"},
+    {"bench", tn_cmd_bench, "verify and time implementations (naive, cudnn, fa2 variants) on one shape"},
 };
 
 static void print_usage(FILE *out)

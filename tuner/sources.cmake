@@ -3,8 +3,13 @@ set(AT_TUNER_LIB_SOURCES
   tuner/reference.c
   tuner/cli.c
   tuner/timing.c
+  tuner/config.c
+  tuner/harness.c
 )
 set(AT_TUNER_CLI_SOURCES
   tuner/main.c
   tuner/cmd_devices.c
+  tuner/cmd_bench.c
+  tuner/cmd_gen.c
+  tuner/gen_bench.c
 )

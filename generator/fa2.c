@@ -1,0 +1,265 @@
+/*
+ * fa2.c — the fa2 family: constraints, enumeration, the family default, emission and the launcher
+ * of templates/fa2.cu.
+ */
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "generator/generator.h"
+
+/* The tuning space before pruning. */
+static const int k_block_m[] = {128, 64};
+static const int k_warps[] = {4, 8};
+static const int k_block_n[] = {128, 64, 32};
+static const int k_stages[] = {2, 3};
+#define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+static int round_up(int x, int m) { return (x + m - 1) / m * m; }
+
+int gen_threads(const gen_variant *v) { return 32 * v->warps; }
+
+/* Mirrors FA2_SMEM_BYTES in the template: Q tile plus STAGES K and V tiles, rows padded to whole
+ * 128-byte swizzle lines (D rounded up to 64 elements). */
+int gen_smem_bytes(const gen_variant *v)
+{
+  int row_bytes = round_up(v->spec.head_dim, 64) * 2;
+  return (v->block_m + 2 * v->stages * v->block_n) * row_bytes;
+}
+
+/* Mirrors FA2_REG_ESTIMATE in the template: O and S accumulators (fp32 per thread), the K fragments
+ * in flight, ~80 for the rest and 12 more with two 16-row slices per warp. Calibrated against ptxas
+ * for sm_90a (CUDA 13.0): at 255 registers ptxas spilled a few bytes for d128 bm128 w4 bn32 (two
+ * slices) but not for d256 bm128 w8 bn64 (one slice), though both hold 160 accumulators. Every
+ * variant it admits at the tested head dims compiles with zero spills (tests/test_generator.c). */
+int gen_register_estimate(const gen_variant *v)
+{
+  int slices = v->block_m / v->warps / 16;
+  int dk = round_up(v->spec.head_dim, 16);
+  return slices * (dk + v->block_n) / 2 + v->block_n / 4 + 79 + 12 * (slices - 1);
+}
+
+static int register_budget(const gen_variant *v)
+{
+  int share = 65536 / gen_threads(v);
+  return share < 255 ? share : 255;
+}
+
+at_status gen_variant_check(const gen_variant *v, const gen_target *target)
+{
+  const gen_spec *s = &v->spec;
+  if (v->family != GEN_FAMILY_FA2) return rt_fail(AT_ERR_INVALID, "unknown kernel family %d", (int)v->family);
+  if (s->dtype != AT_DTYPE_F16 && s->dtype != AT_DTYPE_BF16)
+    return rt_fail(AT_ERR_INVALID, "dtype %s is not supported by fa2 (expected f16 or bf16)",
+                   at_dtype_name(s->dtype));
+  if (s->head_dim < 32 || s->head_dim > 256 || s->head_dim % 8 != 0)
+    return rt_fail(AT_ERR_INVALID, "head dim %d is not a multiple of 8 in 32..256", s->head_dim);
+  if (s->mask != AT_MASK_NONE && s->mask != AT_MASK_CAUSAL_TL && s->mask != AT_MASK_CAUSAL_BR)
+    return rt_fail(AT_ERR_INVALID, "unknown mask %d", (int)s->mask);
+  if (s->gqa < 1 || s->gqa > 1024) return rt_fail(AT_ERR_INVALID, "GQA ratio %d is out of range (1..1024)", s->gqa);
+  if (v->warps != 4 && v->warps != 8)
+    return rt_fail(AT_ERR_UNSUPPORTED, "%d warps (expected 4 or 8)", v->warps);
+  if (v->block_m % (16 * v->warps) != 0 || v->block_m / v->warps > 32)
+    return rt_fail(AT_ERR_UNSUPPORTED,
+                   "block_m %d with %d warps gives %d rows per warp (expected 16 or 32)", v->block_m,
+                   v->warps, v->block_m / v->warps);
+  if (v->block_n % 16 != 0 || v->block_n < 16 || v->block_n > 128)
+    return rt_fail(AT_ERR_UNSUPPORTED, "block_n %d is not a multiple of 16 in 16..128", v->block_n);
+  if (v->stages < 2 || v->stages > 4)
+    return rt_fail(AT_ERR_UNSUPPORTED, "%d stages (expected 2..4)", v->stages);
+  int smem = gen_smem_bytes(v);
+  if (smem > target->smem_limit)
+    return rt_fail(AT_ERR_UNSUPPORTED, "needs %d bytes of shared memory, %s allows %d", smem,
+                   target->arch, target->smem_limit);
+  int regs = gen_register_estimate(v), budget = register_budget(v);
+  if (regs > budget)
+    return rt_fail(AT_ERR_UNSUPPORTED, "needs about %d registers per thread, budget %d (would spill)",
+                   regs, budget);
+  return AT_OK;
+}
+
+/* Tiles far larger than a known sequence only add masked work: a block_m at least twice T (rounded
+ * to 16) when a smaller one exists, a block_n likewise for S, and stages beyond the tiles there are. */
+static int tile_makes_sense(const gen_variant *v, const at_shape *shape)
+{
+  if (shape->q_len > 0 && v->block_m > 64 && v->block_m >= 2 * round_up(shape->q_len, 16)) return 0;
+  if (shape->kv_len > 0 && v->block_n > 32 && v->block_n >= 2 * round_up(shape->kv_len, 16)) return 0;
+  if (shape->kv_len > 0 && v->stages > 2 && (shape->kv_len + v->block_n - 1) / v->block_n <= v->stages - 1)
+    return 0;
+  return 1;
+}
+
+at_status gen_enumerate(const at_shape *shape, const gen_target *target, gen_variant *out, int cap,
+                        int *n_out)
+{
+  gen_spec spec;
+  at_status rc = gen_spec_from_shape(GEN_FAMILY_FA2, shape, &spec);
+  *n_out = 0;
+  if (rc != AT_OK) return rc;
+  int n = 0;
+  for (int a = 0; a < COUNT(k_block_m); a++)
+    for (int b = 0; b < COUNT(k_warps); b++)
+      for (int c = 0; c < COUNT(k_block_n); c++)
+        for (int d = 0; d < COUNT(k_stages); d++) {
+          gen_variant v = {GEN_FAMILY_FA2, spec, k_block_m[a], k_block_n[c], k_warps[b], k_stages[d]};
+          if (gen_variant_check(&v, target) != AT_OK || !tile_makes_sense(&v, shape)) continue;
+          if (n == cap) return rt_fail(AT_ERR_INVALID, "more than %d variants for this shape", cap);
+          out[n++] = v;
+        }
+  rt_clear_error(); /* the refusals above are expected, not errors */
+  if (n == 0)
+    return rt_fail(AT_ERR_UNSUPPORTED, "no fa2 variant fits head dim %d on %s (shared memory %d bytes)",
+                   spec.head_dim, target->arch, target->smem_limit);
+  *n_out = n;
+  return AT_OK;
+}
+
+/* Family defaults by head dim, best first; measured choices are in docs/perf.md ("## fa2"). The first
+ * that passes the constraints wins, else the first enumerated variant. */
+at_status gen_default_variant(const at_shape *shape, const gen_target *target, gen_variant *out)
+{
+  static const struct { int max_d, block_m, block_n, warps, stages; } prefs[] = {
+      {64, 128, 64, 4, 2},  {64, 128, 128, 8, 2}, {128, 128, 32, 4, 2}, {128, 128, 64, 8, 2},
+      {256, 128, 64, 8, 2}, {256, 128, 32, 8, 2}, {256, 64, 32, 4, 2},
+  };
+  gen_spec spec;
+  at_status rc = gen_spec_from_shape(GEN_FAMILY_FA2, shape, &spec);
+  if (rc != AT_OK) return rc;
+  for (int i = 0; i < COUNT(prefs); i++) {
+    if (spec.head_dim > prefs[i].max_d) continue;
+    gen_variant v = {GEN_FAMILY_FA2, spec, prefs[i].block_m, prefs[i].block_n, prefs[i].warps,
+                     prefs[i].stages};
+    if (gen_variant_check(&v, target) == AT_OK) {
+      *out = v;
+      return AT_OK;
+    }
+  }
+  gen_variant all[GEN_MAX_VARIANTS];
+  int n = 0;
+  at_shape any_len = *shape;
+  any_len.q_len = any_len.kv_len = 0;
+  if ((rc = gen_enumerate(&any_len, target, all, GEN_MAX_VARIANTS, &n)) != AT_OK) return rc;
+  *out = all[0];
+  return AT_OK;
+}
+
+/* ---- emission ---------------------------------------------------------------------------------- */
+
+static at_status append(char **buf, size_t *len, size_t *cap, const char *text, size_t n)
+{
+  if (*len + n + 1 > *cap) {
+    size_t want = (*len + n + 1) * 2;
+    char *p = realloc(*buf, want);
+    if (!p) return rt_fail(AT_ERR_NOMEM, "no memory for %zu bytes of kernel source", want);
+    *buf = p;
+    *cap = want;
+  }
+  memcpy(*buf + *len, text, n);
+  *len += n;
+  (*buf)[*len] = '\0';
+  return AT_OK;
+}
+
+at_status gen_emit(const gen_variant *v, const gen_target *target, char **source)
+{
+  char key[GEN_KEY_MAX], entry[GEN_KEY_MAX], pre[2048];
+  size_t common_len = 0, body_len = 0, len = 0, cap = 0;
+  at_status rc;
+  *source = NULL;
+  if ((rc = gen_variant_check(v, target)) != AT_OK) return rc;
+  if ((rc = gen_variant_key(v, key, sizeof key)) != AT_OK) return rc;
+  if ((rc = gen_entry_name(v, entry, sizeof entry)) != AT_OK) return rc;
+  const char *common = at_template_text("common.cuh", &common_len);
+  const char *body = at_template_text("fa2.cu", &body_len);
+  if (!common || !body)
+    return rt_fail(AT_ERR_INVALID, "embedded template %s is missing from this build",
+                   common ? "fa2.cu" : "common.cuh");
+  int n = snprintf(pre, sizeof pre,
+                   "/* %s: generated by attntune for %s (templates/common.cuh + templates/fa2.cu) */\n"
+                   "#define AT_IN_DTYPE %d /* %s */\n"
+                   "#define AT_OUT_DTYPE %d\n"
+                   "#define FA2_KERNEL %s\n"
+                   "#define FA2_HEAD_DIM %d\n"
+                   "#define FA2_MASK %d /* %s */\n"
+                   "#define FA2_GQA %d\n"
+                   "#define FA2_LSE %d\n"
+                   "#define FA2_BLOCK_M %d\n"
+                   "#define FA2_BLOCK_N %d\n"
+                   "#define FA2_WARPS %d\n"
+                   "#define FA2_STAGES %d\n"
+                   "#define FA2_SMEM_LIMIT %d\n",
+                   key, target->arch, (int)v->spec.dtype, at_dtype_name(v->spec.dtype), (int)v->spec.dtype,
+                   entry, v->spec.head_dim, (int)v->spec.mask, at_mask_name(v->spec.mask), v->spec.gqa,
+                   v->spec.with_lse, v->block_m, v->block_n, v->warps, v->stages, target->smem_limit);
+  if (n < 0 || (size_t)n >= sizeof pre) return rt_fail(AT_ERR_INVALID, "preamble of %s too long", key);
+  if ((rc = append(source, &len, &cap, pre, (size_t)n)) != AT_OK ||
+      (rc = append(source, &len, &cap, common, common_len)) != AT_OK ||
+      (rc = append(source, &len, &cap, "\n", 1)) != AT_OK ||
+      (rc = append(source, &len, &cap, body, body_len)) != AT_OK) {
+    free(*source);
+    *source = NULL;
+    return rc;
+  }
+  return AT_OK;
+}
+
+/* ---- launch ------------------------------------------------------------------------------------ */
+
+/* cp.async and the output stores move 16 bytes: 8 elements per row, 16-byte aligned rows. */
+static at_status check_tensor(const char *name, const void *ptr, const at_strides *st)
+{
+  if (!ptr) return rt_fail(AT_ERR_INVALID, "tensor %s is NULL", name);
+  if ((uintptr_t)ptr % 16 != 0)
+    return rt_fail(AT_ERR_UNSUPPORTED, "tensor %s at %p is not 16-byte aligned (fa2 copies 16 bytes)", name, ptr);
+  if (st->batch % 8 != 0 || st->seq % 8 != 0 || st->head % 8 != 0)
+    return rt_fail(AT_ERR_UNSUPPORTED,
+                   "strides of %s (batch %lld, seq %lld, head %lld) are not all multiples of 8 elements",
+                   name, (long long)st->batch, (long long)st->seq, (long long)st->head);
+  if (st->batch < 0 || st->seq < 0 || st->head < 0 || st->seq > INT_MAX || st->head > INT_MAX)
+    return rt_fail(AT_ERR_UNSUPPORTED, "strides of %s (seq %lld, head %lld) must be in 0..%d", name,
+                   (long long)st->seq, (long long)st->head, INT_MAX);
+  return AT_OK;
+}
+
+at_status gen_launch(const gen_variant *v, CUfunction fn, const at_shape *shape, const at_tensors *t,
+                     CUstream stream)
+{
+  at_status rc;
+  if ((rc = gen_variant_matches(v, shape)) != AT_OK) return rc;
+  if (shape->batch < 0 || shape->q_len < 0 || shape->kv_len < 0)
+    return rt_fail(AT_ERR_INVALID, "negative size (batch %d, T %d, S %d)", shape->batch, shape->q_len,
+                   shape->kv_len);
+  if (shape->q_heads > 65535)
+    return rt_fail(AT_ERR_UNSUPPORTED, "%d q heads exceed the grid's y limit 65535", shape->q_heads);
+  if (shape->batch > 65535)
+    return rt_fail(AT_ERR_UNSUPPORTED, "batch %d exceeds the grid's z limit 65535", shape->batch);
+  if (shape->batch == 0 || shape->q_len == 0) return AT_OK;
+  if ((rc = check_tensor("q", t->q, &t->q_stride)) != AT_OK || (rc = check_tensor("k", t->k, &t->k_stride)) != AT_OK ||
+      (rc = check_tensor("v", t->v, &t->v_stride)) != AT_OK || (rc = check_tensor("o", t->o, &t->o_stride)) != AT_OK)
+    return rc;
+  if (v->spec.with_lse && !t->lse) return rt_fail(AT_ERR_INVALID, "variant writes lse but the lse pointer is NULL");
+
+  int smem = gen_smem_bytes(v);
+  if (smem > 48 * 1024 && (rc = rt_function_set_smem(fn, smem)) != AT_OK) return rc;
+
+  /* Argument order and types of FA2_KERNEL in templates/fa2.cu. */
+  CUdeviceptr q = (CUdeviceptr)(uintptr_t)t->q, k = (CUdeviceptr)(uintptr_t)t->k;
+  CUdeviceptr vv = (CUdeviceptr)(uintptr_t)t->v, o = (CUdeviceptr)(uintptr_t)t->o;
+  CUdeviceptr lse = (CUdeviceptr)(uintptr_t)t->lse;
+  int T = shape->q_len, S = shape->kv_len;
+  float scale_log2 = at_shape_scale(shape) * 1.4426950408889634f;
+  long long q_sb = t->q_stride.batch, k_sb = t->k_stride.batch, v_sb = t->v_stride.batch,
+            o_sb = t->o_stride.batch;
+  int q_ss = (int)t->q_stride.seq, q_sh = (int)t->q_stride.head, k_ss = (int)t->k_stride.seq,
+      k_sh = (int)t->k_stride.head, v_ss = (int)t->v_stride.seq, v_sh = (int)t->v_stride.head,
+      o_ss = (int)t->o_stride.seq, o_sh = (int)t->o_stride.head;
+  void *args[] = {&q,    &k,    &vv,   &o,    &lse,  &T,    &S,    &scale_log2, &q_sb, &q_ss, &q_sh,
+                  &k_sb, &k_ss, &k_sh, &v_sb, &v_ss, &v_sh, &o_sb, &o_ss,       &o_sh};
+  rt_launch_dims dims = {
+      {(unsigned)((T + v->block_m - 1) / v->block_m), (unsigned)shape->q_heads, (unsigned)shape->batch},
+      {(unsigned)gen_threads(v), 1, 1},
+      (unsigned)smem};
+  return rt_launch(fn, &dims, stream, args);
+}

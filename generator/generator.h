@@ -1,0 +1,122 @@
+/*
+ * generator.h — the variant space of the fused kernels and their source emission. Prefix gen_.
+ *
+ * A variant is a kernel family, the shape specialization it is compiled for (dtype, head dim, mask,
+ * GQA ratio, log-sum-exp or not) and the family's tuning parameters. Its key is stable and readable,
+ * and parses back into the same variant:
+ *
+ *     fa2.bf16.d128.causal.g4.bm128.bn64.w4.s2[.lse]
+ *         |    |    |      |  |     |    |  `- K/V pipeline stages in shared memory
+ *         |    |    |      |  |     |    `--- warps per CTA
+ *         |    |    |      |  |     `-------- keys per K/V tile (block_n)
+ *         |    |    |      |  `-------------- query rows per CTA (block_m)
+ *         |    |    |      `----------------- GQA ratio Nq / Nkv (1: MHA)
+ *         |    |    `------------------------ mask: none, causal (top-left), causal-br (bottom-right)
+ *         |    `----------------------------- head dim
+ *         `---------------------------------- family
+ *
+ * Data flow: shape -> gen_enumerate (pruned variants) -> gen_emit (source) -> rt_compile -> cubin ->
+ * gen_launch. Constraints (shared memory, register budget, tile shapes) are checked before anything
+ * is compiled; the template repeats them as static_asserts.
+ */
+#ifndef AT_GENERATOR_GENERATOR_H
+#define AT_GENERATOR_GENERATOR_H
+
+#include <stddef.h>
+
+#include <cuda.h>
+
+#include "attntune.h"
+#include "runtime/rt.h"
+
+typedef enum gen_family {
+  GEN_FAMILY_FA2 = 0, /* FlashAttention-2 style, mma.sync, sm_80+ */
+} gen_family;
+
+/* What a variant is specialized for; a variant runs exactly the shapes with this spec. */
+typedef struct gen_spec {
+  at_dtype dtype; /* of Q, K, V and O */
+  int head_dim;
+  at_mask mask;
+  int gqa;      /* Nq / Nkv */
+  int with_lse; /* also writes the log-sum-exp */
+} gen_spec;
+
+typedef struct gen_variant {
+  gen_family family;
+  gen_spec spec;
+  int block_m; /* query rows per CTA */
+  int block_n; /* keys per K/V tile */
+  int warps;
+  int stages; /* K/V tiles resident in shared memory */
+} gen_variant;
+
+/* What the variants are built for: an NVRTC arch and the dynamic shared memory a block may use. */
+typedef struct gen_target {
+  char arch[16]; /* "sm_90a" */
+  int cc_major, cc_minor;
+  int smem_limit; /* bytes */
+} gen_target;
+
+#define GEN_KEY_MAX 96
+#define GEN_MAX_VARIANTS 64 /* upper bound on gen_enumerate's output for one shape */
+
+/* A target for an NVRTC arch, with the opt-in shared memory limit of that compute capability
+ * (227 KB on sm_90, 163 KB on sm_80/87, 99 KB on sm_86/89/120). */
+at_status gen_target_for_arch(const char *arch, gen_target *out);
+/* The same with an explicit limit (from rt_device_info.smem_per_block_optin). */
+at_status gen_target_make(const char *arch, int smem_limit, gen_target *out);
+
+/* The spec of a shape, refusing what the family cannot run (message names the field and value). */
+at_status gen_spec_from_shape(gen_family family, const at_shape *shape, gen_spec *out);
+/* AT_OK when the variant's spec is the spec of shape. */
+at_status gen_variant_matches(const gen_variant *v, const at_shape *shape);
+
+/* Key <-> variant. Parsing is strict: every field, in order, nothing else. */
+at_status gen_variant_key(const gen_variant *v, char *buf, size_t size);
+at_status gen_variant_parse(const char *key, gen_variant *out);
+/* The entry point: the key with '.' and '-' made '_' (fa2_bf16_d128_causal_g4_bm128_bn64_w4_s2). */
+at_status gen_entry_name(const gen_variant *v, char *buf, size_t size);
+
+/* Constraints: AT_OK if the variant can be built for target, else AT_ERR_UNSUPPORTED with the reason
+ * (AT_ERR_INVALID if the variant itself is malformed). */
+at_status gen_variant_check(const gen_variant *v, const gen_target *target);
+int gen_threads(const gen_variant *v);
+int gen_smem_bytes(const gen_variant *v);     /* dynamic shared memory per CTA */
+int gen_register_estimate(const gen_variant *v); /* per thread, what pruning uses */
+
+/* The pruned space for a shape: every variant that passes the constraints, in a fixed order.
+ * Known T and S (> 0) also drop tiles far larger than the sequence. */
+at_status gen_enumerate(const at_shape *shape, const gen_target *target, gen_variant *out, int cap,
+                        int *n_out);
+/* The variant used when nothing is tuned for a shape. */
+at_status gen_default_variant(const at_shape *shape, const gen_target *target, gen_variant *out);
+
+/* The exact source NVRTC compiles: #define preamble, templates/common.cuh, the family template.
+ * Caller frees *source. */
+at_status gen_emit(const gen_variant *v, const gen_target *target, char **source);
+
+/* Compile many variants in parallel (NVRTC runs on the CPU; no GPU needed). */
+typedef struct gen_compiled {
+  gen_variant variant;
+  char key[GEN_KEY_MAX];
+  at_status status;
+  char message[512]; /* when status != AT_OK */
+  rt_binary binary;  /* owned; free with gen_compiled_free */
+  rt_kernel_resources resources; /* of the entry point */
+  double compile_ms;
+} gen_compiled;
+
+/* out[i] is variants[i] compiled; jobs <= 0 means one thread per online CPU. Returns AT_OK when
+ * the pool ran; each out[i].status says how its compile went. */
+at_status gen_compile_all(const gen_variant *variants, int n, const gen_target *target, int jobs,
+                          gen_compiled *out);
+void gen_compiled_free(gen_compiled *c, int n);
+
+/* Launch a compiled variant on stream: grid (ceil(T / block_m), Nq, B), block 32*warps, dynamic
+ * shared memory gen_smem_bytes (raising the function's limit past 48 KB). Checks that the shape is
+ * the variant's spec and that pointers and strides allow 16-byte copies. */
+at_status gen_launch(const gen_variant *v, CUfunction fn, const at_shape *shape, const at_tensors *t,
+                     CUstream stream);
+
+#endif /* AT_GENERATOR_GENERATOR_H */

@@ -1,0 +1,180 @@
+/*
+ * variant.c — targets, shape specs and the stable variant keys (format and parse).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "generator/generator.h"
+
+/* The opt-in dynamic shared memory per block, by compute capability (CUDA programming guide,
+ * "Technical Specifications per Compute Capability"). */
+static int smem_limit_for_cc(int major, int minor)
+{
+  if (major == 9) return 227 * 1024;
+  if (major == 8 && (minor == 0 || minor == 7)) return 163 * 1024;
+  if (major >= 8) return 99 * 1024;
+  return 48 * 1024;
+}
+
+at_status gen_target_make(const char *arch, int smem_limit, gen_target *out)
+{
+  int specific = 0;
+  at_status rc;
+  memset(out, 0, sizeof *out);
+  if (!arch || strlen(arch) >= sizeof out->arch)
+    return rt_fail(AT_ERR_INVALID, "arch '%s' is not an NVRTC target (expected e.g. sm_90a)",
+                   arch ? arch : "(null)");
+  if ((rc = rt_arch_parse(arch, &out->cc_major, &out->cc_minor, &specific)) != AT_OK) return rc;
+  if (out->cc_major < 8)
+    return rt_fail(AT_ERR_UNSUPPORTED, "arch %s is older than sm_80 (fa2 needs cp.async and bf16 mma)",
+                   arch);
+  if (smem_limit < 48 * 1024 || smem_limit > 1024 * 1024)
+    return rt_fail(AT_ERR_INVALID, "shared memory limit %d bytes is out of range (expected 49152..1048576)",
+                   smem_limit);
+  snprintf(out->arch, sizeof out->arch, "%s", arch);
+  out->smem_limit = smem_limit;
+  return AT_OK;
+}
+
+at_status gen_target_for_arch(const char *arch, gen_target *out)
+{
+  int major = 0, minor = 0, specific = 0;
+  at_status rc = rt_arch_parse(arch, &major, &minor, &specific);
+  if (rc != AT_OK) return rc;
+  return gen_target_make(arch, smem_limit_for_cc(major, minor), out);
+}
+
+at_status gen_spec_from_shape(gen_family family, const at_shape *shape, gen_spec *out)
+{
+  memset(out, 0, sizeof *out);
+  if (family != GEN_FAMILY_FA2) return rt_fail(AT_ERR_INVALID, "unknown kernel family %d", (int)family);
+  if (shape->dtype != AT_DTYPE_F16 && shape->dtype != AT_DTYPE_BF16)
+    return rt_fail(AT_ERR_UNSUPPORTED, "dtype %s is not supported by fa2 (expected f16 or bf16)",
+                   at_dtype_name(shape->dtype));
+  if (shape->head_dim % 8 != 0)
+    return rt_fail(AT_ERR_INVALID, "head dim %d is not a multiple of 8 (expected 32..256)",
+                   shape->head_dim);
+  if (shape->head_dim < 32 || shape->head_dim > 256)
+    return rt_fail(AT_ERR_INVALID, "head dim %d is out of range (expected a multiple of 8 in 32..256)",
+                   shape->head_dim);
+  if (shape->q_heads < 1 || shape->kv_heads < 1)
+    return rt_fail(AT_ERR_INVALID, "head counts must be positive (q heads %d, kv heads %d)",
+                   shape->q_heads, shape->kv_heads);
+  if (shape->q_heads % shape->kv_heads != 0)
+    return rt_fail(AT_ERR_INVALID, "q heads %d are not a multiple of kv heads %d", shape->q_heads,
+                   shape->kv_heads);
+  if (shape->mask != AT_MASK_NONE && shape->mask != AT_MASK_CAUSAL_TL && shape->mask != AT_MASK_CAUSAL_BR)
+    return rt_fail(AT_ERR_INVALID, "unknown mask %d", (int)shape->mask);
+  out->dtype = shape->dtype;
+  out->head_dim = shape->head_dim;
+  out->mask = shape->mask;
+  out->gqa = shape->q_heads / shape->kv_heads;
+  out->with_lse = shape->with_lse ? 1 : 0;
+  return AT_OK;
+}
+
+at_status gen_variant_matches(const gen_variant *v, const at_shape *shape)
+{
+  gen_spec spec;
+  at_status rc = gen_spec_from_shape(v->family, shape, &spec);
+  if (rc != AT_OK) return rc;
+  if (memcmp(&spec, &v->spec, sizeof spec) != 0) {
+    char key[GEN_KEY_MAX] = "?";
+    gen_variant_key(v, key, sizeof key);
+    return rt_fail(AT_ERR_INVALID,
+                   "variant %s does not fit shape (dtype %s, head dim %d, mask %s, GQA %d, lse %d)", key,
+                   at_dtype_name(spec.dtype), spec.head_dim, at_mask_name(spec.mask), spec.gqa,
+                   spec.with_lse);
+  }
+  return AT_OK;
+}
+
+static const char *family_name(gen_family family)
+{
+  return family == GEN_FAMILY_FA2 ? "fa2" : NULL;
+}
+
+at_status gen_variant_key(const gen_variant *v, char *buf, size_t size)
+{
+  const char *family = family_name(v->family);
+  if (!family) return rt_fail(AT_ERR_INVALID, "unknown kernel family %d", (int)v->family);
+  int n = snprintf(buf, size, "%s.%s.d%d.%s.g%d.bm%d.bn%d.w%d.s%d%s", family,
+                   at_dtype_name(v->spec.dtype), v->spec.head_dim, at_mask_name(v->spec.mask),
+                   v->spec.gqa, v->block_m, v->block_n, v->warps, v->stages,
+                   v->spec.with_lse ? ".lse" : "");
+  if (n < 0 || (size_t)n >= size)
+    return rt_fail(AT_ERR_INVALID, "variant key needs %d bytes, buffer has %zu", n, size);
+  return AT_OK;
+}
+
+at_status gen_entry_name(const gen_variant *v, char *buf, size_t size)
+{
+  at_status rc = gen_variant_key(v, buf, size);
+  if (rc != AT_OK) return rc;
+  for (char *p = buf; *p; p++)
+    if (*p == '.' || *p == '-') *p = '_';
+  return AT_OK;
+}
+
+/* "<prefix><positive int>" exactly, e.g. "bm128". */
+static int parse_field(const char *field, const char *prefix, int *value)
+{
+  size_t n = strlen(prefix);
+  if (strncmp(field, prefix, n) != 0) return 0;
+  const char *digits = field + n;
+  if (*digits < '1' || *digits > '9') return 0;
+  char *end;
+  long x = strtol(digits, &end, 10);
+  if (*end != '\0' || x > 1 << 20) return 0;
+  *value = (int)x;
+  return 1;
+}
+
+at_status gen_variant_parse(const char *key, gen_variant *out)
+{
+  char buf[GEN_KEY_MAX];
+  char *fields[11];
+  int n = 0;
+  memset(out, 0, sizeof *out);
+  if (!key || strlen(key) >= sizeof buf)
+    return rt_fail(AT_ERR_INVALID, "variant key '%s' is too long or missing", key ? key : "(null)");
+  strcpy(buf, key);
+  for (char *save = NULL, *f = strtok_r(buf, ".", &save); f; f = strtok_r(NULL, ".", &save)) {
+    if (n == 11) return rt_fail(AT_ERR_INVALID, "variant key '%s' has too many fields", key);
+    fields[n++] = f;
+  }
+  if (n < 9 || strcmp(fields[0], "fa2") != 0)
+    return rt_fail(AT_ERR_INVALID,
+                   "variant key '%s' is malformed (expected fa2.<dtype>.d<D>.<mask>.g<G>.bm<M>.bn<N>.w<W>.s<S>[.lse])",
+                   key);
+  out->family = GEN_FAMILY_FA2;
+  if (at_dtype_parse(fields[1], &out->spec.dtype) != AT_OK)
+    return rt_fail(AT_ERR_INVALID, "variant key '%s': unknown dtype '%s'", key, fields[1]);
+  if (at_mask_parse(fields[3], &out->spec.mask) != AT_OK)
+    return rt_fail(AT_ERR_INVALID, "variant key '%s': unknown mask '%s' (expected none, causal, causal-br)",
+                   key, fields[3]);
+  static const char *const prefixes[] = {"d", NULL, "g", "bm", "bn", "w", "s"};
+  int *targets[] = {&out->spec.head_dim, NULL, &out->spec.gqa, &out->block_m, &out->block_n,
+                    &out->warps, &out->stages};
+  for (int i = 0; i < 7; i++) {
+    if (!prefixes[i]) continue;
+    if (!parse_field(fields[2 + i], prefixes[i], targets[i]))
+      return rt_fail(AT_ERR_INVALID, "variant key '%s': field '%s' is not %s<positive number>", key,
+                     fields[2 + i], prefixes[i]);
+  }
+  if (n == 10) {
+    if (strcmp(fields[9], "lse") != 0)
+      return rt_fail(AT_ERR_INVALID, "variant key '%s': unknown suffix '%s' (expected lse)", key, fields[9]);
+    out->spec.with_lse = 1;
+  } else if (n != 9) {
+    return rt_fail(AT_ERR_INVALID, "variant key '%s' has too many fields", key);
+  }
+  /* Only canonical spellings round-trip (no "d064", no "bf16" spelled another way). */
+  char again[GEN_KEY_MAX];
+  at_status rc = gen_variant_key(out, again, sizeof again);
+  if (rc != AT_OK) return rc;
+  if (strcmp(again, key) != 0)
+    return rt_fail(AT_ERR_INVALID, "variant key '%s' is not in canonical form ('%s')", key, again);
+  return AT_OK;
+}

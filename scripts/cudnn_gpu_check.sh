@@ -1,0 +1,39 @@
+#!/bin/sh
+# cudnn_gpu_check.sh [BUILD_DIR] — the GPU side of the cuDNN check in one go: the FP8 conversion
+# test, the cuDNN-vs-naive test, then the cuDNN benchmark table (printed last). Build first, on
+# the build machine:
+#   cmake -S . -B build-cudnn -DCMAKE_BUILD_TYPE=Release && cmake --build build-cudnn -j2 &&
+#   scripts/devlibs.sh build-cudnn && scripts/cudnn_gpu_check.sh --build-bench build-cudnn
+# Full logs go to $OUT (or ./gpu-logs). BENCH_ARGS is passed to bench_cudnn (e.g. --quick).
+set -u
+if [ "${1:-}" = "--build-bench" ]; then
+  # bench_cudnn is not a ctest test; link it against the built library here.
+  build=${2:-build-cudnn}
+  exec ${CC:-cc} -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Iinclude -I. -I/usr/local/cuda/include \
+    tests/bench_cudnn.c "$build/libattntune_core.a" -L/usr/local/cuda/lib64 -lnvrtc -lsqlite3 -lyaml \
+    -ldl -lpthread -lm -o "$build/bench_cudnn"
+fi
+build=${1:-build-cudnn}
+out=${OUT:-gpu-logs}
+mkdir -p "$out"
+cudnn919=/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cudnn/lib
+export LD_LIBRARY_PATH="$PWD/$build/devlibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+if [ -d "$cudnn919" ] && [ -z "${ATTNTUNE_CUDNN:-}" ]; then
+  export ATTNTUNE_CUDNN="$cudnn919" LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$cudnn919"
+fi
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw \
+  --format=csv >"$out/nvidia-smi.txt" 2>&1
+ls /opt/torch/.venv/lib/python3.12/site-packages/nvidia "$cudnn919" >>"$out/nvidia-smi.txt" 2>&1
+"$build/tests/test_fp8" >"$out/test_fp8.log" 2>&1
+fp8_rc=$?
+# cuDNN's own warnings and errors go to a file, for when a graph is refused.
+CUDNN_LOGLEVEL_DBG=2 CUDNN_LOGDEST_DBG="$out/cudnn_test.log" "$build/tests/test_cudnn_gpu" \
+  >"$out/test_cudnn_gpu.log" 2>&1
+cudnn_rc=$?
+"$build/bench_cudnn" ${BENCH_ARGS:-} >"$out/bench_cudnn.log" 2>&1
+bench_rc=$?
+echo "== nvidia-smi"; cat "$out/nvidia-smi.txt"
+echo "== test_fp8 (exit $fp8_rc)"; tail -n 3 "$out/test_fp8.log"
+echo "== test_cudnn_gpu (exit $cudnn_rc)"; grep -v "^\[ *RUN\|^\[ *OK" "$out/test_cudnn_gpu.log" | head -c 6000
+echo "== bench_cudnn (exit $bench_rc)"; tail -n 16 "$out/bench_cudnn.log"
+[ $fp8_rc -eq 0 ] && [ $cudnn_rc -eq 0 ] && [ $bench_rc -eq 0 ]

@@ -1,0 +1,450 @@
+/*
+ * fa2.cu — FlashAttention-2 style fused attention forward (mma.sync, fp16/bf16 in, fp32 accumulate).
+ *
+ * What it computes (JAX: jax.nn.dot_product_attention(q, k, v, is_causal=...), BSHD):
+ *   q: (B, T, Nq, D)   k, v: (B, S, Nkv, D)   o: (B, T, Nq, D)   lse: (B, Nq, T) fp32, natural log
+ *   o[b,i,h] = sum_j softmax_j(scale * q[b,i,h] . k[b,j,h/G]) v[b,j,h/G],  G = Nq / Nkv
+ *   over the visible keys j: all (FA2_MASK 0), j <= i (1, top-left), j <= i + S - T (2, bottom-right).
+ *   A row with no visible key writes o = 0 and lse = -inf.
+ *
+ * The generator's preamble defines, before common.cuh:
+ *   AT_IN_DTYPE, AT_OUT_DTYPE   equal: AT_DTYPE_F16 or AT_DTYPE_BF16
+ *   FA2_KERNEL                  entry point name (the variant key as an identifier)
+ *   FA2_HEAD_DIM                D, a multiple of 8 in 32..256
+ *   FA2_MASK                    AT_MASK_NONE / AT_MASK_CAUSAL_TL / AT_MASK_CAUSAL_BR
+ *   FA2_GQA                     G = Nq / Nkv (q head h reads kv head h / G)
+ *   FA2_LSE                     1: also write the log-sum-exp
+ *   FA2_BLOCK_M, FA2_BLOCK_N    query rows per CTA, keys per K/V tile
+ *   FA2_WARPS, FA2_STAGES       warps per CTA, K/V tiles in flight in shared memory
+ *   FA2_SMEM_LIMIT              dynamic shared memory a block may have on the target
+ *
+ * Work split: grid (ceil(T / BLOCK_M), Nq, B); CTA (x, h, b) owns query rows
+ * [m0, m0 + BLOCK_M) of head h. Warp w owns rows [m0 + w*RW, m0 + (w+1)*RW), RW = BLOCK_M / WARPS,
+ * as MT = RW / 16 slices of 16 rows, so softmax needs no cross-warp reduction. Within an m16n8
+ * accumulator, lane = 4*g + t holds rows g and g+8, columns 2t and 2t+1 of each 8-column tile.
+ *
+ * Shared memory (dynamic): Q [BLOCK_M][DS], then STAGES x K [BLOCK_N][DS], then STAGES x V
+ * [BLOCK_N][DS], 16-bit elements. DS = D rounded up to 64, so every row is whole 128-byte lines; the
+ * 16-byte chunk c of row r lives at chunk c ^ (r % 8) (the 128-byte swizzle), which makes ldmatrix
+ * and the cp.async stores conflict-free. Columns D..DK-1 (DK = D rounded up to 16, the MMA extent)
+ * are zero-filled; columns past DK are never touched.
+ *
+ * Per K/V tile t: S = Q K_t^T (mma m16n8k16, Q and K by ldmatrix.x4), mask if the tile crosses the
+ * diagonal or the end of the keys, online softmax in registers (exp2 with scale*log2(e) folded into
+ * one FFMA), P packed to 16 bits becomes the A operand of O += P V_t (V by ldmatrix.x4.trans).
+ * Tiles wholly above the diagonal are never loaded.
+ *
+ * Steps (docs/perf.md, "## fa2", has the measurements):
+ *   v1: this structure — cp.async multi-stage K/V ring, swizzled smem, quad-shuffle softmax.
+ */
+
+#if AT_IN_DTYPE != AT_OUT_DTYPE
+#error "fa2 writes O in the input dtype"
+#endif
+#if AT_IN_DTYPE == AT_DTYPE_BF16
+#define FA2_MMA_TYPE "bf16"
+#elif AT_IN_DTYPE == AT_DTYPE_F16
+#define FA2_MMA_TYPE "f16"
+#else
+#error "fa2 takes f16 or bf16 inputs"
+#endif
+
+static constexpr int FA2_D = FA2_HEAD_DIM;
+static constexpr int FA2_DK = (FA2_D + 15) / 16 * 16; /* MMA extent along D */
+static constexpr int FA2_DS = (FA2_D + 63) / 64 * 64; /* smem row length in elements */
+static constexpr int FA2_BM = FA2_BLOCK_M;
+static constexpr int FA2_BN = FA2_BLOCK_N;
+static constexpr int FA2_THREADS = FA2_WARPS * 32;
+static constexpr int FA2_RW = FA2_BM / FA2_WARPS;  /* query rows per warp */
+static constexpr int FA2_MT = FA2_RW / 16;         /* m16 slices per warp */
+static constexpr int FA2_NT = FA2_BN / 8;          /* n8 tiles of S per slice */
+static constexpr int FA2_OT = FA2_DK / 8;          /* n8 tiles of O per slice */
+static constexpr int FA2_ROW_BYTES = FA2_DS * 2;
+static constexpr int FA2_Q_BYTES = FA2_BM * FA2_ROW_BYTES;
+static constexpr int FA2_KV_BYTES = FA2_BN * FA2_ROW_BYTES; /* one K or one V tile */
+static constexpr int FA2_SMEM_BYTES = FA2_Q_BYTES + 2 * FA2_STAGES * FA2_KV_BYTES;
+static constexpr bool FA2_CAUSAL = FA2_MASK != AT_MASK_NONE;
+
+static_assert(FA2_D % 8 == 0 && FA2_D >= 32 && FA2_D <= 256, "head dim: multiple of 8 in 32..256");
+static_assert(FA2_RW % 16 == 0 && FA2_MT >= 1 && FA2_MT <= 2, "each warp owns 1 or 2 slices of 16 rows");
+static_assert(FA2_BN % 16 == 0 && FA2_BN >= 16 && FA2_BN <= 128, "BLOCK_N: multiple of 16 up to 128");
+static_assert(FA2_STAGES >= 2 && FA2_STAGES <= 4, "2..4 K/V stages");
+static_assert(FA2_SMEM_BYTES <= FA2_SMEM_LIMIT, "shared memory over the target's limit");
+/* Registers: O (MT*DK/2) and S (MT*BN/2) fp32 per thread, plus the K fragments in flight (BN/4),
+ * about 80 for fragments, addresses and loop state, and 12 more with two slices per warp (their Q
+ * fragments and P), must fit under the 255 cap and the per-thread share of the 64K register file.
+ * Calibrated on sm_90a ptxas output (CUDA 13.0) so that what passes compiles with no spills; the
+ * generator prunes on the same estimate (generator/fa2.c). */
+static constexpr int FA2_REG_ESTIMATE = FA2_MT * (FA2_DK + FA2_BN) / 2 + FA2_BN / 4 + 79 + 12 * (FA2_MT - 1);
+static_assert(FA2_REG_ESTIMATE <= (65536 / FA2_THREADS < 255 ? 65536 / FA2_THREADS : 255),
+              "accumulators do not fit the register budget");
+
+/* ---- PTX wrappers ----------------------------------------------------------------------------- */
+
+__device__ __forceinline__ unsigned fa2_smem_addr(const void *p)
+{
+  unsigned a;
+  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+  return a;
+}
+
+/* 16-byte global -> shared copy; src_bytes 0 writes zeros (rows/columns past the tensor). */
+__device__ __forceinline__ void fa2_cp_async16(unsigned dst, const void *src, int src_bytes)
+{
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes)
+               : "memory");
+}
+
+__device__ __forceinline__ void fa2_cp_async_commit(void)
+{
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+
+/* Wait until at most n of this thread's most recent groups are still in flight. */
+template <int n> __device__ __forceinline__ void fa2_cp_async_wait(void)
+{
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(n) : "memory");
+}
+
+__device__ __forceinline__ void fa2_ldmatrix_x4(unsigned r[4], unsigned addr)
+{
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+__device__ __forceinline__ void fa2_ldmatrix_x4_trans(unsigned r[4], unsigned addr)
+{
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+/* d += a * b for one m16n8k16 tile: a = 4 regs (16x16 row-major), b = 2 regs (16x8 col-major). */
+__device__ __forceinline__ void fa2_mma(float d[4], const unsigned a[4], unsigned b0, unsigned b1)
+{
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." FA2_MMA_TYPE "." FA2_MMA_TYPE ".f32 "
+               "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ float fa2_exp2(float x)
+{
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+__device__ __forceinline__ float fa2_log2(float x)
+{
+  float y;
+  asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+/* Two floats to a packed pair of 16-bit values, lo in bits 0..15. */
+__device__ __forceinline__ unsigned fa2_pack(float lo, float hi)
+{
+  unsigned r;
+#if AT_IN_DTYPE == AT_DTYPE_BF16
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+#else
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+#endif
+  return r;
+}
+
+__device__ __forceinline__ float fa2_quad_max(float x)
+{
+  x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+  return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+}
+
+__device__ __forceinline__ float fa2_quad_sum(float x)
+{
+  x += __shfl_xor_sync(0xffffffffu, x, 1);
+  return x + __shfl_xor_sync(0xffffffffu, x, 2);
+}
+
+/* Byte offset of 16-byte chunk c of row r in a swizzled tile. */
+__device__ __forceinline__ unsigned fa2_swz(int r, int c)
+{
+  return (unsigned)(r * FA2_ROW_BYTES + ((c ^ (r & 7)) << 4));
+}
+
+/* ---- global -> shared tile loads ---------------------------------------------------------------- */
+
+/* Load rows [row0, row0 + ROWS) of a [rows_total, D] tensor slice (row stride `stride` elements) into
+ * a swizzled tile with cp.async. Chunk i of the tile goes to thread i % THREADS, so a warp copies
+ * consecutive 16-byte pieces of a row: coalesced reads, conflict-free writes. When THREADS is a
+ * multiple of the chunks per row, a thread keeps one column and steps down the rows with one pointer,
+ * which keeps the address registers to a handful. */
+template <int ROWS>
+__device__ __forceinline__ void fa2_load_tile(unsigned tile, const unsigned short *base, int stride,
+                                              int row0, int rows_total, int tid)
+{
+  constexpr int CPR = FA2_DK / 8; /* chunks per row that the MMAs read */
+  constexpr int TOTAL = ROWS * CPR;
+  if constexpr (FA2_THREADS % CPR == 0 && TOTAL % FA2_THREADS == 0) {
+    constexpr int STEP = FA2_THREADS / CPR; /* rows per pass */
+    const int c = tid % CPR, r = tid / CPR;
+    const bool col_ok = c * 8 < FA2_D;
+    /* The pointer advances by a running sum: offsets i*STEP*stride would each be a 64-bit value
+     * that the compiler hoists out of the K/V loop and keeps in registers. */
+    const unsigned short *src = base + (long long)(row0 + r) * stride + c * 8;
+    const long long step = (long long)STEP * stride;
+    const unsigned dst = tile + fa2_swz(r, c); /* rows r + STEP*i keep r % 8 when STEP % 8 == 0 */
+#pragma unroll
+    for (int i = 0; i < TOTAL / FA2_THREADS; i++) {
+      const bool valid = col_ok && row0 + r + i * STEP < rows_total;
+      const unsigned d = STEP % 8 == 0 ? dst + i * STEP * FA2_ROW_BYTES : tile + fa2_swz(r + i * STEP, c);
+      fa2_cp_async16(d, valid ? src : base, valid ? 16 : 0);
+      src += step;
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < (TOTAL + FA2_THREADS - 1) / FA2_THREADS; i++) {
+      const int idx = tid + i * FA2_THREADS;
+      if (TOTAL % FA2_THREADS == 0 || idx < TOTAL) {
+        const int r = idx / CPR, c = idx % CPR;
+        const bool valid = row0 + r < rows_total && c * 8 < FA2_D;
+        const unsigned short *src = valid ? base + (long long)(row0 + r) * stride + c * 8 : base;
+        fa2_cp_async16(tile + fa2_swz(r, c), src, valid ? 16 : 0);
+      }
+    }
+  }
+}
+
+/* ---- the kernel ------------------------------------------------------------------------------- */
+
+extern "C" __global__ void __launch_bounds__(FA2_THREADS, 1)
+FA2_KERNEL(const unsigned short *__restrict__ q, const unsigned short *__restrict__ k,
+           const unsigned short *__restrict__ v, unsigned short *__restrict__ o, float *__restrict__ lse,
+           int T, int S, float scale_log2, long long q_sb, int q_ss, int q_sh, long long k_sb, int k_ss,
+           int k_sh, long long v_sb, int v_ss, int v_sh, long long o_sb, int o_ss, int o_sh)
+{
+  extern __shared__ __align__(128) unsigned char fa2_smem[];
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int h = blockIdx.y, b = blockIdx.z, hk = h / FA2_GQA;
+  /* Causal CTAs near the bottom have the most tiles: launch them first for a better tail. */
+  const int m_block = FA2_CAUSAL ? (int)(gridDim.x - 1 - blockIdx.x) : (int)blockIdx.x;
+  const int m0 = m_block * FA2_BM;
+
+  const unsigned short *qh = q + b * q_sb + (long long)h * q_sh + (long long)m0 * q_ss;
+  const unsigned short *kh = k + b * k_sb + (long long)hk * k_sh;
+  const unsigned short *vh = v + b * v_sb + (long long)hk * v_sh;
+
+  /* Which K/V tiles this CTA reads: n_tiles in all; the first n_full need no mask. Key j is visible
+   * from row i iff j < S and (no mask or j <= i + offset). */
+  const int offset = FA2_MASK == AT_MASK_CAUSAL_BR ? S - T : 0;
+  int n_tiles = (S + FA2_BN - 1) / FA2_BN;
+  int n_full = S / FA2_BN;
+  if (FA2_CAUSAL) {
+    const int last_row = min(m0 + FA2_BM, T) - 1;
+    const int last_key = last_row + offset; /* the last key any row here sees */
+    n_tiles = last_key < 0 ? 0 : min(n_tiles, last_key / FA2_BN + 1);
+    const int first_row_keys = m0 + offset + 1; /* keys the first row sees */
+    n_full = first_row_keys <= 0 ? 0 : min(n_full, first_row_keys / FA2_BN);
+  }
+
+  const unsigned smem_q = fa2_smem_addr(fa2_smem);
+  const unsigned smem_k = smem_q + FA2_Q_BYTES;
+  const unsigned smem_v = smem_k + FA2_STAGES * FA2_KV_BYTES;
+
+  /* cp.async groups, in commit order: Q, then K_t and V_t as separate groups for every tile t, so
+   * S = Q K_t^T can start before V_t has landed. The first STAGES-1 tiles are issued here. */
+  fa2_load_tile<FA2_BM>(smem_q, qh, q_ss, 0, T - m0, tid);
+  fa2_cp_async_commit();
+#pragma unroll
+  for (int s = 0; s < FA2_STAGES - 1; s++) {
+    if (s < n_tiles) fa2_load_tile<FA2_BN>(smem_k + s * FA2_KV_BYTES, kh, k_ss, s * FA2_BN, S, tid);
+    fa2_cp_async_commit();
+    if (s < n_tiles) fa2_load_tile<FA2_BN>(smem_v + s * FA2_KV_BYTES, vh, v_ss, s * FA2_BN, S, tid);
+    fa2_cp_async_commit();
+  }
+
+  /* Per-lane ldmatrix addressing. Every row a lane points at is congruent to r = lane % 8, so the
+   * swizzle of chunk c is c ^ x with x fixed per lane; the chunk index c is a compile-time constant
+   * in the unrolled loops. */
+  const int r8 = lane & 7, quad = lane >> 3;
+  /* Q (A operand, x4): matrices (rows 0-7, k 0-7), (8-15, 0-7), (0-7, 8-15), (8-15, 8-15). */
+  const unsigned q_lane = smem_q + (warp * FA2_RW + (lane & 15)) * FA2_ROW_BYTES;
+  const unsigned q_x = (unsigned)((lane >> 4) ^ r8) << 4;
+  /* K (B operand of Q K^T, x4): matrices (keys 0-7, d 0-7), (0-7, 8-15), (8-15, 0-7), (8-15, 8-15)
+   * give b0, b1 of n8 tile 2p and b0, b1 of tile 2p+1. */
+  const unsigned k_lane = (r8 + (quad >> 1) * 8) * FA2_ROW_BYTES;
+  const unsigned k_x = (unsigned)((quad & 1) ^ r8) << 4;
+  /* V (B operand of P V, x4.trans): matrices (keys 0-7, d 0-7), (8-15, 0-7), (0-7, 8-15),
+   * (8-15, 8-15) give b0, b1 of d tile 2p and b0, b1 of d tile 2p+1. */
+  const unsigned v_lane = (r8 + (quad & 1) * 8) * FA2_ROW_BYTES;
+  const unsigned v_x = (unsigned)((quad >> 1) ^ r8) << 4;
+
+  const int g = lane >> 2, tq = lane & 3;
+  float acc[FA2_MT][FA2_OT][4];
+  float row_max[FA2_MT][2], row_sum[FA2_MT][2]; /* running max (raw score units), partial sums */
+#pragma unroll
+  for (int mt = 0; mt < FA2_MT; mt++) {
+#pragma unroll
+    for (int j = 0; j < FA2_OT; j++)
+      acc[mt][j][0] = acc[mt][j][1] = acc[mt][j][2] = acc[mt][j][3] = 0.f;
+    row_max[mt][0] = row_max[mt][1] = AT_NEG_INF;
+    row_sum[mt][0] = row_sum[mt][1] = 0.f;
+  }
+
+  for (int t = 0; t < n_tiles; t++) {
+    const int stage = t % FA2_STAGES;
+    /* K_t landed (groups after it: V_t and 2 per prefetched tile); the barrier also means every
+     * warp finished tile t-1, whose buffers the prefetch below overwrites. */
+    fa2_cp_async_wait<2 * FA2_STAGES - 3>();
+    __syncthreads();
+    {
+      const int tn = t + FA2_STAGES - 1, sn = tn % FA2_STAGES;
+      if (tn < n_tiles) fa2_load_tile<FA2_BN>(smem_k + sn * FA2_KV_BYTES, kh, k_ss, tn * FA2_BN, S, tid);
+      fa2_cp_async_commit();
+      if (tn < n_tiles) fa2_load_tile<FA2_BN>(smem_v + sn * FA2_KV_BYTES, vh, v_ss, tn * FA2_BN, S, tid);
+      fa2_cp_async_commit();
+    }
+
+    /* S = Q K_t^T for this warp's rows: s[mt][nt] is the m16n8 tile (rows mt*16.., keys nt*8..). */
+    float s[FA2_MT][FA2_NT][4];
+#pragma unroll
+    for (int mt = 0; mt < FA2_MT; mt++)
+#pragma unroll
+      for (int nt = 0; nt < FA2_NT; nt++) s[mt][nt][0] = s[mt][nt][1] = s[mt][nt][2] = s[mt][nt][3] = 0.f;
+    const unsigned k_tile = smem_k + stage * FA2_KV_BYTES + k_lane;
+#pragma unroll
+    for (int ks = 0; ks < FA2_DK / 16; ks++) {
+      unsigned a[FA2_MT][4];
+#pragma unroll
+      for (int mt = 0; mt < FA2_MT; mt++)
+        fa2_ldmatrix_x4(a[mt], q_lane + mt * 16 * FA2_ROW_BYTES + (((unsigned)(2 * ks) << 4) ^ q_x));
+#pragma unroll
+      for (int np = 0; np < FA2_NT / 2; np++) {
+        unsigned kb[4];
+        fa2_ldmatrix_x4(kb, k_tile + np * 16 * FA2_ROW_BYTES + (((unsigned)(2 * ks) << 4) ^ k_x));
+#pragma unroll
+        for (int mt = 0; mt < FA2_MT; mt++) {
+          fa2_mma(s[mt][2 * np], a[mt], kb[0], kb[1]);
+          fa2_mma(s[mt][2 * np + 1], a[mt], kb[2], kb[3]);
+        }
+      }
+    }
+
+    /* Mask the tiles that cross the diagonal or the end of the keys. */
+    if (t >= n_full) {
+#pragma unroll
+      for (int mt = 0; mt < FA2_MT; mt++)
+#pragma unroll
+        for (int nt = 0; nt < FA2_NT; nt++)
+#pragma unroll
+          for (int e = 0; e < 4; e++) {
+            const int i = m0 + warp * FA2_RW + mt * 16 + g + (e >> 1) * 8;
+            const int j = t * FA2_BN + nt * 8 + 2 * tq + (e & 1);
+            if (j >= S || (FA2_CAUSAL && j > i + offset)) s[mt][nt][e] = AT_NEG_INF;
+          }
+    }
+
+    /* Online softmax. Row max over the quad; p = 2^(s*scale*log2e - m*scale*log2e) in one FFMA;
+     * O and the running sum rescale by 2^((m_old - m_new)*scale*log2e). A row that has seen only
+     * masked keys keeps m = -inf; using 0 as its scaled max makes every p and alpha exactly 0. */
+    unsigned p[FA2_MT][FA2_NT / 2][4];
+#pragma unroll
+    for (int mt = 0; mt < FA2_MT; mt++) {
+#pragma unroll
+      for (int half = 0; half < 2; half++) {
+        float mx = row_max[mt][half];
+#pragma unroll
+        for (int nt = 0; nt < FA2_NT; nt++)
+          mx = fmaxf(mx, fmaxf(s[mt][nt][2 * half], s[mt][nt][2 * half + 1]));
+        mx = fa2_quad_max(mx);
+        const float m_scaled = mx == AT_NEG_INF ? 0.f : mx * scale_log2;
+        const float alpha = fa2_exp2(row_max[mt][half] * scale_log2 - m_scaled);
+        row_max[mt][half] = mx;
+        float sum = 0.f;
+#pragma unroll
+        for (int nt = 0; nt < FA2_NT; nt++) {
+          s[mt][nt][2 * half] = fa2_exp2(fmaf(s[mt][nt][2 * half], scale_log2, -m_scaled));
+          s[mt][nt][2 * half + 1] = fa2_exp2(fmaf(s[mt][nt][2 * half + 1], scale_log2, -m_scaled));
+          sum += s[mt][nt][2 * half] + s[mt][nt][2 * half + 1];
+        }
+        row_sum[mt][half] = row_sum[mt][half] * alpha + sum;
+#pragma unroll
+        for (int j = 0; j < FA2_OT; j++) {
+          acc[mt][j][2 * half] *= alpha;
+          acc[mt][j][2 * half + 1] *= alpha;
+        }
+      }
+      /* The S accumulator layout of n8 tiles 2kk and 2kk+1 is the A fragment of keys 16kk..16kk+15. */
+#pragma unroll
+      for (int kk = 0; kk < FA2_NT / 2; kk++) {
+        p[mt][kk][0] = fa2_pack(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+        p[mt][kk][1] = fa2_pack(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+        p[mt][kk][2] = fa2_pack(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+        p[mt][kk][3] = fa2_pack(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+      }
+    }
+
+    /* V_t landed (groups after it: 2 per tile in flight); the barrier publishes other threads' copies. */
+    fa2_cp_async_wait<2 * FA2_STAGES - 2>();
+    __syncthreads();
+    const unsigned v_tile = smem_v + stage * FA2_KV_BYTES + v_lane;
+#pragma unroll
+    for (int kk = 0; kk < FA2_NT / 2; kk++) {
+#pragma unroll
+      for (int dp = 0; dp < FA2_OT / 2; dp++) {
+        unsigned vb[4];
+        fa2_ldmatrix_x4_trans(vb, v_tile + kk * 16 * FA2_ROW_BYTES + (((unsigned)(2 * dp) << 4) ^ v_x));
+#pragma unroll
+        for (int mt = 0; mt < FA2_MT; mt++) {
+          fa2_mma(acc[mt][2 * dp], p[mt][kk], vb[0], vb[1]);
+          fa2_mma(acc[mt][2 * dp + 1], p[mt][kk], vb[2], vb[3]);
+        }
+      }
+    }
+  }
+
+  /* Epilogue. Nothing may still be copying into Q's rows (a CTA with no tiles never waited). */
+  fa2_cp_async_wait<0>();
+  __syncthreads();
+#pragma unroll
+  for (int mt = 0; mt < FA2_MT; mt++) {
+#pragma unroll
+    for (int half = 0; half < 2; half++) {
+      const float sum = fa2_quad_sum(row_sum[mt][half]);
+      const float inv = sum > 0.f ? 1.f / sum : 0.f;
+      const int r = warp * FA2_RW + mt * 16 + g + half * 8; /* row within the CTA */
+      if (FA2_LSE && tq == 0 && m0 + r < T) {
+        const float m = row_max[mt][half];
+        lse[((long long)b * gridDim.y + h) * T + m0 + r] =
+            sum > 0.f ? (m * scale_log2 + fa2_log2(sum)) * 0.69314718055994531f : AT_NEG_INF;
+      }
+      /* Stage O in this warp's own Q rows (swizzled like Q) for coalesced 16-byte stores. */
+#pragma unroll
+      for (int j = 0; j < FA2_OT; j++) {
+        const unsigned packed = fa2_pack(acc[mt][j][2 * half] * inv, acc[mt][j][2 * half + 1] * inv);
+        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(smem_q + fa2_swz(r, j) + 4 * tq), "r"(packed)
+                     : "memory");
+      }
+    }
+  }
+  __syncwarp();
+  constexpr int OUT_CPR = FA2_D / 8; /* chunks per output row */
+  unsigned short *oh = o + b * o_sb + (long long)h * o_sh + (long long)m0 * o_ss;
+#pragma unroll
+  for (int i = 0; i < (FA2_RW * OUT_CPR + 31) / 32; i++) {
+    const int idx = lane + i * 32;
+    if ((FA2_RW * OUT_CPR) % 32 == 0 || idx < FA2_RW * OUT_CPR) {
+      const int r = warp * FA2_RW + idx / OUT_CPR, c = idx % OUT_CPR;
+      if (m0 + r < T) {
+        unsigned x0, x1, x2, x3;
+        asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+                     : "=r"(x0), "=r"(x1), "=r"(x2), "=r"(x3)
+                     : "r"(smem_q + fa2_swz(r, c)));
+        asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"l"(oh + (long long)r * o_ss + c * 8),
+                     "r"(x0), "r"(x1), "r"(x2), "r"(x3)
+                     : "memory");
+      }
+    }
+  }
+}

@@ -1,0 +1,181 @@
+/* test_fa2_gpu.c — every listed fa2 variant against the naive reference on awkward shapes (skips
+ * without a GPU). Outputs are poisoned (0xFF bytes: NaN) before each run; inputs are fresh random
+ * values per case; NaN never passes. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "generator/generator.h"
+#include "tests/testutil.h"
+
+static rt_ctx g_ctx;
+static int g_have_gpu;
+
+static int setup(void **state)
+{
+  (void)state;
+  g_have_gpu = tu_open_gpu(&g_ctx);
+  return 0;
+}
+
+static int teardown(void **state)
+{
+  (void)state;
+  if (g_have_gpu) rt_ctx_close(&g_ctx);
+  return 0;
+}
+
+typedef struct fa2_case {
+  int b, t, s, nq, nkv, d;
+  at_dtype dtype;
+  at_mask mask;
+  int lse;
+  int bhsd; /* Q, K, V, O stored (B, H, S, D) and described by strides */
+} fa2_case;
+
+static at_strides strides_for(const fa2_case *c, int seq, int heads)
+{
+  if (!c->bhsd) return at_strides_bshd(seq, heads, c->d);
+  at_strides st = {.batch = (int64_t)heads * seq * c->d, .seq = c->d, .head = (int64_t)seq * c->d};
+  return st;
+}
+
+/* The naive kernels with fp32 output: reference O and lse, widened to double. */
+static void reference(const fa2_case *c, const at_shape *s, const at_tensors *t, double *o, double *lse)
+{
+  size_t nq = (size_t)c->b * c->t * c->nq * c->d, nlse = (size_t)c->b * c->nq * c->t;
+  rt_naive naive;
+  TU_OK(rt_naive_create(g_ctx.arch, c->dtype, AT_DTYPE_F32, &naive));
+  CUdeviceptr o32 = tu_alloc_poisoned(nq * sizeof(float)), l32 = tu_alloc_poisoned(nlse * sizeof(float));
+  CUdeviceptr scratch = tu_alloc_poisoned(rt_naive_scratch_bytes(s));
+  at_shape sl = *s;
+  sl.with_lse = 1;
+  at_tensors tr = *t;
+  tr.o = (void *)(uintptr_t)o32, tr.lse = (float *)(uintptr_t)l32;
+  TU_OK(rt_naive_run(&naive, &sl, &tr, scratch, NULL));
+  TU_OK(rt_ctx_sync(&g_ctx));
+  float *host = malloc((nq > nlse ? nq : nlse) * sizeof(float));
+  assert_non_null(host);
+  TU_OK(rt_download(host, o32, nq * sizeof(float)));
+  for (size_t i = 0; i < nq; i++) o[i] = host[i];
+  TU_OK(rt_download(host, l32, nlse * sizeof(float)));
+  for (size_t i = 0; i < nlse; i++) lse[i] = host[i];
+  free(host);
+  rt_free(o32), rt_free(l32), rt_free(scratch);
+  rt_naive_destroy(&naive);
+}
+
+static int check_case(const fa2_case *c)
+{
+  gen_target target;
+  TU_OK(gen_target_make(g_ctx.arch, g_ctx.info.smem_per_block_optin, &target));
+  at_shape s = {.batch = c->b, .q_len = c->t, .kv_len = c->s, .q_heads = c->nq, .kv_heads = c->nkv,
+                .head_dim = c->d, .dtype = c->dtype, .mask = c->mask, .with_lse = c->lse};
+  gen_variant vs[GEN_MAX_VARIANTS];
+  int n = 0, failures = 0;
+  TU_OK(gen_enumerate(&s, &target, vs, GEN_MAX_VARIANTS, &n));
+
+  tn_rng rng = tn_rng_seeded(tn_fresh_seed());
+  size_t nq = (size_t)c->b * c->t * c->nq * c->d, nkv = (size_t)c->b * c->s * c->nkv * c->d;
+  size_t nlse = (size_t)c->b * c->nq * c->t;
+  float *q = tu_random_tensor(&rng, c->dtype, nq), *k = tu_random_tensor(&rng, c->dtype, nkv);
+  float *v = tu_random_tensor(&rng, c->dtype, nkv);
+  double *ref_o = malloc(nq * sizeof(double)), *ref_lse = malloc(nlse * sizeof(double));
+  float *got_o = malloc(nq * sizeof(float)), *got_lse = malloc(nlse * sizeof(float));
+  assert_true(ref_o && ref_lse && got_o && got_lse);
+
+  at_tensors t = {0};
+  t.q_stride = t.o_stride = strides_for(c, c->t, c->nq);
+  t.k_stride = t.v_stride = strides_for(c, c->s, c->nkv);
+  CUdeviceptr dq = tu_upload(c->dtype, q, nq), dk = tu_upload(c->dtype, k, nkv), dv = tu_upload(c->dtype, v, nkv);
+  CUdeviceptr dout = tu_alloc_poisoned(nq * at_dtype_size(c->dtype));
+  CUdeviceptr dlse = tu_alloc_poisoned(nlse * sizeof(float));
+  t.q = (void *)(uintptr_t)dq, t.k = (void *)(uintptr_t)dk, t.v = (void *)(uintptr_t)dv;
+  t.o = (void *)(uintptr_t)dout, t.lse = c->lse ? (float *)(uintptr_t)dlse : NULL;
+  reference(c, &s, &t, ref_o, ref_lse);
+
+  gen_compiled *comp = calloc((size_t)n, sizeof *comp);
+  assert_non_null(comp);
+  TU_OK(gen_compile_all(vs, n, &target, 0, comp));
+  printf("  B%d T%d S%d Nq%d Nkv%d D%d %s %s%s%s: %d variants\n", c->b, c->t, c->s, c->nq, c->nkv, c->d,
+         at_dtype_name(c->dtype), at_mask_name(c->mask), c->lse ? " lse" : "", c->bhsd ? " bhsd" : "", n);
+  for (int i = 0; i < n; i++) {
+    char entry[GEN_KEY_MAX];
+    CUmodule mod;
+    CUfunction fn;
+    if (comp[i].status != AT_OK) {
+      printf("    %s: compile failed: %s\n", comp[i].key, comp[i].message);
+      failures++;
+      continue;
+    }
+    TU_OK(gen_entry_name(&vs[i], entry, sizeof entry));
+    TU_OK(rt_module_load(comp[i].binary.cubin, &mod));
+    TU_OK(rt_module_function(mod, entry, &fn));
+    TU_OK(rt_fill_u8(dout, 0xFF, nq * at_dtype_size(c->dtype)));
+    TU_OK(rt_fill_u8(dlse, 0xFF, nlse * sizeof(float)));
+    TU_OK(gen_launch(&vs[i], fn, &s, &t, NULL));
+    TU_OK(rt_ctx_sync(&g_ctx));
+    tu_download(c->dtype, dout, nq, got_o);
+    tn_error eo = tn_compare(ref_o, got_o, nq);
+    tn_error el = {0};
+    if (c->lse) {
+      TU_OK(rt_download(got_lse, dlse, nlse * sizeof(float)));
+      el = tn_compare_lse(ref_lse, got_lse, nlse);
+    }
+    int ok = eo.n_nonfinite == 0 && eo.rel_l2 < 1e-2 && el.n_nonfinite == 0 && el.rel_l2 < 1e-2;
+    if (!ok) {
+      printf("    %s: WRONG o rel_l2 %.3e (%zu non-finite, worst at %zu: %g vs %g), lse rel_l2 %.3e (%zu)\n",
+             comp[i].key, eo.rel_l2, eo.n_nonfinite, eo.worst_index, got_o[eo.worst_index],
+             ref_o[eo.worst_index], el.rel_l2, el.n_nonfinite);
+      failures++;
+    } else if (i == 0 || getenv("ATTNTUNE_TEST_VERBOSE")) {
+      printf("    %s: o rel_l2 %.2e lse rel_l2 %.2e\n", comp[i].key, eo.rel_l2, el.rel_l2);
+    }
+    rt_module_unload(mod);
+  }
+  gen_compiled_free(comp, n);
+  free(comp);
+  rt_free(dq), rt_free(dk), rt_free(dv), rt_free(dout), rt_free(dlse);
+  free(q), free(k), free(v), free(ref_o), free(ref_lse), free(got_o), free(got_lse);
+  return failures;
+}
+
+static const fa2_case CASES[] = {
+    /* odd lengths, D = 80 (padded to 96 for the MMAs), GQA 6, every mask, with lse */
+    {2, 77, 1000, 12, 2, 80, AT_DTYPE_BF16, AT_MASK_NONE, 1, 0},
+    {2, 77, 1000, 12, 2, 80, AT_DTYPE_BF16, AT_MASK_CAUSAL_TL, 1, 0},
+    {2, 77, 1000, 12, 2, 80, AT_DTYPE_F16, AT_MASK_CAUSAL_BR, 1, 0},
+    /* T > S bottom-right: the first rows see no key (o = 0, lse = -inf) */
+    {1, 300, 77, 4, 4, 64, AT_DTYPE_F16, AT_MASK_CAUSAL_BR, 1, 0},
+    /* MQA, strided (B, H, S, D) storage */
+    {2, 256, 256, 8, 1, 128, AT_DTYPE_BF16, AT_MASK_CAUSAL_TL, 0, 1},
+    {1, 200, 333, 8, 2, 256, AT_DTYPE_BF16, AT_MASK_NONE, 1, 0},
+    {1, 333, 200, 4, 2, 96, AT_DTYPE_F16, AT_MASK_CAUSAL_TL, 1, 0},
+    {1, 65, 130, 4, 4, 40, AT_DTYPE_BF16, AT_MASK_CAUSAL_BR, 1, 0},
+    {1, 1, 1000, 8, 8, 160, AT_DTYPE_F16, AT_MASK_NONE, 1, 0},
+    {1, 129, 129, 2, 2, 192, AT_DTYPE_BF16, AT_MASK_CAUSAL_TL, 1, 1},
+};
+
+static void test_fa2_variants(void **state)
+{
+  (void)state;
+  if (!g_have_gpu) skip();
+  int failures = 0;
+  for (size_t i = 0; i < sizeof CASES / sizeof *CASES; i++) failures += check_case(&CASES[i]);
+  assert_int_equal(failures, 0);
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_fa2_variants),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,98 @@
+/*
+ * config.h — tuning configs (YAML, read with libyaml) and fleet shards. Prefixes tn_config_,
+ * tn_shard_, tn_shape_. The format is documented field by field in docs/config.md.
+ *
+ * A config says which GPUs to use, which shapes to tune (lists and sweeps, expanded here into a
+ * deduplicated list in a stable order), per-family search-space overrides, budgets, tolerances
+ * and timing. Every error is AT_ERR_CONFIG with a message of the form
+ *
+ *     configs/x.yaml:7:12: shapes[1].dtype: unknown dtype 'bf17' (expected f16, bf16, e4m3, e5m2)
+ *
+ * (1-based line and column of the offending node), except a file that cannot be read: AT_ERR_IO.
+ */
+#ifndef AT_TUNER_CONFIG_H
+#define AT_TUNER_CONFIG_H
+
+#include <stddef.h>
+
+#include "attntune.h"
+
+enum {
+  TN_CONFIG_MAX_DEVICES = 64,
+  TN_CONFIG_MAX_SHAPES = 100000, /* after expansion; a bigger sweep is refused */
+  TN_CONFIG_GROUP_CAP = 64,      /* bytes of a group name, NUL included */
+  TN_CONFIG_PATH_CAP = 1024,
+  TN_SEARCH_MAX_VALUES = 16,     /* allowed values of one search parameter */
+  TN_SHAPE_KEY_CAP = 128,        /* enough for any tn_shape_key */
+  TN_SHARD_MAX = 65536,
+};
+
+/* Allowed values of one search parameter, in the order given, without repeats. n == 0: the
+ * config does not restrict it (the family's own range applies). */
+typedef struct tn_values {
+  int n;
+  int v[TN_SEARCH_MAX_VALUES];
+} tn_values;
+
+/* Search overrides of the fa2 family; names as in generator.h's gen_variant. */
+typedef struct tn_fa2_search {
+  tn_values block_m, block_n, warps, stages;
+} tn_fa2_search;
+
+typedef struct tn_search {
+  tn_fa2_search fa2;
+} tn_search;
+
+typedef struct tn_config {
+  char path[TN_CONFIG_PATH_CAP]; /* the file (or name) the config came from */
+
+  int all_devices;               /* 1: every GPU of the host (devices: all, the default) */
+  int devices[TN_CONFIG_MAX_DEVICES];
+  int n_devices;                 /* ordinals in the order given, when !all_devices */
+
+  at_shape *shapes;              /* expanded, deduplicated, in file order */
+  char (*groups)[TN_CONFIG_GROUP_CAP]; /* the entry's name per shape ("" when unnamed) */
+  int n_shapes;
+
+  tn_search search;
+
+  int budget_candidates;         /* most candidates timed per shape; 0 = all */
+  double budget_seconds;         /* per shape; 0 = no limit */
+
+  double tolerance[AT_DTYPE_E5M2 + 1]; /* relative L2 per at_dtype; the f32 slot is unused */
+
+  int warmup;                    /* launches before timing */
+  int reps;                      /* timed launches of the full pass (median) */
+  int first_pass_reps;           /* timed launches of the cheap first pass; 0 = no first pass */
+  double keep_fraction;          /* after the first pass keep this fraction (0, 1] ... */
+  int keep_count;                /* ... or this many; exactly one of the two is non-zero */
+} tn_config;
+
+/* Defaults of every field and no shapes. */
+void tn_config_init(tn_config *c);
+/* Read and parse a file. AT_ERR_IO when it cannot be read, AT_ERR_CONFIG when it is malformed. */
+at_status tn_config_load(const char *path, tn_config *out);
+/* Parse YAML text; name is used in messages and copied to out->path. */
+at_status tn_config_parse(const char *text, size_t len, const char *name, tn_config *out);
+/* Free the shape lists; c is left as after tn_config_init. */
+void tn_config_free(tn_config *c);
+
+/* The search override of family/param ("fa2", "block_m"), or NULL when the name is unknown. */
+const tn_values *tn_config_search(const tn_config *c, const char *family, const char *param);
+
+/* Stable, readable key of a shape: "b2.t8192.s8192.hq16.hkv16.d128.bf16.causal", then ".lse"
+ * when it writes the log-sum-exp and ".scale<g>" for an explicit softmax scale. The cache and
+ * the shards use it. buf should hold TN_SHAPE_KEY_CAP bytes. */
+void tn_shape_key(const at_shape *s, char *buf, size_t size);
+
+/* Parse "i/n" (0 <= i < n <= TN_SHARD_MAX); AT_ERR_INVALID with a message otherwise. */
+at_status tn_shard_parse(const char *text, int *index, int *count);
+/* Owner shard of each shape of c for a fleet of count shards: owner[i] in [0, count). Shapes are
+ * ranked by FLOPs (largest first, key breaking ties) and dealt round-robin, so the shards are
+ * disjoint, cover every shape, get counts within one of each other and a similar mix of big and
+ * small shapes, and the split depends only on the set of shapes, not on their order in the file. */
+at_status tn_shard_owners(const tn_config *c, int count, int *owner);
+/* Keep only the shapes of shard index of count (in their original order). */
+at_status tn_config_keep_shard(tn_config *c, int index, int count);
+
+#endif

@@ -1,0 +1,243 @@
+/* harness.c — see harness.h. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tuner/harness.h"
+#include "tuner/reference.h"
+
+double tn_tolerance(at_dtype dtype)
+{
+  switch (dtype) {
+  case AT_DTYPE_F32: return 1e-4;
+  case AT_DTYPE_F16:
+  case AT_DTYPE_BF16: return 1e-2;
+  case AT_DTYPE_E4M3: return 5e-2;
+  case AT_DTYPE_E5M2: return 1e-1;
+  }
+  return 1e-2;
+}
+
+static at_tensors tensors_for(const tn_harness *h, int set)
+{
+  const at_shape *s = &h->shape;
+  at_tensors t;
+  memset(&t, 0, sizeof t);
+  t.q = (const void *)(uintptr_t)h->q[set];
+  t.k = (const void *)(uintptr_t)h->k[set];
+  t.v = (const void *)(uintptr_t)h->v[set];
+  t.o = (void *)(uintptr_t)h->o;
+  t.lse = s->with_lse ? (float *)(uintptr_t)h->lse : NULL;
+  t.q_stride = t.o_stride = at_strides_bshd(s->q_len, s->q_heads, s->head_dim);
+  t.k_stride = t.v_stride = at_strides_bshd(s->kv_len, s->kv_heads, s->head_dim);
+  return t;
+}
+
+static at_status upload_random(tn_rng *rng, at_dtype dtype, size_t n, float *staging, void *packed,
+                               CUdeviceptr *out)
+{
+  at_status rc;
+  tn_rng_fill(rng, staging, n, -1.0f, 1.0f);
+  if ((rc = tn_pack(dtype, staging, n, packed)) != AT_OK) return rc;
+  if ((rc = rt_alloc(out, n * at_dtype_size(dtype))) != AT_OK) return rc;
+  return rt_upload(*out, packed, n * at_dtype_size(dtype));
+}
+
+at_status tn_harness_open(tn_harness *h, const rt_ctx *ctx, const at_shape *shape,
+                          unsigned long long seed)
+{
+  memset(h, 0, sizeof *h);
+  h->ctx = ctx;
+  h->shape = *shape;
+  at_status rc = at_shape_check(shape);
+  if (rc != AT_OK) return rc;
+  const at_shape *s = &h->shape;
+  size_t esz = at_dtype_size(s->dtype);
+  h->n_q = (size_t)s->batch * s->q_len * s->q_heads * s->head_dim;
+  h->n_kv = (size_t)s->batch * s->kv_len * s->kv_heads * s->head_dim;
+  h->n_lse = (size_t)s->batch * s->q_heads * s->q_len;
+  h->n_sets = tn_rotation_sets((h->n_q + 2 * h->n_kv) * esz, (size_t)ctx->info.l2_bytes, TN_MAX_SETS);
+  size_t n_max = h->n_q > h->n_kv ? h->n_q : h->n_kv;
+  float *staging = malloc(n_max * sizeof(float));
+  void *packed = malloc(n_max * esz);
+  tn_rng rng = tn_rng_seeded(seed);
+  if (!staging || !packed) rc = rt_fail(AT_ERR_NOMEM, "no host memory for %zu inputs", n_max);
+  for (int i = 0; i < h->n_sets && rc == AT_OK; i++) {
+    if ((rc = upload_random(&rng, s->dtype, h->n_q, staging, packed, &h->q[i])) != AT_OK) break;
+    if ((rc = upload_random(&rng, s->dtype, h->n_kv, staging, packed, &h->k[i])) != AT_OK) break;
+    rc = upload_random(&rng, s->dtype, h->n_kv, staging, packed, &h->v[i]);
+  }
+  free(staging);
+  free(packed);
+  if (rc == AT_OK) rc = rt_alloc(&h->o, h->n_q * 4); /* room for an f32 output */
+  if (rc == AT_OK) rc = rt_alloc(&h->lse, h->n_lse * sizeof(float));
+  if (rc == AT_OK && !(h->got = malloc(h->n_q * sizeof(float))))
+    rc = rt_fail(AT_ERR_NOMEM, "no host memory for %zu outputs", h->n_q);
+  if (rc != AT_OK) tn_harness_close(h);
+  return rc;
+}
+
+void tn_harness_close(tn_harness *h)
+{
+  for (int i = 0; i < h->n_sets; i++) rt_free(h->q[i]), rt_free(h->k[i]), rt_free(h->v[i]);
+  rt_free(h->o), rt_free(h->lse), rt_free(h->scratch);
+  if (h->cudnn) rt_cudnn_sdpa_destroy(h->cudnn);
+  free(h->ref_o), free(h->ref_lse), free(h->cudnn_o), free(h->got);
+  memset(h, 0, sizeof *h);
+}
+
+static at_status ensure_scratch(tn_harness *h)
+{
+  if (h->scratch) return AT_OK;
+  at_status rc = rt_alloc(&h->scratch, rt_naive_scratch_bytes(&h->shape));
+  if (rc != AT_OK) return rt_fail_context(rc, "the naive path's score matrix");
+  return AT_OK;
+}
+
+static at_status to_double(const float *x, size_t n, double **out)
+{
+  free(*out);
+  *out = malloc(n * sizeof(double));
+  if (!*out) return rt_fail(AT_ERR_NOMEM, "no host memory for %zu reference values", n);
+  for (size_t i = 0; i < n; i++) (*out)[i] = x[i];
+  return AT_OK;
+}
+
+at_status tn_harness_make_reference(tn_harness *h)
+{
+  rt_naive ref;
+  at_status rc;
+  at_tensors t = tensors_for(h, 0);
+  at_shape s = h->shape;
+  s.with_lse = 1;
+  t.lse = (float *)(uintptr_t)h->lse;
+  if ((rc = ensure_scratch(h)) != AT_OK) return rc;
+  if ((rc = rt_naive_create(h->ctx->arch, s.dtype, AT_DTYPE_F32, &ref)) != AT_OK) return rc;
+  rc = rt_naive_run(&ref, &s, &t, h->scratch, NULL);
+  if (rc == AT_OK) rc = rt_ctx_sync(h->ctx);
+  rt_naive_destroy(&ref);
+  if (rc != AT_OK) return rc;
+  if ((rc = rt_download(h->got, h->o, h->n_q * sizeof(float))) != AT_OK) return rc;
+  if ((rc = to_double(h->got, h->n_q, &h->ref_o)) != AT_OK) return rc;
+  if ((rc = rt_download(h->got, h->lse, h->n_lse * sizeof(float))) != AT_OK) return rc;
+  return to_double(h->got, h->n_lse, &h->ref_lse);
+}
+
+/* ---- implementations --------------------------------------------------------------------- */
+
+at_status tn_impl_naive(tn_harness *h, tn_impl *impl)
+{
+  memset(impl, 0, sizeof *impl);
+  impl->kind = TN_IMPL_NAIVE;
+  snprintf(impl->name, sizeof impl->name, "naive");
+  at_status rc = ensure_scratch(h);
+  if (rc != AT_OK) return rc;
+  return rt_naive_create(h->ctx->arch, h->shape.dtype, h->shape.dtype, &impl->naive);
+}
+
+at_status tn_impl_cudnn(tn_harness *h, rt_cudnn_path path, tn_impl *impl, rt_cudnn_plan_info *info)
+{
+  memset(impl, 0, sizeof *impl);
+  impl->kind = TN_IMPL_CUDNN;
+  impl->path = path;
+  snprintf(impl->name, sizeof impl->name, "%s", path == RT_CUDNN_PATH_UNIFIED ? "cudnn-unified" : "cudnn");
+  at_status rc;
+  if (!h->cudnn && (rc = rt_cudnn_sdpa_create(h->ctx, &h->cudnn)) != AT_OK) return rc;
+  rt_cudnn_sdpa_set_path(h->cudnn, path);
+  at_tensors t = tensors_for(h, 0);
+  rt_cudnn_plan_info local;
+  return rt_cudnn_sdpa_plan(h->cudnn, &h->shape, &t, NULL, info ? info : &local);
+}
+
+at_status tn_impl_variant(tn_harness *h, const gen_variant *v, const void *cubin, tn_impl *impl)
+{
+  (void)h;
+  char entry[GEN_KEY_MAX];
+  memset(impl, 0, sizeof *impl);
+  impl->kind = TN_IMPL_FA2;
+  impl->variant = *v;
+  at_status rc = gen_variant_key(v, impl->name, sizeof impl->name);
+  if (rc == AT_OK) rc = gen_entry_name(v, entry, sizeof entry);
+  if (rc == AT_OK) rc = rt_module_load(cubin, &impl->module);
+  if (rc == AT_OK) rc = rt_module_function(impl->module, entry, &impl->fn);
+  return rc;
+}
+
+void tn_impl_close(tn_impl *impl)
+{
+  if (impl->kind == TN_IMPL_NAIVE && impl->naive.module) rt_naive_destroy(&impl->naive);
+  if (impl->module) rt_module_unload(impl->module);
+  impl->module = NULL;
+}
+
+at_status tn_impl_launch(tn_harness *h, tn_impl *impl, int set, CUstream stream)
+{
+  at_tensors t = tensors_for(h, set);
+  at_status rc;
+  if (impl->fault) t.o = (void *)(uintptr_t)0x10; /* planted crash: an illegal address */
+  switch (impl->kind) {
+  case TN_IMPL_NAIVE: return rt_naive_run(&impl->naive, &h->shape, &t, h->scratch, stream);
+  case TN_IMPL_CUDNN:
+    rt_cudnn_sdpa_set_path(h->cudnn, impl->path);
+    if ((rc = rt_cudnn_sdpa_bind(h->cudnn, &h->shape, &t, NULL)) != AT_OK) return rc;
+    return rt_cudnn_sdpa_launch(h->cudnn, stream);
+  case TN_IMPL_FA2: return gen_launch(&impl->variant, impl->fn, &h->shape, &t, stream);
+  }
+  return rt_fail(AT_ERR_INVALID, "unknown implementation kind %d", (int)impl->kind);
+}
+
+static at_status download_output(tn_harness *h)
+{
+  size_t bytes = h->n_q * at_dtype_size(h->shape.dtype);
+  void *packed = malloc(bytes);
+  if (!packed) return rt_fail(AT_ERR_NOMEM, "no host memory for the output");
+  at_status rc = rt_download(packed, h->o, bytes);
+  if (rc == AT_OK) rc = tn_unpack(h->shape.dtype, packed, h->n_q, h->got);
+  free(packed);
+  return rc;
+}
+
+at_status tn_harness_verify(tn_harness *h, tn_impl *impl, double *err_naive, double *err_cudnn)
+{
+  at_status rc;
+  *err_naive = *err_cudnn = NAN;
+  if (!h->ref_o) return rt_fail(AT_ERR_INVALID, "verify before the reference was made");
+  if ((rc = rt_fill_u8(h->o, 0xFF, h->n_q * 4)) != AT_OK) return rc;
+  if ((rc = rt_fill_u8(h->lse, 0xFF, h->n_lse * sizeof(float))) != AT_OK) return rc;
+  if ((rc = tn_impl_launch(h, impl, 0, NULL)) != AT_OK) return rc;
+  if ((rc = rt_ctx_sync(h->ctx)) != AT_OK) return rc;
+  if ((rc = download_output(h)) != AT_OK) return rc;
+  *err_naive = tn_compare(h->ref_o, h->got, h->n_q).rel_l2;
+  if (h->cudnn_o) *err_cudnn = tn_compare(h->cudnn_o, h->got, h->n_q).rel_l2;
+  if (h->shape.with_lse) {
+    if ((rc = rt_download(h->got, h->lse, h->n_lse * sizeof(float))) != AT_OK) return rc;
+    double e = tn_compare_lse(h->ref_lse, h->got, h->n_lse).rel_l2;
+    if (!(e <= *err_naive)) *err_naive = e;
+  }
+  return AT_OK;
+}
+
+at_status tn_harness_keep_cudnn_output(tn_harness *h)
+{
+  at_status rc = download_output(h);
+  if (rc != AT_OK) return rc;
+  return to_double(h->got, h->n_q, &h->cudnn_o);
+}
+
+typedef struct launch_ctx {
+  tn_harness *h;
+  tn_impl *impl;
+} launch_ctx;
+
+static at_status launch_thunk(void *user, int set, CUstream stream)
+{
+  launch_ctx *l = user;
+  return tn_impl_launch(l->h, l->impl, set, stream);
+}
+
+at_status tn_harness_time(tn_harness *h, tn_impl *impl, const tn_timing_opts *opts, tn_timing *out)
+{
+  launch_ctx l = {h, impl};
+  return tn_time_launches(launch_thunk, &l, h->n_sets, opts, NULL, out);
+}

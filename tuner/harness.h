@@ -1,0 +1,70 @@
+/*
+ * harness.h — what bench and the tuning worker share: random inputs for one shape on a GPU
+ * (rotated sets), the naive fp32 reference and cuDNN's output on set 0, and one way to launch,
+ * verify and time any implementation. Prefix tn_.
+ */
+#ifndef AT_TUNER_HARNESS_H
+#define AT_TUNER_HARNESS_H
+
+#include "generator/generator.h"
+#include "runtime/cudnn_sdpa.h"
+#include "tuner/timing.h"
+
+enum { TN_MAX_SETS = 16 };
+
+typedef struct tn_harness {
+  const rt_ctx *ctx;
+  at_shape shape;
+  int n_sets;
+  CUdeviceptr q[TN_MAX_SETS], k[TN_MAX_SETS], v[TN_MAX_SETS];
+  CUdeviceptr o, lse, scratch;
+  size_t n_q, n_kv, n_lse;
+  double *ref_o, *ref_lse; /* naive fp32 reference on set 0 (host); NULL until made */
+  double *cudnn_o;         /* cuDNN's output on set 0 (host); NULL when cuDNN did not run */
+  float *got;              /* host staging */
+  rt_cudnn_sdpa *cudnn;    /* created on first use */
+} tn_harness;
+
+/* Allocate and fill inputs for shape (fresh random values from seed, in [-1, 1)). */
+at_status tn_harness_open(tn_harness *h, const rt_ctx *ctx, const at_shape *shape,
+                          unsigned long long seed);
+void tn_harness_close(tn_harness *h);
+/* Run the naive kernels with fp32 output on set 0 and keep O and LSE on the host. */
+at_status tn_harness_make_reference(tn_harness *h);
+
+typedef enum tn_impl_kind { TN_IMPL_NAIVE, TN_IMPL_CUDNN, TN_IMPL_FA2 } tn_impl_kind;
+
+typedef struct tn_impl {
+  tn_impl_kind kind;
+  char name[GEN_KEY_MAX];
+  rt_naive naive;     /* TN_IMPL_NAIVE */
+  rt_cudnn_path path; /* TN_IMPL_CUDNN */
+  gen_variant variant; /* TN_IMPL_FA2 */
+  CUmodule module;
+  CUfunction fn;
+  int fault; /* test hook: 1 launches with a wild output pointer (an illegal address) */
+} tn_impl;
+
+/* Prepare an implementation by name: "naive", "cudnn", "cudnn-unified", or a variant whose
+ * cubin is given (module loaded here). tn_impl_close undoes it. */
+at_status tn_impl_naive(tn_harness *h, tn_impl *impl);
+at_status tn_impl_cudnn(tn_harness *h, rt_cudnn_path path, tn_impl *impl,
+                        rt_cudnn_plan_info *info);
+at_status tn_impl_variant(tn_harness *h, const gen_variant *v, const void *cubin, tn_impl *impl);
+void tn_impl_close(tn_impl *impl);
+
+at_status tn_impl_launch(tn_harness *h, tn_impl *impl, int set, CUstream stream);
+
+/* One launch on set 0 with O and LSE poisoned (0xFF bytes, NaN); relative L2 error of O (or of
+ * LSE, the larger) against the naive reference, and of O against cuDNN's output where that is
+ * kept (else NaN). A kernel fault comes back as AT_ERR_CUDA. */
+at_status tn_harness_verify(tn_harness *h, tn_impl *impl, double *err_naive, double *err_cudnn);
+/* After verifying cuDNN: keep the output now in O as the cuDNN yardstick. */
+at_status tn_harness_keep_cudnn_output(tn_harness *h);
+
+at_status tn_harness_time(tn_harness *h, tn_impl *impl, const tn_timing_opts *opts, tn_timing *out);
+
+/* Default tolerance of relative L2 error for a dtype (DESIGN.md). */
+double tn_tolerance(at_dtype dtype);
+
+#endif
