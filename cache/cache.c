@@ -43,6 +43,7 @@ static const char *const MIGRATIONS[] = {
     "                                          'timeout','wrong','unsupported','dropped')),\n"
     "  time_ms REAL, tflops REAL, err_naive REAL, err_cudnn REAL,\n"
     "  registers INTEGER, spill_bytes INTEGER, smem_bytes INTEGER,\n"
+    "  reps INTEGER NOT NULL DEFAULT 0,\n"
     "  message TEXT NOT NULL DEFAULT '',\n"
     "  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ','now')),\n"
     "  UNIQUE (gpu_model, template_version, shape_key, impl)\n"
@@ -294,8 +295,8 @@ at_status cache_put_trial(cache_db *c, const cache_env *env, const cache_trial *
 {
   static const char SQL[] =
       "INSERT OR REPLACE INTO trials (" ENV_SHAPE_COLUMNS ", impl, status, time_ms, tflops, "
-      "err_naive, err_cudnn, registers, spill_bytes, smem_bytes, message) VALUES "
-      "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
+      "err_naive, err_cudnn, registers, spill_bytes, smem_bytes, reps, message) VALUES "
+      "(?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
   sqlite3_stmt *st = NULL;
   at_status s = prepare(c, SQL, &st);
   if (s != AT_OK) return s;
@@ -310,12 +311,13 @@ at_status cache_put_trial(cache_db *c, const cache_env *env, const cache_trial *
   rc |= sqlite3_bind_int(st, i++, t->registers);
   rc |= sqlite3_bind_int(st, i++, t->spill_bytes);
   rc |= sqlite3_bind_int(st, i++, t->smem_bytes);
+  rc |= sqlite3_bind_int(st, i++, t->reps);
   rc |= bind_text(st, i++, t->message);
   return step_done(c, st, rc, "recording a trial");
 }
 
 #define TRIAL_COLUMNS ENV_SHAPE_COLUMNS ", impl, status, time_ms, tflops, err_naive, err_cudnn, " \
-                                        "registers, spill_bytes, smem_bytes, message"
+                                        "registers, spill_bytes, smem_bytes, reps, message"
 
 static void read_trial(sqlite3_stmt *st, cache_env *env, cache_trial *t)
 {
@@ -333,6 +335,7 @@ static void read_trial(sqlite3_stmt *st, cache_env *env, cache_trial *t)
   t->registers = sqlite3_column_int(st, i++);
   t->spill_bytes = sqlite3_column_int(st, i++);
   t->smem_bytes = sqlite3_column_int(st, i++);
+  t->reps = sqlite3_column_int(st, i++);
   copy_column(st, i++, t->message, sizeof t->message);
 }
 
@@ -635,9 +638,9 @@ static at_status merge_one(cache_db *into, const char *input)
   s = exec(into,
            "BEGIN IMMEDIATE;\n"
            "INSERT OR IGNORE INTO main.trials (" ENV_SHAPE_COLUMNS ", impl, status, time_ms, "
-           "tflops, err_naive, err_cudnn, registers, spill_bytes, smem_bytes, message, created_at) "
-           "SELECT " ENV_SHAPE_COLUMNS ", impl, status, time_ms, tflops, err_naive, err_cudnn, "
-           "registers, spill_bytes, smem_bytes, message, created_at FROM src.trials;\n"
+           "tflops, err_naive, err_cudnn, registers, spill_bytes, smem_bytes, reps, message, "
+           "created_at) SELECT " ENV_SHAPE_COLUMNS ", impl, status, time_ms, tflops, err_naive, "
+           "err_cudnn, registers, spill_bytes, smem_bytes, reps, message, created_at FROM src.trials;\n"
            "INSERT OR REPLACE INTO main.best SELECT s.* FROM src.best s LEFT JOIN main.best m "
            "ON m.gpu_model = s.gpu_model AND m.template_version = s.template_version AND "
            "m.shape_key = s.shape_key WHERE m.time_ms IS NULL OR s.time_ms < m.time_ms;\n"

@@ -59,6 +59,7 @@ typedef struct cache_trial {
   double err_naive;        /* relative L2 vs the naive reference; NaN when not checked */
   double err_cudnn;        /* vs cuDNN's output on the same inputs; NaN when cuDNN did not run */
   int registers, spill_bytes, smem_bytes; /* -1 when unknown */
+  int reps;                /* timed repetitions behind time_ms (a first pass has few) */
   char message[512];
 } cache_trial;
 

@@ -30,7 +30,11 @@
  *
  * Plans are built once per (shape, strides, dtype, path) and kept in a small per-object cache
  * (least recently used goes first); rt_cudnn_sdpa_builds() counts the builds. A shape cuDNN
- * cannot run returns AT_ERR_UNSUPPORTED with cuDNN's reason in at_last_error().
+ * cannot run returns AT_ERR_UNSUPPORTED with cuDNN's reason in at_last_error(); the refusal is
+ * cached too, so asking again costs nothing. cuDNN states its reasons in its log rather than in
+ * cudnnGetLastErrorString, so while a plan is built a process-wide cuDNN log callback
+ * (cudnnSetCallback, warnings and errors) is installed and the previous one restored after;
+ * builds are serialized for that.
  *
  * Timing: rt_cudnn_sdpa_bind() does everything but the launch (plan lookup or build, variant
  * pack, workspace); rt_cudnn_sdpa_launch() is cudnnSetStream + cudnnBackendExecute and nothing
@@ -61,7 +65,7 @@
   X(cudnnGetVersion) X(cudnnGetErrorString) X(cudnnGetLastErrorString) X(cudnnCreate)              \
   X(cudnnDestroy) X(cudnnSetStream) X(cudnnBackendCreateDescriptor)                                \
   X(cudnnBackendDestroyDescriptor) X(cudnnBackendSetAttribute) X(cudnnBackendGetAttribute)        \
-  X(cudnnBackendFinalize) X(cudnnBackendExecute)
+  X(cudnnBackendFinalize) X(cudnnBackendExecute) X(cudnnSetCallback) X(cudnnGetCallback)
 
 typedef struct rt_cudnn_api {
 #define RT_CUDNN_FIELD(name) __typeof__(&name) name;
@@ -81,7 +85,8 @@ at_status rt_cudnn_check(cudnnStatus_t status, const char *expr, const char *fil
 /* ---- SDPA forward ------------------------------------------------------------------------- */
 
 typedef enum rt_cudnn_path {
-  RT_CUDNN_PATH_AUTO = 0,  /* composite for f16/bf16, fp8 for e4m3/e5m2 */
+  RT_CUDNN_PATH_AUTO = 0,  /* fp8 for e4m3/e5m2; unified for f16/bf16 without a mask where
+                              cuDNN has it (as cudnn-frontend picks), else composite */
   RT_CUDNN_PATH_COMPOSITE, /* the frontend's op graph (f16/bf16; masks) */
   RT_CUDNN_PATH_UNIFIED,   /* the single SDPA_FWD op (f16/bf16, no mask, cuDNN >= 9.13.1) */
   RT_CUDNN_PATH_FP8,       /* the FP8 op graph (e4m3/e5m2) */

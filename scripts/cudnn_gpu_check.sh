@@ -35,5 +35,5 @@ bench_rc=$?
 echo "== nvidia-smi"; cat "$out/nvidia-smi.txt"
 echo "== test_fp8 (exit $fp8_rc)"; tail -n 3 "$out/test_fp8.log"
 echo "== test_cudnn_gpu (exit $cudnn_rc)"; grep -v "^\[ *RUN\|^\[ *OK" "$out/test_cudnn_gpu.log" | head -c 6000
-echo "== bench_cudnn (exit $bench_rc)"; tail -n 16 "$out/bench_cudnn.log"
+echo "== bench_cudnn (exit $bench_rc)"; tail -n 18 "$out/bench_cudnn.log"
 [ $fp8_rc -eq 0 ] && [ $cudnn_rc -eq 0 ] && [ $bench_rc -eq 0 ]

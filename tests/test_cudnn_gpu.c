@@ -272,13 +272,15 @@ static void run_cases(const sdpa_case *cases, size_t n)
 static void run_dtype(at_dtype dt)
 {
   need_cudnn();
+  const rt_cudnn_path G = RT_CUDNN_PATH_COMPOSITE;
   const sdpa_case cases[] = {
-      {2, 200, 333, 8, 8, 64, dt, AT_MASK_NONE, 0, RT_CUDNN_PATH_AUTO, 0},
-      {2, 200, 333, 8, 8, 128, dt, AT_MASK_CAUSAL_TL, 0, RT_CUDNN_PATH_AUTO, 0},
-      {2, 200, 333, 8, 8, 256, dt, AT_MASK_NONE, 0, RT_CUDNN_PATH_AUTO, 0},
-      {2, 200, 333, 8, 2, 128, dt, AT_MASK_CAUSAL_TL, 0, RT_CUDNN_PATH_AUTO, 0}, /* GQA 4 */
-      {2, 200, 333, 8, 1, 64, dt, AT_MASK_NONE, 0, RT_CUDNN_PATH_AUTO, 0},       /* MQA */
-      {1, 128, 96, 4, 4, 128, dt, AT_MASK_CAUSAL_TL, 1, RT_CUDNN_PATH_AUTO, 0},  /* T > S, BHSD */
+      {2, 200, 333, 8, 8, 64, dt, AT_MASK_NONE, 0, G, 0},
+      {2, 200, 333, 8, 8, 128, dt, AT_MASK_CAUSAL_TL, 0, G, 0},
+      {2, 200, 333, 8, 8, 256, dt, AT_MASK_NONE, 0, G, 0},
+      {2, 200, 333, 8, 2, 128, dt, AT_MASK_CAUSAL_TL, 0, G, 0}, /* GQA 4 */
+      {2, 200, 333, 8, 1, 64, dt, AT_MASK_NONE, 0, G, 0},       /* MQA */
+      {1, 128, 96, 4, 4, 128, dt, AT_MASK_CAUSAL_TL, 1, G, 0},  /* T > S, BHSD */
+      {2, 200, 333, 8, 2, 128, dt, AT_MASK_NONE, 0, RT_CUDNN_PATH_AUTO, 0},
   };
   run_cases(cases, N_OF(cases));
 }
@@ -337,13 +339,14 @@ static void test_fp8(void **state)
   run_cases(cases, N_OF(cases));
 }
 
-/* A head dim cuDNN has no engine for: the distinct status and cuDNN's words, not a crash. */
+/* A head dim cuDNN has no engine for: the distinct status and cuDNN's words, not a crash; the
+ * refusal is remembered, so asking again builds nothing. */
 static void test_unsupported_shape(void **state)
 {
   (void)state;
   need_cudnn();
   at_shape s = {.batch = 1, .q_len = 64, .kv_len = 64, .q_heads = 2, .kv_heads = 2, .head_dim = 12,
-                .dtype = AT_DTYPE_BF16, .mask = AT_MASK_NONE};
+                .dtype = AT_DTYPE_BF16, .mask = AT_MASK_CAUSAL_TL};
   at_tensors t = {.q_stride = at_strides_bshd(64, 2, 12), .k_stride = at_strides_bshd(64, 2, 12),
                   .v_stride = at_strides_bshd(64, 2, 12), .o_stride = at_strides_bshd(64, 2, 12)};
   rt_cudnn_sdpa_set_path(g_cd, RT_CUDNN_PATH_AUTO);
@@ -352,10 +355,49 @@ static void test_unsupported_shape(void **state)
   printf("  D=12: %s: %s\n", at_status_name(rc), at_last_error());
   assert_int_equal(rc, AT_ERR_UNSUPPORTED);
   assert_true(strlen(at_last_error()) > 20);
+  if (!strstr(at_last_error(), "cuDNN's reason")) printf("  (no reason captured from cuDNN's log)\n");
+  char first[1024];
+  snprintf(first, sizeof first, "%s", at_last_error());
+  assert_int_equal(rt_cudnn_sdpa_plan(g_cd, &s, &t, NULL, NULL), AT_ERR_UNSUPPORTED);
+  assert_string_equal(at_last_error(), first);
+  /* with no mask AUTO tries the fused op first, then the graph: refused both ways */
+  s.mask = AT_MASK_NONE;
+  assert_int_equal(rt_cudnn_sdpa_plan(g_cd, &s, &t, NULL, NULL), AT_ERR_UNSUPPORTED);
+  printf("  D=12, no mask: %s\n", at_last_error());
   assert_int_equal(rt_cudnn_sdpa_builds(g_cd), builds);
   /* f32 inputs: refused by name */
   s.head_dim = 64, s.dtype = AT_DTYPE_F32;
   assert_int_equal(rt_cudnn_sdpa_plan(g_cd, &s, &t, NULL, NULL), AT_ERR_UNSUPPORTED);
+}
+
+/* AUTO: FP8 graph for FP8, the fused op without a mask (cuDNN >= 9.13.1), else the graph. */
+static void test_auto_path(void **state)
+{
+  (void)state;
+  need_cudnn();
+  at_shape s = {.batch = 1, .q_len = 256, .kv_len = 256, .q_heads = 4, .kv_heads = 4, .head_dim = 128,
+                .dtype = AT_DTYPE_BF16, .mask = AT_MASK_NONE};
+  at_strides st = at_strides_bshd(256, 4, 128);
+  at_tensors t = {.q_stride = st, .k_stride = st, .v_stride = st, .o_stride = st};
+  rt_cudnn_fp8_args unused = {0};
+  rt_cudnn_plan_info info;
+  rt_cudnn_sdpa_set_path(g_cd, RT_CUDNN_PATH_AUTO);
+  TU_OK(rt_cudnn_sdpa_plan(g_cd, &s, &t, NULL, &info));
+  assert_int_equal(info.path, g_version >= 91301 ? RT_CUDNN_PATH_UNIFIED : RT_CUDNN_PATH_COMPOSITE);
+  s.mask = AT_MASK_CAUSAL_TL;
+  TU_OK(rt_cudnn_sdpa_plan(g_cd, &s, &t, NULL, &info));
+  assert_int_equal(info.path, RT_CUDNN_PATH_COMPOSITE);
+  if (g_ctx.info.cc_major >= 9) {
+    s.dtype = AT_DTYPE_E4M3;
+    TU_OK(rt_cudnn_sdpa_plan(g_cd, &s, &t, &unused, &info));
+    assert_int_equal(info.path, RT_CUDNN_PATH_FP8);
+  }
+  /* FP8 inputs without scaling arguments, or with a path that cannot take them: refused */
+  s.dtype = AT_DTYPE_E4M3;
+  assert_int_equal(rt_cudnn_sdpa_plan(g_cd, &s, &t, NULL, &info), AT_ERR_INVALID);
+  rt_cudnn_sdpa_set_path(g_cd, RT_CUDNN_PATH_COMPOSITE);
+  assert_int_equal(rt_cudnn_sdpa_plan(g_cd, &s, &t, &unused, &info), AT_ERR_INVALID);
+  rt_cudnn_sdpa_set_path(g_cd, RT_CUDNN_PATH_AUTO);
 }
 
 /* The same shape twice builds one plan; new pointers or a new set of inputs reuse it. */
@@ -407,6 +449,7 @@ int main(void)
       cmocka_unit_test(test_unified_op),
       cmocka_unit_test(test_fp8),
       cmocka_unit_test(test_unsupported_shape),
+      cmocka_unit_test(test_auto_path),
       cmocka_unit_test(test_plan_reuse),
   };
   return cmocka_run_group_tests(tests, setup, teardown);

@@ -178,6 +178,9 @@ int tn_cmd_gen(int argc, char **argv)
   gen_target target;
   gen_variant vs[GEN_MAX_VARIANTS];
   int n = 0;
+  /* NVRTC (CUDA 12.9+) may serve a program from its cache, and then ptxas prints no resource
+   * report: the --compile table and the spill check need it, so compile fresh in this process. */
+  setenv("CUDA_CACHE_DISABLE", "1", 0);
   int code = parse_args(argc, argv, &o);
   if (code < 0) return TN_EXIT_OK; /* --help */
   if (code != TN_EXIT_OK) return code;

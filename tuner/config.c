@@ -200,8 +200,8 @@ static at_status read_int(const parser *p, const yaml_node_t *n, const char *fie
 }
 
 /* A finite number >= lo (> lo when lo_open) and <= hi. */
-static at_status read_number(const parser *p, const yaml_node_t *n, const char *field, double lo,
-                             int lo_open, double hi, double *out)
+static at_status read_number(const parser *p, const yaml_node_t *n, const char *field, double lo, int lo_open,
+                             double hi, double *out)
 {
   at_status rc = expect_plain(p, n, field, "a number");
   if (rc != AT_OK) return rc;
@@ -276,7 +276,8 @@ static at_status read_range(const parser *p, const yaml_node_t *n, const char *f
   if (!from || !to)
     return fail_at(p, n, field, "a range needs 'from' and 'to' (e.g. {from: 64, to: 2048, mul: 2})");
   if (!mul == !step)
-    return fail_at(p, n, field, "a range needs exactly one of 'mul' and 'step' (e.g. {from: 1, to: 16, step: 1})");
+    return fail_at(p, n, field,
+                   "a range needs exactly one of 'mul' and 'step' (e.g. {from: 1, to: 16, step: 1})");
   int a, b, k;
   join_key(sub, field, "from");
   if ((rc = read_int(p, from, sub, 1, INT_MAX, &a)) != AT_OK) return rc;
@@ -313,11 +314,17 @@ static at_status read_values(const parser *p, const yaml_node_t *n, const char *
     yaml_node_t *item = seq_item(p, n, i);
     char sub[FIELD_CAP];
     join_index(sub, field, i);
-    if (item->type == YAML_MAPPING_NODE && allow_range) rc = read_range(p, item, sub, out);
-    else if (item->type == YAML_SCALAR_NODE && (rc = read(p, item, sub, &v)) == AT_OK) rc = vlist_push(out, v, item);
+    if (item->type == YAML_MAPPING_NODE && allow_range)
+      rc = read_range(p, item, sub, out);
+    else if (item->type == YAML_SCALAR_NODE && (rc = read(p, item, sub, &v)) == AT_OK)
+      rc = vlist_push(out, v, item);
     else if (item->type != YAML_SCALAR_NODE)
-      rc = fail_at(p, item, sub, "expected a value%s, got %s", allow_range ? " or a range" : "", kind_of(item));
+      rc = fail_at(p, item, sub, "expected a value%s, got %s", allow_range ? " or a range" : "",
+                   kind_of(item));
     if (rc != AT_OK) return rc;
+    /* Many large ranges in one list would otherwise allocate without bound. */
+    if (out->n > TN_CONFIG_MAX_SHAPES)
+      return fail_at(p, item, sub, "the list has more than %d values", TN_CONFIG_MAX_SHAPES);
   }
   return AT_OK;
 }
@@ -358,34 +365,58 @@ static at_status read_mask(const parser *p, const yaml_node_t *n, const char *fi
 /* ---- shapes ------------------------------------------------------------------------------ */
 
 /* The sweepable fields of a shape entry. Expansion varies the first slowest and the last fastest. */
-enum field_id { F_BATCH, F_SEQ_LEN, F_Q_LEN, F_KV_LEN, F_Q_HEADS, F_KV_HEADS, F_HEAD_DIM, F_DTYPE, F_MASK, F_LSE, F_COUNT };
+enum field_id {
+  F_BATCH,
+  F_SEQ_LEN,
+  F_Q_LEN,
+  F_KV_LEN,
+  F_Q_HEADS,
+  F_KV_HEADS,
+  F_HEAD_DIM,
+  F_DTYPE,
+  F_MASK,
+  F_LSE,
+  F_COUNT
+};
 
 static const struct shape_field {
   const char *name;
   scalar_reader read;
   int is_int; /* may be a range; each value checked with at_shape_check */
 } FIELDS[F_COUNT] = {
-    [F_BATCH] = {"batch", read_any_int, 1},    [F_SEQ_LEN] = {"seq_len", read_any_int, 1},
-    [F_Q_LEN] = {"q_len", read_any_int, 1},    [F_KV_LEN] = {"kv_len", read_any_int, 1},
-    [F_Q_HEADS] = {"q_heads", read_any_int, 1}, [F_KV_HEADS] = {"kv_heads", read_any_int, 1},
-    [F_HEAD_DIM] = {"head_dim", read_any_int, 1}, [F_DTYPE] = {"dtype", read_dtype, 0},
-    [F_MASK] = {"mask", read_mask, 0},         [F_LSE] = {"lse", read_bool, 0},
+    [F_BATCH] = {"batch", read_any_int, 1},
+    [F_SEQ_LEN] = {"seq_len", read_any_int, 1},
+    [F_Q_LEN] = {"q_len", read_any_int, 1},
+    [F_KV_LEN] = {"kv_len", read_any_int, 1},
+    [F_Q_HEADS] = {"q_heads", read_any_int, 1},
+    [F_KV_HEADS] = {"kv_heads", read_any_int, 1},
+    [F_HEAD_DIM] = {"head_dim", read_any_int, 1},
+    [F_DTYPE] = {"dtype", read_dtype, 0},
+    [F_MASK] = {"mask", read_mask, 0},
+    [F_LSE] = {"lse", read_bool, 0},
 };
 
-static const char *const ENTRY_KEYS[] = {"name", "batch", "seq_len", "q_len", "kv_len", "q_heads",
-                                         "kv_heads", "head_dim", "dtype", "mask", "lse"};
+static const char *const ENTRY_KEYS[] = {"name",     "batch",    "seq_len", "q_len", "kv_len", "q_heads",
+                                         "kv_heads", "head_dim", "dtype",   "mask",  "lse"};
 enum { N_ENTRY_KEYS = sizeof ENTRY_KEYS / sizeof *ENTRY_KEYS };
 
 /* One value of an int field on its own, so the message (at_shape_check's own) points at it. */
-static at_status check_one_value(const parser *p, enum field_id f, int v, const yaml_node_t *at, const char *field)
+static at_status check_one_value(const parser *p, enum field_id f, int v, const yaml_node_t *at,
+                                 const char *field)
 {
   if (f == F_SEQ_LEN) {
     if (v >= 1) return AT_OK;
     return fail_at(p, at, field, "seq_len %d must be at least 1", v);
   }
-  at_shape s = {.batch = 1, .q_len = 1, .kv_len = 1, .q_heads = 1, .kv_heads = 1, .head_dim = 64,
-                .dtype = AT_DTYPE_BF16, .mask = AT_MASK_NONE};
-  int *slot[F_COUNT] = {[F_BATCH] = &s.batch, [F_Q_LEN] = &s.q_len, [F_KV_LEN] = &s.kv_len,
+  at_shape s = {.batch = 1,
+                .q_len = 1,
+                .kv_len = 1,
+                .q_heads = 1,
+                .kv_heads = 1,
+                .head_dim = 64,
+                .dtype = AT_DTYPE_BF16,
+                .mask = AT_MASK_NONE};
+  int *slot[F_COUNT] = {[F_BATCH] = &s.batch,     [F_Q_LEN] = &s.q_len,       [F_KV_LEN] = &s.kv_len,
                         [F_Q_HEADS] = &s.q_heads, [F_KV_HEADS] = &s.kv_heads, [F_HEAD_DIM] = &s.head_dim};
   *slot[f] = v;
   if (f == F_KV_HEADS) s.q_heads = v > 0 ? v : 1; /* divisibility is checked per combination */
@@ -483,7 +514,8 @@ static at_status read_entry_fields(const parser *p, entry *e)
     join_key(sub, e->field, FIELDS[f].name);
     if ((rc = read_values(p, n, sub, FIELDS[f].read, FIELDS[f].is_int, &e->vals[f])) != AT_OK) return rc;
     for (int i = 0; FIELDS[f].is_int && i < e->vals[f].n; i++)
-      if ((rc = check_one_value(p, (enum field_id)f, e->vals[f].v[i], e->vals[f].at[i], sub)) != AT_OK) return rc;
+      if ((rc = check_one_value(p, (enum field_id)f, e->vals[f].v[i], e->vals[f].at[i], sub)) != AT_OK)
+        return rc;
   }
   return AT_OK;
 }
@@ -514,7 +546,8 @@ static at_status complete_entry(const parser *p, entry *e)
     return fail_at(p, map_get(p, e->node, name), sub, "give either seq_len or q_len and kv_len, not both");
   }
   if (!v[F_SEQ_LEN].n && (!v[F_Q_LEN].n || !v[F_KV_LEN].n))
-    return fail_at(p, e->node, e->field, "missing '%s' (or 'seq_len' for both lengths)", v[F_Q_LEN].n ? "kv_len" : "q_len");
+    return fail_at(p, e->node, e->field, "missing '%s' (or 'seq_len' for both lengths)",
+                   v[F_Q_LEN].n ? "kv_len" : "q_len");
   if (!v[F_Q_HEADS].n) return fail_at(p, e->node, e->field, "missing 'q_heads'");
   if (!v[F_HEAD_DIM].n) return fail_at(p, e->node, e->field, "missing 'head_dim'");
   if (!v[F_BATCH].n && (rc = vlist_push(&v[F_BATCH], 1, e->node)) != AT_OK) return rc;
@@ -530,9 +563,15 @@ static at_shape combination(const entry *e, const int *idx)
   int val[F_COUNT] = {0};
   for (int f = 0; f < F_COUNT; f++)
     if (e->vals[f].n) val[f] = e->vals[f].v[idx[f]];
-  at_shape s = {.batch = val[F_BATCH], .q_len = val[F_Q_LEN], .kv_len = val[F_KV_LEN],
-                .q_heads = val[F_Q_HEADS], .kv_heads = val[F_KV_HEADS], .head_dim = val[F_HEAD_DIM],
-                .dtype = (at_dtype)val[F_DTYPE], .mask = (at_mask)val[F_MASK], .with_lse = val[F_LSE]};
+  at_shape s = {.batch = val[F_BATCH],
+                .q_len = val[F_Q_LEN],
+                .kv_len = val[F_KV_LEN],
+                .q_heads = val[F_Q_HEADS],
+                .kv_heads = val[F_KV_HEADS],
+                .head_dim = val[F_HEAD_DIM],
+                .dtype = (at_dtype)val[F_DTYPE],
+                .mask = (at_mask)val[F_MASK],
+                .with_lse = val[F_LSE]};
   if (e->vals[F_SEQ_LEN].n) s.q_len = s.kv_len = val[F_SEQ_LEN];
   if (!e->vals[F_KV_HEADS].n) s.kv_heads = s.q_heads;
   return s;
@@ -555,8 +594,9 @@ static at_status expand_entry(parser *p, const entry *e)
   for (int f = 0; f < F_COUNT; f++)
     if (e->vals[f].n) total *= e->vals[f].n;
   if (total + p->cfg->n_shapes > TN_CONFIG_MAX_SHAPES)
-    return fail_at(p, e->node, e->field, "the sweep expands to %.0f shapes, %d with the entries before it (at most %d)",
-                   total, p->cfg->n_shapes, TN_CONFIG_MAX_SHAPES);
+    return fail_at(p, e->node, e->field,
+                   "the sweep expands to %.0f shapes, %d with the entries before it (at most %d)", total,
+                   p->cfg->n_shapes, TN_CONFIG_MAX_SHAPES);
   int idx[F_COUNT] = {0};
   at_status rc;
   for (;;) {
@@ -584,8 +624,9 @@ static at_status parse_entry(parser *p, const yaml_node_t *n, int index)
     return fail_at(p, n, e.field, "expected a mapping with %s, got %s",
                    join_names(ENTRY_KEYS, N_ENTRY_KEYS, keys, sizeof keys), kind_of(n));
   at_status rc;
-  if ((rc = check_keys(p, n, e.field, ENTRY_KEYS, N_ENTRY_KEYS)) == AT_OK && (rc = read_entry_name(p, &e)) == AT_OK &&
-      (rc = read_entry_fields(p, &e)) == AT_OK && (rc = complete_entry(p, &e)) == AT_OK)
+  if ((rc = check_keys(p, n, e.field, ENTRY_KEYS, N_ENTRY_KEYS)) == AT_OK &&
+      (rc = read_entry_name(p, &e)) == AT_OK && (rc = read_entry_fields(p, &e)) == AT_OK &&
+      (rc = complete_entry(p, &e)) == AT_OK)
     rc = expand_entry(p, &e);
   entry_free(&e);
   return rc;
@@ -694,7 +735,8 @@ static at_status parse_family(const parser *p, const char *family, const yaml_no
     yaml_node_pair_t *pair = &n->data.mapping.pairs.start[i];
     const char *param = text_of(node_at(p, pair->key));
     join_key(sub, field, param);
-    if ((rc = parse_search_param(p, node_at(p, pair->value), sub, search_slot(&p->cfg->search, family, param))) != AT_OK)
+    if ((rc = parse_search_param(p, node_at(p, pair->value), sub,
+                                 search_slot(&p->cfg->search, family, param))) != AT_OK)
       return rc;
   }
   return AT_OK;
@@ -722,9 +764,11 @@ static at_status parse_budget(const parser *p, const yaml_node_t *n)
   yaml_node_t *v;
   if ((rc = expect_mapping(p, n, "budget", "candidates and seconds")) != AT_OK) return rc;
   if ((rc = check_keys(p, n, "budget", KEYS, 2)) != AT_OK) return rc;
-  if ((v = map_get(p, n, "candidates")) && (rc = read_int(p, v, "budget.candidates", 0, INT_MAX, &c->budget_candidates)) != AT_OK)
+  if ((v = map_get(p, n, "candidates")) &&
+      (rc = read_int(p, v, "budget.candidates", 0, INT_MAX, &c->budget_candidates)) != AT_OK)
     return rc;
-  if ((v = map_get(p, n, "seconds")) && (rc = read_number(p, v, "budget.seconds", 0, 0, 1e9, &c->budget_seconds)) != AT_OK)
+  if ((v = map_get(p, n, "seconds")) &&
+      (rc = read_number(p, v, "budget.seconds", 0, 0, 1e9, &c->budget_seconds)) != AT_OK)
     return rc;
   return AT_OK;
 }
@@ -742,7 +786,8 @@ static at_status parse_tolerance(const parser *p, const yaml_node_t *n)
     at_dtype d = AT_DTYPE_BF16;
     at_dtype_parse(name, &d); /* cannot fail: the key is one of KEYS */
     join_key(sub, "tolerance", name);
-    if ((rc = read_number(p, node_at(p, pair->value), sub, 0, 1, 1, &p->cfg->tolerance[d])) != AT_OK) return rc;
+    if ((rc = read_number(p, node_at(p, pair->value), sub, 0, 1, 1, &p->cfg->tolerance[d])) != AT_OK)
+      return rc;
   }
   return AT_OK;
 }
@@ -769,8 +814,12 @@ static at_status parse_timing(const parser *p, const yaml_node_t *n)
   yaml_node_t *v, *reps, *first;
   if ((rc = expect_mapping(p, n, "timing", "warmup, reps, first_pass_reps and keep")) != AT_OK) return rc;
   if ((rc = check_keys(p, n, "timing", KEYS, 4)) != AT_OK) return rc;
-  if ((v = map_get(p, n, "warmup")) && (rc = read_int(p, v, "timing.warmup", 0, 1000000, &c->warmup)) != AT_OK) return rc;
-  if ((reps = map_get(p, n, "reps")) && (rc = read_int(p, reps, "timing.reps", 1, 1000000, &c->reps)) != AT_OK) return rc;
+  if ((v = map_get(p, n, "warmup")) &&
+      (rc = read_int(p, v, "timing.warmup", 0, 1000000, &c->warmup)) != AT_OK)
+    return rc;
+  if ((reps = map_get(p, n, "reps")) &&
+      (rc = read_int(p, reps, "timing.reps", 1, 1000000, &c->reps)) != AT_OK)
+    return rc;
   if ((first = map_get(p, n, "first_pass_reps")) &&
       (rc = read_int(p, first, "timing.first_pass_reps", 0, 1000000, &c->first_pass_reps)) != AT_OK)
     return rc;
@@ -844,7 +893,8 @@ at_status tn_config_parse(const char *text, size_t len, const char *name, tn_con
   snprintf(out->path, sizeof out->path, "%s", name);
   yaml_parser_t y;
   yaml_document_t doc;
-  if (!yaml_parser_initialize(&y)) return rt_fail(AT_ERR_NOMEM, "%s: cannot initialize the YAML parser", name);
+  if (!yaml_parser_initialize(&y))
+    return rt_fail(AT_ERR_NOMEM, "%s: cannot initialize the YAML parser", name);
   yaml_parser_set_input_string(&y, (const unsigned char *)text, len);
   at_status rc;
   if (!yaml_parser_load(&y, &doc)) {
@@ -913,8 +963,10 @@ at_status tn_config_load(const char *path, tn_config *out)
 void tn_shape_key(const at_shape *s, char *buf, size_t size)
 {
   int n = snprintf(buf, size, "b%d.t%d.s%d.hq%d.hkv%d.d%d.%s.%s%s", s->batch, s->q_len, s->kv_len, s->q_heads,
-                   s->kv_heads, s->head_dim, at_dtype_name(s->dtype), at_mask_name(s->mask), s->with_lse ? ".lse" : "");
-  if (s->scale != 0.0f && n >= 0 && (size_t)n < size) snprintf(buf + n, size - (size_t)n, ".scale%.9g", (double)s->scale);
+                   s->kv_heads, s->head_dim, at_dtype_name(s->dtype), at_mask_name(s->mask),
+                   s->with_lse ? ".lse" : "");
+  if (s->scale != 0.0f && n >= 0 && (size_t)n < size)
+    snprintf(buf + n, size - (size_t)n, ".scale%.9g", (double)s->scale);
 }
 
 at_status tn_shard_parse(const char *text, int *index, int *count)
@@ -924,14 +976,18 @@ at_status tn_shard_parse(const char *text, int *index, int *count)
   char *slash = NULL, *end = NULL;
   errno = 0;
   long i = strtol(text, &slash, 10);
-  int ok = slash != text && *slash == '/' && (slash[1] >= '0' && slash[1] <= '9') && text[0] >= '0' && text[0] <= '9';
+  int ok = slash != text && *slash == '/' && (slash[1] >= '0' && slash[1] <= '9') && text[0] >= '0' &&
+           text[0] <= '9';
   long n = ok ? strtol(slash + 1, &end, 10) : 0;
-  if (!ok || *end != '\0' || errno == ERANGE) return rt_fail(AT_ERR_INVALID, "invalid shard '%s' %s", text, usage);
+  if (!ok || *end != '\0' || errno == ERANGE)
+    return rt_fail(AT_ERR_INVALID, "invalid shard '%s' %s", text, usage);
   if (n < 1 || n > TN_SHARD_MAX)
-    return rt_fail(AT_ERR_INVALID, "invalid shard '%s': the count %ld must be from 1 to %d", text, n, TN_SHARD_MAX);
+    return rt_fail(AT_ERR_INVALID, "invalid shard '%s': the count %ld must be from 1 to %d", text, n,
+                   TN_SHARD_MAX);
   if (i >= n)
-    return rt_fail(AT_ERR_INVALID, "invalid shard '%s': index %ld is not below the count %ld (shards are 0 to %ld)",
-                   text, i, n, n - 1);
+    return rt_fail(AT_ERR_INVALID,
+                   "invalid shard '%s': index %ld is not below the count %ld (shards are 0 to %ld)", text, i,
+                   n, n - 1);
   *index = (int)i, *count = (int)n;
   return AT_OK;
 }
@@ -953,7 +1009,8 @@ static int by_work(const void *a, const void *b)
 
 at_status tn_shard_owners(const tn_config *c, int count, int *owner)
 {
-  if (!c || (!owner && c->n_shapes)) return rt_fail(AT_ERR_INVALID, "tn_shard_owners: config or owner is NULL");
+  if (!c || (!owner && c->n_shapes))
+    return rt_fail(AT_ERR_INVALID, "tn_shard_owners: config or owner is NULL");
   if (count < 1 || count > TN_SHARD_MAX)
     return rt_fail(AT_ERR_INVALID, "shard count %d out of range (expected 1..%d)", count, TN_SHARD_MAX);
   if (c->n_shapes == 0) return AT_OK;

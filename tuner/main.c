@@ -12,13 +12,16 @@
 struct command {
   const char *name;
   int (*run)(int argc, char **argv);
-  const char *summary;
+  const char *summary; /* NULL: hidden from --help */
 };
 
 static const struct command COMMANDS[] = {
     {"devices", tn_cmd_devices, "list the GPUs with compute capability, memory, driver, NVRTC and cuDNN"},
     {"gen", tn_cmd_gen, "list, emit and compile the kernel variants for a shape (no GPU needed)"},
     {"bench", tn_cmd_bench, "verify and time implementations (naive, cudnn, fa2 variants) on one shape"},
+    {"tune", tn_cmd_tune, "tune the shapes of a YAML config into the SQLite cache (the main job)"},
+    {"cache", tn_cmd_cache, "list, show, export, merge and prune tuning caches"},
+    {"__worker", tn_cmd_worker, NULL},
 };
 
 static void print_usage(FILE *out)
@@ -31,7 +34,7 @@ static void print_usage(FILE *out)
           "\n"
           "commands:\n");
   for (size_t i = 0; i < sizeof COMMANDS / sizeof *COMMANDS; i++)
-    fprintf(out, "  %-10s %s\n", COMMANDS[i].name, COMMANDS[i].summary);
+    if (COMMANDS[i].summary) fprintf(out, "  %-10s %s\n", COMMANDS[i].name, COMMANDS[i].summary);
   fprintf(out,
           "\n"
           "'attntune <command> --help' describes a command.\n"

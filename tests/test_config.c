@@ -1,0 +1,834 @@
+/*
+ * test_config.c — tuning configs: the sample files in configs/, sweep expansion and dedup, every
+ * kind of error with its line and column, shape keys and fleet shards. No GPU needed.
+ *
+ * Error messages are compared whole: they are what a user reads, and docs/config.md quotes them.
+ * Each file in configs/bad/ starts with "# expect: LINE:COL: message", the message its path gets.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tuner/config.h"
+
+/* ---- helpers ----------------------------------------------------------------------------- */
+
+/* The source tree's configs/ (or configs/bad), found from this file's path. */
+static void configs_dir(const char *sub, char *out, size_t size)
+{
+  /* <root>/tests/test_config.c -> <root>/configs/<sub>; "<root>/" is empty for a relative path. */
+  const char *file = __FILE__, *end = strstr(file, "tests/test_config.c");
+  if (!end) fail_msg("cannot find the source tree from %s", file);
+  snprintf(out, size, "%.*sconfigs%s%s", (int)(end - file), file, *sub ? "/" : "", sub);
+}
+
+static tn_config parse_ok(const char *yaml)
+{
+  tn_config c;
+  at_status rc = tn_config_parse(yaml, strlen(yaml), "t.yaml", &c);
+  if (rc != AT_OK) fail_msg("parse -> %s: %s", at_status_name(rc), at_last_error());
+  return c;
+}
+
+/* Mismatches are printed and counted rather than fatal, so one run shows every wrong message;
+ * each error test ends with assert_no_mismatch(). */
+static int g_mismatches;
+
+static void expect_error(const char *yaml, at_status want, const char *message)
+{
+  tn_config c;
+  at_status rc = tn_config_parse(yaml, strlen(yaml), "t.yaml", &c);
+  if (rc != want || strcmp(at_last_error(), message) != 0) {
+    print_error("for config:\n%s  expected %s: %s\n  got      %s: %s\n", yaml, at_status_name(want), message,
+                at_status_name(rc), at_last_error());
+    g_mismatches++;
+  }
+  assert_int_equal(c.n_shapes, 0);
+  assert_null(c.shapes);
+}
+
+static void assert_no_mismatch(void)
+{
+  int n = g_mismatches;
+  g_mismatches = 0;
+  assert_int_equal(n, 0);
+}
+
+static void key_of(const tn_config *c, int i, char *key)
+{
+  tn_shape_key(&c->shapes[i], key, TN_SHAPE_KEY_CAP);
+}
+
+/* Index of the shape with key, or -1. */
+static int find_key(const tn_config *c, const char *key)
+{
+  char k[TN_SHAPE_KEY_CAP];
+  for (int i = 0; i < c->n_shapes; i++) {
+    key_of(c, i, k);
+    if (strcmp(k, key) == 0) return i;
+  }
+  return -1;
+}
+
+static void assert_keys(const tn_config *c, const char *const *keys, int n)
+{
+  char k[TN_SHAPE_KEY_CAP];
+  assert_int_equal(c->n_shapes, n);
+  for (int i = 0; i < n; i++) {
+    key_of(c, i, k);
+    assert_string_equal(k, keys[i]);
+  }
+}
+
+/* A minimal valid entry, for tests about other sections. */
+#define ONE_SHAPE "shapes:\n  - {seq_len: 128, q_heads: 4, head_dim: 64}\n"
+
+/* ---- the sample configs ------------------------------------------------------------------ */
+
+static int is_yaml(const char *name)
+{
+  size_t n = strlen(name);
+  return n > 5 && strcmp(name + n - 5, ".yaml") == 0;
+}
+
+static void test_every_sample_config_parses(void **state)
+{
+  (void)state;
+  char dir[1024], path[2048];
+  configs_dir("", dir, sizeof dir);
+  DIR *d = opendir(dir);
+  if (!d) fail_msg("cannot open %s", dir);
+  int n_files = 0;
+  for (struct dirent *e; (e = readdir(d));) {
+    if (!is_yaml(e->d_name)) continue;
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    tn_config c;
+    at_status rc = tn_config_load(path, &c);
+    if (rc != AT_OK) fail_msg("%s: %s", path, at_last_error());
+    assert_true(c.n_shapes > 0);
+    assert_string_equal(c.path, path);
+    for (int i = 0; i < c.n_shapes; i++) assert_int_equal(at_shape_check(&c.shapes[i]), AT_OK);
+    for (int i = 0; i < c.n_shapes; i++) { /* deduplicated: keys are unique */
+      char k[TN_SHAPE_KEY_CAP];
+      key_of(&c, i, k);
+      assert_int_equal(find_key(&c, k), i);
+    }
+    tn_config_free(&c);
+    n_files++;
+  }
+  closedir(d);
+  assert_true(n_files >= 3);
+}
+
+static void load_sample(const char *name, tn_config *c)
+{
+  char dir[1024], path[2048];
+  configs_dir("", dir, sizeof dir);
+  snprintf(path, sizeof path, "%s/%s", dir, name);
+  at_status rc = tn_config_load(path, c);
+  if (rc != AT_OK) fail_msg("%s: %s", path, at_last_error());
+}
+
+static void test_codelab_shapes(void **state)
+{
+  (void)state;
+  tn_config c;
+  load_sample("codelab.yaml", &c);
+  /* seq-sweep 6 lengths x 2 masks = 12; batch-sweep 16, one already in seq-sweep (B=4, T=256);
+   * mha-gqa-mqa 2 x 3 x 2 = 12, of which Nkv=8 (4) repeat seq-sweep; fp8 3 x 2 x 2 = 12. */
+  assert_int_equal(c.n_shapes, 12 + 15 + 8 + 12);
+  static const char *const first[] = {
+      "b4.t64.s64.hq8.hkv8.d64.bf16.none",
+      "b4.t64.s64.hq8.hkv8.d64.bf16.causal",
+      "b4.t128.s128.hq8.hkv8.d64.bf16.none",
+      "b4.t128.s128.hq8.hkv8.d64.bf16.causal",
+  };
+  char k[TN_SHAPE_KEY_CAP];
+  for (int i = 0; i < 4; i++) {
+    key_of(&c, i, k);
+    assert_string_equal(k, first[i]);
+    assert_string_equal(c.groups[i], "seq-sweep");
+  }
+  int i = find_key(&c, "b4.t256.s256.hq8.hkv8.d64.bf16.none");
+  assert_int_equal(i, 4);
+  assert_string_equal(c.groups[i], "seq-sweep"); /* first occurrence keeps its group */
+  i = find_key(&c, "b16.t256.s256.hq8.hkv8.d64.bf16.none");
+  assert_true(i > 0);
+  assert_string_equal(c.groups[i], "batch-sweep");
+  i = find_key(&c, "b4.t2048.s2048.hq8.hkv1.d64.bf16.causal");
+  assert_true(i > 0);
+  assert_string_equal(c.groups[i], "mha-gqa-mqa");
+  assert_true(find_key(&c, "b4.t1024.s1024.hq8.hkv8.d64.e5m2.causal") > 0);
+  assert_true(find_key(&c, "b4.t512.s512.hq8.hkv8.d64.e4m3.none") > 0);
+  assert_int_equal(find_key(&c, "b4.t4096.s4096.hq8.hkv8.d64.bf16.none"), -1);
+  assert_true(c.all_devices);
+  assert_int_equal(c.budget_seconds, 60);
+  tn_config_free(&c);
+}
+
+static void test_llm_prefill_and_quick(void **state)
+{
+  (void)state;
+  tn_config c;
+  load_sample("llm-prefill.yaml", &c);
+  assert_int_equal(c.n_shapes, 2 * 5 * 2 + 3);
+  for (int i = 0; i < c.n_shapes; i++) {
+    assert_int_equal(c.shapes[i].head_dim, 128);
+    assert_int_equal(c.shapes[i].q_heads, 32);
+    assert_int_equal(c.shapes[i].dtype, AT_DTYPE_BF16);
+    assert_true(c.shapes[i].mask != AT_MASK_NONE);
+  }
+  assert_true(find_key(&c, "b2.t16384.s16384.hq32.hkv4.d128.bf16.causal") >= 0);
+  assert_true(find_key(&c, "b1.t2048.s16384.hq32.hkv8.d128.bf16.causal-br.lse") >= 0);
+  tn_config_free(&c);
+
+  load_sample("quick.yaml", &c);
+  assert_int_equal(c.n_shapes, 9);
+  const tn_values *bm = tn_config_search(&c, "fa2", "block_m");
+  assert_non_null(bm);
+  assert_int_equal(bm->n, 2);
+  assert_int_equal(bm->v[0], 64);
+  assert_int_equal(bm->v[1], 128);
+  assert_int_equal(tn_config_search(&c, "fa2", "stages")->n, 1);
+  assert_int_equal(c.budget_candidates, 8);
+  assert_int_equal(c.keep_count, 4);
+  assert_true(c.keep_fraction == 0);
+  tn_config_free(&c);
+}
+
+/* Every file in configs/bad fails with the message its first line announces. */
+static void test_bad_config_files(void **state)
+{
+  (void)state;
+  char dir[1024], path[2048], line[1024], want[4096];
+  configs_dir("bad", dir, sizeof dir);
+  DIR *d = opendir(dir);
+  if (!d) fail_msg("cannot open %s", dir);
+  int n_files = 0;
+  for (struct dirent *e; (e = readdir(d));) {
+    if (!is_yaml(e->d_name)) continue;
+    snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    assert_non_null(fgets(line, sizeof line, f));
+    fclose(f);
+    line[strcspn(line, "\n")] = '\0';
+    if (strncmp(line, "# expect: ", 10) != 0) fail_msg("%s: first line is not '# expect: ...'", path);
+    snprintf(want, sizeof want, "%s:%s", path, line + 10);
+    tn_config c;
+    at_status rc = tn_config_load(path, &c);
+    if (rc != AT_ERR_CONFIG)
+      fail_msg("%s: expected AT_ERR_CONFIG, got %s: %s", path, at_status_name(rc), at_last_error());
+    assert_string_equal(at_last_error(), want);
+    n_files++;
+  }
+  closedir(d);
+  assert_true(n_files >= 5);
+}
+
+static void test_missing_file_is_io_error(void **state)
+{
+  (void)state;
+  tn_config c;
+  assert_int_equal(tn_config_load("configs/no-such.yaml", &c), AT_ERR_IO);
+  assert_string_equal(at_last_error(),
+                      "cannot read config 'configs/no-such.yaml': No such file or directory");
+  assert_int_equal(c.n_shapes, 0);
+  char dir[1024];
+  configs_dir("", dir, sizeof dir);
+  assert_int_equal(tn_config_load(dir, &c), AT_ERR_IO); /* a folder */
+  assert_non_null(strstr(at_last_error(), "Is a directory"));
+}
+
+/* ---- expansion --------------------------------------------------------------------------- */
+
+static void test_defaults(void **state)
+{
+  (void)state;
+  tn_config c = parse_ok(ONE_SHAPE);
+  static const char *const keys[] = {"b1.t128.s128.hq4.hkv4.d64.bf16.none"};
+  assert_keys(&c, keys, 1);
+  assert_string_equal(c.groups[0], "");
+  assert_string_equal(c.path, "t.yaml");
+  assert_true(c.all_devices);
+  assert_int_equal(c.n_devices, 0);
+  assert_int_equal(tn_config_search(&c, "fa2", "warps")->n, 0);
+  assert_null(tn_config_search(&c, "fa2", "tile"));
+  assert_null(tn_config_search(&c, "fa9", "warps"));
+  assert_int_equal(c.budget_candidates, 0);
+  assert_true(c.budget_seconds == 0);
+  assert_true(c.tolerance[AT_DTYPE_F16] == 1e-2 && c.tolerance[AT_DTYPE_BF16] == 1e-2);
+  assert_true(c.tolerance[AT_DTYPE_E4M3] == 5e-2 && c.tolerance[AT_DTYPE_E5M2] == 1e-1);
+  assert_int_equal(c.warmup, 10);
+  assert_int_equal(c.reps, 50);
+  assert_int_equal(c.first_pass_reps, 5);
+  assert_true(c.keep_fraction == 0.5);
+  assert_int_equal(c.keep_count, 0);
+  assert_true(c.shapes[0].scale == 0.0f);
+  tn_config_free(&c);
+  assert_null(c.shapes);
+  assert_int_equal(c.n_shapes, 0);
+}
+
+/* The first field varies slowest; seq_len sets both lengths; kv_heads follows q_heads. */
+static void test_sweep_is_a_cartesian_product_in_field_order(void **state)
+{
+  (void)state;
+  tn_config c = parse_ok("shapes:\n"
+                         "  - name: grid\n"
+                         "    mask: [none, causal]\n"
+                         "    seq_len: [128, 256]\n"
+                         "    batch: [1, 2]\n"
+                         "    q_heads: [4, 8]\n"
+                         "    head_dim: 64\n"
+                         "    lse: [false, true]\n");
+  assert_int_equal(c.n_shapes, 2 * 2 * 2 * 2 * 2);
+  static const char *const first[] = {
+      "b1.t128.s128.hq4.hkv4.d64.bf16.none",   "b1.t128.s128.hq4.hkv4.d64.bf16.none.lse",
+      "b1.t128.s128.hq4.hkv4.d64.bf16.causal", "b1.t128.s128.hq4.hkv4.d64.bf16.causal.lse",
+      "b1.t128.s128.hq8.hkv8.d64.bf16.none",
+  };
+  char k[TN_SHAPE_KEY_CAP];
+  for (int i = 0; i < 5; i++) {
+    key_of(&c, i, k);
+    assert_string_equal(k, first[i]);
+  }
+  key_of(&c, c.n_shapes - 1, k);
+  assert_string_equal(k, "b2.t256.s256.hq8.hkv8.d64.bf16.causal.lse");
+  for (int i = 0; i < c.n_shapes; i++) assert_string_equal(c.groups[i], "grid");
+  tn_config_free(&c);
+}
+
+static void test_q_len_and_kv_len_sweep_independently(void **state)
+{
+  (void)state;
+  tn_config c = parse_ok("shapes:\n"
+                         "  - q_len: [1, 16]\n"
+                         "    kv_len: [4096, 8192]\n"
+                         "    q_heads: 32\n"
+                         "    kv_heads: [8, 32]\n"
+                         "    head_dim: 128\n"
+                         "    dtype: [f16, e4m3]\n"
+                         "    mask: causal-br\n");
+  assert_int_equal(c.n_shapes, 2 * 2 * 2 * 2);
+  assert_true(find_key(&c, "b1.t16.s4096.hq32.hkv8.d128.e4m3.causal-br") >= 0);
+  assert_true(find_key(&c, "b1.t1.s8192.hq32.hkv32.d128.f16.causal-br") >= 0);
+  tn_config_free(&c);
+}
+
+static void test_ranges(void **state)
+{
+  (void)state;
+  tn_config c = parse_ok("shapes:\n"
+                         "  - seq_len: {from: 64, to: 1000, mul: 2}\n" /* 64..512: 1000 is not reached */
+                         "    q_heads: 8\n"
+                         "    head_dim: 64\n"
+                         "  - batch: {from: 1, to: 10, step: 3}\n" /* 1, 4, 7, 10 */
+                         "    seq_len: 32\n"
+                         "    q_heads: 8\n"
+                         "    head_dim: 64\n"
+                         "  - batch: 1\n"
+                         "    seq_len: [{from: 1, to: 3, step: 1}, 100, {to: 8, from: 8, mul: 4}]\n"
+                         "    q_heads: 8\n"
+                         "    head_dim: 64\n");
+  static const char *const keys[] = {
+      "b1.t64.s64.hq8.hkv8.d64.bf16.none",   "b1.t128.s128.hq8.hkv8.d64.bf16.none",
+      "b1.t256.s256.hq8.hkv8.d64.bf16.none", "b1.t512.s512.hq8.hkv8.d64.bf16.none",
+      "b1.t32.s32.hq8.hkv8.d64.bf16.none",   "b4.t32.s32.hq8.hkv8.d64.bf16.none",
+      "b7.t32.s32.hq8.hkv8.d64.bf16.none",   "b10.t32.s32.hq8.hkv8.d64.bf16.none",
+      "b1.t1.s1.hq8.hkv8.d64.bf16.none",     "b1.t2.s2.hq8.hkv8.d64.bf16.none",
+      "b1.t3.s3.hq8.hkv8.d64.bf16.none",     "b1.t100.s100.hq8.hkv8.d64.bf16.none",
+      "b1.t8.s8.hq8.hkv8.d64.bf16.none",
+  };
+  assert_keys(&c, keys, 13);
+  tn_config_free(&c);
+}
+
+/* Repeats within and across entries collapse to the first occurrence, order kept. */
+static void test_dedup_keeps_first_occurrence(void **state)
+{
+  (void)state;
+  tn_config c = parse_ok("shapes:\n"
+                         "  - name: a\n"
+                         "    seq_len: [256, 128, 256]\n"
+                         "    q_heads: 8\n"
+                         "    kv_heads: [8, 8]\n"
+                         "    head_dim: 64\n"
+                         "  - name: b\n"
+                         "    q_len: [128, 512]\n"
+                         "    kv_len: 128\n"
+                         "    q_heads: 8\n"
+                         "    head_dim: 64\n"
+                         "    dtype: bfloat16\n" /* the same dtype spelled another way */
+                         "    lse: false\n");
+  static const char *const keys[] = {
+      "b1.t256.s256.hq8.hkv8.d64.bf16.none",
+      "b1.t128.s128.hq8.hkv8.d64.bf16.none",
+      "b1.t512.s128.hq8.hkv8.d64.bf16.none",
+  };
+  assert_keys(&c, keys, 3);
+  assert_string_equal(c.groups[0], "a");
+  assert_string_equal(c.groups[1], "a");
+  assert_string_equal(c.groups[2], "b");
+  tn_config_free(&c);
+}
+
+/* Enough shapes to grow the dedup table several times. */
+static void test_large_sweep_with_dedup(void **state)
+{
+  (void)state;
+  tn_config c = parse_ok("shapes:\n"
+                         "  - batch: {from: 1, to: 50, step: 1}\n"
+                         "    q_len: {from: 1, to: 100, step: 1}\n"
+                         "    kv_len: [1, 2]\n"
+                         "    q_heads: 1\n"
+                         "    head_dim: 8\n"
+                         "  - batch: {from: 1, to: 50, step: 1}\n"
+                         "    q_len: {from: 51, to: 150, step: 1}\n"
+                         "    kv_len: [2, 1]\n"
+                         "    q_heads: 1\n"
+                         "    head_dim: 8\n");
+  assert_int_equal(c.n_shapes, 50 * 150 * 2);
+  assert_int_equal(find_key(&c, "b50.t150.s1.hq1.hkv1.d8.bf16.none"), c.n_shapes - 1);
+  tn_config_free(&c);
+}
+
+static void test_other_sections(void **state)
+{
+  (void)state;
+  tn_config c = parse_ok("devices: [2, 0]\n" ONE_SHAPE "search:\n"
+                         "  fa2:\n"
+                         "    block_n: [32, 64, 32, {from: 64, to: 256, mul: 2}]\n"
+                         "    warps: 4\n"
+                         "budget: {candidates: 12, seconds: 2.5}\n"
+                         "tolerance: {e4m3: 0.08, bf16: 2e-2}\n"
+                         "timing: {warmup: 0, reps: 7, first_pass_reps: 0, keep: 1.0}\n");
+  assert_false(c.all_devices);
+  assert_int_equal(c.n_devices, 2);
+  assert_int_equal(c.devices[0], 2);
+  assert_int_equal(c.devices[1], 0);
+  const tn_values *bn = &c.search.fa2.block_n;
+  assert_int_equal(bn->n, 4);
+  assert_int_equal(bn->v[0], 32);
+  assert_int_equal(bn->v[1], 64);
+  assert_int_equal(bn->v[2], 128);
+  assert_int_equal(bn->v[3], 256);
+  assert_int_equal(c.search.fa2.warps.n, 1);
+  assert_int_equal(c.search.fa2.block_m.n, 0);
+  assert_int_equal(c.budget_candidates, 12);
+  assert_true(c.budget_seconds == 2.5);
+  assert_true(c.tolerance[AT_DTYPE_E4M3] == 0.08);
+  assert_true(c.tolerance[AT_DTYPE_BF16] == 2e-2);
+  assert_true(c.tolerance[AT_DTYPE_F16] == 1e-2);
+  assert_int_equal(c.warmup, 0);
+  assert_int_equal(c.reps, 7);
+  assert_int_equal(c.first_pass_reps, 0);
+  assert_true(c.keep_fraction == 1.0);
+  assert_int_equal(c.keep_count, 0);
+  tn_config_free(&c);
+
+  c = parse_ok("devices: 1\n" ONE_SHAPE);
+  assert_int_equal(c.n_devices, 1);
+  assert_int_equal(c.devices[0], 1);
+  tn_config_free(&c);
+}
+
+/* ---- errors ------------------------------------------------------------------------------ */
+
+static void test_errors_in_shapes(void **state)
+{
+  (void)state;
+  expect_error("shapes:\n"
+               "  - seq_len: 128\n"
+               "    q_heads: 8\n"
+               "    head_dim: -64\n",
+               AT_ERR_CONFIG, "t.yaml:4:15: shapes[0].head_dim: head_dim -64 out of range (expected 1..512)");
+  expect_error("shapes:\n"
+               "  - seq_len: 128\n"
+               "    q_heads: 8\n"
+               "    head_dim: [64, 1024]\n",
+               AT_ERR_CONFIG,
+               "t.yaml:4:20: shapes[0].head_dim: head_dim 1024 out of range (expected 1..512)");
+  expect_error("shapes:\n"
+               "  - seq_len: 128\n"
+               "    batch: 0\n"
+               "    q_heads: 8\n"
+               "    head_dim: 64\n",
+               AT_ERR_CONFIG, "t.yaml:3:12: shapes[0].batch: batch 0 must be at least 1");
+  expect_error("shapes:\n"
+               "  - seq_len: -5\n",
+               AT_ERR_CONFIG, "t.yaml:2:14: shapes[0].seq_len: seq_len -5 must be at least 1");
+  expect_error("shapes:\n"
+               "  - seq_len: 128\n"
+               "    q_heads: eight\n",
+               AT_ERR_CONFIG, "t.yaml:3:14: shapes[0].q_heads: expected an integer, got 'eight'");
+  expect_error("shapes:\n"
+               "  - seq_len: \"128\"\n",
+               AT_ERR_CONFIG, "t.yaml:2:14: shapes[0].seq_len: expected an integer, got the string '128'");
+  expect_error("shapes:\n"
+               "  - seq_len: 12.5\n",
+               AT_ERR_CONFIG, "t.yaml:2:14: shapes[0].seq_len: expected an integer, got '12.5'");
+  expect_error("shapes:\n"
+               "  - seq_len: 99999999999\n",
+               AT_ERR_CONFIG,
+               "t.yaml:2:14: shapes[0].seq_len: 99999999999 is too large (at most 2147483647)");
+  expect_error("shapes:\n"
+               "  - seq_len:\n"
+               "    q_heads: 8\n",
+               AT_ERR_CONFIG, "t.yaml:2:13: shapes[0].seq_len: expected an integer, got nothing");
+  expect_error("shapes:\n"
+               "  - seq_len: [128, [256]]\n",
+               AT_ERR_CONFIG, "t.yaml:2:20: shapes[0].seq_len[1]: expected a value or a range, got a list");
+  expect_error("shapes:\n"
+               "  - seq_len: []\n",
+               AT_ERR_CONFIG, "t.yaml:2:14: shapes[0].seq_len: empty list (give at least one value)");
+  expect_error("shapes:\n"
+               "  - {seq_len: 128, q_heads: 8, head_dim: 64, dtype: f32}\n",
+               AT_ERR_CONFIG,
+               "t.yaml:2:53: shapes[0].dtype: unknown dtype 'f32' (expected f16, bf16, e4m3, e5m2)");
+  expect_error("shapes:\n"
+               "  - {seq_len: 128, q_heads: 8, head_dim: 64, dtype: {from: 1, to: 2, step: 1}}\n",
+               AT_ERR_CONFIG, "t.yaml:2:53: shapes[0].dtype: expected a value or a list, got a mapping");
+  expect_error("shapes:\n"
+               "  - {seq_len: 128, q_heads: 8, head_dim: 64, mask: [none, sliding]}\n",
+               AT_ERR_CONFIG,
+               "t.yaml:2:59: shapes[0].mask[1]: unknown mask 'sliding' (expected none, causal, causal-br)");
+  expect_error("shapes:\n"
+               "  - {seq_len: 128, q_heads: 8, head_dim: 64, lse: yes}\n",
+               AT_ERR_CONFIG, "t.yaml:2:51: shapes[0].lse: expected true or false, got 'yes'");
+  expect_error("shapes:\n"
+               "  - {seq_len: 128, q_heads: 8, kv_heads: 3, head_dim: 64}\n",
+               AT_ERR_CONFIG, "t.yaml:2:42: shapes[0].kv_heads: q_heads 8 is not a multiple of kv_heads 3");
+  expect_error("shapes:\n"
+               "  - {seq_len: 128, q_heads: [8, 12], kv_heads: 8, head_dim: 64}\n",
+               AT_ERR_CONFIG, "t.yaml:2:48: shapes[0].kv_heads: q_heads 12 is not a multiple of kv_heads 8");
+  expect_error("shapes:\n"
+               "  - {seq_len: 128, q_heads: 8, head_dim: 64, heads: 8}\n",
+               AT_ERR_CONFIG,
+               "t.yaml:2:46: shapes[0]: unknown key 'heads' (expected name, batch, seq_len, q_len, kv_len, "
+               "q_heads, kv_heads, head_dim, dtype, mask, lse)");
+  expect_error("shapes:\n"
+               "  - seq_len: 128\n"
+               "    q_heads: 8\n"
+               "    head_dim: 64\n"
+               "    q_heads: 16\n",
+               AT_ERR_CONFIG, "t.yaml:5:5: shapes[0]: duplicate key 'q_heads' (first given at line 3)");
+  expect_error("shapes:\n"
+               "  - {seq_len: 128, q_len: 128, q_heads: 8, head_dim: 64}\n",
+               AT_ERR_CONFIG,
+               "t.yaml:2:27: shapes[0].q_len: give either seq_len or q_len and kv_len, not both");
+  expect_error("shapes:\n"
+               "  - {q_len: 128, q_heads: 8, head_dim: 64}\n",
+               AT_ERR_CONFIG, "t.yaml:2:5: shapes[0]: missing 'kv_len' (or 'seq_len' for both lengths)");
+  expect_error("shapes:\n"
+               "  - {seq_len: 128, head_dim: 64}\n",
+               AT_ERR_CONFIG, "t.yaml:2:5: shapes[0]: missing 'q_heads'");
+  expect_error("shapes:\n"
+               "  - {seq_len: 128, q_heads: 8}\n",
+               AT_ERR_CONFIG, "t.yaml:2:5: shapes[0]: missing 'head_dim'");
+  expect_error("shapes:\n"
+               "  - 128\n",
+               AT_ERR_CONFIG,
+               "t.yaml:2:5: shapes[0]: expected a mapping with name, batch, seq_len, q_len, kv_len, q_heads, "
+               "kv_heads, head_dim, dtype, mask, lse, got a value");
+  expect_error("shapes:\n"
+               "  - {seq_len: 128, q_heads: 8, head_dim: 64, name: [a]}\n",
+               AT_ERR_CONFIG, "t.yaml:2:52: shapes[0].name: expected a group name, got a list");
+  assert_no_mismatch();
+}
+
+static void test_errors_in_ranges(void **state)
+{
+  (void)state;
+  expect_error("shapes:\n"
+               "  - {seq_len: {from: 64, to: 512}, q_heads: 8, head_dim: 64}\n",
+               AT_ERR_CONFIG,
+               "t.yaml:2:15: shapes[0].seq_len: a range needs exactly one of 'mul' and 'step' "
+               "(e.g. {from: 1, to: 16, step: 1})");
+  expect_error("shapes:\n"
+               "  - {seq_len: {from: 64, to: 512, mul: 2, step: 1}, q_heads: 8, head_dim: 64}\n",
+               AT_ERR_CONFIG,
+               "t.yaml:2:15: shapes[0].seq_len: a range needs exactly one of 'mul' and 'step' "
+               "(e.g. {from: 1, to: 16, step: 1})");
+  expect_error(
+      "shapes:\n"
+      "  - {seq_len: {from: 64, mul: 2}, q_heads: 8, head_dim: 64}\n",
+      AT_ERR_CONFIG,
+      "t.yaml:2:15: shapes[0].seq_len: a range needs 'from' and 'to' (e.g. {from: 64, to: 2048, mul: 2})");
+  expect_error("shapes:\n"
+               "  - {seq_len: {from: 64, to: 32, mul: 2}, q_heads: 8, head_dim: 64}\n",
+               AT_ERR_CONFIG, "t.yaml:2:30: shapes[0].seq_len.to: 32 is less than from (64)");
+  expect_error("shapes:\n"
+               "  - {seq_len: {from: 64, to: 512, mul: 1}, q_heads: 8, head_dim: 64}\n",
+               AT_ERR_CONFIG, "t.yaml:2:40: shapes[0].seq_len.mul: 1 must be at least 2");
+  expect_error("shapes:\n"
+               "  - {seq_len: {from: 0, to: 512, step: 64}, q_heads: 8, head_dim: 64}\n",
+               AT_ERR_CONFIG, "t.yaml:2:22: shapes[0].seq_len.from: 0 must be at least 1");
+  expect_error("shapes:\n"
+               "  - {seq_len: {from: 1, to: 512, by: 64}, q_heads: 8, head_dim: 64}\n",
+               AT_ERR_CONFIG,
+               "t.yaml:2:34: shapes[0].seq_len: unknown key 'by' (expected from, to, mul, step)");
+  expect_error("shapes:\n"
+               "  - {seq_len: {from: 1, to: 2000000000, step: 1}, q_heads: 8, head_dim: 64}\n",
+               AT_ERR_CONFIG,
+               "t.yaml:2:15: shapes[0].seq_len: range from 1 to 2000000000 step 1 has 2000000000 values "
+               "(at most 100000)");
+  expect_error("shapes:\n"
+               "  - seq_len: [{from: 1, to: 90000, step: 1}, {from: 1, to: 90000, step: 1}]\n",
+               AT_ERR_CONFIG, "t.yaml:2:46: shapes[0].seq_len[1]: the list has more than 100000 values");
+  expect_error("shapes:\n"
+               "  - batch: {from: 1, to: 100, step: 1}\n"
+               "    seq_len: {from: 1, to: 100, step: 1}\n"
+               "    q_heads: {from: 1, to: 10, step: 1}\n"
+               "    head_dim: [64, 128]\n",
+               AT_ERR_CONFIG,
+               "t.yaml:2:5: shapes[0]: the sweep expands to 200000 shapes, 0 with the entries before it "
+               "(at most 100000)");
+  expect_error(
+      "shapes:\n"
+      "  - {batch: {from: 1, to: 1000, step: 1}, seq_len: {from: 1, to: 60, step: 1}, q_heads: 1,\n"
+      "     head_dim: 8}\n"
+      "  - {batch: {from: 1, to: 1000, step: 1}, seq_len: {from: 61, to: 120, step: 1}, q_heads: 1,\n"
+      "     head_dim: 8}\n",
+      AT_ERR_CONFIG,
+      "t.yaml:4:5: shapes[1]: the sweep expands to 60000 shapes, 60000 with the entries before it "
+      "(at most 100000)");
+  assert_no_mismatch();
+}
+
+static void test_errors_in_other_sections(void **state)
+{
+  (void)state;
+  expect_error("", AT_ERR_CONFIG,
+               "t.yaml:1:1: empty config (expected a mapping with devices, shapes, search, budget, "
+               "tolerance, timing)");
+  expect_error("# nothing but a comment\n", AT_ERR_CONFIG,
+               "t.yaml:1:1: empty config (expected a mapping with devices, shapes, search, budget, "
+               "tolerance, timing)");
+  expect_error(
+      "- 1\n", AT_ERR_CONFIG,
+      "t.yaml:1:1: expected a mapping with devices, shapes, search, budget, tolerance, timing, got a list");
+  expect_error("devices: all\n", AT_ERR_CONFIG, "t.yaml:1:1: missing 'shapes' (the shapes to tune)");
+  expect_error("devices: all\nshapes: []\n", AT_ERR_CONFIG,
+               "t.yaml:2:9: shapes: empty list (give at least one shape entry)");
+  expect_error("shapes: {seq_len: 1}\n", AT_ERR_CONFIG,
+               "t.yaml:1:9: shapes: expected a list of shape entries, got a mapping");
+  expect_error(
+      ONE_SHAPE "shape: []\n", AT_ERR_CONFIG,
+      "t.yaml:3:1: unknown key 'shape' (expected devices, shapes, search, budget, tolerance, timing)");
+  expect_error("devices: [0, 1, 1]\n" ONE_SHAPE, AT_ERR_CONFIG,
+               "t.yaml:1:17: devices: GPU 1 is listed twice");
+  expect_error("devices: [0, -1]\n" ONE_SHAPE, AT_ERR_CONFIG,
+               "t.yaml:1:14: devices[1]: -1 must be at least 0");
+  expect_error("devices: every\n" ONE_SHAPE, AT_ERR_CONFIG,
+               "t.yaml:1:10: devices: expected 'all' or a list of GPU ordinals, got 'every'");
+  expect_error(ONE_SHAPE "search:\n  fa3: {block_m: [64]}\n", AT_ERR_CONFIG,
+               "t.yaml:4:3: search: unknown key 'fa3' (expected fa2)");
+  expect_error(ONE_SHAPE "search:\n  fa2: {block_m: [64, 0]}\n", AT_ERR_CONFIG,
+               "t.yaml:4:23: search.fa2.block_m[1]: 0 must be at least 1");
+  expect_error(ONE_SHAPE "search:\n  fa2: [64]\n", AT_ERR_CONFIG,
+               "t.yaml:4:8: search.fa2: expected a mapping of parameters to lists of values, got a list");
+  expect_error(ONE_SHAPE "search:\n  fa2: {warps: {from: 1, to: 20, step: 1}}\n", AT_ERR_CONFIG,
+               "t.yaml:4:16: search.fa2.warps: more than 16 distinct values");
+  expect_error(ONE_SHAPE "budget: {candidates: -1}\n", AT_ERR_CONFIG,
+               "t.yaml:3:22: budget.candidates: -1 must be at least 0");
+  expect_error(ONE_SHAPE "budget: {seconds: soon}\n", AT_ERR_CONFIG,
+               "t.yaml:3:19: budget.seconds: expected a number, got 'soon'");
+  expect_error(ONE_SHAPE "budget: {time: 5}\n", AT_ERR_CONFIG,
+               "t.yaml:3:10: budget: unknown key 'time' (expected candidates, seconds)");
+  expect_error(ONE_SHAPE "tolerance: {fp32: 0.001}\n", AT_ERR_CONFIG,
+               "t.yaml:3:13: tolerance: unknown key 'fp32' (expected f16, bf16, e4m3, e5m2)");
+  expect_error(ONE_SHAPE "tolerance: {bf16: 0}\n", AT_ERR_CONFIG,
+               "t.yaml:3:19: tolerance.bf16: 0 must be greater than 0");
+  expect_error(ONE_SHAPE "tolerance: {bf16: .nan}\n", AT_ERR_CONFIG,
+               "t.yaml:3:19: tolerance.bf16: expected a number, got '.nan'");
+  expect_error(
+      ONE_SHAPE "timing: {reps: 5}\n", AT_ERR_CONFIG,
+      "t.yaml:3:16: timing.reps: first_pass_reps (5) must be less than reps (5); 0 turns the first pass off");
+  expect_error(ONE_SHAPE "timing: {reps: 10, first_pass_reps: 20}\n", AT_ERR_CONFIG,
+               "t.yaml:3:37: timing.first_pass_reps: first_pass_reps (20) must be less than reps (10); "
+               "0 turns the first pass off");
+  expect_error(ONE_SHAPE "timing: {keep: 1.5}\n", AT_ERR_CONFIG,
+               "t.yaml:3:16: timing.keep: 1.5 is too large (at most 1)");
+  expect_error(ONE_SHAPE "timing: {keep: 0}\n", AT_ERR_CONFIG,
+               "t.yaml:3:16: timing.keep: 0 must be at least 1");
+  expect_error(
+      ONE_SHAPE "timing: 5\n", AT_ERR_CONFIG,
+      "t.yaml:3:9: timing: expected a mapping of warmup, reps, first_pass_reps and keep, got a value");
+  assert_no_mismatch();
+}
+
+static void test_yaml_errors(void **state)
+{
+  (void)state;
+  expect_error(
+      "shapes:\n"
+      "  - seq_len: [128, 256\n"
+      "    q_heads: 8\n",
+      AT_ERR_CONFIG,
+      "t.yaml:3:12: YAML syntax error: did not find expected ',' or ']' (while parsing a flow sequence at "
+      "line 2, column 14)");
+  expect_error("shapes: *nowhere\n", AT_ERR_CONFIG, "t.yaml:1:9: YAML syntax error: found undefined alias");
+  expect_error(ONE_SHAPE "---\n" ONE_SHAPE, AT_ERR_CONFIG,
+               "t.yaml:4:1: a second YAML document (a config is one document)");
+  assert_no_mismatch();
+  /* Anchors and aliases are fine: they share one node. */
+  tn_config c = parse_ok("shapes:\n"
+                         "  - &base {seq_len: 128, q_heads: 8, head_dim: 64}\n"
+                         "  - *base\n");
+  assert_int_equal(c.n_shapes, 1);
+  tn_config_free(&c);
+}
+
+/* ---- keys and shards --------------------------------------------------------------------- */
+
+static void test_shape_key(void **state)
+{
+  (void)state;
+  at_shape s = {.batch = 2,
+                .q_len = 8192,
+                .kv_len = 8192,
+                .q_heads = 16,
+                .kv_heads = 16,
+                .head_dim = 128,
+                .dtype = AT_DTYPE_BF16,
+                .mask = AT_MASK_CAUSAL_TL};
+  char key[TN_SHAPE_KEY_CAP];
+  tn_shape_key(&s, key, sizeof key);
+  assert_string_equal(key, "b2.t8192.s8192.hq16.hkv16.d128.bf16.causal");
+  s.with_lse = 1, s.mask = AT_MASK_CAUSAL_BR, s.dtype = AT_DTYPE_E5M2, s.kv_heads = 2, s.q_len = 1;
+  tn_shape_key(&s, key, sizeof key);
+  assert_string_equal(key, "b2.t1.s8192.hq16.hkv2.d128.e5m2.causal-br.lse");
+  s.scale = 0.125f;
+  tn_shape_key(&s, key, sizeof key);
+  assert_string_equal(key, "b2.t1.s8192.hq16.hkv2.d128.e5m2.causal-br.lse.scale0.125");
+}
+
+static void test_shard_parse(void **state)
+{
+  (void)state;
+  int i = -1, n = -1;
+  assert_int_equal(tn_shard_parse("0/1", &i, &n), AT_OK);
+  assert_int_equal(i, 0);
+  assert_int_equal(n, 1);
+  assert_int_equal(tn_shard_parse("6/7", &i, &n), AT_OK);
+  assert_int_equal(i, 6);
+  assert_int_equal(n, 7);
+  assert_int_equal(tn_shard_parse("3/2", &i, &n), AT_ERR_INVALID);
+  assert_string_equal(at_last_error(),
+                      "invalid shard '3/2': index 3 is not below the count 2 (shards are 0 to 1)");
+  assert_int_equal(tn_shard_parse("a/b", &i, &n), AT_ERR_INVALID);
+  assert_string_equal(at_last_error(), "invalid shard 'a/b' (expected i/n with 0 <= i < n, e.g. 0/4)");
+  assert_int_equal(tn_shard_parse("0/0", &i, &n), AT_ERR_INVALID);
+  assert_string_equal(at_last_error(), "invalid shard '0/0': the count 0 must be from 1 to 65536");
+  static const char *const bad[] = {
+      "", "1", "1/", "/2", "-1/2", "1/-2", "2/2", "1/2x", " 1/2", "1/ 2", "1/99999999999999999999"};
+  for (size_t k = 0; k < sizeof bad / sizeof *bad; k++)
+    if (tn_shard_parse(bad[k], &i, &n) != AT_ERR_INVALID)
+      fail_msg("'%s' parsed as shard %d/%d", bad[k], i, n);
+  assert_int_equal(i, 6); /* untouched by failures */
+  assert_int_equal(n, 7);
+}
+
+/* Shards are disjoint and cover the codelab config; their sizes differ by at most one. */
+static void test_shards_partition_codelab(void **state)
+{
+  (void)state;
+  tn_config all;
+  load_sample("codelab.yaml", &all);
+  int *seen = calloc((size_t)all.n_shapes, sizeof *seen);
+  assert_non_null(seen);
+  for (int n = 1; n <= 7; n++) {
+    memset(seen, 0, (size_t)all.n_shapes * sizeof *seen);
+    int smallest = all.n_shapes, largest = 0, total = 0;
+    for (int i = 0; i < n; i++) {
+      tn_config part;
+      load_sample("codelab.yaml", &part);
+      assert_int_equal(tn_config_keep_shard(&part, i, n), AT_OK);
+      for (int k = 0; k < part.n_shapes; k++) {
+        char key[TN_SHAPE_KEY_CAP];
+        key_of(&part, k, key);
+        int at = find_key(&all, key);
+        assert_true(at >= 0);
+        assert_string_equal(part.groups[k], all.groups[at]);
+        if (k > 0) { /* original order kept */
+          char prev[TN_SHAPE_KEY_CAP];
+          key_of(&part, k - 1, prev);
+          assert_true(find_key(&all, prev) < at);
+        }
+        seen[at]++;
+      }
+      total += part.n_shapes;
+      if (part.n_shapes < smallest) smallest = part.n_shapes;
+      if (part.n_shapes > largest) largest = part.n_shapes;
+      tn_config_free(&part);
+    }
+    assert_int_equal(total, all.n_shapes);
+    for (int k = 0; k < all.n_shapes; k++) assert_int_equal(seen[k], 1);
+    assert_true(largest - smallest <= 1);
+  }
+  free(seen);
+  tn_config_free(&all);
+}
+
+/* The owner of a shape depends on the set of shapes, not on their order in the file. */
+static void test_shards_ignore_order(void **state)
+{
+  (void)state;
+  tn_config c;
+  load_sample("codelab.yaml", &c);
+  int n = c.n_shapes;
+  int *owner = malloc((size_t)n * sizeof *owner), *owner_rev = malloc((size_t)n * sizeof *owner_rev);
+  assert_non_null(owner);
+  assert_non_null(owner_rev);
+  assert_int_equal(tn_shard_owners(&c, 5, owner), AT_OK);
+  for (int i = 0; i < n / 2; i++) { /* reverse the list in place */
+    at_shape t = c.shapes[i];
+    c.shapes[i] = c.shapes[n - 1 - i];
+    c.shapes[n - 1 - i] = t;
+  }
+  assert_int_equal(tn_shard_owners(&c, 5, owner_rev), AT_OK);
+  for (int i = 0; i < n; i++) assert_int_equal(owner[i], owner_rev[n - 1 - i]);
+  assert_int_equal(tn_shard_owners(&c, 1, owner), AT_OK);
+  for (int i = 0; i < n; i++) assert_int_equal(owner[i], 0);
+  assert_int_equal(tn_shard_owners(&c, 0, owner), AT_ERR_INVALID);
+  assert_int_equal(tn_config_keep_shard(&c, 3, 3), AT_ERR_INVALID);
+  assert_int_equal(c.n_shapes, n);
+  free(owner);
+  free(owner_rev);
+  tn_config_free(&c);
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_every_sample_config_parses),
+      cmocka_unit_test(test_codelab_shapes),
+      cmocka_unit_test(test_llm_prefill_and_quick),
+      cmocka_unit_test(test_bad_config_files),
+      cmocka_unit_test(test_missing_file_is_io_error),
+      cmocka_unit_test(test_defaults),
+      cmocka_unit_test(test_sweep_is_a_cartesian_product_in_field_order),
+      cmocka_unit_test(test_q_len_and_kv_len_sweep_independently),
+      cmocka_unit_test(test_ranges),
+      cmocka_unit_test(test_dedup_keeps_first_occurrence),
+      cmocka_unit_test(test_large_sweep_with_dedup),
+      cmocka_unit_test(test_other_sections),
+      cmocka_unit_test(test_errors_in_shapes),
+      cmocka_unit_test(test_errors_in_ranges),
+      cmocka_unit_test(test_errors_in_other_sections),
+      cmocka_unit_test(test_yaml_errors),
+      cmocka_unit_test(test_shape_key),
+      cmocka_unit_test(test_shard_parse),
+      cmocka_unit_test(test_shards_partition_codelab),
+      cmocka_unit_test(test_shards_ignore_order),
+  };
+  return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,672 @@
+/*
+ * tune.c — `attntune tune CONFIG --db FILE`: the offline tuning run.
+ *
+ * Per shape, on one GPU (one thread and one worker process per GPU):
+ *
+ *   SHAPE ──> inputs + naive reference + cuDNN yardstick (worker)
+ *     │
+ *     ├─ cuDNN baseline timed ─────────────────────────────> trial "cudnn"
+ *     │
+ *     ├─ candidates = pruned variants ∩ config's search, capped by the budget
+ *     │    compile (thread pool, NVRTC) ──> VARIANT: verify, first-pass time ──> trial
+ *     │      states: queued → compiled → verified → timed        (ok)
+ *     │                  └─ compile_failed  └─ wrong / crashed / timeout / unsupported
+ *     ├─ second pass: the fastest `keep` re-timed with full repetitions; the rest → dropped
+ *     │
+ *     └─ best = fastest of (full-pass ok trials, cuDNN) ──> best row with its cubin; shape done
+ *
+ * Every trial is committed as it finishes; a rerun skips shapes marked done and trials already
+ * final (full repetitions, or a failure), so a killed run loses at most the trial in flight.
+ */
+#include <getopt.h>
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tuner/cli.h"
+#include "tuner/commands.h"
+#include "tuner/config.h"
+#include "tuner/harness.h"
+#include "tuner/reference.h"
+#include "tuner/tune.h"
+#include "tuner/worker.h"
+
+static volatile sig_atomic_t g_stop;
+
+static void on_interrupt(int sig)
+{
+  (void)sig;
+  g_stop = 1;
+  signal(SIGINT, SIG_DFL); /* a second Ctrl-C ends the process at once */
+}
+
+static double wall_s(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+void tn_template_version(char *buf, size_t size)
+{
+  /* FNV-1a over the embedded templates: any change to a kernel makes earlier results stale. */
+  static const char *const FILES[] = {"common.cuh", "naive.cu", "fa2.cu"};
+  unsigned long long h = 1469598103934665603ull;
+  for (size_t f = 0; f < sizeof FILES / sizeof *FILES; f++) {
+    size_t n = 0;
+    const char *text = at_template_text(FILES[f], &n);
+    for (size_t i = 0; text && i < n; i++) h = (h ^ (unsigned char)text[i]) * 1099511628211ull;
+  }
+  snprintf(buf, size, "tpl-%012llx", h & 0xffffffffffffull);
+}
+
+/* ---- shared run state ------------------------------------------------------------------------ */
+
+typedef struct run_stats {
+  int compiled, compile_failed, verified, wrong, crashed, timeouts, timed, shapes_done, skipped;
+} run_stats;
+
+typedef struct shape_result {
+  int tuned;             /* 1 when this run produced or found a best */
+  char best_impl[GEN_KEY_MAX];
+  double best_ms, cudnn_ms;
+  int device;
+} shape_result;
+
+typedef struct tune_run {
+  const tn_config *config;
+  const tn_tune_opts *opts;
+  pthread_mutex_t lock;
+  int next_shape;
+  run_stats stats;
+  shape_result *results;
+  double started;
+  int progress_tty;
+  int n_devices;
+  at_status failure; /* first fatal error of any device thread */
+  char failure_message[1024];
+} tune_run;
+
+typedef struct device_job {
+  tune_run *run;
+  int device;
+  tn_worker worker;
+  cache_db *db;
+  cache_env env;
+  gen_target target;
+  char device_name[256];
+  int shape_loaded; /* the worker holds the current shape's inputs */
+  tn_request shape_req;
+} device_job;
+
+static void count(tune_run *run, int *field)
+{
+  pthread_mutex_lock(&run->lock);
+  ++*field;
+  pthread_mutex_unlock(&run->lock);
+}
+
+static void progress(tune_run *run, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void progress(tune_run *run, const char *fmt, ...)
+{
+  char line[512];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  pthread_mutex_lock(&run->lock);
+  int done = run->stats.shapes_done + run->stats.skipped, total = run->config->n_shapes;
+  double elapsed = wall_s() - run->started;
+  if (run->progress_tty) {
+    char bar[21];
+    int filled = total ? done * 20 / total : 20;
+    for (int i = 0; i < 20; i++) bar[i] = i < filled ? '#' : '.';
+    bar[20] = '\0';
+    double eta = run->stats.shapes_done ? elapsed / done * (total - done) : 0;
+    fprintf(stderr, "\r\033[K[%s] %d/%d shapes, %d timed, %.0fs, ETA %s%.0fs  %.70s", bar, done,
+            total, run->stats.timed, elapsed, run->stats.shapes_done ? "" : "~", eta, line);
+  } else {
+    fprintf(stderr, "[%6.1fs %d/%d] %s\n", elapsed, done, total, line);
+  }
+  fflush(stderr);
+  pthread_mutex_unlock(&run->lock);
+}
+
+/* ---- the worker, restarted as needed ---------------------------------------------------------- */
+
+static at_status ensure_worker(device_job *job)
+{
+  if (job->worker.pid > 0) return AT_OK;
+  job->shape_loaded = 0;
+  return tn_worker_start(&job->worker, job->run->opts->exe, job->device);
+}
+
+static int watchdog_ms(const device_job *job, const at_shape *s, int reps)
+{
+  /* Generous: the naive path at 10 TFLOP/s, per launch, plus a floor; hangs still end. */
+  double per_launch_ms = at_shape_flops(s) / 1e13 * 1e3;
+  double ms = job->run->opts->watchdog_s * 1000.0 + per_launch_ms * (reps + 20);
+  return ms > 3.6e6 ? 3600000 : (int)ms;
+}
+
+/* SHAPE on a (re)started worker. resp describes cuDNN on the shape. */
+static at_status load_shape(device_job *job, tn_response *resp)
+{
+  at_status rc = ensure_worker(job);
+  if (rc != AT_OK) return rc;
+  rc = tn_worker_call(&job->worker, &job->shape_req, NULL, resp,
+                      watchdog_ms(job, &job->shape_req.shape, 10));
+  if (rc == AT_OK && resp->rc != AT_OK)
+    return rt_fail((at_status)resp->rc, "preparing the shape on GPU %d: %s", job->device, resp->message);
+  job->shape_loaded = rc == AT_OK;
+  return rc;
+}
+
+/* ---- one candidate ----------------------------------------------------------------------------- */
+
+static int fault_for(const char *key)
+{
+  const char *spec = getenv("ATTNTUNE_FAULT"); /* "crash:SUBSTRING" or "hang:SUBSTRING" */
+  if (!spec || !*spec) return 0;
+  const char *colon = strchr(spec, ':');
+  if (!colon || !strstr(key, colon + 1)) return 0;
+  if (strncmp(spec, "crash:", 6) == 0) return 1;
+  if (strncmp(spec, "hang:", 5) == 0) return 2;
+  return 0;
+}
+
+static void trial_init(cache_trial *t, const at_shape *s, const char *impl)
+{
+  memset(t, 0, sizeof *t);
+  t->shape = *s;
+  snprintf(t->impl, sizeof t->impl, "%s", impl);
+  t->time_ms = t->tflops = t->err_naive = t->err_cudnn = NAN;
+  t->registers = t->spill_bytes = t->smem_bytes = -1;
+}
+
+static void trial_from_response(cache_trial *t, const tn_response *r, const at_shape *s)
+{
+  t->status = (cache_status)r->status;
+  t->time_ms = r->status == CACHE_OK ? r->time_ms : NAN;
+  t->tflops = isfinite(t->time_ms) ? at_shape_flops(s) / (t->time_ms * 1e-3) / 1e12 : NAN;
+  t->err_naive = r->err_naive;
+  t->err_cudnn = r->err_cudnn;
+  t->reps = r->status == CACHE_OK ? r->reps : 0;
+  snprintf(t->message, sizeof t->message, "%s", r->message);
+}
+
+/* Verify and time one compiled candidate with reps repetitions; records the trial. */
+static at_status run_candidate(device_job *job, const gen_compiled *c, int reps, cache_trial *t)
+{
+  const tn_config *cfg = job->run->config;
+  const at_shape *s = &job->shape_req.shape;
+  tn_response resp;
+  at_status rc;
+  trial_init(t, s, c->key);
+  t->registers = c->resources.registers;
+  t->spill_bytes = c->resources.spill_store_bytes;
+  t->smem_bytes = gen_smem_bytes(&c->variant);
+  if (!job->shape_loaded && (rc = load_shape(job, &resp)) != AT_OK) return rc;
+  tn_request q = job->shape_req;
+  q.kind = TN_REQ_VARIANT;
+  snprintf(q.key, sizeof q.key, "%s", c->key);
+  q.cubin_size = c->binary.cubin_size;
+  q.timing = (tn_timing_opts){.warmup = cfg->warmup, .reps = reps};
+  q.fault = fault_for(c->key);
+  rc = tn_worker_call(&job->worker, &q, c->binary.cubin, &resp, watchdog_ms(job, s, reps));
+  if (rc != AT_OK) job->shape_loaded = 0; /* the worker is gone; the next call restarts it */
+  if (resp.status == CACHE_CRASHED && job->worker.pid > 0) {
+    /* It answered CRASHED and exits on its own; reap it so the next call starts afresh. */
+    tn_worker_stop(&job->worker);
+    job->shape_loaded = 0;
+  }
+  trial_from_response(t, &resp, s);
+  run_stats *st = &job->run->stats;
+  if (t->status == CACHE_OK) count(job->run, &st->timed), count(job->run, &st->verified);
+  else if (t->status == CACHE_WRONG) count(job->run, &st->wrong);
+  else if (t->status == CACHE_CRASHED) count(job->run, &st->crashed);
+  else if (t->status == CACHE_TIMEOUT) count(job->run, &st->timeouts);
+  return cache_put_trial(job->db, &job->env, t);
+}
+
+/* ---- compile pipeline: NVRTC in threads while the GPU works ----------------------------------- */
+
+typedef struct pipeline {
+  const gen_variant *variants;
+  const gen_target *target;
+  gen_compiled *out;
+  char *wanted; /* compile only these */
+  char *ready;
+  int n, next;
+  pthread_mutex_t lock;
+  pthread_cond_t done;
+  pthread_t threads[64];
+  int n_threads;
+} pipeline;
+
+static void *pipeline_thread(void *arg)
+{
+  pipeline *p = arg;
+  for (;;) {
+    pthread_mutex_lock(&p->lock);
+    int i = p->next++;
+    pthread_mutex_unlock(&p->lock);
+    if (i >= p->n) return NULL;
+    if (p->wanted[i]) gen_compile_all(&p->variants[i], 1, p->target, 1, &p->out[i]);
+    pthread_mutex_lock(&p->lock);
+    p->ready[i] = 1;
+    pthread_cond_broadcast(&p->done);
+    pthread_mutex_unlock(&p->lock);
+  }
+}
+
+static at_status pipeline_start(pipeline *p, const gen_variant *vs, int n, const gen_target *target,
+                                const char *wanted, int jobs)
+{
+  memset(p, 0, sizeof *p);
+  p->variants = vs, p->n = n, p->target = target;
+  p->out = calloc((size_t)n + 1, sizeof *p->out);
+  p->ready = calloc((size_t)n + 1, 1);
+  p->wanted = calloc((size_t)n + 1, 1);
+  if (!p->out || !p->ready || !p->wanted) return rt_fail(AT_ERR_NOMEM, "no memory for %d candidates", n);
+  memcpy(p->wanted, wanted, (size_t)n);
+  pthread_mutex_init(&p->lock, NULL);
+  pthread_cond_init(&p->done, NULL);
+  if (jobs < 1) jobs = 1;
+  if (jobs > 64) jobs = 64;
+  for (int i = 0; i < jobs && i < n; i++)
+    if (pthread_create(&p->threads[p->n_threads], NULL, pipeline_thread, p) == 0) p->n_threads++;
+  if (p->n_threads == 0 && n > 0) pipeline_thread(p);
+  return AT_OK;
+}
+
+static gen_compiled *pipeline_wait(pipeline *p, int i)
+{
+  pthread_mutex_lock(&p->lock);
+  while (!p->ready[i]) pthread_cond_wait(&p->done, &p->lock);
+  pthread_mutex_unlock(&p->lock);
+  return &p->out[i];
+}
+
+/* Compile i now if the pipeline skipped it (a candidate resumed from an earlier run). */
+static gen_compiled *pipeline_need(pipeline *p, int i)
+{
+  gen_compiled *c = pipeline_wait(p, i);
+  if (!p->wanted[i]) {
+    gen_compile_all(&p->variants[i], 1, p->target, 1, c);
+    p->wanted[i] = 1;
+  }
+  return c;
+}
+
+static void pipeline_finish(pipeline *p)
+{
+  pthread_mutex_lock(&p->lock);
+  p->next = p->n; /* no new compiles */
+  pthread_mutex_unlock(&p->lock);
+  for (int i = 0; i < p->n_threads; i++) pthread_join(p->threads[i], NULL);
+  for (int i = 0; i < p->n; i++)
+    if (p->wanted[i]) gen_compiled_free(&p->out[i], 1);
+  free(p->out), free(p->ready), free(p->wanted);
+  pthread_mutex_destroy(&p->lock);
+  pthread_cond_destroy(&p->done);
+}
+
+/* ---- one shape ------------------------------------------------------------------------------ */
+
+static int allowed(const tn_values *vals, int x)
+{
+  if (vals->n == 0) return 1;
+  for (int i = 0; i < vals->n; i++)
+    if (vals->v[i] == x) return 1;
+  return 0;
+}
+
+static at_status candidates_for(device_job *job, const at_shape *s, gen_variant *out, int *n_out)
+{
+  const tn_fa2_search *fs = &job->run->config->search.fa2;
+  gen_variant all[GEN_MAX_VARIANTS];
+  int n = 0, kept = 0;
+  *n_out = 0;
+  at_status rc = gen_enumerate(s, &job->target, all, GEN_MAX_VARIANTS, &n);
+  if (rc != AT_OK) return rc;
+  int cap = job->run->config->budget_candidates;
+  for (int i = 0; i < n && (cap <= 0 || kept < cap); i++)
+    if (allowed(&fs->block_m, all[i].block_m) && allowed(&fs->block_n, all[i].block_n) &&
+        allowed(&fs->warps, all[i].warps) && allowed(&fs->stages, all[i].stages))
+      out[kept++] = all[i];
+  *n_out = kept;
+  return AT_OK;
+}
+
+typedef struct ranked {
+  int index;
+  double ms;
+} ranked;
+
+static int by_time(const void *a, const void *b)
+{
+  double x = ((const ranked *)a)->ms, y = ((const ranked *)b)->ms;
+  return (x > y) - (x < y);
+}
+
+/* The cuDNN trial of this shape: reuse a final one, else time it now. */
+static at_status tune_cudnn(device_job *job, const tn_response *shape_resp, cache_trial *t)
+{
+  const at_shape *s = &job->shape_req.shape;
+  const tn_config *cfg = job->run->config;
+  int found = 0;
+  at_status rc = cache_find_trial(job->db, &job->env, s, "cudnn", &found, t);
+  if (rc != AT_OK) return rc;
+  if (found && (t->status != CACHE_OK || t->reps >= cfg->reps)) return AT_OK;
+  trial_init(t, s, "cudnn");
+  if (shape_resp->status != CACHE_OK) {
+    trial_from_response(t, shape_resp, s);
+  } else {
+    tn_request q = job->shape_req;
+    tn_response r;
+    q.kind = TN_REQ_CUDNN;
+    q.timing = (tn_timing_opts){.warmup = cfg->warmup, .reps = cfg->reps};
+    rc = tn_worker_call(&job->worker, &q, NULL, &r, watchdog_ms(job, s, cfg->reps));
+    if (rc != AT_OK) job->shape_loaded = 0;
+    trial_from_response(t, &r, s);
+    t->err_naive = shape_resp->err_naive;
+    if (t->status == CACHE_OK && !t->message[0]) snprintf(t->message, sizeof t->message, "%s", shape_resp->message);
+  }
+  return cache_put_trial(job->db, &job->env, t);
+}
+
+static void record_result(device_job *job, int index, const cache_best *best, double cudnn_ms)
+{
+  shape_result *r = &job->run->results[index];
+  r->tuned = 1;
+  r->device = job->device;
+  r->best_ms = best->time_ms;
+  r->cudnn_ms = cudnn_ms;
+  snprintf(r->best_impl, sizeof r->best_impl, "%s", best->impl);
+}
+
+static at_status tune_shape(device_job *job, int index)
+{
+  const tn_config *cfg = job->run->config;
+  const at_shape *s = &cfg->shapes[index];
+  char key[160];
+  int done = 0;
+  at_status rc;
+  at_shape_key(s, key, sizeof key);
+  if (job->run->opts->force && (rc = cache_forget_shape(job->db, &job->env, s)) != AT_OK) return rc;
+  if ((rc = cache_is_done(job->db, &job->env, s, &done)) != AT_OK) return rc;
+  if (done) {
+    cache_best b;
+    int found = 0;
+    if (cache_get_best(job->db, job->env.gpu_model, s, &b, &found) == AT_OK && found) {
+      record_result(job, index, &b, b.cudnn_ms);
+      cache_best_clear(&b);
+    }
+    count(job->run, &job->run->stats.skipped);
+    progress(job->run, "gpu%d %s: done earlier, skipped", job->device, key);
+    return AT_OK;
+  }
+  double t0 = wall_s();
+  memset(&job->shape_req, 0, sizeof job->shape_req);
+  job->shape_req.kind = TN_REQ_SHAPE;
+  job->shape_req.shape = *s;
+  job->shape_req.seed = tn_fresh_seed();
+  job->shape_req.tolerance = cfg->tolerance[s->dtype];
+  job->shape_loaded = 0;
+  tn_response shape_resp;
+  if ((rc = load_shape(job, &shape_resp)) != AT_OK) return rc;
+
+  cache_trial cudnn;
+  if ((rc = tune_cudnn(job, &shape_resp, &cudnn)) != AT_OK) return rc;
+  double cudnn_ms = cudnn.status == CACHE_OK ? cudnn.time_ms : NAN;
+
+  gen_variant vs[GEN_MAX_VARIANTS];
+  int n = 0;
+  if ((rc = candidates_for(job, s, vs, &n)) != AT_OK) {
+    progress(job->run, "gpu%d %s: no fa2 variants (%s)", job->device, key, at_last_error());
+    n = 0;
+  }
+  /* What earlier runs already settled. */
+  cache_trial *trials = calloc((size_t)n + 1, sizeof *trials);
+  char *known = calloc((size_t)n + 1, 1), *wanted = calloc((size_t)n + 1, 1);
+  if (!trials || !known || !wanted) {
+    free(trials), free(known), free(wanted);
+    return rt_fail(AT_ERR_NOMEM, "no memory for %d candidates", n);
+  }
+  for (int i = 0; i < n && rc == AT_OK; i++) {
+    char vkey[GEN_KEY_MAX];
+    int found = 0;
+    gen_variant_key(&vs[i], vkey, sizeof vkey);
+    rc = cache_find_trial(job->db, &job->env, s, vkey, &found, &trials[i]);
+    known[i] = (char)found;
+    wanted[i] = (char)!found;
+  }
+  pipeline pipe;
+  if (rc == AT_OK) rc = pipeline_start(&pipe, vs, n, &job->target, wanted, job->run->opts->jobs);
+  if (rc != AT_OK) {
+    free(trials), free(known), free(wanted);
+    return rc;
+  }
+
+  /* First pass: every candidate not settled, in the generator's order. */
+  int first_reps = cfg->first_pass_reps > 0 ? cfg->first_pass_reps : cfg->reps;
+  for (int i = 0; i < n && rc == AT_OK && !g_stop; i++) {
+    if (known[i]) continue;
+    if (cfg->budget_seconds > 0 && wall_s() - t0 > cfg->budget_seconds) break;
+    gen_compiled *c = pipeline_wait(&pipe, i);
+    if (c->status != AT_OK) {
+      trial_init(&trials[i], s, c->key);
+      trials[i].status = CACHE_COMPILE_FAILED;
+      snprintf(trials[i].message, sizeof trials[i].message, "%s", c->message);
+      count(job->run, &job->run->stats.compile_failed);
+      rc = cache_put_trial(job->db, &job->env, &trials[i]);
+    } else {
+      count(job->run, &job->run->stats.compiled);
+      rc = run_candidate(job, c, first_reps, &trials[i]);
+    }
+    known[i] = 1;
+    progress(job->run, "gpu%d %s: %s %s %.4f ms", job->device, key, trials[i].impl,
+             cache_status_name(trials[i].status), trials[i].time_ms);
+  }
+
+  /* Second pass: the fastest few again with full repetitions; the others are dropped. */
+  ranked *order = calloc((size_t)n + 1, sizeof *order);
+  int n_ok = 0;
+  for (int i = 0; order && i < n; i++)
+    if (known[i] && trials[i].status == CACHE_OK) order[n_ok++] = (ranked){i, trials[i].time_ms};
+  if (order) qsort(order, (size_t)n_ok, sizeof *order, by_time);
+  int keep = cfg->keep_count > 0 ? cfg->keep_count : (int)ceil(cfg->keep_fraction * n_ok);
+  if (keep < 1) keep = 1;
+  for (int r = 0; r < n_ok && rc == AT_OK && !g_stop; r++) {
+    cache_trial *t = &trials[order[r].index];
+    if (t->reps >= cfg->reps) continue;
+    if (r >= keep) {
+      t->status = CACHE_DROPPED;
+      rc = cache_put_trial(job->db, &job->env, t);
+      continue;
+    }
+    gen_compiled *c = pipeline_need(&pipe, order[r].index);
+    if (c->status == AT_OK) rc = run_candidate(job, c, cfg->reps, t);
+  }
+
+  /* Best of the full-pass results, cuDNN included. */
+  cache_best best;
+  memset(&best, 0, sizeof best);
+  best.time_ms = INFINITY;
+  int winner = -1;
+  for (int i = 0; i < n; i++)
+    if (known[i] && trials[i].status == CACHE_OK && trials[i].reps >= cfg->reps && trials[i].time_ms < best.time_ms)
+      best.time_ms = trials[i].time_ms, winner = i;
+  if (isfinite(cudnn_ms) && cudnn_ms < best.time_ms) best.time_ms = cudnn_ms, winner = -2;
+  if (rc == AT_OK && !g_stop && winner != -1) {
+    best.shape = *s;
+    best.env = job->env;
+    best.cudnn_ms = cudnn_ms;
+    best.tflops = at_shape_flops(s) / (best.time_ms * 1e-3) / 1e12;
+    snprintf(best.arch, sizeof best.arch, "%s", job->target.arch);
+    if (winner == -2) {
+      snprintf(best.impl, sizeof best.impl, "cudnn");
+      best.err_naive = cudnn.err_naive;
+    } else {
+      gen_compiled *c = pipeline_need(&pipe, winner);
+      snprintf(best.impl, sizeof best.impl, "%s", trials[winner].impl);
+      best.err_naive = trials[winner].err_naive;
+      best.err_cudnn = trials[winner].err_cudnn;
+      gen_entry_name(&vs[winner], best.entry, sizeof best.entry);
+      best.cubin = c->binary.cubin;
+      best.cubin_size = c->binary.cubin_size;
+    }
+    int stored = 0;
+    rc = cache_put_best(job->db, &best, &stored);
+    if (rc == AT_OK) rc = cache_mark_done(job->db, &job->env, s);
+    if (rc == AT_OK) {
+      record_result(job, index, &best, cudnn_ms);
+      count(job->run, &job->run->stats.shapes_done);
+      progress(job->run, "gpu%d %s: best %s %.4f ms (%.1f TFLOP/s), cuDNN %.4f ms", job->device, key,
+               best.impl, best.time_ms, best.tflops, cudnn_ms);
+    }
+  } else if (rc == AT_OK && !g_stop) {
+    progress(job->run, "gpu%d %s: nothing passed verification", job->device, key);
+    rc = cache_mark_done(job->db, &job->env, s);
+    count(job->run, &job->run->stats.shapes_done);
+  }
+  pipeline_finish(&pipe);
+  free(order), free(trials), free(known), free(wanted);
+  return rc;
+}
+
+/* ---- device threads -------------------------------------------------------------------------- */
+
+static at_status start_device(device_job *job)
+{
+  tn_request q;
+  tn_response r;
+  at_status rc = cache_open(job->run->opts->db_path, 0, &job->db);
+  if (rc != AT_OK) return rc;
+  if ((rc = ensure_worker(job)) != AT_OK) return rc;
+  memset(&q, 0, sizeof q);
+  q.kind = TN_REQ_INFO;
+  if ((rc = tn_worker_call(&job->worker, &q, NULL, &r, 120000)) != AT_OK) return rc;
+  if (r.rc != AT_OK) return rt_fail((at_status)r.rc, "GPU %d: %s", job->device, r.message);
+  job->env = r.env;
+  tn_template_version(job->env.template_version, sizeof job->env.template_version);
+  snprintf(job->device_name, sizeof job->device_name, "%s", r.device_name);
+  return gen_target_make(r.arch, r.smem_optin, &job->target);
+}
+
+static void *device_thread(void *arg)
+{
+  device_job *job = arg;
+  tune_run *run = job->run;
+  at_status rc = start_device(job);
+  if (rc == AT_OK)
+    progress(run, "gpu%d: %s, %s, driver %s, NVRTC %s, cuDNN %s, templates %s", job->device,
+             job->device_name, job->target.arch, job->env.driver, job->env.nvrtc,
+             job->env.cudnn[0] ? job->env.cudnn : "none", job->env.template_version);
+  while (rc == AT_OK && !g_stop) {
+    pthread_mutex_lock(&run->lock);
+    int i = run->failure == AT_OK ? run->next_shape++ : run->config->n_shapes;
+    pthread_mutex_unlock(&run->lock);
+    if (i >= run->config->n_shapes) break;
+    rc = tune_shape(job, i);
+  }
+  if (rc != AT_OK) {
+    pthread_mutex_lock(&run->lock);
+    if (run->failure == AT_OK) {
+      run->failure = rc;
+      snprintf(run->failure_message, sizeof run->failure_message, "%s", at_last_error());
+    }
+    pthread_mutex_unlock(&run->lock);
+  }
+  if (job->worker.pid > 0) {
+    tn_request q;
+    tn_response r;
+    memset(&q, 0, sizeof q);
+    q.kind = TN_REQ_QUIT;
+    tn_worker_call(&job->worker, &q, NULL, &r, 1); /* no answer comes; the stop reaps it */
+    tn_worker_stop(&job->worker);
+  }
+  cache_close(job->db);
+  return NULL;
+}
+
+/* ---- the run ------------------------------------------------------------------------------- */
+
+static void print_summary(const tune_run *run)
+{
+  const tn_config *cfg = run->config;
+  printf("\n%-48s %-44s %10s %9s %10s %8s\n", "shape", "best", "best_ms", "TFLOP/s", "cudnn_ms",
+         "speedup");
+  for (int i = 0; i < cfg->n_shapes; i++) {
+    const shape_result *r = &run->results[i];
+    char key[160];
+    at_shape_key(&cfg->shapes[i], key, sizeof key);
+    if (!r->tuned) {
+      printf("%-48s %-44s\n", key, "(not tuned)");
+      continue;
+    }
+    double tflops = at_shape_flops(&cfg->shapes[i]) / (r->best_ms * 1e-3) / 1e12;
+    char cudnn[32] = "-", speedup[32] = "-";
+    if (isfinite(r->cudnn_ms)) {
+      snprintf(cudnn, sizeof cudnn, "%.4f", r->cudnn_ms);
+      snprintf(speedup, sizeof speedup, "%.2fx", r->cudnn_ms / r->best_ms);
+    }
+    printf("%-48s %-44s %10.4f %9.1f %10s %8s\n", key, r->best_impl, r->best_ms, tflops, cudnn, speedup);
+  }
+  const run_stats *st = &run->stats;
+  printf("\n%d shapes tuned, %d skipped (done earlier); candidates: %d compiled, %d failed to "
+         "compile, %d verified and timed, %d wrong, %d crashed, %d timed out; wall %.1f s\n",
+         st->shapes_done, st->skipped, st->compiled, st->compile_failed, st->timed, st->wrong,
+         st->crashed, st->timeouts, wall_s() - run->started);
+}
+
+int tn_tune_run(const tn_config *cfg, const tn_tune_opts *opts, const int *devices, int n_devices)
+{
+  tune_run run;
+  memset(&run, 0, sizeof run);
+  run.config = cfg;
+  run.opts = opts;
+  run.started = wall_s();
+  run.progress_tty = isatty(2);
+  run.n_devices = n_devices;
+  run.results = calloc((size_t)cfg->n_shapes + 1, sizeof *run.results);
+  device_job *jobs = calloc((size_t)n_devices, sizeof *jobs);
+  pthread_t *threads = calloc((size_t)n_devices, sizeof *threads);
+  if (!run.results || !jobs || !threads) {
+    fprintf(stderr, "attntune tune: out of memory\n");
+    return TN_EXIT_RUNTIME;
+  }
+  pthread_mutex_init(&run.lock, NULL);
+  g_stop = 0;
+  signal(SIGINT, on_interrupt);
+  signal(SIGTERM, on_interrupt);
+  for (int i = 0; i < n_devices; i++) {
+    jobs[i].run = &run;
+    jobs[i].device = devices[i];
+    jobs[i].worker.to_fd = jobs[i].worker.from_fd = -1;
+    pthread_create(&threads[i], NULL, device_thread, &jobs[i]);
+  }
+  for (int i = 0; i < n_devices; i++) pthread_join(threads[i], NULL);
+  signal(SIGINT, SIG_DFL);
+  signal(SIGTERM, SIG_DFL);
+  if (run.progress_tty) fputc('\n', stderr);
+  print_summary(&run);
+  int code = TN_EXIT_OK;
+  if (run.failure != AT_OK) {
+    fprintf(stderr, "attntune tune: %s\n", run.failure_message);
+    code = TN_EXIT_RUNTIME;
+  } else if (g_stop) {
+    fprintf(stderr, "attntune tune: interrupted; finished trials are in %s, rerun to resume\n", opts->db_path);
+    code = 130;
+  }
+  pthread_mutex_destroy(&run.lock);
+  free(run.results), free(jobs), free(threads);
+  return code;
+}

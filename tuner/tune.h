@@ -1,0 +1,26 @@
+/*
+ * tune.h — the offline tuning run (tune.c) and its command (cmd_tune.c). Prefix tn_tune_.
+ */
+#ifndef AT_TUNER_TUNE_H
+#define AT_TUNER_TUNE_H
+
+#include <stddef.h>
+
+#include "tuner/config.h"
+
+typedef struct tn_tune_opts {
+  const char *db_path;
+  const char *exe;  /* the attntune binary the workers run */
+  int force;        /* retune shapes already done */
+  int jobs;         /* NVRTC threads per GPU */
+  double watchdog_s; /* a worker silent this long (plus the shape's own time) is hung */
+} tn_tune_opts;
+
+/* Tune cfg's shapes on the given GPUs (one worker each); prints progress on stderr and the
+ * best-vs-cuDNN table on stdout. Returns the exit code (130 when interrupted). */
+int tn_tune_run(const tn_config *cfg, const tn_tune_opts *opts, const int *devices, int n_devices);
+
+/* Version of the kernel templates built in: a hash of their text ("tpl-1a2b3c4d5e6f"). */
+void tn_template_version(char *buf, size_t size);
+
+#endif

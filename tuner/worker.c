@@ -1,0 +1,360 @@
+/* worker.c — the worker process and the parent's handle on it; see worker.h. */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tuner/harness.h"
+#include "tuner/worker.h"
+
+#define TN_WORKER_MAGIC 0x61747775u /* "atwu" */
+
+/* ---- byte pipes ---------------------------------------------------------------------------- */
+
+static int write_all(int fd, const void *buf, size_t n)
+{
+  const char *p = buf;
+  while (n > 0) {
+    ssize_t w = write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) return -1;
+    p += w, n -= (size_t)w;
+  }
+  return 0;
+}
+
+/* Read exactly n bytes; 0 ok, -1 EOF or error, -2 deadline passed (deadline_ms < 0: none). */
+static int read_all(int fd, void *buf, size_t n, long long deadline_ms)
+{
+  char *p = buf;
+  while (n > 0) {
+    if (deadline_ms >= 0) {
+      struct timespec now;
+      clock_gettime(CLOCK_MONOTONIC, &now);
+      long long left = deadline_ms - (now.tv_sec * 1000LL + now.tv_nsec / 1000000);
+      if (left <= 0) return -2;
+      struct pollfd pfd = {fd, POLLIN, 0};
+      int r = poll(&pfd, 1, left > 1000000 ? 1000000 : (int)left);
+      if (r < 0 && errno == EINTR) continue;
+      if (r == 0) continue; /* recheck the deadline */
+      if (r < 0) return -1;
+    }
+    ssize_t got = read(fd, p, n);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return -1;
+    p += got, n -= (size_t)got;
+  }
+  return 0;
+}
+
+static long long now_ms(void)
+{
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  return now.tv_sec * 1000LL + now.tv_nsec / 1000000;
+}
+
+/* ---- parent side ------------------------------------------------------------------------------ */
+
+at_status tn_worker_start(tn_worker *w, const char *exe, int device)
+{
+  int to_child[2], from_child[2];
+  memset(w, 0, sizeof *w);
+  w->device = device;
+  snprintf(w->exe, sizeof w->exe, "%s", exe);
+  signal(SIGPIPE, SIG_IGN); /* a dead worker shows up as EPIPE, not as our death */
+  if (pipe(to_child) != 0) return rt_fail(AT_ERR_IO, "pipe: %s", strerror(errno));
+  if (pipe(from_child) != 0) {
+    close(to_child[0]), close(to_child[1]);
+    return rt_fail(AT_ERR_IO, "pipe: %s", strerror(errno));
+  }
+  pid_t pid = fork();
+  if (pid < 0) {
+    close(to_child[0]), close(to_child[1]), close(from_child[0]), close(from_child[1]);
+    return rt_fail(AT_ERR_IO, "fork: %s", strerror(errno));
+  }
+  if (pid == 0) {
+    char dev[16];
+    dup2(to_child[0], 0);
+    dup2(from_child[1], 1);
+    close(to_child[0]), close(to_child[1]), close(from_child[0]), close(from_child[1]);
+    snprintf(dev, sizeof dev, "%d", device);
+    execl(exe, exe, "__worker", dev, (char *)NULL);
+    fprintf(stderr, "attntune: cannot start the worker %s: %s\n", exe, strerror(errno));
+    _exit(127);
+  }
+  close(to_child[0]);
+  close(from_child[1]);
+  fcntl(to_child[1], F_SETFD, FD_CLOEXEC);
+  fcntl(from_child[0], F_SETFD, FD_CLOEXEC);
+  w->pid = pid;
+  w->to_fd = to_child[1];
+  w->from_fd = from_child[0];
+  return AT_OK;
+}
+
+/* How the worker ended, for the trial's message. */
+static void describe_exit(pid_t pid, char *buf, size_t size)
+{
+  int status = 0;
+  pid_t r = waitpid(pid, &status, 0);
+  if (r != pid) snprintf(buf, size, "worker vanished");
+  else if (WIFSIGNALED(status)) snprintf(buf, size, "worker killed by signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
+  else snprintf(buf, size, "worker exited with code %d", WEXITSTATUS(status));
+}
+
+void tn_worker_stop(tn_worker *w)
+{
+  if (w->pid > 0) {
+    kill(w->pid, SIGKILL);
+    waitpid(w->pid, NULL, 0);
+  }
+  if (w->to_fd > 0) close(w->to_fd);
+  if (w->from_fd > 0) close(w->from_fd);
+  w->pid = 0;
+  w->to_fd = w->from_fd = -1;
+}
+
+at_status tn_worker_call(tn_worker *w, const tn_request *req_in, const void *cubin, tn_response *resp,
+                         int timeout_ms)
+{
+  tn_request req = *req_in;
+  memset(resp, 0, sizeof *resp);
+  resp->time_ms = resp->err_naive = resp->err_cudnn = NAN;
+  if (w->pid <= 0) return rt_fail(AT_ERR_INVALID, "worker for GPU %d is not running", w->device);
+  req.magic = TN_WORKER_MAGIC;
+  int sent = write_all(w->to_fd, &req, sizeof req) == 0 &&
+             (req.cubin_size == 0 || write_all(w->to_fd, cubin, req.cubin_size) == 0);
+  int got = sent ? read_all(w->from_fd, resp, sizeof *resp, now_ms() + timeout_ms) : -1;
+  if (got == 0 && resp->magic == TN_WORKER_MAGIC) return AT_OK;
+  char why[160];
+  if (got == -2) {
+    kill(w->pid, SIGKILL);
+    describe_exit(w->pid, why, sizeof why);
+    resp->status = CACHE_TIMEOUT;
+    snprintf(resp->message, sizeof resp->message, "no answer within %d ms (watchdog); %s", timeout_ms, why);
+  } else {
+    kill(w->pid, SIGKILL); /* a garbled answer: do not trust this worker either */
+    describe_exit(w->pid, why, sizeof why);
+    resp->status = CACHE_CRASHED;
+    snprintf(resp->message, sizeof resp->message, "%s", why);
+  }
+  w->pid = 0;
+  close(w->to_fd), close(w->from_fd);
+  w->to_fd = w->from_fd = -1;
+  resp->rc = AT_ERR_CUDA;
+  return rt_fail(AT_ERR_CUDA, "GPU %d worker: %s", w->device, resp->message);
+}
+
+/* ---- worker side -------------------------------------------------------------------------- */
+
+typedef struct serve_state {
+  int device;
+  rt_ctx ctx;
+  at_status ctx_rc;
+  char ctx_message[512];
+  tn_harness h;
+  int have_shape;
+  int cudnn_ok; /* cuDNN ran and passed on the current shape */
+  tn_impl cudnn;
+} serve_state;
+
+static void fill_env(serve_state *st, tn_response *r)
+{
+  int major = 0, minor = 0;
+  size_t cudnn = 0;
+  const rt_device_info *d = &st->ctx.info;
+  snprintf(r->env.gpu_model, sizeof r->env.gpu_model, "%.127s", d->name);
+  snprintf(r->device_name, sizeof r->device_name, "%s", d->name);
+  r->env.cc_major = d->cc_major, r->env.cc_minor = d->cc_minor, r->env.sm_count = d->sm_count;
+  rt_driver_release(r->env.driver, sizeof r->env.driver);
+  if (rt_nvrtc_version(&major, &minor) == AT_OK)
+    snprintf(r->env.nvrtc, sizeof r->env.nvrtc, "%d.%d", major % 1000, minor % 1000);
+  if (rt_cudnn_version(&cudnn, NULL) == AT_OK) {
+    unsigned v = (unsigned)(cudnn % 1000000);
+    snprintf(r->env.cudnn, sizeof r->env.cudnn, "%u.%u.%u", v / 10000, (v % 10000) / 100, v % 100);
+  }
+  r->smem_optin = d->smem_per_block_optin;
+  snprintf(r->arch, sizeof r->arch, "%s", st->ctx.arch);
+}
+
+static void set_message(tn_response *r, const char *text)
+{
+  snprintf(r->message, sizeof r->message, "%s", text);
+}
+
+static void close_shape(serve_state *st)
+{
+  if (st->cudnn_ok || st->cudnn.kind == TN_IMPL_CUDNN) tn_impl_close(&st->cudnn);
+  if (st->have_shape) tn_harness_close(&st->h);
+  st->have_shape = st->cudnn_ok = 0;
+  memset(&st->cudnn, 0, sizeof st->cudnn);
+}
+
+/* Inputs and the naive reference; then cuDNN, verified, as the second yardstick. The response's
+ * status/err_naive/message describe cuDNN. Returns 0 when the worker must exit. */
+static int serve_shape(serve_state *st, const tn_request *q, tn_response *r)
+{
+  close_shape(st);
+  at_status rc = tn_harness_open(&st->h, &st->ctx, &q->shape, q->seed);
+  if (rc == AT_OK) {
+    st->have_shape = 1;
+    rc = tn_harness_make_reference(&st->h);
+  }
+  r->rc = rc;
+  if (rc != AT_OK) {
+    set_message(r, at_last_error());
+    return rc != AT_ERR_CUDA;
+  }
+  rt_cudnn_plan_info info;
+  if (q->shape.dtype != AT_DTYPE_F16 && q->shape.dtype != AT_DTYPE_BF16) {
+    r->status = CACHE_UNSUPPORTED;
+    set_message(r, "cuDNN baseline runs f16 and bf16 here");
+    return 1;
+  }
+  rc = tn_impl_cudnn(&st->h, RT_CUDNN_PATH_COMPOSITE, &st->cudnn, &info);
+  if (rc == AT_OK) rc = tn_harness_verify(&st->h, &st->cudnn, &r->err_naive, &r->err_cudnn);
+  if (rc != AT_OK) {
+    r->status = rc == AT_ERR_CUDA ? CACHE_CRASHED : CACHE_UNSUPPORTED;
+    set_message(r, at_last_error());
+    return rc != AT_ERR_CUDA;
+  }
+  if (!(r->err_naive <= q->tolerance)) {
+    r->status = CACHE_WRONG;
+    snprintf(r->message, sizeof r->message, "cuDNN's error vs naive %.3g over %.3g", r->err_naive, q->tolerance);
+    return 1;
+  }
+  if ((rc = tn_harness_keep_cudnn_output(&st->h)) != AT_OK) {
+    r->status = CACHE_CRASHED;
+    set_message(r, at_last_error());
+    return 0;
+  }
+  st->cudnn_ok = 1;
+  r->status = CACHE_OK;
+  rt_cudnn_plan_info_format(&info, r->message, sizeof r->message);
+  return 1;
+}
+
+static int serve_cudnn(serve_state *st, const tn_request *q, tn_response *r)
+{
+  tn_timing tm;
+  if (!st->cudnn_ok) {
+    r->rc = AT_ERR_UNSUPPORTED;
+    r->status = CACHE_UNSUPPORTED;
+    set_message(r, "cuDNN did not pass on this shape");
+    return 1;
+  }
+  at_status rc = tn_harness_time(&st->h, &st->cudnn, &q->timing, &tm);
+  r->rc = rc;
+  if (rc != AT_OK) {
+    r->status = CACHE_CRASHED;
+    set_message(r, at_last_error());
+    return rc != AT_ERR_CUDA;
+  }
+  r->status = CACHE_OK;
+  r->time_ms = tm.median_ms;
+  r->reps = tm.reps;
+  return 1;
+}
+
+static int serve_variant(serve_state *st, const tn_request *q, const void *cubin, tn_response *r)
+{
+  gen_variant v;
+  tn_impl impl;
+  tn_timing tm;
+  memset(&impl, 0, sizeof impl);
+  if (!st->have_shape) {
+    r->rc = AT_ERR_INVALID;
+    set_message(r, "VARIANT before SHAPE");
+    return 1;
+  }
+  at_status rc = gen_variant_parse(q->key, &v);
+  if (rc == AT_OK) rc = tn_impl_variant(&st->h, &v, cubin, &impl);
+  if (rc != AT_OK) {
+    r->rc = rc;
+    r->status = rc == AT_ERR_CUDA ? CACHE_CRASHED : CACHE_UNSUPPORTED;
+    set_message(r, at_last_error());
+    tn_impl_close(&impl);
+    return rc != AT_ERR_CUDA;
+  }
+  if (q->fault == 2)
+    for (;;) pause(); /* planted hang: only the parent's watchdog ends this */
+  impl.fault = q->fault == 1;
+  rc = tn_harness_verify(&st->h, &impl, &r->err_naive, &r->err_cudnn);
+  if (rc == AT_OK && !(r->err_naive <= q->tolerance)) {
+    r->status = CACHE_WRONG;
+    snprintf(r->message, sizeof r->message, "error vs naive %.3g over tolerance %.3g%s", r->err_naive,
+             q->tolerance, isnan(r->err_naive) || isinf(r->err_naive) ? " (NaN or unwritten output)" : "");
+  } else if (rc == AT_OK) {
+    rc = tn_harness_time(&st->h, &impl, &q->timing, &tm);
+    if (rc == AT_OK) r->status = CACHE_OK, r->time_ms = tm.median_ms, r->reps = tm.reps;
+  }
+  if (rc != AT_OK) {
+    r->status = rc == AT_ERR_CUDA ? CACHE_CRASHED : CACHE_UNSUPPORTED;
+    set_message(r, at_last_error());
+  }
+  r->rc = rc;
+  if (rc != AT_ERR_CUDA) tn_impl_close(&impl);
+  return rc != AT_ERR_CUDA; /* after a fault the context is gone: exit, the parent restarts us */
+}
+
+int tn_worker_serve(int device, int in_fd, int out_fd)
+{
+  serve_state st;
+  memset(&st, 0, sizeof st);
+  st.device = device;
+  signal(SIGINT, SIG_IGN); /* Ctrl-C is the parent's: it lets the trial in flight finish */
+  st.ctx_rc = rt_ctx_open(device, &st.ctx);
+  if (st.ctx_rc != AT_OK) snprintf(st.ctx_message, sizeof st.ctx_message, "%s", at_last_error());
+  for (;;) {
+    tn_request q;
+    tn_response r;
+    void *cubin = NULL;
+    if (read_all(in_fd, &q, sizeof q, -1) != 0) break;
+    if (q.magic != TN_WORKER_MAGIC || q.cubin_size > (1u << 30)) {
+      fprintf(stderr, "attntune worker: malformed request\n");
+      return 2;
+    }
+    if (q.cubin_size) {
+      cubin = malloc(q.cubin_size);
+      if (!cubin || read_all(in_fd, cubin, q.cubin_size, -1) != 0) return 2;
+    }
+    memset(&r, 0, sizeof r);
+    r.magic = TN_WORKER_MAGIC;
+    r.time_ms = r.err_naive = r.err_cudnn = NAN;
+    int keep_going = 1;
+    if (q.kind == TN_REQ_QUIT) {
+      free(cubin);
+      break;
+    } else if (st.ctx_rc != AT_OK) {
+      r.rc = st.ctx_rc;
+      set_message(&r, st.ctx_message);
+    } else if (q.kind == TN_REQ_INFO) {
+      fill_env(&st, &r);
+    } else if (q.kind == TN_REQ_SHAPE) {
+      keep_going = serve_shape(&st, &q, &r);
+    } else if (q.kind == TN_REQ_CUDNN) {
+      keep_going = serve_cudnn(&st, &q, &r);
+    } else if (q.kind == TN_REQ_VARIANT) {
+      keep_going = serve_variant(&st, &q, cubin, &r);
+    } else {
+      r.rc = AT_ERR_INVALID;
+      set_message(&r, "unknown request");
+    }
+    free(cubin);
+    if (write_all(out_fd, &r, sizeof r) != 0) return 1;
+    if (!keep_going) return 3;
+  }
+  if (st.ctx_rc == AT_OK) {
+    close_shape(&st);
+    rt_ctx_close(&st.ctx);
+  }
+  return 0;
+}
