@@ -962,11 +962,9 @@ at_status tn_config_load(const char *path, tn_config *out)
 
 void tn_shape_key(const at_shape *s, char *buf, size_t size)
 {
-  int n = snprintf(buf, size, "b%d.t%d.s%d.hq%d.hkv%d.d%d.%s.%s%s", s->batch, s->q_len, s->kv_len, s->q_heads,
-                   s->kv_heads, s->head_dim, at_dtype_name(s->dtype), at_mask_name(s->mask),
-                   s->with_lse ? ".lse" : "");
-  if (s->scale != 0.0f && n >= 0 && (size_t)n < size)
-    snprintf(buf + n, size - (size_t)n, ".scale%.9g", (double)s->scale);
+  at_shape_key(s, buf, size);
+  size_t n = strlen(buf);
+  if (s->scale != 0.0f && n + 1 < size) snprintf(buf + n, size - n, ".scale%.9g", (double)s->scale);
 }
 
 at_status tn_shard_parse(const char *text, int *index, int *count)

@@ -80,9 +80,9 @@ void tn_config_free(tn_config *c);
 /* The search override of family/param ("fa2", "block_m"), or NULL when the name is unknown. */
 const tn_values *tn_config_search(const tn_config *c, const char *family, const char *param);
 
-/* Stable, readable key of a shape: "b2.t8192.s8192.hq16.hkv16.d128.bf16.causal", then ".lse"
- * when it writes the log-sum-exp and ".scale<g>" for an explicit softmax scale. The cache and
- * the shards use it. buf should hold TN_SHAPE_KEY_CAP bytes. */
+/* at_shape_key plus ".scale<g>" for an explicit softmax scale: the identity of a config entry,
+ * for deduplication and shards (the cache keys on at_shape_key, since no kernel choice depends
+ * on the scale). buf should hold TN_SHAPE_KEY_CAP bytes. */
 void tn_shape_key(const at_shape *s, char *buf, size_t size);
 
 /* Parse "i/n" (0 <= i < n <= TN_SHARD_MAX); AT_ERR_INVALID with a message otherwise. */
