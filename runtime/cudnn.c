@@ -98,11 +98,81 @@ at_status rt_cudnn_version(size_t *version, const char **path)
 
 const rt_cudnn_api *rt_cudnn(void) { return &g_api; }
 
+/* Append "; " (between items), a prefix and text[0..len) to out, within cap. */
+static void append_item(char *out, size_t cap, size_t *used, const char *prefix, const char *text, size_t len)
+{
+  int n = snprintf(out + *used, cap - *used, "%s%s%.*s", *used ? "; " : "", prefix, (int)len, text);
+  if (n > 0) *used += (size_t)n < cap - *used ? (size_t)n : cap - *used - 1;
+}
+
+void rt_cudnn_summarize(const char *raw, char *out, size_t cap)
+{
+  size_t used = 0;
+  int new_block = 1, any_reason = 0;
+  long engine = -1;
+  if (!cap) return;
+  out[0] = '\0';
+  for (const char *line = raw; line && *line;) {
+    const char *end = strchr(line, '\n');
+    size_t len = end ? (size_t)(end - line) : strlen(line);
+    while (len && (*line == ' ' || *line == '\t')) line++, len--;
+    while (len && (line[len - 1] == ' ' || line[len - 1] == '\r')) len--;
+    const char *why = memmem(line, len, "Reason: ", 8);
+    if (len == 0 || (len >= 3 && memcmp(line, "===", 3) == 0)) {
+      new_block = 1;
+    } else if (len > 12 && memcmp(line, "{\"engineId\":", 12) == 0) {
+      engine = strtol(line + 12, NULL, 10);
+      new_block = 1;
+    } else if (why && !memmem(line, len, "CUDNN_STATUS_SUCCESS", 20)) {
+      any_reason = 1;
+      const char *text = why + 8;
+      size_t n = (size_t)(line + len - text);
+      char probe[512];
+      snprintf(probe, sizeof probe, "%.*s", (int)n, text);
+      if (new_block && n && !strstr(out, probe)) {
+        char prefix[32] = "";
+        if (engine >= 0) snprintf(prefix, sizeof prefix, "[eng%ld] ", engine);
+        append_item(out, cap, &used, prefix, text, n);
+      }
+      new_block = 0;
+    }
+    if (!end) break;
+    line = end + 1;
+  }
+  if (any_reason) return;
+  /* no reasons: the text as one line */
+  used = 0;
+  for (const char *c = raw; *c && used + 1 < cap; c++) {
+    char ch = (*c == '\n' || *c == '\r' || *c == '\t') ? ' ' : *c;
+    if (ch == ' ' && (used == 0 || out[used - 1] == ' ')) continue;
+    out[used++] = ch;
+  }
+  while (used && out[used - 1] == ' ') used--;
+  out[used] = '\0';
+}
+
+void rt_cudnn_last_reason(char *out, size_t cap)
+{
+  /* cuDNN lists every engine it tried: a few KB */
+  enum { RAW_CAP = 32768 };
+  char *raw = malloc(RAW_CAP);
+  if (cap) out[0] = '\0';
+  if (!raw || !g_api.cudnnGetLastErrorString) {
+    free(raw);
+    return;
+  }
+  raw[0] = '\0';
+  g_api.cudnnGetLastErrorString(raw, RAW_CAP);
+  raw[RAW_CAP - 1] = '\0';
+  rt_cudnn_summarize(raw, out, cap);
+  free(raw);
+}
+
 at_status rt_cudnn_check(cudnnStatus_t status, const char *expr, const char *file, int line)
 {
   if (status == CUDNN_STATUS_SUCCESS) return AT_OK;
-  char reason[1024] = "";
-  if (g_api.cudnnGetLastErrorString) g_api.cudnnGetLastErrorString(reason, sizeof reason);
+  char reason[2048];
+  rt_cudnn_last_reason(reason, sizeof reason);
   const char *name = g_api.cudnnGetErrorString ? g_api.cudnnGetErrorString(status) : "?";
   /* Support problems (a shape, layout or dtype no engine takes) are the caller's to handle:
    * a distinct status, so a tuner can skip the shape rather than fail the run. */

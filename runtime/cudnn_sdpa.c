@@ -14,7 +14,6 @@
  */
 #include <float.h>
 #include <math.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -568,8 +567,8 @@ static void choose_plan(builder *b, cudnnHandle_t handle, cudnnBackendDescriptor
       continue;
     }
     if (n == 0) {
-      char why[1024] = "";
-      api->cudnnGetLastErrorString(why, sizeof why);
+      char why[1024];
+      rt_cudnn_last_reason(why, sizeof why);
       snprintf(last_reason, sizeof last_reason, "heuristics mode %s offered no engine config%s%s",
                m == 0 ? "A" : "FALLBACK", why[0] ? ": " : "", why);
       continue;
@@ -583,8 +582,8 @@ static void choose_plan(builder *b, cudnnHandle_t handle, cudnnBackendDescriptor
                                                n, &got, cfgs),
               "cudnnBackendGetAttribute(CUDNN_ATTR_ENGINEHEUR_RESULTS)", __LINE__);
     if (ok(b) && got == 0) {
-      char why[1024] = "";
-      api->cudnnGetLastErrorString(why, sizeof why);
+      char why[1536];
+      rt_cudnn_last_reason(why, sizeof why);
       snprintf(last_reason, sizeof last_reason, "none of the %lld engine configs of heuristics mode %s is viable%s%s",
                (long long)n, m == 0 ? "A" : "FALLBACK", why[0] ? ": " : "", why);
     }
@@ -632,64 +631,6 @@ static double now_ms(void)
   return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-/* cuDNN's first stated reason for refusing something while a plan is built, taken from its log:
- * the first line with a failing status and a "Reason:", e.g.
- *   "CUDNN_STATUS_NOT_SUPPORTED_SHAPE; Reason: Embedding dim per head for q and k is not a
- *    multiple of 8 at: d_qk % 8 != 0"
- * (the innermost frame of the first error stack; later frames only name functions). */
-typedef struct log_capture {
-  char reason[512];
-} log_capture;
-
-static void capture_log(cudnnSeverity_t sev, void *udata, const cudnnDebug_t *dbg, const char *msg)
-{
-  (void)sev, (void)dbg;
-  log_capture *cap = udata;
-  if (!cap || !msg || cap->reason[0]) return;
-  for (const char *line = msg; *line;) {
-    const char *end = strchr(line, '\n');
-    size_t len = end ? (size_t)(end - line) : strlen(line);
-    const char *status = memmem(line, len, "CUDNN_STATUS_", 13);
-    const char *why = memmem(line, len, "Reason: ", 8);
-    if (status && why && why > status && memcmp(status, "CUDNN_STATUS_SUCCESS", 20) != 0) {
-      const char *status_end = memchr(status, ';', (size_t)(why - status));
-      int n_status = (int)((status_end ? status_end : why) - status);
-      int n_why = (int)(line + len - (why + 8));
-      snprintf(cap->reason, sizeof cap->reason, "%.*s: %.*s", n_status, status, n_why, why + 8);
-      return;
-    }
-    if (!end) break;
-    line = end + 1;
-  }
-}
-
-/* The log callback is process-wide: one build at a time installs ours. */
-static pthread_mutex_t g_build_lock = PTHREAD_MUTEX_INITIALIZER;
-
-typedef struct saved_callback {
-  int active;
-  unsigned mask;
-  void *udata;
-  cudnnCallback_t fn;
-} saved_callback;
-
-/* Install capture_log for warnings and errors. Not getting it is no reason to fail a build: the
- * message then lacks cuDNN's words, nothing else. */
-static saved_callback begin_capture(log_capture *cap)
-{
-  const rt_cudnn_api *api = rt_cudnn();
-  saved_callback saved = {0, 0, NULL, NULL};
-  if (api->cudnnGetCallback(&saved.mask, &saved.udata, &saved.fn) != CUDNN_STATUS_SUCCESS) return saved;
-  saved.active = api->cudnnSetCallback(CUDNN_SEV_ERROR_EN | CUDNN_SEV_WARNING_EN, cap, capture_log) ==
-                 CUDNN_STATUS_SUCCESS;
-  return saved;
-}
-
-static void end_capture(const saved_callback *saved)
-{
-  if (saved->active) (void)RT_CUDNN(rt_cudnn()->cudnnSetCallback(saved->mask, saved->udata, saved->fn));
-}
-
 static at_status build_graph_and_plan(rt_cudnn_sdpa *cd, const plan_key *k, plan_entry *e)
 {
   builder b;
@@ -715,22 +656,11 @@ static at_status build_plan(rt_cudnn_sdpa *cd, const plan_key *k, plan_entry **o
   plan_entry *e = calloc(1, sizeof *e);
   if (!e) return rt_fail(AT_ERR_NOMEM, "no memory for a cuDNN plan");
   e->key = *k;
-  log_capture cap = {""};
-  pthread_mutex_lock(&g_build_lock);
-  saved_callback saved = begin_capture(&cap);
   at_status rc = build_graph_and_plan(cd, k, e);
-  if (rc != AT_OK) {
-    char *why = strdup(at_last_error()); /* end_capture may overwrite the message */
-    end_capture(&saved);
-    rc = rt_fail(rc, "cuDNN %s plan for B=%d T=%d S=%d Nq=%d Nkv=%d D=%d %s %s: %s%s%s",
-                 rt_cudnn_path_name((rt_cudnn_path)k->path), k->batch, k->q_len, k->kv_len, k->q_heads,
-                 k->kv_heads, k->head_dim, at_dtype_name((at_dtype)k->dtype), at_mask_name((at_mask)k->mask),
-                 why ? why : "?", cap.reason[0] ? "; cuDNN's reason: " : "", cap.reason);
-    free(why);
-  } else {
-    end_capture(&saved);
-  }
-  pthread_mutex_unlock(&g_build_lock);
+  if (rc != AT_OK)
+    rc = rt_fail_context(rc, "cuDNN %s plan for B=%d T=%d S=%d Nq=%d Nkv=%d D=%d %s %s",
+                         rt_cudnn_path_name((rt_cudnn_path)k->path), k->batch, k->q_len, k->kv_len, k->q_heads,
+                         k->kv_heads, k->head_dim, at_dtype_name((at_dtype)k->dtype), at_mask_name((at_mask)k->mask));
   if (rc == AT_ERR_UNSUPPORTED) {
     /* keep the refusal: descriptors go, the message stays */
     for (int i = e->n_descs - 1; i >= 0; i--) destroy_desc(e->descs[i]);

@@ -31,10 +31,7 @@
  * Plans are built once per (shape, strides, dtype, path) and kept in a small per-object cache
  * (least recently used goes first); rt_cudnn_sdpa_builds() counts the builds. A shape cuDNN
  * cannot run returns AT_ERR_UNSUPPORTED with cuDNN's reason in at_last_error(); the refusal is
- * cached too, so asking again costs nothing. cuDNN states its reasons in its log rather than in
- * cudnnGetLastErrorString, so while a plan is built a process-wide cuDNN log callback
- * (cudnnSetCallback, warnings and errors) is installed and the previous one restored after;
- * builds are serialized for that.
+ * cached too, so asking again costs nothing.
  *
  * Timing: rt_cudnn_sdpa_bind() does everything but the launch (plan lookup or build, variant
  * pack, workspace); rt_cudnn_sdpa_launch() is cudnnSetStream + cudnnBackendExecute and nothing
@@ -65,7 +62,7 @@
   X(cudnnGetVersion) X(cudnnGetErrorString) X(cudnnGetLastErrorString) X(cudnnCreate)              \
   X(cudnnDestroy) X(cudnnSetStream) X(cudnnBackendCreateDescriptor)                                \
   X(cudnnBackendDestroyDescriptor) X(cudnnBackendSetAttribute) X(cudnnBackendGetAttribute)        \
-  X(cudnnBackendFinalize) X(cudnnBackendExecute) X(cudnnSetCallback) X(cudnnGetCallback)
+  X(cudnnBackendFinalize) X(cudnnBackendExecute)
 
 typedef struct rt_cudnn_api {
 #define RT_CUDNN_FIELD(name) __typeof__(&name) name;
@@ -81,6 +78,17 @@ const rt_cudnn_api *rt_cudnn(void);
  * and cuDNN's last error string. */
 at_status rt_cudnn_check(cudnnStatus_t status, const char *expr, const char *file, int line);
 #define RT_CUDNN(expr) rt_cudnn_check((expr), #expr, __FILE__, __LINE__)
+
+/* cuDNN's explanation of the last failure on this thread (cudnnGetLastErrorString), as one line:
+ * see rt_cudnn_summarize. Empty when cuDNN gave none. */
+void rt_cudnn_last_reason(char *out, size_t cap);
+/* Boil cuDNN's multi-line error text down to one line. The text lists, per engine
+ * ('{"engineId":N,...}' lines) or per error stack, the failing frames innermost first as
+ * "...CUDNN_STATUS_X; Reason: <why>" lines; the first reason of each block is the one that says
+ * something ("Embedding dim per head for q and k is not a multiple of 8 at: d_qk % 8 != 0"),
+ * the rest name functions. Result: "[eng1] <why>; [eng3] <other why>", duplicates dropped; text
+ * without any "Reason:" is kept with its line breaks turned into spaces. */
+void rt_cudnn_summarize(const char *raw, char *out, size_t cap);
 
 /* ---- SDPA forward ------------------------------------------------------------------------- */
 

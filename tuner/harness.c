@@ -72,6 +72,8 @@ at_status tn_harness_open(tn_harness *h, const rt_ctx *ctx, const at_shape *shap
   free(packed);
   if (rc == AT_OK) rc = rt_alloc(&h->o, h->n_q * 4); /* room for an f32 output */
   if (rc == AT_OK) rc = rt_alloc(&h->lse, h->n_lse * sizeof(float));
+  h->cover_words = 128u << 20; /* 512 MB: each memset takes a few tenths of a millisecond */
+  if (rc == AT_OK) rc = rt_alloc(&h->cover, h->cover_words * 4);
   if (rc == AT_OK && !(h->got = malloc(h->n_q * sizeof(float))))
     rc = rt_fail(AT_ERR_NOMEM, "no host memory for %zu outputs", h->n_q);
   if (rc != AT_OK) tn_harness_close(h);
@@ -81,7 +83,7 @@ at_status tn_harness_open(tn_harness *h, const rt_ctx *ctx, const at_shape *shap
 void tn_harness_close(tn_harness *h)
 {
   for (int i = 0; i < h->n_sets; i++) rt_free(h->q[i]), rt_free(h->k[i]), rt_free(h->v[i]);
-  rt_free(h->o), rt_free(h->lse), rt_free(h->scratch);
+  rt_free(h->o), rt_free(h->lse), rt_free(h->scratch), rt_free(h->cover);
   if (h->cudnn) rt_cudnn_sdpa_destroy(h->cudnn);
   free(h->ref_o), free(h->ref_lse), free(h->cudnn_o), free(h->got);
   memset(h, 0, sizeof *h);
@@ -239,5 +241,8 @@ static at_status launch_thunk(void *user, int set, CUstream stream)
 at_status tn_harness_time(tn_harness *h, tn_impl *impl, const tn_timing_opts *opts, tn_timing *out)
 {
   launch_ctx l = {h, impl};
-  return tn_time_launches(launch_thunk, &l, h->n_sets, opts, NULL, out);
+  tn_timing_opts o = *opts;
+  o.cover = h->cover;
+  o.cover_words = h->cover_words;
+  return tn_time_launches(launch_thunk, &l, h->n_sets, &o, NULL, out);
 }

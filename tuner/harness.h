@@ -18,6 +18,8 @@ typedef struct tn_harness {
   int n_sets;
   CUdeviceptr q[TN_MAX_SETS], k[TN_MAX_SETS], v[TN_MAX_SETS];
   CUdeviceptr o, lse, scratch;
+  CUdeviceptr cover; /* keeps the GPU busy while timed launches are enqueued */
+  size_t cover_words;
   size_t n_q, n_kv, n_lse;
   double *ref_o, *ref_lse; /* naive fp32 reference on set 0 (host); NULL until made */
   double *cudnn_o;         /* cuDNN's output on set 0 (host); NULL when cuDNN did not run */

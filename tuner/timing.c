@@ -35,6 +35,10 @@ at_status tn_time_launches(tn_launch_fn launch, void *user, int n_sets, const tn
     if ((rc = RT_CU(cu->cuEventCreate(&events[n_events], CU_EVENT_DEFAULT))) != AT_OK) goto out;
   for (int i = 0; i < opts->warmup; i++)
     if ((rc = launch(user, i % n_sets, stream)) != AT_OK) goto out;
+  if ((rc = RT_CU(cu->cuStreamSynchronize(stream))) != AT_OK) goto out;
+  for (int i = 0; opts->cover && i < 8; i++)
+    if ((rc = RT_CU(cu->cuMemsetD32Async(opts->cover, (unsigned)i, opts->cover_words, stream))) != AT_OK)
+      goto out;
   if ((rc = RT_CU(cu->cuEventRecord(events[0], stream))) != AT_OK) goto out;
   for (int i = 0; i < reps; i++) {
     if ((rc = launch(user, (opts->warmup + i) % n_sets, stream)) != AT_OK) goto out;

@@ -1,7 +1,8 @@
 /*
  * timing.h — how every implementation is timed, the same way: warm-up launches first, then
- * `reps` launches enqueued back to back with an event between each two, so the GPU runs them
- * without gaps and each interval holds one launch; the median interval is the result. Inputs
+ * `reps` launches enqueued back to back with an event between each two, behind memsets that keep
+ * the GPU busy while they are enqueued, so the GPU runs them without gaps and each interval holds
+ * one launch; the median interval is the result. Inputs
  * rotate among several sets so that small problems are not served from L2. Prefix tn_.
  */
 #ifndef AT_TUNER_TIMING_H
@@ -14,6 +15,10 @@
 typedef struct tn_timing_opts {
   int warmup; /* launches before timing */
   int reps;   /* timed launches */
+  /* Optional: a device buffer that a few memsets fill before the first timed launch, so the GPU
+   * is busy while the host enqueues and no interval holds the host's launch latency. */
+  CUdeviceptr cover;
+  size_t cover_words;
 } tn_timing_opts;
 
 typedef struct tn_timing {
