@@ -46,8 +46,7 @@ static void compile_one(const gen_variant *v, const gen_target *target, gen_comp
       c->resources = *r;
     else
       c->status = rt_fail(AT_ERR_COMPILE,
-                          "ptxas reported no resources for entry point %s (an NVRTC cache hit? "
-                          "CUDA_CACHE_DISABLE=1 makes every compile report them)", entry);
+                          "ptxas reported no resources for entry point %s", entry);
   }
   if (c->status != AT_OK) snprintf(c->message, sizeof c->message, "%s", at_last_error());
   c->compile_ms = now_ms() - t0;

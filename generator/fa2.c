@@ -121,7 +121,7 @@ at_status gen_enumerate(const at_shape *shape, const gen_target *target, gen_var
 at_status gen_default_variant(const at_shape *shape, const gen_target *target, gen_variant *out)
 {
   static const struct { int max_d, block_m, block_n, warps, stages; } prefs[] = {
-      {64, 64, 128, 4, 3},  {64, 64, 64, 4, 2},   {128, 128, 128, 8, 3}, {128, 128, 64, 8, 2},
+      {64, 128, 64, 4, 2},  {64, 64, 128, 4, 2},  {128, 128, 128, 8, 3}, {128, 128, 64, 8, 2},
       {256, 128, 64, 8, 2}, {256, 128, 32, 8, 2}, {256, 64, 32, 4, 2},
   };
   gen_spec spec;

@@ -3,6 +3,7 @@
  * and the resource report (registers, spills, stack, shared memory) that ptxas writes into it.
  * Works without a GPU: NVRTC runs on the CPU.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -105,6 +106,12 @@ static at_status fetch_cubin(nvrtcProgram prog, const char *name, rt_binary *out
   return NVRTC(nvrtcGetCUBIN(prog, out->cubin), name);
 }
 
+/* NVRTC (CUDA 12.9 and newer) keeps an on-disk compile cache; a cache hit returns the cubin
+ * without running ptxas, so the log lacks the resource report that pruning and the tuner's
+ * records rely on (registers, spills). Every compile must be a real one. */
+static pthread_once_t g_cache_once = PTHREAD_ONCE_INIT;
+static void disable_compile_cache(void) { setenv("CUDA_CACHE_DISABLE", "1", 1); }
+
 at_status rt_compile(const char *source, const char *name, const char *arch,
                      const char *const *extra_opts, int n_extra, rt_binary *out)
 {
@@ -116,6 +123,7 @@ at_status rt_compile(const char *source, const char *name, const char *arch,
   at_status rc;
 
   memset(out, 0, sizeof *out);
+  pthread_once(&g_cache_once, disable_compile_cache);
   if ((rc = rt_arch_parse(arch, &major, &minor, &specific)) != AT_OK) return rc;
   if (n_extra < 0 || n_extra > 24) return rt_fail(AT_ERR_INVALID, "too many NVRTC options (%d)", n_extra);
   snprintf(arch_opt, sizeof arch_opt, "--gpu-architecture=sm_%d%d%s", major, minor,

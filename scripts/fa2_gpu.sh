@@ -9,8 +9,6 @@ build=${1:-build}
 out=${OUT:-gpu-logs}
 mkdir -p "$out"
 export LD_LIBRARY_PATH="$PWD/$build/devlibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-# NVRTC's cache (CUDA 12.9+) would skip ptxas, and with it the resource report, on repeat compiles.
-export CUDA_CACHE_DISABLE=1
 gen="$build/attntune gen"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw \
   --format=csv >"$out/nvidia-smi.txt" 2>&1

@@ -35,7 +35,8 @@
  * Tiles wholly above the diagonal are never loaded.
  *
  * Steps (docs/perf.md, "## fa2", has the measurements):
- *   v1: this structure — cp.async multi-stage K/V ring, swizzled smem, quad-shuffle softmax.
+ *   v1: this structure — cp.async multi-stage K/V ring, swizzled smem, quad-shuffle softmax:
+ *       H200 bf16 B2 N16 T=S=8192 D128: 333.7 TFLOP/s (bm128 bn128 w8 s3), causal 312.4.
  */
 
 #if AT_IN_DTYPE != AT_OUT_DTYPE

@@ -174,8 +174,6 @@ static void test_fa2_variants(void **state)
 
 int main(void)
 {
-  /* NVRTC's cache (CUDA 12.9+) skips ptxas and its resource report on a hit; compile fresh. */
-  setenv("CUDA_CACHE_DISABLE", "1", 1);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_fa2_variants),
   };

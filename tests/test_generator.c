@@ -225,8 +225,6 @@ static void test_compile_no_spills(void **state)
 
 int main(void)
 {
-  /* NVRTC's cache (CUDA 12.9+) would skip ptxas and its resource report on a second run. */
-  setenv("CUDA_CACHE_DISABLE", "1", 1);
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_literal_keys),     cmocka_unit_test(test_bad_keys),
       cmocka_unit_test(test_bad_shapes),       cmocka_unit_test(test_enumeration_space),

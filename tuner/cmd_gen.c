@@ -138,7 +138,10 @@ static int do_emit(const gen_opts *o, const gen_target *target)
   char *source = NULL;
   at_status rc = gen_variant_parse(o->key, &v);
   if (rc != AT_OK) return tn_usage_error("gen", "%s", at_last_error());
-  if ((rc = gen_emit(&v, target, &source)) != AT_OK) return tn_report_failure("gen", rc);
+  rc = gen_emit(&v, target, &source);
+  if (rc == AT_ERR_INVALID || rc == AT_ERR_UNSUPPORTED) /* a key the constraints refuse */
+    return tn_usage_error("gen", "cannot emit %s for %s: %s", o->key, target->arch, at_last_error());
+  if (rc != AT_OK) return tn_report_failure("gen", rc);
   fputs(source, stdout);
   free(source);
   return TN_EXIT_OK;
@@ -178,9 +181,6 @@ int tn_cmd_gen(int argc, char **argv)
   gen_target target;
   gen_variant vs[GEN_MAX_VARIANTS];
   int n = 0;
-  /* NVRTC (CUDA 12.9+) may serve a program from its cache, and then ptxas prints no resource
-   * report: the --compile table and the spill check need it, so compile fresh in this process. */
-  setenv("CUDA_CACHE_DISABLE", "1", 0);
   int code = parse_args(argc, argv, &o);
   if (code < 0) return TN_EXIT_OK; /* --help */
   if (code != TN_EXIT_OK) return code;
