@@ -1,5 +1,5 @@
 /*
- * cmd_gen.c — `attntune gen`: list, emit, compile (no GPU needed) and benchmark (GPU) the generated
+ * cmd_gen.c — `attntune gen`: list, emit and compile (no GPU needed) the generated
  * fused attention variants for one shape.
  */
 #include <stdio.h>
@@ -9,10 +9,9 @@
 #include "generator/generator.h"
 #include "tuner/cli.h"
 #include "tuner/commands.h"
-#include "tuner/gen_bench.h"
 
 static const char USAGE[] =
-    "usage: attntune gen [shape flags] (--list | --emit KEY | --compile | --bench)\n"
+    "usage: attntune gen [shape flags] (--list | --emit KEY | --compile)\n"
     "\n"
     "Generate fa2 kernel variants (FlashAttention-2 style, mma.sync) for one shape.\n"
     "\n"
@@ -24,9 +23,9 @@ static const char USAGE[] =
     "  --q-heads N         query heads Nq (default 16)\n"
     "  --kv-heads N        key/value heads Nkv, divides Nq (default Nq)\n"
     "  --lse               also write the row log-sum-exp\n"
-    "  --batch N           B (for --bench; default 2)\n"
-    "  --seq-q N           T: with --list/--compile drops tiles far larger than T (--bench default 8192)\n"
-    "  --seq-kv N          S, likewise (default T)\n"
+    "  --seq-len N         T and S: drops tiles far larger than the sequence\n"
+    "  --q-len N           T alone\n"
+    "  --kv-len N          S alone (default T)\n"
     "  --arch ARCH         NVRTC target (default sm_90a)\n"
     "  --smem-limit BYTES  dynamic shared memory per block (default: the arch's opt-in limit)\n"
     "\n"
@@ -36,19 +35,18 @@ static const char USAGE[] =
     "  --compile           compile every listed variant (NVRTC, no GPU needed) and print registers,\n"
     "                      spill bytes, shared memory and compile time\n"
     "  --jobs N            compile threads (default: one per CPU)\n"
-    "  --bench             on GPU 0: verify every listed variant against the naive reference, time\n"
-    "                      it (median of --reps launches, default 50) and print the best next to the\n"
-    "                      naive path and the family default\n"
-    "  --help              this text\n";
+    "  --help              this text\n"
+    "\n"
+    "To verify and time every listed variant on a GPU: attntune bench --impl fa2 (same shape flags).\n";
 
-typedef enum action { ACT_NONE, ACT_LIST, ACT_EMIT, ACT_COMPILE, ACT_BENCH } action;
+typedef enum action { ACT_NONE, ACT_LIST, ACT_EMIT, ACT_COMPILE } action;
 
 typedef struct gen_opts {
   at_shape shape;
   int kv_heads_given, seq_kv_given;
   const char *arch;
   int smem_limit; /* 0: arch default */
-  int jobs, reps;
+  int jobs;
   action act;
   const char *key;
 } gen_opts;
@@ -56,7 +54,7 @@ typedef struct gen_opts {
 static int set_action(gen_opts *o, action a, const char *flag)
 {
   if (o->act != ACT_NONE) {
-    tn_usage_error("gen", "%s conflicts with an earlier action (one of --list, --emit, --compile, --bench)", flag);
+    tn_usage_error("gen", "%s conflicts with an earlier action (one of --list, --emit, --compile)", flag);
     return 0;
   }
   o->act = a;
@@ -70,7 +68,6 @@ static int parse_args(int argc, char **argv, gen_opts *o)
   o->shape = (at_shape){.batch = 2, .q_len = 0, .kv_len = 0, .q_heads = 16, .kv_heads = 16,
                         .head_dim = 0, .dtype = AT_DTYPE_BF16, .mask = AT_MASK_NONE};
   o->arch = "sm_90a";
-  o->reps = 50;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i];
     const char *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -85,19 +82,17 @@ static int parse_args(int argc, char **argv, gen_opts *o)
     } else if (strcmp(a, "--lse") == 0) {
       o->shape.with_lse = 1;
       continue;
-    } else if (strcmp(a, "--list") == 0 || strcmp(a, "--compile") == 0 || strcmp(a, "--bench") == 0) {
-      if (!set_action(o, a[2] == 'l' ? ACT_LIST : a[2] == 'c' ? ACT_COMPILE : ACT_BENCH, a)) return TN_EXIT_USAGE;
+    } else if (strcmp(a, "--list") == 0 || strcmp(a, "--compile") == 0) {
+      if (!set_action(o, a[2] == 'l' ? ACT_LIST : ACT_COMPILE, a)) return TN_EXIT_USAGE;
       continue;
     }
     /* Flags with a value from here on. */
     if (strcmp(a, "--head-dim") == 0) int_target = &o->shape.head_dim, lo = 0, hi = 4096;
     else if (strcmp(a, "--q-heads") == 0) int_target = &o->shape.q_heads, hi = 65535;
     else if (strcmp(a, "--kv-heads") == 0) int_target = &o->shape.kv_heads, o->kv_heads_given = 1, hi = 65535;
-    else if (strcmp(a, "--batch") == 0) int_target = &o->shape.batch, hi = 65535;
-    else if (strcmp(a, "--seq-q") == 0) int_target = &o->shape.q_len;
-    else if (strcmp(a, "--seq-kv") == 0) int_target = &o->shape.kv_len, o->seq_kv_given = 1;
+    else if (strcmp(a, "--q-len") == 0 || strcmp(a, "--seq-len") == 0) int_target = &o->shape.q_len;
+    else if (strcmp(a, "--kv-len") == 0) int_target = &o->shape.kv_len, o->seq_kv_given = 1;
     else if (strcmp(a, "--jobs") == 0) int_target = &o->jobs, hi = 64;
-    else if (strcmp(a, "--reps") == 0) int_target = &o->reps, hi = 100000;
     else if (strcmp(a, "--smem-limit") == 0) int_target = &o->smem_limit, lo = 49152, hi = 1 << 20;
     else if (strcmp(a, "--dtype") != 0 && strcmp(a, "--arch") != 0 && strcmp(a, "--emit") != 0) {
       if (a[0] == '-') return tn_usage_error("gen", "unknown option '%s'", a);
@@ -119,9 +114,8 @@ static int parse_args(int argc, char **argv, gen_opts *o)
     }
   }
   if (!o->kv_heads_given) o->shape.kv_heads = o->shape.q_heads;
-  if (o->act == ACT_NONE) return tn_usage_error("gen", "give an action: --list, --emit KEY, --compile or --bench");
+  if (o->act == ACT_NONE) return tn_usage_error("gen", "give an action: --list, --emit KEY or --compile");
   if (o->act != ACT_EMIT && o->shape.head_dim == 0) return tn_usage_error("gen", "--head-dim is required");
-  if (o->act == ACT_BENCH && o->shape.q_len == 0) o->shape.q_len = 8192;
   if (!o->seq_kv_given) o->shape.kv_len = o->shape.q_len;
   return TN_EXIT_OK;
 }
@@ -201,7 +195,6 @@ int tn_cmd_gen(int argc, char **argv)
     }
     return TN_EXIT_OK;
   case ACT_COMPILE: return do_compile(&o, &target, vs, n);
-  case ACT_BENCH: return tn_gen_bench(&o.shape, &target, vs, n, o.reps, o.jobs);
   default: return TN_EXIT_USAGE;
   }
 }

@@ -15,5 +15,4 @@ set(AT_TUNER_CLI_SOURCES
   tuner/cmd_tune.c
   tuner/cmd_cache.c
   tuner/cmd_gen.c
-  tuner/gen_bench.c
 )
