@@ -118,10 +118,11 @@ void rt_cudnn_summarize(const char *raw, char *out, size_t cap)
     while (len && (*line == ' ' || *line == '\t')) line++, len--;
     while (len && (line[len - 1] == ' ' || line[len - 1] == '\r')) len--;
     const char *why = memmem(line, len, "Reason: ", 8);
-    if (len == 0 || (len >= 3 && memcmp(line, "===", 3) == 0)) {
+    const char *eng = memmem(line, len, "{\"engineId\":", 12);
+    if (len == 0 || memmem(line, len, "===", 3)) {
       new_block = 1;
-    } else if (len > 12 && memcmp(line, "{\"engineId\":", 12) == 0) {
-      engine = strtol(line + 12, NULL, 10);
+    } else if (eng) {
+      engine = strtol(eng + 12, NULL, 10);
       new_block = 1;
     } else if (why && !memmem(line, len, "CUDNN_STATUS_SUCCESS", 20)) {
       any_reason = 1;

@@ -577,10 +577,9 @@ static void choose_plan(builder *b, cudnnHandle_t handle, cudnnBackendDescriptor
     cudnnBackendDescriptor_t cfgs[MAX_CONFIGS];
     for (int64_t i = 0; i < n; i++) cfgs[i] = B_CREATE(b, CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
     int64_t got = 0;
-    if (n > 0)
-      b_check(b, api->cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
-                                               n, &got, cfgs),
-              "cudnnBackendGetAttribute(CUDNN_ATTR_ENGINEHEUR_RESULTS)", __LINE__);
+    b_check(b, api->cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, n,
+                                             &got, cfgs),
+            "cudnnBackendGetAttribute(CUDNN_ATTR_ENGINEHEUR_RESULTS)", __LINE__);
     if (ok(b) && got == 0) {
       char why[1536];
       rt_cudnn_last_reason(why, sizeof why);
@@ -619,9 +618,10 @@ static void choose_plan(builder *b, cudnnHandle_t handle, cudnnBackendDescriptor
       return;
     }
   }
-  if (ok(b))
-    b->rc = rt_fail(AT_ERR_UNSUPPORTED, "cuDNN cannot run this attention: no engine config finalized "
-                    "(%d tried): %s", tried, last_reason);
+  if (ok(b) && tried == 0) b->rc = rt_fail(AT_ERR_UNSUPPORTED, "cuDNN cannot run this attention: %s", last_reason);
+  else if (ok(b))
+    b->rc = rt_fail(AT_ERR_UNSUPPORTED, "cuDNN cannot run this attention: none of %d engine configs finalized; "
+                    "the last: %s", tried, last_reason);
 }
 
 static double now_ms(void)
