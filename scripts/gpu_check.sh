@@ -1,20 +1,37 @@
 #!/bin/sh
-# gpu_check.sh [BUILD_DIR] — the GPU side of a check, in one go: environment, tests, devices.
+# gpu_check.sh [BUILD_DIR] — the GPU side of a check, in one go: the tests (GPU tests included),
+# `attntune devices`, a tuning run of configs/quick.yaml and the 8k benchmark table, printed last.
 # Run on the GPU machine from the repository root after building on the build machine with
 #   cmake -S . -B build -DCMAKE_BUILD_TYPE=Release && cmake --build build -j2 && scripts/devlibs.sh build
-# Full logs go to $OUT (or ./gpu-logs); a short summary is printed last.
+# Full logs go to $OUT (or ./gpu-logs). GPU_CHECK_SKIP_TUNE=1 skips the tuning run.
 build=${1:-build}
 out=${OUT:-gpu-logs}
 mkdir -p "$out"
 cudnn919=/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cudnn/lib
 export LD_LIBRARY_PATH="$PWD/$build/devlibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-[ -d "$cudnn919" ] && [ -z "${ATTNTUNE_CUDNN:-}" ] && export ATTNTUNE_CUDNN="$cudnn919"
+if [ -d "$cudnn919" ] && [ -z "${ATTNTUNE_CUDNN:-}" ]; then
+  export ATTNTUNE_CUDNN="$cudnn919" LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$cudnn919"
+fi
+at="$build/attntune"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv \
   >"$out/nvidia-smi.txt" 2>&1
-ctest --test-dir "$build" -V ${CTEST_ARGS:-} >"$out/ctest.log" 2>&1
+timeout "${CTEST_TIMEOUT:-300}" ctest --test-dir "$build" -V ${CTEST_ARGS:-} >"$out/ctest.log" 2>&1
 ctest_rc=$?
-"$build/attntune" devices >"$out/devices.txt" 2>&1
+"$at" devices >"$out/devices.txt" 2>&1
+tune_rc=skipped
+if [ -z "${GPU_CHECK_SKIP_TUNE:-}" ]; then
+  /usr/bin/time -f "wall %e s" timeout 240 "$at" tune configs/quick.yaml --db "$out/quick.db" \
+    >"$out/tune.txt" 2>"$out/tune.err"
+  tune_rc=$?
+fi
+for mask in "" --causal; do
+  timeout 120 "$at" bench --impl naive,cudnn,fa2-default --batch 2 --seq-len 8192 --q-heads 16 \
+    --head-dim 128 --reps 20 $mask >>"$out/bench.txt" 2>&1
+done
 echo "== devices"; cat "$out/devices.txt"
 echo "== ctest (exit $ctest_rc; full log in ctest.log)"
-grep -E "Test +#[0-9]+:|tests passed|FAILED|Failed" "$out/ctest.log" | grep -v "^test [0-9]*$"
-exit $ctest_rc
+grep -E "Test +#[0-9]+:|tests passed|FAILED|Failed|^planted|^killed|^after|^ok:" "$out/ctest.log"
+echo "== tune configs/quick.yaml (exit $tune_rc)"
+tail -n 3 "$out/tune.err"; cat "$out/tune.txt"
+echo "== bench"; cat "$out/bench.txt"
+[ "$ctest_rc" = 0 ]
