@@ -421,7 +421,13 @@ static at_status tune_shape(device_job *job, int index)
   job->shape_req.tolerance = cfg->tolerance[s->dtype];
   job->shape_loaded = 0;
   tn_response shape_resp;
-  if ((rc = load_shape(job, &shape_resp)) != AT_OK) return rc;
+  if ((rc = load_shape(job, &shape_resp)) != AT_OK) {
+    /* This shape cannot be prepared (out of memory, a fault in cuDNN...): say so and go on;
+     * it is not marked done, so a rerun tries again. */
+    progress(job->run, "gpu%d %s: not tuned: %s", job->device, key, at_last_error());
+    tn_worker_stop(&job->worker);
+    return AT_OK;
+  }
 
   cache_trial cudnn;
   if ((rc = tune_cudnn(job, &shape_resp, &cudnn)) != AT_OK) return rc;
