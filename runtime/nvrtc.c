@@ -3,6 +3,7 @@
  * and the resource report (registers, spills, stack, shared memory) that ptxas writes into it.
  * Works without a GPU: NVRTC runs on the CPU.
  */
+#include <dlfcn.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,18 +13,70 @@
 
 #include "runtime/rt.h"
 
+/* NVRTC is loaded at run time, like the driver, for two reasons: a missing NVRTC is then an error
+ * message rather than a failed start, and CUDA_CACHE_DISABLE can be set before NVRTC reads it.
+ * NVRTC (CUDA 12.9 and newer) keeps an on-disk compile cache whose hits skip ptxas, and with it
+ * the resource report (registers, spills) that pruning and the tuner's records rely on; NVRTC
+ * reads the variable when it is loaded, so setting it later has no effect. */
+#define NVRTC_FUNCTIONS(X)                                                                       \
+  X(nvrtcVersion) X(nvrtcGetErrorString) X(nvrtcCreateProgram) X(nvrtcCompileProgram)          \
+  X(nvrtcGetProgramLogSize) X(nvrtcGetProgramLog) X(nvrtcGetCUBINSize) X(nvrtcGetCUBIN)         \
+  X(nvrtcDestroyProgram)
+
+static struct {
+#define NVRTC_FIELD(name) __typeof__(&name) name;
+  NVRTC_FUNCTIONS(NVRTC_FIELD)
+#undef NVRTC_FIELD
+} g_nvrtc;
+static pthread_once_t g_nvrtc_once = PTHREAD_ONCE_INIT;
+static char g_nvrtc_error[1024];
+
+#define AT_STR_(x) #x
+#define AT_STR(x) AT_STR_(x)
+
+static void load_nvrtc(void)
+{
+  /* The soname of the toolkit built against, then the file the build linked. */
+  static const char *const CANDIDATES[] = {"libnvrtc.so." AT_STR(AT_NVRTC_MAJOR), AT_NVRTC_PATH};
+  void *lib = NULL;
+  setenv("CUDA_CACHE_DISABLE", "1", 1);
+  for (size_t i = 0; !lib && i < sizeof CANDIDATES / sizeof *CANDIDATES; i++)
+    lib = dlopen(CANDIDATES[i], RTLD_NOW | RTLD_GLOBAL);
+  if (!lib) {
+    snprintf(g_nvrtc_error, sizeof g_nvrtc_error, "cannot load NVRTC (%s or %s): %s; is the CUDA "
+             "toolkit's NVRTC installed and on the loader path?", CANDIDATES[0], CANDIDATES[1], dlerror());
+    return;
+  }
+#define NVRTC_RESOLVE(name)                                                                      \
+  if (!(*(void **)&g_nvrtc.name = dlsym(lib, #name))) {                                          \
+    snprintf(g_nvrtc_error, sizeof g_nvrtc_error, "NVRTC lacks %s", #name);                      \
+    return;                                                                                      \
+  }
+  NVRTC_FUNCTIONS(NVRTC_RESOLVE)
+#undef NVRTC_RESOLVE
+}
+
+at_status rt_nvrtc_load(void)
+{
+  pthread_once(&g_nvrtc_once, load_nvrtc);
+  if (!g_nvrtc.nvrtcDestroyProgram) return rt_fail(AT_ERR_COMPILE, "%s", g_nvrtc_error);
+  return AT_OK;
+}
+
 static at_status nvrtc_check(nvrtcResult r, const char *expr, const char *name, int line)
 {
   if (r == NVRTC_SUCCESS) return AT_OK;
   return rt_fail(r == NVRTC_ERROR_OUT_OF_MEMORY ? AT_ERR_NOMEM : AT_ERR_COMPILE,
-                 "%s failed for '%s': %s (runtime/nvrtc.c:%d)", expr, name, nvrtcGetErrorString(r),
-                 line);
+                 "%s failed for '%s': %s (runtime/nvrtc.c:%d)", expr, name,
+                 g_nvrtc.nvrtcGetErrorString(r), line);
 }
 #define NVRTC(expr, name) nvrtc_check((expr), #expr, (name), __LINE__)
 
 at_status rt_nvrtc_version(int *major, int *minor)
 {
-  return NVRTC(nvrtcVersion(major, minor), "version");
+  at_status rc = rt_nvrtc_load();
+  if (rc != AT_OK) return rc;
+  return NVRTC(g_nvrtc.nvrtcVersion(major, minor), "version");
 }
 
 static rt_kernel_resources *begin_kernel(rt_binary *bin, const char *name, size_t len)
@@ -84,33 +137,27 @@ static void parse_resources(rt_binary *bin)
 static at_status fetch_log(nvrtcProgram prog, const char *name, rt_binary *out)
 {
   size_t size = 0;
-  at_status rc = NVRTC(nvrtcGetProgramLogSize(prog, &size), name);
+  at_status rc = NVRTC(g_nvrtc.nvrtcGetProgramLogSize(prog, &size), name);
   if (rc != AT_OK) return rc;
   out->log = malloc(size + 1);
   if (!out->log) return rt_fail(AT_ERR_NOMEM, "no memory for the compile log of '%s'", name);
   out->log[0] = '\0';
-  if (size > 0 && (rc = NVRTC(nvrtcGetProgramLog(prog, out->log), name)) != AT_OK) return rc;
+  if (size > 0 && (rc = NVRTC(g_nvrtc.nvrtcGetProgramLog(prog, out->log), name)) != AT_OK) return rc;
   out->log[size] = '\0';
   return AT_OK;
 }
 
 static at_status fetch_cubin(nvrtcProgram prog, const char *name, rt_binary *out)
 {
-  at_status rc = NVRTC(nvrtcGetCUBINSize(prog, &out->cubin_size), name);
+  at_status rc = NVRTC(g_nvrtc.nvrtcGetCUBINSize(prog, &out->cubin_size), name);
   if (rc != AT_OK) return rc;
   if (out->cubin_size == 0)
     return rt_fail(AT_ERR_COMPILE, "NVRTC produced no cubin for '%s' (was a virtual "
                    "compute_XX architecture given instead of sm_XX?)", name);
   out->cubin = malloc(out->cubin_size);
   if (!out->cubin) return rt_fail(AT_ERR_NOMEM, "no memory for the cubin of '%s'", name);
-  return NVRTC(nvrtcGetCUBIN(prog, out->cubin), name);
+  return NVRTC(g_nvrtc.nvrtcGetCUBIN(prog, out->cubin), name);
 }
-
-/* NVRTC (CUDA 12.9 and newer) keeps an on-disk compile cache; a cache hit returns the cubin
- * without running ptxas, so the log lacks the resource report that pruning and the tuner's
- * records rely on (registers, spills). Every compile must be a real one. */
-static pthread_once_t g_cache_once = PTHREAD_ONCE_INIT;
-static void disable_compile_cache(void) { setenv("CUDA_CACHE_DISABLE", "1", 1); }
 
 at_status rt_compile(const char *source, const char *name, const char *arch,
                      const char *const *extra_opts, int n_extra, rt_binary *out)
@@ -123,7 +170,7 @@ at_status rt_compile(const char *source, const char *name, const char *arch,
   at_status rc;
 
   memset(out, 0, sizeof *out);
-  pthread_once(&g_cache_once, disable_compile_cache);
+  if ((rc = rt_nvrtc_load()) != AT_OK) return rc;
   if ((rc = rt_arch_parse(arch, &major, &minor, &specific)) != AT_OK) return rc;
   if (n_extra < 0 || n_extra > 24) return rt_fail(AT_ERR_INVALID, "too many NVRTC options (%d)", n_extra);
   snprintf(arch_opt, sizeof arch_opt, "--gpu-architecture=sm_%d%d%s", major, minor,
@@ -134,18 +181,18 @@ at_status rt_compile(const char *source, const char *name, const char *arch,
   opts[n_opts++] = "--device-int128";
   for (int i = 0; i < n_extra; i++) opts[n_opts++] = extra_opts[i];
 
-  if ((rc = NVRTC(nvrtcCreateProgram(&prog, source, name, 0, NULL, NULL), name)) != AT_OK) return rc;
-  nvrtcResult compiled = nvrtcCompileProgram(prog, n_opts, opts);
+  if ((rc = NVRTC(g_nvrtc.nvrtcCreateProgram(&prog, source, name, 0, NULL, NULL), name)) != AT_OK) return rc;
+  nvrtcResult compiled = g_nvrtc.nvrtcCompileProgram(prog, n_opts, opts);
   if ((rc = fetch_log(prog, name, out)) != AT_OK) goto done;
   if (compiled != NVRTC_SUCCESS) {
     rc = rt_fail(AT_ERR_COMPILE, "NVRTC could not compile '%s' for %s: %s\n%s", name, arch,
-                 nvrtcGetErrorString(compiled), out->log);
+                 g_nvrtc.nvrtcGetErrorString(compiled), out->log);
     goto done;
   }
   if ((rc = fetch_cubin(prog, name, out)) != AT_OK) goto done;
   parse_resources(out);
 done:
-  nvrtcDestroyProgram(&prog);
+  g_nvrtc.nvrtcDestroyProgram(&prog);
   if (rc != AT_OK) {
     /* Keep the log for the caller; drop the half-made cubin. */
     free(out->cubin);

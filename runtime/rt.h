@@ -141,6 +141,8 @@ void rt_binary_free(rt_binary *bin);
 /* Resources of the named kernel in a compiled binary, or NULL. */
 const rt_kernel_resources *rt_binary_kernel(const rt_binary *bin, const char *kernel);
 at_status rt_nvrtc_version(int *major, int *minor);
+/* Load NVRTC (once; rt_compile does it). AT_ERR_COMPILE with a message when it is missing. */
+at_status rt_nvrtc_load(void);
 
 /* ---- modules and launches ---------------------------------------------------------------- */
 

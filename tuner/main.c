@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "attntune.h"
+#include "runtime/rt.h"
 #include "tuner/cli.h"
 #include "tuner/commands.h"
 
@@ -44,6 +45,10 @@ static void print_usage(FILE *out)
 
 int main(int argc, char **argv)
 {
+  /* Load NVRTC before anything else can (cuDNN's runtime-compiled engines load it too), so that
+   * its compile cache is off in this process and every compile reports its resources. A missing
+   * NVRTC is reported by the commands that need it. */
+  rt_nvrtc_load();
   if (argc < 2) {
     print_usage(stderr);
     return TN_EXIT_USAGE;
