@@ -63,5 +63,22 @@ done <"$dir/final-before.csv"
 # A third run has nothing to do.
 "$bin" tune "$config" --db "$dir/kill.db" 2>"$dir/kill3.err" >/dev/null || fail "third run"
 [ "$(grep -c 'skipped' "$dir/kill3.err")" -eq 16 ] || fail "third run redid work"
+# 3. Ctrl-C: the trial in flight finishes, everything is committed, exit 130; a rerun completes.
+"$bin" tune "$config" --db "$dir/int.db" >"$dir/int1.out" 2>"$dir/int1.err" &
+pid=$!
+for i in $(seq 1 600); do
+  sleep 0.1
+  n=$("$bin" cache export --trials --format csv --db "$dir/int.db" 2>/dev/null | grep -c ',ok,')
+  [ "$n" -ge 4 ] && break
+done
+kill -INT $pid
+wait $pid
+code=$?
+[ "$code" -eq 130 ] || fail "Ctrl-C: exit $code, expected 130"
+grep -q "interrupted" "$dir/int1.err" || fail "Ctrl-C: no 'interrupted' message"
+pgrep -f "attntune __worker" >/dev/null && fail "Ctrl-C left a worker running"
+"$bin" tune "$config" --db "$dir/int.db" >/dev/null 2>"$dir/int2.err" || fail "rerun after Ctrl-C"
+[ "$("$bin" cache list --db "$dir/int.db" | grep -c '^NVIDIA')" -eq 16 ] || fail "rerun after Ctrl-C did not finish"
+echo "ok: Ctrl-C exited 130 after the trial in flight, and a rerun finished"
 echo "ok: crash recorded and run completed; kill -9 + rerun lost nothing and redid nothing"
 cat "$dir/kill2.out"
