@@ -68,6 +68,14 @@ static const char *const MIGRATIONS[] = {
     "  PRIMARY KEY (gpu_model, template_version, shape_key)\n"
     ");\n"
     "CREATE INDEX best_lookup ON best (gpu_model, dtype, head_dim, mask, q_heads, kv_heads);\n",
+    /* 1 -> 2: compiled kernels by variant, for plans that use a variant no best row holds
+     * (the family default, a nearby shape's winner) */
+    "CREATE TABLE cubins (\n"
+    "  impl TEXT NOT NULL, arch TEXT NOT NULL, template_version TEXT NOT NULL,\n"
+    "  nvrtc TEXT NOT NULL, entry TEXT NOT NULL, cubin BLOB NOT NULL,\n"
+    "  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ','now')),\n"
+    "  PRIMARY KEY (impl, arch, template_version)\n"
+    ");\n",
 };
 enum { N_MIGRATIONS = sizeof MIGRATIONS / sizeof *MIGRATIONS };
 _Static_assert(N_MIGRATIONS == CACHE_SCHEMA_VERSION, "one migration per schema version");
@@ -645,6 +653,7 @@ static at_status merge_one(cache_db *into, const char *input)
            "ON m.gpu_model = s.gpu_model AND m.template_version = s.template_version AND "
            "m.shape_key = s.shape_key WHERE m.time_ms IS NULL OR s.time_ms < m.time_ms;\n"
            "INSERT OR IGNORE INTO main.done SELECT * FROM src.done;\n"
+           "INSERT OR IGNORE INTO main.cubins SELECT * FROM src.cubins;\n"
            "COMMIT;",
            "merging");
   if (s != AT_OK) sqlite3_exec(into->db, "ROLLBACK", NULL, NULL, NULL);
@@ -671,10 +680,11 @@ at_status cache_prune(cache_db *c, const char *current_template, int *removed)
 {
   static const char *const SQL[] = {"DELETE FROM trials WHERE template_version <> ?1",
                                     "DELETE FROM best WHERE template_version <> ?1",
-                                    "DELETE FROM done WHERE template_version <> ?1"};
+                                    "DELETE FROM done WHERE template_version <> ?1",
+                                    "DELETE FROM cubins WHERE template_version <> ?1"};
   at_status s = exec(c, "BEGIN IMMEDIATE", "starting to prune");
   *removed = 0;
-  for (int i = 0; i < 3 && s == AT_OK; i++) {
+  for (size_t i = 0; i < sizeof SQL / sizeof *SQL && s == AT_OK; i++) {
     sqlite3_stmt *st = NULL;
     if ((s = prepare(c, SQL[i], &st)) != AT_OK) break;
     s = step_done(c, st, bind_text(st, 1, current_template), "pruning");
@@ -686,3 +696,53 @@ at_status cache_prune(cache_db *c, const char *current_template, int *removed)
   }
   return exec(c, "COMMIT", "committing the prune");
 }
+
+/* ---- cubins ---------------------------------------------------------------------------------- */
+
+at_status cache_put_cubin(cache_db *c, const char *impl, const char *arch, const char *template_version,
+                          const char *nvrtc, const char *entry, const void *cubin, size_t size)
+{
+  sqlite3_stmt *st = NULL;
+  at_status s = prepare(c, "INSERT OR REPLACE INTO cubins (impl, arch, template_version, nvrtc, "
+                           "entry, cubin) VALUES (?, ?, ?, ?, ?, ?)", &st);
+  if (s != AT_OK) return s;
+  int rc = bind_text(st, 1, impl) | bind_text(st, 2, arch) | bind_text(st, 3, template_version) |
+           bind_text(st, 4, nvrtc) | bind_text(st, 5, entry) |
+           sqlite3_bind_blob(st, 6, cubin, (int)size, SQLITE_TRANSIENT);
+  return step_done(c, st, rc, "storing a cubin");
+}
+
+at_status cache_get_cubin(cache_db *c, const char *impl, const char *arch, const char *template_version,
+                          void **cubin, size_t *size, int *found)
+{
+  sqlite3_stmt *st = NULL;
+  *found = 0;
+  *cubin = NULL;
+  *size = 0;
+  /* A best row's cubin serves as well as one stored on its own. */
+  at_status s = prepare(c, "SELECT cubin FROM cubins WHERE impl = ?1 AND arch = ?2 AND "
+                           "template_version = ?3 UNION ALL SELECT cubin FROM best WHERE impl = ?1 "
+                           "AND arch = ?2 AND template_version = ?3 AND cubin IS NOT NULL LIMIT 1", &st);
+  if (s != AT_OK) return s;
+  int rc = bind_text(st, 1, impl) | bind_text(st, 2, arch) | bind_text(st, 3, template_version);
+  if ((s = SQL_CHECK(c, rc, "looking up a cubin")) == AT_OK) {
+    rc = sqlite3_step(st);
+    if (rc == SQLITE_ROW) {
+      int n = sqlite3_column_bytes(st, 0);
+      const void *blob = sqlite3_column_blob(st, 0);
+      if (blob && n > 0 && (*cubin = malloc((size_t)n)) != NULL) {
+        memcpy(*cubin, blob, (size_t)n);
+        *size = (size_t)n;
+        *found = 1;
+      } else if (blob && n > 0) {
+        s = rt_fail(AT_ERR_NOMEM, "%s: no memory for a %d-byte cubin", c->path, n);
+      }
+    } else if (rc != SQLITE_DONE) {
+      s = sql_fail(c, rc, "looking up a cubin", __LINE__);
+    }
+  }
+  sqlite3_finalize(st);
+  return s;
+}
+
+int cache_is_read_only(const cache_db *c) { return c->read_only; }

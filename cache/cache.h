@@ -21,7 +21,7 @@
 
 #include "attntune.h"
 
-#define CACHE_SCHEMA_VERSION 1
+#define CACHE_SCHEMA_VERSION 2
 
 typedef struct cache_db cache_db;
 
@@ -122,5 +122,13 @@ at_status cache_merge(const char *const *inputs, int n_inputs, const char *into)
 /* Delete rows whose template version is not current_template (and their trials). *removed
  * counts the rows deleted. */
 at_status cache_prune(cache_db *db, const char *current_template, int *removed);
+
+/* Compiled kernels by variant key and arch, for the template version they were built from.
+ * cache_get_cubin also finds a best row's cubin; the caller frees *cubin. */
+at_status cache_put_cubin(cache_db *db, const char *impl, const char *arch, const char *template_version,
+                          const char *nvrtc, const char *entry, const void *cubin, size_t size);
+at_status cache_get_cubin(cache_db *db, const char *impl, const char *arch, const char *template_version,
+                          void **cubin, size_t *size, int *found);
+int cache_is_read_only(const cache_db *db);
 
 #endif /* AT_CACHE_CACHE_H */

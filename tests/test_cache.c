@@ -152,6 +152,47 @@ static void test_migration_from_empty_file(void **state)
   cache_close(db);
 }
 
+/* A version-1 file (no cubins table) with data migrates to version 2 and keeps its rows. */
+static void test_migration_from_version_1_keeps_rows(void **state)
+{
+  (void)state;
+  const char *p = path_in_dir("v1.db");
+  cache_db *db;
+  cache_env e = h200();
+  at_shape s = shape(256, AT_MASK_CAUSAL_TL);
+  TU_OK(cache_open(p, 0, &db));
+  cache_trial t = trial(s, "fa2.kept", CACHE_OK, 0.3);
+  TU_OK(cache_put_trial(db, &e, &t));
+  cache_close(db);
+  sqlite3 *raw;
+  assert_int_equal(sqlite3_open(p, &raw), SQLITE_OK);
+  assert_int_equal(sqlite3_exec(raw, "DROP TABLE cubins; PRAGMA user_version = 1", NULL, NULL, NULL), SQLITE_OK);
+  sqlite3_close(raw);
+  TU_OK(cache_open(p, 0, &db));
+  assert_int_equal(cache_schema_version(db), 2);
+  int found = 0;
+  TU_OK(cache_find_trial(db, &e, &s, "fa2.kept", &found, NULL));
+  assert_true(found);
+  static const unsigned char bin[] = {0x7f, 'E', 'L', 'F', 9};
+  TU_OK(cache_put_cubin(db, "fa2.x", "sm_90a", "t1", "13.0", "fa2_x", bin, sizeof bin));
+  void *got = NULL;
+  size_t size = 0;
+  TU_OK(cache_get_cubin(db, "fa2.x", "sm_90a", "t1", &got, &size, &found));
+  assert_true(found);
+  assert_int_equal(size, sizeof bin);
+  assert_memory_equal(got, bin, sizeof bin);
+  free(got);
+  TU_OK(cache_get_cubin(db, "fa2.x", "sm_80", "t1", &got, &size, &found));
+  assert_false(found);
+  /* A best row's cubin is found by variant too. */
+  cache_best b = best(s, "fa2.in-best", 0.5);
+  TU_OK(cache_put_best(db, &b, NULL));
+  TU_OK(cache_get_cubin(db, "fa2.in-best", "sm_90a", "t1", &got, &size, &found));
+  assert_true(found && size == 7);
+  free(got);
+  cache_close(db);
+}
+
 static void test_trials_round_trip_and_replace(void **state)
 {
   (void)state;
@@ -350,6 +391,7 @@ int main(void)
       cmocka_unit_test(test_schema_created_with_version_and_wal),
       cmocka_unit_test(test_newer_schema_and_foreign_files_are_refused),
       cmocka_unit_test(test_migration_from_empty_file),
+      cmocka_unit_test(test_migration_from_version_1_keeps_rows),
       cmocka_unit_test(test_trials_round_trip_and_replace),
       cmocka_unit_test(test_best_keeps_the_faster),
       cmocka_unit_test(test_resume_marks),
