@@ -19,6 +19,13 @@
 extern "C" {
 #endif
 
+/* Symbols of the shared library: only what this header declares is exported. */
+#if defined(__GNUC__)
+#define AT_API __attribute__((visibility("default")))
+#else
+#define AT_API
+#endif
+
 #define ATTNTUNE_VERSION_MAJOR 0
 #define ATTNTUNE_VERSION_MINOR 1
 #define ATTNTUNE_VERSION_PATCH 0
@@ -40,9 +47,9 @@ typedef enum at_status {
 } at_status;
 
 /* Name of a status ("AT_ERR_CUDA") and the calling thread's last error message ("" if none). */
-const char *at_status_name(at_status status);
-const char *at_last_error(void);
-const char *at_version(void);
+AT_API const char *at_status_name(at_status status);
+AT_API const char *at_last_error(void);
+AT_API const char *at_version(void);
 
 typedef enum at_dtype {
   AT_DTYPE_F32 = 0,
@@ -86,33 +93,131 @@ typedef struct at_tensors {
 } at_tensors;
 
 /* Shape helpers. at_shape_check explains the first problem it finds. */
-at_status at_shape_check(const at_shape *shape);
-float at_shape_scale(const at_shape *shape);
-double at_shape_flops(const at_shape *shape);
-at_strides at_strides_bshd(int seq_len, int heads, int head_dim);
+AT_API at_status at_shape_check(const at_shape *shape);
+AT_API float at_shape_scale(const at_shape *shape);
+AT_API double at_shape_flops(const at_shape *shape);
+AT_API at_strides at_strides_bshd(int seq_len, int heads, int head_dim);
 /* Stable text key of a shape, as the cache and reports use it:
  * "b2.t8192.s8192.hq16.hkv16.d128.bf16.causal" (+ ".lse"). The scale is not part of it: it is
  * a run-time argument that no kernel choice depends on. */
-void at_shape_key(const at_shape *shape, char *buf, size_t size);
+AT_API void at_shape_key(const at_shape *shape, char *buf, size_t size);
 
-const char *at_dtype_name(at_dtype dtype); /* "f32", "f16", "bf16", "e4m3", "e5m2" */
-size_t at_dtype_size(at_dtype dtype);
-at_status at_dtype_parse(const char *text, at_dtype *out);
-const char *at_mask_name(at_mask mask); /* "none", "causal", "causal-br" */
-at_status at_mask_parse(const char *text, at_mask *out);
+AT_API const char *at_dtype_name(at_dtype dtype); /* "f32", "f16", "bf16", "e4m3", "e5m2" */
+AT_API size_t at_dtype_size(at_dtype dtype);
+AT_API at_status at_dtype_parse(const char *text, at_dtype *out);
+AT_API const char *at_mask_name(at_mask mask); /* "none", "causal", "causal-br" */
+AT_API at_status at_mask_parse(const char *text, at_mask *out);
 
 /* Host-side conversions, round-to-nearest-even. */
-uint16_t at_f32_to_f16(float x);
-float at_f16_to_f32(uint16_t h);
-uint16_t at_f32_to_bf16(float x);
-float at_bf16_to_f32(uint16_t h);
+AT_API uint16_t at_f32_to_f16(float x);
+AT_API float at_f16_to_f32(uint16_t h);
+AT_API uint16_t at_f32_to_bf16(float x);
+AT_API float at_bf16_to_f32(uint16_t h);
 /* FP8 per the OCP 8-bit floating point spec: E4M3 (no infinities, NaN = S.1111.111, max 448) and
  * E5M2 (IEEE-like, max 57344). Encoding rounds to nearest even and saturates to the largest
  * finite value; NaN encodes as NaN. */
-uint8_t at_f32_to_e4m3(float x);
-float at_e4m3_to_f32(uint8_t code);
-uint8_t at_f32_to_e5m2(float x);
-float at_e5m2_to_f32(uint8_t code);
+AT_API uint8_t at_f32_to_e4m3(float x);
+AT_API float at_e4m3_to_f32(uint8_t code);
+AT_API uint8_t at_f32_to_e5m2(float x);
+AT_API float at_e5m2_to_f32(uint8_t code);
+
+/* ==== The library: contexts and plans ====================================================
+ *
+ * An application opens a context on a GPU with a tuning cache (read-only is enough), creates a
+ * plan per call shape, and runs plans on its streams with its own device pointers:
+ *
+ *     at_context *ctx;
+ *     at_plan *plan;
+ *     at_context_create(0, "attntune.db", 0, &ctx);
+ *     at_plan_create(ctx, &shape, NULL, NULL, &plan);      // BSHD; picks the implementation
+ *     at_plan_run(plan, &tensors, NULL, stream);            // a launch: no NVRTC, no SQLite
+ *     at_plan_destroy(plan);
+ *     at_context_destroy(ctx);
+ *
+ * How a plan chooses (auto): the best verified implementation tuned for exactly this shape on
+ * this GPU model (cuDNN when it measured fastest) -> the winner of the nearest tuned shape with
+ * the same dtype, head dim, mask, GQA ratio and log-sum-exp -> the fa2 family's default for the
+ * architecture -> cuDNN -> the naive reference kernels. Cache rows measured with other kernel
+ * templates than this library's are not used (at_plan_describe says so). Kernels come from the
+ * cache's cubins when present; otherwise the plan compiles once (NVRTC) and, when the cache was
+ * opened writable, stores the cubin for the next process.
+ *
+ * Threads: a context may be shared; plan creation is serialized inside it. A plan may be run
+ * from one thread at a time (cuDNN plans bind pointers per run); create one per thread for
+ * concurrent runs. The context makes its GPU's primary context current on the calling thread. */
+
+typedef struct at_context at_context;
+typedef struct at_plan at_plan;
+
+enum {
+  AT_CONTEXT_CACHE_WRITABLE = 1, /* open the cache read-write and store compiled cubins in it */
+};
+
+/* cache_path may be NULL (no tuned results: defaults, cuDNN, naive). */
+AT_API at_status at_context_create(int device, const char *cache_path, unsigned flags, at_context **out);
+AT_API void at_context_destroy(at_context *ctx);
+/* "NVIDIA H200 (sm_90a)" */
+AT_API const char *at_context_describe(const at_context *ctx);
+
+/* Strides of the four tensors; NULL in at_plan_create means contiguous BSHD. */
+typedef struct at_layout {
+  at_strides q, k, v, o;
+} at_layout;
+AT_API at_layout at_layout_bshd(const at_shape *shape);
+
+typedef struct at_plan_options {
+  /* NULL or "auto": the chain above. "fa2": the chain without cuDNN and naive. "cudnn", "naive",
+   * or a variant key ("fa2.bf16.d128.causal.g4.bm128.bn64.w8.s2"): exactly that. */
+  const char *impl;
+} at_plan_options;
+
+/* Per-tensor FP8 scaling, device pointers to one fp32 each (see attntune_fp8.h). */
+typedef struct at_fp8_args {
+  const float *descale_q, *descale_k, *descale_v;
+  const float *scale_s, *descale_s; /* P is stored as fp8(P * scale_s) */
+  const float *scale_o;             /* O = fp8(O_real * scale_o) when O is FP8 */
+  float *amax_s, *amax_o;           /* written */
+} at_fp8_args;
+
+AT_API at_status at_plan_create(at_context *ctx, const at_shape *shape, const at_layout *layout,
+                                const at_plan_options *opts, at_plan **out);
+/* Enqueue the attention on stream (a CUstream; NULL: the default stream). t's strides must be
+ * the plan's layout; pointers must be 16-byte aligned; fp8 is required for FP8 shapes. */
+AT_API at_status at_plan_run(at_plan *plan, const at_tensors *t, const at_fp8_args *fp8, void *stream);
+AT_API void at_plan_destroy(at_plan *plan);
+
+typedef enum at_choice {
+  AT_CHOICE_EXACT = 0, /* tuned for this shape on this GPU model */
+  AT_CHOICE_NEAREST,   /* tuned for the nearest shape of the same kind */
+  AT_CHOICE_DEFAULT,   /* the family's default variant */
+  AT_CHOICE_CUDNN,     /* cuDNN, as the fallback */
+  AT_CHOICE_NAIVE,     /* the naive kernels, the last resort */
+  AT_CHOICE_FORCED,    /* at_plan_options.impl named it */
+} at_choice;
+
+typedef struct at_plan_info {
+  char impl[96];        /* a variant key, "cudnn" or "naive" */
+  at_choice choice;
+  char reason[768];     /* why, in words: which steps of the chain applied and which did not */
+  char tuned_shape[160]; /* the cache row used (exact or nearest), else "" */
+  double tuned_ms, cudnn_ms; /* measured on that row; NaN when unknown */
+  int compiled;         /* 1 when this plan ran NVRTC (no cubin in the cache) */
+  double create_ms;     /* host time at_plan_create took */
+} at_plan_info;
+
+AT_API at_status at_plan_describe(const at_plan *plan, at_plan_info *info);
+AT_API const char *at_choice_name(at_choice choice); /* "exact", "nearest", ... */
+
+/* Median device time of reps runs after warmup runs, timed like attntune's tuner does. */
+AT_API at_status at_plan_benchmark(at_plan *plan, const at_tensors *t, const at_fp8_args *fp8,
+                                   int warmup, int reps, double *median_ms);
+
+/* Device memory on the context's GPU, for programs that do not use the CUDA runtime. */
+AT_API at_status at_device_alloc(at_context *ctx, size_t bytes, void **ptr);
+AT_API void at_device_free(at_context *ctx, void *ptr);
+AT_API at_status at_copy_to_device(at_context *ctx, void *dst, const void *src, size_t bytes);
+AT_API at_status at_copy_to_host(at_context *ctx, void *dst, const void *src, size_t bytes);
+AT_API at_status at_synchronize(at_context *ctx);
 
 #ifdef __cplusplus
 }

@@ -10,4 +10,6 @@ set(AT_RUNTIME_SOURCES
   runtime/cudnn.c
   runtime/cudnn_sdpa.c
   runtime/fp8.c
+  runtime/lookup.c
+  runtime/api.c
 )

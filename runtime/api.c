@@ -1,0 +1,476 @@
+/*
+ * api.c — the public library: contexts, plans and the lookup chain (include/attntune.h).
+ *
+ * Plan creation (under the context's lock) may read the cache, compile with NVRTC and load
+ * modules; at_plan_run only checks its arguments and launches.
+ */
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cache/cache.h"
+#include "generator/generator.h"
+#include "runtime/cudnn_sdpa.h"
+#include "runtime/lookup.h"
+#include "runtime/rt.h"
+#include "tuner/timing.h"
+#include "tuner/tune.h"
+
+/* A loaded variant, shared by the plans that use it. */
+typedef struct loaded_variant {
+  char key[GEN_KEY_MAX];
+  CUmodule module;
+  CUfunction fn;
+} loaded_variant;
+
+struct at_context {
+  rt_ctx rt;
+  cache_db *cache;
+  int cache_writable;
+  gen_target target;
+  char template_version[32];
+  char nvrtc[16];
+  char description[320];
+  pthread_mutex_t lock; /* plan creation, the cache handle, the module table */
+  loaded_variant *loaded;
+  int n_loaded, cap_loaded;
+};
+
+typedef enum plan_kind { PLAN_FA2, PLAN_CUDNN, PLAN_NAIVE } plan_kind;
+
+struct at_plan {
+  at_context *ctx;
+  at_shape shape;
+  at_layout layout;
+  at_plan_info info;
+  plan_kind kind;
+  gen_variant variant;
+  CUfunction fn;
+  rt_cudnn_sdpa *cudnn;
+  rt_naive naive;
+  CUdeviceptr scratch;
+};
+
+static double now_ms(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+const char *at_choice_name(at_choice c)
+{
+  static const char *const NAMES[] = {"exact", "nearest", "default", "cudnn", "naive", "forced"};
+  return (unsigned)c < sizeof NAMES / sizeof *NAMES ? NAMES[c] : "?";
+}
+
+/* ---- contexts -------------------------------------------------------------------------------- */
+
+at_status at_context_create(int device, const char *cache_path, unsigned flags, at_context **out)
+{
+  at_status rc;
+  *out = NULL;
+  at_context *c = calloc(1, sizeof *c);
+  if (!c) return rt_fail(AT_ERR_NOMEM, "no memory for a context");
+  pthread_mutex_init(&c->lock, NULL);
+  if ((rc = rt_ctx_open(device, &c->rt)) != AT_OK) goto fail;
+  if ((rc = gen_target_make(c->rt.arch, c->rt.info.smem_per_block_optin, &c->target)) != AT_OK) goto fail;
+  tn_template_version(c->template_version, sizeof c->template_version);
+  int major = 0, minor = 0;
+  if (rt_nvrtc_version(&major, &minor) == AT_OK)
+    snprintf(c->nvrtc, sizeof c->nvrtc, "%d.%d", major % 1000, minor % 1000);
+  c->cache_writable = (flags & AT_CONTEXT_CACHE_WRITABLE) != 0;
+  if (cache_path && (rc = cache_open(cache_path, !c->cache_writable, &c->cache)) != AT_OK) goto fail;
+  snprintf(c->description, sizeof c->description, "%s (%s)", c->rt.info.name, c->rt.arch);
+  *out = c;
+  return AT_OK;
+fail:
+  at_context_destroy(c);
+  return rc;
+}
+
+void at_context_destroy(at_context *c)
+{
+  if (!c) return;
+  for (int i = 0; i < c->n_loaded; i++) rt_module_unload(c->loaded[i].module);
+  free(c->loaded);
+  cache_close(c->cache);
+  if (c->rt.context) rt_ctx_close(&c->rt);
+  pthread_mutex_destroy(&c->lock);
+  free(c);
+}
+
+const char *at_context_describe(const at_context *c) { return c ? c->description : ""; }
+
+/* Make the context's GPU current on this thread (cheap when it already is). */
+static at_status bind_context(const at_context *c)
+{
+  CUcontext current = NULL;
+  if (rt_cu()->cuCtxGetCurrent(&current) == CUDA_SUCCESS && current == c->rt.context) return AT_OK;
+  return rt_ctx_bind(&c->rt);
+}
+
+/* ---- variants: from the module table, the cache's cubins, or NVRTC ---------------------------- */
+
+static loaded_variant *find_loaded(at_context *c, const char *key)
+{
+  for (int i = 0; i < c->n_loaded; i++)
+    if (strcmp(c->loaded[i].key, key) == 0) return &c->loaded[i];
+  return NULL;
+}
+
+static at_status remember_loaded(at_context *c, const char *key, CUmodule module, CUfunction fn)
+{
+  if (c->n_loaded == c->cap_loaded) {
+    int cap = c->cap_loaded ? 2 * c->cap_loaded : 16;
+    loaded_variant *grown = realloc(c->loaded, (size_t)cap * sizeof *grown);
+    if (!grown) return rt_fail(AT_ERR_NOMEM, "no memory for the module table");
+    c->loaded = grown, c->cap_loaded = cap;
+  }
+  loaded_variant *l = &c->loaded[c->n_loaded++];
+  snprintf(l->key, sizeof l->key, "%s", key);
+  l->module = module, l->fn = fn;
+  return AT_OK;
+}
+
+/* A cubin for v: the cache first, else NVRTC (stored back when the cache is writable). */
+static at_status variant_cubin(at_context *c, const gen_variant *v, const char *key, void **cubin,
+                               int *compiled)
+{
+  size_t size = 0;
+  int found = 0;
+  at_status rc;
+  *compiled = 0;
+  if (c->cache && (rc = cache_get_cubin(c->cache, key, c->rt.arch, c->template_version, cubin, &size,
+                                        &found)) != AT_OK)
+    return rc;
+  if (found) return AT_OK;
+  gen_compiled out;
+  if ((rc = gen_compile_all(v, 1, &c->target, 1, &out)) != AT_OK) return rc;
+  if (out.status != AT_OK) {
+    rc = rt_fail(out.status, "%s", out.message);
+    gen_compiled_free(&out, 1);
+    return rc;
+  }
+  *compiled = 1;
+  if (c->cache && c->cache_writable) {
+    char entry[GEN_KEY_MAX];
+    gen_entry_name(v, entry, sizeof entry);
+    /* A cache that cannot take the cubin costs the next process a compile, nothing more. */
+    cache_put_cubin(c->cache, key, c->rt.arch, c->template_version, c->nvrtc, entry,
+                    out.binary.cubin, out.binary.cubin_size);
+  }
+  *cubin = out.binary.cubin;
+  out.binary.cubin = NULL;
+  gen_compiled_free(&out, 1);
+  return AT_OK;
+}
+
+static at_status use_variant(at_context *c, at_plan *p, const gen_variant *v)
+{
+  char key[GEN_KEY_MAX], entry[GEN_KEY_MAX];
+  at_status rc;
+  if ((rc = gen_variant_matches(v, &p->shape)) != AT_OK) return rc;
+  if ((rc = gen_variant_check(v, &c->target)) != AT_OK) return rc;
+  if ((rc = gen_variant_key(v, key, sizeof key)) != AT_OK) return rc;
+  if ((rc = gen_entry_name(v, entry, sizeof entry)) != AT_OK) return rc;
+  loaded_variant *l = find_loaded(c, key);
+  if (!l) {
+    void *cubin = NULL;
+    CUmodule module = NULL;
+    CUfunction fn = NULL;
+    rc = variant_cubin(c, v, key, &cubin, &p->info.compiled);
+    if (rc == AT_OK) rc = rt_module_load(cubin, &module);
+    if (rc == AT_OK) rc = rt_module_function(module, entry, &fn);
+    if (rc == AT_OK) rc = remember_loaded(c, key, module, fn);
+    free(cubin);
+    if (rc != AT_OK) {
+      rt_module_unload(module);
+      return rc;
+    }
+    l = &c->loaded[c->n_loaded - 1];
+  }
+  p->kind = PLAN_FA2;
+  p->variant = *v;
+  p->fn = l->fn;
+  snprintf(p->info.impl, sizeof p->info.impl, "%s", key);
+  return AT_OK;
+}
+
+static at_status use_cudnn(at_plan *p)
+{
+  at_status rc = rt_cudnn_sdpa_create(&p->ctx->rt, &p->cudnn);
+  if (rc != AT_OK) return rc;
+  at_tensors t;
+  memset(&t, 0, sizeof t);
+  t.q_stride = p->layout.q, t.k_stride = p->layout.k, t.v_stride = p->layout.v, t.o_stride = p->layout.o;
+  rt_cudnn_plan_info info;
+  rt_cudnn_fp8_args fp8;
+  memset(&fp8, 0, sizeof fp8);
+  int is_fp8 = p->shape.dtype == AT_DTYPE_E4M3 || p->shape.dtype == AT_DTYPE_E5M2;
+  if ((rc = rt_cudnn_sdpa_plan(p->cudnn, &p->shape, &t, is_fp8 ? &fp8 : NULL, &info)) != AT_OK) {
+    rt_cudnn_sdpa_destroy(p->cudnn);
+    p->cudnn = NULL;
+    return rc;
+  }
+  p->kind = PLAN_CUDNN;
+  snprintf(p->info.impl, sizeof p->info.impl, "cudnn");
+  return AT_OK;
+}
+
+static at_status use_naive(at_plan *p)
+{
+  at_status rc;
+  if (p->shape.dtype != AT_DTYPE_F32 && p->shape.dtype != AT_DTYPE_F16 && p->shape.dtype != AT_DTYPE_BF16)
+    return rt_fail(AT_ERR_UNSUPPORTED, "the naive kernels write f32/f16/bf16 output; %s needs scaling",
+                   at_dtype_name(p->shape.dtype));
+  if ((rc = rt_alloc(&p->scratch, rt_naive_scratch_bytes(&p->shape))) != AT_OK) return rc;
+  if ((rc = rt_naive_create(p->ctx->rt.arch, p->shape.dtype, p->shape.dtype, &p->naive)) != AT_OK) {
+    rt_free(p->scratch);
+    p->scratch = 0;
+    return rc;
+  }
+  p->kind = PLAN_NAIVE;
+  snprintf(p->info.impl, sizeof p->info.impl, "naive");
+  return AT_OK;
+}
+
+/* ---- the lookup chain ------------------------------------------------------------------------ */
+
+static void note(at_plan *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void note(at_plan *p, const char *fmt, ...)
+{
+  size_t used = strlen(p->info.reason);
+  if (used + 3 >= sizeof p->info.reason) return;
+  if (used) p->info.reason[used++] = ';', p->info.reason[used++] = ' ';
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(p->info.reason + used, sizeof p->info.reason - used, fmt, ap);
+  va_end(ap);
+}
+
+/* Load one step's implementation into the plan. */
+static at_status use_impl(at_plan *p, const char *impl)
+{
+  if (strcmp(impl, "cudnn") == 0) return use_cudnn(p);
+  if (strcmp(impl, "naive") == 0) return use_naive(p);
+  gen_variant v;
+  at_status rc = gen_variant_parse(impl, &v);
+  if (rc == AT_OK) rc = use_variant(p->ctx, p, &v);
+  return rc;
+}
+
+/* Try the chain's steps in order; each that does not load says why in the plan's reason. */
+static at_status choose(at_plan *p, const char *impl)
+{
+  at_context *c = p->ctx;
+  at_status rc;
+  int auto_mode = !impl || strcmp(impl, "auto") == 0, fa2_only = impl && strcmp(impl, "fa2") == 0;
+  if (!auto_mode && !fa2_only) {
+    p->info.choice = AT_CHOICE_FORCED;
+    if ((rc = use_impl(p, impl)) == AT_OK) note(p, "asked for %s", impl);
+    return rc;
+  }
+  rt_lookup chain;
+  rc = rt_lookup_chain(c->cache, c->rt.info.name, c->template_version, &c->target, &p->shape, fa2_only, &chain);
+  if (rc != AT_OK) return rc;
+  if (chain.skipped[0]) note(p, "%s", chain.skipped);
+  for (int i = 0; i < chain.n_steps; i++) {
+    const rt_lookup_step *s = &chain.steps[i];
+    if ((rc = use_impl(p, s->impl)) == AT_OK) {
+      p->info.choice = s->choice;
+      snprintf(p->info.tuned_shape, sizeof p->info.tuned_shape, "%s", s->tuned_shape);
+      p->info.tuned_ms = s->tuned_ms;
+      p->info.cudnn_ms = s->cudnn_ms;
+      note(p, "%s%s", s->why, p->info.compiled ? " (compiled now)" : "");
+      return AT_OK;
+    }
+    note(p, "%s (%s): %s", at_choice_name(s->choice), s->impl, at_last_error());
+  }
+  return rt_fail(AT_ERR_UNSUPPORTED, "nothing can run this shape: %s", p->info.reason);
+}
+
+at_layout at_layout_bshd(const at_shape *s)
+{
+  at_layout l;
+  l.q = l.o = at_strides_bshd(s->q_len, s->q_heads, s->head_dim);
+  l.k = l.v = at_strides_bshd(s->kv_len, s->kv_heads, s->head_dim);
+  return l;
+}
+
+at_status at_plan_create(at_context *c, const at_shape *shape, const at_layout *layout,
+                         const at_plan_options *opts, at_plan **out)
+{
+  at_status rc;
+  double t0 = now_ms();
+  *out = NULL;
+  if (!c) return rt_fail(AT_ERR_INVALID, "context is NULL");
+  if ((rc = at_shape_check(shape)) != AT_OK) return rc;
+  at_plan *p = calloc(1, sizeof *p);
+  if (!p) return rt_fail(AT_ERR_NOMEM, "no memory for a plan");
+  p->ctx = c;
+  p->shape = *shape;
+  p->layout = layout ? *layout : at_layout_bshd(shape);
+  p->info.tuned_ms = p->info.cudnn_ms = NAN;
+  pthread_mutex_lock(&c->lock);
+  rc = bind_context(c);
+  if (rc == AT_OK) rc = choose(p, opts ? opts->impl : NULL);
+  pthread_mutex_unlock(&c->lock);
+  if (rc != AT_OK) {
+    at_plan_destroy(p);
+    return rc;
+  }
+  p->info.create_ms = now_ms() - t0;
+  *out = p;
+  return AT_OK;
+}
+
+void at_plan_destroy(at_plan *p)
+{
+  if (!p) return;
+  if (p->cudnn) rt_cudnn_sdpa_destroy(p->cudnn);
+  if (p->kind == PLAN_NAIVE) rt_naive_destroy(&p->naive);
+  rt_free(p->scratch);
+  free(p); /* variant modules belong to the context */
+}
+
+at_status at_plan_describe(const at_plan *p, at_plan_info *info)
+{
+  if (!p) return rt_fail(AT_ERR_INVALID, "plan is NULL");
+  *info = p->info;
+  return AT_OK;
+}
+
+/* ---- running ------------------------------------------------------------------------------- */
+
+static int same_strides(at_strides a, at_strides b)
+{
+  return a.batch == b.batch && a.seq == b.seq && a.head == b.head;
+}
+
+static at_status check_pointer(const void *ptr, const char *name)
+{
+  if (!ptr) return rt_fail(AT_ERR_INVALID, "%s is NULL", name);
+  if ((uintptr_t)ptr % 16) return rt_fail(AT_ERR_INVALID, "%s (%p) is not 16-byte aligned", name, ptr);
+  return AT_OK;
+}
+
+static at_status check_run(const at_plan *p, const at_tensors *t, const at_fp8_args *fp8)
+{
+  at_status rc;
+  if (!t) return rt_fail(AT_ERR_INVALID, "tensors are NULL");
+  if ((rc = check_pointer(t->q, "q")) != AT_OK || (rc = check_pointer(t->k, "k")) != AT_OK ||
+      (rc = check_pointer(t->v, "v")) != AT_OK || (rc = check_pointer(t->o, "o")) != AT_OK)
+    return rc;
+  if (p->shape.with_lse && (rc = check_pointer(t->lse, "lse")) != AT_OK) return rc;
+  const at_strides *want[4] = {&p->layout.q, &p->layout.k, &p->layout.v, &p->layout.o};
+  const at_strides *got[4] = {&t->q_stride, &t->k_stride, &t->v_stride, &t->o_stride};
+  static const char *const NAMES[4] = {"q", "k", "v", "o"};
+  for (int i = 0; i < 4; i++)
+    if (!same_strides(*want[i], *got[i]))
+      return rt_fail(AT_ERR_INVALID, "%s strides (%lld, %lld, %lld) differ from the plan's (%lld, %lld, %lld)",
+                     NAMES[i], (long long)got[i]->batch, (long long)got[i]->seq, (long long)got[i]->head,
+                     (long long)want[i]->batch, (long long)want[i]->seq, (long long)want[i]->head);
+  int is_fp8 = p->shape.dtype == AT_DTYPE_E4M3 || p->shape.dtype == AT_DTYPE_E5M2;
+  if (is_fp8 && !fp8) return rt_fail(AT_ERR_INVALID, "an FP8 shape needs its scale and descale pointers");
+  return AT_OK;
+}
+
+static rt_cudnn_fp8_args to_cudnn_fp8(const at_fp8_args *a)
+{
+  rt_cudnn_fp8_args r;
+  r.descale_q = (CUdeviceptr)(uintptr_t)a->descale_q, r.descale_k = (CUdeviceptr)(uintptr_t)a->descale_k;
+  r.descale_v = (CUdeviceptr)(uintptr_t)a->descale_v, r.scale_s = (CUdeviceptr)(uintptr_t)a->scale_s;
+  r.descale_s = (CUdeviceptr)(uintptr_t)a->descale_s, r.scale_o = (CUdeviceptr)(uintptr_t)a->scale_o;
+  r.amax_s = (CUdeviceptr)(uintptr_t)a->amax_s, r.amax_o = (CUdeviceptr)(uintptr_t)a->amax_o;
+  return r;
+}
+
+static at_status launch(at_plan *p, const at_tensors *t, const at_fp8_args *fp8, CUstream stream)
+{
+  switch (p->kind) {
+  case PLAN_FA2: return gen_launch(&p->variant, p->fn, &p->shape, t, stream);
+  case PLAN_NAIVE: return rt_naive_run(&p->naive, &p->shape, t, p->scratch, stream);
+  case PLAN_CUDNN: {
+    rt_cudnn_fp8_args f;
+    if (fp8) f = to_cudnn_fp8(fp8);
+    return rt_cudnn_sdpa_run(p->cudnn, &p->shape, t, fp8 ? &f : NULL, stream);
+  }
+  }
+  return rt_fail(AT_ERR_INVALID, "plan of unknown kind");
+}
+
+at_status at_plan_run(at_plan *p, const at_tensors *t, const at_fp8_args *fp8, void *stream)
+{
+  at_status rc;
+  if (!p) return rt_fail(AT_ERR_INVALID, "plan is NULL");
+  if ((rc = check_run(p, t, fp8)) != AT_OK) return rc;
+  if ((rc = bind_context(p->ctx)) != AT_OK) return rc;
+  return launch(p, t, fp8, (CUstream)stream);
+}
+
+typedef struct bench_call {
+  at_plan *plan;
+  const at_tensors *t;
+  const at_fp8_args *fp8;
+} bench_call;
+
+static at_status bench_launch(void *user, int set, CUstream stream)
+{
+  (void)set;
+  bench_call *b = user;
+  return launch(b->plan, b->t, b->fp8, stream);
+}
+
+at_status at_plan_benchmark(at_plan *p, const at_tensors *t, const at_fp8_args *fp8, int warmup, int reps,
+                            double *median_ms)
+{
+  at_status rc;
+  if (!p) return rt_fail(AT_ERR_INVALID, "plan is NULL");
+  if ((rc = check_run(p, t, fp8)) != AT_OK) return rc;
+  if ((rc = bind_context(p->ctx)) != AT_OK) return rc;
+  bench_call call = {p, t, fp8};
+  tn_timing_opts opts = {.warmup = warmup, .reps = reps};
+  tn_timing tm;
+  if ((rc = tn_time_launches(bench_launch, &call, 1, &opts, NULL, &tm)) != AT_OK) return rc;
+  *median_ms = tm.median_ms;
+  return AT_OK;
+}
+
+/* ---- device memory ----------------------------------------------------------------------------- */
+
+at_status at_device_alloc(at_context *c, size_t bytes, void **ptr)
+{
+  CUdeviceptr d = 0;
+  at_status rc = bind_context(c);
+  if (rc == AT_OK) rc = rt_alloc(&d, bytes);
+  *ptr = (void *)(uintptr_t)d;
+  return rc;
+}
+
+void at_device_free(at_context *c, void *ptr)
+{
+  if (ptr && bind_context(c) == AT_OK) rt_free((CUdeviceptr)(uintptr_t)ptr);
+}
+
+at_status at_copy_to_device(at_context *c, void *dst, const void *src, size_t bytes)
+{
+  at_status rc = bind_context(c);
+  return rc == AT_OK ? rt_upload((CUdeviceptr)(uintptr_t)dst, src, bytes) : rc;
+}
+
+at_status at_copy_to_host(at_context *c, void *dst, const void *src, size_t bytes)
+{
+  at_status rc = bind_context(c);
+  return rc == AT_OK ? rt_download(dst, (CUdeviceptr)(uintptr_t)src, bytes) : rc;
+}
+
+at_status at_synchronize(at_context *c)
+{
+  at_status rc = bind_context(c);
+  return rc == AT_OK ? rt_ctx_sync(&c->rt) : rc;
+}

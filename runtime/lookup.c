@@ -1,0 +1,152 @@
+/* lookup.c — see lookup.h. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "runtime/lookup.h"
+#include "runtime/rt.h"
+
+static void skip(rt_lookup *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void skip(rt_lookup *l, const char *fmt, ...)
+{
+  size_t used = strlen(l->skipped);
+  if (used + 3 >= sizeof l->skipped) return;
+  if (used) l->skipped[used++] = ';', l->skipped[used++] = ' ';
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(l->skipped + used, sizeof l->skipped - used, fmt, ap);
+  va_end(ap);
+}
+
+static rt_lookup_step *add(rt_lookup *l, at_choice choice, const char *impl)
+{
+  rt_lookup_step *s = &l->steps[l->n_steps++];
+  memset(s, 0, sizeof *s);
+  s->choice = choice;
+  s->tuned_ms = s->cudnn_ms = NAN;
+  snprintf(s->impl, sizeof s->impl, "%s", impl);
+  return s;
+}
+
+static void from_row(rt_lookup_step *s, const cache_best *b)
+{
+  at_shape_key(&b->shape, s->tuned_shape, sizeof s->tuned_shape);
+  s->tuned_ms = b->time_ms;
+  s->cudnn_ms = b->cudnn_ms;
+}
+
+/* Same kind of problem: what a variant is specialized for (dtype, head dim, mask, GQA ratio,
+ * log-sum-exp); the sizes may differ. */
+static int same_kind(const at_shape *a, const at_shape *b)
+{
+  return a->dtype == b->dtype && a->head_dim == b->head_dim && a->mask == b->mask &&
+         a->with_lse == b->with_lse && a->q_heads / a->kv_heads == b->q_heads / b->kv_heads;
+}
+
+/* Distance between shapes of one kind: log-ratios of the sizes that set a kernel's best tiles. */
+static double shape_distance(const at_shape *a, const at_shape *b)
+{
+  return fabs(log((double)a->q_len / b->q_len)) + fabs(log((double)a->kv_len / b->kv_len)) +
+         0.5 * fabs(log((double)a->batch * a->q_heads / ((double)b->batch * b->q_heads)));
+}
+
+typedef struct nearest {
+  const at_shape *shape;
+  const char *template_version;
+  int fa2_only;
+  double distance;
+  cache_best row;
+  int found, stale;
+} nearest;
+
+static int visit(void *user, const cache_best *b)
+{
+  nearest *n = user;
+  char key_a[160], key_b[160];
+  at_shape_key(&b->shape, key_a, sizeof key_a);
+  at_shape_key(n->shape, key_b, sizeof key_b);
+  if (!same_kind(&b->shape, n->shape) || strcmp(key_a, key_b) == 0) return 0;
+  if (strcmp(b->env.template_version, n->template_version) != 0) return n->stale++, 0;
+  if (n->fa2_only && strcmp(b->impl, "cudnn") == 0) return 0;
+  double d = shape_distance(&b->shape, n->shape);
+  if (n->found && d >= n->distance) return 0;
+  n->row = *b;
+  n->row.cubin = NULL; /* owned by the iteration; plans fetch cubins by key */
+  n->row.cubin_size = 0;
+  n->distance = d;
+  n->found = 1;
+  return 0;
+}
+
+static at_status exact_step(cache_db *cache, const char *gpu_model, const char *template_version,
+                            const at_shape *shape, int fa2_only, rt_lookup *l)
+{
+  cache_best b;
+  int found = 0;
+  at_status rc = cache_get_best(cache, gpu_model, shape, &b, &found);
+  if (rc != AT_OK) return rc;
+  if (!found) skip(l, "exact: not tuned for this shape on %s", gpu_model);
+  else if (strcmp(b.env.template_version, template_version) != 0)
+    skip(l, "exact: tuned with templates %s, this library has %s (stale; retune)",
+         b.env.template_version, template_version);
+  else if (fa2_only && strcmp(b.impl, "cudnn") == 0)
+    skip(l, "exact: cuDNN measured fastest, and fa2 was asked for");
+  else {
+    rt_lookup_step *s = add(l, AT_CHOICE_EXACT, b.impl);
+    from_row(s, &b);
+    snprintf(s->why, sizeof s->why, "tuned for this shape on %s: %s %.4f ms%s", gpu_model, b.impl,
+             b.time_ms, strcmp(b.impl, "cudnn") == 0 ? " (cuDNN measured fastest)" : "");
+  }
+  cache_best_clear(&b);
+  return AT_OK;
+}
+
+static at_status nearest_step(cache_db *cache, const char *gpu_model, const char *template_version,
+                              const at_shape *shape, int fa2_only, rt_lookup *l)
+{
+  nearest n;
+  memset(&n, 0, sizeof n);
+  n.shape = shape, n.template_version = template_version, n.fa2_only = fa2_only;
+  at_status rc = cache_each_best(cache, gpu_model, visit, &n);
+  if (rc != AT_OK) return rc;
+  if (!n.found) {
+    skip(l, "nearest: no other tuned shape of the same kind on %s%s", gpu_model,
+         n.stale ? " with this library's templates" : "");
+    return AT_OK;
+  }
+  rt_lookup_step *s = add(l, AT_CHOICE_NEAREST, n.row.impl);
+  from_row(s, &n.row);
+  char row_key[160];
+  at_shape_key(&n.row.shape, row_key, sizeof row_key);
+  snprintf(s->why, sizeof s->why, "nearest tuned shape %s: %s %.4f ms there", row_key, n.row.impl,
+           n.row.time_ms);
+  return AT_OK;
+}
+
+at_status rt_lookup_chain(cache_db *cache, const char *gpu_model, const char *template_version,
+                          const gen_target *target, const at_shape *shape, int fa2_only, rt_lookup *l)
+{
+  at_status rc;
+  memset(l, 0, sizeof *l);
+  if ((rc = at_shape_check(shape)) != AT_OK) return rc;
+  if (cache) {
+    if ((rc = exact_step(cache, gpu_model, template_version, shape, fa2_only, l)) != AT_OK) return rc;
+    if ((rc = nearest_step(cache, gpu_model, template_version, shape, fa2_only, l)) != AT_OK) return rc;
+  } else {
+    skip(l, "no cache");
+  }
+  gen_variant v;
+  char key[GEN_KEY_MAX];
+  if (gen_default_variant(shape, target, &v) == AT_OK && gen_variant_key(&v, key, sizeof key) == AT_OK) {
+    rt_lookup_step *s = add(l, AT_CHOICE_DEFAULT, key);
+    snprintf(s->why, sizeof s->why, "the fa2 default for %s", target->arch);
+  } else {
+    skip(l, "fa2 default: %s", at_last_error());
+  }
+  if (fa2_only) return AT_OK;
+  snprintf(add(l, AT_CHOICE_CUDNN, "cudnn")->why, sizeof l->steps[0].why, "cuDNN");
+  snprintf(add(l, AT_CHOICE_NAIVE, "naive")->why, sizeof l->steps[0].why, "the naive kernels");
+  return AT_OK;
+}
