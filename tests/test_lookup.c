@@ -1,0 +1,214 @@
+/* test_lookup.c — the library's lookup chain on a real cache file with hand-inserted rows. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cache/cache.h"
+#include "runtime/lookup.h"
+#include "tests/testutil.h"
+#include "tuner/tune.h"
+
+static const char *GPU = "NVIDIA H200";
+static char g_path[256];
+static char g_templates[32];
+static gen_target g_target;
+
+static at_shape bf16(int d, int t, at_mask mask, int nq, int nkv)
+{
+  return (at_shape){.batch = 2, .q_len = t, .kv_len = t, .q_heads = nq, .kv_heads = nkv,
+                    .head_dim = d, .dtype = AT_DTYPE_BF16, .mask = mask};
+}
+
+/* A variant valid for shape: its default, with block_n changed so it differs from the default. */
+static void variant_key_for(const at_shape *s, int block_n, char *key)
+{
+  gen_variant v;
+  TU_OK(gen_default_variant(s, &g_target, &v));
+  v.block_n = block_n;
+  TU_OK(gen_variant_check(&v, &g_target));
+  TU_OK(gen_variant_key(&v, key, GEN_KEY_MAX));
+}
+
+static void put_best(cache_db *db, const at_shape *s, const char *impl, double ms, const char *templates)
+{
+  cache_best b;
+  memset(&b, 0, sizeof b);
+  b.shape = *s;
+  snprintf(b.env.gpu_model, sizeof b.env.gpu_model, "%s", GPU);
+  b.env.cc_major = 9, b.env.sm_count = 132;
+  snprintf(b.env.template_version, sizeof b.env.template_version, "%s", templates);
+  snprintf(b.impl, sizeof b.impl, "%s", impl);
+  b.time_ms = ms, b.tflops = 1, b.cudnn_ms = 2 * ms, b.err_naive = 1e-3, b.err_cudnn = NAN;
+  snprintf(b.arch, sizeof b.arch, "sm_90a");
+  TU_OK(cache_put_best(db, &b, NULL));
+}
+
+static char g_exact_key[GEN_KEY_MAX], g_far_key[GEN_KEY_MAX], g_near_key[GEN_KEY_MAX];
+
+static int setup(void **state)
+{
+  (void)state;
+  snprintf(g_path, sizeof g_path, "/tmp/attntune-lookup-%d.db", (int)getpid());
+  unlink(g_path);
+  tn_template_version(g_templates, sizeof g_templates);
+  if (gen_target_for_arch("sm_90a", &g_target) != AT_OK) return -1;
+  cache_db *db;
+  if (cache_open(g_path, 0, &db) != AT_OK) return -1;
+  at_shape a = bf16(128, 1024, AT_MASK_NONE, 16, 16), b = bf16(128, 4096, AT_MASK_NONE, 16, 16);
+  at_shape c = bf16(64, 512, AT_MASK_CAUSAL_TL, 16, 16), stale = bf16(96, 1024, AT_MASK_NONE, 16, 16);
+  at_shape g = bf16(128, 256, AT_MASK_NONE, 32, 8);
+  variant_key_for(&a, 64, g_exact_key);
+  variant_key_for(&b, 32, g_near_key);
+  variant_key_for(&g, 64, g_far_key);
+  put_best(db, &a, g_exact_key, 0.05, g_templates);
+  put_best(db, &b, g_near_key, 0.6, g_templates);
+  put_best(db, &c, "cudnn", 0.02, g_templates); /* cuDNN measured fastest here */
+  put_best(db, &stale, g_exact_key, 0.05, "tpl-000000000000");
+  put_best(db, &g, g_far_key, 0.01, g_templates); /* GQA 4: another kind */
+  cache_close(db);
+  return 0;
+}
+
+static int teardown(void **state)
+{
+  (void)state;
+  unlink(g_path);
+  return 0;
+}
+
+static void chain(const at_shape *s, int fa2_only, rt_lookup *l)
+{
+  cache_db *db;
+  TU_OK(cache_open(g_path, 1, &db)); /* read-only is enough */
+  TU_OK(rt_lookup_chain(db, GPU, g_templates, &g_target, s, fa2_only, l));
+  cache_close(db);
+}
+
+static void test_exact_row_first(void **state)
+{
+  (void)state;
+  rt_lookup l;
+  at_shape s = bf16(128, 1024, AT_MASK_NONE, 16, 16);
+  chain(&s, 0, &l);
+  assert_true(l.n_steps >= 4);
+  assert_int_equal(l.steps[0].choice, AT_CHOICE_EXACT);
+  assert_string_equal(l.steps[0].impl, g_exact_key);
+  assert_true(fabs(l.steps[0].tuned_ms - 0.05) < 1e-12);
+  /* then the nearest other shape of the kind, the default, cuDNN, naive */
+  assert_int_equal(l.steps[1].choice, AT_CHOICE_NEAREST);
+  assert_string_equal(l.steps[1].impl, g_near_key);
+  assert_int_equal(l.steps[2].choice, AT_CHOICE_DEFAULT);
+  assert_int_equal(l.steps[3].choice, AT_CHOICE_CUDNN);
+  assert_int_equal(l.steps[4].choice, AT_CHOICE_NAIVE);
+}
+
+static void test_nearest_row_of_the_same_kind(void **state)
+{
+  (void)state;
+  rt_lookup l;
+  at_shape s = bf16(128, 3000, AT_MASK_NONE, 16, 16); /* closer to 4096 than to 1024 */
+  chain(&s, 0, &l);
+  assert_int_equal(l.steps[0].choice, AT_CHOICE_NEAREST);
+  assert_string_equal(l.steps[0].impl, g_near_key);
+  assert_string_equal(l.steps[0].tuned_shape, "b2.t4096.s4096.hq16.hkv16.d128.bf16.none");
+  assert_non_null(strstr(l.skipped, "not tuned for this shape"));
+  s = bf16(128, 1100, AT_MASK_NONE, 16, 16); /* closer to 1024 */
+  chain(&s, 0, &l);
+  assert_string_equal(l.steps[0].impl, g_exact_key);
+  /* The GQA-4 row is another kind: a GQA-4 query of a new length finds it, MHA never does. */
+  s = bf16(128, 512, AT_MASK_NONE, 32, 8);
+  chain(&s, 0, &l);
+  assert_int_equal(l.steps[0].choice, AT_CHOICE_NEAREST);
+  assert_string_equal(l.steps[0].impl, g_far_key);
+}
+
+static void test_default_when_nothing_of_the_kind(void **state)
+{
+  (void)state;
+  rt_lookup l;
+  at_shape s = bf16(256, 2048, AT_MASK_CAUSAL_BR, 16, 16);
+  chain(&s, 0, &l);
+  assert_int_equal(l.steps[0].choice, AT_CHOICE_DEFAULT);
+  gen_variant v;
+  TU_OK(gen_variant_parse(l.steps[0].impl, &v));
+  TU_OK(gen_variant_matches(&v, &s));
+  assert_int_equal(l.steps[1].choice, AT_CHOICE_CUDNN);
+  assert_non_null(strstr(l.skipped, "nearest: no other tuned shape"));
+}
+
+static void test_cudnn_when_it_measured_fastest(void **state)
+{
+  (void)state;
+  rt_lookup l;
+  at_shape s = bf16(64, 512, AT_MASK_CAUSAL_TL, 16, 16);
+  chain(&s, 0, &l);
+  assert_int_equal(l.steps[0].choice, AT_CHOICE_EXACT);
+  assert_string_equal(l.steps[0].impl, "cudnn");
+  assert_non_null(strstr(l.steps[0].why, "cuDNN measured fastest"));
+  /* Asking for fa2 skips the cuDNN row and never ends in cuDNN or naive. */
+  chain(&s, 1, &l);
+  assert_int_equal(l.steps[0].choice, AT_CHOICE_DEFAULT);
+  for (int i = 0; i < l.n_steps; i++) assert_string_not_equal(l.steps[i].impl, "cudnn");
+  assert_non_null(strstr(l.skipped, "fa2 was asked for"));
+}
+
+static void test_cudnn_then_naive_when_fa2_cannot(void **state)
+{
+  (void)state;
+  rt_lookup l;
+  at_shape s = bf16(12, 64, AT_MASK_NONE, 2, 2); /* no fa2 variant for head dim 12 */
+  chain(&s, 0, &l);
+  assert_int_equal(l.n_steps, 2);
+  assert_int_equal(l.steps[0].choice, AT_CHOICE_CUDNN);
+  assert_int_equal(l.steps[1].choice, AT_CHOICE_NAIVE);
+  assert_non_null(strstr(l.skipped, "fa2 default"));
+}
+
+static void test_stale_rows_are_not_used(void **state)
+{
+  (void)state;
+  rt_lookup l;
+  at_shape s = bf16(96, 1024, AT_MASK_NONE, 16, 16);
+  chain(&s, 0, &l);
+  assert_int_equal(l.steps[0].choice, AT_CHOICE_DEFAULT);
+  assert_non_null(strstr(l.skipped, "stale"));
+  assert_non_null(strstr(l.skipped, "tpl-000000000000"));
+}
+
+static void test_no_cache(void **state)
+{
+  (void)state;
+  rt_lookup l;
+  at_shape s = bf16(128, 1024, AT_MASK_NONE, 16, 16);
+  TU_OK(rt_lookup_chain(NULL, GPU, g_templates, &g_target, &s, 0, &l));
+  assert_int_equal(l.steps[0].choice, AT_CHOICE_DEFAULT);
+  assert_non_null(strstr(l.skipped, "no cache"));
+  /* Another GPU model's rows are not this GPU's. */
+  cache_db *db;
+  TU_OK(cache_open(g_path, 1, &db));
+  TU_OK(rt_lookup_chain(db, "NVIDIA A100-SXM4-80GB", g_templates, &g_target, &s, 0, &l));
+  cache_close(db);
+  assert_int_equal(l.steps[0].choice, AT_CHOICE_DEFAULT);
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_exact_row_first),
+      cmocka_unit_test(test_nearest_row_of_the_same_kind),
+      cmocka_unit_test(test_default_when_nothing_of_the_kind),
+      cmocka_unit_test(test_cudnn_when_it_measured_fastest),
+      cmocka_unit_test(test_cudnn_then_naive_when_fa2_cannot),
+      cmocka_unit_test(test_stale_rows_are_not_used),
+      cmocka_unit_test(test_no_cache),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
