@@ -10,15 +10,24 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "tuner/cli.h"
 #include "tuner/commands.h"
 #include "tuner/reference.h"
 #include "tuner/harness.h"
+#include "tuner/tune.h"
 
 static const char USAGE[] =
     "usage: attntune bench [--impl LIST] [shape options] [--warmup N] [--reps N] [--device N]\n"
     "                      [--no-verify] [--seed N]\n"
+    "       attntune bench --suite codelab|NAME|FILE.yaml [--db FILE] [--devices all|0,1] [--force]\n"
+    "\n"
+    "--suite runs a whole set of experiments and stores them in the cache for 'attntune report':\n"
+    "every shape of the suite's config is tuned as 'attntune tune' does, with the naive path timed\n"
+    "as well (naive vs fused vs cuDNN). 'codelab' is configs/codelab.yaml: the codelab's shape,\n"
+    "sequence and batch sweeps, causal or not, MHA/GQA/MQA and FP8. Suites are looked up in\n"
+    "$ATTNTUNE_CONFIGS, ./configs and the installed share/attntune/configs.\n"
     "\n"
     "Times attention implementations on one shape with CUDA events (warm-up, then the median of\n"
     "back-to-back launches, inputs rotated so together they exceed twice the L2), after checking\n"
@@ -286,8 +295,102 @@ static int parse_options(int argc, char **argv, bench_opts *o)
   return 0;
 }
 
+/* ---- suites ------------------------------------------------------------------------------ */
+
+/* The config file of a suite: a path as given, else NAME.yaml in the places USAGE lists. */
+static int find_suite(const char *name, char *path, size_t size)
+{
+  char exe[1024], dirs[4][1200];
+  int n_dirs = 0;
+  if (strchr(name, '/') || strstr(name, ".yaml")) {
+    snprintf(path, size, "%s", name);
+    return access(path, R_OK) == 0;
+  }
+  const char *env = getenv("ATTNTUNE_CONFIGS");
+  if (env && *env) snprintf(dirs[n_dirs++], sizeof dirs[0], "%s", env);
+  snprintf(dirs[n_dirs++], sizeof dirs[0], "configs");
+  ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+  if (len > 0) {
+    exe[len] = '\0';
+    char *slash = strrchr(exe, '/');
+    if (slash) *slash = '\0';
+    snprintf(dirs[n_dirs++], sizeof dirs[0], "%s/../share/attntune/configs", exe); /* installed */
+    snprintf(dirs[n_dirs++], sizeof dirs[0], "%s/../configs", exe);                /* build tree */
+  }
+  for (int i = 0; i < n_dirs; i++) {
+    snprintf(path, size, "%.1100s/%.200s.yaml", dirs[i], name);
+    if (access(path, R_OK) == 0) return 1;
+  }
+  return 0;
+}
+
+static int run_suite(int argc, char **argv)
+{
+  enum { O_SUITE = 256, O_DB, O_DEVICES, O_FORCE, O_HELP };
+  static const struct option options[] = {
+      {"suite", required_argument, NULL, O_SUITE}, {"db", required_argument, NULL, O_DB},
+      {"devices", required_argument, NULL, O_DEVICES}, {"force", no_argument, NULL, O_FORCE},
+      {"help", no_argument, NULL, O_HELP}, {NULL, 0, NULL, 0}};
+  tn_tune_opts opts = {.db_path = "attntune.db", .exe = "/proc/self/exe", .watchdog_s = 60, .with_naive = 1};
+  const char *suite = NULL, *devices_text = NULL;
+  char path[1400];
+  int c;
+  opterr = 0;
+  optind = 1;
+  while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+    switch (c) {
+    case O_SUITE: suite = optarg; break;
+    case O_DB: opts.db_path = optarg; break;
+    case O_DEVICES: devices_text = optarg; break;
+    case O_FORCE: opts.force = 1; break;
+    case O_HELP: fputs(USAGE, stdout); return TN_EXIT_OK;
+    default:
+      return tn_usage_error("bench", "with --suite, only --db, --devices and --force apply (got '%s')", argv[optind - 1]);
+    }
+  }
+  if (optind < argc) return tn_usage_error("bench", "unexpected argument '%s'", argv[optind]);
+  if (!find_suite(suite, path, sizeof path))
+    return tn_usage_error("bench", "no suite '%s' (looked for %s.yaml in $ATTNTUNE_CONFIGS, ./configs and "
+                          "share/attntune/configs)", suite, suite);
+  tn_config cfg;
+  at_status rc = tn_config_load(path, &cfg);
+  if (rc != AT_OK) {
+    fprintf(stderr, "attntune bench: %s\n", at_last_error());
+    return TN_EXIT_USAGE;
+  }
+  int devices[TN_CONFIG_MAX_DEVICES], n = 0, count = 0;
+  if ((rc = rt_device_count(&count)) != AT_OK || count == 0) {
+    tn_config_free(&cfg);
+    if (rc == AT_OK) rc = rt_fail(AT_ERR_NO_DEVICE, "no CUDA GPU found");
+    return tn_report_failure("bench", rc);
+  }
+  if (!devices_text || strcmp(devices_text, "all") == 0) {
+    for (n = 0; n < count && n < TN_CONFIG_MAX_DEVICES; n++) devices[n] = n;
+    if (!devices_text && !cfg.all_devices) memcpy(devices, cfg.devices, sizeof devices), n = cfg.n_devices;
+  } else {
+    char *copy = strdup(devices_text), *save = NULL;
+    for (char *tok = strtok_r(copy, ",", &save); tok && n < TN_CONFIG_MAX_DEVICES; tok = strtok_r(NULL, ",", &save))
+      if (!tn_parse_int("bench", "--devices", tok, 0, count - 1, &devices[n++])) {
+        free(copy);
+        tn_config_free(&cfg);
+        return TN_EXIT_USAGE;
+      }
+    free(copy);
+  }
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  opts.jobs = cpus > n ? (int)(cpus / n) : 1;
+  fprintf(stderr, "attntune bench: suite %s (%s): %d shapes on %d GPU%s, cache %s\n", suite, path,
+          cfg.n_shapes, n, n == 1 ? "" : "s", opts.db_path);
+  int code = tn_tune_run(&cfg, &opts, devices, n);
+  tn_config_free(&cfg);
+  if (code == TN_EXIT_OK) fprintf(stderr, "attntune bench: see the results with 'attntune report --db %s'\n", opts.db_path);
+  return code;
+}
+
 int tn_cmd_bench(int argc, char **argv)
 {
+  for (int i = 1; i < argc; i++)
+    if (strcmp(argv[i], "--suite") == 0 || strncmp(argv[i], "--suite=", 8) == 0) return run_suite(argc, argv);
   bench_opts o;
   memset(&o, 0, sizeof o);
   int parsed = parse_options(argc, argv, &o);

@@ -382,6 +382,27 @@ static at_status tune_cudnn(device_job *job, const tn_response *shape_resp, cach
   return cache_put_trial(job->db, &job->env, t);
 }
 
+/* The naive path's trial of this shape: reuse a final one, else time it now. */
+static at_status tune_naive(device_job *job)
+{
+  const at_shape *s = &job->shape_req.shape;
+  const tn_config *cfg = job->run->config;
+  cache_trial t;
+  tn_response r;
+  int found = 0;
+  at_status rc = cache_find_trial(job->db, &job->env, s, "naive", &found, &t);
+  if (rc != AT_OK || (found && (t.status != CACHE_OK || t.reps >= cfg->reps))) return rc;
+  if (!job->shape_loaded && (rc = load_shape(job, &r)) != AT_OK) return rc;
+  tn_request q = job->shape_req;
+  q.kind = TN_REQ_NAIVE;
+  q.timing = (tn_timing_opts){.warmup = cfg->warmup, .reps = cfg->reps};
+  rc = tn_worker_call(&job->worker, &q, NULL, &r, watchdog_ms(job, s, cfg->reps + cfg->warmup));
+  if (rc != AT_OK) job->shape_loaded = 0;
+  trial_init(&t, s, "naive");
+  trial_from_response(&t, &r, s);
+  return cache_put_trial(job->db, &job->env, &t);
+}
+
 static void record_result(device_job *job, int index, const cache_best *best, double cudnn_ms)
 {
   shape_result *r = &job->run->results[index];
@@ -432,6 +453,7 @@ static at_status tune_shape(device_job *job, int index)
   cache_trial cudnn;
   if ((rc = tune_cudnn(job, &shape_resp, &cudnn)) != AT_OK) return rc;
   double cudnn_ms = cudnn.status == CACHE_OK ? cudnn.time_ms : NAN;
+  if (job->run->opts->with_naive && (rc = tune_naive(job)) != AT_OK) return rc;
 
   gen_variant vs[GEN_MAX_VARIANTS];
   int n = 0;

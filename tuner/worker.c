@@ -264,6 +264,29 @@ static int serve_cudnn(serve_state *st, const tn_request *q, tn_response *r)
   return 1;
 }
 
+static int serve_naive(serve_state *st, const tn_request *q, tn_response *r)
+{
+  tn_impl impl;
+  tn_timing tm;
+  memset(&impl, 0, sizeof impl);
+  at_status rc = st->have_shape ? tn_impl_naive(&st->h, &impl) : rt_fail(AT_ERR_INVALID, "NAIVE before SHAPE");
+  if (rc == AT_OK) rc = tn_harness_verify(&st->h, &impl, &r->err_naive, &r->err_cudnn);
+  if (rc == AT_OK && !(r->err_naive <= q->tolerance)) {
+    r->status = CACHE_WRONG;
+    snprintf(r->message, sizeof r->message, "naive output vs the fp32 reference %.3g over %.3g", r->err_naive, q->tolerance);
+  } else if (rc == AT_OK && (rc = tn_harness_time(&st->h, &impl, &q->timing, &tm)) == AT_OK) {
+    r->status = CACHE_OK, r->time_ms = tm.median_ms, r->reps = tm.reps;
+    set_message(r, "scores, softmax, PV: 3 kernels");
+  }
+  if (rc != AT_OK) {
+    r->status = rc == AT_ERR_CUDA ? CACHE_CRASHED : CACHE_UNSUPPORTED;
+    set_message(r, at_last_error());
+  }
+  r->rc = rc;
+  if (impl.kind == TN_IMPL_NAIVE) tn_impl_close(&impl);
+  return rc != AT_ERR_CUDA;
+}
+
 static int serve_variant(serve_state *st, const tn_request *q, const void *cubin, tn_response *r)
 {
   gen_variant v;
@@ -342,6 +365,8 @@ int tn_worker_serve(int device, int in_fd, int out_fd)
       keep_going = serve_shape(&st, &q, &r);
     } else if (q.kind == TN_REQ_CUDNN) {
       keep_going = serve_cudnn(&st, &q, &r);
+    } else if (q.kind == TN_REQ_NAIVE) {
+      keep_going = serve_naive(&st, &q, &r);
     } else if (q.kind == TN_REQ_VARIANT) {
       keep_going = serve_variant(&st, &q, cubin, &r);
     } else {

@@ -12,6 +12,7 @@
  *   SHAPE (shape, seed)             ->    fresh inputs, naive reference
  *   CUDNN (timing)                  ->    verify, keep output as the cuDNN yardstick, time
  *   VARIANT (key, cubin, timing)    ->    load, verify, time
+ *   NAIVE (timing)                  ->    verify and time the naive path
  *   QUIT                            ->    exit 0
  *
  * A worker whose kernel faulted answers CRASHED and exits (its context is lost). If it dies
@@ -33,6 +34,7 @@ typedef enum tn_request_kind {
   TN_REQ_SHAPE,
   TN_REQ_CUDNN,
   TN_REQ_VARIANT,
+  TN_REQ_NAIVE, /* time the naive kernels (output in the input dtype), the codelab's baseline */
   TN_REQ_QUIT,
 } tn_request_kind;
 
