@@ -75,6 +75,7 @@ typedef struct shape_result {
   int tuned;             /* 1 when this run produced or found a best */
   char best_impl[GEN_KEY_MAX];
   double best_ms, cudnn_ms;
+  double fa2_ms; /* the fastest of attntune's own kernels (NaN: none passed) */
   int device;
 } shape_result;
 
@@ -403,10 +404,12 @@ static at_status tune_naive(device_job *job)
   return cache_put_trial(job->db, &job->env, &t);
 }
 
-static void record_result(device_job *job, int index, const cache_best *best, double cudnn_ms)
+static void record_result(device_job *job, int index, const cache_best *best, double cudnn_ms,
+                          double fa2_ms)
 {
   shape_result *r = &job->run->results[index];
   r->tuned = 1;
+  r->fa2_ms = fa2_ms;
   r->device = job->device;
   r->best_ms = best->time_ms;
   r->cudnn_ms = cudnn_ms;
@@ -427,7 +430,7 @@ static at_status tune_shape(device_job *job, int index)
     cache_best b;
     int found = 0;
     if (cache_get_best(job->db, job->env.gpu_model, s, &b, &found) == AT_OK && found) {
-      record_result(job, index, &b, b.cudnn_ms);
+      record_result(job, index, &b, b.cudnn_ms, strncmp(b.impl, "fa2.", 4) == 0 ? b.time_ms : NAN);
       cache_best_clear(&b);
     }
     count(job->run, &job->run->stats.skipped);
@@ -532,6 +535,7 @@ static at_status tune_shape(device_job *job, int index)
   for (int i = 0; i < n; i++)
     if (known[i] && trials[i].status == CACHE_OK && trials[i].reps >= cfg->reps && trials[i].time_ms < best.time_ms)
       best.time_ms = trials[i].time_ms, winner = i;
+  double fa2_ms = winner >= 0 ? best.time_ms : NAN;
   if (isfinite(cudnn_ms) && cudnn_ms < best.time_ms) best.time_ms = cudnn_ms, winner = -2;
   if (rc == AT_OK && !g_stop && winner != -1) {
     best.shape = *s;
@@ -555,7 +559,7 @@ static at_status tune_shape(device_job *job, int index)
     rc = cache_put_best(job->db, &best, &stored);
     if (rc == AT_OK) rc = cache_mark_done(job->db, &job->env, s);
     if (rc == AT_OK) {
-      record_result(job, index, &best, cudnn_ms);
+      record_result(job, index, &best, cudnn_ms, fa2_ms);
       count(job->run, &job->run->stats.shapes_done);
       progress(job->run, "gpu%d %s: best %s %.4f ms (%.1f TFLOP/s), cuDNN %.4f ms", job->device, key,
                best.impl, best.time_ms, best.tflops, cudnn_ms);
@@ -630,8 +634,8 @@ static void *device_thread(void *arg)
 static void print_summary(const tune_run *run)
 {
   const tn_config *cfg = run->config;
-  printf("\n%-48s %-44s %10s %9s %10s %8s\n", "shape", "best", "best_ms", "TFLOP/s", "cudnn_ms",
-         "speedup");
+  printf("\n%-46s %-42s %9s %8s %9s %9s %8s\n", "shape", "best", "best_ms", "TFLOP/s", "fa2_ms",
+         "cudnn_ms", "fa2/cuDNN");
   for (int i = 0; i < cfg->n_shapes; i++) {
     const shape_result *r = &run->results[i];
     char key[160];
@@ -641,12 +645,11 @@ static void print_summary(const tune_run *run)
       continue;
     }
     double tflops = at_shape_flops(&cfg->shapes[i]) / (r->best_ms * 1e-3) / 1e12;
-    char cudnn[32] = "-", speedup[32] = "-";
-    if (isfinite(r->cudnn_ms)) {
-      snprintf(cudnn, sizeof cudnn, "%.4f", r->cudnn_ms);
-      snprintf(speedup, sizeof speedup, "%.2fx", r->cudnn_ms / r->best_ms);
-    }
-    printf("%-48s %-44s %10.4f %9.1f %10s %8s\n", key, r->best_impl, r->best_ms, tflops, cudnn, speedup);
+    char cudnn[32] = "-", fa2[32] = "-", speedup[32] = "-";
+    if (isfinite(r->cudnn_ms)) snprintf(cudnn, sizeof cudnn, "%.4f", r->cudnn_ms);
+    if (isfinite(r->fa2_ms)) snprintf(fa2, sizeof fa2, "%.4f", r->fa2_ms);
+    if (isfinite(r->cudnn_ms) && isfinite(r->fa2_ms)) snprintf(speedup, sizeof speedup, "%.2fx", r->cudnn_ms / r->fa2_ms);
+    printf("%-46s %-42s %9.4f %8.1f %9s %9s %8s\n", key, r->best_impl, r->best_ms, tflops, fa2, cudnn, speedup);
   }
   const run_stats *st = &run->stats;
   printf("\n%d shapes tuned, %d skipped (done earlier); candidates: %d compiled, %d failed to "
