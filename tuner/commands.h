@@ -11,6 +11,7 @@ int tn_cmd_gen(int argc, char **argv);
 int tn_cmd_bench(int argc, char **argv);
 int tn_cmd_tune(int argc, char **argv);
 int tn_cmd_cache(int argc, char **argv);
+int tn_cmd_report(int argc, char **argv);
 int tn_cmd_worker(int argc, char **argv); /* hidden: the tuning run's GPU process */
 
 #endif

@@ -22,6 +22,7 @@ static const struct command COMMANDS[] = {
     {"bench", tn_cmd_bench, "verify and time implementations (naive, cudnn, fa2 variants) on one shape"},
     {"tune", tn_cmd_tune, "tune the shapes of a YAML config into the SQLite cache (the main job)"},
     {"cache", tn_cmd_cache, "list, show, export, merge and prune tuning caches"},
+    {"report", tn_cmd_report, "tuned-vs-cuDNN results of a cache as text, md, csv, json or html with charts"},
     {"__worker", tn_cmd_worker, NULL},
 };
 

@@ -7,6 +7,7 @@ set(AT_TUNER_LIB_SOURCES
   tuner/harness.c
   tuner/worker.c
   tuner/tune.c
+  tuner/report.c
 )
 set(AT_TUNER_CLI_SOURCES
   tuner/main.c
@@ -15,4 +16,5 @@ set(AT_TUNER_CLI_SOURCES
   tuner/cmd_tune.c
   tuner/cmd_cache.c
   tuner/cmd_gen.c
+  tuner/cmd_report.c
 )

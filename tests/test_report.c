@@ -1,0 +1,668 @@
+/*
+ * test_report.c — `attntune report` from a real cache file built through the cache API (no GPU):
+ * every format renders, the numbers are the ones the test computes itself, CSV and JSON parse
+ * back, the HTML holds a chart of each kind with data and no network reference, and an empty
+ * cache, another GPU model and a missing file give clear messages and exit codes (through the
+ * attntune binary next to this test).
+ *
+ * ATTNTUNE_REPORT_KEEP=DIR keeps the test cache and its HTML report there, to look at.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <ctype.h>
+#include <libgen.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "cache/cache.h"
+#include "tests/testutil.h"
+#include "tuner/report.h"
+
+/* cmocka 1.1 has no assert_double_equal. */
+#define assert_near(a, b, eps)                                                                  \
+  do {                                                                                         \
+    double an_a_ = (a), an_b_ = (b);                                                           \
+    if (!(fabs(an_a_ - an_b_) <= (eps))) fail_msg("%s = %.9g, expected %.9g", #a, an_a_, an_b_); \
+  } while (0)
+
+static char g_dir[256];
+static char g_db[320];
+
+#define H200 "NVIDIA H200"
+#define A100 "NVIDIA A100-SXM4-80GB"
+
+/* ---- the test cache ---------------------------------------------------------------------- */
+
+/* What the test inserted for one shape, to compute the expected numbers independently. */
+typedef struct expected {
+  const char *gpu;
+  at_shape shape;
+  double tuned_ms, cudnn_ms; /* cudnn_ms NaN: cuDNN unsupported */
+} expected;
+
+static expected g_exp[64];
+static int g_n_exp;
+
+static cache_env env_of(const char *gpu)
+{
+  cache_env e;
+  memset(&e, 0, sizeof e);
+  snprintf(e.gpu_model, sizeof e.gpu_model, "%s", gpu);
+  e.cc_major = strcmp(gpu, H200) == 0 ? 9 : 8, e.cc_minor = 0;
+  e.sm_count = strcmp(gpu, H200) == 0 ? 132 : 108;
+  snprintf(e.driver, sizeof e.driver, "580.159.04");
+  snprintf(e.nvrtc, sizeof e.nvrtc, "13.0");
+  snprintf(e.cudnn, sizeof e.cudnn, "9.19.0");
+  snprintf(e.template_version, sizeof e.template_version, "tpl-test1");
+  return e;
+}
+
+static at_shape mk(int b, int t, int s, int hq, int hkv, int d, at_dtype dt, at_mask m)
+{
+  return (at_shape){.batch = b, .q_len = t, .kv_len = s, .q_heads = hq, .kv_heads = hkv,
+                    .head_dim = d, .dtype = dt, .mask = m};
+}
+
+static void put_trial(cache_db *db, const cache_env *e, at_shape s, const char *impl, cache_status st, double ms)
+{
+  cache_trial t;
+  memset(&t, 0, sizeof t);
+  t.shape = s;
+  snprintf(t.impl, sizeof t.impl, "%s", impl);
+  t.status = st;
+  t.time_ms = ms;
+  t.tflops = isfinite(ms) ? at_shape_flops(&s) / (ms * 1e-3) / 1e12 : NAN;
+  t.err_naive = st == CACHE_OK ? 3e-3 : NAN, t.err_cudnn = st == CACHE_OK ? 2e-3 : NAN;
+  t.registers = 128, t.spill_bytes = 0, t.smem_bytes = 49152, t.reps = 50;
+  TU_OK(cache_put_trial(db, e, &t));
+}
+
+/* One shape: naive (optional), cuDNN (NaN: unsupported), two fa2 variants, a wrong one that is
+ * faster (must be ignored) and the best row. */
+static void put_shape(cache_db *db, const char *gpu, at_shape s, double tuned_ms, double cudnn_ms, double naive_ms)
+{
+  cache_env e = env_of(gpu);
+  char variant[96];
+  snprintf(variant, sizeof variant, "fa2.%s.d%d.%s.g%d.bm128.bn64.w4.s2", at_dtype_name(s.dtype), s.head_dim,
+           at_mask_name(s.mask), s.q_heads / s.kv_heads);
+  if (isfinite(naive_ms)) put_trial(db, &e, s, "naive", CACHE_OK, naive_ms);
+  if (isfinite(cudnn_ms)) put_trial(db, &e, s, "cudnn", CACHE_OK, cudnn_ms);
+  else put_trial(db, &e, s, "cudnn", CACHE_UNSUPPORTED, NAN);
+  put_trial(db, &e, s, variant, CACHE_OK, tuned_ms);
+  put_trial(db, &e, s, "fa2.slower.bm64.bn64.w4.s2", CACHE_OK, tuned_ms * 1.3);
+  put_trial(db, &e, s, "fa2.wrong.bm64.bn32.w4.s2", CACHE_WRONG, tuned_ms * 0.5);
+  put_trial(db, &e, s, "fa2.dropped.bm64.bn32.w2.s2", CACHE_DROPPED, tuned_ms * 0.9);
+  cache_best b;
+  memset(&b, 0, sizeof b);
+  b.shape = s, b.env = e;
+  int cudnn_wins = isfinite(cudnn_ms) && cudnn_ms < tuned_ms;
+  snprintf(b.impl, sizeof b.impl, "%s", cudnn_wins ? "cudnn" : variant);
+  b.time_ms = cudnn_wins ? cudnn_ms : tuned_ms;
+  b.tflops = at_shape_flops(&s) / (b.time_ms * 1e-3) / 1e12;
+  b.cudnn_ms = cudnn_ms, b.err_naive = 3e-3, b.err_cudnn = cudnn_wins ? NAN : 2e-3;
+  snprintf(b.arch, sizeof b.arch, "sm_90a");
+  int stored = 0;
+  TU_OK(cache_put_best(db, &b, &stored));
+  assert_true(stored);
+  g_exp[g_n_exp++] = (expected){gpu, s, tuned_ms, cudnn_ms};
+}
+
+/* A plausible time: flops at rate TFLOP/s plus a launch floor. */
+static double ms_at(at_shape s, double tflops)
+{
+  return at_shape_flops(&s) / (tflops * 1e12) * 1e3 + 0.004;
+}
+
+static void build_cache(void)
+{
+  cache_db *db;
+  TU_OK(cache_open(g_db, 0, &db));
+  /* T sweep, no mask: cuDNN's ratio to ours varies from 0.85 (cuDNN faster) to 1.35. */
+  for (int i = 0, t = 64; t <= 2048; t *= 2, i++) {
+    at_shape s = mk(2, t, t, 16, 16, 64, AT_DTYPE_BF16, AT_MASK_NONE);
+    double tuned = ms_at(s, 250);
+    put_shape(db, H200, s, tuned, tuned * (0.85 + 0.1 * i), tuned * 25);
+  }
+  /* Batch sweep at T = 256, causal. */
+  for (int b = 1; b <= 16; b *= 2) {
+    at_shape s = mk(b, 256, 256, 8, 8, 64, AT_DTYPE_BF16, AT_MASK_CAUSAL_TL);
+    double tuned = ms_at(s, 180);
+    put_shape(db, H200, s, tuned, tuned * 1.1, tuned * 12);
+  }
+  /* MHA, GQA, MQA. */
+  for (int hkv = 16; hkv >= 1; hkv /= 4) {
+    at_shape s = mk(2, 1024, 1024, 16, hkv, 128, AT_DTYPE_BF16, AT_MASK_CAUSAL_TL);
+    double tuned = ms_at(s, 300 + hkv);
+    put_shape(db, H200, s, tuned, tuned * 0.95, NAN);
+  }
+  /* FP8 vs bf16, same shape. */
+  at_shape s16 = mk(4, 2048, 2048, 16, 16, 128, AT_DTYPE_BF16, AT_MASK_NONE), s8 = s16;
+  s8.dtype = AT_DTYPE_E4M3;
+  put_shape(db, H200, s16, ms_at(s16, 320), ms_at(s16, 330), NAN);
+  put_shape(db, H200, s8, ms_at(s8, 480), ms_at(s8, 560), NAN);
+  /* cuDNN declines head dim 264. */
+  at_shape big = mk(1, 512, 512, 8, 8, 264, AT_DTYPE_BF16, AT_MASK_NONE);
+  put_shape(db, H200, big, ms_at(big, 90), NAN, NAN);
+  /* Decode: T = 1, reported in GB/s too. */
+  at_shape dec = mk(8, 1, 4096, 32, 8, 128, AT_DTYPE_BF16, AT_MASK_CAUSAL_BR);
+  put_shape(db, H200, dec, 0.021, 0.025, NAN);
+  /* A shape whose every kernel failed verification: trials only, no best row. */
+  cache_env e = env_of(H200);
+  at_shape failed = mk(1, 128, 128, 4, 4, 32, AT_DTYPE_F16, AT_MASK_NONE);
+  put_trial(db, &e, failed, "fa2.f16.d32.none.g1.bm64.bn32.w4.s2", CACHE_WRONG, 0.01);
+  put_trial(db, &e, failed, "cudnn", CACHE_OK, 0.012);
+  /* A second GPU model. */
+  for (int t = 512; t <= 1024; t *= 2) {
+    at_shape s = mk(2, t, t, 16, 16, 64, AT_DTYPE_BF16, AT_MASK_NONE);
+    double tuned = ms_at(s, 150);
+    put_shape(db, A100, s, tuned, tuned * 1.05, NAN);
+  }
+  cache_close(db);
+}
+
+static int setup(void **state)
+{
+  (void)state;
+  const char *keep = getenv("ATTNTUNE_REPORT_KEEP");
+  if (keep && keep[0]) snprintf(g_dir, sizeof g_dir, "%s", keep);
+  else snprintf(g_dir, sizeof g_dir, "/tmp/attntune-test-report-XXXXXX");
+  if (!(keep && keep[0]) && !mkdtemp(g_dir)) return -1;
+  snprintf(g_db, sizeof g_db, "%s/report.db", g_dir);
+  unlink(g_db);
+  build_cache();
+  return 0;
+}
+
+static int teardown(void **state)
+{
+  (void)state;
+  const char *keep = getenv("ATTNTUNE_REPORT_KEEP");
+  if (keep && keep[0]) return 0;
+  char cmd[300];
+  snprintf(cmd, sizeof cmd, "rm -rf '%s'", g_dir);
+  return system(cmd) == 0 ? 0 : -1;
+}
+
+/* ---- helpers ----------------------------------------------------------------------------- */
+
+/* The report of the test cache in one format, as a malloc'd string. */
+static char *render(const char *gpu, tn_report_format format)
+{
+  tn_report r;
+  char *text = NULL;
+  size_t size = 0;
+  TU_OK(tn_report_load(g_db, gpu, &r));
+  FILE *f = open_memstream(&text, &size);
+  assert_non_null(f);
+  TU_OK(tn_report_write(&r, format, f, "memory"));
+  assert_int_equal(fclose(f), 0);
+  tn_report_free(&r);
+  return text;
+}
+
+static int count_of(const char *hay, const char *needle)
+{
+  int n = 0;
+  for (const char *p = hay; (p = strstr(p, needle)) != NULL; p += strlen(needle)) n++;
+  return n;
+}
+
+static const expected *find_exp(at_shape s)
+{
+  char want[160], key[160];
+  at_shape_key(&s, want, sizeof want);
+  for (int i = 0; i < g_n_exp; i++) {
+    at_shape_key(&g_exp[i].shape, key, sizeof key);
+    if (strcmp(key, want) == 0) return &g_exp[i];
+  }
+  fail_msg("no expected row for %s", want);
+  return NULL;
+}
+
+/* The geometric mean of cuDNN / tuned over the inserted shapes of one group. */
+static double expected_geomean(const char *gpu, at_dtype dtype, int head_dim, at_mask mask, int *n)
+{
+  double sum = 0;
+  *n = 0;
+  for (int i = 0; i < g_n_exp; i++) {
+    const expected *e = &g_exp[i];
+    if (strcmp(e->gpu, gpu) || e->shape.dtype != dtype || e->shape.head_dim != head_dim ||
+        e->shape.mask != mask || !isfinite(e->cudnn_ms))
+      continue;
+    sum += log(e->cudnn_ms / e->tuned_ms);
+    ++*n;
+  }
+  return exp(sum / *n);
+}
+
+/* The line of text that holds needle (copied into line). */
+static int line_with(const char *text, const char *needle, char *line, size_t size)
+{
+  const char *p = strstr(text, needle);
+  if (!p) return 0;
+  const char *start = p, *end = strchr(p, '\n');
+  while (start > text && start[-1] != '\n') start--;
+  if (!end) end = p + strlen(p);
+  snprintf(line, size, "%.*s", (int)(end - start), start);
+  return 1;
+}
+
+/* ---- text and markdown ------------------------------------------------------------------- */
+
+static void check_numbers(const char *all)
+{
+  char key[160], want[32], line[1024];
+  /* The A100 section comes first and has a shape and a group of the same names. */
+  const char *text = strstr(all, "GPU " H200);
+  assert_non_null(text);
+  /* T = 1024 of the sweep: cuDNN / tuned = 0.85 + 0.1 * 4. */
+  at_shape s = mk(2, 1024, 1024, 16, 16, 64, AT_DTYPE_BF16, AT_MASK_NONE);
+  const expected *e = find_exp(s);
+  at_shape_key(&s, key, sizeof key);
+  snprintf(want, sizeof want, "%.2fx", e->cudnn_ms / e->tuned_ms);
+  assert_true(line_with(text, key, line, sizeof line));
+  assert_non_null(strstr(line, want));
+  assert_non_null(strstr(line, "1.25x"));
+  /* The group's geometric mean, computed here from what was inserted. */
+  int n;
+  double g = expected_geomean(H200, AT_DTYPE_BF16, 64, AT_MASK_NONE, &n);
+  assert_int_equal(n, 6);
+  snprintf(want, sizeof want, "%.2fx", g);
+  assert_true(line_with(text, "bf16 d64 none", line, sizeof line));
+  assert_non_null(strstr(line, want));
+  assert_non_null(strstr(line, "6 of 6"));
+  /* cuDNN unsupported is said, not printed as a number. */
+  at_shape big = mk(1, 512, 512, 8, 8, 264, AT_DTYPE_BF16, AT_MASK_NONE);
+  at_shape_key(&big, key, sizeof key);
+  assert_true(line_with(text, key, line, sizeof line));
+  assert_non_null(strstr(line, "unsupported"));
+  assert_null(strstr(line, "nan"));
+  /* Decode reports GB/s of K/V read: 2·B·Nkv·S·D·2 bytes / 0.021 ms. */
+  at_shape dec = mk(8, 1, 4096, 32, 8, 128, AT_DTYPE_BF16, AT_MASK_CAUSAL_BR);
+  at_shape_key(&dec, key, sizeof key);
+  snprintf(want, sizeof want, " %.0f ", 2.0 * 8 * 8 * 4096 * 128 * 2 / 0.021e-3 / 1e9);
+  assert_true(line_with(text, key, line, sizeof line));
+  assert_non_null(strstr(line, want));
+  /* The shape with no verified kernel is listed without a best. */
+  assert_non_null(strstr(text, "b1.t128.s128.hq4.hkv4.d32.f16.none"));
+  /* Header: models and versions. */
+  assert_non_null(strstr(all, "GPU " A100));
+  assert_non_null(strstr(text, "driver 580.159.04"));
+  assert_non_null(strstr(text, "NVRTC 13.0"));
+  assert_non_null(strstr(text, "cuDNN 9.19.0"));
+  assert_non_null(strstr(text, "templates tpl-test1"));
+  assert_null(strstr(all, "nan"));
+  assert_null(strstr(all, "inf"));
+}
+
+static void test_text_has_the_numbers(void **state)
+{
+  (void)state;
+  char *text = render(NULL, TN_REPORT_TEXT);
+  check_numbers(text);
+  assert_non_null(strstr(text, "19 shapes")); /* H200: 6 + 5 + 3 + 2 + 1 + 1 + 1 */
+  assert_non_null(strstr(text, "2 shapes"));  /* A100 */
+  free(text);
+}
+
+static void test_markdown_has_the_numbers(void **state)
+{
+  (void)state;
+  char *text = render(NULL, TN_REPORT_MD);
+  check_numbers(text);
+  assert_non_null(strstr(text, "## GPU " H200));
+  assert_non_null(strstr(text, "|---|---|---:|"));
+  free(text);
+}
+
+/* ---- csv --------------------------------------------------------------------------------- */
+
+/* Split one CSV line (no quoted fields in this report) into at most max fields. */
+static int split_csv(char *line, char **fields, int max)
+{
+  int n = 0;
+  for (char *p = line; n < max;) {
+    fields[n++] = p;
+    char *comma = strchr(p, ',');
+    if (!comma) break;
+    *comma = '\0';
+    p = comma + 1;
+  }
+  return n;
+}
+
+static int column(char **header, int n, const char *name)
+{
+  for (int i = 0; i < n; i++)
+    if (strcmp(header[i], name) == 0) return i;
+  fail_msg("no CSV column '%s'", name);
+  return -1;
+}
+
+static void test_csv_parses_back(void **state)
+{
+  (void)state;
+  char *text = render(NULL, TN_REPORT_CSV);
+  char *lines[64], *save = NULL;
+  int n_lines = 0;
+  for (char *l = strtok_r(text, "\n", &save); l && n_lines < 64; l = strtok_r(NULL, "\n", &save))
+    lines[n_lines++] = l;
+  assert_int_equal(n_lines, 1 + 19 + 2); /* header, H200, A100 */
+  char *head[40], *f[40];
+  int n_cols = split_csv(lines[0], head, 40);
+  assert_int_equal(n_cols, 25);
+  int c_shape = column(head, n_cols, "shape"), c_speed = column(head, n_cols, "speedup_tuned");
+  int c_cudnn = column(head, n_cols, "cudnn_ms"), c_status = column(head, n_cols, "cudnn_status");
+  int c_tuned = column(head, n_cols, "tuned_ms"), c_gpu = column(head, n_cols, "gpu");
+  int n_h200 = 0, seen_unsupported = 0;
+  for (int i = 1; i < n_lines; i++) {
+    assert_int_equal(split_csv(lines[i], f, 40), n_cols);
+    n_h200 += strcmp(f[c_gpu], H200) == 0;
+    if (strcmp(f[c_shape], "b1.t512.s512.hq8.hkv8.d264.bf16.none") == 0) {
+      assert_string_equal(f[c_status], "unsupported");
+      assert_string_equal(f[c_cudnn], "");
+      assert_string_equal(f[c_speed], "");
+      seen_unsupported = 1;
+    }
+    if (!f[c_speed][0]) continue;
+    /* Every speedup equals cudnn_ms / tuned_ms of its own row and of what was inserted. */
+    double sp = strtod(f[c_speed], NULL), cu = strtod(f[c_cudnn], NULL), tu = strtod(f[c_tuned], NULL);
+    assert_near(sp, cu / tu, 1e-4 * sp);
+    if (strcmp(f[c_gpu], H200) == 0) {
+      for (int k = 0; k < g_n_exp; k++) {
+        char key[160];
+        at_shape_key(&g_exp[k].shape, key, sizeof key);
+        if (strcmp(key, f[c_shape]) == 0 && strcmp(g_exp[k].gpu, H200) == 0)
+          assert_near(sp, g_exp[k].cudnn_ms / g_exp[k].tuned_ms, 1e-4 * sp);
+      }
+    }
+  }
+  assert_int_equal(n_h200, 19);
+  assert_true(seen_unsupported);
+  free(text);
+}
+
+/* ---- json: a small validating parser ----------------------------------------------------- */
+
+typedef struct json_in {
+  const char *p;
+  int objects; /* objects seen, to count rows */
+} json_in;
+
+static int json_value(json_in *in);
+
+static void json_space(json_in *in)
+{
+  while (*in->p == ' ' || *in->p == '\n' || *in->p == '\t' || *in->p == '\r') in->p++;
+}
+
+static int json_string(json_in *in)
+{
+  if (*in->p != '"') return 0;
+  for (in->p++; *in->p != '"'; in->p++) {
+    if (!*in->p || (unsigned char)*in->p < 0x20) return 0;
+    if (*in->p == '\\') {
+      in->p++;
+      if (*in->p == 'u') {
+        for (int i = 0; i < 4; i++)
+          if (!isxdigit((unsigned char)*++in->p)) return 0;
+      } else if (!strchr("\"\\/bfnrt", *in->p) || !*in->p) {
+        return 0;
+      }
+    }
+  }
+  in->p++;
+  return 1;
+}
+
+static int json_number(json_in *in)
+{
+  const char *start = in->p;
+  if (*in->p == '-') in->p++;
+  if (!isdigit((unsigned char)*in->p)) return 0;
+  if (*in->p == '0' && isdigit((unsigned char)in->p[1])) return 0;
+  while (isdigit((unsigned char)*in->p)) in->p++;
+  if (*in->p == '.') {
+    if (!isdigit((unsigned char)*++in->p)) return 0;
+    while (isdigit((unsigned char)*in->p)) in->p++;
+  }
+  if (*in->p == 'e' || *in->p == 'E') {
+    in->p++;
+    if (*in->p == '+' || *in->p == '-') in->p++;
+    if (!isdigit((unsigned char)*in->p)) return 0;
+    while (isdigit((unsigned char)*in->p)) in->p++;
+  }
+  return in->p > start;
+}
+
+static int json_list(json_in *in, char close, int members)
+{
+  in->p++;
+  json_space(in);
+  if (*in->p == close) return in->p++, 1;
+  for (;;) {
+    json_space(in);
+    if (members) {
+      if (!json_string(in)) return 0;
+      json_space(in);
+      if (*in->p++ != ':') return 0;
+    }
+    if (!json_value(in)) return 0;
+    json_space(in);
+    if (*in->p == close) return in->p++, 1;
+    if (*in->p++ != ',') return 0;
+  }
+}
+
+static int json_value(json_in *in)
+{
+  json_space(in);
+  switch (*in->p) {
+  case '{': in->objects++; return json_list(in, '}', 1);
+  case '[': return json_list(in, ']', 0);
+  case '"': return json_string(in);
+  case 't': return strncmp(in->p, "true", 4) == 0 ? (in->p += 4, 1) : 0;
+  case 'f': return strncmp(in->p, "false", 5) == 0 ? (in->p += 5, 1) : 0;
+  case 'n': return strncmp(in->p, "null", 4) == 0 ? (in->p += 4, 1) : 0;
+  default: return json_number(in);
+  }
+}
+
+static int json_valid(const char *text, int *objects)
+{
+  json_in in = {text, 0};
+  int ok = json_value(&in);
+  json_space(&in);
+  *objects = in.objects;
+  return ok && *in.p == '\0';
+}
+
+static void test_json_parses_back(void **state)
+{
+  (void)state;
+  char *text = render(NULL, TN_REPORT_JSON);
+  int objects = 0;
+  assert_true(json_valid(text, &objects));
+  /* The document, its models, shapes and groups are all objects. */
+  assert_int_equal(count_of(text, "\"shape\": "), 21);
+  assert_int_equal(count_of(text, "\"geomean_speedup_tuned\": "), count_of(text, "\"n_compared\": "));
+  int n_groups = count_of(text, "\"n_compared\": ");
+  assert_int_equal(objects, 1 + 2 + 21 + n_groups);
+  /* The unsupported shape: status as text, times as null. */
+  const char *big = strstr(text, "\"shape\": \"b1.t512.s512.hq8.hkv8.d264.bf16.none\"");
+  assert_non_null(big);
+  const char *end = strchr(big, '}');
+  char row[2048];
+  snprintf(row, sizeof row, "%.*s", (int)(end - big), big);
+  assert_non_null(strstr(row, "\"cudnn_status\": \"unsupported\""));
+  assert_non_null(strstr(row, "\"cudnn_ms\": null"));
+  assert_non_null(strstr(row, "\"speedup_tuned\": null"));
+  /* The T-sweep group's mean, as a number. */
+  int n;
+  double g = expected_geomean(H200, AT_DTYPE_BF16, 64, AT_MASK_NONE, &n);
+  const char *grp = strstr(text, "\"dtype\": \"bf16\", \"head_dim\": 64, \"mask\": \"none\", \"n_shapes\": 6");
+  assert_non_null(grp);
+  const char *num = strstr(grp, "\"geomean_speedup_tuned\": ");
+  assert_non_null(num);
+  assert_near(strtod(num + strlen("\"geomean_speedup_tuned\": "), NULL), g, 1e-5 * g);
+  free(text);
+}
+
+/* ---- html -------------------------------------------------------------------------------- */
+
+static void test_html_is_self_contained_with_charts(void **state)
+{
+  (void)state;
+  char *html = render(NULL, TN_REPORT_HTML);
+  assert_null(strstr(html, "http://"));
+  assert_null(strstr(html, "https://"));
+  assert_null(strstr(html, "<script"));
+  assert_null(strstr(html, "<link"));
+  assert_null(strstr(html, "@import"));
+  assert_null(strstr(html, "url("));
+  /* H200: speedup, 1 T sweep, 1 batch sweep, 1 MHA/GQA/MQA, 1 dtype; A100: speedup, 1 T sweep. */
+  assert_int_equal(count_of(html, "<svg"), 5 + 2);
+  assert_int_equal(count_of(html, "</svg>"), 7);
+  assert_int_equal(count_of(html, "Speedup of the tuned kernel over cuDNN"), 2 * 3); /* aria, title, text */
+  assert_int_equal(count_of(html, "sequence length T = S (log scale)"), 2);
+  assert_int_equal(count_of(html, "batch size B (log scale)"), 1);
+  assert_non_null(strstr(html, ">MHA<"));
+  assert_non_null(strstr(html, ">GQA<"));
+  assert_non_null(strstr(html, ">MQA<"));
+  assert_non_null(strstr(html, ">e4m3<"));
+  assert_non_null(strstr(html, "1.0 = as fast as cuDNN"));
+  /* A100 has no batch, heads or dtype families: said in a sentence. */
+  assert_int_equal(count_of(html, "No chart:"), 3);
+  for (int i = 0; i < g_n_exp; i++) {
+    char key[160];
+    at_shape_key(&g_exp[i].shape, key, sizeof key);
+    assert_non_null(strstr(html, key));
+  }
+  assert_non_null(strstr(html, "cuDNN unsupported"));
+  const char *keep = getenv("ATTNTUNE_REPORT_KEEP");
+  if (keep && keep[0]) {
+    char path[400];
+    snprintf(path, sizeof path, "%s/report.html", g_dir);
+    FILE *f = fopen(path, "w");
+    assert_non_null(f);
+    fputs(html, f);
+    assert_int_equal(fclose(f), 0);
+  }
+  free(html);
+}
+
+/* ---- selection and messages -------------------------------------------------------------- */
+
+static void test_gpu_filter_and_messages(void **state)
+{
+  (void)state;
+  tn_report r;
+  char why[2048];
+  TU_OK(tn_report_load(g_db, A100, &r));
+  assert_int_equal(r.n_rows, 2);
+  assert_int_equal(r.n_models, 1);
+  tn_report_free(&r);
+
+  TU_OK(tn_report_load(g_db, "NVIDIA B200", &r));
+  assert_int_equal(r.n_rows, 0);
+  tn_report_explain_empty(&r, why, sizeof why);
+  assert_non_null(strstr(why, "has no results for GPU 'NVIDIA B200'"));
+  assert_non_null(strstr(why, H200));
+  assert_non_null(strstr(why, A100));
+  tn_report_free(&r);
+
+  char empty[320];
+  snprintf(empty, sizeof empty, "%s/empty.db", g_dir);
+  unlink(empty);
+  cache_db *db;
+  TU_OK(cache_open(empty, 0, &db));
+  cache_close(db);
+  TU_OK(tn_report_load(empty, NULL, &r));
+  assert_int_equal(r.n_rows, 0);
+  tn_report_explain_empty(&r, why, sizeof why);
+  assert_non_null(strstr(why, "holds no tuning results yet (run 'attntune tune' or "
+                              "'attntune bench --suite codelab')"));
+  tn_report_free(&r);
+
+  char missing[320];
+  snprintf(missing, sizeof missing, "%s/missing.db", g_dir);
+  assert_int_equal(tn_report_load(missing, NULL, &r), AT_ERR_IO);
+  assert_non_null(strstr(at_last_error(), missing));
+  tn_report_format fmt;
+  assert_int_equal(tn_report_format_parse("pdf", &fmt), AT_ERR_INVALID);
+  assert_non_null(strstr(at_last_error(), "'pdf'"));
+}
+
+/* ---- the command line -------------------------------------------------------------------- */
+
+/* Run attntune (next to this test's folder) with args; return its exit code and output. */
+static int run_cli(const char *args, char *output, size_t size)
+{
+  char self[512], cmd[2048], out_path[400];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  assert_true(n > 0);
+  self[n] = '\0';
+  snprintf(out_path, sizeof out_path, "%s/cli.out", g_dir);
+  snprintf(cmd, sizeof cmd, "'%s/../attntune' report %s > '%s' 2>&1", dirname(self), args, out_path);
+  int status = system(cmd);
+  assert_true(WIFEXITED(status));
+  FILE *f = fopen(out_path, "r");
+  assert_non_null(f);
+  size_t got = fread(output, 1, size - 1, f);
+  output[got] = '\0';
+  fclose(f);
+  return WEXITSTATUS(status);
+}
+
+static void test_cli_exit_codes(void **state)
+{
+  (void)state;
+  char out[65536], args[1024];
+  snprintf(args, sizeof args, "--db '%s' --format text", g_db);
+  assert_int_equal(run_cli(args, out, sizeof out), 0);
+  assert_non_null(strstr(out, "b2.t1024.s1024.hq16.hkv16.d64.bf16.none"));
+
+  snprintf(args, sizeof args, "--db '%s' --format html --out '%s/cli.html'", g_db, g_dir);
+  assert_int_equal(run_cli(args, out, sizeof out), 0);
+
+  snprintf(args, sizeof args, "--db '%s' --gpu 'NVIDIA B200'", g_db);
+  assert_int_equal(run_cli(args, out, sizeof out), 1);
+  assert_non_null(strstr(out, "no results for GPU 'NVIDIA B200'; it holds results for: " A100 ", " H200));
+
+  snprintf(args, sizeof args, "--db '%s/empty.db'", g_dir);
+  assert_int_equal(run_cli(args, out, sizeof out), 1);
+  assert_non_null(strstr(out, "holds no tuning results yet"));
+
+  snprintf(args, sizeof args, "--db '%s/nope.db'", g_dir);
+  assert_int_equal(run_cli(args, out, sizeof out), 1);
+  assert_non_null(strstr(out, "nope.db' does not exist"));
+
+  assert_int_equal(run_cli("--format pdf", out, sizeof out), 2);
+  assert_non_null(strstr(out, "unknown format 'pdf'"));
+  assert_int_equal(run_cli("--bogus", out, sizeof out), 2);
+  assert_int_equal(run_cli("extra", out, sizeof out), 2);
+  assert_int_equal(run_cli("--help", out, sizeof out), 0);
+  assert_non_null(strstr(out, "usage: attntune report"));
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_text_has_the_numbers),
+      cmocka_unit_test(test_markdown_has_the_numbers),
+      cmocka_unit_test(test_csv_parses_back),
+      cmocka_unit_test(test_json_parses_back),
+      cmocka_unit_test(test_html_is_self_contained_with_charts),
+      cmocka_unit_test(test_gpu_filter_and_messages),
+      cmocka_unit_test(test_cli_exit_codes),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}

@@ -1,0 +1,1215 @@
+/*
+ * report.c — see report.h. Sections: the model (rows from a cache, groups, geometric means),
+ * number formatting, the text/md/csv/json renderers, and the HTML renderer with its SVG charts.
+ *
+ * The charts are SVG written here rather than by a plotting library: no dependency to install,
+ * exact control over what each chart shows, and the text in them (shape keys, numbers) stays
+ * searchable and selectable in the browser. The HTML is one file with no network references.
+ *
+ * Output goes through stdio; a write error sticks to the stream, so each renderer checks
+ * ferror() and fflush() once at the end instead of every fprintf.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/rt.h"
+#include "tuner/report.h"
+
+/* ---- the model --------------------------------------------------------------------------- */
+
+/* Per-row bookkeeping that only the loader needs. */
+typedef struct row_extra {
+  cache_env env;       /* of the best row */
+  char updated_at[32]; /* of the best row: the newest template version's row wins */
+  int has_cudnn_trial;
+  double cudnn_trial_ms;
+} row_extra;
+
+typedef struct loader {
+  tn_report *r;
+  row_extra *extra;
+  int cap;
+  int hint; /* trials come ordered by (GPU model, shape key): the last row found is likely next */
+  at_status rc;
+} loader;
+
+double tn_report_kv_bytes(const at_shape *s)
+{
+  return 2.0 * s->batch * s->kv_heads * (double)s->kv_len * s->head_dim * (double)at_dtype_size(s->dtype);
+}
+
+static int find_row(loader *l, const char *gpu_model, const char *key)
+{
+  const tn_report *r = l->r;
+  if (l->hint < r->n_rows && strcmp(r->rows[l->hint].key, key) == 0 &&
+      strcmp(r->rows[l->hint].gpu_model, gpu_model) == 0)
+    return l->hint;
+  for (int i = 0; i < r->n_rows; i++)
+    if (strcmp(r->rows[i].key, key) == 0 && strcmp(r->rows[i].gpu_model, gpu_model) == 0)
+      return l->hint = i;
+  return -1;
+}
+
+/* A fresh row with every time unknown; -1 (and l->rc set) when memory runs out. */
+static int add_row(loader *l, const char *gpu_model, const at_shape *shape)
+{
+  tn_report *r = l->r;
+  if (r->n_rows == l->cap) {
+    int cap = l->cap ? 2 * l->cap : 64;
+    tn_report_row *rows = realloc(r->rows, (size_t)cap * sizeof *rows);
+    if (rows) r->rows = rows;
+    row_extra *extra = realloc(l->extra, (size_t)cap * sizeof *extra);
+    if (extra) l->extra = extra;
+    if (!rows || !extra) {
+      l->rc = rt_fail(AT_ERR_NOMEM, "no memory for %d report rows", cap);
+      return -1;
+    }
+    l->cap = cap;
+  }
+  tn_report_row *row = &r->rows[r->n_rows];
+  memset(row, 0, sizeof *row);
+  memset(&l->extra[r->n_rows], 0, sizeof *l->extra);
+  snprintf(row->gpu_model, sizeof row->gpu_model, "%s", gpu_model);
+  row->shape = *shape;
+  at_shape_key(shape, row->key, sizeof row->key);
+  row->best_ms = row->best_tflops = row->best_gbs = NAN;
+  row->tuned_ms = row->tuned_tflops = row->cudnn_ms = row->naive_ms = NAN;
+  row->speedup_tuned = row->speedup_best = row->err_naive = row->err_cudnn = NAN;
+  l->extra[r->n_rows].cudnn_trial_ms = NAN;
+  return l->hint = r->n_rows++;
+}
+
+static void take_best(tn_report_row *row, row_extra *x, const cache_best *b)
+{
+  row->has_best = 1;
+  snprintf(row->best_impl, sizeof row->best_impl, "%s", b->impl);
+  row->best_ms = b->time_ms;
+  row->best_tflops = b->tflops;
+  row->cudnn_ms = b->cudnn_ms;
+  row->err_naive = b->err_naive;
+  /* cuDNN compared with itself says nothing (the tuning run stores 0 there). */
+  row->err_cudnn = strcmp(b->impl, "cudnn") == 0 ? NAN : b->err_cudnn;
+  x->env = b->env;
+  snprintf(x->updated_at, sizeof x->updated_at, "%s", b->updated_at);
+}
+
+static int visit_best(void *user, const cache_best *b)
+{
+  loader *l = user;
+  char key[160];
+  at_shape_key(&b->shape, key, sizeof key);
+  int i = find_row(l, b->env.gpu_model, key);
+  if (i >= 0) {
+    /* Another template version's row for the same shape: keep the newest, count the other. */
+    l->r->n_older_best++;
+    if (strcmp(b->updated_at, l->extra[i].updated_at) > 0) take_best(&l->r->rows[i], &l->extra[i], b);
+    return 0;
+  }
+  if ((i = add_row(l, b->env.gpu_model, &b->shape)) < 0) return 1;
+  take_best(&l->r->rows[i], &l->extra[i], b);
+  return 0;
+}
+
+static int visit_trial(void *user, const char *gpu_model, const cache_trial *t)
+{
+  loader *l = user;
+  char key[160];
+  at_shape_key(&t->shape, key, sizeof key);
+  int i = find_row(l, gpu_model, key);
+  if (i < 0 && (i = add_row(l, gpu_model, &t->shape)) < 0) return 1;
+  tn_report_row *row = &l->r->rows[i];
+  row_extra *x = &l->extra[i];
+  int timed = t->status == CACHE_OK && isfinite(t->time_ms) && t->time_ms > 0;
+  if (strncmp(t->impl, "fa2.", 4) == 0 && timed && !(t->time_ms >= row->tuned_ms)) {
+    snprintf(row->tuned_impl, sizeof row->tuned_impl, "%s", t->impl);
+    row->tuned_ms = t->time_ms;
+    row->tuned_tflops = t->tflops;
+    row->err_naive = t->err_naive;
+    row->err_cudnn = t->err_cudnn;
+  } else if (strcmp(t->impl, "cudnn") == 0) {
+    x->has_cudnn_trial = 1;
+    row->cudnn_trial_status = t->status;
+    x->cudnn_trial_ms = timed ? t->time_ms : NAN;
+  } else if (strcmp(t->impl, "naive") == 0 && timed && !(t->time_ms >= row->naive_ms)) {
+    row->naive_ms = t->time_ms;
+  }
+  return 0;
+}
+
+/* cuDNN's time: the best row's, else its trial's; otherwise say why there is none. */
+static void settle_cudnn(tn_report_row *row, const row_extra *x)
+{
+  if (!isfinite(row->cudnn_ms) && isfinite(x->cudnn_trial_ms)) row->cudnn_ms = x->cudnn_trial_ms;
+  if (isfinite(row->cudnn_ms)) row->cudnn = TN_REPORT_CUDNN_OK;
+  else if (!x->has_cudnn_trial) row->cudnn = TN_REPORT_CUDNN_MISSING;
+  else if (row->cudnn_trial_status == CACHE_UNSUPPORTED) row->cudnn = TN_REPORT_CUDNN_UNSUPPORTED;
+  else row->cudnn = TN_REPORT_CUDNN_FAILED;
+}
+
+static void settle_row(tn_report_row *row, const row_extra *x)
+{
+  double flops = at_shape_flops(&row->shape);
+  settle_cudnn(row, x);
+  if (isfinite(row->tuned_ms) && !isfinite(row->tuned_tflops))
+    row->tuned_tflops = flops / (row->tuned_ms * 1e-3) / 1e12;
+  if (isfinite(row->best_ms) && !isfinite(row->best_tflops))
+    row->best_tflops = flops / (row->best_ms * 1e-3) / 1e12;
+  if (row->shape.q_len <= TN_REPORT_DECODE_MAX_T && isfinite(row->best_ms))
+    row->best_gbs = tn_report_kv_bytes(&row->shape) / (row->best_ms * 1e-3) / 1e9;
+  row->speedup_tuned = row->cudnn_ms / row->tuned_ms; /* NaN when either is missing */
+  row->speedup_best = row->cudnn_ms / row->best_ms;
+}
+
+static int compare_rows(const void *pa, const void *pb)
+{
+  const tn_report_row *a = pa, *b = pb;
+  int c = strcmp(a->gpu_model, b->gpu_model);
+  if (c) return c;
+  const at_shape *x = &a->shape, *y = &b->shape;
+  const int ka[] = {(int)x->dtype, x->head_dim, (int)x->mask, x->q_heads, x->kv_heads,
+                    x->batch, x->q_len, x->kv_len, x->with_lse};
+  const int kb[] = {(int)y->dtype, y->head_dim, (int)y->mask, y->q_heads, y->kv_heads,
+                    y->batch, y->q_len, y->kv_len, y->with_lse};
+  for (size_t i = 0; i < sizeof ka / sizeof *ka; i++)
+    if (ka[i] != kb[i]) return ka[i] < kb[i] ? -1 : 1;
+  return 0;
+}
+
+static int same_group(const tn_report_row *a, const tn_report_row *b)
+{
+  return strcmp(a->gpu_model, b->gpu_model) == 0 && a->shape.dtype == b->shape.dtype &&
+         a->shape.head_dim == b->shape.head_dim && a->shape.mask == b->shape.mask;
+}
+
+/* Groups are contiguous runs of sorted rows; the mean is taken in log space. */
+static at_status build_groups(tn_report *r)
+{
+  r->groups = calloc((size_t)r->n_rows + 1, sizeof *r->groups);
+  if (!r->groups) return rt_fail(AT_ERR_NOMEM, "no memory for %d report groups", r->n_rows);
+  for (int i = 0; i < r->n_rows;) {
+    tn_report_group *g = &r->groups[r->n_groups++];
+    const tn_report_row *first = &r->rows[i];
+    double sum_log = 0;
+    snprintf(g->gpu_model, sizeof g->gpu_model, "%s", first->gpu_model);
+    g->dtype = first->shape.dtype, g->head_dim = first->shape.head_dim, g->mask = first->shape.mask;
+    for (; i < r->n_rows && same_group(first, &r->rows[i]); i++) {
+      g->n_shapes++;
+      if (isfinite(r->rows[i].speedup_tuned) && r->rows[i].speedup_tuned > 0) {
+        g->n_compared++;
+        sum_log += log(r->rows[i].speedup_tuned);
+      }
+    }
+    g->geomean = g->n_compared ? exp(sum_log / g->n_compared) : NAN;
+  }
+  return AT_OK;
+}
+
+/* Append text to a ", "-joined list unless it is already there. */
+static void join_distinct(char *list, size_t size, const char *text)
+{
+  if (!text[0]) text = "-";
+  size_t n = strlen(text), used = strlen(list);
+  for (const char *p = list; (p = strstr(p, text)) != NULL; p += n)
+    if ((p == list || p[-1] == ' ') && (p[n] == '\0' || p[n] == ',')) return;
+  snprintf(list + used, size - used, "%s%s", used ? ", " : "", text);
+}
+
+static at_status build_models(tn_report *r, const row_extra *extra)
+{
+  r->models = calloc((size_t)r->n_rows + 1, sizeof *r->models);
+  if (!r->models) return rt_fail(AT_ERR_NOMEM, "no memory for the report's GPU models");
+  for (int i = 0; i < r->n_rows; i++) {
+    const tn_report_row *row = &r->rows[i];
+    if (r->n_models == 0 || strcmp(r->models[r->n_models - 1].gpu_model, row->gpu_model) != 0)
+      snprintf(r->models[r->n_models++].gpu_model, sizeof r->models->gpu_model, "%s", row->gpu_model);
+    tn_report_model *m = &r->models[r->n_models - 1];
+    m->n_shapes++;
+    if (!row->has_best) continue; /* trials carry no environment through cache_each_trial */
+    const cache_env *e = &extra[i].env;
+    char cc[16];
+    snprintf(cc, sizeof cc, "%d.%d", e->cc_major, e->cc_minor);
+    join_distinct(m->cc, sizeof m->cc, cc);
+    join_distinct(m->driver, sizeof m->driver, e->driver);
+    join_distinct(m->nvrtc, sizeof m->nvrtc, e->nvrtc);
+    join_distinct(m->cudnn, sizeof m->cudnn, e->cudnn);
+    join_distinct(m->templates, sizeof m->templates, e->template_version);
+  }
+  return AT_OK;
+}
+
+/* Sort rows with their extras: sort an index, then permute both arrays. */
+static at_status sort_rows(tn_report *r, row_extra **extra)
+{
+  if (r->n_rows < 2) return AT_OK;
+  tn_report_row *rows = malloc((size_t)r->n_rows * sizeof *rows);
+  row_extra *ex = malloc((size_t)r->n_rows * sizeof *ex);
+  if (!rows || !ex) {
+    free(rows), free(ex);
+    return rt_fail(AT_ERR_NOMEM, "no memory to sort %d report rows", r->n_rows);
+  }
+  /* Rows are unique per (model, key), so ties cannot occur and a search finds each row again. */
+  memcpy(rows, r->rows, (size_t)r->n_rows * sizeof *rows);
+  qsort(rows, (size_t)r->n_rows, sizeof *rows, compare_rows);
+  for (int i = 0; i < r->n_rows; i++) {
+    const tn_report_row *old = bsearch(&r->rows[i], rows, (size_t)r->n_rows, sizeof *rows, compare_rows);
+    ex[old - rows] = (*extra)[i];
+  }
+  free(r->rows), free(*extra);
+  r->rows = rows, *extra = ex;
+  return AT_OK;
+}
+
+at_status tn_report_load(const char *db_path, const char *gpu_model, tn_report *out)
+{
+  memset(out, 0, sizeof *out);
+  if (gpu_model && !gpu_model[0]) gpu_model = NULL;
+  snprintf(out->db_path, sizeof out->db_path, "%s", db_path);
+  snprintf(out->gpu_filter, sizeof out->gpu_filter, "%s", gpu_model ? gpu_model : "");
+  cache_db *db = NULL;
+  at_status rc = cache_open(db_path, 1, &db);
+  if (rc != AT_OK) return rc;
+  loader l = {.r = out, .rc = AT_OK};
+  rc = cache_models(db, out->models_in_cache, sizeof out->models_in_cache, &out->n_models_in_cache);
+  if (rc == AT_OK) rc = cache_each_best(db, gpu_model, visit_best, &l);
+  if (rc == AT_OK) rc = l.rc;
+  if (rc == AT_OK) rc = cache_each_trial(db, gpu_model, visit_trial, &l);
+  if (rc == AT_OK) rc = l.rc;
+  cache_close(db);
+  for (int i = 0; rc == AT_OK && i < out->n_rows; i++) settle_row(&out->rows[i], &l.extra[i]);
+  if (rc == AT_OK) rc = sort_rows(out, &l.extra);
+  if (rc == AT_OK) rc = build_groups(out);
+  if (rc == AT_OK) rc = build_models(out, l.extra);
+  free(l.extra);
+  if (rc != AT_OK) tn_report_free(out);
+  return rc;
+}
+
+void tn_report_free(tn_report *r)
+{
+  free(r->rows), free(r->groups), free(r->models);
+  r->rows = NULL, r->groups = NULL, r->models = NULL;
+  r->n_rows = r->n_groups = r->n_models = 0;
+}
+
+void tn_report_explain_empty(const tn_report *r, char *buf, size_t size)
+{
+  if (r->gpu_filter[0] && r->n_models_in_cache > 0)
+    snprintf(buf, size, "%s has no results for GPU '%s'; it holds results for: %s", r->db_path,
+             r->gpu_filter, r->models_in_cache);
+  else
+    snprintf(buf, size, "%s holds no tuning results yet (run 'attntune tune' or 'attntune bench "
+                        "--suite codelab')", r->db_path);
+}
+
+static const char *const FORMAT_NAMES[] = {"text", "md", "csv", "json", "html"};
+
+at_status tn_report_format_parse(const char *text, tn_report_format *out)
+{
+  for (size_t i = 0; i < sizeof FORMAT_NAMES / sizeof *FORMAT_NAMES; i++)
+    if (strcmp(text, FORMAT_NAMES[i]) == 0) return *out = (tn_report_format)i, AT_OK;
+  return rt_fail(AT_ERR_INVALID, "unknown report format '%s' (expected text, md, csv, json, html)", text);
+}
+
+const char *tn_report_cudnn_label(const tn_report_row *row)
+{
+  switch (row->cudnn) {
+  case TN_REPORT_CUDNN_OK: return "ok";
+  case TN_REPORT_CUDNN_UNSUPPORTED: return "unsupported";
+  case TN_REPORT_CUDNN_FAILED: return cache_status_name(row->cudnn_trial_status);
+  case TN_REPORT_CUDNN_MISSING: break;
+  }
+  return "no time";
+}
+
+/* ---- numbers ----------------------------------------------------------------------------- */
+
+/* Milliseconds with about four significant digits; "-" when not measured. */
+static const char *fmt_ms(char *buf, size_t size, double ms)
+{
+  if (!isfinite(ms)) snprintf(buf, size, "-");
+  else if (ms >= 100) snprintf(buf, size, "%.1f", ms);
+  else if (ms >= 1) snprintf(buf, size, "%.3f", ms);
+  else snprintf(buf, size, "%.4g", ms);
+  return buf;
+}
+
+static const char *fmt_fixed(char *buf, size_t size, double x, int digits, const char *suffix)
+{
+  if (isfinite(x)) snprintf(buf, size, "%.*f%s", digits, x, suffix);
+  else snprintf(buf, size, "-");
+  return buf;
+}
+
+static const char *fmt_err(char *buf, size_t size, double x)
+{
+  if (isfinite(x)) snprintf(buf, size, "%.1e", x);
+  else snprintf(buf, size, "-");
+  return buf;
+}
+
+/* cuDNN's time, or why there is none. */
+static const char *fmt_cudnn(char *buf, size_t size, const tn_report_row *row)
+{
+  if (row->cudnn == TN_REPORT_CUDNN_OK) return fmt_ms(buf, size, row->cudnn_ms);
+  snprintf(buf, size, "%s", tn_report_cudnn_label(row));
+  return buf;
+}
+
+/* A speedup against cuDNN, or "-" (no time of ours) / "n/a" (no cuDNN time). */
+static const char *fmt_speedup(char *buf, size_t size, double ours_ms, double speedup)
+{
+  if (isfinite(speedup)) snprintf(buf, size, "%.2fx", speedup);
+  else snprintf(buf, size, "%s", isfinite(ours_ms) ? "n/a" : "-");
+  return buf;
+}
+
+static at_status finish(FILE *out, const char *out_name)
+{
+  if (fflush(out) != 0 || ferror(out))
+    return rt_fail(AT_ERR_IO, "writing the report to %s failed", out_name ? out_name : "the output");
+  return AT_OK;
+}
+
+/* The rows of one GPU model: [*lo, *hi). */
+static void model_range(const tn_report *r, const tn_report_model *m, int *lo, int *hi)
+{
+  *lo = 0;
+  while (*lo < r->n_rows && strcmp(r->rows[*lo].gpu_model, m->gpu_model) != 0) ++*lo;
+  *hi = *lo;
+  while (*hi < r->n_rows && strcmp(r->rows[*hi].gpu_model, m->gpu_model) == 0) ++*hi;
+}
+
+/* One row's cells as the text and md tables print them. */
+enum { N_CELLS = 12 };
+static const char *const CELL_NAMES[N_CELLS] = {
+    "shape",    "best",     "best_ms",     "TFLOP/s",    "GB/s",      "tuned_ms",
+    "cudnn_ms", "naive_ms", "tuned/cuDNN", "best/cuDNN", "err_naive", "err_cudnn"};
+typedef char cells[N_CELLS][160];
+
+static void row_cells(const tn_report_row *row, cells c)
+{
+  snprintf(c[0], sizeof c[0], "%s", row->key);
+  snprintf(c[1], sizeof c[1], "%s", row->has_best ? row->best_impl : "-");
+  fmt_ms(c[2], sizeof c[2], row->best_ms);
+  fmt_fixed(c[3], sizeof c[3], row->best_tflops, 1, "");
+  fmt_fixed(c[4], sizeof c[4], row->best_gbs, 0, "");
+  fmt_ms(c[5], sizeof c[5], row->tuned_ms);
+  fmt_cudnn(c[6], sizeof c[6], row);
+  fmt_ms(c[7], sizeof c[7], row->naive_ms);
+  fmt_speedup(c[8], sizeof c[8], row->tuned_ms, row->speedup_tuned);
+  fmt_speedup(c[9], sizeof c[9], row->best_ms, row->speedup_best);
+  fmt_err(c[10], sizeof c[10], row->err_naive);
+  fmt_err(c[11], sizeof c[11], row->err_cudnn);
+}
+
+static void group_label(const tn_report_group *g, char *buf, size_t size)
+{
+  snprintf(buf, size, "%s d%d %s", at_dtype_name(g->dtype), g->head_dim, at_mask_name(g->mask));
+}
+
+/* ---- text and markdown ------------------------------------------------------------------- */
+
+static void text_header(const tn_report *r, const tn_report_model *m, FILE *out, int md)
+{
+  const char *indent = md ? "" : "  ", *br = md ? "  " : ""; /* two spaces end a md line */
+  if (md) fprintf(out, "## GPU %s — %d shape%s\n\n", m->gpu_model, m->n_shapes, m->n_shapes == 1 ? "" : "s");
+  else fprintf(out, "GPU %s — %d shape%s\n", m->gpu_model, m->n_shapes, m->n_shapes == 1 ? "" : "s");
+  fprintf(out, "%scompute capability %s, driver %s, NVRTC %s, cuDNN %s, templates %s%s\n", indent,
+          m->cc[0] ? m->cc : "-", m->driver[0] ? m->driver : "-", m->nvrtc[0] ? m->nvrtc : "-",
+          m->cudnn[0] ? m->cudnn : "-", m->templates[0] ? m->templates : "-", br);
+  fprintf(out, "%scache %s%s\n\n", indent, r->db_path,
+          r->n_older_best ? " (best rows of older template versions are not shown)" : "");
+}
+
+static void text_table(const tn_report *r, int lo, int hi, FILE *out)
+{
+  int width[N_CELLS];
+  cells c;
+  for (int k = 0; k < N_CELLS; k++) width[k] = (int)strlen(CELL_NAMES[k]);
+  for (int i = lo; i < hi; i++) {
+    row_cells(&r->rows[i], c);
+    for (int k = 0; k < N_CELLS; k++)
+      if ((int)strlen(c[k]) > width[k]) width[k] = (int)strlen(c[k]);
+  }
+  /* Names left-aligned, numbers right-aligned, as a reader scans them. */
+  for (int k = 0; k < N_CELLS; k++)
+    fprintf(out, k < 2 ? "%-*s  " : k + 1 < N_CELLS ? "%*s  " : "%*s\n", width[k], CELL_NAMES[k]);
+  for (int i = lo; i < hi; i++) {
+    row_cells(&r->rows[i], c);
+    for (int k = 0; k < N_CELLS; k++)
+      fprintf(out, k < 2 ? "%-*s  " : k + 1 < N_CELLS ? "%*s  " : "%*s\n", width[k], c[k]);
+  }
+}
+
+static void md_table(const tn_report *r, int lo, int hi, FILE *out)
+{
+  cells c;
+  fputc('|', out);
+  for (int k = 0; k < N_CELLS; k++) fprintf(out, " %s |", CELL_NAMES[k]);
+  fputs("\n|", out);
+  for (int k = 0; k < N_CELLS; k++) fputs(k < 2 ? "---|" : "---:|", out);
+  fputc('\n', out);
+  for (int i = lo; i < hi; i++) {
+    row_cells(&r->rows[i], c);
+    fputc('|', out);
+    for (int k = 0; k < N_CELLS; k++) fprintf(out, k < 2 && c[k][0] != '-' ? " `%s` |" : " %s |", c[k]);
+    fputc('\n', out);
+  }
+}
+
+static void text_groups(const tn_report *r, const char *gpu_model, FILE *out, int md)
+{
+  char label[96], mean[32];
+  fprintf(out, md ? "\n### Geometric-mean speedup, tuned vs cuDNN\n\n"
+                    "| dtype, head dim, mask | speedup | shapes compared |\n|---|---:|---:|\n"
+                  : "\ngeometric-mean speedup, tuned vs cuDNN, per (dtype, head dim, mask):\n");
+  for (int i = 0; i < r->n_groups; i++) {
+    const tn_report_group *g = &r->groups[i];
+    if (strcmp(g->gpu_model, gpu_model) != 0) continue;
+    group_label(g, label, sizeof label);
+    fmt_speedup(mean, sizeof mean, 1, g->geomean);
+    if (!isfinite(g->geomean)) snprintf(mean, sizeof mean, "n/a");
+    if (md) fprintf(out, "| %s | %s | %d of %d |\n", label, mean, g->n_compared, g->n_shapes);
+    else fprintf(out, "  %-24s %8s  over %d of %d shape%s\n", label, mean, g->n_compared, g->n_shapes,
+                 g->n_shapes == 1 ? "" : "s");
+  }
+}
+
+static void write_text(const tn_report *r, FILE *out, int md)
+{
+  if (md) fputs("# attntune report\n\n", out);
+  for (int m = 0; m < r->n_models; m++) {
+    int lo, hi;
+    model_range(r, &r->models[m], &lo, &hi);
+    if (m) fputc('\n', out);
+    text_header(r, &r->models[m], out, md);
+    if (md) md_table(r, lo, hi, out);
+    else text_table(r, lo, hi, out);
+    text_groups(r, r->models[m].gpu_model, out, md);
+  }
+  fprintf(out, "\ntuned = the fastest verified fa2 kernel; speedups are cuDNN's time / ours (> 1: "
+               "faster than cuDNN); GB/s (K/V read) for T <= %d; times in ms.\n",
+          TN_REPORT_DECODE_MAX_T);
+}
+
+/* ---- csv and json ------------------------------------------------------------------------ */
+
+static void csv_text(FILE *out, const char *s)
+{
+  if (!strpbrk(s, ",\"\n")) {
+    fputs(s, out);
+    return;
+  }
+  fputc('"', out);
+  for (; *s; s++) {
+    if (*s == '"') fputc('"', out);
+    fputc(*s, out);
+  }
+  fputc('"', out);
+}
+
+static void json_text(FILE *out, const char *s)
+{
+  fputc('"', out);
+  for (; *s; s++) {
+    unsigned char ch = (unsigned char)*s;
+    if (ch == '"' || ch == '\\') fprintf(out, "\\%c", ch);
+    else if (ch < 0x20) fprintf(out, "\\u%04x", ch);
+    else fputc(ch, out);
+  }
+  fputc('"', out);
+}
+
+static void number(FILE *out, double x, int json)
+{
+  if (isfinite(x)) fprintf(out, "%.6g", x);
+  else if (json) fputs("null", out);
+}
+
+/* Each field: a name, and how to write it as CSV and as JSON. */
+typedef enum { F_TEXT, F_INT, F_NUM, F_BOOL } field_kind;
+typedef struct field {
+  const char *name;
+  field_kind kind;
+  const char *text;
+  double num;
+} field;
+
+enum { N_FIELDS = 25 };
+
+static void row_fields(const tn_report_row *row, field f[N_FIELDS])
+{
+  const at_shape *s = &row->shape;
+  int i = 0;
+  f[i++] = (field){"gpu", F_TEXT, row->gpu_model, 0};
+  f[i++] = (field){"shape", F_TEXT, row->key, 0};
+  f[i++] = (field){"batch", F_INT, NULL, s->batch};
+  f[i++] = (field){"q_len", F_INT, NULL, s->q_len};
+  f[i++] = (field){"kv_len", F_INT, NULL, s->kv_len};
+  f[i++] = (field){"q_heads", F_INT, NULL, s->q_heads};
+  f[i++] = (field){"kv_heads", F_INT, NULL, s->kv_heads};
+  f[i++] = (field){"head_dim", F_INT, NULL, s->head_dim};
+  f[i++] = (field){"dtype", F_TEXT, at_dtype_name(s->dtype), 0};
+  f[i++] = (field){"mask", F_TEXT, at_mask_name(s->mask), 0};
+  f[i++] = (field){"lse", F_BOOL, NULL, s->with_lse};
+  f[i++] = (field){"best_impl", F_TEXT, row->has_best ? row->best_impl : NULL, 0};
+  f[i++] = (field){"best_ms", F_NUM, NULL, row->best_ms};
+  f[i++] = (field){"best_tflops", F_NUM, NULL, row->best_tflops};
+  f[i++] = (field){"best_gbs", F_NUM, NULL, row->best_gbs};
+  f[i++] = (field){"tuned_impl", F_TEXT, row->tuned_impl[0] ? row->tuned_impl : NULL, 0};
+  f[i++] = (field){"tuned_ms", F_NUM, NULL, row->tuned_ms};
+  f[i++] = (field){"tuned_tflops", F_NUM, NULL, row->tuned_tflops};
+  f[i++] = (field){"cudnn_status", F_TEXT, tn_report_cudnn_label(row), 0};
+  f[i++] = (field){"cudnn_ms", F_NUM, NULL, row->cudnn_ms};
+  f[i++] = (field){"naive_ms", F_NUM, NULL, row->naive_ms};
+  f[i++] = (field){"speedup_tuned", F_NUM, NULL, row->speedup_tuned};
+  f[i++] = (field){"speedup_best", F_NUM, NULL, row->speedup_best};
+  f[i++] = (field){"err_naive", F_NUM, NULL, row->err_naive};
+  f[i++] = (field){"err_cudnn", F_NUM, NULL, row->err_cudnn};
+}
+
+static void write_field(FILE *out, const field *f, int json)
+{
+  switch (f->kind) {
+  case F_TEXT:
+    if (f->text) json ? json_text(out, f->text) : csv_text(out, f->text);
+    else if (json) fputs("null", out);
+    break;
+  case F_INT: fprintf(out, "%d", (int)f->num); break;
+  case F_BOOL: fputs(json ? (f->num ? "true" : "false") : (f->num ? "1" : "0"), out); break;
+  case F_NUM: number(out, f->num, json); break;
+  }
+}
+
+static void write_csv(const tn_report *r, FILE *out)
+{
+  field f[N_FIELDS];
+  tn_report_row blank;
+  memset(&blank, 0, sizeof blank);
+  row_fields(&blank, f);
+  for (int k = 0; k < N_FIELDS; k++) fprintf(out, "%s%s", k ? "," : "", f[k].name);
+  fputc('\n', out);
+  for (int i = 0; i < r->n_rows; i++) {
+    row_fields(&r->rows[i], f);
+    for (int k = 0; k < N_FIELDS; k++) {
+      if (k) fputc(',', out);
+      write_field(out, &f[k], 0);
+    }
+    fputc('\n', out);
+  }
+}
+
+static void json_models(const tn_report *r, FILE *out)
+{
+  fputs("  \"models\": [", out);
+  for (int m = 0; m < r->n_models; m++) {
+    const tn_report_model *x = &r->models[m];
+    const char *names[] = {"gpu", "compute_capability", "driver", "nvrtc", "cudnn", "templates"};
+    const char *values[] = {x->gpu_model, x->cc, x->driver, x->nvrtc, x->cudnn, x->templates};
+    fputs(m ? ",\n    {" : "\n    {", out);
+    for (int k = 0; k < 6; k++) {
+      fprintf(out, "%s\"%s\": ", k ? ", " : "", names[k]);
+      json_text(out, values[k]);
+    }
+    fprintf(out, ", \"n_shapes\": %d}", x->n_shapes);
+  }
+  fputs("\n  ],\n", out);
+}
+
+static void json_groups(const tn_report *r, FILE *out)
+{
+  fputs("  \"groups\": [", out);
+  for (int i = 0; i < r->n_groups; i++) {
+    const tn_report_group *g = &r->groups[i];
+    fputs(i ? ",\n    {\"gpu\": " : "\n    {\"gpu\": ", out);
+    json_text(out, g->gpu_model);
+    fprintf(out, ", \"dtype\": \"%s\", \"head_dim\": %d, \"mask\": \"%s\", \"n_shapes\": %d, "
+                 "\"n_compared\": %d, \"geomean_speedup_tuned\": ",
+            at_dtype_name(g->dtype), g->head_dim, at_mask_name(g->mask), g->n_shapes, g->n_compared);
+    number(out, g->geomean, 1);
+    fputc('}', out);
+  }
+  fputs("\n  ]\n", out);
+}
+
+static void write_json(const tn_report *r, FILE *out)
+{
+  field f[N_FIELDS];
+  fputs("{\n  \"db\": ", out);
+  json_text(out, r->db_path);
+  fputs(",\n", out);
+  json_models(r, out);
+  fputs("  \"shapes\": [", out);
+  for (int i = 0; i < r->n_rows; i++) {
+    row_fields(&r->rows[i], f);
+    fputs(i ? ",\n    {" : "\n    {", out);
+    for (int k = 0; k < N_FIELDS; k++) {
+      fprintf(out, "%s\"%s\": ", k ? ", " : "", f[k].name);
+      write_field(out, &f[k], 1);
+    }
+    fputc('}', out);
+  }
+  fputs("\n  ],\n", out);
+  json_groups(r, out);
+  fputs("}\n", out);
+}
+
+/* ---- SVG charts -------------------------------------------------------------------------- */
+
+/* Colors from the Okabe–Ito palette (distinct for color-blind readers), and a different marker
+ * per implementation so the lines differ in print as well. */
+enum { S_NAIVE, S_TUNED, S_CUDNN, N_SERIES };
+static const struct {
+  const char *name, *color, *marker;
+} SERIES[N_SERIES] = {{"naive", "#555555", "square"},
+                      {"tuned (attntune)", "#0072B2", "circle"},
+                      {"cuDNN", "#D55E00", "triangle"}};
+
+static double series_ms(const tn_report_row *row, int s)
+{
+  switch (s) {
+  case S_NAIVE: return row->naive_ms;
+  case S_TUNED: return row->tuned_ms;
+  default: return row->cudnn == TN_REPORT_CUDNN_OK ? row->cudnn_ms : NAN;
+  }
+}
+
+static void xml_text(FILE *out, const char *s)
+{
+  for (; *s; s++) {
+    switch (*s) {
+    case '&': fputs("&amp;", out); break;
+    case '<': fputs("&lt;", out); break;
+    case '>': fputs("&gt;", out); break;
+    case '"': fputs("&quot;", out); break;
+    default: fputc(*s, out);
+    }
+  }
+}
+
+/* Pixel positions of a linear or log10 axis. */
+typedef struct axis {
+  double lo, hi;   /* data range */
+  double p_lo, p_hi; /* pixels of lo and hi */
+  int log;
+} axis;
+
+static double axis_px(const axis *a, double v)
+{
+  double t = a->log ? (log10(v) - log10(a->lo)) / (log10(a->hi) - log10(a->lo))
+                    : (v - a->lo) / (a->hi - a->lo);
+  return a->p_lo + t * (a->p_hi - a->p_lo);
+}
+
+/* 1, 2 or 5 times a power of ten, about range / target. */
+static double nice_step(double range, int target)
+{
+  double raw = range / target, p = pow(10, floor(log10(raw))), f = raw / p;
+  return (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * p;
+}
+
+static void svg_begin(FILE *out, int width, int height, const char *title)
+{
+  fprintf(out, "<svg width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"", width,
+          height, width, height);
+  xml_text(out, title);
+  fputs("\">\n<title>", out);
+  xml_text(out, title);
+  fputs("</title>\n", out);
+  fputs("<text class=\"ct\" x=\"12\" y=\"20\">", out);
+  xml_text(out, title);
+  fputs("</text>\n", out);
+}
+
+static void svg_marker(FILE *out, const char *kind, double x, double y, const char *color)
+{
+  if (strcmp(kind, "square") == 0)
+    fprintf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"8\" height=\"8\" fill=\"%s\"/>", x - 4, y - 4, color);
+  else if (strcmp(kind, "triangle") == 0)
+    fprintf(out, "<path d=\"M%.1f %.1fL%.1f %.1fL%.1f %.1fZ\" fill=\"%s\"/>", x, y - 5, x + 5, y + 4, x - 5,
+            y + 4, color);
+  else fprintf(out, "<circle cx=\"%.1f\" cy=\"%.1f\" r=\"4.5\" fill=\"%s\"/>", x, y, color);
+}
+
+/* Legend in one row under the title, for the series that have data: a line with its marker,
+ * or a swatch for bars. */
+static void svg_legend(FILE *out, const int *present, double x, double y, int bars)
+{
+  for (int s = 0; s < N_SERIES; s++) {
+    if (!present[s]) continue;
+    if (bars) {
+      fprintf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"14\" height=\"12\" fill=\"%s\"/>", x + 10, y - 6,
+              SERIES[s].color);
+    } else {
+      fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"2\"/>",
+              x, y, x + 24, y, SERIES[s].color);
+      svg_marker(out, SERIES[s].marker, x + 12, y, SERIES[s].color);
+    }
+    fprintf(out, "<text class=\"tk\" x=\"%.1f\" y=\"%.1f\">%s</text>\n", x + 30, y + 4, SERIES[s].name);
+    x += 40 + 7.0 * (double)strlen(SERIES[s].name);
+  }
+}
+
+static void fmt_tick(char *buf, size_t size, double v)
+{
+  snprintf(buf, size, "%g", v);
+}
+
+/* Horizontal grid line and tick label at y value v. */
+static void svg_ytick(FILE *out, const axis *y, double v, double x0, double x1)
+{
+  char label[32];
+  double py = axis_px(y, v);
+  fmt_tick(label, sizeof label, v);
+  fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" class=\"grid\"/>"
+               "<text class=\"tk\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
+          x0, py, x1, py, x0 - 6, py + 4, label);
+}
+
+/* Log-scale y ticks: every decade, plus 2 and 5 when the range spans few decades. */
+static void svg_log_yticks(FILE *out, const axis *y, double x0, double x1)
+{
+  int d0 = (int)floor(log10(y->lo) + 1e-9), d1 = (int)ceil(log10(y->hi) - 1e-9);
+  for (int d = d0; d <= d1; d++) {
+    const double mult[] = {1, 2, 5};
+    for (int m = 0; m < (d1 - d0 <= 2 ? 3 : 1); m++) {
+      double v = mult[m] * pow(10, d);
+      if (v >= y->lo * 0.999 && v <= y->hi * 1.001) svg_ytick(out, y, v, x0, x1);
+    }
+  }
+}
+
+static void svg_axis_labels(FILE *out, int width, int height, double x_mid, double y_mid,
+                            const char *x_label, const char *y_label)
+{
+  (void)width;
+  fprintf(out, "<text class=\"ax\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>\n", x_mid,
+          height - 10, x_label);
+  fprintf(out, "<text class=\"ax\" x=\"16\" y=\"%.1f\" text-anchor=\"middle\" "
+               "transform=\"rotate(-90 16 %.1f)\">%s</text>\n", y_mid, y_mid, y_label);
+}
+
+/* Latency (log) against x (log), one line per implementation. rows are ordered by x. */
+static void svg_line_chart(FILE *out, const char *title, const char *x_label, const tn_report_row *const *rows,
+                           const double *xs, int n)
+{
+  const int width = 640, height = 380;
+  const double L = 78, R = 24, T = 62, B = 54;
+  double y_min = INFINITY, y_max = 0;
+  int present[N_SERIES] = {0};
+  for (int i = 0; i < n; i++)
+    for (int s = 0; s < N_SERIES; s++) {
+      double v = series_ms(rows[i], s);
+      if (!isfinite(v) || v <= 0) continue;
+      present[s] = 1;
+      y_min = fmin(y_min, v), y_max = fmax(y_max, v);
+    }
+  axis x = {xs[0] / 1.25, xs[n - 1] * 1.25, L, width - R, 1};
+  axis y = {pow(10, floor(log10(y_min))), pow(10, ceil(log10(y_max))), height - B, T, 1};
+  if (y.hi <= y.lo * 1.001) y.hi = y.lo * 10;
+  svg_begin(out, width, height, title);
+  svg_legend(out, present, L, 42, 0);
+  svg_log_yticks(out, &y, L, width - R);
+  for (int i = 0; i < n; i++) {
+    double px = axis_px(&x, xs[i]);
+    fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" class=\"grid\"/>"
+                 "<text class=\"tk\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%g</text>\n",
+            px, T, px, height - B + 4, px, height - B + 18, xs[i]);
+  }
+  fprintf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" class=\"frame\"/>\n", L, T,
+          width - R - L, height - B - T);
+  for (int s = 0; s < N_SERIES; s++) {
+    if (!present[s]) continue;
+    fprintf(out, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", SERIES[s].color);
+    for (int i = 0; i < n; i++) {
+      double v = series_ms(rows[i], s);
+      if (isfinite(v) && v > 0) fprintf(out, "%.1f,%.1f ", axis_px(&x, xs[i]), axis_px(&y, v));
+    }
+    fputs("\"/>\n", out);
+    for (int i = 0; i < n; i++) {
+      double v = series_ms(rows[i], s);
+      if (!isfinite(v) || v <= 0) continue;
+      fputs("<g>", out);
+      svg_marker(out, SERIES[s].marker, axis_px(&x, xs[i]), axis_px(&y, v), SERIES[s].color);
+      fprintf(out, "<title>%s %s: %.4g ms</title></g>\n", SERIES[s].name, rows[i]->key, v);
+    }
+  }
+  svg_axis_labels(out, width, height, (L + width - R) / 2, (T + height - B) / 2, x_label,
+                  "latency (ms, log scale)");
+  fputs("</svg>\n", out);
+}
+
+/* Latency bars (tuned, cuDNN) per category; a missing bar says why instead. */
+static void svg_bar_chart(FILE *out, const char *title, const tn_report_row *const *rows,
+                          char (*labels)[2][32], int n)
+{
+  const int S[] = {S_TUNED, S_CUDNN};
+  /* Wide enough for the bars and for the title in one line. */
+  const int width = (int)fmax(150 + 110 * n, 28 + 9.0 * (double)strlen(title)), height = 370;
+  const double L = 78, R = 20, T = 62, B = 64;
+  double y_max = 0;
+  for (int i = 0; i < n; i++)
+    for (int k = 0; k < 2; k++) {
+      double v = series_ms(rows[i], S[k]);
+      if (isfinite(v)) y_max = fmax(y_max, v);
+    }
+  double step = nice_step(y_max * 1.15, 5);
+  axis y = {0, ceil(y_max * 1.15 / step) * step, height - B, T, 0};
+  svg_begin(out, width, height, title);
+  svg_legend(out, (int[N_SERIES]){0, 1, 1}, L, 42, 1);
+  for (double v = 0; v <= y.hi * 1.0001; v += step) svg_ytick(out, &y, v, L, width - R);
+  double slot = (width - R - L) / n, bar = fmin(slot * 0.32, 40);
+  for (int i = 0; i < n; i++) {
+    double cx = L + slot * (i + 0.5);
+    for (int k = 0; k < 2; k++) {
+      double v = series_ms(rows[i], S[k]), x0 = cx + (k ? 2 : -2 - bar), base = axis_px(&y, 0);
+      if (isfinite(v)) {
+        double top = axis_px(&y, v);
+        fprintf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"><title>%s %s: "
+                     "%.4g ms</title></rect>"
+                     "<text class=\"val\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%.3g</text>\n",
+                x0, top, bar, base - top, SERIES[S[k]].color, SERIES[S[k]].name, rows[i]->key, v,
+                x0 + bar / 2, top - 4, v);
+      } else {
+        const char *why = S[k] == S_CUDNN ? tn_report_cudnn_label(rows[i]) : "no tuned kernel";
+        fprintf(out, "<text class=\"miss\" x=\"%.1f\" y=\"%.1f\" "
+                     "transform=\"rotate(-90 %.1f %.1f)\">%s %s</text>\n",
+                x0 + bar / 2 + 4, base - 6, x0 + bar / 2 + 4, base - 6, S[k] == S_CUDNN ? "cuDNN" : "", why);
+      }
+    }
+    for (int line = 0; line < 2; line++)
+      fprintf(out, "<text class=\"tk\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n", cx,
+              height - B + 16 + 14 * line, labels[i][line]);
+  }
+  fprintf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" class=\"frame\"/>\n", L, T,
+          width - R - L, height - B - T);
+  fprintf(out, "<text class=\"ax\" x=\"16\" y=\"%.1f\" text-anchor=\"middle\" transform=\"rotate(-90 16 %.1f)\">"
+               "latency (ms)</text>\n</svg>\n", (T + height - B) / 2, (T + height - B) / 2);
+}
+
+/* Speedup tuned vs cuDNN, one horizontal bar per shape, with the 1.0 line marked. */
+static void svg_speedup_chart(FILE *out, const tn_report *r, int lo, int hi, const char *gpu)
+{
+  size_t key_len = 10;
+  double s_max = 1;
+  for (int i = lo; i < hi; i++) {
+    key_len = strlen(r->rows[i].key) > key_len ? strlen(r->rows[i].key) : key_len;
+    if (isfinite(r->rows[i].speedup_tuned)) s_max = fmax(s_max, r->rows[i].speedup_tuned);
+  }
+  /* Values stand in a column right of the plot, where no bar or the 1.0 line can cover them. */
+  const double L = 20 + 6.7 * (double)key_len, R = 64, T = 62, B = 48, row_h = 22;
+  const int width = (int)L + 560, height = (int)(T + B + row_h * (hi - lo));
+  double step = nice_step(s_max * 1.1, 6);
+  axis x = {0, ceil(fmax(1.25, s_max * 1.1) / step) * step, L, width - R, 0};
+  char title[256];
+  snprintf(title, sizeof title, "Speedup of the tuned kernel over cuDNN per shape, %s", gpu);
+  svg_begin(out, width, height, title);
+  fprintf(out, "<rect x=\"%.1f\" y=\"34\" width=\"14\" height=\"12\" fill=\"%s\"/><text class=\"tk\" x=\"%.1f\" "
+               "y=\"44\">faster than cuDNN (&gt; 1)</text><rect x=\"%.1f\" y=\"34\" width=\"14\" height=\"12\" "
+               "fill=\"%s\"/><text class=\"tk\" x=\"%.1f\" y=\"44\">slower than cuDNN (&lt; 1)</text>\n",
+          L, SERIES[S_TUNED].color, L + 20, L + 190, SERIES[S_CUDNN].color, L + 210);
+  for (double v = 0; v <= x.hi * 1.0001; v += step) {
+    double px = axis_px(&x, v);
+    fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" class=\"grid\"/><text class=\"tk\" "
+                 "x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%g</text>\n",
+            px, T, px, height - B + 4, px, height - B + 18, v);
+  }
+  for (int i = lo; i < hi; i++) {
+    const tn_report_row *row = &r->rows[i];
+    double cy = T + row_h * (i - lo) + row_h / 2, s = row->speedup_tuned;
+    fprintf(out, "<text class=\"key\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s</text>", L - 8, cy + 4,
+            row->key);
+    if (isfinite(s)) {
+      double w = axis_px(&x, s) - L;
+      fprintf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\">"
+                   "<title>%s: cuDNN %.4g ms / tuned %.4g ms</title></rect>"
+                   "<text class=\"val\" x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%.2f×</text>\n",
+              L, cy - 7, w, 14.0, s >= 1 ? SERIES[S_TUNED].color : SERIES[S_CUDNN].color, row->key,
+              row->cudnn_ms, row->tuned_ms, width - 10, cy + 4, s);
+    } else {
+      char why[96];
+      if (!isfinite(row->tuned_ms)) snprintf(why, sizeof why, "no verified attntune kernel");
+      else if (row->cudnn == TN_REPORT_CUDNN_UNSUPPORTED) snprintf(why, sizeof why, "cuDNN unsupported");
+      else snprintf(why, sizeof why, "no cuDNN time (%s)", tn_report_cudnn_label(row));
+      fprintf(out, "<text class=\"miss\" x=\"%.1f\" y=\"%.1f\">%s</text>\n", L + 6, cy + 4, why);
+    }
+  }
+  double one = axis_px(&x, 1.0);
+  fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" class=\"one\"/><text class=\"tk\" "
+               "x=\"%.1f\" y=\"%.1f\" text-anchor=\"start\">1.0 = as fast as cuDNN</text>\n",
+          one, T - 4, one, height - B + 4, one + 4, T - 6);
+  fprintf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" class=\"frame\"/>\n", L, T,
+          width - R - L, height - B - T);
+  fprintf(out, "<text class=\"ax\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">speedup = cuDNN time / tuned "
+               "time (linear)</text>\n</svg>\n", (L + width - R) / 2, height - 10);
+}
+
+/* ---- HTML: sweeps ------------------------------------------------------------------------ */
+
+/* Which shape field a family of charts varies. */
+typedef enum vary { VARY_SEQ, VARY_BATCH, VARY_KV_HEADS, VARY_DTYPE, N_VARY } vary;
+
+static const struct {
+  const char *heading, *what, *x_label;
+} VARY[N_VARY] = {
+    {"Latency vs sequence length", "sequence length (T = S)", "sequence length T = S (log scale)"},
+    {"Latency vs batch size", "batch size", "batch size B (log scale)"},
+    {"MHA vs GQA vs MQA", "the number of K/V heads", NULL},
+    {"FP8 vs bf16 (and other dtypes)", "dtype", NULL},
+};
+
+static int same_except(const at_shape *a, const at_shape *b, vary v)
+{
+  return (v == VARY_BATCH || a->batch == b->batch) &&
+         (v == VARY_SEQ || (a->q_len == b->q_len && a->kv_len == b->kv_len)) &&
+         a->q_heads == b->q_heads && (v == VARY_KV_HEADS || a->kv_heads == b->kv_heads) &&
+         a->head_dim == b->head_dim && (v == VARY_DTYPE || a->dtype == b->dtype) &&
+         a->mask == b->mask && a->with_lse == b->with_lse;
+}
+
+static double vary_value(const at_shape *s, vary v)
+{
+  switch (v) {
+  case VARY_SEQ: return s->q_len;
+  case VARY_BATCH: return s->batch;
+  case VARY_KV_HEADS: return -s->kv_heads; /* MHA first, MQA last */
+  default: return s->dtype;
+  }
+}
+
+/* "B=2 Nq=16 Nkv=4 D=128 bf16 causal", leaving out the field that varies. */
+static void describe_fixed(const at_shape *s, vary v, char *buf, size_t size)
+{
+  int n = 0;
+#define ADD(...) (n += snprintf(buf + n, n < (int)size ? size - (size_t)n : 0, __VA_ARGS__))
+  buf[0] = '\0';
+  if (v != VARY_BATCH) ADD("B=%d ", s->batch);
+  if (v != VARY_SEQ) ADD("T=%d S=%d ", s->q_len, s->kv_len);
+  ADD("Nq=%d ", s->q_heads);
+  if (v != VARY_KV_HEADS) ADD("Nkv=%d ", s->kv_heads);
+  ADD("D=%d ", s->head_dim);
+  if (v != VARY_DTYPE) ADD("%s ", at_dtype_name(s->dtype));
+  ADD("%s%s", at_mask_name(s->mask), s->with_lse ? " lse" : "");
+#undef ADD
+}
+
+static void category_label(const at_shape *s, vary v, char out[2][32])
+{
+  if (v == VARY_DTYPE) {
+    snprintf(out[0], 32, "%s", at_dtype_name(s->dtype));
+    snprintf(out[1], 32, "%s", s->dtype >= AT_DTYPE_E4M3 ? "FP8" : "");
+    return;
+  }
+  const char *kind = s->kv_heads == s->q_heads ? "MHA" : s->kv_heads == 1 ? "MQA" : "GQA";
+  snprintf(out[0], 32, "%s", kind);
+  snprintf(out[1], 32, "Nkv=%d", s->kv_heads);
+}
+
+/* Insertion sort of a group's rows by the varying value (groups are small). */
+static void sort_members(const tn_report_row **m, int n, vary v)
+{
+  for (int i = 1; i < n; i++)
+    for (int j = i; j > 0 && vary_value(&m[j]->shape, v) < vary_value(&m[j - 1]->shape, v); j--) {
+      const tn_report_row *t = m[j];
+      m[j] = m[j - 1], m[j - 1] = t;
+    }
+}
+
+static int has_any_time(const tn_report_row *const *m, int n)
+{
+  for (int i = 0; i < n; i++)
+    for (int s = 0; s < N_SERIES; s++)
+      if (isfinite(series_ms(m[i], s))) return 1;
+  return 0;
+}
+
+/* One chart per family of shapes that differ only in v; a sentence when there is none. The
+ * scratch arrays hold n_rows entries. */
+static void html_vary_section(FILE *out, const tn_report *r, int lo, int hi, vary v, char *used,
+                              const tn_report_row **members, double *xs, char (*labels)[2][32])
+{
+  int charts = 0;
+  fprintf(out, "<div class=\"sweep\"><h3>%s</h3>\n<div class=\"charts\">\n", VARY[v].heading);
+  memset(used, 0, (size_t)r->n_rows);
+  for (int i = lo; i < hi; i++) {
+    const at_shape *s = &r->rows[i].shape;
+    if (used[i] || (v == VARY_SEQ && s->q_len != s->kv_len)) continue;
+    int n = 0;
+    for (int j = i; j < hi; j++) {
+      const at_shape *t = &r->rows[j].shape;
+      if (used[j] || !same_except(s, t, v) || (v == VARY_SEQ && t->q_len != t->kv_len)) continue;
+      used[j] = 1;
+      members[n++] = &r->rows[j];
+    }
+    if (n < 2 || !has_any_time(members, n)) continue;
+    sort_members(members, n, v);
+    char title[200];
+    describe_fixed(s, v, title, sizeof title);
+    for (int k = 0; k < n; k++) {
+      xs[k] = vary_value(&members[k]->shape, v);
+      category_label(&members[k]->shape, v, labels[k]);
+    }
+    if (VARY[v].x_label) svg_line_chart(out, title, VARY[v].x_label, members, xs, n);
+    else svg_bar_chart(out, title, members, labels, n);
+    charts++;
+  }
+  fputs("</div>\n", out);
+  if (!charts)
+    fprintf(out, "<p class=\"none\">No chart: no two shapes of this GPU with measured times differ only "
+                 "in %s.</p>\n", VARY[v].what);
+  fputs("</div>\n", out);
+}
+
+/* ---- HTML: tables and page --------------------------------------------------------------- */
+
+/* A variant key may wrap after its dots, so the table fits the page. */
+static void html_breakable(FILE *out, const char *s)
+{
+  for (; *s; s++) {
+    char one[2] = {*s, '\0'};
+    xml_text(out, one);
+    if (*s == '.') fputs("<wbr>", out);
+  }
+}
+
+static void html_cell_num(FILE *out, const char *text, const char *cls)
+{
+  fprintf(out, "<td class=\"n%s%s\">%s</td>", cls ? " " : "", cls ? cls : "", text);
+}
+
+static void html_rows_table(FILE *out, const tn_report *r, int lo, int hi)
+{
+  static const char *const HEAD[] = {"shape", "B", "T", "S", "Nq", "Nkv", "D", "dtype", "mask",
+                                     "best", "best ms", "TFLOP/s", "GB/s", "tuned ms", "cuDNN ms",
+                                     "naive ms", "tuned / cuDNN", "best / cuDNN", "err naive",
+                                     "err cuDNN"};
+  char b[64];
+  fputs("<div class=\"scroll\"><table>\n<tr>", out);
+  for (size_t k = 0; k < sizeof HEAD / sizeof *HEAD; k++) fprintf(out, "<th>%s</th>", HEAD[k]);
+  fputs("</tr>\n", out);
+  for (int i = lo; i < hi; i++) {
+    const tn_report_row *row = &r->rows[i];
+    const at_shape *s = &row->shape;
+    fprintf(out, "<tr><td class=\"k\">%s</td><td class=\"n\">%d</td><td class=\"n\">%d</td><td class=\"n\">%d</td>"
+                 "<td class=\"n\">%d</td><td class=\"n\">%d</td><td class=\"n\">%d</td><td>%s</td><td>%s</td>"
+                 "<td class=\"k impl\" title=\"tuned: %s\">",
+            row->key, s->batch, s->q_len, s->kv_len, s->q_heads, s->kv_heads, s->head_dim,
+            at_dtype_name(s->dtype), at_mask_name(s->mask), row->tuned_impl[0] ? row->tuned_impl : "none");
+    html_breakable(out, row->has_best ? row->best_impl : "-");
+    fputs("</td>", out);
+    html_cell_num(out, fmt_ms(b, sizeof b, row->best_ms), NULL);
+    html_cell_num(out, fmt_fixed(b, sizeof b, row->best_tflops, 1, ""), NULL);
+    html_cell_num(out, fmt_fixed(b, sizeof b, row->best_gbs, 0, ""), NULL);
+    html_cell_num(out, fmt_ms(b, sizeof b, row->tuned_ms), NULL);
+    html_cell_num(out, fmt_cudnn(b, sizeof b, row), row->cudnn == TN_REPORT_CUDNN_OK ? NULL : "miss");
+    html_cell_num(out, fmt_ms(b, sizeof b, row->naive_ms), NULL);
+    double sp[2] = {row->speedup_tuned, row->speedup_best}, ms[2] = {row->tuned_ms, row->best_ms};
+    for (int k = 0; k < 2; k++)
+      html_cell_num(out, fmt_speedup(b, sizeof b, ms[k], sp[k]),
+                    !isfinite(sp[k]) ? NULL : sp[k] >= 1 ? "fast" : "slow");
+    html_cell_num(out, fmt_err(b, sizeof b, row->err_naive), NULL);
+    html_cell_num(out, fmt_err(b, sizeof b, row->err_cudnn), NULL);
+    fputs("</tr>\n", out);
+  }
+  fputs("</table></div>\n", out);
+}
+
+static void html_groups_table(FILE *out, const tn_report *r, const char *gpu)
+{
+  char label[96], mean[32];
+  fputs("<h3>Geometric-mean speedup, tuned vs cuDNN</h3>\n<table>\n<tr><th>dtype, head dim, mask</th>"
+        "<th>speedup</th><th>shapes compared</th></tr>\n", out);
+  for (int i = 0; i < r->n_groups; i++) {
+    const tn_report_group *g = &r->groups[i];
+    if (strcmp(g->gpu_model, gpu) != 0) continue;
+    group_label(g, label, sizeof label);
+    fmt_speedup(mean, sizeof mean, 1, g->geomean);
+    fprintf(out, "<tr><td>%s</td>", label);
+    html_cell_num(out, mean, !isfinite(g->geomean) ? NULL : g->geomean >= 1 ? "fast" : "slow");
+    fprintf(out, "<td class=\"n\">%d of %d</td></tr>\n", g->n_compared, g->n_shapes);
+  }
+  fputs("</table>\n", out);
+}
+
+static const char HTML_STYLE[] =
+    "body{font-family:system-ui,\"DejaVu Sans\",\"Liberation Sans\",sans-serif;margin:16px;color:#1a1a1a;"
+    "background:#fff;max-width:1400px}\n"
+    "h1{font-size:22px}h2{font-size:19px;border-bottom:1px solid #bbb;padding-bottom:4px;margin-top:36px}\n"
+    "h3{font-size:16px;margin:26px 0 8px}p{max-width:900px;line-height:1.45}\n"
+    "table{border-collapse:collapse;font-size:12px}th,td{border:1px solid #d5d5d5;padding:2px 4px}\n"
+    "td{white-space:nowrap}td.impl{white-space:normal;min-width:140px;max-width:200px}\n"
+    "th{background:#f2f2f2;text-align:left}td.n{text-align:right;font-variant-numeric:tabular-nums}\n"
+    ".k,code{font-family:\"DejaVu Sans Mono\",\"Liberation Mono\",monospace}td.k{font-size:11px}\n"
+    "td.fast{color:#005a8c;font-weight:600}td.slow{color:#a63d00;font-weight:600}\n"
+    "td.miss{color:#666;font-style:italic}\n"
+    ".scroll{overflow-x:auto}.charts{display:flex;flex-wrap:wrap;gap:14px}\n"
+    ".sweeps{display:flex;flex-wrap:wrap;gap:0 28px;align-items:flex-start}.sweep{max-width:100%}\n"
+    "svg{background:#fff;border:1px solid #e0e0e0}.none{color:#555;font-style:italic}\n"
+    "svg text{font-family:system-ui,\"DejaVu Sans\",sans-serif;fill:#222}\n"
+    "svg .ct{font-size:13px;font-weight:600}svg .ax{font-size:12px}svg .tk{font-size:11px}\n"
+    "svg .val{font-size:10px;fill:#333}svg .miss{font-size:10px;fill:#666;font-style:italic}\n"
+    "svg .key{font-family:\"DejaVu Sans Mono\",\"Liberation Mono\",monospace;font-size:11px}\n"
+    "svg .grid{stroke:#e4e4e4;stroke-width:1}svg .frame{fill:none;stroke:#888}\n"
+    "svg .one{stroke:#222;stroke-width:1.5;stroke-dasharray:5 3}\n";
+
+static void html_model(FILE *out, const tn_report *r, const tn_report_model *m, char *used,
+                       const tn_report_row **members, double *xs, char (*labels)[2][32])
+{
+  int lo, hi;
+  model_range(r, m, &lo, &hi);
+  fputs("<h2>", out);
+  xml_text(out, m->gpu_model);
+  fprintf(out, "</h2>\n<p>%d shape%s · compute capability %s · driver %s · NVRTC %s · cuDNN %s · templates ",
+          m->n_shapes, m->n_shapes == 1 ? "" : "s", m->cc[0] ? m->cc : "-", m->driver[0] ? m->driver : "-",
+          m->nvrtc[0] ? m->nvrtc : "-", m->cudnn[0] ? m->cudnn : "-");
+  xml_text(out, m->templates[0] ? m->templates : "-");
+  fputs("</p>\n<h3>Speedup per shape</h3>\n", out);
+  svg_speedup_chart(out, r, lo, hi, m->gpu_model);
+  html_groups_table(out, r, m->gpu_model);
+  fputs("<div class=\"sweeps\">\n", out);
+  for (int v = 0; v < N_VARY; v++) html_vary_section(out, r, lo, hi, (vary)v, used, members, xs, labels);
+  fputs("</div>\n", out);
+  fputs("<h3>All shapes</h3>\n", out);
+  html_rows_table(out, r, lo, hi);
+}
+
+static at_status write_html(const tn_report *r, FILE *out)
+{
+  size_t n = (size_t)r->n_rows + 1;
+  char *used = malloc(n);
+  const tn_report_row **members = malloc(n * sizeof *members);
+  double *xs = malloc(n * sizeof *xs);
+  char(*labels)[2][32] = malloc(n * sizeof *labels);
+  if (!used || !members || !xs || !labels) {
+    free(used), free(members), free(xs), free(labels);
+    return rt_fail(AT_ERR_NOMEM, "no memory to lay out the charts of %d shapes", r->n_rows);
+  }
+  fprintf(out, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+               "<title>attntune report</title>\n<style>\n%s</style>\n</head>\n<body>\n<h1>attntune report</h1>\n"
+               "<p>Cache <code>", HTML_STYLE);
+  xml_text(out, r->db_path);
+  fprintf(out, "</code>: %d shape%s on %d GPU model%s.%s <b>tuned</b> is the fastest verified kernel attntune "
+               "generated (fa2 family); speedups are cuDNN's time divided by ours, so above 1 means faster "
+               "than cuDNN. Times are medians in milliseconds; GB/s (K/V read) is shown for queries of at "
+               "most %d rows.</p>\n",
+          r->n_rows, r->n_rows == 1 ? "" : "s", r->n_models, r->n_models == 1 ? "" : "s",
+          r->n_older_best ? " Best rows of older template versions are not shown." : "", TN_REPORT_DECODE_MAX_T);
+  for (int m = 0; m < r->n_models; m++) html_model(out, r, &r->models[m], used, members, xs, labels);
+  fputs("</body>\n</html>\n", out);
+  free(used), free(members), free(xs), free(labels);
+  return AT_OK;
+}
+
+at_status tn_report_write(const tn_report *r, tn_report_format format, FILE *out, const char *out_name)
+{
+  at_status rc = AT_OK;
+  switch (format) {
+  case TN_REPORT_TEXT: write_text(r, out, 0); break;
+  case TN_REPORT_MD: write_text(r, out, 1); break;
+  case TN_REPORT_CSV: write_csv(r, out); break;
+  case TN_REPORT_JSON: write_json(r, out); break;
+  case TN_REPORT_HTML: rc = write_html(r, out); break;
+  }
+  return rc == AT_OK ? finish(out, out_name) : rc;
+}
