@@ -602,7 +602,7 @@ at_status cache_each_trial(cache_db *c, const char *gpu_model, cache_trial_visit
     cache_env env;
     cache_trial t;
     read_trial(st, &env, &t);
-    if (visit(user, env.gpu_model, &t)) goto out;
+    if (visit(user, &env, &t)) goto out;
   }
   if (rc != SQLITE_DONE) s = sql_fail(c, rc, "listing trials", __LINE__);
 out:
@@ -664,14 +664,15 @@ static at_status merge_one(cache_db *into, const char *input)
 at_status cache_merge(const char *const *inputs, int n_inputs, const char *into_path)
 {
   cache_db *into = NULL;
-  at_status s = cache_open(into_path, 0, &into);
+  at_status s = AT_OK;
+  /* Every input must exist and have this schema version before the output is touched. */
   for (int i = 0; i < n_inputs && s == AT_OK; i++) {
     cache_db *check = NULL;
-    /* Opening read-only first checks it exists and has our schema version. */
-    if ((s = cache_open(inputs[i], 1, &check)) != AT_OK) break;
-    cache_close(check);
-    s = merge_one(into, inputs[i]);
+    if ((s = cache_open(inputs[i], 1, &check)) == AT_OK) cache_close(check);
   }
+  if (s != AT_OK) return s;
+  s = cache_open(into_path, 0, &into);
+  for (int i = 0; i < n_inputs && s == AT_OK; i++) s = merge_one(into, inputs[i]);
   cache_close(into);
   return s;
 }

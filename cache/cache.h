@@ -109,7 +109,7 @@ at_status cache_forget_shape(cache_db *db, const cache_env *env, const at_shape 
  * returns non-zero. gpu_model NULL: all models. */
 typedef int (*cache_best_visitor)(void *user, const cache_best *best);
 at_status cache_each_best(cache_db *db, const char *gpu_model, cache_best_visitor visit, void *user);
-typedef int (*cache_trial_visitor)(void *user, const char *gpu_model, const cache_trial *trial);
+typedef int (*cache_trial_visitor)(void *user, const cache_env *env, const cache_trial *trial);
 at_status cache_each_trial(cache_db *db, const char *gpu_model, cache_trial_visitor visit, void *user);
 
 /* GPU models with results, for messages ("this cache holds results for: ..."). */

@@ -17,7 +17,7 @@ int tn_usage_error(const char *cmd, const char *fmt, ...)
   return TN_EXIT_USAGE;
 }
 
-int tn_report_failure(const char *cmd, at_status status)
+int tn_fail_exit(const char *cmd, at_status status)
 {
   fprintf(stderr, "attntune %s: %s\n", cmd, at_last_error());
   switch (status) {

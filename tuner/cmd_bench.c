@@ -362,7 +362,7 @@ static int run_suite(int argc, char **argv)
   if ((rc = rt_device_count(&count)) != AT_OK || count == 0) {
     tn_config_free(&cfg);
     if (rc == AT_OK) rc = rt_fail(AT_ERR_NO_DEVICE, "no CUDA GPU found");
-    return tn_report_failure("bench", rc);
+    return tn_fail_exit("bench", rc);
   }
   if (!devices_text || strcmp(devices_text, "all") == 0) {
     for (n = 0; n < count && n < TN_CONFIG_MAX_DEVICES; n++) devices[n] = n;
@@ -399,19 +399,19 @@ int tn_cmd_bench(int argc, char **argv)
   rt_ctx ctx;
   tn_harness h;
   at_status rc = rt_ctx_open(o.device, &ctx);
-  if (rc != AT_OK) return tn_report_failure("bench", rc);
+  if (rc != AT_OK) return tn_fail_exit("bench", rc);
   const at_shape *s = &o.shape;
   printf("shape: B=%d T=%d S=%d Nq=%d Nkv=%d D=%d %s mask=%s%s  (%.3g GFLOP)\n", s->batch,
          s->q_len, s->kv_len, s->q_heads, s->kv_heads, s->head_dim, at_dtype_name(s->dtype),
          at_mask_name(s->mask), s->with_lse ? " lse" : "", at_shape_flops(s) / 1e9);
   if ((rc = tn_harness_open(&h, &ctx, s, o.seed)) != AT_OK) {
     rt_ctx_close(&ctx);
-    return tn_report_failure("bench", rc);
+    return tn_fail_exit("bench", rc);
   }
   if (o.verify && (rc = tn_harness_make_reference(&h)) != AT_OK) {
     tn_harness_close(&h);
     rt_ctx_close(&ctx);
-    return tn_report_failure("bench", rc);
+    return tn_fail_exit("bench", rc);
   }
   printf("device: %s (%s), %d input set%s, warm-up %d, median of %d, seed %llu\n", ctx.info.name,
          ctx.arch, h.n_sets, h.n_sets == 1 ? "" : "s", o.timing.warmup, o.timing.reps, o.seed);

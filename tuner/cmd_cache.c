@@ -87,7 +87,7 @@ static int print_best(void *user, const cache_best *b)
 static int open_read(const cache_args *a, cache_db **db)
 {
   at_status rc = cache_open(a->db, 1, db);
-  return rc == AT_OK ? 0 : tn_report_failure("cache", rc);
+  return rc == AT_OK ? 0 : tn_fail_exit("cache", rc);
 }
 
 static int empty_message(cache_db *db, const cache_args *a)
@@ -110,7 +110,7 @@ static int cmd_list(const cache_args *a)
   printf("%-14s %-46s %-44s %10s %9s %10s %8s\n", "gpu", "shape", "best", "best_ms", "TFLOP/s",
          "cudnn_ms", "speedup");
   at_status rc = cache_each_best(db, a->gpu, print_best, &n);
-  if (rc != AT_OK) code = tn_report_failure("cache", rc);
+  if (rc != AT_OK) code = tn_fail_exit("cache", rc);
   else if (n == 0) code = empty_message(db, a);
   cache_close(db);
   return code;
@@ -123,8 +123,9 @@ typedef struct show_ctx {
   int n;
 } show_ctx;
 
-static int print_trial(void *user, const char *gpu_model, const cache_trial *t)
+static int print_trial(void *user, const cache_env *env, const cache_trial *t)
 {
+  const char *gpu_model = env->gpu_model;
   show_ctx *s = user;
   char key[160];
   at_shape_key(&t->shape, key, sizeof key);
@@ -146,7 +147,7 @@ static int cmd_show(const cache_args *a)
   printf("%-14s %-44s %-15s %10s %9s %9s %9s %5s %6s  %s\n", "gpu", "impl", "status", "time_ms",
          "TFLOP/s", "err_naive", "err_cudnn", "regs", "reps", "message");
   at_status rc = cache_each_trial(db, a->gpu, print_trial, &s);
-  if (rc != AT_OK) code = tn_report_failure("cache", rc);
+  if (rc != AT_OK) code = tn_fail_exit("cache", rc);
   else if (s.n == 0) {
     fprintf(stderr, "attntune cache: no trials for shape '%s' in %s\n", a->rest[0], a->db);
     code = TN_EXIT_RUNTIME;
@@ -214,8 +215,9 @@ static int export_best(void *user, const cache_best *b)
   return 0;
 }
 
-static int export_trial(void *user, const char *gpu, const cache_trial *t)
+static int export_trial(void *user, const cache_env *env, const cache_trial *t)
 {
+  const char *gpu = env->gpu_model;
   export_ctx *e = user;
   FILE *f = e->out;
   char key[160];
@@ -266,7 +268,7 @@ static int cmd_export(const cache_args *a)
   at_status rc = a->trials ? cache_each_trial(db, a->gpu, export_trial, &e)
                            : cache_each_best(db, a->gpu, export_best, &e);
   if (e.json) fputs("\n]}\n", e.out);
-  if (rc != AT_OK) code = tn_report_failure("cache", rc);
+  if (rc != AT_OK) code = tn_fail_exit("cache", rc);
   if (e.out != stdout && fclose(e.out) != 0) code = TN_EXIT_RUNTIME;
   cache_close(db);
   return code;
@@ -279,7 +281,7 @@ static int cmd_merge(const cache_args *a)
   if (!a->into) return tn_usage_error("cache", "merge needs --into FILE");
   if (a->n_rest < 1) return tn_usage_error("cache", "merge needs at least one input file");
   at_status rc = cache_merge((const char *const *)a->rest, a->n_rest, a->into);
-  if (rc != AT_OK) return tn_report_failure("cache", rc);
+  if (rc != AT_OK) return tn_fail_exit("cache", rc);
   printf("merged %d file%s into %s\n", a->n_rest, a->n_rest == 1 ? "" : "s", a->into);
   return TN_EXIT_OK;
 }
@@ -293,7 +295,7 @@ static int cmd_prune(const cache_args *a)
   at_status rc = cache_open(a->db, 0, &db);
   if (rc == AT_OK) rc = cache_prune(db, version, &removed);
   cache_close(db);
-  if (rc != AT_OK) return tn_report_failure("cache", rc);
+  if (rc != AT_OK) return tn_fail_exit("cache", rc);
   printf("removed %d row%s not measured with templates %s\n", removed, removed == 1 ? "" : "s", version);
   return TN_EXIT_OK;
 }

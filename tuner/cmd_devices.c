@@ -59,20 +59,20 @@ int tn_cmd_devices(int argc, char **argv)
   if (optind < argc) return tn_usage_error("devices", "unexpected argument '%s'", argv[optind]);
 
   at_status rc = rt_device_count(&count);
-  if (rc != AT_OK) return tn_report_failure("devices", rc);
+  if (rc != AT_OK) return tn_fail_exit("devices", rc);
   if (count == 0) {
     fprintf(stderr, "attntune devices: no CUDA GPU found\n");
     return TN_EXIT_RUNTIME;
   }
   rt_device_info info;
-  if ((rc = rt_device_query(0, &info)) != AT_OK) return tn_report_failure("devices", rc);
+  if ((rc = rt_device_query(0, &info)) != AT_OK) return tn_fail_exit("devices", rc);
   char release[64];
   rt_driver_release(release, sizeof release);
   printf("driver    %s (CUDA %d.%d)\n", release, info.driver_version / 1000,
          (info.driver_version % 1000) / 10);
   print_versions();
   for (int i = 0; i < count; i++) {
-    if ((rc = rt_device_query(i, &info)) != AT_OK) return tn_report_failure("devices", rc);
+    if ((rc = rt_device_query(i, &info)) != AT_OK) return tn_fail_exit("devices", rc);
     print_device(&info);
   }
   return TN_EXIT_OK;

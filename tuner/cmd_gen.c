@@ -135,7 +135,7 @@ static int do_emit(const gen_opts *o, const gen_target *target)
   rc = gen_emit(&v, target, &source);
   if (rc == AT_ERR_INVALID || rc == AT_ERR_UNSUPPORTED) /* a key the constraints refuse */
     return tn_usage_error("gen", "cannot emit %s for %s: %s", o->key, target->arch, at_last_error());
-  if (rc != AT_OK) return tn_report_failure("gen", rc);
+  if (rc != AT_OK) return tn_fail_exit("gen", rc);
   fputs(source, stdout);
   free(source);
   return TN_EXIT_OK;
@@ -145,7 +145,7 @@ static int do_compile(const gen_opts *o, const gen_target *target, const gen_var
 {
   gen_compiled *out = calloc((size_t)n, sizeof *out);
   int failed = 0;
-  if (!out) return tn_report_failure("gen", rt_fail(AT_ERR_NOMEM, "no memory for %d compile results", n));
+  if (!out) return tn_fail_exit("gen", rt_fail(AT_ERR_NOMEM, "no memory for %d compile results", n));
   gen_compile_all(vs, n, target, o->jobs, out);
   printf("%-48s %5s %6s %9s %10s\n", "variant", "regs", "spill", "smem", "compile_ms");
   for (int i = 0; i < n; i++) {
@@ -185,12 +185,12 @@ int tn_cmd_gen(int argc, char **argv)
   /* Shape problems (head dim 12, Nq % Nkv != 0) are usage errors. */
   rc = gen_enumerate(&o.shape, &target, vs, GEN_MAX_VARIANTS, &n);
   if (rc == AT_ERR_INVALID || rc == AT_ERR_UNSUPPORTED) return tn_usage_error("gen", "%s", at_last_error());
-  if (rc != AT_OK) return tn_report_failure("gen", rc);
+  if (rc != AT_OK) return tn_fail_exit("gen", rc);
   switch (o.act) {
   case ACT_LIST:
     for (int i = 0; i < n; i++) {
       char key[GEN_KEY_MAX];
-      if ((rc = gen_variant_key(&vs[i], key, sizeof key)) != AT_OK) return tn_report_failure("gen", rc);
+      if ((rc = gen_variant_key(&vs[i], key, sizeof key)) != AT_OK) return tn_fail_exit("gen", rc);
       puts(key);
     }
     return TN_EXIT_OK;

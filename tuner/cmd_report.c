@@ -73,7 +73,7 @@ static int render(const tn_report *r, const report_args *a)
     fprintf(stderr, "attntune report: closing '%s' failed: %s\n", a->out, strerror(errno));
     return TN_EXIT_RUNTIME;
   }
-  return rc == AT_OK ? TN_EXIT_OK : tn_report_failure("report", rc);
+  return rc == AT_OK ? TN_EXIT_OK : tn_fail_exit("report", rc);
 }
 
 int tn_cmd_report(int argc, char **argv)
@@ -83,7 +83,7 @@ int tn_cmd_report(int argc, char **argv)
   if (parsed) return parsed > 0 ? TN_EXIT_OK : TN_EXIT_USAGE;
   tn_report r;
   at_status rc = tn_report_load(a.db, a.gpu, &r);
-  if (rc != AT_OK) return tn_report_failure("report", rc);
+  if (rc != AT_OK) return tn_fail_exit("report", rc);
   int code;
   if (r.n_rows == 0) {
     char why[2048];

@@ -118,11 +118,11 @@ int tn_cmd_tune(int argc, char **argv)
   }
   if (shard_count > 1 && (rc = tn_config_keep_shard(&cfg, shard_index, shard_count)) != AT_OK) {
     tn_config_free(&cfg);
-    return tn_report_failure("tune", rc);
+    return tn_fail_exit("tune", rc);
   }
   if ((rc = resolve_devices(all, devices, &n_devices)) != AT_OK) {
     tn_config_free(&cfg);
-    return tn_report_failure("tune", rc);
+    return tn_fail_exit("tune", rc);
   }
   if (opts.jobs == 0) {
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);

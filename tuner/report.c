@@ -111,15 +111,17 @@ static int visit_best(void *user, const cache_best *b)
   return 0;
 }
 
-static int visit_trial(void *user, const char *gpu_model, const cache_trial *t)
+static int visit_trial(void *user, const cache_env *env, const cache_trial *t)
 {
   loader *l = user;
   char key[160];
   at_shape_key(&t->shape, key, sizeof key);
-  int i = find_row(l, gpu_model, key);
-  if (i < 0 && (i = add_row(l, gpu_model, &t->shape)) < 0) return 1;
+  int i = find_row(l, env->gpu_model, key);
+  if (i < 0 && (i = add_row(l, env->gpu_model, &t->shape)) < 0) return 1;
   tn_report_row *row = &l->r->rows[i];
   row_extra *x = &l->extra[i];
+  /* Trials measured with other kernel templates than the row's best say nothing about it. */
+  if (x->env.template_version[0] && strcmp(env->template_version, x->env.template_version) != 0) return 0;
   int timed = t->status == CACHE_OK && isfinite(t->time_ms) && t->time_ms > 0;
   if (strncmp(t->impl, "fa2.", 4) == 0 && timed && !(t->time_ms >= row->tuned_ms)) {
     snprintf(row->tuned_impl, sizeof row->tuned_impl, "%s", t->impl);
@@ -225,7 +227,7 @@ static at_status build_models(tn_report *r, const row_extra *extra)
       snprintf(r->models[r->n_models++].gpu_model, sizeof r->models->gpu_model, "%s", row->gpu_model);
     tn_report_model *m = &r->models[r->n_models - 1];
     m->n_shapes++;
-    if (!row->has_best) continue; /* trials carry no environment through cache_each_trial */
+    if (!row->has_best) continue; /* the header describes the environment of best rows */
     const cache_env *e = &extra[i].env;
     char cc[16];
     snprintf(cc, sizeof cc, "%d.%d", e->cc_major, e->cc_minor);

@@ -1,6 +1,6 @@
 /*
  * report.h — `attntune report`: tuned-vs-cuDNN results of a cache as tables and charts.
- * Prefix tn_report_ (tn_report_failure in cli.h is the CLI's error printer, not part of this).
+ * Prefix tn_report_ (tn_fail_exit in cli.h is the CLI's error printer, not part of this).
  *
  * The model is built once from a cache file (read only) and then rendered in any format:
  *

@@ -531,6 +531,7 @@ static at_status tune_shape(device_job *job, int index)
   cache_best best;
   memset(&best, 0, sizeof best);
   best.time_ms = INFINITY;
+  best.err_naive = best.err_cudnn = NAN;
   int winner = -1;
   for (int i = 0; i < n; i++)
     if (known[i] && trials[i].status == CACHE_OK && trials[i].reps >= cfg->reps && trials[i].time_ms < best.time_ms)
