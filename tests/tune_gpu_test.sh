@@ -26,6 +26,20 @@ echo "best rows: $shapes"
 [ "$shapes" -eq 16 ] || fail "expected a best for each of the 16 shapes, got $shapes"
 grep 'bm64' "$dir/crash.list" && fail "a crashed variant became best"
 
+# 1b. A hanging candidate ends as timeout (watchdog), one with NaN output as wrong.
+one=$here/data/tune-one.yaml
+ATTNTUNE_FAULT=hang:.bm64. "$bin" tune "$one" --db "$dir/hang.db" --watchdog 3 >/dev/null 2>"$dir/hang.err" ||
+  { cat "$dir/hang.err"; fail "tune with a planted hang exited $?"; }
+"$bin" cache export --trials --format csv --db "$dir/hang.db" >"$dir/hang.csv" || fail "export"
+echo "planted hang: $(grep -c ',timeout,' "$dir/hang.csv") timeout trials"
+[ "$(grep -c ',timeout,' "$dir/hang.csv")" -gt 0 ] || fail "no timeout recorded"
+ATTNTUNE_FAULT=nan:.bm64. "$bin" tune "$one" --db "$dir/nan.db" >/dev/null 2>"$dir/nan.err" ||
+  { cat "$dir/nan.err"; fail "tune with a planted NaN exited $?"; }
+"$bin" cache export --trials --format csv --db "$dir/nan.db" >"$dir/nan.csv" || fail "export"
+echo "planted NaN: $(grep -c ',wrong,' "$dir/nan.csv") wrong trials"
+[ "$(grep -c ',wrong,' "$dir/nan.csv")" -gt 0 ] || fail "no wrong trial recorded"
+grep ',wrong,' "$dir/nan.csv" | grep -v '\.bm64\.' && fail "a trial was wrong that was not planted"
+
 # 2. kill -9 mid-run, then resume.
 "$bin" tune "$config" --db "$dir/kill.db" >"$dir/kill1.out" 2>"$dir/kill1.err" &
 pid=$!

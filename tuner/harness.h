@@ -34,6 +34,14 @@ void tn_harness_close(tn_harness *h);
 /* Run the naive kernels with fp32 output on set 0 and keep O and LSE on the host. */
 at_status tn_harness_make_reference(tn_harness *h);
 
+/* Faults a test can plant in a candidate (ATTNTUNE_FAULT). */
+typedef enum tn_fault {
+  TN_FAULT_NONE = 0,
+  TN_FAULT_CRASH, /* launch with a wild output pointer: an illegal address */
+  TN_FAULT_HANG,  /* the worker stops answering */
+  TN_FAULT_NAN,   /* the kernel does not run: the poisoned output (NaN) stays */
+} tn_fault;
+
 typedef enum tn_impl_kind { TN_IMPL_NAIVE, TN_IMPL_CUDNN, TN_IMPL_FA2 } tn_impl_kind;
 
 typedef struct tn_impl {
@@ -44,7 +52,7 @@ typedef struct tn_impl {
   gen_variant variant; /* TN_IMPL_FA2 */
   CUmodule module;
   CUfunction fn;
-  int fault; /* test hook: 1 launches with a wild output pointer (an illegal address) */
+  tn_fault fault; /* test hook: TN_FAULT_CRASH or TN_FAULT_NAN */
 } tn_impl;
 
 /* Prepare an implementation by name: "naive", "cudnn", "cudnn-unified", or a variant whose

@@ -173,12 +173,14 @@ static at_status load_shape(device_job *job, tn_response *resp)
 
 static int fault_for(const char *key)
 {
-  const char *spec = getenv("ATTNTUNE_FAULT"); /* "crash:SUBSTRING" or "hang:SUBSTRING" */
+  /* "crash:SUBSTRING", "hang:SUBSTRING" or "nan:SUBSTRING" */
+  const char *spec = getenv("ATTNTUNE_FAULT");
   if (!spec || !*spec) return 0;
   const char *colon = strchr(spec, ':');
   if (!colon || !strstr(key, colon + 1)) return 0;
-  if (strncmp(spec, "crash:", 6) == 0) return 1;
-  if (strncmp(spec, "hang:", 5) == 0) return 2;
+  if (strncmp(spec, "crash:", 6) == 0) return TN_FAULT_CRASH;
+  if (strncmp(spec, "hang:", 5) == 0) return TN_FAULT_HANG;
+  if (strncmp(spec, "nan:", 4) == 0) return TN_FAULT_NAN;
   return 0;
 }
 

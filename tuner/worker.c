@@ -307,9 +307,9 @@ static int serve_variant(serve_state *st, const tn_request *q, const void *cubin
     tn_impl_close(&impl);
     return rc != AT_ERR_CUDA;
   }
-  if (q->fault == 2)
-    for (;;) pause(); /* planted hang: only the parent's watchdog ends this */
-  impl.fault = q->fault == 1;
+  if (q->fault == TN_FAULT_HANG)
+    for (;;) pause(); /* only the parent's watchdog ends this */
+  impl.fault = (tn_fault)q->fault;
   rc = tn_harness_verify(&st->h, &impl, &r->err_naive, &r->err_cudnn);
   if (rc == AT_OK && !(r->err_naive <= q->tolerance)) {
     r->status = CACHE_WRONG;

@@ -27,7 +27,7 @@
 
 #include "cache/cache.h"
 #include "generator/generator.h"
-#include "tuner/timing.h"
+#include "tuner/harness.h"
 
 typedef enum tn_request_kind {
   TN_REQ_INFO = 1,
@@ -47,7 +47,7 @@ typedef struct tn_request {
   double tolerance;
   char key[GEN_KEY_MAX]; /* VARIANT */
   uint64_t cubin_size;   /* VARIANT: this many bytes follow the request */
-  int32_t fault;         /* test hook: 1 crash (illegal address), 2 hang */
+  int32_t fault;         /* test hook: a tn_fault */
 } tn_request;
 
 typedef struct tn_response {
