@@ -28,12 +28,12 @@ grep 'bm64' "$dir/crash.list" && fail "a crashed variant became best"
 
 # 1b. A hanging candidate ends as timeout (watchdog), one with NaN output as wrong.
 one=$here/data/tune-one.yaml
-ATTNTUNE_FAULT=hang:.bm64. "$bin" tune "$one" --db "$dir/hang.db" --watchdog 3 >/dev/null 2>"$dir/hang.err" ||
+ATTNTUNE_FAULT=hang:.bn32. "$bin" tune "$one" --db "$dir/hang.db" --watchdog 3 >/dev/null 2>"$dir/hang.err" ||
   { cat "$dir/hang.err"; fail "tune with a planted hang exited $?"; }
 "$bin" cache export --trials --format csv --db "$dir/hang.db" >"$dir/hang.csv" || fail "export"
 echo "planted hang: $(grep -c ',timeout,' "$dir/hang.csv") timeout trials"
 [ "$(grep -c ',timeout,' "$dir/hang.csv")" -gt 0 ] || fail "no timeout recorded"
-ATTNTUNE_FAULT=nan:.bm64. "$bin" tune "$one" --db "$dir/nan.db" >/dev/null 2>"$dir/nan.err" ||
+ATTNTUNE_FAULT=nan:.bn32. "$bin" tune "$one" --db "$dir/nan.db" >/dev/null 2>"$dir/nan.err" ||
   { cat "$dir/nan.err"; fail "tune with a planted NaN exited $?"; }
 "$bin" cache export --trials --format csv --db "$dir/nan.db" >"$dir/nan.csv" || fail "export"
 echo "planted NaN: $(grep -c ',wrong,' "$dir/nan.csv") wrong trials"
