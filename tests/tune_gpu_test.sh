@@ -38,7 +38,7 @@ ATTNTUNE_FAULT=nan:.bn32. "$bin" tune "$one" --db "$dir/nan.db" >/dev/null 2>"$d
 "$bin" cache export --trials --format csv --db "$dir/nan.db" >"$dir/nan.csv" || fail "export"
 echo "planted NaN: $(grep -c ',wrong,' "$dir/nan.csv") wrong trials"
 [ "$(grep -c ',wrong,' "$dir/nan.csv")" -gt 0 ] || fail "no wrong trial recorded"
-grep ',wrong,' "$dir/nan.csv" | grep -v '\.bm64\.' && fail "a trial was wrong that was not planted"
+grep ',wrong,' "$dir/nan.csv" | grep -v '\.bn32\.' && fail "a trial was wrong that was not planted"
 
 # 2. kill -9 mid-run, then resume.
 "$bin" tune "$config" --db "$dir/kill.db" >"$dir/kill1.out" 2>"$dir/kill1.err" &
