@@ -1,9 +1,10 @@
 #!/bin/sh
 # gpu_check.sh [BUILD_DIR] — the GPU side of a check, in one go: the tests (GPU tests included),
-# `attntune devices`, a tuning run of configs/quick.yaml and the 8k benchmark table, printed last.
+# `attntune devices`, a tuning run of configs/quick.yaml, the codelab suite and its report, and the
+# 8k benchmark table, printed last.
 # Run on the GPU machine from the repository root after building on the build machine with
 #   cmake -S . -B build -DCMAKE_BUILD_TYPE=Release && cmake --build build -j2 && scripts/devlibs.sh build
-# Full logs go to $OUT (or ./gpu-logs). GPU_CHECK_SKIP_TUNE=1 skips the tuning run.
+# Full logs go to $OUT (or ./gpu-logs). GPU_CHECK_SKIP_TUNE=1 and GPU_CHECK_SKIP_SUITE=1 skip those.
 build=${1:-build}
 out=${OUT:-gpu-logs}
 mkdir -p "$out"
@@ -24,6 +25,13 @@ if [ -z "${GPU_CHECK_SKIP_TUNE:-}" ]; then
     >"$out/tune.txt" 2>"$out/tune.err"
   tune_rc=$?
 fi
+suite_rc=skipped
+if [ -z "${GPU_CHECK_SKIP_SUITE:-}" ]; then
+  timeout 300 "$at" bench --suite codelab --db "$out/codelab.db" >"$out/suite.txt" 2>"$out/suite.err"
+  suite_rc=$?
+  "$at" report --db "$out/codelab.db" --format html --out "$out/codelab.html" 2>>"$out/suite.err"
+  "$at" report --db "$out/codelab.db" --format text >"$out/report.txt" 2>>"$out/suite.err"
+fi
 for mask in "" --causal; do
   timeout 120 "$at" bench --impl naive,cudnn,fa2-default --batch 2 --seq-len 8192 --q-heads 16 \
     --head-dim 128 --reps 20 $mask >>"$out/bench.txt" 2>&1
@@ -33,5 +41,7 @@ echo "== ctest (exit $ctest_rc; full log in ctest.log)"
 grep -E "Test +#[0-9]+:|tests passed|FAILED|Failed|^planted|^killed|^after|^ok:" "$out/ctest.log"
 echo "== tune configs/quick.yaml (exit $tune_rc)"
 tail -n 3 "$out/tune.err"; cat "$out/tune.txt"
+echo "== bench --suite codelab (exit $suite_rc; report in report.txt, codelab.html)"
+tail -n 4 "$out/suite.err"; head -n 30 "$out/report.txt"
 echo "== bench"; cat "$out/bench.txt"
 [ "$ctest_rc" = 0 ]
