@@ -19,13 +19,36 @@ static const int k_stages[] = {2, 3};
 
 static int round_up(int x, int m) { return (x + m - 1) / m * m; }
 
+/* FA2_FP8_REGS of the template: registers an FP8 variant needs beyond the 16-bit estimate where
+ * its MMAs are lowered to f16 (sm_90): the f16 copies of the operands, (D - 64)/8 + 1 up to D=128
+ * and 36 above, plus 16 per stage past two and 6 for a second 16-row slice per warp. Calibrated
+ * on sm_90a (CUDA 13.0) compiles of every tile at D 32..256: spilling are d128 bm64 bn128 w4 s3
+ * causal, d160 bm64 bn64 w4 s3, d192 bn64, d240/d256 bn32, d80 bm128 bn64 w4 and d112 bm128 bn32
+ * w4 (two slices); not spilling d128 bm128 bn128 w8 s2 (237 registers), d224 bn32 s2 (250). The
+ * native m16n8k32 (sm_89) needs no more than 16-bit data. */
+static int fp8_extra_regs(int d_out, int stages, int slices)
+{
+  int operands = d_out > 128 ? 36 : d_out > 56 ? (d_out - 64) / 8 + 1 : 0;
+  return operands + 16 * (stages - 2) + 6 * (slices - 1);
+}
+
 int gen_threads(const gen_variant *v) { return 32 * v->warps; }
 
+static int is_fp8(at_dtype dtype) { return dtype == AT_DTYPE_E4M3 || dtype == AT_DTYPE_E5M2; }
+
+/* FA2_FP8_VIA_F16: sm_90 has no native m16n8k32 FP8 mma.sync (ptxas emulates it with f16 MMAs
+ * at a cost of ~58 registers); the template then lowers it itself (templates/fa2.cu). */
+static int fp8_via_f16(const gen_variant *v, const gen_target *target)
+{
+  return is_fp8(v->spec.dtype) && target->cc_major == 9 && target->cc_minor == 0;
+}
+
 /* Mirrors FA2_SMEM_BYTES in the template: Q tile plus STAGES K and V tiles, rows padded to whole
- * 128-byte swizzle lines (D rounded up to 64 elements). */
+ * 128-byte swizzle lines (D rounded up to 64 elements of 16 bits, 128 of FP8). */
 int gen_smem_bytes(const gen_variant *v)
 {
-  int row_bytes = round_up(v->spec.head_dim, 64) * 2;
+  int elem = is_fp8(v->spec.dtype) ? 1 : 2;
+  int row_bytes = round_up(v->spec.head_dim * elem, 128);
   return (v->block_m + 2 * v->stages * v->block_n) * row_bytes;
 }
 
@@ -34,12 +57,15 @@ int gen_smem_bytes(const gen_variant *v)
  * for sm_90a (CUDA 13.0): at 255 registers ptxas spilled a few bytes for d128 bm128 w4 bn32 (two
  * slices) but not for d256 bm128 w8 bn64 (one slice), though both hold 160 accumulators. Every
  * variant it admits at the tested head dims compiles with zero spills (tests/test_generator.c). */
-int gen_register_estimate(const gen_variant *v)
+static int register_estimate(const gen_variant *v, int via_f16)
 {
   int slices = v->block_m / v->warps / 16;
-  int dk = round_up(v->spec.head_dim, 16);
-  return slices * (dk + v->block_n) / 2 + v->block_n / 4 + 79 + 12 * (slices - 1);
+  int d_out = round_up(v->spec.head_dim, 16);
+  int fp8 = is_fp8(v->spec.dtype) && via_f16 ? fp8_extra_regs(d_out, v->stages, slices) : 0;
+  return slices * (d_out + v->block_n) / 2 + v->block_n / 4 + 79 + 12 * (slices - 1) + fp8;
 }
+
+int gen_register_estimate(const gen_variant *v) { return register_estimate(v, 1); }
 
 static int register_budget(const gen_variant *v)
 {
@@ -51,11 +77,24 @@ at_status gen_variant_check(const gen_variant *v, const gen_target *target)
 {
   const gen_spec *s = &v->spec;
   if (v->family != GEN_FAMILY_FA2) return rt_fail(AT_ERR_INVALID, "unknown kernel family %d", (int)v->family);
-  if (s->dtype != AT_DTYPE_F16 && s->dtype != AT_DTYPE_BF16)
-    return rt_fail(AT_ERR_INVALID, "dtype %s is not supported by fa2 (expected f16 or bf16)",
+  if (s->dtype != AT_DTYPE_F16 && s->dtype != AT_DTYPE_BF16 && !is_fp8(s->dtype))
+    return rt_fail(AT_ERR_INVALID, "dtype %s is not supported by fa2 (expected f16, bf16, e4m3 or e5m2)",
                    at_dtype_name(s->dtype));
+  if (!is_fp8(s->dtype) && s->out_dtype != s->dtype)
+    return rt_fail(AT_ERR_INVALID, "fa2 writes O of %s inputs as %s, not %s", at_dtype_name(s->dtype),
+                   at_dtype_name(s->dtype), at_dtype_name(s->out_dtype));
+  if (is_fp8(s->dtype) && s->out_dtype != AT_DTYPE_BF16 && s->out_dtype != AT_DTYPE_F16 && !is_fp8(s->out_dtype))
+    return rt_fail(AT_ERR_INVALID, "fa2 writes O of %s inputs as bf16, f16, e4m3 or e5m2, not %s",
+                   at_dtype_name(s->dtype), at_dtype_name(s->out_dtype));
   if (s->head_dim < 32 || s->head_dim > 256 || s->head_dim % 8 != 0)
     return rt_fail(AT_ERR_INVALID, "head dim %d is not a multiple of 8 in 32..256", s->head_dim);
+  if (is_fp8(s->dtype) && s->head_dim % 16 != 0)
+    return rt_fail(AT_ERR_INVALID, "head dim %d with %s inputs is not a multiple of 16", s->head_dim,
+                   at_dtype_name(s->dtype));
+  if (is_fp8(s->dtype) && !gen_target_has_fp8(target))
+    return rt_fail(AT_ERR_UNSUPPORTED,
+                   "%s inputs need sm_89 or newer (mma.sync m16n8k32 with FP8 operands); %s has no FP8 MMA",
+                   at_dtype_name(s->dtype), target->arch);
   if (s->mask != AT_MASK_NONE && s->mask != AT_MASK_CAUSAL_TL && s->mask != AT_MASK_CAUSAL_BR)
     return rt_fail(AT_ERR_INVALID, "unknown mask %d", (int)s->mask);
   if (s->gqa < 1 || s->gqa > 1024) return rt_fail(AT_ERR_INVALID, "GQA ratio %d is out of range (1..1024)", s->gqa);
@@ -67,13 +106,16 @@ at_status gen_variant_check(const gen_variant *v, const gen_target *target)
                    v->warps, v->block_m / v->warps);
   if (v->block_n % 16 != 0 || v->block_n < 16 || v->block_n > 128)
     return rt_fail(AT_ERR_UNSUPPORTED, "block_n %d is not a multiple of 16 in 16..128", v->block_n);
+  if (is_fp8(s->dtype) && v->block_n % 32 != 0)
+    return rt_fail(AT_ERR_UNSUPPORTED, "block_n %d is not a multiple of 32 (the k extent of FP8 P V)",
+                   v->block_n);
   if (v->stages < 2 || v->stages > 4)
     return rt_fail(AT_ERR_UNSUPPORTED, "%d stages (expected 2..4)", v->stages);
   int smem = gen_smem_bytes(v);
   if (smem > target->smem_limit)
     return rt_fail(AT_ERR_UNSUPPORTED, "needs %d bytes of shared memory, %s allows %d", smem,
                    target->arch, target->smem_limit);
-  int regs = gen_register_estimate(v), budget = register_budget(v);
+  int regs = register_estimate(v, fp8_via_f16(v, target)), budget = register_budget(v);
   if (regs > budget)
     return rt_fail(AT_ERR_UNSUPPORTED, "needs about %d registers per thread, budget %d (would spill)",
                    regs, budget);
@@ -94,10 +136,21 @@ static int tile_makes_sense(const gen_variant *v, const at_shape *shape)
 at_status gen_enumerate(const at_shape *shape, const gen_target *target, gen_variant *out, int cap,
                         int *n_out)
 {
+  return gen_enumerate_out(shape, gen_default_out_dtype(shape->dtype), target, out, cap, n_out);
+}
+
+at_status gen_enumerate_out(const at_shape *shape, at_dtype out_dtype, const gen_target *target,
+                            gen_variant *out, int cap, int *n_out)
+{
   gen_spec spec;
-  at_status rc = gen_spec_from_shape(GEN_FAMILY_FA2, shape, &spec);
+  at_status rc = gen_spec_from_shape_out(GEN_FAMILY_FA2, shape, out_dtype, &spec);
   *n_out = 0;
   if (rc != AT_OK) return rc;
+  if (is_fp8(spec.dtype) && !gen_target_has_fp8(target))
+    return rt_fail(AT_ERR_UNSUPPORTED,
+                   "fa2 has no %s variants for %s: FP8 needs sm_89 or newer (mma.sync m16n8k32 with FP8 "
+                   "operands)",
+                   at_dtype_name(spec.dtype), target->arch);
   int n = 0;
   for (int a = 0; a < COUNT(k_block_m); a++)
     for (int b = 0; b < COUNT(k_warps); b++)
@@ -110,8 +163,10 @@ at_status gen_enumerate(const at_shape *shape, const gen_target *target, gen_var
         }
   rt_clear_error(); /* the refusals above are expected, not errors */
   if (n == 0)
-    return rt_fail(AT_ERR_UNSUPPORTED, "no fa2 variant fits head dim %d on %s (shared memory %d bytes)",
-                   spec.head_dim, target->arch, target->smem_limit);
+    return rt_fail(AT_ERR_UNSUPPORTED,
+                   "no fa2 variant fits head dim %d %s on %s (shared memory %d bytes, at most 255 registers "
+                   "per thread without spills)",
+                   spec.head_dim, at_dtype_name(spec.dtype), target->arch, target->smem_limit);
   *n_out = n;
   return AT_OK;
 }
@@ -179,7 +234,7 @@ at_status gen_emit(const gen_variant *v, const gen_target *target, char **source
   int n = snprintf(pre, sizeof pre,
                    "/* %s: generated by attntune for %s (templates/common.cuh + templates/fa2.cu) */\n"
                    "#define AT_IN_DTYPE %d /* %s */\n"
-                   "#define AT_OUT_DTYPE %d\n"
+                   "#define AT_OUT_DTYPE %d /* %s */\n"
                    "#define FA2_KERNEL %s\n"
                    "#define FA2_HEAD_DIM %d\n"
                    "#define FA2_MASK %d /* %s */\n"
@@ -189,10 +244,12 @@ at_status gen_emit(const gen_variant *v, const gen_target *target, char **source
                    "#define FA2_BLOCK_N %d\n"
                    "#define FA2_WARPS %d\n"
                    "#define FA2_STAGES %d\n"
-                   "#define FA2_SMEM_LIMIT %d\n",
-                   key, target->arch, (int)v->spec.dtype, at_dtype_name(v->spec.dtype), (int)v->spec.dtype,
-                   entry, v->spec.head_dim, (int)v->spec.mask, at_mask_name(v->spec.mask), v->spec.gqa,
-                   v->spec.with_lse, v->block_m, v->block_n, v->warps, v->stages, target->smem_limit);
+                   "#define FA2_SMEM_LIMIT %d\n"
+                   "#define FA2_FP8_VIA_F16 %d\n",
+                   key, target->arch, (int)v->spec.dtype, at_dtype_name(v->spec.dtype),
+                   (int)v->spec.out_dtype, at_dtype_name(v->spec.out_dtype), entry, v->spec.head_dim, (int)v->spec.mask, at_mask_name(v->spec.mask), v->spec.gqa,
+                   v->spec.with_lse, v->block_m, v->block_n, v->warps, v->stages, target->smem_limit,
+                   fp8_via_f16(v, target));
   if (n < 0 || (size_t)n >= sizeof pre) return rt_fail(AT_ERR_INVALID, "preamble of %s too long", key);
   if ((rc = append(source, &len, &cap, pre, (size_t)n)) != AT_OK ||
       (rc = append(source, &len, &cap, common, common_len)) != AT_OK ||
@@ -207,16 +264,20 @@ at_status gen_emit(const gen_variant *v, const gen_target *target, char **source
 
 /* ---- launch ------------------------------------------------------------------------------------ */
 
-/* cp.async and the output stores move 16 bytes: 8 elements per row, 16-byte aligned rows. */
-static at_status check_tensor(const char *name, const void *ptr, const at_strides *st)
+/* cp.async and the output stores move 16 bytes (FP8 inputs: O stores of 4 or 8 bytes per lane from
+ * 16-byte aligned rows): rows of whole 16-byte chunks, 16-byte aligned. */
+static at_status check_tensor(const char *name, const void *ptr, const at_strides *st, at_dtype dtype)
 {
+  const long long per_chunk = 16 / (long long)at_dtype_size(dtype);
   if (!ptr) return rt_fail(AT_ERR_INVALID, "tensor %s is NULL", name);
   if ((uintptr_t)ptr % 16 != 0)
     return rt_fail(AT_ERR_UNSUPPORTED, "tensor %s at %p is not 16-byte aligned (fa2 copies 16 bytes)", name, ptr);
-  if (st->batch % 8 != 0 || st->seq % 8 != 0 || st->head % 8 != 0)
+  if (st->batch % per_chunk != 0 || st->seq % per_chunk != 0 || st->head % per_chunk != 0)
     return rt_fail(AT_ERR_UNSUPPORTED,
-                   "strides of %s (batch %lld, seq %lld, head %lld) are not all multiples of 8 elements",
-                   name, (long long)st->batch, (long long)st->seq, (long long)st->head);
+                   "strides of %s (batch %lld, seq %lld, head %lld) are not all multiples of %lld elements "
+                   "(16 bytes of %s)",
+                   name, (long long)st->batch, (long long)st->seq, (long long)st->head, per_chunk,
+                   at_dtype_name(dtype));
   if (st->batch < 0 || st->seq < 0 || st->head < 0 || st->seq > INT_MAX || st->head > INT_MAX)
     return rt_fail(AT_ERR_UNSUPPORTED, "strides of %s (seq %lld, head %lld) must be in 0..%d", name,
                    (long long)st->seq, (long long)st->head, INT_MAX);
@@ -225,6 +286,12 @@ static at_status check_tensor(const char *name, const void *ptr, const at_stride
 
 at_status gen_launch(const gen_variant *v, CUfunction fn, const at_shape *shape, const at_tensors *t,
                      CUstream stream)
+{
+  return gen_launch_fp8(v, fn, shape, t, NULL, stream);
+}
+
+at_status gen_launch_fp8(const gen_variant *v, CUfunction fn, const at_shape *shape, const at_tensors *t,
+                         const gen_fp8_args *fp8, CUstream stream)
 {
   at_status rc;
   if ((rc = gen_variant_matches(v, shape)) != AT_OK) return rc;
@@ -235,9 +302,15 @@ at_status gen_launch(const gen_variant *v, CUfunction fn, const at_shape *shape,
     return rt_fail(AT_ERR_UNSUPPORTED, "%d q heads exceed the grid's y limit 65535", shape->q_heads);
   if (shape->batch > 65535)
     return rt_fail(AT_ERR_UNSUPPORTED, "batch %d exceeds the grid's z limit 65535", shape->batch);
+  const int out_fp8 = is_fp8(v->spec.out_dtype);
+  CUdeviceptr amax_o = fp8 && out_fp8 ? (CUdeviceptr)(uintptr_t)fp8->amax_o : 0;
+  /* amax is a max over the CTAs' atomics: start from 0, also when there is nothing to compute. */
+  if (amax_o && (rc = RT_CU(rt_cu()->cuMemsetD32Async(amax_o, 0, 1, stream))) != AT_OK) return rc;
   if (shape->batch == 0 || shape->q_len == 0) return AT_OK;
-  if ((rc = check_tensor("q", t->q, &t->q_stride)) != AT_OK || (rc = check_tensor("k", t->k, &t->k_stride)) != AT_OK ||
-      (rc = check_tensor("v", t->v, &t->v_stride)) != AT_OK || (rc = check_tensor("o", t->o, &t->o_stride)) != AT_OK)
+  if ((rc = check_tensor("q", t->q, &t->q_stride, v->spec.dtype)) != AT_OK ||
+      (rc = check_tensor("k", t->k, &t->k_stride, v->spec.dtype)) != AT_OK ||
+      (rc = check_tensor("v", t->v, &t->v_stride, v->spec.dtype)) != AT_OK ||
+      (rc = check_tensor("o", t->o, &t->o_stride, v->spec.out_dtype)) != AT_OK)
     return rc;
   if (v->spec.with_lse && !t->lse) return rt_fail(AT_ERR_INVALID, "variant writes lse but the lse pointer is NULL");
 
@@ -248,6 +321,12 @@ at_status gen_launch(const gen_variant *v, CUfunction fn, const at_shape *shape,
   CUdeviceptr q = (CUdeviceptr)(uintptr_t)t->q, k = (CUdeviceptr)(uintptr_t)t->k;
   CUdeviceptr vv = (CUdeviceptr)(uintptr_t)t->v, o = (CUdeviceptr)(uintptr_t)t->o;
   CUdeviceptr lse = (CUdeviceptr)(uintptr_t)t->lse;
+  CUdeviceptr dq = 0, dk = 0, dv = 0, so = 0;
+  if (fp8 && is_fp8(v->spec.dtype)) {
+    dq = (CUdeviceptr)(uintptr_t)fp8->descale_q, dk = (CUdeviceptr)(uintptr_t)fp8->descale_k;
+    dv = (CUdeviceptr)(uintptr_t)fp8->descale_v;
+    if (out_fp8) so = (CUdeviceptr)(uintptr_t)fp8->scale_o;
+  }
   int T = shape->q_len, S = shape->kv_len;
   float scale_log2 = at_shape_scale(shape) * 1.4426950408889634f;
   long long q_sb = t->q_stride.batch, k_sb = t->k_stride.batch, v_sb = t->v_stride.batch,
@@ -256,7 +335,8 @@ at_status gen_launch(const gen_variant *v, CUfunction fn, const at_shape *shape,
       k_sh = (int)t->k_stride.head, v_ss = (int)t->v_stride.seq, v_sh = (int)t->v_stride.head,
       o_ss = (int)t->o_stride.seq, o_sh = (int)t->o_stride.head;
   void *args[] = {&q,    &k,    &vv,   &o,    &lse,  &T,    &S,    &scale_log2, &q_sb, &q_ss, &q_sh,
-                  &k_sb, &k_ss, &k_sh, &v_sb, &v_ss, &v_sh, &o_sb, &o_ss,       &o_sh};
+                  &k_sb, &k_ss, &k_sh, &v_sb, &v_ss, &v_sh, &o_sb, &o_ss,       &o_sh, &dq,   &dk,
+                  &dv,   &so,   &amax_o};
   rt_launch_dims dims = {
       {(unsigned)((T + v->block_m - 1) / v->block_m), (unsigned)shape->q_heads, (unsigned)shape->batch},
       {(unsigned)gen_threads(v), 1, 1},

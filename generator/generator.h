@@ -5,7 +5,9 @@
  * GQA ratio, log-sum-exp or not) and the family's tuning parameters. Its key is stable and readable,
  * and parses back into the same variant:
  *
- *     fa2.bf16.d128.causal.g4.bm128.bn64.w4.s2[.lse]
+ *     fa2.bf16.d128.causal.g4.bm128.bn64.w4.s2[.o<dtype>][.lse]
+ *         |    |    |      |  |     |    |  |   `- output dtype, FP8 inputs only (obf16, of16,
+ *         |    |    |      |  |     |    |  |      oe4m3, oe5m2); 16-bit inputs write their own
  *         |    |    |      |  |     |    |  `- K/V pipeline stages in shared memory
  *         |    |    |      |  |     |    `--- warps per CTA
  *         |    |    |      |  |     `-------- keys per K/V tile (block_n)
@@ -15,8 +17,15 @@
  *         |    `----------------------------- head dim
  *         `---------------------------------- family
  *
+ *     e.g. fa2.e4m3.d128.none.g1.bm128.bn64.w4.s2.obf16
+ *
+ * FP8 (e4m3, e5m2): Q, K and V in one FP8 type with per-tensor fp32 descales (device scalars,
+ * gen_fp8_args), mma.sync m16n8k32 (sm_89 and newer; sm_80/86/87 targets refuse FP8), head dim a
+ * multiple of 16, block_n a multiple of 32, output bf16 by default (f16, e4m3, e5m2 on request;
+ * FP8 output takes scale_o and writes amax_o). templates/fa2.cu explains P's scaling and V's layout.
+ *
  * Data flow: shape -> gen_enumerate (pruned variants) -> gen_emit (source) -> rt_compile -> cubin ->
- * gen_launch. Constraints (shared memory, register budget, tile shapes) are checked before anything
+ * gen_launch (gen_launch_fp8 with descales). Constraints (shared memory, register budget, tile shapes) are checked before anything
  * is compiled; the template repeats them as static_asserts.
  */
 #ifndef AT_GENERATOR_GENERATOR_H
@@ -35,11 +44,12 @@ typedef enum gen_family {
 
 /* What a variant is specialized for; a variant runs exactly the shapes with this spec. */
 typedef struct gen_spec {
-  at_dtype dtype; /* of Q, K, V and O */
+  at_dtype dtype; /* of Q, K, V */
   int head_dim;
   at_mask mask;
   int gqa;      /* Nq / Nkv */
   int with_lse; /* also writes the log-sum-exp */
+  at_dtype out_dtype; /* of O: dtype for f16/bf16; bf16 (default), f16, e4m3 or e5m2 for FP8 */
 } gen_spec;
 
 typedef struct gen_variant {
@@ -67,9 +77,18 @@ at_status gen_target_for_arch(const char *arch, gen_target *out);
 /* The same with an explicit limit (from rt_device_info.smem_per_block_optin). */
 at_status gen_target_make(const char *arch, int smem_limit, gen_target *out);
 
-/* The spec of a shape, refusing what the family cannot run (message names the field and value). */
+/* The output dtype used when none is asked for: the input dtype for f16/bf16, bf16 for FP8. */
+at_dtype gen_default_out_dtype(at_dtype in_dtype);
+/* Is FP8 (mma.sync m16n8k32 with e4m3/e5m2 operands) available on target? sm_89 and newer. */
+int gen_target_has_fp8(const gen_target *target);
+
+/* The spec of a shape, refusing what the family cannot run (message names the field and value).
+ * The output dtype is gen_default_out_dtype(shape->dtype); _out asks for another one. */
 at_status gen_spec_from_shape(gen_family family, const at_shape *shape, gen_spec *out);
-/* AT_OK when the variant's spec is the spec of shape. */
+at_status gen_spec_from_shape_out(gen_family family, const at_shape *shape, at_dtype out_dtype,
+                                  gen_spec *out);
+/* AT_OK when the variant's spec is the spec of shape. at_shape does not carry an output dtype
+ * (yet), so the variant's own output dtype is taken as the caller's (checked to be allowed). */
 at_status gen_variant_matches(const gen_variant *v, const at_shape *shape);
 
 /* Key <-> variant. Parsing is strict: every field, in order, nothing else. */
@@ -83,12 +102,16 @@ at_status gen_entry_name(const gen_variant *v, char *buf, size_t size);
 at_status gen_variant_check(const gen_variant *v, const gen_target *target);
 int gen_threads(const gen_variant *v);
 int gen_smem_bytes(const gen_variant *v);     /* dynamic shared memory per CTA */
-int gen_register_estimate(const gen_variant *v); /* per thread, what pruning uses */
+/* Per thread, what pruning uses; for FP8 the sm_90 figure (MMAs lowered to f16, the larger one). */
+int gen_register_estimate(const gen_variant *v);
 
 /* The pruned space for a shape: every variant that passes the constraints, in a fixed order.
  * Known T and S (> 0) also drop tiles far larger than the sequence. */
 at_status gen_enumerate(const at_shape *shape, const gen_target *target, gen_variant *out, int cap,
                         int *n_out);
+/* The same with an explicit output dtype (FP8 inputs: bf16, f16, e4m3, e5m2). */
+at_status gen_enumerate_out(const at_shape *shape, at_dtype out_dtype, const gen_target *target,
+                            gen_variant *out, int cap, int *n_out);
 /* The variant used when nothing is tuned for a shape. */
 at_status gen_default_variant(const at_shape *shape, const gen_target *target, gen_variant *out);
 
@@ -113,10 +136,24 @@ at_status gen_compile_all(const gen_variant *variants, int n, const gen_target *
                           gen_compiled *out);
 void gen_compiled_free(gen_compiled *c, int n);
 
+/* Per-tensor FP8 scaling of one call: device pointers to one fp32 each (x_real = code * descale,
+ * as include/attntune_fp8.h). NULL inputs mean 1. scale_o and amax_o are used only when O is FP8:
+ * O = fp8(O_real * scale_o), amax_o = max |O_real| (the launch zeroes it on the stream first).
+ * P's scale is fixed inside the kernel (448, E4M3's largest value), so it is not an argument. */
+typedef struct gen_fp8_args {
+  const float *descale_q, *descale_k, *descale_v;
+  const float *scale_o;
+  float *amax_o;
+} gen_fp8_args;
+
 /* Launch a compiled variant on stream: grid (ceil(T / block_m), Nq, B), block 32*warps, dynamic
  * shared memory gen_smem_bytes (raising the function's limit past 48 KB). Checks that the shape is
- * the variant's spec and that pointers and strides allow 16-byte copies. */
+ * the variant's spec and that pointers and strides allow 16-byte copies (row strides a multiple of
+ * 16 bytes: 8 elements of 16 bits, 16 of FP8). An FP8 variant launched by gen_launch runs with unit
+ * descales; gen_launch_fp8 passes them (fp8 may be NULL: all ones, no amax). */
 at_status gen_launch(const gen_variant *v, CUfunction fn, const at_shape *shape, const at_tensors *t,
                      CUstream stream);
+at_status gen_launch_fp8(const gen_variant *v, CUfunction fn, const at_shape *shape, const at_tensors *t,
+                         const gen_fp8_args *fp8, CUstream stream);
 
 #endif /* AT_GENERATOR_GENERATOR_H */

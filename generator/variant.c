@@ -45,19 +45,45 @@ at_status gen_target_for_arch(const char *arch, gen_target *out)
   return gen_target_make(arch, smem_limit_for_cc(major, minor), out);
 }
 
+static int is_fp8(at_dtype dtype) { return dtype == AT_DTYPE_E4M3 || dtype == AT_DTYPE_E5M2; }
+
+at_dtype gen_default_out_dtype(at_dtype in_dtype) { return is_fp8(in_dtype) ? AT_DTYPE_BF16 : in_dtype; }
+
+int gen_target_has_fp8(const gen_target *target)
+{
+  return target->cc_major > 8 || (target->cc_major == 8 && target->cc_minor >= 9);
+}
+
 at_status gen_spec_from_shape(gen_family family, const at_shape *shape, gen_spec *out)
+{
+  return gen_spec_from_shape_out(family, shape, gen_default_out_dtype(shape->dtype), out);
+}
+
+at_status gen_spec_from_shape_out(gen_family family, const at_shape *shape, at_dtype out_dtype,
+                                  gen_spec *out)
 {
   memset(out, 0, sizeof *out);
   if (family != GEN_FAMILY_FA2) return rt_fail(AT_ERR_INVALID, "unknown kernel family %d", (int)family);
-  if (shape->dtype != AT_DTYPE_F16 && shape->dtype != AT_DTYPE_BF16)
-    return rt_fail(AT_ERR_UNSUPPORTED, "dtype %s is not supported by fa2 (expected f16 or bf16)",
+  if (shape->dtype != AT_DTYPE_F16 && shape->dtype != AT_DTYPE_BF16 && !is_fp8(shape->dtype))
+    return rt_fail(AT_ERR_UNSUPPORTED, "dtype %s is not supported by fa2 (expected f16, bf16, e4m3 or e5m2)",
                    at_dtype_name(shape->dtype));
+  if (!is_fp8(shape->dtype) && out_dtype != shape->dtype)
+    return rt_fail(AT_ERR_UNSUPPORTED, "fa2 writes O of %s inputs as %s, not %s", at_dtype_name(shape->dtype),
+                   at_dtype_name(shape->dtype), at_dtype_name(out_dtype));
+  if (is_fp8(shape->dtype) && out_dtype != AT_DTYPE_BF16 && out_dtype != AT_DTYPE_F16 && !is_fp8(out_dtype))
+    return rt_fail(AT_ERR_UNSUPPORTED, "fa2 writes O of %s inputs as bf16, f16, e4m3 or e5m2, not %s",
+                   at_dtype_name(shape->dtype), at_dtype_name(out_dtype));
   if (shape->head_dim % 8 != 0)
     return rt_fail(AT_ERR_INVALID, "head dim %d is not a multiple of 8 (expected 32..256)",
                    shape->head_dim);
   if (shape->head_dim < 32 || shape->head_dim > 256)
     return rt_fail(AT_ERR_INVALID, "head dim %d is out of range (expected a multiple of 8 in 32..256)",
                    shape->head_dim);
+  if (is_fp8(shape->dtype) && shape->head_dim % 16 != 0)
+    return rt_fail(AT_ERR_UNSUPPORTED,
+                   "head dim %d with %s inputs is not a multiple of 16 (FP8 rows move in 16-byte chunks of "
+                   "16 elements)",
+                   shape->head_dim, at_dtype_name(shape->dtype));
   if (shape->q_heads < 1 || shape->kv_heads < 1)
     return rt_fail(AT_ERR_INVALID, "head counts must be positive (q heads %d, kv heads %d)",
                    shape->q_heads, shape->kv_heads);
@@ -71,13 +97,14 @@ at_status gen_spec_from_shape(gen_family family, const at_shape *shape, gen_spec
   out->mask = shape->mask;
   out->gqa = shape->q_heads / shape->kv_heads;
   out->with_lse = shape->with_lse ? 1 : 0;
+  out->out_dtype = out_dtype;
   return AT_OK;
 }
 
 at_status gen_variant_matches(const gen_variant *v, const at_shape *shape)
 {
   gen_spec spec;
-  at_status rc = gen_spec_from_shape(v->family, shape, &spec);
+  at_status rc = gen_spec_from_shape_out(v->family, shape, v->spec.out_dtype, &spec);
   if (rc != AT_OK) return rc;
   if (memcmp(&spec, &v->spec, sizeof spec) != 0) {
     char key[GEN_KEY_MAX] = "?";
@@ -99,9 +126,12 @@ at_status gen_variant_key(const gen_variant *v, char *buf, size_t size)
 {
   const char *family = family_name(v->family);
   if (!family) return rt_fail(AT_ERR_INVALID, "unknown kernel family %d", (int)v->family);
-  int n = snprintf(buf, size, "%s.%s.d%d.%s.g%d.bm%d.bn%d.w%d.s%d%s", family,
+  /* The output dtype is spelled only where it is a choice (FP8 inputs). */
+  char out[16] = "";
+  if (is_fp8(v->spec.dtype)) snprintf(out, sizeof out, ".o%s", at_dtype_name(v->spec.out_dtype));
+  int n = snprintf(buf, size, "%s.%s.d%d.%s.g%d.bm%d.bn%d.w%d.s%d%s%s", family,
                    at_dtype_name(v->spec.dtype), v->spec.head_dim, at_mask_name(v->spec.mask),
-                   v->spec.gqa, v->block_m, v->block_n, v->warps, v->stages,
+                   v->spec.gqa, v->block_m, v->block_n, v->warps, v->stages, out,
                    v->spec.with_lse ? ".lse" : "");
   if (n < 0 || (size_t)n >= size)
     return rt_fail(AT_ERR_INVALID, "variant key needs %d bytes, buffer has %zu", n, size);
@@ -134,23 +164,25 @@ static int parse_field(const char *field, const char *prefix, int *value)
 at_status gen_variant_parse(const char *key, gen_variant *out)
 {
   char buf[GEN_KEY_MAX];
-  char *fields[11];
+  char *fields[12];
   int n = 0;
   memset(out, 0, sizeof *out);
   if (!key || strlen(key) >= sizeof buf)
     return rt_fail(AT_ERR_INVALID, "variant key '%s' is too long or missing", key ? key : "(null)");
   strcpy(buf, key);
   for (char *save = NULL, *f = strtok_r(buf, ".", &save); f; f = strtok_r(NULL, ".", &save)) {
-    if (n == 11) return rt_fail(AT_ERR_INVALID, "variant key '%s' has too many fields", key);
+    if (n == 12) return rt_fail(AT_ERR_INVALID, "variant key '%s' has too many fields", key);
     fields[n++] = f;
   }
   if (n < 9 || strcmp(fields[0], "fa2") != 0)
     return rt_fail(AT_ERR_INVALID,
-                   "variant key '%s' is malformed (expected fa2.<dtype>.d<D>.<mask>.g<G>.bm<M>.bn<N>.w<W>.s<S>[.lse])",
+                   "variant key '%s' is malformed (expected "
+                   "fa2.<dtype>.d<D>.<mask>.g<G>.bm<M>.bn<N>.w<W>.s<S>[.o<dtype>][.lse])",
                    key);
   out->family = GEN_FAMILY_FA2;
   if (at_dtype_parse(fields[1], &out->spec.dtype) != AT_OK)
     return rt_fail(AT_ERR_INVALID, "variant key '%s': unknown dtype '%s'", key, fields[1]);
+  out->spec.out_dtype = gen_default_out_dtype(out->spec.dtype);
   if (at_mask_parse(fields[3], &out->spec.mask) != AT_OK)
     return rt_fail(AT_ERR_INVALID, "variant key '%s': unknown mask '%s' (expected none, causal, causal-br)",
                    key, fields[3]);
@@ -163,13 +195,18 @@ at_status gen_variant_parse(const char *key, gen_variant *out)
       return rt_fail(AT_ERR_INVALID, "variant key '%s': field '%s' is not %s<positive number>", key,
                      fields[2 + i], prefixes[i]);
   }
-  if (n == 10) {
-    if (strcmp(fields[9], "lse") != 0)
-      return rt_fail(AT_ERR_INVALID, "variant key '%s': unknown suffix '%s' (expected lse)", key, fields[9]);
-    out->spec.with_lse = 1;
-  } else if (n != 9) {
-    return rt_fail(AT_ERR_INVALID, "variant key '%s' has too many fields", key);
+  /* Suffixes: o<dtype>, then lse; their order and presence are checked by the canonical form. */
+  for (int i = 9; i < n; i++) {
+    if (strcmp(fields[i], "lse") == 0) {
+      out->spec.with_lse = 1;
+    } else if (fields[i][0] == 'o' && at_dtype_parse(fields[i] + 1, &out->spec.out_dtype) == AT_OK) {
+      continue;
+    } else {
+      return rt_fail(AT_ERR_INVALID, "variant key '%s': unknown suffix '%s' (expected o<dtype> or lse)", key,
+                     fields[i]);
+    }
   }
+  if (n > 11) return rt_fail(AT_ERR_INVALID, "variant key '%s' has too many fields", key);
   /* Only canonical spellings round-trip (no "d064", no "bf16" spelled another way). */
   char again[GEN_KEY_MAX];
   at_status rc = gen_variant_key(out, again, sizeof again);

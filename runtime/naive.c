@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/naive_fp8.h"
 #include "runtime/rt.h"
 
 /* Mirrors struct at_naive_params in templates/naive.cu. */
@@ -13,11 +14,12 @@ struct naive_params {
   long long k_sb, k_ss, k_sh;
   long long v_sb, v_ss, v_sh;
   long long o_sb, o_ss, o_sh;
+  CUdeviceptr descale_q, descale_k, descale_v; /* 0: 1 */
   int B, T, S, Nq, Nkv, D;
   int mask;
   float scale;
 };
-_Static_assert(sizeof(struct naive_params) == 6 * 8 + 12 * 8 + 8 * 4, "naive_params layout");
+_Static_assert(sizeof(struct naive_params) == 9 * 8 + 12 * 8 + 8 * 4, "naive_params layout");
 
 enum { NAIVE_TILE = 16, NAIVE_ROW_THREADS = 256 };
 
@@ -89,11 +91,21 @@ static unsigned ceil_div(long long a, long long b) { return (unsigned)((a + b - 
 at_status rt_naive_run(const rt_naive *naive, const at_shape *s, const at_tensors *t,
                        CUdeviceptr scratch, CUstream stream)
 {
+  return rt_naive_run_fp8(naive, s, t, NULL, scratch, stream);
+}
+
+at_status rt_naive_run_fp8(const rt_naive *naive, const at_shape *s, const at_tensors *t,
+                           const rt_naive_descales *fp8, CUdeviceptr scratch, CUstream stream)
+{
   at_status rc;
   if ((rc = at_shape_check(s)) != AT_OK) return rc;
   if (s->dtype != naive->in_dtype)
     return rt_fail(AT_ERR_INVALID, "naive reference compiled for %s inputs, shape has %s",
                    at_dtype_name(naive->in_dtype), at_dtype_name(s->dtype));
+  if (fp8 && s->dtype != AT_DTYPE_E4M3 && s->dtype != AT_DTYPE_E5M2 &&
+      (fp8->descale_q || fp8->descale_k || fp8->descale_v))
+    return rt_fail(AT_ERR_INVALID, "descales given for %s inputs (only e4m3/e5m2 inputs take them)",
+                   at_dtype_name(s->dtype));
   if (!t->q || !t->k || !t->v || !t->o || !scratch)
     return rt_fail(AT_ERR_INVALID, "naive reference needs q, k, v, o and scratch pointers");
   if (s->with_lse && !t->lse) return rt_fail(AT_ERR_INVALID, "shape asks for lse but lse is NULL");
@@ -109,6 +121,9 @@ at_status rt_naive_run(const rt_naive *naive, const at_shape *s, const at_tensor
       .k_sb = t->k_stride.batch, .k_ss = t->k_stride.seq, .k_sh = t->k_stride.head,
       .v_sb = t->v_stride.batch, .v_ss = t->v_stride.seq, .v_sh = t->v_stride.head,
       .o_sb = t->o_stride.batch, .o_ss = t->o_stride.seq, .o_sh = t->o_stride.head,
+      .descale_q = fp8 ? (CUdeviceptr)(uintptr_t)fp8->descale_q : 0,
+      .descale_k = fp8 ? (CUdeviceptr)(uintptr_t)fp8->descale_k : 0,
+      .descale_v = fp8 ? (CUdeviceptr)(uintptr_t)fp8->descale_v : 0,
       .B = s->batch, .T = s->q_len, .S = s->kv_len, .Nq = s->q_heads, .Nkv = s->kv_heads,
       .D = s->head_dim, .mask = (int)s->mask, .scale = at_shape_scale(s),
   };

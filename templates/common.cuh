@@ -81,7 +81,32 @@ __device__ __forceinline__ float at_in_to_float(at_in_t x)
 #error "unknown AT_IN_DTYPE"
 #endif
 
-/* at_out_t: storage of one O element; at_out_from_float narrows with round-to-nearest-even. */
+/* ---- FP8 (sm_89+) --------------------------------------------------------------------------- */
+/* Four floats to four FP8 bytes, x0 in the lowest byte, round-to-nearest-even with saturation to
+ * the largest finite value (as __NV_SATFINITE; NaN stays NaN). cvt.*x2.f32 d, a, b puts a in the
+ * upper byte of d and b in the lower, hence the swapped operands. */
+#define AT_FP8X4_PACK(NAME, FMT)                                                                   \
+  __device__ __forceinline__ unsigned NAME(float x0, float x1, float x2, float x3)                 \
+  {                                                                                                \
+    unsigned r;                                                                                    \
+    asm("{ .reg .b16 lo, hi;\n"                                                                    \
+        "  cvt.rn.satfinite." FMT "x2.f32 lo, %2, %1;\n"                                           \
+        "  cvt.rn.satfinite." FMT "x2.f32 hi, %4, %3;\n"                                           \
+        "  mov.b32 %0, {lo, hi}; }"                                                                \
+        : "=r"(r)                                                                                  \
+        : "f"(x0), "f"(x1), "f"(x2), "f"(x3));                                                     \
+    return r;                                                                                      \
+  }
+AT_FP8X4_PACK(at_e4m3x4_from_float, "e4m3")
+AT_FP8X4_PACK(at_e5m2x4_from_float, "e5m2")
+#undef AT_FP8X4_PACK
+
+/* The largest finite values (OCP FP8): what a saturating conversion clamps to. */
+#define AT_E4M3_MAX 448.0f
+#define AT_E5M2_MAX 57344.0f
+
+/* at_out_t: storage of one O element; at_out_from_float narrows with round-to-nearest-even
+ * (saturating for FP8). */
 #if AT_OUT_DTYPE == AT_DTYPE_F32
 typedef float at_out_t;
 __device__ __forceinline__ at_out_t at_out_from_float(float x) { return x; }
@@ -91,6 +116,18 @@ __device__ __forceinline__ at_out_t at_out_from_float(float x) { return at_float
 #elif AT_OUT_DTYPE == AT_DTYPE_BF16
 typedef unsigned short at_out_t;
 __device__ __forceinline__ at_out_t at_out_from_float(float x) { return at_float_to_bf16_bits(x); }
+#elif AT_OUT_DTYPE == AT_DTYPE_E4M3
+typedef unsigned char at_out_t;
+__device__ __forceinline__ at_out_t at_out_from_float(float x)
+{
+  return (at_out_t)(at_e4m3x4_from_float(x, 0.f, 0.f, 0.f) & 0xffu);
+}
+#elif AT_OUT_DTYPE == AT_DTYPE_E5M2
+typedef unsigned char at_out_t;
+__device__ __forceinline__ at_out_t at_out_from_float(float x)
+{
+  return (at_out_t)(at_e5m2x4_from_float(x, 0.f, 0.f, 0.f) & 0xffu);
+}
 #else
 #error "unsupported AT_OUT_DTYPE"
 #endif

@@ -1,82 +1,174 @@
 /*
- * fa2.cu — FlashAttention-2 style fused attention forward (mma.sync, fp16/bf16 in, fp32 accumulate).
+ * fa2.cu — FlashAttention-2 style fused attention forward (mma.sync, fp32 accumulate): f16/bf16
+ * inputs with m16n8k16, FP8 (E4M3/E5M2, sm_89+) inputs with m16n8k32.
  *
  * What it computes (JAX: jax.nn.dot_product_attention(q, k, v, is_causal=...), BSHD):
  *   q: (B, T, Nq, D)   k, v: (B, S, Nkv, D)   o: (B, T, Nq, D)   lse: (B, Nq, T) fp32, natural log
  *   o[b,i,h] = sum_j softmax_j(scale * q[b,i,h] . k[b,j,h/G]) v[b,j,h/G],  G = Nq / Nkv
  *   over the visible keys j: all (FA2_MASK 0), j <= i (1, top-left), j <= i + S - T (2, bottom-right).
  *   A row with no visible key writes o = 0 and lse = -inf.
+ *   FP8: q, k, v hold codes with per-tensor fp32 descales (x_real = decode(code) * descale, see
+ *   include/attntune_fp8.h), and the formula above applies to the real values.
  *
  * The generator's preamble defines, before common.cuh:
- *   AT_IN_DTYPE, AT_OUT_DTYPE   equal: AT_DTYPE_F16 or AT_DTYPE_BF16
+ *   AT_IN_DTYPE, AT_OUT_DTYPE   f16 -> f16, bf16 -> bf16; e4m3/e5m2 -> bf16, f16, e4m3 or e5m2
  *   FA2_KERNEL                  entry point name (the variant key as an identifier)
- *   FA2_HEAD_DIM                D, a multiple of 8 in 32..256
+ *   FA2_HEAD_DIM                D, a multiple of 8 in 32..256 (of 16 for FP8)
  *   FA2_MASK                    AT_MASK_NONE / AT_MASK_CAUSAL_TL / AT_MASK_CAUSAL_BR
  *   FA2_GQA                     G = Nq / Nkv (q head h reads kv head h / G)
  *   FA2_LSE                     1: also write the log-sum-exp
  *   FA2_BLOCK_M, FA2_BLOCK_N    query rows per CTA, keys per K/V tile
  *   FA2_WARPS, FA2_STAGES       warps per CTA, K/V tiles in flight in shared memory
  *   FA2_SMEM_LIMIT              dynamic shared memory a block may have on the target
+ *   FA2_FP8_VIA_F16             FP8 only: 1 to run each m16n8k32 FP8 product as FP8 -> f16
+ *                               conversions and two m16n8k16 f16 MMAs (sm_90, below), 0 for the
+ *                               m16n8k32 FP8 instruction (sm_89, sm_100+)
  *
  * Work split: grid (ceil(T / BLOCK_M), Nq, B); CTA (x, h, b) owns query rows
  * [m0, m0 + BLOCK_M) of head h. Warp w owns rows [m0 + w*RW, m0 + (w+1)*RW), RW = BLOCK_M / WARPS,
  * as MT = RW / 16 slices of 16 rows, so softmax needs no cross-warp reduction. Within an m16n8
  * accumulator, lane = 4*g + t holds rows g and g+8, columns 2t and 2t+1 of each 8-column tile.
  *
- * Shared memory (dynamic): Q [BLOCK_M][DS], then STAGES x K [BLOCK_N][DS], then STAGES x V
- * [BLOCK_N][DS], 16-bit elements. DS = D rounded up to 64, so every row is whole 128-byte lines; the
- * 16-byte chunk c of row r lives at chunk c ^ (r % 8) (the 128-byte swizzle), which makes ldmatrix
- * and the cp.async stores conflict-free. Columns D..DK-1 (DK = D rounded up to 16, the MMA extent)
- * are zero-filled; columns past DK are never touched.
+ * Shared memory (dynamic): Q [BLOCK_M][ROW], then STAGES x K [BLOCK_N][ROW], then STAGES x V
+ * [BLOCK_N][ROW]. A row is D elements padded to whole 128-byte lines (ROW_BYTES); the 16-byte chunk
+ * c of row r lives at chunk c ^ (r % 8) (the 128-byte swizzle), which makes ldmatrix and the
+ * cp.async stores conflict-free. Columns D..DK-1 (DK = D rounded up to the MMA's k extent) are
+ * zero-filled; columns past DK are never touched.
  *
- * Per K/V tile t: S = Q K_t^T (mma m16n8k16, Q and K by ldmatrix.x4), mask if the tile crosses the
- * diagonal or the end of the keys, online softmax in registers (exp2 with scale*log2(e) folded into
- * one FFMA), P packed to 16 bits becomes the A operand of O += P V_t (V by ldmatrix.x4.trans).
- * Tiles wholly above the diagonal are never loaded.
+ * Per K/V tile t: S = Q K_t^T (Q and K by ldmatrix.x4), mask if the tile crosses the diagonal or
+ * the end of the keys, online softmax in registers (exp2 with scale*log2(e) folded into one FFMA),
+ * P packed to 16 bits (FP8: to E4M3, below) becomes the A operand of O += P V_t. Tiles wholly
+ * above the diagonal are never loaded.
+ *
+ * FP8 (AT_IN_DTYPE e4m3 or e5m2), mma.sync.m16n8k32 with 8-bit operands:
+ *   - Descales. The kernel reads descale_q, descale_k, descale_v (device fp32 scalars; NULL means
+ *     1) once. descale_q * descale_k folds into scale*log2(e); descale_v into the final 1/rowsum.
+ *   - P. The unnormalized p = 2^(s - m) is in [0, 1]; it is stored as E4M3 (whatever the input
+ *     type: E4M3 has one more mantissa bit than E5M2 and P needs no range beyond 448) after
+ *     scaling by FA2_P_SCALE = 448, the largest E4M3 value, so P uses E4M3's whole range (p down
+ *     to ~2^-9/448 survives). The scale is folded into the exponent (p*448 = 2^(s - m + log2 448))
+ *     and the row sum adds the same scaled values, so it cancels in O = (P V) / rowsum with no
+ *     descale of P. The second MMA is then e4m3 x <V type> (the MMA takes mixed FP8 operands).
+ *   - Q K^T: an m16n8k32 A/B fragment is, byte for byte, the m16n8k16 fragment of 16-bit data
+ *     (lane g,t holds bytes 4t..4t+3 of rows g and g+8 in each 16-byte half of the k extent), so
+ *     Q and K go through the same ldmatrix.x4 (non-transposed) addressing: one k32 step reads the
+ *     two 16-byte chunks that a k16 step of 16-bit data reads.
+ *   - P V: the B operand (V, k = keys) must be K-major: lane (g,t) needs 4 consecutive k of one
+ *     column n. V sits in shared memory as loaded, [key][d] (d contiguous), and ldmatrix.trans
+ *     moves 16-bit units only, so it cannot hand out single bytes of V transposed. Instead:
+ *       (1) ldmatrix.x4.trans on the bytes viewed as b16 pairs: matrix j covers keys 8j..8j+7 of a
+ *           32-key block and one 16-byte chunk dc of d (d pairs 2u, 2u+1, u = 0..7). Lane (g,t)
+ *           receives r_j = { V[8j+2t][2g], V[8j+2t][2g+1], V[8j+2t+1][2g], V[8j+2t+1][2g+1] }
+ *           (byte 0 first, d relative to the chunk).
+ *       (2) prmt picks the bytes of one d column: prmt(r_0, r_1, 0x6420) =
+ *           { V[2t][2g], V[2t+1][2g], V[8+2t][2g], V[9+2t][2g] } and 0x7531 the same for d = 2g+1;
+ *           r_2, r_3 give keys 16.. the same way.
+ *       (3) The keys of a 32-key block thus enter the MMA in the order k-slot 4t+i <-> key
+ *           {2t, 2t+1, 8+2t, 9+2t}[i] (and +16 for the second register). P's A fragment uses the
+ *           same order, which is free: lane (g,t) holds S columns 2t, 2t+1 of every n8 tile, so
+ *           its P register for row g is { S tile 0 cols 2t, 2t+1 ; S tile 1 cols 2t, 2t+1 }.
+ *       (4) The MMA fed with the 0x6420 bytes computes O columns d = 16dc + 2n, the 0x7531 one
+ *           d = 16dc + 2n + 1 (n = the MMA's column). Lane (g,t) therefore ends up with
+ *           d = 16dc + 4t .. 16dc + 4t + 3 of rows g and g+8: four contiguous outputs, stored
+ *           straight from registers (8 bytes of bf16/f16 or 4 bytes of FP8 per row and chunk; a
+ *           quad writes one whole 32-byte sector).
+ *     Cost: 4 prmt per ldmatrix.x4, which feeds two m16n8k32 MMAs (per 16-row slice); no extra
+ *     shared memory pass or barrier.
+ *   - FP8 output: O = fp8(O_real * scale_o) with the max |O_real| of the CTA atomically max-ed into
+ *     amax_o (the launcher zeroes it first), as cuDNN's FP8 graph does.
+ *   - On sm_90 the m16n8k32 FP8 mma.sync is not a native tensor-core instruction: ptxas lowers it
+ *     to FP8 -> f16 conversions and f16 MMAs (NVIDIA/cutlass issue 1986; native on sm_89 and
+ *     sm_120). Left to ptxas, that lowering costs ~58 registers per thread (d128 bm64 bn64 w4:
+ *     255 registers and spills, against 197 for bf16), which would prune every D=256 tile. With
+ *     FA2_FP8_VIA_F16 the template does the same lowering itself, converting each fragment next
+ *     to its two f16 MMAs (cvt.rn.f16x2.e4m3x2 per byte pair: exact): 197 registers, no spills.
+ *     Either way Hopper's FP8 tensor-core rate needs wgmma (the fa3 family); here FP8 saves
+ *     memory traffic and shared memory, not MMA time.
  *
  * Steps (docs/perf.md, "## fa2", has the measurements):
  *   v1: this structure — cp.async multi-stage K/V ring, swizzled smem, quad-shuffle softmax:
  *       H200 bf16 B2 N16 T=S=8192 D128: 333.7 TFLOP/s (bm128 bn128 w8 s3), causal 312.4.
+ *   v2: FP8 inputs (m16n8k32, P in E4M3, V transposed in registers): not yet measured.
  */
 
+#if AT_IN_DTYPE == AT_DTYPE_BF16 || AT_IN_DTYPE == AT_DTYPE_F16
+#define FA2_FP8 0
 #if AT_IN_DTYPE != AT_OUT_DTYPE
-#error "fa2 writes O in the input dtype"
+#error "fa2 writes O in the input dtype for f16/bf16 inputs"
 #endif
 #if AT_IN_DTYPE == AT_DTYPE_BF16
-#define FA2_MMA_TYPE "bf16"
-#elif AT_IN_DTYPE == AT_DTYPE_F16
-#define FA2_MMA_TYPE "f16"
+#define FA2_QK_MMA "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
 #else
-#error "fa2 takes f16 or bf16 inputs"
+#define FA2_QK_MMA "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
 #endif
+#define FA2_PV_MMA FA2_QK_MMA
+#define FA2_P_LOG2_SCALE 0.0f
+#elif AT_IN_DTYPE == AT_DTYPE_E4M3 || AT_IN_DTYPE == AT_DTYPE_E5M2
+#define FA2_FP8 1
+#if AT_OUT_DTYPE != AT_DTYPE_BF16 && AT_OUT_DTYPE != AT_DTYPE_F16 && AT_OUT_DTYPE != AT_DTYPE_E4M3 && \
+    AT_OUT_DTYPE != AT_DTYPE_E5M2
+#error "fa2 writes O of FP8 inputs as bf16, f16, e4m3 or e5m2"
+#endif
+#if AT_IN_DTYPE == AT_DTYPE_E4M3
+#define FA2_QK_MMA "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 "
+#define FA2_PV_MMA "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e4m3.f32 "
+#else
+#define FA2_QK_MMA "mma.sync.aligned.m16n8k32.row.col.f32.e5m2.e5m2.f32 "
+#define FA2_PV_MMA "mma.sync.aligned.m16n8k32.row.col.f32.e4m3.e5m2.f32 "
+#endif
+/* P is stored as e4m3(p * 448); log2(448) is added in the exponent instead of multiplying. */
+#define FA2_P_LOG2_SCALE 8.8073549220576041f
+#else
+#error "fa2 takes f16, bf16, e4m3 or e5m2 inputs"
+#endif
+#ifndef FA2_FP8_VIA_F16
+#define FA2_FP8_VIA_F16 0
+#endif
+#define FA2_OUT_FP8 (AT_OUT_DTYPE == AT_DTYPE_E4M3 || AT_OUT_DTYPE == AT_DTYPE_E5M2)
 
+static constexpr int FA2_ESIZE = FA2_FP8 ? 1 : 2;   /* bytes per Q/K/V element */
+static constexpr int FA2_CHUNK = 16 / FA2_ESIZE;    /* elements per 16-byte chunk */
+static constexpr int FA2_KSTEP = 32 / FA2_ESIZE;    /* MMA k extent: 16 (16-bit) or 32 (FP8) */
 static constexpr int FA2_D = FA2_HEAD_DIM;
-static constexpr int FA2_DK = (FA2_D + 15) / 16 * 16; /* MMA extent along D */
-static constexpr int FA2_DS = (FA2_D + 63) / 64 * 64; /* smem row length in elements */
+static constexpr int FA2_DK = (FA2_D + FA2_KSTEP - 1) / FA2_KSTEP * FA2_KSTEP; /* Q K^T extent along D */
+static constexpr int FA2_DO = (FA2_D + 15) / 16 * 16;                         /* O extent along D */
 static constexpr int FA2_BM = FA2_BLOCK_M;
 static constexpr int FA2_BN = FA2_BLOCK_N;
 static constexpr int FA2_THREADS = FA2_WARPS * 32;
 static constexpr int FA2_RW = FA2_BM / FA2_WARPS;  /* query rows per warp */
 static constexpr int FA2_MT = FA2_RW / 16;         /* m16 slices per warp */
 static constexpr int FA2_NT = FA2_BN / 8;          /* n8 tiles of S per slice */
-static constexpr int FA2_OT = FA2_DK / 8;          /* n8 tiles of O per slice */
-static constexpr int FA2_ROW_BYTES = FA2_DS * 2;
+static constexpr int FA2_OT = FA2_DO / 8;          /* n8 tiles of O per slice */
+static constexpr int FA2_PK = FA2_BN / FA2_KSTEP;  /* k steps of P V per tile */
+static constexpr int FA2_ROW_BYTES = (FA2_D * FA2_ESIZE + 127) / 128 * 128;
 static constexpr int FA2_Q_BYTES = FA2_BM * FA2_ROW_BYTES;
 static constexpr int FA2_KV_BYTES = FA2_BN * FA2_ROW_BYTES; /* one K or one V tile */
 static constexpr int FA2_SMEM_BYTES = FA2_Q_BYTES + 2 * FA2_STAGES * FA2_KV_BYTES;
 static constexpr bool FA2_CAUSAL = FA2_MASK != AT_MASK_NONE;
 
 static_assert(FA2_D % 8 == 0 && FA2_D >= 32 && FA2_D <= 256, "head dim: multiple of 8 in 32..256");
+static_assert(!FA2_FP8 || FA2_D % 16 == 0, "FP8 head dim: a multiple of 16 (whole 16-byte chunks)");
 static_assert(FA2_RW % 16 == 0 && FA2_MT >= 1 && FA2_MT <= 2, "each warp owns 1 or 2 slices of 16 rows");
 static_assert(FA2_BN % 16 == 0 && FA2_BN >= 16 && FA2_BN <= 128, "BLOCK_N: multiple of 16 up to 128");
+static_assert(FA2_BN % FA2_KSTEP == 0, "BLOCK_N: whole k steps of P V (multiple of 32 for FP8)");
 static_assert(FA2_STAGES >= 2 && FA2_STAGES <= 4, "2..4 K/V stages");
 static_assert(FA2_SMEM_BYTES <= FA2_SMEM_LIMIT, "shared memory over the target's limit");
-/* Registers: O (MT*DK/2) and S (MT*BN/2) fp32 per thread, plus the K fragments in flight (BN/4),
+/* Registers: O (MT*DO/2) and S (MT*BN/2) fp32 per thread, plus the K fragments in flight (BN/4),
  * about 80 for fragments, addresses and loop state, and 12 more with two slices per warp (their Q
  * fragments and P), must fit under the 255 cap and the per-thread share of the 64K register file.
- * Calibrated on sm_90a ptxas output (CUDA 13.0) so that what passes compiles with no spills; the
- * generator prunes on the same estimate (generator/fa2.c). */
-static constexpr int FA2_REG_ESTIMATE = FA2_MT * (FA2_DK + FA2_BN) / 2 + FA2_BN / 4 + 79 + 12 * (FA2_MT - 1);
+ * FP8 with FA2_FP8_VIA_F16 adds FA2_FP8_REGS for the f16 operands of the lowered MMAs:
+ * (DO - 64) / 8 + 1 up to D=128, 36 above, plus 16 per stage past two and 6 with two slices
+ * per warp (sm_90a: d256 bm64 bn32
+ * w4 s2 needs 255 registers and spills 28 bytes where bf16 takes 248; sm_89's native m16n8k32
+ * takes 223, no more than 16-bit data; generator/fa2.c lists the calibration points).
+ * Calibrated on sm_90a
+ * ptxas output (CUDA 13.0) so that what passes compiles with no spills; the generator prunes on
+ * the same estimate (generator/fa2.c). */
+static constexpr int FA2_FP8_OPERAND_REGS = FA2_DO > 128 ? 36 : FA2_DO > 56 ? (FA2_DO - 64) / 8 + 1 : 0;
+static constexpr int FA2_FP8_REGS =
+    FA2_FP8 && FA2_FP8_VIA_F16 ? FA2_FP8_OPERAND_REGS + 16 * (FA2_STAGES - 2) + 6 * (FA2_MT - 1) : 0;
+static constexpr int FA2_REG_ESTIMATE =
+    FA2_MT * (FA2_DO + FA2_BN) / 2 + FA2_BN / 4 + 79 + 12 * (FA2_MT - 1) + FA2_FP8_REGS;
 static_assert(FA2_REG_ESTIMATE <= (65536 / FA2_THREADS < 255 ? 65536 / FA2_THREADS : 255),
               "accumulators do not fit the register budget");
 
@@ -121,13 +213,69 @@ __device__ __forceinline__ void fa2_ldmatrix_x4_trans(unsigned r[4], unsigned ad
                : "r"(addr));
 }
 
-/* d += a * b for one m16n8k16 tile: a = 4 regs (16x16 row-major), b = 2 regs (16x8 col-major). */
-__device__ __forceinline__ void fa2_mma(float d[4], const unsigned a[4], unsigned b0, unsigned b1)
+/* d += a * b for one MMA tile: a = 4 regs (16 x k, row-major), b = 2 regs (k x 8, col-major);
+ * k = 16 for 16-bit data, 32 for FP8. The first MMA multiplies Q and K, the second P and V. */
+#if FA2_FP8 && FA2_FP8_VIA_F16
+/* One m16n8k32 FP8 product as two m16n8k16 f16 products: byte pair 0-1 of every operand register
+ * goes to the first, pair 2-3 to the second. Lane (g,t)'s A byte i and B byte i share a k slot in
+ * both forms, so the pairing of Q with K (P with V) bytes is unchanged. */
+template <int A_FMT, int B_FMT>
+__device__ __forceinline__ void fa2_mma_fp8_via_f16(float d[4], const unsigned a[4], unsigned b0, unsigned b1)
 {
-  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." FA2_MMA_TYPE "." FA2_MMA_TYPE ".f32 "
-               "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+#define FA2_CVT(FMT, DST, SRC, HALF)                                                               \
+  asm("{ .reg .b16 l, h; mov.b32 {l, h}, %1; cvt.rn.f16x2." FMT "x2 %0, " HALF "; }" : "=r"(DST) : "r"(SRC))
+  unsigned lo[6], hi[6];
+  const unsigned in[6] = {a[0], a[1], a[2], a[3], b0, b1};
+#pragma unroll
+  for (int i = 0; i < 6; i++) {
+    if ((i < 4 ? A_FMT : B_FMT) == AT_DTYPE_E4M3) {
+      FA2_CVT("e4m3", lo[i], in[i], "l");
+      FA2_CVT("e4m3", hi[i], in[i], "h");
+    } else {
+      FA2_CVT("e5m2", lo[i], in[i], "l");
+      FA2_CVT("e5m2", hi[i], in[i], "h");
+    }
+  }
+#undef FA2_CVT
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+               "{%8, %9}, {%0, %1, %2, %3};\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(lo[0]), "r"(lo[1]), "r"(lo[2]), "r"(lo[3]), "r"(lo[4]), "r"(lo[5]));
+  asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+               "{%8, %9}, {%0, %1, %2, %3};\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(hi[0]), "r"(hi[1]), "r"(hi[2]), "r"(hi[3]), "r"(hi[4]), "r"(hi[5]));
+}
+#endif
+
+__device__ __forceinline__ void fa2_mma_qk(float d[4], const unsigned a[4], unsigned b0, unsigned b1)
+{
+#if FA2_FP8 && FA2_FP8_VIA_F16
+  fa2_mma_fp8_via_f16<AT_IN_DTYPE, AT_IN_DTYPE>(d, a, b0, b1);
+#else
+  asm volatile(FA2_QK_MMA "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
                : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#endif
+}
+
+__device__ __forceinline__ void fa2_mma_pv(float d[4], const unsigned a[4], unsigned b0, unsigned b1)
+{
+#if FA2_FP8 && FA2_FP8_VIA_F16
+  fa2_mma_fp8_via_f16<AT_DTYPE_E4M3, AT_IN_DTYPE>(d, a, b0, b1);
+#else
+  asm volatile(FA2_PV_MMA "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#endif
+}
+
+/* Byte permute: byte i of the result is byte SEL[4i+3..4i] of {b, a} (a = bytes 0-3, b = 4-7). */
+template <unsigned SEL> __device__ __forceinline__ unsigned fa2_prmt(unsigned a, unsigned b)
+{
+  unsigned d;
+  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "n"(SEL));
+  return d;
 }
 
 __device__ __forceinline__ float fa2_exp2(float x)
@@ -144,11 +292,12 @@ __device__ __forceinline__ float fa2_log2(float x)
   return y;
 }
 
-/* Two floats to a packed pair of 16-bit values, lo in bits 0..15. */
+/* Two floats to a packed pair of 16-bit values of the output dtype (for 16-bit inputs also the
+ * input dtype, which P uses), lo in bits 0..15. */
 __device__ __forceinline__ unsigned fa2_pack(float lo, float hi)
 {
   unsigned r;
-#if AT_IN_DTYPE == AT_DTYPE_BF16
+#if AT_OUT_DTYPE == AT_DTYPE_BF16
   asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
 #else
   asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
@@ -182,18 +331,18 @@ __device__ __forceinline__ unsigned fa2_swz(int r, int c)
  * multiple of the chunks per row, a thread keeps one column and steps down the rows with one pointer,
  * which keeps the address registers to a handful. */
 template <int ROWS>
-__device__ __forceinline__ void fa2_load_tile(unsigned tile, const unsigned short *base, int stride,
+__device__ __forceinline__ void fa2_load_tile(unsigned tile, const at_in_t *base, int stride,
                                               int row0, int rows_total, int tid)
 {
-  constexpr int CPR = FA2_DK / 8; /* chunks per row that the MMAs read */
+  constexpr int CPR = FA2_DK / FA2_CHUNK; /* chunks per row that the MMAs read */
   constexpr int TOTAL = ROWS * CPR;
   if constexpr (FA2_THREADS % CPR == 0 && TOTAL % FA2_THREADS == 0) {
     constexpr int STEP = FA2_THREADS / CPR; /* rows per pass */
     const int c = tid % CPR, r = tid / CPR;
-    const bool col_ok = c * 8 < FA2_D;
+    const bool col_ok = c * FA2_CHUNK < FA2_D;
     /* The pointer advances by a running sum: offsets i*STEP*stride would each be a 64-bit value
      * that the compiler hoists out of the K/V loop and keeps in registers. */
-    const unsigned short *src = base + (long long)(row0 + r) * stride + c * 8;
+    const at_in_t *src = base + (long long)(row0 + r) * stride + c * FA2_CHUNK;
     const long long step = (long long)STEP * stride;
     const unsigned dst = tile + fa2_swz(r, c); /* rows r + STEP*i keep r % 8 when STEP % 8 == 0 */
 #pragma unroll
@@ -209,8 +358,8 @@ __device__ __forceinline__ void fa2_load_tile(unsigned tile, const unsigned shor
       const int idx = tid + i * FA2_THREADS;
       if (TOTAL % FA2_THREADS == 0 || idx < TOTAL) {
         const int r = idx / CPR, c = idx % CPR;
-        const bool valid = row0 + r < rows_total && c * 8 < FA2_D;
-        const unsigned short *src = valid ? base + (long long)(row0 + r) * stride + c * 8 : base;
+        const bool valid = row0 + r < rows_total && c * FA2_CHUNK < FA2_D;
+        const at_in_t *src = valid ? base + (long long)(row0 + r) * stride + c * FA2_CHUNK : base;
         fa2_cp_async16(tile + fa2_swz(r, c), src, valid ? 16 : 0);
       }
     }
@@ -220,11 +369,21 @@ __device__ __forceinline__ void fa2_load_tile(unsigned tile, const unsigned shor
 /* ---- the kernel ------------------------------------------------------------------------------- */
 
 extern "C" __global__ void __launch_bounds__(FA2_THREADS, 1)
-FA2_KERNEL(const unsigned short *__restrict__ q, const unsigned short *__restrict__ k,
-           const unsigned short *__restrict__ v, unsigned short *__restrict__ o, float *__restrict__ lse,
-           int T, int S, float scale_log2, long long q_sb, int q_ss, int q_sh, long long k_sb, int k_ss,
-           int k_sh, long long v_sb, int v_ss, int v_sh, long long o_sb, int o_ss, int o_sh)
+FA2_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k, const at_in_t *__restrict__ v,
+           at_out_t *__restrict__ o, float *__restrict__ lse, int T, int S, float scale_log2,
+           long long q_sb, int q_ss, int q_sh, long long k_sb, int k_ss, int k_sh, long long v_sb,
+           int v_ss, int v_sh, long long o_sb, int o_ss, int o_sh, const float *__restrict__ descale_q,
+           const float *__restrict__ descale_k, const float *__restrict__ descale_v,
+           const float *__restrict__ scale_o, float *__restrict__ amax_o)
 {
+  /* FP8 scaling (16-bit variants get NULLs and ignore them): scores in code units times
+   * descale_q * descale_k are real scores; O in code units of V times descale_v is real O. */
+  float o_descale = 1.f;
+  if (FA2_FP8) {
+    if (descale_q) scale_log2 *= *descale_q;
+    if (descale_k) scale_log2 *= *descale_k;
+    if (descale_v) o_descale = *descale_v;
+  }
   extern __shared__ __align__(128) unsigned char fa2_smem[];
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
   const int h = blockIdx.y, b = blockIdx.z, hk = h / FA2_GQA;
@@ -232,9 +391,9 @@ FA2_KERNEL(const unsigned short *__restrict__ q, const unsigned short *__restric
   const int m_block = FA2_CAUSAL ? (int)(gridDim.x - 1 - blockIdx.x) : (int)blockIdx.x;
   const int m0 = m_block * FA2_BM;
 
-  const unsigned short *qh = q + b * q_sb + (long long)h * q_sh + (long long)m0 * q_ss;
-  const unsigned short *kh = k + b * k_sb + (long long)hk * k_sh;
-  const unsigned short *vh = v + b * v_sb + (long long)hk * v_sh;
+  const at_in_t *qh = q + b * q_sb + (long long)h * q_sh + (long long)m0 * q_ss;
+  const at_in_t *kh = k + b * k_sb + (long long)hk * k_sh;
+  const at_in_t *vh = v + b * v_sb + (long long)hk * v_sh;
 
   /* Which K/V tiles this CTA reads: n_tiles in all; the first n_full need no mask. Key j is visible
    * from row i iff j < S and (no mask or j <= i + offset). */
@@ -276,10 +435,11 @@ FA2_KERNEL(const unsigned short *__restrict__ q, const unsigned short *__restric
    * give b0, b1 of n8 tile 2p and b0, b1 of tile 2p+1. */
   const unsigned k_lane = (r8 + (quad >> 1) * 8) * FA2_ROW_BYTES;
   const unsigned k_x = (unsigned)((quad & 1) ^ r8) << 4;
-  /* V (B operand of P V, x4.trans): matrices (keys 0-7, d 0-7), (8-15, 0-7), (0-7, 8-15),
-   * (8-15, 8-15) give b0, b1 of d tile 2p and b0, b1 of d tile 2p+1. */
-  const unsigned v_lane = (r8 + (quad & 1) * 8) * FA2_ROW_BYTES;
-  const unsigned v_x = (unsigned)((quad >> 1) ^ r8) << 4;
+  /* V (B operand of P V, x4.trans). 16-bit: matrices (keys 0-7, d 0-7), (8-15, 0-7), (0-7, 8-15),
+   * (8-15, 8-15) give b0, b1 of d tile 2p and b0, b1 of d tile 2p+1. FP8: matrix j is keys
+   * 8j..8j+7 of a 32-key block in one 16-byte chunk of d, so lane l points at key l (header). */
+  const unsigned v_lane = FA2_FP8 ? lane * FA2_ROW_BYTES : (r8 + (quad & 1) * 8) * FA2_ROW_BYTES;
+  const unsigned v_x = FA2_FP8 ? (unsigned)r8 << 4 : (unsigned)((quad >> 1) ^ r8) << 4;
 
   const int g = lane >> 2, tq = lane & 3;
   float acc[FA2_MT][FA2_OT][4];
@@ -315,7 +475,7 @@ FA2_KERNEL(const unsigned short *__restrict__ q, const unsigned short *__restric
       for (int nt = 0; nt < FA2_NT; nt++) s[mt][nt][0] = s[mt][nt][1] = s[mt][nt][2] = s[mt][nt][3] = 0.f;
     const unsigned k_tile = smem_k + stage * FA2_KV_BYTES + k_lane;
 #pragma unroll
-    for (int ks = 0; ks < FA2_DK / 16; ks++) {
+    for (int ks = 0; ks < FA2_DK / FA2_KSTEP; ks++) {
       unsigned a[FA2_MT][4];
 #pragma unroll
       for (int mt = 0; mt < FA2_MT; mt++)
@@ -326,8 +486,8 @@ FA2_KERNEL(const unsigned short *__restrict__ q, const unsigned short *__restric
         fa2_ldmatrix_x4(kb, k_tile + np * 16 * FA2_ROW_BYTES + (((unsigned)(2 * ks) << 4) ^ k_x));
 #pragma unroll
         for (int mt = 0; mt < FA2_MT; mt++) {
-          fa2_mma(s[mt][2 * np], a[mt], kb[0], kb[1]);
-          fa2_mma(s[mt][2 * np + 1], a[mt], kb[2], kb[3]);
+          fa2_mma_qk(s[mt][2 * np], a[mt], kb[0], kb[1]);
+          fa2_mma_qk(s[mt][2 * np + 1], a[mt], kb[2], kb[3]);
         }
       }
     }
@@ -346,10 +506,11 @@ FA2_KERNEL(const unsigned short *__restrict__ q, const unsigned short *__restric
           }
     }
 
-    /* Online softmax. Row max over the quad; p = 2^(s*scale*log2e - m*scale*log2e) in one FFMA;
+    /* Online softmax. Row max over the quad; p = 2^(s*scale*log2e - m*scale*log2e) in one FFMA
+     * (FP8: times 448, by adding log2 448 to the exponent);
      * O and the running sum rescale by 2^((m_old - m_new)*scale*log2e). A row that has seen only
      * masked keys keeps m = -inf; using 0 as its scaled max makes every p and alpha exactly 0. */
-    unsigned p[FA2_MT][FA2_NT / 2][4];
+    unsigned p[FA2_MT][FA2_PK][4];
 #pragma unroll
     for (int mt = 0; mt < FA2_MT; mt++) {
 #pragma unroll
@@ -361,12 +522,13 @@ FA2_KERNEL(const unsigned short *__restrict__ q, const unsigned short *__restric
         mx = fa2_quad_max(mx);
         const float m_scaled = mx == AT_NEG_INF ? 0.f : mx * scale_log2;
         const float alpha = fa2_exp2(row_max[mt][half] * scale_log2 - m_scaled);
+        const float m_shift = FA2_FP8 ? m_scaled - FA2_P_LOG2_SCALE : m_scaled;
         row_max[mt][half] = mx;
         float sum = 0.f;
 #pragma unroll
         for (int nt = 0; nt < FA2_NT; nt++) {
-          s[mt][nt][2 * half] = fa2_exp2(fmaf(s[mt][nt][2 * half], scale_log2, -m_scaled));
-          s[mt][nt][2 * half + 1] = fa2_exp2(fmaf(s[mt][nt][2 * half + 1], scale_log2, -m_scaled));
+          s[mt][nt][2 * half] = fa2_exp2(fmaf(s[mt][nt][2 * half], scale_log2, -m_shift));
+          s[mt][nt][2 * half + 1] = fa2_exp2(fmaf(s[mt][nt][2 * half + 1], scale_log2, -m_shift));
           sum += s[mt][nt][2 * half] + s[mt][nt][2 * half + 1];
         }
         row_sum[mt][half] = row_sum[mt][half] * alpha + sum;
@@ -376,35 +538,125 @@ FA2_KERNEL(const unsigned short *__restrict__ q, const unsigned short *__restric
           acc[mt][j][2 * half + 1] *= alpha;
         }
       }
+#if FA2_FP8
+      /* The S accumulators of n8 tiles 4kk..4kk+3 are the E4M3 A fragment of keys 32kk..32kk+31
+       * in the key order of the header: register 0 = row g, keys {2t, 2t+1, 8+2t, 9+2t}; 1 = the
+       * same for row g+8; 2 and 3 = keys 16 further. */
+#pragma unroll
+      for (int kk = 0; kk < FA2_PK; kk++) {
+        const float(*c)[4] = &s[mt][4 * kk];
+        p[mt][kk][0] = at_e4m3x4_from_float(c[0][0], c[0][1], c[1][0], c[1][1]);
+        p[mt][kk][1] = at_e4m3x4_from_float(c[0][2], c[0][3], c[1][2], c[1][3]);
+        p[mt][kk][2] = at_e4m3x4_from_float(c[2][0], c[2][1], c[3][0], c[3][1]);
+        p[mt][kk][3] = at_e4m3x4_from_float(c[2][2], c[2][3], c[3][2], c[3][3]);
+      }
+#else
       /* The S accumulator layout of n8 tiles 2kk and 2kk+1 is the A fragment of keys 16kk..16kk+15. */
 #pragma unroll
-      for (int kk = 0; kk < FA2_NT / 2; kk++) {
+      for (int kk = 0; kk < FA2_PK; kk++) {
         p[mt][kk][0] = fa2_pack(s[mt][2 * kk][0], s[mt][2 * kk][1]);
         p[mt][kk][1] = fa2_pack(s[mt][2 * kk][2], s[mt][2 * kk][3]);
         p[mt][kk][2] = fa2_pack(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
         p[mt][kk][3] = fa2_pack(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
       }
+#endif
     }
 
     /* V_t landed (groups after it: 2 per tile in flight); the barrier publishes other threads' copies. */
     fa2_cp_async_wait<2 * FA2_STAGES - 2>();
     __syncthreads();
     const unsigned v_tile = smem_v + stage * FA2_KV_BYTES + v_lane;
+#if FA2_FP8
+    /* Per 32-key block kk and 16-byte chunk dc of d: one ldmatrix.x4.trans, 4 prmt, two MMAs per
+     * slice; acc[2dc] collects d = 16dc + 2n, acc[2dc+1] d = 16dc + 2n + 1 (header). */
 #pragma unroll
-    for (int kk = 0; kk < FA2_NT / 2; kk++) {
+    for (int kk = 0; kk < FA2_PK; kk++) {
+#pragma unroll
+      for (int dc = 0; dc < FA2_DO / 16; dc++) {
+        unsigned vr[4];
+        fa2_ldmatrix_x4_trans(vr, v_tile + kk * 32 * FA2_ROW_BYTES + (((unsigned)dc << 4) ^ v_x));
+        const unsigned b0_even = fa2_prmt<0x6420>(vr[0], vr[1]), b0_odd = fa2_prmt<0x7531>(vr[0], vr[1]);
+        const unsigned b1_even = fa2_prmt<0x6420>(vr[2], vr[3]), b1_odd = fa2_prmt<0x7531>(vr[2], vr[3]);
+#pragma unroll
+        for (int mt = 0; mt < FA2_MT; mt++) {
+          fa2_mma_pv(acc[mt][2 * dc], p[mt][kk], b0_even, b1_even);
+          fa2_mma_pv(acc[mt][2 * dc + 1], p[mt][kk], b0_odd, b1_odd);
+        }
+      }
+    }
+#else
+#pragma unroll
+    for (int kk = 0; kk < FA2_PK; kk++) {
 #pragma unroll
       for (int dp = 0; dp < FA2_OT / 2; dp++) {
         unsigned vb[4];
         fa2_ldmatrix_x4_trans(vb, v_tile + kk * 16 * FA2_ROW_BYTES + (((unsigned)(2 * dp) << 4) ^ v_x));
 #pragma unroll
         for (int mt = 0; mt < FA2_MT; mt++) {
-          fa2_mma(acc[mt][2 * dp], p[mt][kk], vb[0], vb[1]);
-          fa2_mma(acc[mt][2 * dp + 1], p[mt][kk], vb[2], vb[3]);
+          fa2_mma_pv(acc[mt][2 * dp], p[mt][kk], vb[0], vb[1]);
+          fa2_mma_pv(acc[mt][2 * dp + 1], p[mt][kk], vb[2], vb[3]);
         }
       }
     }
+#endif
   }
 
+#if FA2_FP8
+  /* Epilogue (FP8 inputs): no staging; lane (g,t) owns d = 16dc + 4t .. 16dc + 4t + 3 of rows g and
+   * g+8 of each slice (header), written from registers. */
+  fa2_cp_async_wait<0>(); /* no copy may outlive the CTA (one with no tiles never waited) */
+#if FA2_OUT_FP8
+  float amax = 0.f; /* of the real O values this lane writes */
+  const float o_scale = scale_o ? *scale_o : 1.f;
+#else
+  (void)scale_o, (void)amax_o; /* FP8 output only */
+#endif
+#pragma unroll
+  for (int mt = 0; mt < FA2_MT; mt++) {
+#pragma unroll
+    for (int half = 0; half < 2; half++) {
+      const float sum = fa2_quad_sum(row_sum[mt][half]);
+      const float inv = sum > 0.f ? o_descale / sum : 0.f;
+      const int r = warp * FA2_RW + mt * 16 + g + half * 8; /* row within the CTA */
+      if (m0 + r >= T) continue;
+      if (FA2_LSE && tq == 0) {
+        /* The row sum is in units of P (p * 448): log2 448 comes off. */
+        const float m = row_max[mt][half];
+        lse[((long long)b * gridDim.y + h) * T + m0 + r] =
+            sum > 0.f ? (m * scale_log2 + fa2_log2(sum) - FA2_P_LOG2_SCALE) * 0.69314718055994531f
+                      : AT_NEG_INF;
+      }
+      at_out_t *orow = o + b * o_sb + (long long)h * o_sh + (long long)(m0 + r) * o_ss + 4 * tq;
+#pragma unroll
+      for (int dc = 0; dc < FA2_DO / 16; dc++) {
+        const float x0 = acc[mt][2 * dc][2 * half] * inv, x1 = acc[mt][2 * dc + 1][2 * half] * inv;
+        const float x2 = acc[mt][2 * dc][2 * half + 1] * inv, x3 = acc[mt][2 * dc + 1][2 * half + 1] * inv;
+#if FA2_OUT_FP8
+        amax = fmaxf(amax, fmaxf(fmaxf(fabsf(x0), fabsf(x1)), fmaxf(fabsf(x2), fabsf(x3))));
+#if AT_OUT_DTYPE == AT_DTYPE_E4M3
+        const unsigned packed = at_e4m3x4_from_float(x0 * o_scale, x1 * o_scale, x2 * o_scale, x3 * o_scale);
+#else
+        const unsigned packed = at_e5m2x4_from_float(x0 * o_scale, x1 * o_scale, x2 * o_scale, x3 * o_scale);
+#endif
+        asm volatile("st.global.b32 [%0], %1;\n" ::"l"(orow + 16 * dc), "r"(packed) : "memory");
+#else
+        asm volatile("st.global.v2.b32 [%0], {%1, %2};\n" ::"l"(orow + 16 * dc), "r"(fa2_pack(x0, x1)),
+                     "r"(fa2_pack(x2, x3))
+                     : "memory");
+#endif
+      }
+    }
+  }
+#if FA2_OUT_FP8
+  /* amax: max over the warp, then one atomic per warp. Non-negative floats order like their bits
+   * as unsigned integers; a NaN (bits above +inf) wins, which is what an amax of NaNs should say. */
+  if (amax_o) {
+    for (int off = 16; off > 0; off >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, off));
+    if (lane == 0) asm volatile("red.global.max.u32 [%0], %1;\n" ::"l"(amax_o), "r"(__float_as_uint(amax)) : "memory");
+  }
+#endif
+#else
+  (void)o_descale, (void)scale_o, (void)amax_o; /* FP8 only */
   /* Epilogue. Nothing may still be copying into Q's rows (a CTA with no tiles never waited). */
   fa2_cp_async_wait<0>();
   __syncthreads();
@@ -431,7 +683,7 @@ FA2_KERNEL(const unsigned short *__restrict__ q, const unsigned short *__restric
   }
   __syncwarp();
   constexpr int OUT_CPR = FA2_D / 8; /* chunks per output row */
-  unsigned short *oh = o + b * o_sb + (long long)h * o_sh + (long long)m0 * o_ss;
+  at_out_t *oh = o + b * o_sb + (long long)h * o_sh + (long long)m0 * o_ss;
 #pragma unroll
   for (int i = 0; i < (FA2_RW * OUT_CPR + 31) / 32; i++) {
     const int idx = lane + i * 32;
@@ -448,4 +700,5 @@ FA2_KERNEL(const unsigned short *__restrict__ q, const unsigned short *__restric
       }
     }
   }
+#endif
 }

@@ -11,6 +11,11 @@
  * PyTorch: torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=..., enable_gqa=True)
  * on (B, N, T, D) transposes. Query head h reads KV head h / (Nq / Nkv). A row with no visible key
  * (bottom-right mask with T > S) gives o = 0 and lse = -inf. All arithmetic is fp32.
+ *
+ * FP8 inputs (e4m3, e5m2) carry per-tensor descales (device fp32 scalars, NULL = 1): every element
+ * is dequantized as it is read, q = decode(q8) * descale_q (likewise k, v), so the kernels compute
+ * exactly the fp32 attention of the dequantized tensors:
+ *   scores = (q * descale_q) @ (k * descale_k)^T * scale,  o = p @ (v * descale_v).
  */
 
 /* Must match struct naive_params in runtime/naive.c field for field. */
@@ -23,11 +28,14 @@ struct at_naive_params {
   long long k_sb, k_ss, k_sh;
   long long v_sb, v_ss, v_sh;
   long long o_sb, o_ss, o_sh;
+  const float *descale_q, *descale_k, *descale_v; /* FP8 inputs; NULL means 1 */
   int B, T, S, Nq, Nkv, D;
   int mask;
   float scale;
 };
-static_assert(sizeof(at_naive_params) == 6 * 8 + 12 * 8 + 8 * 4, "naive_params layout");
+static_assert(sizeof(at_naive_params) == 9 * 8 + 12 * 8 + 8 * 4, "naive_params layout");
+
+__device__ __forceinline__ float naive_descale(const float *d) { return d ? *d : 1.0f; }
 
 #define NAIVE_TILE 16
 
@@ -42,11 +50,12 @@ extern "C" __global__ void naive_scores(at_naive_params p)
   const int tx = threadIdx.x, ty = threadIdx.y;
   const at_in_t *q = p.q + b * p.q_sb + h * p.q_sh;
   const at_in_t *k = p.k + b * p.k_sb + hk * p.k_sh;
+  const float dq = naive_descale(p.descale_q), dk = naive_descale(p.descale_k);
   float acc = 0.0f;
   for (int d0 = 0; d0 < p.D; d0 += NAIVE_TILE) {
     int d = d0 + tx, tq = t0 + ty, sk = s0 + ty;
-    q_tile[ty][tx] = (tq < p.T && d < p.D) ? at_in_to_float(q[tq * p.q_ss + d]) : 0.0f;
-    k_tile[ty][tx] = (sk < p.S && d < p.D) ? at_in_to_float(k[sk * p.k_ss + d]) : 0.0f;
+    q_tile[ty][tx] = (tq < p.T && d < p.D) ? at_in_to_float(q[tq * p.q_ss + d]) * dq : 0.0f;
+    k_tile[ty][tx] = (sk < p.S && d < p.D) ? at_in_to_float(k[sk * p.k_ss + d]) * dk : 0.0f;
     __syncthreads();
     for (int i = 0; i < NAIVE_TILE; i++) acc += q_tile[ty][i] * k_tile[tx][i];
     __syncthreads();
@@ -108,11 +117,12 @@ extern "C" __global__ void naive_pv(at_naive_params p)
   const int tx = threadIdx.x, ty = threadIdx.y;
   const float *prow = p.scores + (long long)bh * p.T * p.S;
   const at_in_t *v = p.v + b * p.v_sb + hk * p.v_sh;
+  const float dv = naive_descale(p.descale_v);
   float acc = 0.0f;
   for (int s0 = 0; s0 < p.S; s0 += NAIVE_TILE) {
     int tp = t0 + ty, sp = s0 + tx, sv = s0 + ty, d = d0 + tx;
     p_tile[ty][tx] = (tp < p.T && sp < p.S) ? prow[(long long)tp * p.S + sp] : 0.0f;
-    v_tile[ty][tx] = (sv < p.S && d < p.D) ? at_in_to_float(v[sv * p.v_ss + d]) : 0.0f;
+    v_tile[ty][tx] = (sv < p.S && d < p.D) ? at_in_to_float(v[sv * p.v_ss + d]) * dv : 0.0f;
     __syncthreads();
     for (int i = 0; i < NAIVE_TILE; i++) acc += p_tile[ty][i] * v_tile[i][tx];
     __syncthreads();

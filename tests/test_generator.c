@@ -30,13 +30,13 @@ static void test_literal_keys(void **state)
 {
   (void)state;
   char key[GEN_KEY_MAX], entry[GEN_KEY_MAX];
-  gen_variant v = {GEN_FAMILY_FA2, {AT_DTYPE_BF16, 128, AT_MASK_CAUSAL_TL, 4, 0}, 128, 64, 4, 2};
+  gen_variant v = {GEN_FAMILY_FA2, {AT_DTYPE_BF16, 128, AT_MASK_CAUSAL_TL, 4, 0, AT_DTYPE_BF16}, 128, 64, 4, 2};
   TU_OK(gen_variant_key(&v, key, sizeof key));
   assert_string_equal(key, "fa2.bf16.d128.causal.g4.bm128.bn64.w4.s2");
   TU_OK(gen_entry_name(&v, entry, sizeof entry));
   assert_string_equal(entry, "fa2_bf16_d128_causal_g4_bm128_bn64_w4_s2");
 
-  gen_variant w = {GEN_FAMILY_FA2, {AT_DTYPE_F16, 80, AT_MASK_CAUSAL_BR, 6, 1}, 64, 32, 4, 3};
+  gen_variant w = {GEN_FAMILY_FA2, {AT_DTYPE_F16, 80, AT_MASK_CAUSAL_BR, 6, 1, AT_DTYPE_F16}, 64, 32, 4, 3};
   TU_OK(gen_variant_key(&w, key, sizeof key));
   assert_string_equal(key, "fa2.f16.d80.causal-br.g6.bm64.bn32.w4.s3.lse");
   TU_OK(gen_entry_name(&w, entry, sizeof entry));
@@ -154,7 +154,7 @@ static void test_smem_limit_prunes(void **state)
   assert_true(nb > 0 && nb < na);
   for (int i = 0; i < nb; i++) assert_true(gen_smem_bytes(&b[i]) <= small.smem_limit);
   /* A variant over the limit is refused with the numbers. */
-  gen_variant v = {GEN_FAMILY_FA2, {AT_DTYPE_BF16, 256, AT_MASK_NONE, 1, 0}, 128, 128, 8, 3};
+  gen_variant v = {GEN_FAMILY_FA2, {AT_DTYPE_BF16, 256, AT_MASK_NONE, 1, 0, AT_DTYPE_BF16}, 128, 128, 8, 3};
   assert_int_not_equal(gen_variant_check(&v, &big), AT_OK);
   assert_non_null(strstr(at_last_error(), "shared memory"));
 }
@@ -223,13 +223,257 @@ static void test_compile_no_spills(void **state)
   assert_int_equal(bad, 0);
 }
 
+/* ---- FP8 ----------------------------------------------------------------------------------- */
+
+static void test_fp8_keys(void **state)
+{
+  (void)state;
+  char key[GEN_KEY_MAX], entry[GEN_KEY_MAX];
+  gen_variant v = {GEN_FAMILY_FA2, {AT_DTYPE_E4M3, 128, AT_MASK_NONE, 1, 0, AT_DTYPE_BF16}, 128, 64, 8, 2};
+  TU_OK(gen_variant_key(&v, key, sizeof key));
+  assert_string_equal(key, "fa2.e4m3.d128.none.g1.bm128.bn64.w8.s2.obf16");
+  TU_OK(gen_entry_name(&v, entry, sizeof entry));
+  assert_string_equal(entry, "fa2_e4m3_d128_none_g1_bm128_bn64_w8_s2_obf16");
+  gen_variant back;
+  TU_OK(gen_variant_parse(key, &back));
+  assert_memory_equal(&back, &v, sizeof v);
+
+  gen_variant w = {GEN_FAMILY_FA2, {AT_DTYPE_E5M2, 80, AT_MASK_CAUSAL_BR, 6, 1, AT_DTYPE_E5M2}, 64, 32, 4, 3};
+  TU_OK(gen_variant_key(&w, key, sizeof key));
+  assert_string_equal(key, "fa2.e5m2.d80.causal-br.g6.bm64.bn32.w4.s3.oe5m2.lse");
+  TU_OK(gen_variant_parse(key, &back));
+  assert_memory_equal(&back, &w, sizeof w);
+  TU_OK(gen_variant_parse("fa2.e4m3.d64.causal.g4.bm64.bn128.w4.s2.of16", &back));
+  assert_int_equal(back.spec.out_dtype, AT_DTYPE_F16);
+  assert_int_equal(back.spec.dtype, AT_DTYPE_E4M3);
+
+  static const char *const bad[] = {
+      "fa2.e4m3.d128.none.g1.bm128.bn64.w8.s2",           /* FP8 keys name their output */
+      "fa2.bf16.d128.none.g1.bm128.bn64.w8.s2.obf16",     /* 16-bit keys do not */
+      "fa2.e4m3.d128.none.g1.bm128.bn64.w8.s2.lse.obf16", /* out before lse */
+      "fa2.e4m3.d128.none.g1.bm128.bn64.w8.s2.ox",
+      "fa2.e4m3.d128.none.g1.bm128.bn64.w8.s2.obf16.obf16",
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    at_status rc = gen_variant_parse(bad[i], &back);
+    if (rc == AT_OK) fail_msg("key '%s' was accepted", bad[i]);
+  }
+  /* Parsed but refused by the constraints: f32 output, D not a multiple of 16, block_n 16. */
+  gen_target t = sm90();
+  TU_OK(gen_variant_parse("fa2.e4m3.d128.none.g1.bm128.bn64.w8.s2.of32", &back));
+  assert_int_not_equal(gen_variant_check(&back, &t), AT_OK);
+  TU_OK(gen_variant_parse("fa2.e4m3.d72.none.g1.bm128.bn64.w8.s2.obf16", &back));
+  assert_int_not_equal(gen_variant_check(&back, &t), AT_OK);
+  assert_non_null(strstr(at_last_error(), "multiple of 16"));
+  TU_OK(gen_variant_parse("fa2.e4m3.d64.none.g1.bm128.bn16.w8.s2.obf16", &back));
+  assert_int_not_equal(gen_variant_check(&back, &t), AT_OK);
+  assert_non_null(strstr(at_last_error(), "multiple of 32"));
+}
+
+/* sm_80 (and 86, 87) has no FP8 MMA: enumeration and the check refuse with a message that says so;
+ * sm_89 lists variants. FP8 head dims are multiples of 16. */
+static void test_fp8_targets(void **state)
+{
+  (void)state;
+  gen_target sm80, sm89, t90 = sm90();
+  TU_OK(gen_target_for_arch("sm_80", &sm80));
+  TU_OK(gen_target_for_arch("sm_89", &sm89));
+  assert_false(gen_target_has_fp8(&sm80));
+  assert_true(gen_target_has_fp8(&sm89) && gen_target_has_fp8(&t90));
+  at_shape s = shape_of(AT_DTYPE_E4M3, 128, AT_MASK_NONE, 8, 8, 0);
+  gen_variant vs[GEN_MAX_VARIANTS];
+  int n = -1;
+  assert_int_equal(gen_enumerate(&s, &sm80, vs, GEN_MAX_VARIANTS, &n), AT_ERR_UNSUPPORTED);
+  assert_int_equal(n, 0);
+  if (!strstr(at_last_error(), "sm_89")) fail_msg("message '%s' does not name sm_89", at_last_error());
+  printf("  sm_80: %s\n", at_last_error());
+  gen_variant v;
+  TU_OK(gen_variant_parse("fa2.e4m3.d128.none.g1.bm128.bn64.w8.s2.obf16", &v));
+  assert_int_equal(gen_variant_check(&v, &sm80), AT_ERR_UNSUPPORTED);
+  assert_non_null(strstr(at_last_error(), "sm_80"));
+  char *src = NULL;
+  assert_int_not_equal(gen_emit(&v, &sm80, &src), AT_OK);
+  assert_null(src);
+  TU_OK(gen_enumerate(&s, &sm89, vs, GEN_MAX_VARIANTS, &n));
+  assert_true(n > 0);
+  expect_refused(shape_of(AT_DTYPE_E5M2, 72, AT_MASK_NONE, 8, 8, 0), "not a multiple of 16");
+  /* A 16-bit shape still lists the same variants on sm_80 as before. */
+  s.dtype = AT_DTYPE_BF16;
+  TU_OK(gen_enumerate(&s, &sm80, vs, GEN_MAX_VARIANTS, &n));
+  assert_true(n > 0);
+}
+
+/* FP8 head dims (multiples of 16), masks, both formats, GQA, lse and every output dtype: keys are
+ * unique and round-trip, constraints hold, block_n is a multiple of 32. D=256 has no FP8 tile on
+ * sm_90a (registers; docs/perf.md), which enumeration says in words. */
+static void test_fp8_enumeration(void **state)
+{
+  (void)state;
+  gen_target t = sm90();
+  const at_dtype ins[] = {AT_DTYPE_E4M3, AT_DTYPE_E5M2};
+  const at_dtype outs[] = {AT_DTYPE_BF16, AT_DTYPE_F16, AT_DTYPE_E4M3, AT_DTYPE_E5M2};
+  int total = 0, empty = 0;
+  for (int d = 32; d <= 256; d += 16)
+    for (int m = 0; m < 3; m++)
+      for (int i = 0; i < 2; i++)
+        for (int o = 0; o < 4; o++)
+          for (int lse = 0; lse < 2; lse++) {
+            at_shape s = shape_of(ins[i], d, (at_mask)m, 32, 8, lse);
+            gen_variant vs[GEN_MAX_VARIANTS];
+            char keys[GEN_MAX_VARIANTS][GEN_KEY_MAX];
+            int n = 0;
+            at_status rc = gen_enumerate_out(&s, outs[o], &t, vs, GEN_MAX_VARIANTS, &n);
+            if (rc == AT_ERR_UNSUPPORTED && d > 224) {
+              assert_non_null(strstr(at_last_error(), "registers"));
+              empty++;
+              continue;
+            }
+            TU_OK(rc);
+            assert_true(n > 0);
+            for (int j = 0; j < n; j++) {
+              gen_variant back;
+              assert_int_equal(vs[j].spec.out_dtype, outs[o]);
+              assert_int_equal(vs[j].block_n % 32, 0);
+              TU_OK(gen_variant_key(&vs[j], keys[j], sizeof keys[j]));
+              TU_OK(gen_variant_parse(keys[j], &back));
+              assert_memory_equal(&back, &vs[j], sizeof back);
+              TU_OK(gen_variant_check(&vs[j], &t));
+              TU_OK(gen_variant_matches(&vs[j], &s));
+              for (int k = 0; k < j; k++)
+                if (strcmp(keys[j], keys[k]) == 0) fail_msg("key %s listed twice", keys[j]);
+            }
+            if (o == 0) {
+              gen_variant def;
+              TU_OK(gen_default_variant(&s, &t, &def));
+              assert_int_equal(def.spec.out_dtype, AT_DTYPE_BF16);
+            }
+            total += n;
+          }
+  printf("  %d FP8 variants over head dims 32..224, masks, formats, outputs, lse; %d specs without one "
+         "(D > 224)\n",
+         total, empty);
+}
+
+static void test_fp8_emit(void **state)
+{
+  (void)state;
+  gen_target t = sm90(), sm89;
+  TU_OK(gen_target_for_arch("sm_89", &sm89));
+  gen_variant v;
+  char *src = NULL;
+  TU_OK(gen_variant_parse("fa2.e5m2.d80.causal.g4.bm128.bn64.w8.s2.oe4m3.lse", &v));
+  TU_OK(gen_emit(&v, &t, &src));
+  assert_non_null(strstr(src, "#define AT_IN_DTYPE 4"));
+  assert_non_null(strstr(src, "#define AT_OUT_DTYPE 3"));
+  assert_non_null(strstr(src, "#define FA2_FP8_VIA_F16 1\n"));
+  assert_non_null(strstr(src, "#define FA2_KERNEL fa2_e5m2_d80_causal_g4_bm128_bn64_w8_s2_oe4m3_lse\n"));
+  free(src);
+  TU_OK(gen_emit(&v, &sm89, &src));
+  assert_non_null(strstr(src, "#define FA2_FP8_VIA_F16 0\n"));
+  free(src);
+}
+
+/* Compile a list of variants for target in parallel; counts errors and spills, prints the
+ * register range. */
+static int compile_and_count(const gen_variant *vs, int n, const gen_target *t, const char *what)
+{
+  gen_compiled *out = calloc((size_t)n, sizeof *out);
+  assert_non_null(out);
+  TU_OK(gen_compile_all(vs, n, t, 0, out));
+  int bad = 0, rmin = 1 << 30, rmax = 0;
+  double ms = 0;
+  for (int i = 0; i < n; i++) {
+    const gen_compiled *c = &out[i];
+    ms += c->compile_ms;
+    if (c->status != AT_OK) {
+      printf("  %s: %s\n", c->key, c->message);
+      bad++;
+    } else if (c->resources.registers < 0 || c->resources.spill_store_bytes != 0 ||
+               c->resources.spill_load_bytes != 0 || c->resources.stack_bytes != 0) {
+      printf("  %s: %d registers, %d/%d bytes spilled, %d bytes stack\n", c->key, c->resources.registers,
+             c->resources.spill_store_bytes, c->resources.spill_load_bytes, c->resources.stack_bytes);
+      bad++;
+    } else {
+      if (c->resources.registers < rmin) rmin = c->resources.registers;
+      if (c->resources.registers > rmax) rmax = c->resources.registers;
+    }
+    if (getenv("ATTNTUNE_TEST_VERBOSE") && c->status == AT_OK)
+      printf("  %s: %d registers\n", c->key, c->resources.registers);
+  }
+  printf("  %s: compiled %d variants for %s (%d..%d registers, %.0f s of NVRTC), %d with errors or spills\n",
+         what, n, t->arch, rmin, rmax, ms / 1e3, bad);
+  gen_compiled_free(out, n);
+  free(out);
+  return bad;
+}
+
+/* The spill-free promise for FP8: every variant listed for D {64, 128, 256} x {none, causal} x
+ * {e4m3, e5m2} x {MHA, GQA 4} compiles for sm_90a with no spills and no stack (D=256 lists none
+ * there), plus the other output dtypes at D=128 and the native m16n8k32 form on sm_89 (all of
+ * D=256, which fits there, and D=128 e4m3). */
+static void test_fp8_compile_no_spills(void **state)
+{
+  (void)state;
+  gen_target t = sm90(), sm89;
+  TU_OK(gen_target_for_arch("sm_89", &sm89));
+  const int dims[] = {64, 128, 256};
+  const at_mask masks[] = {AT_MASK_NONE, AT_MASK_CAUSAL_TL};
+  const at_dtype dtypes[] = {AT_DTYPE_E4M3, AT_DTYPE_E5M2};
+  const int gqa[] = {1, 4};
+  int cap = 3 * 2 * 2 * 2 * GEN_MAX_VARIANTS + 4 * GEN_MAX_VARIANTS, n = 0, bad = 0;
+  gen_variant *all = calloc((size_t)cap, sizeof *all);
+  assert_non_null(all);
+  for (int d = 0; d < 3; d++)
+    for (int m = 0; m < 2; m++)
+      for (int dt = 0; dt < 2; dt++)
+        for (int g = 0; g < 2; g++) {
+          at_shape s = shape_of(dtypes[dt], dims[d], masks[m], 8 * gqa[g], 8, 0);
+          int k = 0;
+          at_status rc = gen_enumerate(&s, &t, all + n, cap - n, &k);
+          if (dims[d] == 256 && rc == AT_ERR_UNSUPPORTED) continue; /* none listed (registers) */
+          TU_OK(rc);
+          n += k;
+        }
+  /* f16 and FP8 outputs (with lse) at D=128, e4m3 -> e4m3 and e5m2 -> f16. */
+  {
+    at_shape s = shape_of(AT_DTYPE_E4M3, 128, AT_MASK_CAUSAL_TL, 32, 8, 1);
+    int k = 0;
+    TU_OK(gen_enumerate_out(&s, AT_DTYPE_E4M3, &t, all + n, cap - n, &k));
+    n += k;
+    s.dtype = AT_DTYPE_E5M2;
+    TU_OK(gen_enumerate_out(&s, AT_DTYPE_F16, &t, all + n, cap - n, &k));
+    n += k;
+  }
+  bad += compile_and_count(all, n, &t, "FP8 via f16 MMAs");
+
+  n = 0;
+  for (int m = 0; m < 2; m++)
+    for (int dt = 0; dt < 2; dt++) {
+      at_shape s = shape_of(dtypes[dt], 256, masks[m], 32, 8, 0);
+      int k = 0;
+      TU_OK(gen_enumerate(&s, &sm89, all + n, cap - n, &k));
+      n += k;
+    }
+  {
+    at_shape s = shape_of(AT_DTYPE_E4M3, 128, AT_MASK_CAUSAL_TL, 32, 8, 1);
+    int k = 0;
+    TU_OK(gen_enumerate(&s, &sm89, all + n, cap - n, &k));
+    n += k;
+  }
+  bad += compile_and_count(all, n, &sm89, "FP8 m16n8k32");
+  free(all);
+  assert_int_equal(bad, 0);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_literal_keys),     cmocka_unit_test(test_bad_keys),
       cmocka_unit_test(test_bad_shapes),       cmocka_unit_test(test_enumeration_space),
       cmocka_unit_test(test_smem_limit_prunes), cmocka_unit_test(test_emit),
-      cmocka_unit_test(test_compile_no_spills),
+      cmocka_unit_test(test_compile_no_spills), cmocka_unit_test(test_fp8_keys),
+      cmocka_unit_test(test_fp8_targets),      cmocka_unit_test(test_fp8_enumeration),
+      cmocka_unit_test(test_fp8_emit),         cmocka_unit_test(test_fp8_compile_no_spills),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,317 @@
+/* test_fp8_gpu.c — FP8 (E4M3/E5M2) attention on the GPU (skips without one):
+ *
+ *   1. inputs: fresh random fp32 (never zeros; Q, K, V at different magnitudes so the descales
+ *      matter), quantized per tensor with at_quantize_fp8; descale = 1 / scale;
+ *   2. the naive reference's FP8 path (rt_naive_run_fp8 with the descales) against the naive f32
+ *      path on the same values dequantized on the host (decode(code) * descale);
+ *   3. every fa2 FP8 variant the generator lists for the shape (masks, GQA, odd sizes) against that
+ *      reference: relative L2 <= 5e-2 for E4M3, <= 1e-1 for E5M2, NaN never passes, output poisoned
+ *      (0xFF: NaN in every dtype) before each run; lse where asked; for FP8 output, O decoded with
+ *      1 / scale_o, and amax_o against max |O_ref|.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attntune_fp8.h"
+#include "generator/generator.h"
+#include "runtime/naive_fp8.h"
+#include "tests/testutil.h"
+
+static rt_ctx g_ctx;
+static int g_have_gpu;
+
+static int setup(void **state)
+{
+  (void)state;
+  g_have_gpu = tu_open_gpu(&g_ctx);
+  return 0;
+}
+
+static int teardown(void **state)
+{
+  (void)state;
+  if (g_have_gpu) rt_ctx_close(&g_ctx);
+  return 0;
+}
+
+typedef struct fp8_case {
+  int b, t, s, nq, nkv, d;
+  at_dtype dtype; /* e4m3 or e5m2 */
+  at_mask mask;
+  int lse;
+  at_dtype out; /* bf16, f16, e4m3, e5m2 */
+} fp8_case;
+
+static double tolerance(at_dtype dtype) { return dtype == AT_DTYPE_E5M2 ? 1e-1 : 5e-2; }
+
+/* One quantized input: codes on the device, the descale on the host, dequantized values on host. */
+typedef struct qtensor {
+  uint8_t *codes;
+  float *deq;
+  float descale;
+  CUdeviceptr dev;
+} qtensor;
+
+static qtensor make_input(tn_rng *rng, at_dtype dtype, size_t n, float magnitude)
+{
+  qtensor x;
+  float *real = malloc(n * sizeof *real);
+  x.codes = malloc(n);
+  x.deq = malloc(n * sizeof *x.deq);
+  assert_true(real && x.codes && x.deq);
+  tn_rng_fill(rng, real, n, -magnitude, magnitude);
+  float scale = 0.f;
+  TU_OK(at_quantize_fp8(real, n, dtype, x.codes, &scale));
+  assert_true(scale > 0.f && isfinite(scale));
+  x.descale = 1.0f / scale;
+  for (size_t i = 0; i < n; i++) x.deq[i] = at_fp8_to_f32(x.codes[i], dtype) * x.descale;
+  TU_OK(rt_alloc(&x.dev, n));
+  TU_OK(rt_upload(x.dev, x.codes, n));
+  free(real);
+  return x;
+}
+
+static void free_input(qtensor *x)
+{
+  rt_free(x->dev);
+  free(x->codes), free(x->deq);
+}
+
+static CUdeviceptr upload_f32(const float *x, size_t n)
+{
+  CUdeviceptr d = 0;
+  TU_OK(rt_alloc(&d, n * sizeof(float)));
+  TU_OK(rt_upload(d, x, n * sizeof(float)));
+  return d;
+}
+
+static void download_f32(CUdeviceptr d, size_t n, double *out)
+{
+  float *host = malloc(n * sizeof *host);
+  assert_non_null(host);
+  TU_OK(rt_download(host, d, n * sizeof(float)));
+  for (size_t i = 0; i < n; i++) out[i] = host[i];
+  free(host);
+}
+
+/* Output of n elements of dtype as real values: FP8 codes decoded and multiplied by descale_o. */
+static void download_out(at_dtype dtype, CUdeviceptr d, size_t n, float descale_o, float *out)
+{
+  tu_download(dtype, d, n, out);
+  if (dtype == AT_DTYPE_E4M3 || dtype == AT_DTYPE_E5M2)
+    for (size_t i = 0; i < n; i++) out[i] *= descale_o;
+}
+
+static int check_case(const fp8_case *c)
+{
+  gen_target target;
+  TU_OK(gen_target_make(g_ctx.arch, g_ctx.info.smem_per_block_optin, &target));
+  at_shape s = {.batch = c->b, .q_len = c->t, .kv_len = c->s, .q_heads = c->nq, .kv_heads = c->nkv,
+                .head_dim = c->d, .dtype = c->dtype, .mask = c->mask, .with_lse = c->lse};
+  gen_variant vs[GEN_MAX_VARIANTS];
+  int n = 0, failures = 0;
+  at_status rc = gen_enumerate_out(&s, c->out, &target, vs, GEN_MAX_VARIANTS, &n);
+  printf("  B%d T%d S%d Nq%d Nkv%d D%d %s->%s %s%s: ", c->b, c->t, c->s, c->nq, c->nkv, c->d,
+         at_dtype_name(c->dtype), at_dtype_name(c->out), at_mask_name(c->mask), c->lse ? " lse" : "");
+  if (rc == AT_ERR_UNSUPPORTED) {
+    /* e.g. D=256 on sm_90a, where no FP8 tile fits the registers (docs/perf.md) */
+    printf("no variants on %s: %s\n", target.arch, at_last_error());
+    return 0;
+  }
+  TU_OK(rc);
+  printf("%d variants\n", n);
+
+  tn_rng rng = tn_rng_seeded(tn_fresh_seed());
+  size_t nq = (size_t)c->b * c->t * c->nq * c->d, nkv = (size_t)c->b * c->s * c->nkv * c->d;
+  size_t nlse = (size_t)c->b * c->nq * c->t;
+  qtensor q = make_input(&rng, c->dtype, nq, 3.0f), k = make_input(&rng, c->dtype, nkv, 0.5f);
+  qtensor v = make_input(&rng, c->dtype, nkv, 2.0f);
+
+  at_tensors t = {0};
+  t.q_stride = t.o_stride = at_strides_bshd(c->t, c->nq, c->d);
+  t.k_stride = t.v_stride = at_strides_bshd(c->s, c->nkv, c->d);
+
+  /* Device scalars: descale q, k, v; scale_o; amax_o. */
+  float scalars[5] = {q.descale, k.descale, v.descale, 1.0f, NAN};
+  CUdeviceptr dscal = upload_f32(scalars, 5);
+  const float *d_descale_q = (const float *)(uintptr_t)dscal, *d_descale_k = d_descale_q + 1;
+  const float *d_descale_v = d_descale_q + 2;
+  float *d_scale_o = (float *)(uintptr_t)dscal + 3, *d_amax = (float *)(uintptr_t)dscal + 4;
+
+  /* Reference 1: the naive FP8 path with descales (f32 out, lse). */
+  double *ref_o = malloc(nq * sizeof(double)), *ref_lse = malloc(nlse * sizeof(double));
+  double *ref32_o = malloc(nq * sizeof(double)), *ref32_lse = malloc(nlse * sizeof(double));
+  float *got_o = malloc(nq * sizeof(float)), *got_lse = malloc(nlse * sizeof(float));
+  assert_true(ref_o && ref_lse && ref32_o && ref32_lse && got_o && got_lse);
+  CUdeviceptr o32 = tu_alloc_poisoned(nq * sizeof(float)), l32 = tu_alloc_poisoned(nlse * sizeof(float));
+  at_shape sl = s;
+  sl.with_lse = 1;
+  CUdeviceptr scratch = tu_alloc_poisoned(rt_naive_scratch_bytes(&sl));
+  {
+    rt_naive naive;
+    TU_OK(rt_naive_create(g_ctx.arch, c->dtype, AT_DTYPE_F32, &naive));
+    at_tensors tr = t;
+    tr.q = (void *)(uintptr_t)q.dev, tr.k = (void *)(uintptr_t)k.dev, tr.v = (void *)(uintptr_t)v.dev;
+    tr.o = (void *)(uintptr_t)o32, tr.lse = (float *)(uintptr_t)l32;
+    rt_naive_descales ds = {d_descale_q, d_descale_k, d_descale_v};
+    TU_OK(rt_naive_run_fp8(&naive, &sl, &tr, &ds, scratch, NULL));
+    TU_OK(rt_ctx_sync(&g_ctx));
+    download_f32(o32, nq, ref_o);
+    download_f32(l32, nlse, ref_lse);
+    rt_naive_destroy(&naive);
+  }
+  /* Reference 2: the naive f32 path on the host-dequantized values; must agree with 1. */
+  {
+    rt_naive naive;
+    TU_OK(rt_naive_create(g_ctx.arch, AT_DTYPE_F32, AT_DTYPE_F32, &naive));
+    CUdeviceptr fq = upload_f32(q.deq, nq), fk = upload_f32(k.deq, nkv), fv = upload_f32(v.deq, nkv);
+    at_shape s32 = sl;
+    s32.dtype = AT_DTYPE_F32;
+    at_tensors tr = t;
+    tr.q = (void *)(uintptr_t)fq, tr.k = (void *)(uintptr_t)fk, tr.v = (void *)(uintptr_t)fv;
+    tr.o = (void *)(uintptr_t)o32, tr.lse = (float *)(uintptr_t)l32;
+    TU_OK(rt_fill_u8(o32, 0xFF, nq * sizeof(float)));
+    TU_OK(rt_naive_run(&naive, &s32, &tr, scratch, NULL));
+    TU_OK(rt_ctx_sync(&g_ctx));
+    download_f32(o32, nq, ref32_o);
+    download_f32(l32, nlse, ref32_lse);
+    rt_free(fq), rt_free(fk), rt_free(fv);
+    rt_naive_destroy(&naive);
+    float *tmp = malloc(nq * sizeof(float));
+    assert_non_null(tmp);
+    for (size_t i = 0; i < nq; i++) tmp[i] = (float)ref_o[i];
+    tn_error e = tn_compare(ref32_o, tmp, nq);
+    for (size_t i = 0; i < nlse; i++) tmp[i] = (float)ref_lse[i];
+    tn_error el = tn_compare_lse(ref32_lse, tmp, nlse);
+    free(tmp);
+    printf("    naive fp8 path vs f32 on dequantized inputs: o %.2e, lse %.2e\n", e.rel_l2, el.rel_l2);
+    if (e.n_nonfinite || !(e.rel_l2 < 1e-5) || el.n_nonfinite || !(el.rel_l2 < 1e-5)) {
+      printf("    WRONG: the naive FP8 path does not match the f32 path\n");
+      failures++;
+    }
+  }
+
+  /* FP8 output: scale_o from the reference's amax with headroom (as a previous step's amax would). */
+  double ref_amax = 0.0;
+  for (size_t i = 0; i < nq; i++)
+    if (isfinite(ref_o[i]) && fabs(ref_o[i]) > ref_amax) ref_amax = fabs(ref_o[i]);
+  const int out_fp8 = c->out == AT_DTYPE_E4M3 || c->out == AT_DTYPE_E5M2;
+  float scale_o = 1.0f;
+  if (out_fp8 && ref_amax > 0) scale_o = at_fp8_max(c->out) / (float)(1.25 * ref_amax);
+  TU_OK(rt_upload((CUdeviceptr)(uintptr_t)d_scale_o, &scale_o, sizeof scale_o));
+
+  CUdeviceptr dout = tu_alloc_poisoned(nq * at_dtype_size(c->out));
+  CUdeviceptr dlse = tu_alloc_poisoned(nlse * sizeof(float));
+  t.q = (void *)(uintptr_t)q.dev, t.k = (void *)(uintptr_t)k.dev, t.v = (void *)(uintptr_t)v.dev;
+  t.o = (void *)(uintptr_t)dout, t.lse = c->lse ? (float *)(uintptr_t)dlse : NULL;
+  gen_fp8_args fp8 = {d_descale_q, d_descale_k, d_descale_v, d_scale_o, d_amax};
+
+  gen_compiled *comp = calloc((size_t)n, sizeof *comp);
+  assert_non_null(comp);
+  TU_OK(gen_compile_all(vs, n, &target, 0, comp));
+  /* The input format's tolerance, or the output's if that is the coarser FP8 format. */
+  const double tol = out_fp8 && tolerance(c->out) > tolerance(c->dtype) ? tolerance(c->out) : tolerance(c->dtype);
+  for (int i = 0; i < n; i++) {
+    char entry[GEN_KEY_MAX];
+    CUmodule mod;
+    CUfunction fn;
+    if (comp[i].status != AT_OK) {
+      printf("    %s: compile failed: %s\n", comp[i].key, comp[i].message);
+      failures++;
+      continue;
+    }
+    TU_OK(gen_entry_name(&vs[i], entry, sizeof entry));
+    TU_OK(rt_module_load(comp[i].binary.cubin, &mod));
+    TU_OK(rt_module_function(mod, entry, &fn));
+    TU_OK(rt_fill_u8(dout, 0xFF, nq * at_dtype_size(c->out)));
+    TU_OK(rt_fill_u8(dlse, 0xFF, nlse * sizeof(float)));
+    TU_OK(rt_fill_u8((CUdeviceptr)(uintptr_t)d_amax, 0xFF, sizeof(float)));
+    TU_OK(gen_launch_fp8(&vs[i], fn, &s, &t, &fp8, NULL));
+    TU_OK(rt_ctx_sync(&g_ctx));
+    download_out(c->out, dout, nq, 1.0f / scale_o, got_o);
+    tn_error eo = tn_compare(ref_o, got_o, nq);
+    tn_error el = {0};
+    if (c->lse) {
+      TU_OK(rt_download(got_lse, dlse, nlse * sizeof(float)));
+      el = tn_compare_lse(ref_lse, got_lse, nlse);
+    }
+    float amax = 0.f;
+    double amax_err = 0.0;
+    if (out_fp8) {
+      TU_OK(rt_download(&amax, (CUdeviceptr)(uintptr_t)d_amax, sizeof amax));
+      amax_err = ref_amax > 0 ? fabs(amax - ref_amax) / ref_amax : fabs(amax);
+    }
+    int ok = eo.n_nonfinite == 0 && eo.rel_l2 <= tol && el.n_nonfinite == 0 && el.rel_l2 < 1e-3 &&
+             (!out_fp8 || (isfinite(amax) && amax_err <= 2 * tolerance(c->dtype)));
+    if (!ok) {
+      printf("    %s: WRONG o rel_l2 %.3e (tol %.0e; %zu non-finite, worst at %zu: %g vs %g), lse rel_l2 "
+             "%.3e (%zu)",
+             comp[i].key, eo.rel_l2, tol, eo.n_nonfinite, eo.worst_index, got_o[eo.worst_index],
+             ref_o[eo.worst_index], el.rel_l2, el.n_nonfinite);
+      if (out_fp8) printf(", amax %g vs %g", amax, ref_amax);
+      printf("\n");
+      failures++;
+    } else if (i == 0 || getenv("ATTNTUNE_TEST_VERBOSE")) {
+      printf("    %s: o rel_l2 %.2e lse rel_l2 %.2e", comp[i].key, eo.rel_l2, el.rel_l2);
+      if (out_fp8) printf(" amax %g (ref %g)", amax, ref_amax);
+      printf("\n");
+    }
+    rt_module_unload(mod);
+  }
+  gen_compiled_free(comp, n);
+  free(comp);
+  rt_free(dout), rt_free(dlse), rt_free(dscal), rt_free(o32), rt_free(l32), rt_free(scratch);
+  free_input(&q), free_input(&k), free_input(&v);
+  free(ref_o), free(ref_lse), free(ref32_o), free(ref32_lse), free(got_o), free(got_lse);
+  return failures;
+}
+
+static const fp8_case CASES[] = {
+    /* odd lengths, D = 80 (Q K^T padded to 96), GQA 6, every mask, with lse */
+    {2, 77, 1000, 12, 2, 80, AT_DTYPE_E4M3, AT_MASK_NONE, 1, AT_DTYPE_BF16},
+    {2, 77, 1000, 12, 2, 80, AT_DTYPE_E5M2, AT_MASK_CAUSAL_TL, 1, AT_DTYPE_BF16},
+    {2, 77, 1000, 12, 2, 80, AT_DTYPE_E4M3, AT_MASK_CAUSAL_BR, 1, AT_DTYPE_BF16},
+    /* T > S bottom-right: the first rows see no key (o = 0, lse = -inf) */
+    {1, 300, 77, 4, 4, 64, AT_DTYPE_E5M2, AT_MASK_CAUSAL_BR, 1, AT_DTYPE_BF16},
+    /* GQA 4 and MQA, D 128 */
+    {2, 256, 256, 8, 2, 128, AT_DTYPE_E4M3, AT_MASK_CAUSAL_TL, 0, AT_DTYPE_BF16},
+    {1, 200, 333, 8, 1, 128, AT_DTYPE_E5M2, AT_MASK_NONE, 1, AT_DTYPE_BF16},
+    /* D 48 (Q K^T padded to 64), D 256 (none on sm_90a: said so and skipped; runs on sm_89) */
+    {1, 65, 130, 4, 4, 48, AT_DTYPE_E4M3, AT_MASK_CAUSAL_BR, 1, AT_DTYPE_BF16},
+    {1, 129, 129, 4, 2, 256, AT_DTYPE_E4M3, AT_MASK_CAUSAL_TL, 1, AT_DTYPE_BF16},
+    /* other outputs: f16, and FP8 with scale_o and amax_o */
+    {1, 77, 1000, 8, 2, 128, AT_DTYPE_E4M3, AT_MASK_NONE, 0, AT_DTYPE_F16},
+    {2, 77, 1000, 12, 2, 80, AT_DTYPE_E4M3, AT_MASK_CAUSAL_TL, 1, AT_DTYPE_E4M3},
+    {1, 200, 333, 8, 2, 64, AT_DTYPE_E5M2, AT_MASK_NONE, 0, AT_DTYPE_E5M2},
+};
+
+static void test_fp8_variants(void **state)
+{
+  (void)state;
+  if (!g_have_gpu) skip();
+  gen_target target;
+  TU_OK(gen_target_make(g_ctx.arch, g_ctx.info.smem_per_block_optin, &target));
+  if (!gen_target_has_fp8(&target)) {
+    printf("  %s has no FP8 MMA (sm_89 or newer needed)\n", target.arch);
+    skip();
+  }
+  int failures = 0;
+  for (size_t i = 0; i < sizeof CASES / sizeof *CASES; i++) failures += check_case(&CASES[i]);
+  assert_int_equal(failures, 0);
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_fp8_variants),
+  };
+  return cmocka_run_group_tests(tests, setup, teardown);
+}
