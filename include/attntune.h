@@ -171,12 +171,10 @@ typedef struct at_plan_options {
   const char *impl;
 } at_plan_options;
 
-/* Per-tensor FP8 scaling, device pointers to one fp32 each (see attntune_fp8.h). */
+/* Per-tensor FP8 scaling of FP8 inputs, device pointers to one fp32 each (x_real = code *
+ * descale; attntune_fp8.h makes them). Plans for FP8 inputs write bf16 output. */
 typedef struct at_fp8_args {
   const float *descale_q, *descale_k, *descale_v;
-  const float *scale_s, *descale_s; /* P is stored as fp8(P * scale_s) */
-  const float *scale_o;             /* O = fp8(O_real * scale_o) when O is FP8 */
-  float *amax_s, *amax_o;           /* written */
 } at_fp8_args;
 
 AT_API at_status at_plan_create(at_context *ctx, const at_shape *shape, const at_layout *layout,

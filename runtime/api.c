@@ -54,6 +54,8 @@ struct at_plan {
   CUdeviceptr scratch;
 };
 
+static int is_fp8(at_dtype d) { return d == AT_DTYPE_E4M3 || d == AT_DTYPE_E5M2; }
+
 static double now_ms(void)
 {
   struct timespec ts;
@@ -210,8 +212,9 @@ static at_status use_cudnn(at_plan *p)
   rt_cudnn_plan_info info;
   rt_cudnn_fp8_args fp8;
   memset(&fp8, 0, sizeof fp8);
-  int is_fp8 = p->shape.dtype == AT_DTYPE_E4M3 || p->shape.dtype == AT_DTYPE_E5M2;
-  if ((rc = rt_cudnn_sdpa_plan(p->cudnn, &p->shape, &t, is_fp8 ? &fp8 : NULL, &info)) != AT_OK) {
+  if (is_fp8(p->shape.dtype))
+    return rt_fail(AT_ERR_UNSUPPORTED, "cuDNN's FP8 attention writes FP8 output; plans for FP8 inputs write bf16");
+  if ((rc = rt_cudnn_sdpa_plan(p->cudnn, &p->shape, &t, NULL, &info)) != AT_OK) {
     rt_cudnn_sdpa_destroy(p->cudnn);
     p->cudnn = NULL;
     return rc;
@@ -224,11 +227,10 @@ static at_status use_cudnn(at_plan *p)
 static at_status use_naive(at_plan *p)
 {
   at_status rc;
-  if (p->shape.dtype != AT_DTYPE_F32 && p->shape.dtype != AT_DTYPE_F16 && p->shape.dtype != AT_DTYPE_BF16)
-    return rt_fail(AT_ERR_UNSUPPORTED, "the naive kernels write f32/f16/bf16 output; %s needs scaling",
-                   at_dtype_name(p->shape.dtype));
+  /* Output in the input dtype, but bf16 for FP8 inputs, as the FP8 fa2 variants write. */
+  at_dtype out = is_fp8(p->shape.dtype) ? AT_DTYPE_BF16 : p->shape.dtype;
   if ((rc = rt_alloc(&p->scratch, rt_naive_scratch_bytes(&p->shape))) != AT_OK) return rc;
-  if ((rc = rt_naive_create(p->ctx->rt.arch, p->shape.dtype, p->shape.dtype, &p->naive)) != AT_OK) {
+  if ((rc = rt_naive_create(p->ctx->rt.arch, p->shape.dtype, out, &p->naive)) != AT_OK) {
     rt_free(p->scratch);
     p->scratch = 0;
     return rc;
@@ -375,31 +377,25 @@ static at_status check_run(const at_plan *p, const at_tensors *t, const at_fp8_a
       return rt_fail(AT_ERR_INVALID, "%s strides (%lld, %lld, %lld) differ from the plan's (%lld, %lld, %lld)",
                      NAMES[i], (long long)got[i]->batch, (long long)got[i]->seq, (long long)got[i]->head,
                      (long long)want[i]->batch, (long long)want[i]->seq, (long long)want[i]->head);
-  int is_fp8 = p->shape.dtype == AT_DTYPE_E4M3 || p->shape.dtype == AT_DTYPE_E5M2;
-  if (is_fp8 && !fp8) return rt_fail(AT_ERR_INVALID, "an FP8 shape needs its scale and descale pointers");
+  if (is_fp8(p->shape.dtype) && !fp8)
+    return rt_fail(AT_ERR_INVALID, "an FP8 shape needs its descale pointers (at_fp8_args)");
   return AT_OK;
-}
-
-static rt_cudnn_fp8_args to_cudnn_fp8(const at_fp8_args *a)
-{
-  rt_cudnn_fp8_args r;
-  r.descale_q = (CUdeviceptr)(uintptr_t)a->descale_q, r.descale_k = (CUdeviceptr)(uintptr_t)a->descale_k;
-  r.descale_v = (CUdeviceptr)(uintptr_t)a->descale_v, r.scale_s = (CUdeviceptr)(uintptr_t)a->scale_s;
-  r.descale_s = (CUdeviceptr)(uintptr_t)a->descale_s, r.scale_o = (CUdeviceptr)(uintptr_t)a->scale_o;
-  r.amax_s = (CUdeviceptr)(uintptr_t)a->amax_s, r.amax_o = (CUdeviceptr)(uintptr_t)a->amax_o;
-  return r;
 }
 
 static at_status launch(at_plan *p, const at_tensors *t, const at_fp8_args *fp8, CUstream stream)
 {
   switch (p->kind) {
-  case PLAN_FA2: return gen_launch(&p->variant, p->fn, &p->shape, t, stream);
-  case PLAN_NAIVE: return rt_naive_run(&p->naive, &p->shape, t, p->scratch, stream);
-  case PLAN_CUDNN: {
-    rt_cudnn_fp8_args f;
-    if (fp8) f = to_cudnn_fp8(fp8);
-    return rt_cudnn_sdpa_run(p->cudnn, &p->shape, t, fp8 ? &f : NULL, stream);
+  case PLAN_FA2: {
+    if (!fp8) return gen_launch(&p->variant, p->fn, &p->shape, t, stream);
+    gen_fp8_args g = {fp8->descale_q, fp8->descale_k, fp8->descale_v, NULL, NULL}; /* bf16 out */
+    return gen_launch_fp8(&p->variant, p->fn, &p->shape, t, &g, stream);
   }
+  case PLAN_NAIVE: {
+    if (!fp8) return rt_naive_run(&p->naive, &p->shape, t, p->scratch, stream);
+    rt_naive_descales d = {fp8->descale_q, fp8->descale_k, fp8->descale_v};
+    return rt_naive_run_fp8(&p->naive, &p->shape, t, &d, p->scratch, stream);
+  }
+  case PLAN_CUDNN: return rt_cudnn_sdpa_run(p->cudnn, &p->shape, t, NULL, stream);
   }
   return rt_fail(AT_ERR_INVALID, "plan of unknown kind");
 }

@@ -146,7 +146,10 @@ at_status rt_lookup_chain(cache_db *cache, const char *gpu_model, const char *te
     skip(l, "fa2 default: %s", at_last_error());
   }
   if (fa2_only) return AT_OK;
-  snprintf(add(l, AT_CHOICE_CUDNN, "cudnn")->why, sizeof l->steps[0].why, "cuDNN");
+  if (shape->dtype == AT_DTYPE_E4M3 || shape->dtype == AT_DTYPE_E5M2)
+    skip(l, "cuDNN: its FP8 attention writes FP8, and plans for FP8 inputs write bf16");
+  else
+    snprintf(add(l, AT_CHOICE_CUDNN, "cudnn")->why, sizeof l->steps[0].why, "cuDNN");
   snprintf(add(l, AT_CHOICE_NAIVE, "naive")->why, sizeof l->steps[0].why, "the naive kernels");
   return AT_OK;
 }

@@ -4,7 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/naive_fp8.h"
 #include "runtime/rt.h"
 
 /* Mirrors struct at_naive_params in templates/naive.cu. */

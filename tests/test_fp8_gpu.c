@@ -22,7 +22,6 @@
 
 #include "attntune_fp8.h"
 #include "generator/generator.h"
-#include "runtime/naive_fp8.h"
 #include "tests/testutil.h"
 
 static rt_ctx g_ctx;

@@ -10,7 +10,6 @@
 #include <stdlib.h>
 
 #include "attntune_fp8.h"
-#include "runtime/naive_fp8.h"
 #include "tests/testutil.h"
 
 static rt_ctx g_ctx;

@@ -17,7 +17,7 @@ static const char USAGE[] =
     "\n"
     "shape flags:\n"
     "  --head-dim N        head dim D, a multiple of 8 in 32..256 (required but for --emit)\n"
-    "  --dtype f16|bf16    input and output dtype (default bf16)\n"
+    "  --dtype T           f16, bf16 (output the same) or e4m3, e5m2 (output bf16); default bf16\n"
     "  --causal            causal mask, top-left (key j visible from row i iff j <= i)\n"
     "  --causal-br         causal mask, bottom-right (j <= i + S - T)\n"
     "  --q-heads N         query heads Nq (default 16)\n"
@@ -103,9 +103,8 @@ static int parse_args(int argc, char **argv, gen_opts *o)
     if (int_target) {
       if (!tn_parse_int("gen", a, val, lo, hi, int_target)) return TN_EXIT_USAGE;
     } else if (strcmp(a, "--dtype") == 0) {
-      if (at_dtype_parse(val, &o->shape.dtype) != AT_OK ||
-          (o->shape.dtype != AT_DTYPE_F16 && o->shape.dtype != AT_DTYPE_BF16))
-        return tn_usage_error("gen", "unknown dtype '%s' for --dtype (expected f16, bf16)", val);
+      if (at_dtype_parse(val, &o->shape.dtype) != AT_OK || o->shape.dtype == AT_DTYPE_F32)
+        return tn_usage_error("gen", "unknown dtype '%s' for --dtype (expected f16, bf16, e4m3, e5m2)", val);
     } else if (strcmp(a, "--arch") == 0) {
       o->arch = val;
     } else {
