@@ -204,16 +204,14 @@ static at_status use_variant(at_context *c, at_plan *p, const gen_variant *v)
 
 static at_status use_cudnn(at_plan *p)
 {
+  if (is_fp8(p->shape.dtype))
+    return rt_fail(AT_ERR_UNSUPPORTED, "cuDNN's FP8 attention writes FP8 output; plans for FP8 inputs write bf16");
   at_status rc = rt_cudnn_sdpa_create(&p->ctx->rt, &p->cudnn);
   if (rc != AT_OK) return rc;
   at_tensors t;
   memset(&t, 0, sizeof t);
   t.q_stride = p->layout.q, t.k_stride = p->layout.k, t.v_stride = p->layout.v, t.o_stride = p->layout.o;
   rt_cudnn_plan_info info;
-  rt_cudnn_fp8_args fp8;
-  memset(&fp8, 0, sizeof fp8);
-  if (is_fp8(p->shape.dtype))
-    return rt_fail(AT_ERR_UNSUPPORTED, "cuDNN's FP8 attention writes FP8 output; plans for FP8 inputs write bf16");
   if ((rc = rt_cudnn_sdpa_plan(p->cudnn, &p->shape, &t, NULL, &info)) != AT_OK) {
     rt_cudnn_sdpa_destroy(p->cudnn);
     p->cudnn = NULL;
