@@ -290,10 +290,11 @@ at_status gen_launch(const gen_variant *v, CUfunction fn, const at_shape *shape,
   return gen_launch_fp8(v, fn, shape, t, NULL, stream);
 }
 
-at_status gen_launch_fp8(const gen_variant *v, CUfunction fn, const at_shape *shape, const at_tensors *t,
-                         const gen_fp8_args *fp8, CUstream stream)
+at_status gen_launch_prepare(const gen_variant *v, CUfunction fn, const at_shape *shape, const at_tensors *t,
+                             const gen_fp8_args *fp8, gen_launch_frame *f)
 {
   at_status rc;
+  memset(f, 0, sizeof *f);
   if ((rc = gen_variant_matches(v, shape)) != AT_OK) return rc;
   if (shape->batch < 0 || shape->q_len < 0 || shape->kv_len < 0)
     return rt_fail(AT_ERR_INVALID, "negative size (batch %d, T %d, S %d)", shape->batch, shape->q_len,
@@ -303,10 +304,8 @@ at_status gen_launch_fp8(const gen_variant *v, CUfunction fn, const at_shape *sh
   if (shape->batch > 65535)
     return rt_fail(AT_ERR_UNSUPPORTED, "batch %d exceeds the grid's z limit 65535", shape->batch);
   const int out_fp8 = is_fp8(v->spec.out_dtype);
-  CUdeviceptr amax_o = fp8 && out_fp8 ? (CUdeviceptr)(uintptr_t)fp8->amax_o : 0;
-  /* amax is a max over the CTAs' atomics: start from 0, also when there is nothing to compute. */
-  if (amax_o && (rc = RT_CU(rt_cu()->cuMemsetD32Async(amax_o, 0, 1, stream))) != AT_OK) return rc;
-  if (shape->batch == 0 || shape->q_len == 0) return AT_OK;
+  f->amax_o = fp8 && out_fp8 ? (CUdeviceptr)(uintptr_t)fp8->amax_o : 0;
+  if (shape->batch == 0 || shape->q_len == 0) return AT_OK; /* dims stay empty: nothing to launch */
   if ((rc = check_tensor("q", t->q, &t->q_stride, v->spec.dtype)) != AT_OK ||
       (rc = check_tensor("k", t->k, &t->k_stride, v->spec.dtype)) != AT_OK ||
       (rc = check_tensor("v", t->v, &t->v_stride, v->spec.dtype)) != AT_OK ||
@@ -318,28 +317,42 @@ at_status gen_launch_fp8(const gen_variant *v, CUfunction fn, const at_shape *sh
   if (smem > 48 * 1024 && (rc = rt_function_set_smem(fn, smem)) != AT_OK) return rc;
 
   /* Argument order and types of FA2_KERNEL in templates/fa2.cu. */
-  CUdeviceptr q = (CUdeviceptr)(uintptr_t)t->q, k = (CUdeviceptr)(uintptr_t)t->k;
-  CUdeviceptr vv = (CUdeviceptr)(uintptr_t)t->v, o = (CUdeviceptr)(uintptr_t)t->o;
-  CUdeviceptr lse = (CUdeviceptr)(uintptr_t)t->lse;
-  CUdeviceptr dq = 0, dk = 0, dv = 0, so = 0;
+  f->q = (CUdeviceptr)(uintptr_t)t->q, f->k = (CUdeviceptr)(uintptr_t)t->k;
+  f->v = (CUdeviceptr)(uintptr_t)t->v, f->o = (CUdeviceptr)(uintptr_t)t->o;
+  f->lse = (CUdeviceptr)(uintptr_t)t->lse;
   if (fp8 && is_fp8(v->spec.dtype)) {
-    dq = (CUdeviceptr)(uintptr_t)fp8->descale_q, dk = (CUdeviceptr)(uintptr_t)fp8->descale_k;
-    dv = (CUdeviceptr)(uintptr_t)fp8->descale_v;
-    if (out_fp8) so = (CUdeviceptr)(uintptr_t)fp8->scale_o;
+    f->dq = (CUdeviceptr)(uintptr_t)fp8->descale_q, f->dk = (CUdeviceptr)(uintptr_t)fp8->descale_k;
+    f->dv = (CUdeviceptr)(uintptr_t)fp8->descale_v;
+    if (out_fp8) f->so = (CUdeviceptr)(uintptr_t)fp8->scale_o;
   }
-  int T = shape->q_len, S = shape->kv_len;
-  float scale_log2 = at_shape_scale(shape) * 1.4426950408889634f;
-  long long q_sb = t->q_stride.batch, k_sb = t->k_stride.batch, v_sb = t->v_stride.batch,
-            o_sb = t->o_stride.batch;
-  int q_ss = (int)t->q_stride.seq, q_sh = (int)t->q_stride.head, k_ss = (int)t->k_stride.seq,
-      k_sh = (int)t->k_stride.head, v_ss = (int)t->v_stride.seq, v_sh = (int)t->v_stride.head,
-      o_ss = (int)t->o_stride.seq, o_sh = (int)t->o_stride.head;
-  void *args[] = {&q,    &k,    &vv,   &o,    &lse,  &T,    &S,    &scale_log2, &q_sb, &q_ss, &q_sh,
-                  &k_sb, &k_ss, &k_sh, &v_sb, &v_ss, &v_sh, &o_sb, &o_ss,       &o_sh, &dq,   &dk,
-                  &dv,   &so,   &amax_o};
+  f->T = shape->q_len, f->S = shape->kv_len;
+  f->scale_log2 = at_shape_scale(shape) * 1.4426950408889634f;
+  f->q_sb = t->q_stride.batch, f->k_sb = t->k_stride.batch, f->v_sb = t->v_stride.batch;
+  f->o_sb = t->o_stride.batch;
+  f->q_ss = (int)t->q_stride.seq, f->q_sh = (int)t->q_stride.head, f->k_ss = (int)t->k_stride.seq;
+  f->k_sh = (int)t->k_stride.head, f->v_ss = (int)t->v_stride.seq, f->v_sh = (int)t->v_stride.head;
+  f->o_ss = (int)t->o_stride.seq, f->o_sh = (int)t->o_stride.head;
+  void *args[GEN_LAUNCH_ARGS] = {&f->q,    &f->k,    &f->v,    &f->o,    &f->lse,  &f->T,    &f->S,
+                                 &f->scale_log2, &f->q_sb, &f->q_ss, &f->q_sh, &f->k_sb, &f->k_ss,
+                                 &f->k_sh, &f->v_sb, &f->v_ss, &f->v_sh, &f->o_sb, &f->o_ss, &f->o_sh,
+                                 &f->dq,   &f->dk,   &f->dv,   &f->so,   &f->amax_o};
+  memcpy(f->args, args, sizeof args);
   rt_launch_dims dims = {
-      {(unsigned)((T + v->block_m - 1) / v->block_m), (unsigned)shape->q_heads, (unsigned)shape->batch},
+      {(unsigned)((f->T + v->block_m - 1) / v->block_m), (unsigned)shape->q_heads, (unsigned)shape->batch},
       {(unsigned)gen_threads(v), 1, 1},
       (unsigned)smem};
-  return rt_launch(fn, &dims, stream, args);
+  f->dims = dims;
+  return AT_OK;
+}
+
+at_status gen_launch_fp8(const gen_variant *v, CUfunction fn, const at_shape *shape, const at_tensors *t,
+                         const gen_fp8_args *fp8, CUstream stream)
+{
+  gen_launch_frame f;
+  at_status rc = gen_launch_prepare(v, fn, shape, t, fp8, &f);
+  if (rc != AT_OK) return rc;
+  /* amax is a max over the CTAs' atomics: start from 0, also when there is nothing to compute. */
+  if (f.amax_o && (rc = RT_CU(rt_cu()->cuMemsetD32Async(f.amax_o, 0, 1, stream))) != AT_OK) return rc;
+  if (f.dims.grid[0] == 0) return AT_OK;
+  return rt_launch(fn, &f.dims, stream, f.args);
 }

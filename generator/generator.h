@@ -156,4 +156,21 @@ at_status gen_launch(const gen_variant *v, CUfunction fn, const at_shape *shape,
 at_status gen_launch_fp8(const gen_variant *v, CUfunction fn, const at_shape *shape, const at_tensors *t,
                          const gen_fp8_args *fp8, CUstream stream);
 
+/* One launch's checked arguments, as cuLaunchKernel reads them: what gen_launch_fp8 does before
+ * its launch (including raising the function's shared-memory limit), for callers that launch
+ * the same call many times. args points into the frame: do not copy a frame. dims.grid[0] is 0
+ * when there is nothing to launch (B or T zero); amax_o, when set, must be zeroed first. */
+enum { GEN_LAUNCH_ARGS = 25 };
+typedef struct gen_launch_frame {
+  rt_launch_dims dims;
+  CUdeviceptr q, k, v, o, lse, dq, dk, dv, so, amax_o;
+  int T, S;
+  float scale_log2;
+  long long q_sb, k_sb, v_sb, o_sb;
+  int q_ss, q_sh, k_ss, k_sh, v_ss, v_sh, o_ss, o_sh;
+  void *args[GEN_LAUNCH_ARGS];
+} gen_launch_frame;
+at_status gen_launch_prepare(const gen_variant *v, CUfunction fn, const at_shape *shape, const at_tensors *t,
+                             const gen_fp8_args *fp8, gen_launch_frame *frame);
+
 #endif /* AT_GENERATOR_GENERATOR_H */

@@ -14,6 +14,7 @@
 #include "cache/cache.h"
 #include "generator/generator.h"
 #include "runtime/cudnn_sdpa.h"
+#include "runtime/api_internal.h"
 #include "runtime/lookup.h"
 #include "runtime/rt.h"
 #include "tuner/timing.h"
@@ -467,4 +468,12 @@ at_status at_synchronize(at_context *c)
 {
   at_status rc = bind_context(c);
   return rc == AT_OK ? rt_ctx_sync(&c->rt) : rc;
+}
+
+at_status rt_plan_kernel(const at_plan *p, gen_variant *variant, CUfunction *fn)
+{
+  if (!p || p->kind != PLAN_FA2) return rt_fail(AT_ERR_INVALID, "not an fa2 plan");
+  *variant = p->variant;
+  *fn = p->fn;
+  return AT_OK;
 }

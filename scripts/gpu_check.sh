@@ -32,6 +32,7 @@ if [ -z "${GPU_CHECK_SKIP_SUITE:-}" ]; then
   "$at" report --db "$out/codelab.db" --format html --out "$out/codelab.html" 2>>"$out/suite.err"
   "$at" report --db "$out/codelab.db" --format text >"$out/report.txt" 2>>"$out/suite.err"
 fi
+timeout 60 "$at" bench --overhead --batch 1 --seq-len 128 --q-heads 8 --head-dim 64 >"$out/overhead.txt" 2>&1
 for mask in "" --causal; do
   timeout 120 "$at" bench --impl naive,cudnn,fa2-default --batch 2 --seq-len 8192 --q-heads 16 \
     --head-dim 128 --reps 20 $mask >>"$out/bench.txt" 2>&1
@@ -43,5 +44,6 @@ echo "== tune configs/quick.yaml (exit $tune_rc)"
 tail -n 3 "$out/tune.err"; cat "$out/tune.txt"
 echo "== bench --suite codelab (exit $suite_rc; report in report.txt, codelab.html)"
 tail -n 4 "$out/suite.err"; head -n 30 "$out/report.txt"
+echo "== library overhead"; cat "$out/overhead.txt"
 echo "== bench"; cat "$out/bench.txt"
 [ "$ctest_rc" = 0 ]

@@ -10,7 +10,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
+
+#include "runtime/api_internal.h"
 
 #include "tuner/cli.h"
 #include "tuner/commands.h"
@@ -22,6 +25,11 @@ static const char USAGE[] =
     "usage: attntune bench [--impl LIST] [shape options] [--warmup N] [--reps N] [--device N]\n"
     "                      [--no-verify] [--seed N]\n"
     "       attntune bench --suite codelab|NAME|FILE.yaml [--db FILE] [--devices all|0,1] [--force]\n"
+    "       attntune bench --overhead [shape options] [--device N]\n"
+    "\n"
+    "--overhead measures the library's costs for the shape: creating a plan that compiles, creating\n"
+    "it again from the cached cubin (a new context), and the host time of at_plan_run against a raw\n"
+    "cuLaunchKernel of the same kernel with the same arguments.\n"
     "\n"
     "--suite runs a whole set of experiments and stores them in the cache for 'attntune report':\n"
     "every shape of the suite's config is tuned as 'attntune tune' does, with the naive path timed\n"
@@ -68,6 +76,7 @@ typedef struct bench_opts {
   tn_timing_opts timing;
   int device;
   int verify;
+  int overhead;
   unsigned long long seed;
 } bench_opts;
 
@@ -226,7 +235,7 @@ static int bench_one(tn_harness *h, const bench_opts *o, const char *name)
 static int parse_options(int argc, char **argv, bench_opts *o)
 {
   enum { O_IMPL = 256, O_BATCH, O_SEQ, O_QLEN, O_KVLEN, O_QH, O_KVH, O_D, O_DTYPE, O_CAUSAL,
-         O_CAUSAL_BR, O_LSE, O_SCALE, O_WARMUP, O_REPS, O_DEVICE, O_NOVERIFY, O_SEED, O_HELP };
+         O_CAUSAL_BR, O_LSE, O_SCALE, O_WARMUP, O_REPS, O_DEVICE, O_NOVERIFY, O_SEED, O_OVERHEAD, O_HELP };
   static const struct option options[] = {
       {"impl", required_argument, NULL, O_IMPL},       {"batch", required_argument, NULL, O_BATCH},
       {"seq-len", required_argument, NULL, O_SEQ},     {"q-len", required_argument, NULL, O_QLEN},
@@ -237,7 +246,8 @@ static int parse_options(int argc, char **argv, bench_opts *o)
       {"scale", required_argument, NULL, O_SCALE},     {"warmup", required_argument, NULL, O_WARMUP},
       {"reps", required_argument, NULL, O_REPS},       {"device", required_argument, NULL, O_DEVICE},
       {"no-verify", no_argument, NULL, O_NOVERIFY},    {"seed", required_argument, NULL, O_SEED},
-      {"help", no_argument, NULL, O_HELP},             {NULL, 0, NULL, 0}};
+      {"overhead", no_argument, NULL, O_OVERHEAD},     {"help", no_argument, NULL, O_HELP},
+      {NULL, 0, NULL, 0}};
   const int big = 1 << 30;
   int kv_heads = 0, c;
   at_shape *s = &o->shape;
@@ -282,6 +292,7 @@ static int parse_options(int argc, char **argv, bench_opts *o)
     case O_REPS: if (!tn_parse_int("bench", "--reps", a, 1, 100000, &o->timing.reps)) return -1; break;
     case O_DEVICE: if (!tn_parse_int("bench", "--device", a, 0, 1023, &o->device)) return -1; break;
     case O_NOVERIFY: o->verify = 0; break;
+    case O_OVERHEAD: o->overhead = 1; break;
     case O_SEED: o->seed = strtoull(a, NULL, 0); break;
     case O_HELP: fputs(USAGE, stdout); return 1;
     default:
@@ -387,6 +398,121 @@ static int run_suite(int argc, char **argv)
   return code;
 }
 
+/* ---- library overhead ----------------------------------------------------------------------- */
+
+static double host_us(void)
+{
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e6 + ts.tv_nsec / 1e3;
+}
+
+enum { OVERHEAD_BATCH = 256, OVERHEAD_ROUNDS = 40 };
+
+static int compare_floats(const void *a, const void *b)
+{
+  float x = *(const float *)a, y = *(const float *)b;
+  return (x > y) - (x < y);
+}
+
+/* Host microseconds per enqueue, the median over rounds of OVERHEAD_BATCH enqueues each (few
+ * enough that the launch queue never fills and blocks the host). */
+static at_status per_call_us(at_context *ctx, at_plan *plan, const at_tensors *t, const gen_launch_frame *raw,
+                             CUfunction fn, double *us)
+{
+  float rounds[OVERHEAD_ROUNDS];
+  at_status rc = AT_OK;
+  for (int r = 0; r < OVERHEAD_ROUNDS && rc == AT_OK; r++) {
+    if ((rc = at_synchronize(ctx)) != AT_OK) break;
+    double t0 = host_us();
+    for (int i = 0; i < OVERHEAD_BATCH && rc == AT_OK; i++) {
+      if (raw)
+        rc = RT_CU(rt_cu()->cuLaunchKernel(fn, raw->dims.grid[0], raw->dims.grid[1], raw->dims.grid[2],
+                                           raw->dims.block[0], raw->dims.block[1], raw->dims.block[2],
+                                           raw->dims.smem_bytes, NULL, (void **)raw->args, NULL));
+      else
+        rc = at_plan_run(plan, t, NULL, NULL);
+    }
+    rounds[r] = (float)((host_us() - t0) / OVERHEAD_BATCH);
+  }
+  if (rc == AT_OK) rc = at_synchronize(ctx);
+  qsort(rounds, OVERHEAD_ROUNDS, sizeof *rounds, compare_floats);
+  *us = 0.5 * (rounds[OVERHEAD_ROUNDS / 2 - 1] + rounds[OVERHEAD_ROUNDS / 2]);
+  return rc;
+}
+
+static at_status overhead_plans(const bench_opts *o, const char *db, double *scratch_ms, double *cached_ms,
+                                char *impl, size_t impl_size)
+{
+  at_context *ctx = NULL;
+  at_plan *plan = NULL;
+  at_plan_info info;
+  at_status rc = at_context_create(o->device, db, AT_CONTEXT_CACHE_WRITABLE, &ctx);
+  if (rc == AT_OK) rc = at_plan_create(ctx, &o->shape, NULL, NULL, &plan);
+  if (rc == AT_OK) rc = at_plan_describe(plan, &info);
+  if (rc == AT_OK && !info.compiled) rc = rt_fail(AT_ERR_INVALID, "the first plan did not compile (%s)", info.reason);
+  if (rc == AT_OK) *scratch_ms = info.create_ms, snprintf(impl, impl_size, "%s", info.impl);
+  at_plan_destroy(plan), plan = NULL;
+  at_context_destroy(ctx), ctx = NULL;
+  /* A new context has no loaded modules: this plan reads the cubin the first one stored. */
+  if (rc == AT_OK) rc = at_context_create(o->device, db, 0, &ctx);
+  if (rc == AT_OK) rc = at_plan_create(ctx, &o->shape, NULL, NULL, &plan);
+  if (rc == AT_OK) rc = at_plan_describe(plan, &info);
+  if (rc == AT_OK && info.compiled) rc = rt_fail(AT_ERR_INVALID, "the second plan compiled again");
+  if (rc == AT_OK) *cached_ms = info.create_ms;
+  at_plan_destroy(plan);
+  at_context_destroy(ctx);
+  return rc;
+}
+
+static int run_overhead(const bench_opts *o)
+{
+  char db[64], impl[GEN_KEY_MAX] = "";
+  double scratch_ms = 0, cached_ms = 0, api_us = 0, raw_us = 0;
+  snprintf(db, sizeof db, "/tmp/attntune-overhead-%d.db", (int)getpid());
+  unlink(db);
+  at_status rc = overhead_plans(o, db, &scratch_ms, &cached_ms, impl, sizeof impl);
+  at_context *ctx = NULL;
+  at_plan *plan = NULL;
+  void *bufs[4] = {NULL, NULL, NULL, NULL};
+  at_layout l = at_layout_bshd(&o->shape);
+  size_t esz = at_dtype_size(o->shape.dtype);
+  size_t nq = (size_t)o->shape.batch * o->shape.q_len * o->shape.q_heads * o->shape.head_dim;
+  size_t nkv = (size_t)o->shape.batch * o->shape.kv_len * o->shape.kv_heads * o->shape.head_dim;
+  size_t sizes[4] = {nq * esz, nkv * esz, nkv * esz, nq * esz};
+  if (rc == AT_OK) rc = at_context_create(o->device, db, 0, &ctx);
+  if (rc == AT_OK) rc = at_plan_create(ctx, &o->shape, NULL, NULL, &plan);
+  for (int i = 0; i < 4 && rc == AT_OK; i++) {
+    rc = at_device_alloc(ctx, sizes[i], &bufs[i]);
+    if (rc == AT_OK) rc = rt_fill_u32((CUdeviceptr)(uintptr_t)bufs[i], 0x3c003c00u, sizes[i] / 4); /* 1.0 in f16 pairs: finite inputs */
+  }
+  at_tensors t = {bufs[0], bufs[1], bufs[2], bufs[3], NULL, l.q, l.k, l.v, l.o};
+  gen_variant v;
+  CUfunction fn = NULL;
+  gen_launch_frame frame;
+  if (rc == AT_OK) rc = rt_plan_kernel(plan, &v, &fn);
+  if (rc == AT_OK) rc = gen_launch_prepare(&v, fn, &o->shape, &t, NULL, &frame);
+  for (int round = 0; round < 2 && rc == AT_OK; round++) { /* the second round is the one kept */
+    if ((rc = per_call_us(ctx, plan, &t, NULL, fn, &api_us)) == AT_OK)
+      rc = per_call_us(ctx, plan, &t, &frame, fn, &raw_us);
+  }
+  for (int i = 0; i < 4; i++) at_device_free(ctx, bufs[i]);
+  at_plan_destroy(plan);
+  at_context_destroy(ctx);
+  unlink(db);
+  if (rc != AT_OK) return tn_fail_exit("bench", rc);
+  const at_shape *s = &o->shape;
+  printf("shape: B=%d T=%d S=%d Nq=%d Nkv=%d D=%d %s mask=%s; kernel %s\n", s->batch, s->q_len, s->kv_len,
+         s->q_heads, s->kv_heads, s->head_dim, at_dtype_name(s->dtype), at_mask_name(s->mask), impl);
+  printf("%-44s %12s  %s\n", "measure", "value", "target");
+  printf("%-44s %9.2f ms\n", "plan from scratch (NVRTC compile)", scratch_ms);
+  printf("%-44s %9.2f ms  <= 5 ms\n", "plan from the cached cubin (new context)", cached_ms);
+  printf("%-44s %9.2f us\n", "at_plan_run, host time per call", api_us);
+  printf("%-44s %9.2f us\n", "raw cuLaunchKernel, host time per call", raw_us);
+  printf("%-44s %9.2f us  <= 2 us\n", "overhead of at_plan_run", api_us - raw_us);
+  return TN_EXIT_OK;
+}
+
 int tn_cmd_bench(int argc, char **argv)
 {
   for (int i = 1; i < argc; i++)
@@ -396,6 +522,7 @@ int tn_cmd_bench(int argc, char **argv)
   int parsed = parse_options(argc, argv, &o);
   if (parsed != 0) return parsed > 0 ? TN_EXIT_OK : TN_EXIT_USAGE;
 
+  if (o.overhead) return run_overhead(&o);
   rt_ctx ctx;
   tn_harness h;
   at_status rc = rt_ctx_open(o.device, &ctx);
