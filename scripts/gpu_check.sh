@@ -27,7 +27,7 @@ if [ -z "${GPU_CHECK_SKIP_TUNE:-}" ]; then
 fi
 suite_rc=skipped
 if [ -z "${GPU_CHECK_SKIP_SUITE:-}" ]; then
-  timeout 300 "$at" bench --suite codelab --db "$out/codelab.db" >"$out/suite.txt" 2>"$out/suite.err"
+  timeout "${SUITE_TIMEOUT:-300}" "$at" bench --suite codelab --db "$out/codelab.db" >"$out/suite.txt" 2>"$out/suite.err"
   suite_rc=$?
   "$at" report --db "$out/codelab.db" --format html --out "$out/codelab.html" 2>>"$out/suite.err"
   "$at" report --db "$out/codelab.db" --format text >"$out/report.txt" 2>>"$out/suite.err"
