@@ -504,6 +504,7 @@ at_status cache_get_best(cache_db *c, const char *gpu_model, const at_shape *sha
   char key[160];
   sqlite3_stmt *st = NULL;
   *found = 0;
+  memset(out, 0, sizeof *out); /* callers may clear it whether or not a row was found */
   at_shape_key(shape, key, sizeof key);
   at_status s = prepare(c, SQL, &st);
   if (s != AT_OK) return s;

@@ -7,6 +7,12 @@
 #include "tuner/harness.h"
 #include "tuner/reference.h"
 
+at_dtype tn_output_dtype(at_dtype input)
+{
+  /* FP8 inputs give bf16 output, as the FP8 fa2 variants write by default. */
+  return input == AT_DTYPE_E4M3 || input == AT_DTYPE_E5M2 ? AT_DTYPE_BF16 : input;
+}
+
 double tn_tolerance(at_dtype dtype)
 {
   switch (dtype) {
@@ -135,7 +141,7 @@ at_status tn_impl_naive(tn_harness *h, tn_impl *impl)
   snprintf(impl->name, sizeof impl->name, "naive");
   at_status rc = ensure_scratch(h);
   if (rc != AT_OK) return rc;
-  return rt_naive_create(h->ctx->arch, h->shape.dtype, h->shape.dtype, &impl->naive);
+  return rt_naive_create(h->ctx->arch, h->shape.dtype, tn_output_dtype(h->shape.dtype), &impl->naive);
 }
 
 at_status tn_impl_cudnn(tn_harness *h, rt_cudnn_path path, tn_impl *impl, rt_cudnn_plan_info *info)
@@ -192,11 +198,12 @@ at_status tn_impl_launch(tn_harness *h, tn_impl *impl, int set, CUstream stream)
 
 static at_status download_output(tn_harness *h)
 {
-  size_t bytes = h->n_q * at_dtype_size(h->shape.dtype);
+  at_dtype out = tn_output_dtype(h->shape.dtype);
+  size_t bytes = h->n_q * at_dtype_size(out);
   void *packed = malloc(bytes);
   if (!packed) return rt_fail(AT_ERR_NOMEM, "no host memory for the output");
   at_status rc = rt_download(packed, h->o, bytes);
-  if (rc == AT_OK) rc = tn_unpack(h->shape.dtype, packed, h->n_q, h->got);
+  if (rc == AT_OK) rc = tn_unpack(out, packed, h->n_q, h->got);
   free(packed);
   return rc;
 }

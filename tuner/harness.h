@@ -74,6 +74,8 @@ at_status tn_harness_keep_cudnn_output(tn_harness *h);
 
 at_status tn_harness_time(tn_harness *h, tn_impl *impl, const tn_timing_opts *opts, tn_timing *out);
 
+/* The output dtype of an input dtype: the same for f32/f16/bf16, bf16 for FP8. */
+at_dtype tn_output_dtype(at_dtype input);
 /* Default tolerance of relative L2 error for a dtype (DESIGN.md). */
 double tn_tolerance(at_dtype dtype);
 
