@@ -15,23 +15,6 @@
 #include "generator/generator.h"
 #include "tests/testutil.h"
 
-static rt_ctx g_ctx;
-static int g_have_gpu;
-
-static int setup(void **state)
-{
-  (void)state;
-  g_have_gpu = tu_open_gpu(&g_ctx);
-  return 0;
-}
-
-static int teardown(void **state)
-{
-  (void)state;
-  if (g_have_gpu) rt_ctx_close(&g_ctx);
-  return 0;
-}
-
 typedef struct fa2_case {
   int b, t, s, nq, nkv, d;
   at_dtype dtype;
@@ -52,7 +35,7 @@ static void reference(const fa2_case *c, const at_shape *s, const at_tensors *t,
 {
   size_t nq = (size_t)c->b * c->t * c->nq * c->d, nlse = (size_t)c->b * c->nq * c->t;
   rt_naive naive;
-  TU_OK(rt_naive_create(g_ctx.arch, c->dtype, AT_DTYPE_F32, &naive));
+  TU_OK(rt_naive_create(tu_gpu.arch, c->dtype, AT_DTYPE_F32, &naive));
   CUdeviceptr o32 = tu_alloc_poisoned(nq * sizeof(float)), l32 = tu_alloc_poisoned(nlse * sizeof(float));
   CUdeviceptr scratch = tu_alloc_poisoned(rt_naive_scratch_bytes(s));
   at_shape sl = *s;
@@ -60,7 +43,7 @@ static void reference(const fa2_case *c, const at_shape *s, const at_tensors *t,
   at_tensors tr = *t;
   tr.o = (void *)(uintptr_t)o32, tr.lse = (float *)(uintptr_t)l32;
   TU_OK(rt_naive_run(&naive, &sl, &tr, scratch, NULL));
-  TU_OK(rt_ctx_sync(&g_ctx));
+  TU_OK(rt_ctx_sync(&tu_gpu));
   float *host = malloc((nq > nlse ? nq : nlse) * sizeof(float));
   assert_non_null(host);
   TU_OK(rt_download(host, o32, nq * sizeof(float)));
@@ -75,7 +58,7 @@ static void reference(const fa2_case *c, const at_shape *s, const at_tensors *t,
 static int check_case(const fa2_case *c)
 {
   gen_target target;
-  TU_OK(gen_target_make(g_ctx.arch, g_ctx.info.smem_per_block_optin, &target));
+  TU_OK(gen_target_make(tu_gpu.arch, tu_gpu.info.smem_per_block_optin, &target));
   at_shape s = {.batch = c->b, .q_len = c->t, .kv_len = c->s, .q_heads = c->nq, .kv_heads = c->nkv,
                 .head_dim = c->d, .dtype = c->dtype, .mask = c->mask, .with_lse = c->lse};
   gen_variant vs[GEN_MAX_VARIANTS];
@@ -121,7 +104,7 @@ static int check_case(const fa2_case *c)
     TU_OK(rt_fill_u8(dout, 0xFF, nq * at_dtype_size(c->dtype)));
     TU_OK(rt_fill_u8(dlse, 0xFF, nlse * sizeof(float)));
     TU_OK(gen_launch(&vs[i], fn, &s, &t, NULL));
-    TU_OK(rt_ctx_sync(&g_ctx));
+    TU_OK(rt_ctx_sync(&tu_gpu));
     tu_download(c->dtype, dout, nq, got_o);
     tn_error eo = tn_compare(ref_o, got_o, nq);
     tn_error el = {0};
@@ -166,7 +149,7 @@ static const fa2_case CASES[] = {
 static void test_fa2_variants(void **state)
 {
   (void)state;
-  if (!g_have_gpu) skip();
+  if (!tu_have_gpu) skip();
   int failures = 0;
   for (size_t i = 0; i < sizeof CASES / sizeof *CASES; i++) failures += check_case(&CASES[i]);
   assert_int_equal(failures, 0);
@@ -177,5 +160,5 @@ int main(void)
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_fa2_variants),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return cmocka_run_group_tests(tests, tu_gpu_setup, tu_gpu_teardown);
 }

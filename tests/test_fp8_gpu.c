@@ -24,23 +24,6 @@
 #include "generator/generator.h"
 #include "tests/testutil.h"
 
-static rt_ctx g_ctx;
-static int g_have_gpu;
-
-static int setup(void **state)
-{
-  (void)state;
-  g_have_gpu = tu_open_gpu(&g_ctx);
-  return 0;
-}
-
-static int teardown(void **state)
-{
-  (void)state;
-  if (g_have_gpu) rt_ctx_close(&g_ctx);
-  return 0;
-}
-
 typedef struct fp8_case {
   int b, t, s, nq, nkv, d;
   at_dtype dtype; /* e4m3 or e5m2 */
@@ -112,7 +95,7 @@ static void download_out(at_dtype dtype, CUdeviceptr d, size_t n, float descale_
 static int check_case(const fp8_case *c)
 {
   gen_target target;
-  TU_OK(gen_target_make(g_ctx.arch, g_ctx.info.smem_per_block_optin, &target));
+  TU_OK(gen_target_make(tu_gpu.arch, tu_gpu.info.smem_per_block_optin, &target));
   at_shape s = {.batch = c->b, .q_len = c->t, .kv_len = c->s, .q_heads = c->nq, .kv_heads = c->nkv,
                 .head_dim = c->d, .dtype = c->dtype, .mask = c->mask, .with_lse = c->lse};
   gen_variant vs[GEN_MAX_VARIANTS];
@@ -156,13 +139,13 @@ static int check_case(const fp8_case *c)
   CUdeviceptr scratch = tu_alloc_poisoned(rt_naive_scratch_bytes(&sl));
   {
     rt_naive naive;
-    TU_OK(rt_naive_create(g_ctx.arch, c->dtype, AT_DTYPE_F32, &naive));
+    TU_OK(rt_naive_create(tu_gpu.arch, c->dtype, AT_DTYPE_F32, &naive));
     at_tensors tr = t;
     tr.q = (void *)(uintptr_t)q.dev, tr.k = (void *)(uintptr_t)k.dev, tr.v = (void *)(uintptr_t)v.dev;
     tr.o = (void *)(uintptr_t)o32, tr.lse = (float *)(uintptr_t)l32;
     rt_naive_descales ds = {d_descale_q, d_descale_k, d_descale_v};
     TU_OK(rt_naive_run_fp8(&naive, &sl, &tr, &ds, scratch, NULL));
-    TU_OK(rt_ctx_sync(&g_ctx));
+    TU_OK(rt_ctx_sync(&tu_gpu));
     download_f32(o32, nq, ref_o);
     download_f32(l32, nlse, ref_lse);
     rt_naive_destroy(&naive);
@@ -170,7 +153,7 @@ static int check_case(const fp8_case *c)
   /* Reference 2: the naive f32 path on the host-dequantized values; must agree with 1. */
   {
     rt_naive naive;
-    TU_OK(rt_naive_create(g_ctx.arch, AT_DTYPE_F32, AT_DTYPE_F32, &naive));
+    TU_OK(rt_naive_create(tu_gpu.arch, AT_DTYPE_F32, AT_DTYPE_F32, &naive));
     CUdeviceptr fq = upload_f32(q.deq, nq), fk = upload_f32(k.deq, nkv), fv = upload_f32(v.deq, nkv);
     at_shape s32 = sl;
     s32.dtype = AT_DTYPE_F32;
@@ -179,7 +162,7 @@ static int check_case(const fp8_case *c)
     tr.o = (void *)(uintptr_t)o32, tr.lse = (float *)(uintptr_t)l32;
     TU_OK(rt_fill_u8(o32, 0xFF, nq * sizeof(float)));
     TU_OK(rt_naive_run(&naive, &s32, &tr, scratch, NULL));
-    TU_OK(rt_ctx_sync(&g_ctx));
+    TU_OK(rt_ctx_sync(&tu_gpu));
     download_f32(o32, nq, ref32_o);
     download_f32(l32, nlse, ref32_lse);
     rt_free(fq), rt_free(fk), rt_free(fv);
@@ -234,7 +217,7 @@ static int check_case(const fp8_case *c)
     TU_OK(rt_fill_u8(dlse, 0xFF, nlse * sizeof(float)));
     TU_OK(rt_fill_u8((CUdeviceptr)(uintptr_t)d_amax, 0xFF, sizeof(float)));
     TU_OK(gen_launch_fp8(&vs[i], fn, &s, &t, &fp8, NULL));
-    TU_OK(rt_ctx_sync(&g_ctx));
+    TU_OK(rt_ctx_sync(&tu_gpu));
     download_out(c->out, dout, nq, 1.0f / scale_o, got_o);
     tn_error eo = tn_compare(ref_o, got_o, nq);
     tn_error el = {0};
@@ -295,9 +278,9 @@ static const fp8_case CASES[] = {
 static void test_fp8_variants(void **state)
 {
   (void)state;
-  if (!g_have_gpu) skip();
+  if (!tu_have_gpu) skip();
   gen_target target;
-  TU_OK(gen_target_make(g_ctx.arch, g_ctx.info.smem_per_block_optin, &target));
+  TU_OK(gen_target_make(tu_gpu.arch, tu_gpu.info.smem_per_block_optin, &target));
   if (!gen_target_has_fp8(&target)) {
     printf("  %s has no FP8 MMA (sm_89 or newer needed)\n", target.arch);
     skip();
@@ -312,5 +295,5 @@ int main(void)
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_fp8_variants),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return cmocka_run_group_tests(tests, tu_gpu_setup, tu_gpu_teardown);
 }

@@ -12,23 +12,6 @@
 #include "attntune_fp8.h"
 #include "tests/testutil.h"
 
-static rt_ctx g_ctx;
-static int g_have_gpu;
-
-static int setup(void **state)
-{
-  (void)state;
-  g_have_gpu = tu_open_gpu(&g_ctx);
-  return 0;
-}
-
-static int teardown(void **state)
-{
-  (void)state;
-  if (g_have_gpu) rt_ctx_close(&g_ctx);
-  return 0;
-}
-
 typedef struct layout_case {
   int b, t, s, nq, nkv, d;
   at_mask mask;
@@ -69,7 +52,7 @@ static void check_case(const layout_case *c, at_dtype in, at_dtype out, const rt
   t.q = (void *)(uintptr_t)dq, t.k = (void *)(uintptr_t)dk, t.v = (void *)(uintptr_t)dv;
   t.o = (void *)(uintptr_t)dout, t.lse = (float *)(uintptr_t)dlse;
   TU_OK(rt_naive_run(naive, &s, &t, scratch, NULL));
-  TU_OK(rt_ctx_sync(&g_ctx));
+  TU_OK(rt_ctx_sync(&tu_gpu));
   tu_download(out, dout, nq, got_o);
   TU_OK(rt_download(got_lse, dlse, nlse * sizeof(float)));
 
@@ -101,11 +84,11 @@ static const layout_case CASES[] = {
 
 static void run_dtype(at_dtype in)
 {
-  if (!g_have_gpu) skip();
+  if (!tu_have_gpu) skip();
   const at_dtype outs[2] = {AT_DTYPE_F32, in};
   for (int o = 0; o < (in == AT_DTYPE_F32 ? 1 : 2); o++) {
     rt_naive naive;
-    TU_OK(rt_naive_create(g_ctx.arch, in, outs[o], &naive));
+    TU_OK(rt_naive_create(tu_gpu.arch, in, outs[o], &naive));
     for (size_t i = 0; i < sizeof CASES / sizeof *CASES; i++) check_case(&CASES[i], in, outs[o], &naive);
     rt_naive_destroy(&naive);
   }
@@ -169,7 +152,7 @@ static void check_fp8_case(const layout_case *c, at_dtype in, at_dtype out, cons
   const float *d0 = (const float *)(uintptr_t)dscale;
   rt_naive_descales ds = {d0, d0 + 1, d0 + 2};
   TU_OK(rt_naive_run_fp8(naive, &s, &t, &ds, scratch, NULL));
-  TU_OK(rt_ctx_sync(&g_ctx));
+  TU_OK(rt_ctx_sync(&tu_gpu));
   tu_download(out, dout, nq, got_o);
   TU_OK(rt_download(got_lse, dlse, nlse * sizeof(float)));
 
@@ -192,15 +175,15 @@ static void check_fp8_case(const layout_case *c, at_dtype in, at_dtype out, cons
 
 static void run_fp8(at_dtype in)
 {
-  if (!g_have_gpu) skip();
-  if (g_ctx.info.cc_major < 8 || (g_ctx.info.cc_major == 8 && g_ctx.info.cc_minor < 9)) {
+  if (!tu_have_gpu) skip();
+  if (tu_gpu.info.cc_major < 8 || (tu_gpu.info.cc_major == 8 && tu_gpu.info.cc_minor < 9)) {
     printf("  no FP8 conversions before sm_89\n");
     skip();
   }
   const at_dtype outs[2] = {AT_DTYPE_F32, AT_DTYPE_BF16};
   for (int o = 0; o < 2; o++) {
     rt_naive naive;
-    TU_OK(rt_naive_create(g_ctx.arch, in, outs[o], &naive));
+    TU_OK(rt_naive_create(tu_gpu.arch, in, outs[o], &naive));
     for (size_t i = 0; i < sizeof CASES / sizeof *CASES; i++) check_fp8_case(&CASES[i], in, outs[o], &naive);
     rt_naive_destroy(&naive);
   }
@@ -218,5 +201,5 @@ int main(void)
       cmocka_unit_test(test_naive_e4m3),
       cmocka_unit_test(test_naive_e5m2),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return cmocka_run_group_tests(tests, tu_gpu_setup, tu_gpu_teardown);
 }

@@ -24,6 +24,23 @@ int tu_open_gpu(rt_ctx *ctx)
   return 1;
 }
 
+rt_ctx tu_gpu;
+int tu_have_gpu;
+
+int tu_gpu_setup(void **state)
+{
+  (void)state;
+  tu_have_gpu = tu_open_gpu(&tu_gpu);
+  return 0;
+}
+
+int tu_gpu_teardown(void **state)
+{
+  (void)state;
+  if (tu_have_gpu) rt_ctx_close(&tu_gpu);
+  return 0;
+}
+
 CUdeviceptr tu_upload(at_dtype dtype, const float *host, size_t n)
 {
   size_t bytes = n * at_dtype_size(dtype);

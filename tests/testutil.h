@@ -13,6 +13,13 @@
  * printed once), after which the caller should skip(). Any other failure fails the test. */
 int tu_open_gpu(rt_ctx *ctx);
 
+/* Group setup and teardown of GPU test programs: GPU 0 opened into tu_gpu, or tu_have_gpu 0 when
+ * there is none (the tests then skip()). */
+extern rt_ctx tu_gpu;
+extern int tu_have_gpu;
+int tu_gpu_setup(void **state);
+int tu_gpu_teardown(void **state);
+
 /* Fails the current test with at_last_error() when rc is not AT_OK. */
 #define TU_OK(expr)                                                                              \
   do {                                                                                           \
