@@ -56,7 +56,8 @@ static const char USAGE[] =
     "  --q-heads N        Nq (default 16)\n"
     "  --kv-heads N       Nkv, divides Nq (default Nq)\n"
     "  --head-dim N       D (default 128)\n"
-    "  --dtype T          f16 or bf16 (default bf16)\n"
+    "  --dtype T          f16, bf16, e4m3 or e5m2 (default bf16); FP8 inputs are random values\n"
+    "                     in [-1, 1) rounded to the format, unit descales, bf16 output\n"
     "  --causal           causal mask, top-left\n"
     "  --causal-br        causal mask, bottom-right\n"
     "  --lse              also write and check the log-sum-exp\n"
@@ -275,8 +276,8 @@ static int parse_options(int argc, char **argv, bench_opts *o)
     case O_D: if (!tn_parse_int("bench", "--head-dim", a, 1, 512, &s->head_dim)) return -1; break;
     case O_DTYPE:
       if (at_dtype_parse(a, &s->dtype) != AT_OK) return tn_usage_error("bench", "%s", at_last_error()), -1;
-      if (s->dtype != AT_DTYPE_F16 && s->dtype != AT_DTYPE_BF16)
-        return tn_usage_error("bench", "--dtype %s: bench runs f16 and bf16 inputs", a), -1;
+      if (s->dtype == AT_DTYPE_F32)
+        return tn_usage_error("bench", "--dtype f32: bench runs f16, bf16, e4m3 and e5m2 inputs"), -1;
       break;
     case O_CAUSAL: s->mask = AT_MASK_CAUSAL_TL; break;
     case O_CAUSAL_BR: s->mask = AT_MASK_CAUSAL_BR; break;

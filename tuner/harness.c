@@ -150,6 +150,9 @@ at_status tn_impl_cudnn(tn_harness *h, rt_cudnn_path path, tn_impl *impl, rt_cud
   impl->kind = TN_IMPL_CUDNN;
   impl->path = path;
   snprintf(impl->name, sizeof impl->name, "%s", path == RT_CUDNN_PATH_UNIFIED ? "cudnn-unified" : "cudnn");
+  if (tn_output_dtype(h->shape.dtype) != h->shape.dtype)
+    return rt_fail(AT_ERR_UNSUPPORTED, "cuDNN's FP8 attention writes FP8 output, compared here with bf16; "
+                   "build/tests/bench_cudnn times it");
   at_status rc;
   if (!h->cudnn && (rc = rt_cudnn_sdpa_create(h->ctx, &h->cudnn)) != AT_OK) return rc;
   rt_cudnn_sdpa_set_path(h->cudnn, path);
