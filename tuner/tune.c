@@ -18,10 +18,10 @@
  * Every trial is committed as it finishes; a rerun skips shapes marked done and trials already
  * final (full repetitions, or a failure), so a killed run loses at most the trial in flight.
  */
-#include <getopt.h>
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +29,6 @@
 #include <unistd.h>
 
 #include "tuner/cli.h"
-#include "tuner/commands.h"
 #include "tuner/config.h"
 #include "tuner/harness.h"
 #include "tuner/reference.h"
