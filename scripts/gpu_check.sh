@@ -4,7 +4,8 @@
 # 8k benchmark table, printed last.
 # Run on the GPU machine from the repository root after building on the build machine with
 #   cmake -S . -B build -DCMAKE_BUILD_TYPE=Release && cmake --build build -j2 && scripts/devlibs.sh build
-# Full logs go to $OUT (or ./gpu-logs). GPU_CHECK_SKIP_TUNE=1 and GPU_CHECK_SKIP_SUITE=1 skip those.
+# Full logs go to $OUT (or ./gpu-logs). GPU_CHECK_SKIP_TUNE=1 and GPU_CHECK_SKIP_SUITE=1 skip those;
+# GPU_CHECK_FP8=1 adds FP8-vs-bf16 benchmarks at T=S=8192, D 128 and 256.
 build=${1:-build}
 out=${OUT:-gpu-logs}
 mkdir -p "$out"
@@ -37,6 +38,15 @@ for mask in "" --causal; do
   timeout 120 "$at" bench --impl naive,cudnn,fa2-default --batch 2 --seq-len 8192 --q-heads 16 \
     --head-dim 128 --reps 20 $mask >>"$out/bench.txt" 2>&1
 done
+# FP8 against bf16 on the same shapes (issue of the FP8 family): the default variant of each.
+if [ -n "${GPU_CHECK_FP8:-}" ]; then
+  for d in 128 256; do
+    for dt in bf16 e4m3 e5m2; do
+      timeout 120 "$at" bench --impl fa2-default --dtype $dt --batch 2 --seq-len 8192 --q-heads 16 \
+        --head-dim $d --reps 20 >>"$out/fp8.txt" 2>&1
+    done
+  done
+fi
 echo "== devices"; cat "$out/devices.txt"
 echo "== ctest (exit $ctest_rc; full log in ctest.log)"
 grep -E "Test +#[0-9]+:|tests passed|FAILED|Failed|^planted|^killed|^after|^ok:" "$out/ctest.log"
@@ -45,5 +55,6 @@ tail -n 3 "$out/tune.err"; cat "$out/tune.txt"
 echo "== bench --suite codelab (exit $suite_rc; report in report.txt, codelab.html)"
 tail -n 4 "$out/suite.err"; head -n 30 "$out/report.txt"
 echo "== library overhead"; cat "$out/overhead.txt"
+[ -f "$out/fp8.txt" ] && { echo "== FP8 vs bf16"; grep -E "^shape|^fa2|refused|unsupported" "$out/fp8.txt"; }
 echo "== bench"; cat "$out/bench.txt"
 [ "$ctest_rc" = 0 ]
