@@ -603,23 +603,12 @@ static void test_gpu_filter_and_messages(void **state)
 
 /* ---- the command line -------------------------------------------------------------------- */
 
-/* Run attntune (next to this test's folder) with args; return its exit code and output. */
+/* attntune report ARGS: exit code and output. */
 static int run_cli(const char *args, char *output, size_t size)
 {
-  char self[512], cmd[2048], out_path[400];
-  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  assert_true(n > 0);
-  self[n] = '\0';
-  snprintf(out_path, sizeof out_path, "%s/cli.out", g_dir);
-  snprintf(cmd, sizeof cmd, "'%s/../attntune' report %s > '%s' 2>&1", dirname(self), args, out_path);
-  int status = system(cmd);
-  assert_true(WIFEXITED(status));
-  FILE *f = fopen(out_path, "r");
-  assert_non_null(f);
-  size_t got = fread(output, 1, size - 1, f);
-  output[got] = '\0';
-  fclose(f);
-  return WEXITSTATUS(status);
+  char full[1200];
+  snprintf(full, sizeof full, "report %s", args);
+  return tu_run_attntune(full, g_dir, output, size);
 }
 
 static void test_cli_exit_codes(void **state)

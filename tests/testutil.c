@@ -5,6 +5,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <libgen.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -70,6 +73,24 @@ CUdeviceptr tu_alloc_poisoned(size_t bytes)
   TU_OK(rt_alloc(&dev, bytes));
   TU_OK(rt_fill_u8(dev, 0xFF, bytes));
   return dev;
+}
+
+int tu_run_attntune(const char *args, const char *dir, char *output, size_t size)
+{
+  char self[512], cmd[4096], out_path[600];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  assert_true(n > 0);
+  self[n] = '\0';
+  snprintf(out_path, sizeof out_path, "%s/cli.out", dir);
+  snprintf(cmd, sizeof cmd, "'%s/../attntune' %s > '%s' 2>&1", dirname(self), args, out_path);
+  int status = system(cmd);
+  assert_true(WIFEXITED(status));
+  FILE *f = fopen(out_path, "r");
+  assert_non_null(f);
+  size_t got = fread(output, 1, size - 1, f);
+  output[got] = '\0';
+  fclose(f);
+  return WEXITSTATUS(status);
 }
 
 float *tu_random_tensor(tn_rng *rng, at_dtype dtype, size_t n)

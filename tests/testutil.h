@@ -34,6 +34,10 @@ void tu_download(at_dtype dtype, CUdeviceptr dev, size_t n, float *host);
 /* A device buffer of bytes, every byte 0xFF: NaN in f32, f16 and bf16 alike. */
 CUdeviceptr tu_alloc_poisoned(size_t bytes);
 
+/* Run the attntune binary of this build (next to the tests' folder) with args, through the
+ * shell; its stdout and stderr land in output (scratch file in dir). Returns the exit code. */
+int tu_run_attntune(const char *args, const char *dir, char *output, size_t size);
+
 /* Random fp32 values in [-1, 1), rounded to what dtype holds; the caller frees. */
 float *tu_random_tensor(tn_rng *rng, at_dtype dtype, size_t n);
 
