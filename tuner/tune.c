@@ -15,9 +15,12 @@
  *     │
  *     └─ best = fastest of (full-pass ok trials, cuDNN) ──> best row with its cubin; shape done
  *
+ * A trial's recorded states: ok with first-pass repetitions → ok with full repetitions, or →
+ * dropped; every other status is final when first recorded (assert_second_pass checks this).
  * Every trial is committed as it finishes; a rerun skips shapes marked done and trials already
  * final (full repetitions, or a failure), so a killed run loses at most the trial in flight.
  */
+#include <assert.h>
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
@@ -358,6 +361,13 @@ static int by_time(const void *a, const void *b)
   return (x > y) - (x < y);
 }
 
+/* Only a first-pass ok trial goes on to the second pass (re-timed, or dropped). */
+static void assert_second_pass(const cache_trial *t, int full_reps)
+{
+  assert(t->status == CACHE_OK && t->reps < full_reps);
+  (void)t, (void)full_reps;
+}
+
 /* The cuDNN trial of this shape: reuse a final one, else time it now. */
 static at_status tune_cudnn(device_job *job, const tn_response *shape_resp, cache_trial *t)
 {
@@ -519,6 +529,7 @@ static at_status tune_shape(device_job *job, int index)
   for (int r = 0; r < n_ok && rc == AT_OK && !g_stop; r++) {
     cache_trial *t = &trials[order[r].index];
     if (t->reps >= cfg->reps) continue;
+    assert_second_pass(t, cfg->reps);
     if (r >= keep) {
       t->status = CACHE_DROPPED;
       rc = cache_put_trial(job->db, &job->env, t);
