@@ -88,3 +88,17 @@ void gen_compiled_free(gen_compiled *c, int n)
 {
   for (int i = 0; i < n; i++) rt_binary_free(&c[i].binary);
 }
+
+at_status gen_module_load(const gen_variant *v, const void *cubin, CUmodule *module, CUfunction *fn)
+{
+  char entry[GEN_KEY_MAX];
+  at_status rc = gen_entry_name(v, entry, sizeof entry);
+  *module = NULL;
+  if (rc == AT_OK) rc = rt_module_load(cubin, module);
+  if (rc == AT_OK) rc = rt_module_function(*module, entry, fn);
+  if (rc != AT_OK) {
+    rt_module_unload(*module);
+    *module = NULL;
+  }
+  return rc;
+}

@@ -136,6 +136,10 @@ at_status gen_compile_all(const gen_variant *variants, int n, const gen_target *
                           gen_compiled *out);
 void gen_compiled_free(gen_compiled *c, int n);
 
+/* Load a variant's cubin on the current context and find its entry point. On failure nothing
+ * stays loaded. */
+at_status gen_module_load(const gen_variant *v, const void *cubin, CUmodule *module, CUfunction *fn);
+
 /* Per-tensor FP8 scaling of one call: device pointers to one fp32 each (x_real = code * descale,
  * as include/attntune_fp8.h). NULL inputs mean 1. scale_o and amax_o are used only when O is FP8:
  * O = fp8(O_real * scale_o), amax_o = max |O_real| (the launch zeroes it on the stream first).

@@ -174,20 +174,18 @@ static at_status variant_cubin(at_context *c, const gen_variant *v, const char *
 
 static at_status use_variant(at_context *c, at_plan *p, const gen_variant *v)
 {
-  char key[GEN_KEY_MAX], entry[GEN_KEY_MAX];
+  char key[GEN_KEY_MAX];
   at_status rc;
   if ((rc = gen_variant_matches(v, &p->shape)) != AT_OK) return rc;
   if ((rc = gen_variant_check(v, &c->target)) != AT_OK) return rc;
   if ((rc = gen_variant_key(v, key, sizeof key)) != AT_OK) return rc;
-  if ((rc = gen_entry_name(v, entry, sizeof entry)) != AT_OK) return rc;
   loaded_variant *l = find_loaded(c, key);
   if (!l) {
     void *cubin = NULL;
     CUmodule module = NULL;
     CUfunction fn = NULL;
     rc = variant_cubin(c, v, key, &cubin, &p->info.compiled);
-    if (rc == AT_OK) rc = rt_module_load(cubin, &module);
-    if (rc == AT_OK) rc = rt_module_function(module, entry, &fn);
+    if (rc == AT_OK) rc = gen_module_load(v, cubin, &module, &fn);
     if (rc == AT_OK) rc = remember_loaded(c, key, module, fn);
     free(cubin);
     if (rc != AT_OK) {

@@ -90,7 +90,6 @@ static int check_case(const fa2_case *c)
   printf("  B%d T%d S%d Nq%d Nkv%d D%d %s %s%s%s: %d variants\n", c->b, c->t, c->s, c->nq, c->nkv, c->d,
          at_dtype_name(c->dtype), at_mask_name(c->mask), c->lse ? " lse" : "", c->bhsd ? " bhsd" : "", n);
   for (int i = 0; i < n; i++) {
-    char entry[GEN_KEY_MAX];
     CUmodule mod;
     CUfunction fn;
     if (comp[i].status != AT_OK) {
@@ -98,9 +97,7 @@ static int check_case(const fa2_case *c)
       failures++;
       continue;
     }
-    TU_OK(gen_entry_name(&vs[i], entry, sizeof entry));
-    TU_OK(rt_module_load(comp[i].binary.cubin, &mod));
-    TU_OK(rt_module_function(mod, entry, &fn));
+    TU_OK(gen_module_load(&vs[i], comp[i].binary.cubin, &mod, &fn));
     TU_OK(rt_fill_u8(dout, 0xFF, nq * at_dtype_size(c->dtype)));
     TU_OK(rt_fill_u8(dlse, 0xFF, nlse * sizeof(float)));
     TU_OK(gen_launch(&vs[i], fn, &s, &t, NULL));

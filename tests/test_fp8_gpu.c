@@ -202,7 +202,6 @@ static int check_case(const fp8_case *c)
   /* The input format's tolerance, or the output's if that is the coarser FP8 format. */
   const double tol = out_fp8 && tolerance(c->out) > tolerance(c->dtype) ? tolerance(c->out) : tolerance(c->dtype);
   for (int i = 0; i < n; i++) {
-    char entry[GEN_KEY_MAX];
     CUmodule mod;
     CUfunction fn;
     if (comp[i].status != AT_OK) {
@@ -210,9 +209,7 @@ static int check_case(const fp8_case *c)
       failures++;
       continue;
     }
-    TU_OK(gen_entry_name(&vs[i], entry, sizeof entry));
-    TU_OK(rt_module_load(comp[i].binary.cubin, &mod));
-    TU_OK(rt_module_function(mod, entry, &fn));
+    TU_OK(gen_module_load(&vs[i], comp[i].binary.cubin, &mod, &fn));
     TU_OK(rt_fill_u8(dout, 0xFF, nq * at_dtype_size(c->out)));
     TU_OK(rt_fill_u8(dlse, 0xFF, nlse * sizeof(float)));
     TU_OK(rt_fill_u8((CUdeviceptr)(uintptr_t)d_amax, 0xFF, sizeof(float)));

@@ -164,14 +164,11 @@ at_status tn_impl_cudnn(tn_harness *h, rt_cudnn_path path, tn_impl *impl, rt_cud
 at_status tn_impl_variant(tn_harness *h, const gen_variant *v, const void *cubin, tn_impl *impl)
 {
   (void)h;
-  char entry[GEN_KEY_MAX];
   memset(impl, 0, sizeof *impl);
   impl->kind = TN_IMPL_FA2;
   impl->variant = *v;
   at_status rc = gen_variant_key(v, impl->name, sizeof impl->name);
-  if (rc == AT_OK) rc = gen_entry_name(v, entry, sizeof entry);
-  if (rc == AT_OK) rc = rt_module_load(cubin, &impl->module);
-  if (rc == AT_OK) rc = rt_module_function(impl->module, entry, &impl->fn);
+  if (rc == AT_OK) rc = gen_module_load(v, cubin, &impl->module, &impl->fn);
   return rc;
 }
 
