@@ -40,6 +40,7 @@
 
 typedef enum gen_family {
   GEN_FAMILY_FA2 = 0, /* FlashAttention-2 style, mma.sync, sm_80+ */
+  GEN_FAMILY_FA3 = 1, /* Hopper: wgmma, FP8 inputs, sm_90a only (templates/fa3.cu) */
 } gen_family;
 
 /* What a variant is specialized for; a variant runs exactly the shapes with this spec. */

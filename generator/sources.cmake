@@ -1,5 +1,6 @@
 set(AT_GENERATOR_SOURCES
   generator/variant.c
   generator/fa2.c
+  generator/fa3.c
   generator/compile.c
 )

@@ -63,7 +63,14 @@ at_status gen_spec_from_shape_out(gen_family family, const at_shape *shape, at_d
                                   gen_spec *out)
 {
   memset(out, 0, sizeof *out);
-  if (family != GEN_FAMILY_FA2) return rt_fail(AT_ERR_INVALID, "unknown kernel family %d", (int)family);
+  if (family != GEN_FAMILY_FA2 && family != GEN_FAMILY_FA3)
+    return rt_fail(AT_ERR_INVALID, "unknown kernel family %d", (int)family);
+  if (family == GEN_FAMILY_FA3 && !is_fp8(shape->dtype))
+    return rt_fail(AT_ERR_UNSUPPORTED, "dtype %s is not supported by fa3 (expected e4m3 or e5m2)",
+                   at_dtype_name(shape->dtype));
+  if (family == GEN_FAMILY_FA3 && out_dtype != AT_DTYPE_BF16 && out_dtype != AT_DTYPE_F16)
+    return rt_fail(AT_ERR_UNSUPPORTED, "fa3 writes O of %s inputs as bf16 or f16, not %s",
+                   at_dtype_name(shape->dtype), at_dtype_name(out_dtype));
   if (shape->dtype != AT_DTYPE_F16 && shape->dtype != AT_DTYPE_BF16 && !is_fp8(shape->dtype))
     return rt_fail(AT_ERR_UNSUPPORTED, "dtype %s is not supported by fa2 (expected f16, bf16, e4m3 or e5m2)",
                    at_dtype_name(shape->dtype));
@@ -119,7 +126,7 @@ at_status gen_variant_matches(const gen_variant *v, const at_shape *shape)
 
 static const char *family_name(gen_family family)
 {
-  return family == GEN_FAMILY_FA2 ? "fa2" : NULL;
+  return family == GEN_FAMILY_FA2 ? "fa2" : family == GEN_FAMILY_FA3 ? "fa3" : NULL;
 }
 
 at_status gen_variant_key(const gen_variant *v, char *buf, size_t size)
@@ -174,12 +181,12 @@ at_status gen_variant_parse(const char *key, gen_variant *out)
     if (n == 12) return rt_fail(AT_ERR_INVALID, "variant key '%s' has too many fields", key);
     fields[n++] = f;
   }
-  if (n < 9 || strcmp(fields[0], "fa2") != 0)
+  if (n < 9 || (strcmp(fields[0], "fa2") != 0 && strcmp(fields[0], "fa3") != 0))
     return rt_fail(AT_ERR_INVALID,
                    "variant key '%s' is malformed (expected "
-                   "fa2.<dtype>.d<D>.<mask>.g<G>.bm<M>.bn<N>.w<W>.s<S>[.o<dtype>][.lse])",
+                   "<fa2|fa3>.<dtype>.d<D>.<mask>.g<G>.bm<M>.bn<N>.w<W>.s<S>[.o<dtype>][.lse])",
                    key);
-  out->family = GEN_FAMILY_FA2;
+  out->family = strcmp(fields[0], "fa3") == 0 ? GEN_FAMILY_FA3 : GEN_FAMILY_FA2;
   if (at_dtype_parse(fields[1], &out->spec.dtype) != AT_OK)
     return rt_fail(AT_ERR_INVALID, "variant key '%s': unknown dtype '%s'", key, fields[1]);
   out->spec.out_dtype = gen_default_out_dtype(out->spec.dtype);

@@ -1,0 +1,218 @@
+/*
+ * fa3.c — the fa3 family: constraints, enumeration, default, the preamble of templates/fa3.cu and
+ * the wgmma wrappers it calls. The launch is fa2's (same arguments and grid; generator/fa2.c).
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "generator/fa3.h"
+
+static const int k_warps[] = {8, 4};     /* block_m = 16 * warps: 128 or 64 */
+static const int k_block_n[] = {128, 64};
+static const int k_stages[] = {2, 3};
+#define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+static int is_fp8(at_dtype dtype) { return dtype == AT_DTYPE_E4M3 || dtype == AT_DTYPE_E5M2; }
+
+int fa3_target_ok(const gen_target *target)
+{
+  return target->cc_major == 9 && target->cc_minor == 0 && strcmp(target->arch, "sm_90a") == 0;
+}
+
+/* Mirrors FA3_SMEM_BYTES: 1 KB to align the tiles, Q, STAGES x (K, V), and V^T. */
+int fa3_smem_bytes(const gen_variant *v)
+{
+  const int d = v->spec.head_dim;
+  return 1024 + v->block_m * d + (2 * v->stages + 1) * v->block_n * d;
+}
+
+/* O (D/2) and S (BN/2) fp32 accumulators per thread, P (BN/8 words), and about 56 for addresses,
+ * softmax state and the transpose. */
+int fa3_register_estimate(const gen_variant *v)
+{
+  return v->spec.head_dim / 2 + v->block_n / 2 + v->block_n / 8 + 56;
+}
+
+at_status fa3_variant_check(const gen_variant *v, const gen_target *target)
+{
+  const gen_spec *s = &v->spec;
+  if (!is_fp8(s->dtype))
+    return rt_fail(AT_ERR_INVALID, "dtype %s is not supported by fa3 (expected e4m3 or e5m2)",
+                   at_dtype_name(s->dtype));
+  if (s->out_dtype != AT_DTYPE_BF16 && s->out_dtype != AT_DTYPE_F16)
+    return rt_fail(AT_ERR_INVALID, "fa3 writes O as bf16 or f16, not %s", at_dtype_name(s->out_dtype));
+  if (!fa3_target_ok(target))
+    return rt_fail(AT_ERR_UNSUPPORTED, "fa3 needs sm_90a (wgmma), not %s", target->arch);
+  if (s->head_dim != 64 && s->head_dim != 128 && s->head_dim != 256)
+    return rt_fail(AT_ERR_UNSUPPORTED, "fa3 runs head dim 64, 128 or 256, not %d", s->head_dim);
+  if (s->mask != AT_MASK_NONE && s->mask != AT_MASK_CAUSAL_TL && s->mask != AT_MASK_CAUSAL_BR)
+    return rt_fail(AT_ERR_INVALID, "unknown mask %d", (int)s->mask);
+  if (s->gqa < 1 || s->gqa > 1024) return rt_fail(AT_ERR_INVALID, "GQA ratio %d is out of range (1..1024)", s->gqa);
+  if (v->warps != 4 && v->warps != 8)
+    return rt_fail(AT_ERR_UNSUPPORTED, "fa3 runs 4 or 8 warps (1 or 2 warpgroups), not %d", v->warps);
+  if (v->block_m != 16 * v->warps)
+    return rt_fail(AT_ERR_UNSUPPORTED, "fa3 block_m must be 16 rows per warp (%d for %d warps), not %d",
+                   16 * v->warps, v->warps, v->block_m);
+  if (v->block_n != 64 && v->block_n != 128)
+    return rt_fail(AT_ERR_UNSUPPORTED, "fa3 block_n must be 64 or 128, not %d", v->block_n);
+  if (v->stages < 2 || v->stages > 4)
+    return rt_fail(AT_ERR_UNSUPPORTED, "%d stages (expected 2..4)", v->stages);
+  int smem = fa3_smem_bytes(v);
+  if (smem > target->smem_limit)
+    return rt_fail(AT_ERR_UNSUPPORTED, "needs %d bytes of shared memory, %s allows %d", smem, target->arch,
+                   target->smem_limit);
+  int regs = fa3_register_estimate(v), budget = 65536 / (32 * v->warps);
+  if (budget > 255) budget = 255;
+  if (regs > budget)
+    return rt_fail(AT_ERR_UNSUPPORTED, "needs about %d registers per thread, budget %d (would spill)", regs,
+                   budget);
+  return AT_OK;
+}
+
+at_status fa3_enumerate(const gen_spec *spec, const gen_target *target,
+                        int (*tile_ok)(const gen_variant *, const at_shape *), const at_shape *shape,
+                        gen_variant *out, int cap, int *n)
+{
+  if (!is_fp8(spec->dtype) || !fa3_target_ok(target)) return AT_OK;
+  for (int a = 0; a < COUNT(k_warps); a++)
+    for (int b = 0; b < COUNT(k_block_n); b++)
+      for (int c = 0; c < COUNT(k_stages); c++) {
+        gen_variant v = {GEN_FAMILY_FA3, *spec, 16 * k_warps[a], k_block_n[b], k_warps[a], k_stages[c]};
+        if (fa3_variant_check(&v, target) != AT_OK || !tile_ok(&v, shape)) continue;
+        if (*n == cap) return rt_fail(AT_ERR_INVALID, "more than %d variants for this shape", cap);
+        out[(*n)++] = v;
+      }
+  rt_clear_error(); /* the refusals above are expected */
+  return AT_OK;
+}
+
+int fa3_default(const gen_spec *spec, const gen_target *target, gen_variant *out)
+{
+  static const struct { int block_n, warps, stages; } prefs[] = {{128, 8, 2}, {64, 8, 2}, {64, 4, 2}};
+  for (int i = 0; i < COUNT(prefs); i++) {
+    gen_variant v = {GEN_FAMILY_FA3, *spec, 16 * prefs[i].warps, prefs[i].block_n, prefs[i].warps,
+                     prefs[i].stages};
+    if (is_fp8(spec->dtype) && fa3_variant_check(&v, target) == AT_OK) {
+      *out = v;
+      return 1;
+    }
+  }
+  rt_clear_error();
+  return 0;
+}
+
+at_status fa3_preamble(const gen_variant *v, const gen_target *target, const char *key, const char *entry,
+                       char *buf, size_t size, int *len)
+{
+  int n = snprintf(buf, size,
+                   "/* %s: generated by attntune for %s (templates/common.cuh + wgmma wrappers + "
+                   "templates/fa3.cu) */\n"
+                   "#define AT_IN_DTYPE %d /* %s */\n"
+                   "#define AT_OUT_DTYPE %d /* %s */\n"
+                   "#define FA3_KERNEL %s\n"
+                   "#define FA3_HEAD_DIM %d\n"
+                   "#define FA3_MASK %d /* %s */\n"
+                   "#define FA3_GQA %d\n"
+                   "#define FA3_LSE %d\n"
+                   "#define FA3_BLOCK_M %d\n"
+                   "#define FA3_BLOCK_N %d\n"
+                   "#define FA3_WARPS %d\n"
+                   "#define FA3_STAGES %d\n"
+                   "#define FA3_SMEM_LIMIT %d\n",
+                   key, target->arch, (int)v->spec.dtype, at_dtype_name(v->spec.dtype), (int)v->spec.out_dtype,
+                   at_dtype_name(v->spec.out_dtype), entry, v->spec.head_dim, (int)v->spec.mask,
+                   at_mask_name(v->spec.mask), v->spec.gqa, v->spec.with_lse, v->block_m, v->block_n, v->warps,
+                   v->stages, target->smem_limit);
+  if (n < 0 || (size_t)n >= size) return rt_fail(AT_ERR_INVALID, "preamble of %s too long", key);
+  *len = n;
+  return AT_OK;
+}
+
+/* ---- wgmma wrappers ---------------------------------------------------------------------------- */
+
+typedef struct text {
+  char *buf;
+  size_t len, cap;
+  int failed;
+} text;
+
+static void put(text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(text *t, const char *fmt, ...)
+{
+  if (t->failed) return;
+  for (;;) {
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(t->buf ? t->buf + t->len : NULL, t->buf ? t->cap - t->len : 0, fmt, ap);
+    va_end(ap);
+    if (n < 0) {
+      t->failed = 1;
+      return;
+    }
+    if (t->buf && t->len + (size_t)n < t->cap) {
+      t->len += (size_t)n;
+      return;
+    }
+    size_t want = (t->cap + (size_t)n + 1) * 2;
+    char *p = realloc(t->buf, want);
+    if (!p) {
+      t->failed = 1;
+      return;
+    }
+    t->buf = p;
+    t->cap = want;
+  }
+}
+
+/* "{%first, ..., %(first+count-1)}" */
+static void reg_list(text *t, int first, int count)
+{
+  put(t, "{");
+  for (int i = 0; i < count; i++) put(t, "%s%%%d", i ? ", " : "", first + i);
+  put(t, "}");
+}
+
+static void acc_operands(text *t, int count)
+{
+  for (int i = 0; i < count; i++) put(t, "%s\"+f\"(d[%d])", i ? ", " : "", i);
+}
+
+/* One m64nNk32 wgmma per call: N/2 fp32 accumulators per thread. fa3_mma_qk takes A (Q) and B (K)
+ * from shared memory and zeroes the accumulators when accumulate is 0 (the scale-d predicate);
+ * fa3_mma_pv takes A (P, e4m3) from four registers and always accumulates. */
+at_status fa3_wrappers(const gen_variant *v, char **out, size_t *len)
+{
+  const char *in = v->spec.dtype == AT_DTYPE_E4M3 ? "e4m3" : "e5m2";
+  const int n_qk = v->block_n, n_pv = v->spec.head_dim;
+  text t = {0};
+  put(&t, "/* wgmma wrappers generated by generator/fa3.c for this variant */\n");
+  put(&t,
+      "__device__ __forceinline__ void fa3_mma_qk(float *d, unsigned long long desc_a, "
+      "unsigned long long desc_b, int accumulate)\n{\n"
+      "  asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %%%d, 0;\\n\"\n"
+      "               \"wgmma.mma_async.sync.aligned.m64n%dk32.f32.%s.%s \"\n               \"",
+      n_qk / 2 + 2, n_qk, in, in);
+  reg_list(&t, 0, n_qk / 2);
+  put(&t, ", %%%d, %%%d, p, 1, 1;\\n}\\n\"\n               : ", n_qk / 2, n_qk / 2 + 1);
+  acc_operands(&t, n_qk / 2);
+  put(&t, "\n               : \"l\"(desc_a), \"l\"(desc_b), \"r\"(accumulate));\n}\n\n");
+  put(&t,
+      "__device__ __forceinline__ void fa3_mma_pv(float *d, const unsigned *a, unsigned long long desc_b)\n{\n"
+      "  asm volatile(\"wgmma.mma_async.sync.aligned.m64n%dk32.f32.e4m3.%s \"\n               \"",
+      n_pv, in);
+  reg_list(&t, 0, n_pv / 2);
+  put(&t, ", ");
+  reg_list(&t, n_pv / 2, 4);
+  put(&t, ", %%%d, 1, 1, 1;\\n\"\n               : ", n_pv / 2 + 4);
+  acc_operands(&t, n_pv / 2);
+  put(&t, "\n               : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"l\"(desc_b));\n}\n\n");
+  if (t.failed) {
+    free(t.buf);
+    return rt_fail(AT_ERR_NOMEM, "no memory for the wgmma wrappers");
+  }
+  *out = t.buf;
+  *len = t.len;
+  return AT_OK;
+}

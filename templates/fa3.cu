@@ -1,0 +1,406 @@
+/*
+ * fa3.cu — Hopper (sm_90a) fused attention forward with wgmma: FP8 inputs (E4M3 or E5M2), fp32
+ * accumulate, bf16 or f16 output. Computes what fa2.cu computes (same arguments, same BSHD
+ * strides, same masks, GQA and log-sum-exp; templates/fa2.cu's header has the formula).
+ *
+ * Why a second family: on sm_90 the FP8 mma.sync is not a tensor-core instruction (ptxas lowers it
+ * to f16 MMAs), so FP8 runs at the tensor cores' FP8 rate only through wgmma, the warpgroup MMA
+ * with operands in shared memory.
+ *
+ * The generator's preamble defines AT_IN_DTYPE, AT_OUT_DTYPE, FA3_KERNEL, FA3_HEAD_DIM, FA3_MASK,
+ * FA3_GQA, FA3_LSE, FA3_BLOCK_M, FA3_BLOCK_N, FA3_WARPS, FA3_STAGES, FA3_SMEM_LIMIT, and after
+ * common.cuh two wgmma wrappers whose register lists depend on the tile (generator/fa3.c):
+ *   fa3_mma_qk(float *s, desc_q, desc_k, accumulate)   S[64 x BN] (+)= Q[64 x 32] K[BN x 32]^T
+ *   fa3_mma_pv(float *o, const unsigned p[4], desc_vt)  O[64 x D]   += P[64 x 32] (V^T[D x 32])^T
+ * Accumulator element 4*j + e of a thread is the m16n8 C fragment element e of n8 tile j, for the
+ * 16 rows of its warp: rows 16*warp + g (+8 for e >= 2), columns 8j + 2t + (e & 1), lane = 4g + t.
+ *
+ * Work split: grid (ceil(T / BLOCK_M), Nq, B); BLOCK_M = 64 per warpgroup; warp w of the CTA owns
+ * query rows 16w..16w+15, so the online softmax is fa2's, per warp, with quad shuffles.
+ *
+ * Shared memory. A K-major wgmma operand of R rows and KB bytes per row (KB = 64, 128 or 256) is
+ * stored as column blocks of CW = min(KB, 128) bytes: block c holds bytes [c*CW, (c+1)*CW) of every
+ * row, rows CW bytes apart, with the hardware's swizzle (CW = 128: 16-byte chunk ^= row % 8;
+ * CW = 64: chunk ^= (row / 2) % 4), which is what the matrix descriptor's swizzle mode expects
+ * (8-row atoms, stride byte offset 8*CW, blocks aligned to 1024 bytes). One k32 step is 32 bytes
+ * along K: the descriptor's start address moves by 32 inside a block.
+ *   Q [BM][D]   STAGES x K [BN][D]   STAGES x V [BN][D] (as loaded)   V^T [D][BN] (one)
+ *
+ * V. FP8 wgmma takes both operands K-major, and for P V the k dimension is the keys: V^T, with the
+ * keys of each d contiguous. V arrives [key][d] (cp.async), and every warp transposes a share of
+ * it into V^T while S = Q K^T runs on the tensor cores. P's A fragment comes straight from the S
+ * accumulators, as in fa2.cu's FP8 path: lane (g,t) holds, per 32 keys, keys {2t, 2t+1, 8+2t, 9+2t}
+ * (+16 for registers 2 and 3) where the A fragment wants k slots 4t..4t+3. So V^T is written with
+ * that order: k slot 4w+i of V^T row d holds key 32(w/8) + 16((w/4)%2) + 2(w%4) + {0,1,8,9}[i].
+ * A thread reads one 32-bit word (4 d's) from each of those 4 key rows of V and forms, with byte
+ * permutes, one V^T word per d. The 32 lanes of a warp take 8 groups of 4 d's (g) times 4 words
+ * (t) of one 16-byte chunk of V^T, and lane group g writes its 4 rows in an order rotated by g/2:
+ * then each store instruction hits 8 rows with distinct row % 8 (distinct swizzled chunks) and
+ * 4 words each — 32 banks; the reads hit 4 key rows with distinct swizzles — 32 banks too.
+ *
+ * Per K/V tile: wait for the tile's copies, barrier; prefetch tile t + STAGES - 1; issue S = Q K^T
+ * (D/32 wgmmas); transpose V into V^T; wait for S; mask; online softmax (exp2, P as e4m3(p * 448),
+ * fa2.cu explains the scale); barrier (V^T complete); O += P V (BN/32 wgmmas); wait.
+ * Copies by cp.async and stores by threads are generic-proxy writes; wgmma reads shared memory
+ * through the async proxy, hence fence.proxy.async before the barriers that publish them.
+ */
+
+#if AT_IN_DTYPE != AT_DTYPE_E4M3 && AT_IN_DTYPE != AT_DTYPE_E5M2
+#error "fa3 takes e4m3 or e5m2 inputs"
+#endif
+#if AT_OUT_DTYPE != AT_DTYPE_BF16 && AT_OUT_DTYPE != AT_DTYPE_F16
+#error "fa3 writes O as bf16 or f16"
+#endif
+
+static constexpr int FA3_D = FA3_HEAD_DIM;
+static constexpr int FA3_BM = FA3_BLOCK_M;
+static constexpr int FA3_BN = FA3_BLOCK_N;
+static constexpr int FA3_THREADS = FA3_WARPS * 32;
+static constexpr int FA3_NT = FA3_BN / 8; /* n8 tiles of S per warp */
+static constexpr int FA3_OT = FA3_D / 8;  /* n8 tiles of O per warp */
+static constexpr int FA3_PK = FA3_BN / 32; /* k32 steps of P V */
+static constexpr int FA3_QK = FA3_D / 32;  /* k32 steps of Q K^T */
+static constexpr int FA3_CW_D = FA3_D < 128 ? FA3_D : 128;   /* column block of Q, K, V */
+static constexpr int FA3_CW_N = FA3_BN < 128 ? FA3_BN : 128; /* column block of V^T */
+static constexpr int FA3_Q_BYTES = FA3_BM * FA3_D;
+static constexpr int FA3_KV_BYTES = FA3_BN * FA3_D;
+static constexpr int FA3_SMEM_BYTES = 1024 + FA3_Q_BYTES + (2 * FA3_STAGES + 1) * FA3_KV_BYTES;
+static constexpr bool FA3_CAUSAL = FA3_MASK != AT_MASK_NONE;
+/* P is stored as e4m3(p * 448); log2(448) is added in the exponent instead of multiplying. */
+#define FA3_P_LOG2_SCALE 8.8073549220576041f
+
+static_assert(FA3_D == 64 || FA3_D == 128 || FA3_D == 256, "head dim 64, 128 or 256");
+static_assert(FA3_BN == 64 || FA3_BN == 128, "BLOCK_N 64 or 128");
+static_assert(FA3_BM == 16 * FA3_WARPS && FA3_WARPS % 4 == 0, "16 rows per warp, whole warpgroups");
+static_assert(FA3_STAGES >= 2 && FA3_STAGES <= 4, "2..4 K/V stages");
+static_assert(FA3_SMEM_BYTES <= FA3_SMEM_LIMIT, "shared memory over the target's limit");
+
+/* ---- PTX wrappers ----------------------------------------------------------------------------- */
+
+__device__ __forceinline__ unsigned fa3_smem_addr(const void *p)
+{
+  unsigned a;
+  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+  return a;
+}
+
+__device__ __forceinline__ void fa3_cp_async16(unsigned dst, const void *src, int src_bytes)
+{
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes)
+               : "memory");
+}
+
+__device__ __forceinline__ void fa3_cp_async_commit(void) { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+
+template <int n> __device__ __forceinline__ void fa3_cp_async_wait(void)
+{
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(n) : "memory");
+}
+
+/* Generic-proxy writes to shared memory (cp.async, st.shared) become visible to wgmma. */
+__device__ __forceinline__ void fa3_fence_async_smem(void)
+{
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+__device__ __forceinline__ void fa3_wgmma_fence(void) { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void fa3_wgmma_commit(void) { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void fa3_wgmma_wait0(void) { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
+
+/* A wgmma shared-memory matrix descriptor for a K-major operand stored as above: start address,
+ * leading byte offset 1 (unused when swizzled), stride byte offset 8*CW (one 8-row atom), swizzle
+ * mode 1 (128 B) or 2 (64 B). */
+template <int CW> __device__ __forceinline__ unsigned long long fa3_desc(unsigned addr)
+{
+  return (unsigned long long)((addr & 0x3ffffu) >> 4) | (1ull << 16) |
+         ((unsigned long long)((8 * CW) >> 4) << 32) | ((CW == 128 ? 1ull : 2ull) << 62);
+}
+
+/* Byte offset of byte `col` of row `r` in a tile of R rows stored in CW-byte column blocks. */
+template <int R, int CW> __device__ __forceinline__ unsigned fa3_off(int r, int col)
+{
+  constexpr unsigned M = CW == 128 ? 7u : 3u;
+  const unsigned x = (unsigned)(r * CW + (col % CW));
+  return (unsigned)((col / CW) * R * CW) + (x ^ (((x >> 7) & M) << 4));
+}
+
+__device__ __forceinline__ unsigned fa3_prmt(unsigned a, unsigned b, unsigned sel)
+{
+  unsigned d;
+  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(sel));
+  return d;
+}
+
+__device__ __forceinline__ float fa3_exp2(float x)
+{
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+__device__ __forceinline__ float fa3_log2(float x)
+{
+  float y;
+  asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+__device__ __forceinline__ float fa3_quad_max(float x)
+{
+  x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+  return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+}
+
+__device__ __forceinline__ float fa3_quad_sum(float x)
+{
+  x += __shfl_xor_sync(0xffffffffu, x, 1);
+  return x + __shfl_xor_sync(0xffffffffu, x, 2);
+}
+
+__device__ __forceinline__ unsigned fa3_pack_out(float lo, float hi)
+{
+  unsigned r;
+#if AT_OUT_DTYPE == AT_DTYPE_BF16
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+#else
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+#endif
+  return r;
+}
+
+/* ---- global -> shared ------------------------------------------------------------------------- */
+
+/* Rows [row0, row0 + R) of a [rows_total][D] FP8 slice (row stride `stride` bytes) into a tile of
+ * R rows in CW_D column blocks; rows past rows_total are zero-filled. Thread i copies 16-byte
+ * chunk i % CPR of rows i / CPR, i / CPR + STEP, ...: a warp reads whole rows, and its 8 chunks of
+ * one 128-byte block land in 8 distinct swizzled chunks. */
+template <int R>
+__device__ __forceinline__ void fa3_load_tile(unsigned tile, const unsigned char *base, int stride, int row0,
+                                              int rows_total, int tid)
+{
+  constexpr int CPR = FA3_D / 16;
+  constexpr int STEP = FA3_THREADS / CPR;
+  static_assert(FA3_THREADS % CPR == 0 && R % STEP == 0, "whole rows per pass");
+  const int c = tid % CPR, r = tid / CPR;
+  const unsigned char *src = base + (long long)(row0 + r) * stride + 16 * c;
+  const long long step = (long long)STEP * stride;
+#pragma unroll
+  for (int i = 0; i < R / STEP; i++) {
+    const bool valid = row0 + r + i * STEP < rows_total;
+    fa3_cp_async16(tile + fa3_off<R, FA3_CW_D>(r + i * STEP, 16 * c), valid ? src : base, valid ? 16 : 0);
+    src += step;
+  }
+}
+
+/* V [BN][D] -> V^T [D][BN] in the key order of P's A fragment (header). Work units: 8 groups of
+ * 4 d's x one 16-byte chunk (4 words) of V^T rows, one unit per warp at a time. */
+__device__ __forceinline__ void fa3_transpose_v(unsigned vt, unsigned v, int warp, int lane)
+{
+  constexpr int UNITS = (FA3_D / 32) * (FA3_BN / 16);
+  const int g = lane >> 2, tw = lane & 3, rot = (g >> 1) & 3;
+  unsigned sel[4];
+  int drow[4];
+#pragma unroll
+  for (int e = 0; e < 4; e++) {
+    const int er = (e + rot) & 3;
+    sel[e] = (unsigned)er | ((unsigned)(er + 4) << 4);
+    drow[e] = er;
+  }
+#pragma unroll
+  for (int u = warp; u < UNITS; u += FA3_WARPS) {
+    const int ab = u / (FA3_BN / 16), wb = u % (FA3_BN / 16);
+    const int d0 = 4 * (8 * ab + g);
+    const int w = 4 * wb + tw;
+    const int key0 = 32 * (w >> 3) + 16 * ((w >> 2) & 1) + 2 * (w & 3);
+    unsigned in[4];
+#pragma unroll
+    for (int i = 0; i < 4; i++) {
+      const int key = key0 + (i & 1) + 8 * (i >> 1);
+      asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(in[i]) : "r"(v + fa3_off<FA3_BN, FA3_CW_D>(key, d0)));
+    }
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+      const unsigned lo = fa3_prmt(in[0], in[1], sel[e]), hi = fa3_prmt(in[2], in[3], sel[e]);
+      const unsigned word = fa3_prmt(lo, hi, 0x5410u);
+      asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(vt + fa3_off<FA3_D, FA3_CW_N>(d0 + drow[e], 4 * w)),
+                   "r"(word)
+                   : "memory");
+    }
+  }
+}
+
+/* ---- the kernel ------------------------------------------------------------------------------- */
+
+extern "C" __global__ void __launch_bounds__(FA3_THREADS, 1)
+FA3_KERNEL(const unsigned char *__restrict__ q, const unsigned char *__restrict__ k,
+           const unsigned char *__restrict__ v, at_out_t *__restrict__ o, float *__restrict__ lse, int T, int S,
+           float scale_log2, long long q_sb, int q_ss, int q_sh, long long k_sb, int k_ss, int k_sh,
+           long long v_sb, int v_ss, int v_sh, long long o_sb, int o_ss, int o_sh,
+           const float *__restrict__ descale_q, const float *__restrict__ descale_k,
+           const float *__restrict__ descale_v, const float *__restrict__ scale_o, float *__restrict__ amax_o)
+{
+  (void)scale_o, (void)amax_o; /* FP8 output is not written by fa3 */
+  float o_descale = 1.f;
+  if (descale_q) scale_log2 *= *descale_q;
+  if (descale_k) scale_log2 *= *descale_k;
+  if (descale_v) o_descale = *descale_v;
+
+  extern __shared__ __align__(128) unsigned char fa3_smem[];
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, wg = warp / 4;
+  const int h = blockIdx.y, b = blockIdx.z, hk = h / FA3_GQA;
+  const int m_block = FA3_CAUSAL ? (int)(gridDim.x - 1 - blockIdx.x) : (int)blockIdx.x;
+  const int m0 = m_block * FA3_BM;
+
+  const unsigned char *qh = q + b * q_sb + (long long)h * q_sh + (long long)m0 * q_ss;
+  const unsigned char *kh = k + b * k_sb + (long long)hk * k_sh;
+  const unsigned char *vh = v + b * v_sb + (long long)hk * v_sh;
+
+  const int offset = FA3_MASK == AT_MASK_CAUSAL_BR ? S - T : 0;
+  int n_tiles = (S + FA3_BN - 1) / FA3_BN;
+  int n_full = S / FA3_BN;
+  if (FA3_CAUSAL) {
+    const int last_row = min(m0 + FA3_BM, T) - 1;
+    const int last_key = last_row + offset;
+    n_tiles = last_key < 0 ? 0 : min(n_tiles, last_key / FA3_BN + 1);
+    const int first_row_keys = m0 + offset + 1;
+    n_full = first_row_keys <= 0 ? 0 : min(n_full, first_row_keys / FA3_BN);
+  }
+
+  /* Tiles start on 1024-byte boundaries (the swizzle atoms' alignment). */
+  const unsigned smem_q = (fa3_smem_addr(fa3_smem) + 1023u) & ~1023u;
+  const unsigned smem_k = smem_q + FA3_Q_BYTES;
+  const unsigned smem_v = smem_k + FA3_STAGES * FA3_KV_BYTES;
+  const unsigned smem_vt = smem_v + FA3_STAGES * FA3_KV_BYTES;
+
+  /* cp.async groups in commit order: Q, then one group per K/V tile. */
+  fa3_load_tile<FA3_BM>(smem_q, qh, q_ss, 0, T - m0, tid);
+  fa3_cp_async_commit();
+#pragma unroll
+  for (int s = 0; s < FA3_STAGES - 1; s++) {
+    if (s < n_tiles) {
+      fa3_load_tile<FA3_BN>(smem_k + s * FA3_KV_BYTES, kh, k_ss, s * FA3_BN, S, tid);
+      fa3_load_tile<FA3_BN>(smem_v + s * FA3_KV_BYTES, vh, v_ss, s * FA3_BN, S, tid);
+    }
+    fa3_cp_async_commit();
+  }
+
+  const int g = lane >> 2, tq = lane & 3;
+  /* This warpgroup's 64 rows of Q: row offset inside each column block. */
+  const unsigned q_wg = smem_q + (unsigned)(wg * 64 * FA3_CW_D);
+  float acc[FA3_OT][4];
+  float row_max[2] = {AT_NEG_INF, AT_NEG_INF}, row_sum[2] = {0.f, 0.f};
+#pragma unroll
+  for (int j = 0; j < FA3_OT; j++) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
+
+  for (int t = 0; t < n_tiles; t++) {
+    const int stage = t % FA3_STAGES;
+    /* Tile t landed (STAGES - 2 younger groups may be in flight); publish it to the async proxy.
+     * The barrier also means every warp finished tile t-1 (its P V, its reads of V^T). */
+    fa3_cp_async_wait<FA3_STAGES - 2>();
+    fa3_fence_async_smem();
+    __syncthreads();
+    {
+      const int tn = t + FA3_STAGES - 1, sn = tn % FA3_STAGES;
+      if (tn < n_tiles) {
+        fa3_load_tile<FA3_BN>(smem_k + sn * FA3_KV_BYTES, kh, k_ss, tn * FA3_BN, S, tid);
+        fa3_load_tile<FA3_BN>(smem_v + sn * FA3_KV_BYTES, vh, v_ss, tn * FA3_BN, S, tid);
+      }
+      fa3_cp_async_commit();
+    }
+
+    /* S = Q K_t^T on the tensor cores; the transpose of V_t runs meanwhile. */
+    float s[FA3_NT][4];
+    const unsigned k_tile = smem_k + stage * FA3_KV_BYTES;
+    fa3_wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < FA3_QK; ks++) {
+      const int col = 32 * ks;
+      const unsigned qa = q_wg + (unsigned)((col / FA3_CW_D) * FA3_BM * FA3_CW_D + col % FA3_CW_D);
+      const unsigned kb = k_tile + (unsigned)((col / FA3_CW_D) * FA3_BN * FA3_CW_D + col % FA3_CW_D);
+      fa3_mma_qk(&s[0][0], fa3_desc<FA3_CW_D>(qa), fa3_desc<FA3_CW_D>(kb), ks > 0);
+    }
+    fa3_wgmma_commit();
+    fa3_transpose_v(smem_vt, smem_v + stage * FA3_KV_BYTES, warp, lane);
+    fa3_fence_async_smem();
+    fa3_wgmma_wait0();
+
+    if (t >= n_full) {
+#pragma unroll
+      for (int nt = 0; nt < FA3_NT; nt++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+          const int i = m0 + warp * 16 + g + (e >> 1) * 8;
+          const int j = t * FA3_BN + nt * 8 + 2 * tq + (e & 1);
+          if (j >= S || (FA3_CAUSAL && j > i + offset)) s[nt][e] = AT_NEG_INF;
+        }
+    }
+
+    /* Online softmax, as fa2.cu's FP8 path: p = 2^(s*scale*log2e - m + log2 448). */
+#pragma unroll
+    for (int half = 0; half < 2; half++) {
+      float mx = row_max[half];
+#pragma unroll
+      for (int nt = 0; nt < FA3_NT; nt++) mx = fmaxf(mx, fmaxf(s[nt][2 * half], s[nt][2 * half + 1]));
+      mx = fa3_quad_max(mx);
+      const float m_scaled = mx == AT_NEG_INF ? 0.f : mx * scale_log2;
+      const float alpha = fa3_exp2(row_max[half] * scale_log2 - m_scaled);
+      const float m_shift = m_scaled - FA3_P_LOG2_SCALE;
+      row_max[half] = mx;
+      float sum = 0.f;
+#pragma unroll
+      for (int nt = 0; nt < FA3_NT; nt++) {
+        s[nt][2 * half] = fa3_exp2(fmaf(s[nt][2 * half], scale_log2, -m_shift));
+        s[nt][2 * half + 1] = fa3_exp2(fmaf(s[nt][2 * half + 1], scale_log2, -m_shift));
+        sum += s[nt][2 * half] + s[nt][2 * half + 1];
+      }
+      row_sum[half] = row_sum[half] * alpha + sum;
+#pragma unroll
+      for (int j = 0; j < FA3_OT; j++) {
+        acc[j][2 * half] *= alpha;
+        acc[j][2 * half + 1] *= alpha;
+      }
+    }
+    /* n8 tiles 4kk..4kk+3 of S are the E4M3 A fragment of keys 32kk..32kk+31 (header's order). */
+    unsigned p[FA3_PK][4];
+#pragma unroll
+    for (int kk = 0; kk < FA3_PK; kk++) {
+      const float(*c)[4] = &s[4 * kk];
+      p[kk][0] = at_e4m3x4_from_float(c[0][0], c[0][1], c[1][0], c[1][1]);
+      p[kk][1] = at_e4m3x4_from_float(c[0][2], c[0][3], c[1][2], c[1][3]);
+      p[kk][2] = at_e4m3x4_from_float(c[2][0], c[2][1], c[3][0], c[3][1]);
+      p[kk][3] = at_e4m3x4_from_float(c[2][2], c[2][3], c[3][2], c[3][3]);
+    }
+
+    __syncthreads(); /* every warp's share of V^T is written and fenced */
+    fa3_wgmma_fence();
+#pragma unroll
+    for (int kk = 0; kk < FA3_PK; kk++) {
+      const int col = 32 * kk;
+      const unsigned vb = smem_vt + (unsigned)((col / FA3_CW_N) * FA3_D * FA3_CW_N + col % FA3_CW_N);
+      fa3_mma_pv(&acc[0][0], p[kk], fa3_desc<FA3_CW_N>(vb));
+    }
+    fa3_wgmma_commit();
+    fa3_wgmma_wait0();
+  }
+  fa3_cp_async_wait<0>(); /* no copy may outlive the CTA */
+
+  /* Epilogue: lane (g,t) holds columns 8j + 2t, 8j + 2t + 1 of rows g and g+8 of its warp. */
+#pragma unroll
+  for (int half = 0; half < 2; half++) {
+    const float sum = fa3_quad_sum(row_sum[half]);
+    const float inv = sum > 0.f ? o_descale / sum : 0.f;
+    const int r = warp * 16 + g + half * 8;
+    if (m0 + r >= T) continue;
+    if (FA3_LSE && tq == 0) {
+      const float m = row_max[half];
+      lse[((long long)b * gridDim.y + h) * T + m0 + r] =
+          sum > 0.f ? (m * scale_log2 + fa3_log2(sum) - FA3_P_LOG2_SCALE) * 0.69314718055994531f : AT_NEG_INF;
+    }
+    at_out_t *orow = o + b * o_sb + (long long)h * o_sh + (long long)(m0 + r) * o_ss + 2 * tq;
+#pragma unroll
+    for (int j = 0; j < FA3_OT; j++) {
+      const unsigned packed = fa3_pack_out(acc[j][2 * half] * inv, acc[j][2 * half + 1] * inv);
+      asm volatile("st.global.b32 [%0], %1;\n" ::"l"(orow + 8 * j), "r"(packed) : "memory");
+    }
+  }
+}
