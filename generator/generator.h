@@ -19,6 +19,11 @@
  *
  *     e.g. fa2.e4m3.d128.none.g1.bm128.bn64.w4.s2.obf16
  *
+ * Families: fa2 (templates/fa2.cu, generator/fa2.c): mma.sync, f16/bf16/FP8, sm_80 and newer.
+ * fa3 (templates/fa3.cu, generator/fa3.c): wgmma, FP8 inputs with bf16/f16 output, sm_90a only,
+ * head dim 64/128/256, block_m = 16 * warps (one or two warpgroups), block_n 64 or 128; the same
+ * kernel arguments and launch as fa2. gen_enumerate lists both where both apply; the tuner picks.
+ *
  * FP8 (e4m3, e5m2): Q, K and V in one FP8 type with per-tensor fp32 descales (device scalars,
  * gen_fp8_args), mma.sync m16n8k32 (sm_89 and newer; sm_80/86/87 targets refuse FP8), head dim a
  * multiple of 16, block_n a multiple of 32, output bf16 by default (f16, e4m3, e5m2 on request;
@@ -92,6 +97,9 @@ at_status gen_spec_from_shape_out(gen_family family, const at_shape *shape, at_d
  * (yet), so the variant's own output dtype is taken as the caller's (checked to be allowed). */
 at_status gen_variant_matches(const gen_variant *v, const at_shape *shape);
 
+/* Does name look like a variant key (a family name and a dot: "fa2.", "fa3."), as opposed to the
+ * implementation names "naive" and "cudnn"? Cheap, sets no error; gen_variant_parse validates. */
+int gen_is_variant_key(const char *name);
 /* Key <-> variant. Parsing is strict: every field, in order, nothing else. */
 at_status gen_variant_key(const gen_variant *v, char *buf, size_t size);
 at_status gen_variant_parse(const char *key, gen_variant *out);

@@ -129,6 +129,16 @@ static const char *family_name(gen_family family)
   return family == GEN_FAMILY_FA2 ? "fa2" : family == GEN_FAMILY_FA3 ? "fa3" : NULL;
 }
 
+int gen_is_variant_key(const char *name)
+{
+  for (int f = GEN_FAMILY_FA2; f <= GEN_FAMILY_FA3; f++) {
+    const char *family = family_name((gen_family)f);
+    size_t n = strlen(family);
+    if (name && strncmp(name, family, n) == 0 && name[n] == '.') return 1;
+  }
+  return 0;
+}
+
 at_status gen_variant_key(const gen_variant *v, char *buf, size_t size)
 {
   const char *family = family_name(v->family);

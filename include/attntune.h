@@ -136,8 +136,8 @@ AT_API float at_e5m2_to_f32(uint8_t code);
  *
  * How a plan chooses (auto): the best verified implementation tuned for exactly this shape on
  * this GPU model (cuDNN when it measured fastest) -> the winner of the nearest tuned shape with
- * the same dtype, head dim, mask, GQA ratio and log-sum-exp -> the fa2 family's default for the
- * architecture -> cuDNN -> the naive reference kernels. Cache rows measured with other kernel
+ * the same dtype, head dim, mask, GQA ratio and log-sum-exp -> the generator's default for the
+ * architecture (fa2; for FP8 on sm_90a fa3) -> cuDNN -> the naive reference kernels. Cache rows measured with other kernel
  * templates than this library's are not used (at_plan_describe says so). Kernels come from the
  * cache's cubins when present; otherwise the plan compiles once (NVRTC) and, when the cache was
  * opened writable, stores the cubin for the next process.
@@ -166,8 +166,10 @@ typedef struct at_layout {
 AT_API at_layout at_layout_bshd(const at_shape *shape);
 
 typedef struct at_plan_options {
-  /* NULL or "auto": the chain above. "fa2": the chain without cuDNN and naive. "cudnn", "naive",
-   * or a variant key ("fa2.bf16.d128.causal.g4.bm128.bn64.w8.s2"): exactly that. */
+  /* NULL or "auto": the chain above. "fused" (or "fa2", its older name): the chain without cuDNN
+   * and naive, i.e. generated kernels only. "cudnn", "naive", or a variant key
+   * ("fa2.bf16.d128.causal.g4.bm128.bn64.w8.s2", "fa3.e4m3.d128.none.g1.bm128.bn128.w8.s2.obf16"):
+   * exactly that. */
   const char *impl;
 } at_plan_options;
 

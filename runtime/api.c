@@ -268,14 +268,16 @@ static at_status choose(at_plan *p, const char *impl)
 {
   at_context *c = p->ctx;
   at_status rc;
-  int auto_mode = !impl || strcmp(impl, "auto") == 0, fa2_only = impl && strcmp(impl, "fa2") == 0;
-  if (!auto_mode && !fa2_only) {
+  /* "fused" keeps to the generated kernels; "fa2" is its older spelling. */
+  int auto_mode = !impl || strcmp(impl, "auto") == 0;
+  int fused_only = impl && (strcmp(impl, "fused") == 0 || strcmp(impl, "fa2") == 0);
+  if (!auto_mode && !fused_only) {
     p->info.choice = AT_CHOICE_FORCED;
     if ((rc = use_impl(p, impl)) == AT_OK) note(p, "asked for %s", impl);
     return rc;
   }
   rt_lookup chain;
-  rc = rt_lookup_chain(c->cache, c->rt.info.name, c->template_version, &c->target, &p->shape, fa2_only, &chain);
+  rc = rt_lookup_chain(c->cache, c->rt.info.name, c->template_version, &c->target, &p->shape, fused_only, &chain);
   if (rc != AT_OK) return rc;
   if (chain.skipped[0]) note(p, "%s", chain.skipped);
   for (int i = 0; i < chain.n_steps; i++) {
@@ -470,7 +472,7 @@ at_status at_synchronize(at_context *c)
 
 at_status rt_plan_kernel(const at_plan *p, gen_variant *variant, CUfunction *fn)
 {
-  if (!p || p->kind != PLAN_FA2) return rt_fail(AT_ERR_INVALID, "not an fa2 plan");
+  if (!p || p->kind != PLAN_FA2) return rt_fail(AT_ERR_INVALID, "not a plan of a generated kernel");
   *variant = p->variant;
   *fn = p->fn;
   return AT_OK;

@@ -55,7 +55,7 @@ static double shape_distance(const at_shape *a, const at_shape *b)
 typedef struct nearest {
   const at_shape *shape;
   const char *template_version;
-  int fa2_only;
+  int fused_only;
   double distance;
   cache_best row;
   int found, stale;
@@ -69,7 +69,7 @@ static int visit(void *user, const cache_best *b)
   at_shape_key(n->shape, key_b, sizeof key_b);
   if (!same_kind(&b->shape, n->shape) || strcmp(key_a, key_b) == 0) return 0;
   if (strcmp(b->env.template_version, n->template_version) != 0) return n->stale++, 0;
-  if (n->fa2_only && strcmp(b->impl, "cudnn") == 0) return 0;
+  if (n->fused_only && strcmp(b->impl, "cudnn") == 0) return 0;
   double d = shape_distance(&b->shape, n->shape);
   if (n->found && d >= n->distance) return 0;
   n->row = *b;
@@ -81,7 +81,7 @@ static int visit(void *user, const cache_best *b)
 }
 
 static at_status exact_step(cache_db *cache, const char *gpu_model, const char *template_version,
-                            const at_shape *shape, int fa2_only, rt_lookup *l)
+                            const at_shape *shape, int fused_only, rt_lookup *l)
 {
   cache_best b;
   int found = 0;
@@ -91,8 +91,8 @@ static at_status exact_step(cache_db *cache, const char *gpu_model, const char *
   else if (strcmp(b.env.template_version, template_version) != 0)
     skip(l, "exact: tuned with templates %s, this library has %s (stale; retune)",
          b.env.template_version, template_version);
-  else if (fa2_only && strcmp(b.impl, "cudnn") == 0)
-    skip(l, "exact: cuDNN measured fastest, and fa2 was asked for");
+  else if (fused_only && strcmp(b.impl, "cudnn") == 0)
+    skip(l, "exact: cuDNN measured fastest, and generated kernels were asked for");
   else {
     rt_lookup_step *s = add(l, AT_CHOICE_EXACT, b.impl);
     from_row(s, &b);
@@ -104,11 +104,11 @@ static at_status exact_step(cache_db *cache, const char *gpu_model, const char *
 }
 
 static at_status nearest_step(cache_db *cache, const char *gpu_model, const char *template_version,
-                              const at_shape *shape, int fa2_only, rt_lookup *l)
+                              const at_shape *shape, int fused_only, rt_lookup *l)
 {
   nearest n;
   memset(&n, 0, sizeof n);
-  n.shape = shape, n.template_version = template_version, n.fa2_only = fa2_only;
+  n.shape = shape, n.template_version = template_version, n.fused_only = fused_only;
   at_status rc = cache_each_best(cache, gpu_model, visit, &n);
   if (rc != AT_OK) return rc;
   if (!n.found) {
@@ -126,14 +126,14 @@ static at_status nearest_step(cache_db *cache, const char *gpu_model, const char
 }
 
 at_status rt_lookup_chain(cache_db *cache, const char *gpu_model, const char *template_version,
-                          const gen_target *target, const at_shape *shape, int fa2_only, rt_lookup *l)
+                          const gen_target *target, const at_shape *shape, int fused_only, rt_lookup *l)
 {
   at_status rc;
   memset(l, 0, sizeof *l);
   if ((rc = at_shape_check(shape)) != AT_OK) return rc;
   if (cache) {
-    if ((rc = exact_step(cache, gpu_model, template_version, shape, fa2_only, l)) != AT_OK) return rc;
-    if ((rc = nearest_step(cache, gpu_model, template_version, shape, fa2_only, l)) != AT_OK) return rc;
+    if ((rc = exact_step(cache, gpu_model, template_version, shape, fused_only, l)) != AT_OK) return rc;
+    if ((rc = nearest_step(cache, gpu_model, template_version, shape, fused_only, l)) != AT_OK) return rc;
   } else {
     skip(l, "no cache");
   }
@@ -141,11 +141,11 @@ at_status rt_lookup_chain(cache_db *cache, const char *gpu_model, const char *te
   char key[GEN_KEY_MAX];
   if (gen_default_variant(shape, target, &v) == AT_OK && gen_variant_key(&v, key, sizeof key) == AT_OK) {
     rt_lookup_step *s = add(l, AT_CHOICE_DEFAULT, key);
-    snprintf(s->why, sizeof s->why, "the fa2 default for %s", target->arch);
+    snprintf(s->why, sizeof s->why, "the generator's default for %s", target->arch);
   } else {
-    skip(l, "fa2 default: %s", at_last_error());
+    skip(l, "generator default: %s", at_last_error());
   }
-  if (fa2_only) return AT_OK;
+  if (fused_only) return AT_OK;
   if (shape->dtype == AT_DTYPE_E4M3 || shape->dtype == AT_DTYPE_E5M2)
     skip(l, "cuDNN: its FP8 attention writes FP8, and plans for FP8 inputs write bf16");
   else

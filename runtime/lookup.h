@@ -26,11 +26,11 @@ typedef struct rt_lookup {
   char skipped[768]; /* the steps that did not apply, and why */
 } rt_lookup;
 
-/* The chain for shape on a GPU model: exact row -> nearest row of the same kind -> fa2 default
- * -> cuDNN -> naive; fa2_only drops cuDNN and naive (and rows whose best is cuDNN). Rows measured
+/* The chain for shape on a GPU model: exact row -> nearest row of the same kind -> generator default
+ * -> cuDNN -> naive; fused_only drops cuDNN and naive (and rows whose best is cuDNN). Rows measured
  * with another template version are skipped (named in `skipped`). cache may be NULL. */
 at_status rt_lookup_chain(cache_db *cache, const char *gpu_model, const char *template_version,
-                          const gen_target *target, const at_shape *shape, int fa2_only,
+                          const gen_target *target, const at_shape *shape, int fused_only,
                           rt_lookup *out);
 
 #endif

@@ -35,14 +35,14 @@ if [ -z "${GPU_CHECK_SKIP_SUITE:-}" ]; then
 fi
 timeout 60 "$at" bench --overhead --batch 1 --seq-len 128 --q-heads 8 --head-dim 64 >"$out/overhead.txt" 2>&1
 for mask in "" --causal; do
-  timeout 120 "$at" bench --impl naive,cudnn,fa2-default --batch 2 --seq-len 8192 --q-heads 16 \
+  timeout 120 "$at" bench --impl naive,cudnn,default --batch 2 --seq-len 8192 --q-heads 16 \
     --head-dim 128 --reps 20 $mask >>"$out/bench.txt" 2>&1
 done
 # FP8 against bf16 on the same shapes (issue of the FP8 family): the default variant of each.
 if [ -n "${GPU_CHECK_FP8:-}" ]; then
   for d in 128 256; do
     for dt in bf16 e4m3 e5m2; do
-      timeout 120 "$at" bench --impl fa2-default --dtype $dt --batch 2 --seq-len 8192 --q-heads 16 \
+      timeout 120 "$at" bench --impl default --dtype $dt --batch 2 --seq-len 8192 --q-heads 16 \
         --head-dim $d --reps 20 >>"$out/fp8.txt" 2>&1
     done
   done

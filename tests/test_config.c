@@ -142,8 +142,8 @@ static void test_codelab_shapes(void **state)
   tn_config c;
   load_sample("codelab.yaml", &c);
   /* seq-sweep 6 lengths x 2 masks = 12; batch-sweep 16, one already in seq-sweep (B=4, T=256);
-   * mha-gqa-mqa 2 x 3 x 2 = 12, of which Nkv=8 (4) repeat seq-sweep; fp8 3 x 2 x 2 = 12. */
-  assert_int_equal(c.n_shapes, 12 + 15 + 8 + 12);
+   * mha-gqa-mqa 2 x 3 x 2 = 12, of which Nkv=8 (4) repeat seq-sweep; fp8 3 x 2 x 2 = 12; fp32 1. */
+  assert_int_equal(c.n_shapes, 12 + 15 + 8 + 12 + 1);
   static const char *const first[] = {
       "b4.t64.s64.hq8.hkv8.d64.bf16.none",
       "b4.t64.s64.hq8.hkv8.d64.bf16.causal",
@@ -168,6 +168,15 @@ static void test_codelab_shapes(void **state)
   assert_true(find_key(&c, "b4.t1024.s1024.hq8.hkv8.d64.e5m2.causal") > 0);
   assert_true(find_key(&c, "b4.t512.s512.hq8.hkv8.d64.e4m3.none") > 0);
   assert_int_equal(find_key(&c, "b4.t4096.s4096.hq8.hkv8.d64.bf16.none"), -1);
+  /* The codelab's shape in fp32 (the naive kernels only), next to its bf16 row; the last shape. */
+  i = find_key(&c, "b4.t128.s128.hq8.hkv8.d64.f32.none");
+  assert_int_equal(i, c.n_shapes - 1);
+  assert_string_equal(c.groups[i], "fp32");
+  assert_int_equal(c.shapes[i].dtype, AT_DTYPE_F32);
+  assert_false(c.shapes[i].with_lse);
+  assert_int_equal(find_key(&c, "b4.t128.s128.hq8.hkv8.d64.bf16.none"), 2);
+  for (int k = 0; k < c.n_shapes; k++) /* the only f32 shape */
+    assert_true(k == i || c.shapes[k].dtype != AT_DTYPE_F32);
   assert_true(c.all_devices);
   assert_int_equal(c.budget_seconds, 60);
   tn_config_free(&c);
@@ -266,6 +275,7 @@ static void test_defaults(void **state)
   assert_true(c.budget_seconds == 0);
   assert_true(c.tolerance[AT_DTYPE_F16] == 1e-2 && c.tolerance[AT_DTYPE_BF16] == 1e-2);
   assert_true(c.tolerance[AT_DTYPE_E4M3] == 5e-2 && c.tolerance[AT_DTYPE_E5M2] == 1e-1);
+  assert_true(c.tolerance[AT_DTYPE_F32] == 1e-4); /* fixed: f32 runs the naive kernels only */
   assert_int_equal(c.warmup, 10);
   assert_int_equal(c.reps, 50);
   assert_int_equal(c.first_pass_reps, 5);
@@ -380,6 +390,43 @@ static void test_dedup_keeps_first_occurrence(void **state)
   tn_config_free(&c);
 }
 
+/* f32 shapes are accepted (the tuner times the naive kernels on them), under each of the names
+ * at_dtype_parse knows, deduplicated with one another, and beside other dtypes in one sweep. */
+static void test_f32_shapes(void **state)
+{
+  (void)state;
+  tn_config c = parse_ok("shapes:\n"
+                         "  - name: naive\n"
+                         "    batch: 4\n"
+                         "    seq_len: 128\n"
+                         "    q_heads: 8\n"
+                         "    kv_heads: [8, 2]\n"
+                         "    head_dim: 64\n"
+                         "    dtype: [f32, bf16]\n"
+                         "    mask: [none, causal]\n"
+                         "    lse: true\n"
+                         "  - {name: again, batch: 4, seq_len: 128, q_heads: 8, head_dim: 64, dtype: [fp32, float32]}\n"
+                         "  - {batch: 4, seq_len: 128, q_heads: 8, head_dim: 64, dtype: float32, mask: causal-br}\n");
+  static const char *const keys[] = {
+      "b4.t128.s128.hq8.hkv8.d64.f32.none.lse",   "b4.t128.s128.hq8.hkv8.d64.f32.causal.lse",
+      "b4.t128.s128.hq8.hkv8.d64.bf16.none.lse",  "b4.t128.s128.hq8.hkv8.d64.bf16.causal.lse",
+      "b4.t128.s128.hq8.hkv2.d64.f32.none.lse",   "b4.t128.s128.hq8.hkv2.d64.f32.causal.lse",
+      "b4.t128.s128.hq8.hkv2.d64.bf16.none.lse",  "b4.t128.s128.hq8.hkv2.d64.bf16.causal.lse",
+      "b4.t128.s128.hq8.hkv8.d64.f32.none",       "b4.t128.s128.hq8.hkv8.d64.f32.causal-br",
+  };
+  assert_keys(&c, keys, 10);
+  assert_int_equal(c.shapes[0].dtype, AT_DTYPE_F32);
+  assert_int_equal(c.shapes[0].mask, AT_MASK_NONE);
+  assert_int_equal(c.shapes[2].dtype, AT_DTYPE_BF16);
+  assert_string_equal(c.groups[8], "again"); /* fp32 and float32 are one shape: the first stays */
+  assert_string_equal(c.groups[9], "");
+  for (int i = 0; i < c.n_shapes; i++) assert_int_equal(at_shape_check(&c.shapes[i]), AT_OK);
+  /* The shard ranking handles f32 beside other dtypes. */
+  int owner[10];
+  assert_int_equal(tn_shard_owners(&c, 3, owner), AT_OK);
+  tn_config_free(&c);
+}
+
 /* Enough shapes to grow the dedup table several times. */
 static void test_large_sweep_with_dedup(void **state)
 {
@@ -490,9 +537,17 @@ static void test_errors_in_shapes(void **state)
                "  - seq_len: []\n",
                AT_ERR_CONFIG, "t.yaml:2:14: shapes[0].seq_len: empty list (give at least one value)");
   expect_error("shapes:\n"
-               "  - {seq_len: 128, q_heads: 8, head_dim: 64, dtype: f32}\n",
+               "  - {seq_len: 128, q_heads: 8, head_dim: 64, dtype: f64}\n",
                AT_ERR_CONFIG,
-               "t.yaml:2:53: shapes[0].dtype: unknown dtype 'f32' (expected f16, bf16, e4m3, e5m2)");
+               "t.yaml:2:53: shapes[0].dtype: unknown dtype 'f64' (expected f32, f16, bf16, e4m3, e5m2)");
+  expect_error("shapes:\n"
+               "  - {seq_len: 128, q_heads: 8, head_dim: 64, dtype: [f32, tf32]}\n",
+               AT_ERR_CONFIG,
+               "t.yaml:2:59: shapes[0].dtype[1]: unknown dtype 'tf32' (expected f32, f16, bf16, e4m3, e5m2)");
+  expect_error("shapes:\n"
+               "  - {seq_len: 128, q_heads: 8, head_dim: 64, dtype: 32}\n",
+               AT_ERR_CONFIG,
+               "t.yaml:2:53: shapes[0].dtype: unknown dtype '32' (expected f32, f16, bf16, e4m3, e5m2)");
   expect_error("shapes:\n"
                "  - {seq_len: 128, q_heads: 8, head_dim: 64, dtype: {from: 1, to: 2, step: 1}}\n",
                AT_ERR_CONFIG, "t.yaml:2:53: shapes[0].dtype: expected a value or a list, got a mapping");
@@ -645,6 +700,10 @@ static void test_errors_in_other_sections(void **state)
                "t.yaml:3:10: budget: unknown key 'time' (expected candidates, seconds)");
   expect_error(ONE_SHAPE "tolerance: {fp32: 0.001}\n", AT_ERR_CONFIG,
                "t.yaml:3:13: tolerance: unknown key 'fp32' (expected f16, bf16, e4m3, e5m2)");
+  /* f32 shapes are accepted, but they run the naive kernels, which are the reference itself. */
+  expect_error(ONE_SHAPE "tolerance: {bf16: 0.02, f32: 0.001}\n", AT_ERR_CONFIG,
+               "t.yaml:3:25: tolerance: no tolerance for f32: f32 shapes run only the naive kernels, which "
+               "are the reference itself (expected f16, bf16, e4m3, e5m2)");
   expect_error(ONE_SHAPE "tolerance: {bf16: 0}\n", AT_ERR_CONFIG,
                "t.yaml:3:19: tolerance.bf16: 0 must be greater than 0");
   expect_error(ONE_SHAPE "tolerance: {bf16: .nan}\n", AT_ERR_CONFIG,
@@ -819,6 +878,7 @@ int main(void)
       cmocka_unit_test(test_q_len_and_kv_len_sweep_independently),
       cmocka_unit_test(test_ranges),
       cmocka_unit_test(test_dedup_keeps_first_occurrence),
+      cmocka_unit_test(test_f32_shapes),
       cmocka_unit_test(test_large_sweep_with_dedup),
       cmocka_unit_test(test_other_sections),
       cmocka_unit_test(test_errors_in_shapes),

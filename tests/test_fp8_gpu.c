@@ -4,7 +4,8 @@
  *      matter), quantized per tensor with at_quantize_fp8; descale = 1 / scale;
  *   2. the naive reference's FP8 path (rt_naive_run_fp8 with the descales) against the naive f32
  *      path on the same values dequantized on the host (decode(code) * descale);
- *   3. every fa2 FP8 variant the generator lists for the shape (masks, GQA, odd sizes) against that
+ *   3. every FP8 variant the generator lists for the shape (fa2, and fa3 on sm_90a; masks, GQA, odd
+ *      sizes) against that
  *      reference: relative L2 <= 5e-2 for E4M3, <= 1e-1 for E5M2, NaN never passes, output poisoned
  *      (0xFF: NaN in every dtype) before each run; lse where asked; for FP8 output, O decoded with
  *      1 / scale_o, and amax_o against max |O_ref|.
@@ -104,7 +105,7 @@ static int check_case(const fp8_case *c)
   printf("  B%d T%d S%d Nq%d Nkv%d D%d %s->%s %s%s: ", c->b, c->t, c->s, c->nq, c->nkv, c->d,
          at_dtype_name(c->dtype), at_dtype_name(c->out), at_mask_name(c->mask), c->lse ? " lse" : "");
   if (rc == AT_ERR_UNSUPPORTED) {
-    /* e.g. D=256 on sm_90a, where no FP8 tile fits the registers (docs/perf.md) */
+    /* e.g. D=256 on sm_89, where no fa2 FP8 tile fits the registers and fa3 (sm_90a) is not there */
     printf("no variants on %s: %s\n", target.arch, at_last_error());
     return 0;
   }
@@ -263,9 +264,13 @@ static const fp8_case CASES[] = {
     /* GQA 4 and MQA, D 128 */
     {2, 256, 256, 8, 2, 128, AT_DTYPE_E4M3, AT_MASK_CAUSAL_TL, 0, AT_DTYPE_BF16},
     {1, 200, 333, 8, 1, 128, AT_DTYPE_E5M2, AT_MASK_NONE, 1, AT_DTYPE_BF16},
-    /* D 48 (Q K^T padded to 64), D 256 (none on sm_90a: said so and skipped; runs on sm_89) */
+    /* D 48 (Q K^T padded to 64), D 256 (fa3 only on sm_90a: no fa2 FP8 tile fits its registers) */
     {1, 65, 130, 4, 4, 48, AT_DTYPE_E4M3, AT_MASK_CAUSAL_BR, 1, AT_DTYPE_BF16},
     {1, 129, 129, 4, 2, 256, AT_DTYPE_E4M3, AT_MASK_CAUSAL_TL, 1, AT_DTYPE_BF16},
+    {2, 190, 333, 6, 3, 256, AT_DTYPE_E5M2, AT_MASK_NONE, 1, AT_DTYPE_F16},
+    /* fa3's tiles: rows and keys past a whole tile at D 64 and 128, causal, both formats */
+    {3, 333, 333, 4, 4, 64, AT_DTYPE_E4M3, AT_MASK_CAUSAL_TL, 0, AT_DTYPE_BF16},
+    {1, 191, 517, 16, 2, 128, AT_DTYPE_E5M2, AT_MASK_CAUSAL_BR, 1, AT_DTYPE_BF16},
     /* other outputs: f16, and FP8 with scale_o and amax_o */
     {1, 77, 1000, 8, 2, 128, AT_DTYPE_E4M3, AT_MASK_NONE, 0, AT_DTYPE_F16},
     {2, 77, 1000, 12, 2, 80, AT_DTYPE_E4M3, AT_MASK_CAUSAL_TL, 1, AT_DTYPE_E4M3},

@@ -60,7 +60,7 @@ static void test_bad_keys(void **state)
       "",
       "fa2",
       "fa2.bf16.d128.causal.g4.bm128.bn64.w4",         /* missing stages */
-      "fa3.bf16.d128.causal.g4.bm128.bn64.w4.s2",      /* unknown family */
+      "fa4.bf16.d128.causal.g4.bm128.bn64.w4.s2",      /* unknown family */
       "fa2.bf17.d128.causal.g4.bm128.bn64.w4.s2",      /* unknown dtype */
       "fa2.bf16.d128.diagonal.g4.bm128.bn64.w4.s2",    /* unknown mask */
       "fa2.bf16.d0128.causal.g4.bm128.bn64.w4.s2",     /* not canonical */
@@ -304,8 +304,9 @@ static void test_fp8_targets(void **state)
 }
 
 /* FP8 head dims (multiples of 16), masks, both formats, GQA, lse and every output dtype: keys are
- * unique and round-trip, constraints hold, block_n is a multiple of 32. D=256 has no FP8 tile on
- * sm_90a (registers; docs/perf.md), which enumeration says in words. */
+ * unique and round-trip, constraints hold, block_n is a multiple of 32. D=240 (and D=256 with FP8
+ * output) has no FP8 tile on sm_90a (fa2: registers, docs/perf.md; fa3: D 64/128/256, bf16/f16
+ * output), which enumeration says in words. */
 static void test_fp8_enumeration(void **state)
 {
   (void)state;
@@ -349,7 +350,7 @@ static void test_fp8_enumeration(void **state)
             }
             total += n;
           }
-  printf("  %d FP8 variants over head dims 32..224, masks, formats, outputs, lse; %d specs without one "
+  printf("  %d FP8 variants over head dims 32..256, masks, formats, outputs, lse; %d specs without one "
          "(D > 224)\n",
          total, empty);
 }
@@ -371,6 +372,46 @@ static void test_fp8_emit(void **state)
   TU_OK(gen_emit(&v, &sm89, &src));
   assert_non_null(strstr(src, "#define FA2_FP8_VIA_F16 0\n"));
   free(src);
+}
+
+/* fa3 (wgmma, sm_90a): keys round-trip, the emitted source has the wgmma wrappers for the tile,
+ * and the constraints refuse what the template cannot run, each with a message naming it. */
+static void test_fa3_family(void **state)
+{
+  (void)state;
+  gen_target t = sm90(), sm89, sm90;
+  TU_OK(gen_target_for_arch("sm_89", &sm89));
+  TU_OK(gen_target_for_arch("sm_90", &sm90));
+  gen_variant v;
+  char *src = NULL, key[GEN_KEY_MAX];
+  TU_OK(gen_variant_parse("fa3.e5m2.d256.causal.g2.bm128.bn64.w8.s2.of16.lse", &v));
+  assert_int_equal(v.family, GEN_FAMILY_FA3);
+  TU_OK(gen_variant_key(&v, key, sizeof key));
+  assert_string_equal(key, "fa3.e5m2.d256.causal.g2.bm128.bn64.w8.s2.of16.lse");
+  TU_OK(gen_emit(&v, &t, &src));
+  assert_non_null(strstr(src, "#define FA3_KERNEL fa3_e5m2_d256_causal_g2_bm128_bn64_w8_s2_of16_lse\n"));
+  assert_non_null(strstr(src, "wgmma.mma_async.sync.aligned.m64n64k32.f32.e5m2.e5m2 "));  /* Q K^T, N = BN */
+  assert_non_null(strstr(src, "wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e5m2 ")); /* P V, N = D */
+  free(src);
+  assert_int_equal(gen_smem_bytes(&v), 1024 + 128 * 256 + 5 * 64 * 256);
+
+  /* Refusals: the arch (sm_89 has no wgmma; plain sm_90 has no wgmma either), the tile, the dtypes. */
+  assert_int_equal(gen_variant_check(&v, &sm89), AT_ERR_UNSUPPORTED);
+  assert_non_null(strstr(at_last_error(), "sm_90a"));
+  assert_int_equal(gen_variant_check(&v, &sm90), AT_ERR_UNSUPPORTED);
+  gen_variant bad = v;
+  bad.block_m = 64;
+  assert_int_equal(gen_variant_check(&bad, &t), AT_ERR_UNSUPPORTED);
+  assert_non_null(strstr(at_last_error(), "block_m"));
+  bad = v, bad.spec.head_dim = 96;
+  assert_int_equal(gen_variant_check(&bad, &t), AT_ERR_UNSUPPORTED);
+  bad = v, bad.block_n = 32;
+  assert_int_equal(gen_variant_check(&bad, &t), AT_ERR_UNSUPPORTED);
+  bad = v, bad.spec.out_dtype = AT_DTYPE_E4M3;
+  assert_int_equal(gen_variant_check(&bad, &t), AT_ERR_INVALID);
+  TU_OK(gen_variant_parse("fa3.bf16.d128.none.g1.bm128.bn128.w8.s2", &v));
+  assert_int_equal(gen_variant_check(&v, &t), AT_ERR_INVALID);
+  assert_non_null(strstr(at_last_error(), "e4m3 or e5m2"));
 }
 
 /* Compile a list of variants for target in parallel; counts errors and spills, prints the
@@ -408,8 +449,8 @@ static int compile_and_count(const gen_variant *vs, int n, const gen_target *t, 
 }
 
 /* The spill-free promise for FP8: every variant listed for D {64, 128, 256} x {none, causal} x
- * {e4m3, e5m2} x {MHA, GQA 4} compiles for sm_90a with no spills and no stack (D=256 lists none
- * there), plus the other output dtypes at D=128 and the native m16n8k32 form on sm_89 (all of
+ * {e4m3, e5m2} x {MHA, GQA 4} compiles for sm_90a with no spills and no stack (fa2 with MMAs via
+ * f16 and fa3 with wgmma; D=256 lists fa3 only there), plus the other output dtypes at D=128 and the native m16n8k32 form on sm_89 (all of
  * D=256, which fits there, and D=128 e4m3). */
 static void test_fp8_compile_no_spills(void **state)
 {
@@ -444,7 +485,7 @@ static void test_fp8_compile_no_spills(void **state)
     TU_OK(gen_enumerate_out(&s, AT_DTYPE_F16, &t, all + n, cap - n, &k));
     n += k;
   }
-  bad += compile_and_count(all, n, &t, "FP8 via f16 MMAs");
+  bad += compile_and_count(all, n, &t, "FP8 (fa2 via f16 MMAs, fa3 wgmma)");
 
   n = 0;
   for (int m = 0; m < 2; m++)
@@ -473,7 +514,8 @@ int main(void)
       cmocka_unit_test(test_smem_limit_prunes), cmocka_unit_test(test_emit),
       cmocka_unit_test(test_compile_no_spills), cmocka_unit_test(test_fp8_keys),
       cmocka_unit_test(test_fp8_targets),      cmocka_unit_test(test_fp8_enumeration),
-      cmocka_unit_test(test_fp8_emit),         cmocka_unit_test(test_fp8_compile_no_spills),
+      cmocka_unit_test(test_fp8_emit),
+      cmocka_unit_test(test_fa3_family),         cmocka_unit_test(test_fp8_compile_no_spills),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

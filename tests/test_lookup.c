@@ -84,11 +84,11 @@ static int teardown(void **state)
   return 0;
 }
 
-static void chain(const at_shape *s, int fa2_only, rt_lookup *l)
+static void chain(const at_shape *s, int fused_only, rt_lookup *l)
 {
   cache_db *db;
   TU_OK(cache_open(g_path, 1, &db)); /* read-only is enough */
-  TU_OK(rt_lookup_chain(db, GPU, g_templates, &g_target, s, fa2_only, l));
+  TU_OK(rt_lookup_chain(db, GPU, g_templates, &g_target, s, fused_only, l));
   cache_close(db);
 }
 
@@ -157,7 +157,7 @@ static void test_cudnn_when_it_measured_fastest(void **state)
   chain(&s, 1, &l);
   assert_int_equal(l.steps[0].choice, AT_CHOICE_DEFAULT);
   for (int i = 0; i < l.n_steps; i++) assert_string_not_equal(l.steps[i].impl, "cudnn");
-  assert_non_null(strstr(l.skipped, "fa2 was asked for"));
+  assert_non_null(strstr(l.skipped, "generated kernels were asked for"));
 }
 
 static void test_cudnn_then_naive_when_fa2_cannot(void **state)
@@ -169,7 +169,7 @@ static void test_cudnn_then_naive_when_fa2_cannot(void **state)
   assert_int_equal(l.n_steps, 2);
   assert_int_equal(l.steps[0].choice, AT_CHOICE_CUDNN);
   assert_int_equal(l.steps[1].choice, AT_CHOICE_NAIVE);
-  assert_non_null(strstr(l.skipped, "fa2 default"));
+  assert_non_null(strstr(l.skipped, "generator default"));
 }
 
 static void test_stale_rows_are_not_used(void **state)

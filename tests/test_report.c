@@ -3,7 +3,9 @@
  * every format renders, the numbers are the ones the test computes itself, CSV and JSON parse
  * back, the HTML holds a chart of each kind with data and no network reference, and an empty
  * cache, another GPU model and a missing file give clear messages and exit codes (through the
- * attntune binary next to this test).
+ * attntune binary next to this test). An f32 shape, timed on the naive kernels only (no fused
+ * kernel, cuDNN unsupported, no best row), shows its naive time in every format and stays out of
+ * the geometric means; a cache of such shapes alone renders too.
  *
  * ATTNTUNE_REPORT_KEEP=DIR keeps the test cache and its HTML report there, to look at.
  */
@@ -115,6 +117,15 @@ static void put_shape(cache_db *db, const char *gpu, at_shape s, double tuned_ms
   g_exp[g_n_exp++] = (expected){gpu, s, tuned_ms, cudnn_ms};
 }
 
+/* The f32 shapes: what the tuner records for them (tune.c): cuDNN unsupported, a naive trial,
+ * no fa2 trial and no best row. */
+#define F32_NAIVE_MS 0.0412
+static void put_f32_shape(cache_db *db, const cache_env *e, at_shape s, double naive_ms)
+{
+  put_trial(db, e, s, "cudnn", CACHE_UNSUPPORTED, NAN);
+  put_trial(db, e, s, "naive", CACHE_OK, naive_ms);
+}
+
 /* A plausible time: flops at rate TFLOP/s plus a launch floor. */
 static double ms_at(at_shape s, double tflops)
 {
@@ -159,6 +170,8 @@ static void build_cache(void)
   at_shape failed = mk(1, 128, 128, 4, 4, 32, AT_DTYPE_F16, AT_MASK_NONE);
   put_trial(db, &e, failed, "fa2.f16.d32.none.g1.bm64.bn32.w4.s2", CACHE_WRONG, 0.01);
   put_trial(db, &e, failed, "cudnn", CACHE_OK, 0.012);
+  /* f32, naive only; the same shape as the T sweep's T = 128 but for the dtype. */
+  put_f32_shape(db, &e, mk(2, 128, 128, 16, 16, 64, AT_DTYPE_F32, AT_MASK_NONE), F32_NAIVE_MS);
   /* A second GPU model. */
   for (int t = 512; t <= 1024; t *= 2) {
     at_shape s = mk(2, t, t, 16, 16, 64, AT_DTYPE_BF16, AT_MASK_NONE);
@@ -308,7 +321,7 @@ static void test_text_has_the_numbers(void **state)
   (void)state;
   char *text = render(NULL, TN_REPORT_TEXT);
   check_numbers(text);
-  assert_non_null(strstr(text, "19 shapes")); /* H200: 6 + 5 + 3 + 2 + 1 + 1 + 1 */
+  assert_non_null(strstr(text, "20 shapes")); /* H200: 6 + 5 + 3 + 2 + 1 + 1 + 1 + 1 */
   assert_non_null(strstr(text, "2 shapes"));  /* A100 */
   free(text);
 }
@@ -355,7 +368,7 @@ static void test_csv_parses_back(void **state)
   int n_lines = 0;
   for (char *l = strtok_r(text, "\n", &save); l && n_lines < 64; l = strtok_r(NULL, "\n", &save))
     lines[n_lines++] = l;
-  assert_int_equal(n_lines, 1 + 19 + 2); /* header, H200, A100 */
+  assert_int_equal(n_lines, 1 + 20 + 2); /* header, H200, A100 */
   char *head[40], *f[40];
   int n_cols = split_csv(lines[0], head, 40);
   assert_int_equal(n_cols, 25);
@@ -385,7 +398,7 @@ static void test_csv_parses_back(void **state)
       }
     }
   }
-  assert_int_equal(n_h200, 19);
+  assert_int_equal(n_h200, 20);
   assert_true(seen_unsupported);
   free(text);
 }
@@ -492,10 +505,10 @@ static void test_json_parses_back(void **state)
   int objects = 0;
   assert_true(json_valid(text, &objects));
   /* The document, its models, shapes and groups are all objects. */
-  assert_int_equal(count_of(text, "\"shape\": "), 21);
+  assert_int_equal(count_of(text, "\"shape\": "), 22);
   assert_int_equal(count_of(text, "\"geomean_speedup_tuned\": "), count_of(text, "\"n_compared\": "));
   int n_groups = count_of(text, "\"n_compared\": ");
-  assert_int_equal(objects, 1 + 2 + 21 + n_groups);
+  assert_int_equal(objects, 1 + 2 + 22 + n_groups);
   /* The unsupported shape: status as text, times as null. */
   const char *big = strstr(text, "\"shape\": \"b1.t512.s512.hq8.hkv8.d264.bf16.none\"");
   assert_non_null(big);
@@ -528,9 +541,10 @@ static void test_html_is_self_contained_with_charts(void **state)
   assert_null(strstr(html, "<link"));
   assert_null(strstr(html, "@import"));
   assert_null(strstr(html, "url("));
-  /* H200: speedup, 1 T sweep, 1 batch sweep, 1 MHA/GQA/MQA, 1 dtype; A100: speedup, 1 T sweep. */
-  assert_int_equal(count_of(html, "<svg"), 5 + 2);
-  assert_int_equal(count_of(html, "</svg>"), 7);
+  /* H200: speedup, 1 T sweep, 1 batch sweep, 1 MHA/GQA/MQA, 2 dtype (e4m3 vs bf16, f32 vs bf16);
+   * A100: speedup, 1 T sweep. */
+  assert_int_equal(count_of(html, "<svg"), 6 + 2);
+  assert_int_equal(count_of(html, "</svg>"), 8);
   assert_int_equal(count_of(html, "Speedup of the tuned kernel over cuDNN"), 2 * 3); /* aria, title, text */
   assert_int_equal(count_of(html, "sequence length T = S (log scale)"), 2);
   assert_int_equal(count_of(html, "batch size B (log scale)"), 1);
@@ -557,6 +571,204 @@ static void test_html_is_self_contained_with_charts(void **state)
     assert_int_equal(fclose(f), 0);
   }
   free(html);
+}
+
+/* ---- f32: the naive kernels only ------------------------------------------------------------ */
+
+#define F32_KEY "b2.t128.s128.hq16.hkv16.d64.f32.none"
+
+/* The JSON object of one shape (up to its closing brace) or of one group, copied into buf. */
+static void json_object_with(const char *text, const char *needle, char *buf, size_t size)
+{
+  const char *at = strstr(text, needle);
+  if (!at) fail_msg("no '%s' in the JSON", needle);
+  const char *start = at, *end = strchr(at, '}');
+  while (start > text && *start != '{') start--;
+  assert_non_null(end);
+  snprintf(buf, size, "%.*s", (int)(end - start + 1), start);
+}
+
+static void test_f32_row_in_every_format(void **state)
+{
+  (void)state;
+  /* The model: naive time, no tuned, cuDNN unsupported, no speedup, alone in its group. */
+  tn_report r;
+  TU_OK(tn_report_load(g_db, H200, &r));
+  const tn_report_row *row = NULL, *failed = NULL;
+  for (int i = 0; i < r.n_rows; i++) {
+    if (strcmp(r.rows[i].key, F32_KEY) == 0) row = &r.rows[i];
+    if (strcmp(r.rows[i].key, "b1.t128.s128.hq4.hkv4.d32.f16.none") == 0) failed = &r.rows[i];
+  }
+  assert_non_null(row);
+  assert_non_null(failed);
+  assert_false(row->has_best);
+  assert_int_equal(row->n_fused_trials, 0);
+  assert_true(tn_report_no_fused(row));
+  assert_false(tn_report_no_fused(failed)); /* fa2 was tried there: none verified is another story */
+  assert_near(row->naive_ms, F32_NAIVE_MS, 1e-12);
+  assert_true(isnan(row->tuned_ms) && isnan(row->best_ms) && isnan(row->cudnn_ms));
+  assert_true(isnan(row->speedup_tuned) && isnan(row->speedup_best));
+  assert_int_equal(row->cudnn, TN_REPORT_CUDNN_UNSUPPORTED);
+  int seen_group = 0;
+  for (int i = 0; i < r.n_groups; i++) {
+    const tn_report_group *g = &r.groups[i];
+    if (g->dtype != AT_DTYPE_F32) continue;
+    assert_int_equal(g->n_shapes, 1);
+    assert_int_equal(g->n_compared, 0);
+    assert_true(isnan(g->geomean));
+    seen_group = 1;
+  }
+  assert_true(seen_group);
+  tn_report_free(&r);
+
+  /* text: the row names the missing kernel and prints the naive time, no speedup. */
+  char line[1024], want[64];
+  char *text = render(H200, TN_REPORT_TEXT);
+  assert_true(line_with(text, F32_KEY, line, sizeof line));
+  assert_non_null(strstr(line, "no fused kernel"));
+  assert_non_null(strstr(line, "0.0412"));
+  assert_non_null(strstr(line, "unsupported"));
+  assert_null(strchr(line + strlen(F32_KEY), 'x')); /* no "1.23x" */
+  assert_null(strstr(line, "nan"));
+  assert_true(line_with(text, "f32 d64 none", line, sizeof line));
+  assert_non_null(strstr(line, "n/a"));
+  assert_non_null(strstr(line, "over 0 of 1 shape"));
+  /* The bf16 group of the same head dim and mask keeps its six shapes and its mean. */
+  int n;
+  double g = expected_geomean(H200, AT_DTYPE_BF16, 64, AT_MASK_NONE, &n);
+  snprintf(want, sizeof want, "%.2fx", g);
+  assert_true(line_with(text, "bf16 d64 none", line, sizeof line));
+  assert_non_null(strstr(line, want));
+  assert_non_null(strstr(line, "6 of 6"));
+  /* The shape whose fa2 kernels all failed still shows "-" as its best. */
+  assert_true(line_with(text, "b1.t128.s128.hq4.hkv4.d32.f16.none", line, sizeof line));
+  assert_null(strstr(line, "no fused kernel"));
+  free(text);
+
+  /* md: the same, the label not set as code. */
+  text = render(H200, TN_REPORT_MD);
+  assert_true(line_with(text, F32_KEY, line, sizeof line));
+  assert_non_null(strstr(line, "| `" F32_KEY "` | no fused kernel | - |"));
+  assert_non_null(strstr(line, "| 0.0412 |"));
+  assert_non_null(strstr(line, "| unsupported |"));
+  assert_true(line_with(text, "| f32 d64 none |", line, sizeof line));
+  assert_non_null(strstr(line, "| n/a | 0 of 1 |"));
+  free(text);
+
+  /* csv: empty best and tuned, the naive time, no speedups. */
+  text = render(H200, TN_REPORT_CSV);
+  char *lines[64], *save = NULL, *head[40], *f[40];
+  int n_lines = 0, found = 0;
+  for (char *l = strtok_r(text, "\n", &save); l && n_lines < 64; l = strtok_r(NULL, "\n", &save))
+    lines[n_lines++] = l;
+  int n_cols = split_csv(lines[0], head, 40);
+  for (int i = 1; i < n_lines; i++) {
+    assert_int_equal(split_csv(lines[i], f, 40), n_cols);
+    if (strcmp(f[column(head, n_cols, "shape")], F32_KEY) != 0) continue;
+    found = 1;
+    assert_string_equal(f[column(head, n_cols, "dtype")], "f32");
+    assert_string_equal(f[column(head, n_cols, "best_impl")], "");
+    assert_string_equal(f[column(head, n_cols, "best_ms")], "");
+    assert_string_equal(f[column(head, n_cols, "tuned_impl")], "");
+    assert_string_equal(f[column(head, n_cols, "tuned_ms")], "");
+    assert_string_equal(f[column(head, n_cols, "cudnn_status")], "unsupported");
+    assert_string_equal(f[column(head, n_cols, "cudnn_ms")], "");
+    assert_string_equal(f[column(head, n_cols, "naive_ms")], "0.0412");
+    assert_string_equal(f[column(head, n_cols, "speedup_tuned")], "");
+    assert_string_equal(f[column(head, n_cols, "speedup_best")], "");
+  }
+  assert_true(found);
+  free(text);
+
+  /* json: nulls, the naive time as a number, a group with nothing compared. */
+  char obj[2048];
+  int objects = 0;
+  text = render(H200, TN_REPORT_JSON);
+  assert_true(json_valid(text, &objects));
+  json_object_with(text, "\"shape\": \"" F32_KEY "\"", obj, sizeof obj);
+  assert_non_null(strstr(obj, "\"dtype\": \"f32\""));
+  assert_non_null(strstr(obj, "\"best_impl\": null"));
+  assert_non_null(strstr(obj, "\"tuned_ms\": null"));
+  assert_non_null(strstr(obj, "\"cudnn_status\": \"unsupported\""));
+  assert_non_null(strstr(obj, "\"naive_ms\": 0.0412,"));
+  assert_non_null(strstr(obj, "\"speedup_tuned\": null"));
+  assert_non_null(strstr(obj, "\"speedup_best\": null"));
+  json_object_with(text, "\"dtype\": \"f32\", \"head_dim\": 64, \"mask\": \"none\", \"n_shapes\": 1", obj, sizeof obj);
+  assert_non_null(strstr(obj, "\"n_compared\": 0, \"geomean_speedup_tuned\": null"));
+  free(text);
+
+  /* html: the table row, the speedup chart's reason, and the f32-vs-bf16 bars with a naive bar. */
+  text = render(H200, TN_REPORT_HTML);
+  assert_non_null(strstr(text, "no fused kernel (naive 0.0412 ms)"));
+  assert_non_null(strstr(text, ">no fused kernel</td>"));
+  assert_non_null(strstr(text, "<title>naive " F32_KEY ": 0.0412 ms</title>"));
+  assert_non_null(strstr(text, ">f32<"));
+  assert_non_null(strstr(text, "no fused kernel</text>")); /* its missing tuned bar */
+  assert_null(strstr(text, "nan"));
+  assert_null(strstr(text, "inf\""));
+  free(text);
+}
+
+/* A cache of f32 shapes alone: no best row anywhere, only naive times; every format renders,
+ * the header still names the environment, the charts have naive data and no NaN coordinates. */
+static void test_f32_only_cache(void **state)
+{
+  (void)state;
+  char db_path[320];
+  snprintf(db_path, sizeof db_path, "%s/f32.db", g_dir);
+  unlink(db_path);
+  cache_db *db;
+  TU_OK(cache_open(db_path, 0, &db));
+  cache_env e = env_of(H200);
+  put_f32_shape(db, &e, mk(4, 128, 128, 8, 8, 64, AT_DTYPE_F32, AT_MASK_NONE), 0.031);
+  put_f32_shape(db, &e, mk(4, 256, 256, 8, 8, 64, AT_DTYPE_F32, AT_MASK_NONE), 0.052);
+  put_f32_shape(db, &e, mk(4, 256, 256, 8, 2, 64, AT_DTYPE_F32, AT_MASK_NONE), 0.049);
+  /* One without a naive time either (its naive trial crashed). */
+  at_shape bare = mk(4, 512, 512, 8, 8, 64, AT_DTYPE_F32, AT_MASK_NONE);
+  put_trial(db, &e, bare, "cudnn", CACHE_UNSUPPORTED, NAN);
+  put_trial(db, &e, bare, "naive", CACHE_CRASHED, NAN);
+  cache_close(db);
+
+  static const tn_report_format formats[] = {TN_REPORT_TEXT, TN_REPORT_MD, TN_REPORT_CSV, TN_REPORT_JSON,
+                                             TN_REPORT_HTML};
+  for (size_t k = 0; k < sizeof formats / sizeof *formats; k++) {
+    tn_report r;
+    char *text = NULL;
+    size_t size = 0;
+    TU_OK(tn_report_load(db_path, NULL, &r));
+    assert_int_equal(r.n_rows, 4);
+    assert_int_equal(r.n_groups, 1);
+    assert_int_equal(r.groups[0].n_compared, 0);
+    FILE *f = open_memstream(&text, &size);
+    assert_non_null(f);
+    TU_OK(tn_report_write(&r, formats[k], f, "memory"));
+    assert_int_equal(fclose(f), 0);
+    tn_report_free(&r);
+    assert_non_null(strstr(text, "b4.t256.s256.hq8.hkv2.d64.f32.none"));
+    assert_non_null(strstr(text, "0.052"));
+    assert_null(strstr(text, "nan"));
+    assert_null(strstr(text, "inf"));
+    if (formats[k] == TN_REPORT_TEXT) {
+      assert_non_null(strstr(text, "driver 580.159.04")); /* from the trials: there is no best row */
+      char line[1024];
+      assert_true(line_with(text, "b4.t512.s512.hq8.hkv8.d64.f32.none", line, sizeof line));
+      assert_non_null(strstr(line, "no fused kernel"));
+    }
+    if (formats[k] == TN_REPORT_JSON) {
+      int objects = 0;
+      assert_true(json_valid(text, &objects));
+    }
+    if (formats[k] == TN_REPORT_HTML) {
+      /* speedup, T sweep (naive line), MHA vs GQA (naive bars); no batch or dtype family. */
+      assert_int_equal(count_of(text, "<svg"), 3);
+      assert_int_equal(count_of(text, "sequence length T = S (log scale)"), 1);
+      assert_non_null(strstr(text, ">GQA<"));
+      assert_non_null(strstr(text, "<title>naive b4.t256.s256.hq8.hkv2.d64.f32.none: 0.049 ms</title>"));
+      assert_non_null(strstr(text, "no fused kernel (naive 0.031 ms)"));
+      assert_int_equal(count_of(text, "No chart:"), 2);
+    }
+    free(text);
+  }
 }
 
 /* ---- selection and messages -------------------------------------------------------------- */
@@ -650,6 +862,8 @@ int main(void)
       cmocka_unit_test(test_csv_parses_back),
       cmocka_unit_test(test_json_parses_back),
       cmocka_unit_test(test_html_is_self_contained_with_charts),
+      cmocka_unit_test(test_f32_row_in_every_format),
+      cmocka_unit_test(test_f32_only_cache),
       cmocka_unit_test(test_gpu_filter_and_messages),
       cmocka_unit_test(test_cli_exit_codes),
   };

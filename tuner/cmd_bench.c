@@ -2,8 +2,10 @@
  * cmd_bench.c — `attntune bench`: time implementations of one attention shape with the same
  * timing code (tuner/timing.c), after verifying each against the naive reference on the same
  * inputs. Implementations: naive (the three-kernel path, output in the input dtype), cudnn
- * (composite graph), cudnn-unified (the single fused op), fa2 (every variant the generator lists;
- * the fastest is marked), fa2-default, or a variant key.
+ * (composite graph), cudnn-unified (the single fused op), fused (every variant the generator lists,
+ * both families; the fastest is marked), fa2 or fa3 (one family's), default (fa2-default), or a
+ * variant key. f32 inputs run the naive kernels only:
+ * every other implementation is refused on its own row (TN_F32_NO_FUSED, TN_F32_NO_CUDNN).
  */
 #include <getopt.h>
 #include <math.h>
@@ -34,19 +36,23 @@ static const char USAGE[] =
     "--suite runs a whole set of experiments and stores them in the cache for 'attntune report':\n"
     "every shape of the suite's config is tuned as 'attntune tune' does, with the naive path timed\n"
     "as well (naive vs fused vs cuDNN). 'codelab' is configs/codelab.yaml: the codelab's shape,\n"
-    "sequence and batch sweeps, causal or not, MHA/GQA/MQA and FP8. Suites are looked up in\n"
-    "$ATTNTUNE_CONFIGS, ./configs and the installed share/attntune/configs.\n"
+    "sequence and batch sweeps, causal or not, MHA/GQA/MQA, FP8, and the codelab's shape in fp32\n"
+    "(the naive kernels only). Suites are looked up in $ATTNTUNE_CONFIGS, ./configs and the\n"
+    "installed share/attntune/configs.\n"
     "\n"
     "Times attention implementations on one shape with CUDA events (warm-up, then the median of\n"
     "back-to-back launches, inputs rotated so together they exceed twice the L2), after checking\n"
     "each output against the naive fp32 reference on the same random inputs.\n"
     "\n"
-    "  --impl LIST        comma-separated, in order (default naive,cudnn,fa2-default):\n"
+    "  --impl LIST        comma-separated, in order (default naive,cudnn,default; naive for f32):\n"
     "                       naive          the three-kernel reference path (output in the dtype)\n"
     "                       cudnn          cuDNN's fused attention, composite graph\n"
     "                       cudnn-unified  cuDNN's single SDPA op (no masks; cuDNN >= 9.13.1)\n"
-    "                       fa2            every fa2 variant listed for the shape; * marks the best\n"
-    "                       fa2-default    the fa2 variant used when nothing is tuned\n"
+    "                       fused          every generated variant listed for the shape (fa2 and,\n"
+    "                                      for FP8 on sm_90a, fa3); * marks the best\n"
+    "                       fa2, fa3       the same, one family only\n"
+    "                       default        the variant used when nothing is tuned (fa2-default:\n"
+    "                                      the same, its older name)\n"
     "                       KEY            one variant, e.g. fa2.bf16.d128.none.g1.bm128.bn64.w4.s2\n"
     "shape:\n"
     "  --batch N          B (default 2)\n"
@@ -56,8 +62,10 @@ static const char USAGE[] =
     "  --q-heads N        Nq (default 16)\n"
     "  --kv-heads N       Nkv, divides Nq (default Nq)\n"
     "  --head-dim N       D (default 128)\n"
-    "  --dtype T          f16, bf16, e4m3 or e5m2 (default bf16); FP8 inputs are random values\n"
-    "                     in [-1, 1) rounded to the format, unit descales, bf16 output\n"
+    "  --dtype T          f32, f16, bf16, e4m3 or e5m2 (default bf16); FP8 inputs are random values\n"
+    "                     in [-1, 1) rounded to the format, unit descales, bf16 output; f32\n"
+    "                     runs only the naive kernels (attntune has no fused f32 kernel and\n"
+    "                     cuDNN no fp32 attention)\n"
     "  --causal           causal mask, top-left\n"
     "  --causal-br        causal mask, bottom-right\n"
     "  --lse              also write and check the log-sum-exp\n"
@@ -190,7 +198,8 @@ static int bench_one(tn_harness *h, const bench_opts *o, const char *name)
       print_failure(name, "failed", at_last_error());
       return 1;
     }
-    rc = measure(h, &impl, o, "scores, softmax, PV: 3 kernels", &ms);
+    rc = measure(h, &impl, o, h->shape.dtype == AT_DTYPE_F32 ? "scores, softmax, PV: 3 kernels (f32: the reference)"
+                                                             : "scores, softmax, PV: 3 kernels", &ms);
     tn_impl_close(&impl);
     return rc != AT_OK;
   }
@@ -205,22 +214,35 @@ static int bench_one(tn_harness *h, const bench_opts *o, const char *name)
     rt_cudnn_plan_info_format(&info, note, sizeof note);
     return measure(h, &impl, o, note, &ms) != AT_OK;
   }
+  if (h->shape.dtype == AT_DTYPE_F32) { /* fused, fa2, fa3, default or a variant key */
+    print_failure(name, "unsupported", TN_F32_NO_FUSED "; f32 runs --impl naive");
+    return 1;
+  }
   gen_target target;
   if ((rc = gen_target_make(h->ctx->arch, h->ctx->info.smem_per_block_optin, &target)) != AT_OK) {
     print_failure(name, "failed", at_last_error());
     return 1;
   }
-  if (strcmp(name, "fa2") == 0) {
+  const int fused = strcmp(name, "fused") == 0, fa2 = strcmp(name, "fa2") == 0, fa3 = strcmp(name, "fa3") == 0;
+  if (fused || fa2 || fa3) {
     gen_variant vs[GEN_MAX_VARIANTS];
-    int n = 0;
+    int n = 0, kept = 0;
     if ((rc = gen_enumerate(&h->shape, &target, vs, GEN_MAX_VARIANTS, &n)) != AT_OK) {
       print_failure(name, "unsupported", at_last_error());
       return 1;
     }
-    return bench_variants(h, o, vs, n) != 0;
+    for (int i = 0; i < n; i++)
+      if (fused || vs[i].family == (fa2 ? GEN_FAMILY_FA2 : GEN_FAMILY_FA3)) vs[kept++] = vs[i];
+    if (kept == 0) {
+      print_failure(name, "unsupported", fa3 ? "fa3 lists variants for FP8 inputs on sm_90a only"
+                                             : "no fa2 variant for this shape on this GPU");
+      return 1;
+    }
+    return bench_variants(h, o, vs, kept) != 0;
   }
   gen_variant v;
-  if (strcmp(name, "fa2-default") == 0) rc = gen_default_variant(&h->shape, &target, &v);
+  if (strcmp(name, "default") == 0 || strcmp(name, "fa2-default") == 0)
+    rc = gen_default_variant(&h->shape, &target, &v);
   else rc = gen_variant_parse(name, &v);
   if (rc == AT_OK) rc = gen_variant_matches(&v, &h->shape);
   if (rc == AT_OK) rc = gen_variant_check(&v, &target);
@@ -250,11 +272,11 @@ static int parse_options(int argc, char **argv, bench_opts *o)
       {"overhead", no_argument, NULL, O_OVERHEAD},     {"help", no_argument, NULL, O_HELP},
       {NULL, 0, NULL, 0}};
   const int big = 1 << 30;
-  int kv_heads = 0, c;
+  int kv_heads = 0, impl_given = 0, c;
   at_shape *s = &o->shape;
   *s = (at_shape){.batch = 2, .q_len = 1024, .kv_len = 1024, .q_heads = 16, .head_dim = 128,
                   .dtype = AT_DTYPE_BF16};
-  snprintf(o->impls, sizeof o->impls, "naive,cudnn,fa2-default");
+  snprintf(o->impls, sizeof o->impls, "naive,cudnn,default");
   o->timing = (tn_timing_opts){.warmup = 10, .reps = 50};
   o->verify = 1;
   o->seed = tn_fresh_seed();
@@ -263,7 +285,7 @@ static int parse_options(int argc, char **argv, bench_opts *o)
   while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
     const char *a = optarg;
     switch (c) {
-    case O_IMPL: snprintf(o->impls, sizeof o->impls, "%s", a); break;
+    case O_IMPL: snprintf(o->impls, sizeof o->impls, "%s", a), impl_given = 1; break;
     case O_BATCH: if (!tn_parse_int("bench", "--batch", a, 1, big, &s->batch)) return -1; break;
     case O_SEQ:
       if (!tn_parse_int("bench", "--seq-len", a, 1, big, &s->q_len)) return -1;
@@ -276,8 +298,6 @@ static int parse_options(int argc, char **argv, bench_opts *o)
     case O_D: if (!tn_parse_int("bench", "--head-dim", a, 1, 512, &s->head_dim)) return -1; break;
     case O_DTYPE:
       if (at_dtype_parse(a, &s->dtype) != AT_OK) return tn_usage_error("bench", "%s", at_last_error()), -1;
-      if (s->dtype == AT_DTYPE_F32)
-        return tn_usage_error("bench", "--dtype f32: bench runs f16, bf16, e4m3 and e5m2 inputs"), -1;
       break;
     case O_CAUSAL: s->mask = AT_MASK_CAUSAL_TL; break;
     case O_CAUSAL_BR: s->mask = AT_MASK_CAUSAL_BR; break;
@@ -304,6 +324,9 @@ static int parse_options(int argc, char **argv, bench_opts *o)
   if (optind < argc) return tn_usage_error("bench", "unexpected argument '%s'", argv[optind]), -1;
   s->kv_heads = kv_heads ? kv_heads : s->q_heads;
   if (at_shape_check(s) != AT_OK) return tn_usage_error("bench", "%s", at_last_error()), -1;
+  if (s->dtype == AT_DTYPE_F32 && o->overhead)
+    return tn_usage_error("bench", "--overhead measures the plan of a fused kernel; %s", TN_F32_NO_FUSED), -1;
+  if (s->dtype == AT_DTYPE_F32 && !impl_given) snprintf(o->impls, sizeof o->impls, "naive");
   return 0;
 }
 

@@ -34,6 +34,9 @@ void tn_config_init(tn_config *c)
   c->tolerance[AT_DTYPE_BF16] = 1e-2;
   c->tolerance[AT_DTYPE_E4M3] = 5e-2;
   c->tolerance[AT_DTYPE_E5M2] = 1e-1;
+  /* f32 shapes run only the naive kernels, which are the reference itself: a fixed sanity bound,
+   * not a setting (tolerance.f32 is refused). */
+  c->tolerance[AT_DTYPE_F32] = 1e-4;
   c->warmup = 10;
   c->reps = 50;
   c->first_pass_reps = 5;
@@ -343,10 +346,11 @@ static at_status read_dtype(const parser *p, const yaml_node_t *n, const char *f
 {
   at_dtype d;
   if (n->type != YAML_SCALAR_NODE || n->data.scalar.length == 0)
-    return fail_at(p, n, field, "expected a dtype (f16, bf16, e4m3, e5m2), got %s", kind_of(n));
-  /* f32 is the reference's type, not one attntune tunes. */
-  if (at_dtype_parse(text_of(n), &d) != AT_OK || d == AT_DTYPE_F32)
-    return fail_at(p, n, field, "unknown dtype '%s' (expected f16, bf16, e4m3, e5m2)", text_of(n));
+    return fail_at(p, n, field, "expected a dtype (f32, f16, bf16, e4m3, e5m2), got %s", kind_of(n));
+  /* f32 is accepted: such a shape has no fused kernel and no cuDNN baseline, and the tuner times
+   * the naive kernels on it (tune.c). */
+  if (at_dtype_parse(text_of(n), &d) != AT_OK)
+    return fail_at(p, n, field, "unknown dtype '%s' (expected f32, f16, bf16, e4m3, e5m2)", text_of(n));
   *out = (int)d;
   return AT_OK;
 }
@@ -779,6 +783,12 @@ static at_status parse_tolerance(const parser *p, const yaml_node_t *n)
   char sub[FIELD_CAP];
   at_status rc;
   if ((rc = expect_mapping(p, n, "tolerance", "dtypes to relative L2 errors")) != AT_OK) return rc;
+  for (int i = 0; i < map_size(n); i++) {
+    yaml_node_t *key = node_at(p, n->data.mapping.pairs.start[i].key);
+    if (key->type == YAML_SCALAR_NODE && strcmp(text_of(key), "f32") == 0)
+      return fail_at(p, key, "tolerance", "no tolerance for f32: f32 shapes run only the naive kernels, "
+                     "which are the reference itself (expected f16, bf16, e4m3, e5m2)");
+  }
   if ((rc = check_keys(p, n, "tolerance", KEYS, 4)) != AT_OK) return rc;
   for (int i = 0; i < map_size(n); i++) {
     yaml_node_pair_t *pair = &n->data.mapping.pairs.start[i];

@@ -6,7 +6,7 @@
  * deduplicated list in a stable order), per-family search-space overrides, budgets, tolerances
  * and timing. Every error is AT_ERR_CONFIG with a message of the form
  *
- *     configs/x.yaml:7:12: shapes[1].dtype: unknown dtype 'bf17' (expected f16, bf16, e4m3, e5m2)
+ *     configs/x.yaml:7:12: shapes[1].dtype: unknown dtype 'bf17' (expected f32, f16, bf16, e4m3, e5m2)
  *
  * (1-based line and column of the offending node), except a file that cannot be read: AT_ERR_IO.
  */
@@ -59,7 +59,7 @@ typedef struct tn_config {
   int budget_candidates;         /* most candidates timed per shape; 0 = all */
   double budget_seconds;         /* per shape; 0 = no limit */
 
-  double tolerance[AT_DTYPE_E5M2 + 1]; /* relative L2 per at_dtype; the f32 slot is unused */
+  double tolerance[AT_DTYPE_E5M2 + 1]; /* relative L2 per at_dtype; f32's is fixed (naive only) */
 
   int warmup;                    /* launches before timing */
   int reps;                      /* timed launches of the full pass (median) */

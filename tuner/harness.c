@@ -150,6 +150,7 @@ at_status tn_impl_cudnn(tn_harness *h, rt_cudnn_path path, tn_impl *impl, rt_cud
   impl->kind = TN_IMPL_CUDNN;
   impl->path = path;
   snprintf(impl->name, sizeof impl->name, "%s", path == RT_CUDNN_PATH_UNIFIED ? "cudnn-unified" : "cudnn");
+  if (h->shape.dtype == AT_DTYPE_F32) return rt_fail(AT_ERR_UNSUPPORTED, "%s", TN_F32_NO_CUDNN);
   if (tn_output_dtype(h->shape.dtype) != h->shape.dtype)
     return rt_fail(AT_ERR_UNSUPPORTED, "cuDNN's FP8 attention writes FP8 output, compared here with bf16; "
                    "build/tests/bench_cudnn times it");

@@ -12,6 +12,11 @@
 
 enum { TN_MAX_SETS = 16 };
 
+/* Why an f32 shape runs only the naive kernels: the two implementations it lacks. bench, the
+ * tuner and the worker say it in these words. */
+#define TN_F32_NO_FUSED "attntune has no fused f32 kernel (its kernels take f16, bf16, e4m3 and e5m2)"
+#define TN_F32_NO_CUDNN "cuDNN has no fp32 attention (its SDPA takes f16, bf16 and FP8 inputs)"
+
 typedef struct tn_harness {
   const rt_ctx *ctx;
   at_shape shape;

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "generator/generator.h"
 #include "runtime/rt.h"
 #include "tuner/report.h"
 
@@ -21,6 +22,8 @@
 /* Per-row bookkeeping that only the loader needs. */
 typedef struct row_extra {
   cache_env env;       /* of the best row */
+  cache_env trial_env; /* of the first trial, for the header of rows without a best */
+  int has_trial_env;
   char updated_at[32]; /* of the best row: the newest template version's row wins */
   int has_cudnn_trial;
   double cudnn_trial_ms;
@@ -122,8 +125,10 @@ static int visit_trial(void *user, const cache_env *env, const cache_trial *t)
   row_extra *x = &l->extra[i];
   /* Trials measured with other kernel templates than the row's best say nothing about it. */
   if (x->env.template_version[0] && strcmp(env->template_version, x->env.template_version) != 0) return 0;
+  if (!x->has_trial_env) x->trial_env = *env, x->has_trial_env = 1;
   int timed = t->status == CACHE_OK && isfinite(t->time_ms) && t->time_ms > 0;
-  if (strncmp(t->impl, "fa2.", 4) == 0 && timed && !(t->time_ms >= row->tuned_ms)) {
+  if (strcmp(t->impl, "naive") != 0 && strcmp(t->impl, "cudnn") != 0) row->n_fused_trials++; /* a variant key */
+  if (gen_is_variant_key(t->impl) && timed && !(t->time_ms >= row->tuned_ms)) {
     snprintf(row->tuned_impl, sizeof row->tuned_impl, "%s", t->impl);
     row->tuned_ms = t->time_ms;
     row->tuned_tflops = t->tflops;
@@ -227,8 +232,10 @@ static at_status build_models(tn_report *r, const row_extra *extra)
       snprintf(r->models[r->n_models++].gpu_model, sizeof r->models->gpu_model, "%s", row->gpu_model);
     tn_report_model *m = &r->models[r->n_models - 1];
     m->n_shapes++;
-    if (!row->has_best) continue; /* the header describes the environment of best rows */
-    const cache_env *e = &extra[i].env;
+    /* The header describes the environment of best rows, and of the trials of rows without one
+     * (an f32 shape has trials only). */
+    if (!row->has_best && !extra[i].has_trial_env) continue;
+    const cache_env *e = row->has_best ? &extra[i].env : &extra[i].trial_env;
     char cc[16];
     snprintf(cc, sizeof cc, "%d.%d", e->cc_major, e->cc_minor);
     join_distinct(m->cc, sizeof m->cc, cc);
@@ -313,6 +320,17 @@ at_status tn_report_format_parse(const char *text, tn_report_format *out)
   return rt_fail(AT_ERR_INVALID, "unknown report format '%s' (expected text, md, csv, json, html)", text);
 }
 
+int tn_report_no_fused(const tn_report_row *row)
+{
+  return !row->has_best && row->n_fused_trials == 0 && !isfinite(row->tuned_ms);
+}
+
+/* The best column: the best row's implementation, "no fused kernel", or "-" (none verified). */
+static const char *best_label(const tn_report_row *row)
+{
+  return row->has_best ? row->best_impl : tn_report_no_fused(row) ? "no fused kernel" : "-";
+}
+
 const char *tn_report_cudnn_label(const tn_report_row *row)
 {
   switch (row->cudnn) {
@@ -392,7 +410,7 @@ typedef char cells[N_CELLS][160];
 static void row_cells(const tn_report_row *row, cells c)
 {
   snprintf(c[0], sizeof c[0], "%s", row->key);
-  snprintf(c[1], sizeof c[1], "%s", row->has_best ? row->best_impl : "-");
+  snprintf(c[1], sizeof c[1], "%s", best_label(row));
   fmt_ms(c[2], sizeof c[2], row->best_ms);
   fmt_fixed(c[3], sizeof c[3], row->best_tflops, 1, "");
   fmt_fixed(c[4], sizeof c[4], row->best_gbs, 0, "");
@@ -455,7 +473,8 @@ static void md_table(const tn_report *r, int lo, int hi, FILE *out)
   for (int i = lo; i < hi; i++) {
     row_cells(&r->rows[i], c);
     fputc('|', out);
-    for (int k = 0; k < N_CELLS; k++) fprintf(out, k < 2 && c[k][0] != '-' ? " `%s` |" : " %s |", c[k]);
+    for (int k = 0; k < N_CELLS; k++)
+      fprintf(out, k == 0 || (k == 1 && r->rows[i].has_best) ? " `%s` |" : " %s |", c[k]);
     fputc('\n', out);
   }
 }
@@ -490,8 +509,9 @@ static void write_text(const tn_report *r, FILE *out, int md)
     else text_table(r, lo, hi, out);
     text_groups(r, r->models[m].gpu_model, out, md);
   }
-  fprintf(out, "\ntuned = the fastest verified fa2 kernel; speedups are cuDNN's time / ours (> 1: "
-               "faster than cuDNN); GB/s (K/V read) for T <= %d; times in ms.\n",
+  fprintf(out, "\ntuned = the fastest verified generated kernel (fa2, fa3); speedups are cuDNN's time / ours (> 1: "
+               "faster than cuDNN); GB/s (K/V read) for T <= %d; times in ms; no fused kernel = only the "
+               "naive kernels run the shape (f32).\n",
           TN_REPORT_DECODE_MAX_T);
 }
 
@@ -842,30 +862,36 @@ static void svg_line_chart(FILE *out, const char *title, const char *x_label, co
   fputs("</svg>\n", out);
 }
 
-/* Latency bars (tuned, cuDNN) per category; a missing bar says why instead. */
+/* Latency bars (tuned, cuDNN) per category; a missing bar says why instead. Naive bars join them
+ * only when a category has no fused kernel (an f32 shape), so that its naive time is seen. */
 static void svg_bar_chart(FILE *out, const char *title, const tn_report_row *const *rows,
                           char (*labels)[2][32], int n)
 {
-  const int S[] = {S_TUNED, S_CUDNN};
+  int S[3] = {S_TUNED, S_CUDNN}, ns = 2;
+  for (int i = 0; i < n && ns == 2; i++)
+    if (tn_report_no_fused(rows[i]) && isfinite(rows[i]->naive_ms))
+      S[0] = S_NAIVE, S[1] = S_TUNED, S[2] = S_CUDNN, ns = 3;
   /* Wide enough for the bars and for the title in one line. */
-  const int width = (int)fmax(150 + 110 * n, 28 + 9.0 * (double)strlen(title)), height = 370;
+  const int width = (int)fmax(150 + (ns == 3 ? 150 : 110) * n, 28 + 9.0 * (double)strlen(title)), height = 370;
   const double L = 78, R = 20, T = 62, B = 64;
   double y_max = 0;
   for (int i = 0; i < n; i++)
-    for (int k = 0; k < 2; k++) {
+    for (int k = 0; k < ns; k++) {
       double v = series_ms(rows[i], S[k]);
       if (isfinite(v)) y_max = fmax(y_max, v);
     }
+  if (!(y_max > 0)) y_max = 1; /* no time at all: an empty axis rather than NaN coordinates */
   double step = nice_step(y_max * 1.15, 5);
   axis y = {0, ceil(y_max * 1.15 / step) * step, height - B, T, 0};
   svg_begin(out, width, height, title);
-  svg_legend(out, (int[N_SERIES]){0, 1, 1}, L, 42, 1);
+  svg_legend(out, (int[N_SERIES]){ns == 3, 1, 1}, L, 42, 1);
   for (double v = 0; v <= y.hi * 1.0001; v += step) svg_ytick(out, &y, v, L, width - R);
-  double slot = (width - R - L) / n, bar = fmin(slot * 0.32, 40);
+  double slot = (width - R - L) / n, bar = fmin(slot * (ns == 3 ? 0.24 : 0.32), 40);
   for (int i = 0; i < n; i++) {
     double cx = L + slot * (i + 0.5);
-    for (int k = 0; k < 2; k++) {
-      double v = series_ms(rows[i], S[k]), x0 = cx + (k ? 2 : -2 - bar), base = axis_px(&y, 0);
+    for (int k = 0; k < ns; k++) {
+      double v = series_ms(rows[i], S[k]), x0 = cx - (ns * bar + (ns - 1) * 4) / 2 + k * (bar + 4);
+      double base = axis_px(&y, 0);
       if (isfinite(v)) {
         double top = axis_px(&y, v);
         fprintf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"><title>%s %s: "
@@ -874,10 +900,12 @@ static void svg_bar_chart(FILE *out, const char *title, const tn_report_row *con
                 x0, top, bar, base - top, SERIES[S[k]].color, SERIES[S[k]].name, rows[i]->key, v,
                 x0 + bar / 2, top - 4, v);
       } else {
-        const char *why = S[k] == S_CUDNN ? tn_report_cudnn_label(rows[i]) : "no tuned kernel";
+        const char *why = S[k] == S_CUDNN ? tn_report_cudnn_label(rows[i])
+                          : S[k] == S_NAIVE ? "no naive time"
+                          : tn_report_no_fused(rows[i]) ? "no fused kernel" : "no tuned kernel";
         fprintf(out, "<text class=\"miss\" x=\"%.1f\" y=\"%.1f\" "
-                     "transform=\"rotate(-90 %.1f %.1f)\">%s %s</text>\n",
-                x0 + bar / 2 + 4, base - 6, x0 + bar / 2 + 4, base - 6, S[k] == S_CUDNN ? "cuDNN" : "", why);
+                     "transform=\"rotate(-90 %.1f %.1f)\">%s%s</text>\n",
+                x0 + bar / 2 + 4, base - 6, x0 + bar / 2 + 4, base - 6, S[k] == S_CUDNN ? "cuDNN " : "", why);
       }
     }
     for (int line = 0; line < 2; line++)
@@ -931,7 +959,10 @@ static void svg_speedup_chart(FILE *out, const tn_report *r, int lo, int hi, con
               row->cudnn_ms, row->tuned_ms, width - 10, cy + 4, s);
     } else {
       char why[96];
-      if (!isfinite(row->tuned_ms)) snprintf(why, sizeof why, "no verified attntune kernel");
+      if (tn_report_no_fused(row) && isfinite(row->naive_ms))
+        snprintf(why, sizeof why, "no fused kernel (naive %.4g ms)", row->naive_ms);
+      else if (tn_report_no_fused(row)) snprintf(why, sizeof why, "no fused kernel");
+      else if (!isfinite(row->tuned_ms)) snprintf(why, sizeof why, "no verified attntune kernel");
       else if (row->cudnn == TN_REPORT_CUDNN_UNSUPPORTED) snprintf(why, sizeof why, "cuDNN unsupported");
       else snprintf(why, sizeof why, "no cuDNN time (%s)", tn_report_cudnn_label(row));
       fprintf(out, "<text class=\"miss\" x=\"%.1f\" y=\"%.1f\">%s</text>\n", L + 6, cy + 4, why);
@@ -1098,7 +1129,7 @@ static void html_rows_table(FILE *out, const tn_report *r, int lo, int hi)
                  "<td class=\"k impl\" title=\"tuned: %s\">",
             row->key, s->batch, s->q_len, s->kv_len, s->q_heads, s->kv_heads, s->head_dim,
             at_dtype_name(s->dtype), at_mask_name(s->mask), row->tuned_impl[0] ? row->tuned_impl : "none");
-    html_breakable(out, row->has_best ? row->best_impl : "-");
+    html_breakable(out, best_label(row));
     fputs("</td>", out);
     html_cell_num(out, fmt_ms(b, sizeof b, row->best_ms), NULL);
     html_cell_num(out, fmt_fixed(b, sizeof b, row->best_tflops, 1, ""), NULL);
@@ -1192,9 +1223,10 @@ static at_status write_html(const tn_report *r, FILE *out)
                "<p>Cache <code>", HTML_STYLE);
   xml_text(out, r->db_path);
   fprintf(out, "</code>: %d shape%s on %d GPU model%s.%s <b>tuned</b> is the fastest verified kernel attntune "
-               "generated (fa2 family); speedups are cuDNN's time divided by ours, so above 1 means faster "
+               "generated (fa2 or fa3 family); speedups are cuDNN's time divided by ours, so above 1 means faster "
                "than cuDNN. Times are medians in milliseconds; GB/s (K/V read) is shown for queries of at "
-               "most %d rows.</p>\n",
+               "most %d rows. <b>no fused kernel</b>: only the naive kernels run the shape (f32), so it has a "
+               "naive time and no speedup.</p>\n",
           r->n_rows, r->n_rows == 1 ? "" : "s", r->n_models, r->n_models == 1 ? "" : "s",
           r->n_older_best ? " Best rows of older template versions are not shown." : "", TN_REPORT_DECODE_MAX_T);
   for (int m = 0; m < r->n_models; m++) html_model(out, r, &r->models[m], used, members, xs, labels);

@@ -11,6 +11,10 @@
  *
  * Rows are sorted by GPU model, dtype, head dim, mask, heads, batch, T, S, lse, so a group's rows
  * are contiguous. Every time is in milliseconds; NaN means "not measured" everywhere.
+ *
+ * A row with no best row and no trial of a generated kernel had no fused kernel to try (f32: the
+ * tuner times only the naive kernels there and stores no best): it shows its naive time, "no
+ * fused kernel" where the best would be, no speedup, and counts in no geometric mean.
  */
 #ifndef AT_TUNER_REPORT_H
 #define AT_TUNER_REPORT_H
@@ -48,6 +52,7 @@ typedef struct tn_report_row {
   double speedup_tuned; /* cudnn_ms / tuned_ms */
   double speedup_best;  /* cudnn_ms / best_ms */
   double err_naive, err_cudnn; /* of the tuned kernel, else of the best row */
+  int n_fused_trials; /* trials of generated kernels (variant keys), any status */
 } tn_report_row;
 
 /* The geometric mean of speedup_tuned over a group's rows that have both times. */
@@ -107,5 +112,7 @@ at_status tn_report_write(const tn_report *report, tn_report_format format, FILE
 /* Helpers the renderers share, public for the tests. */
 double tn_report_kv_bytes(const at_shape *shape); /* 2·B·Nkv·S·D·sizeof(dtype) */
 const char *tn_report_cudnn_label(const tn_report_row *row); /* "ok", "unsupported", "crashed", "no time" */
+/* No best row and no fused kernel tried (see above): 1 for an f32 shape. */
+int tn_report_no_fused(const tn_report_row *row);
 
 #endif

@@ -15,6 +15,13 @@
  *     │
  *     └─ best = fastest of (full-pass ok trials, cuDNN) ──> best row with its cubin; shape done
  *
+ * An f32 shape has no fused kernel and no cuDNN baseline (TN_F32_NO_FUSED, TN_F32_NO_CUDNN): its
+ * cuDNN trial is recorded as unsupported, the naive kernels are timed (trial "naive"), and no best
+ * row is stored, so the library's lookup chain goes on to the naive kernels by itself (a "naive"
+ * best row would be taken by the exact step even for plans that ask for generated kernels only,
+ * and would name the naive kernels "tuned"). The shape is marked done; `attntune report` shows
+ * the naive time with "no fused kernel".
+ *
  * A trial's recorded states: ok with first-pass repetitions → ok with full repetitions, or →
  * dropped; every other status is final when first recorded (assert_second_pass checks this).
  * Every trial is committed as it finishes; a rerun skips shapes marked done and trials already
@@ -57,7 +64,7 @@ static double wall_s(void)
 void tn_template_version(char *buf, size_t size)
 {
   /* FNV-1a over the embedded templates: any change to a kernel makes earlier results stale. */
-  static const char *const FILES[] = {"common.cuh", "naive.cu", "fa2.cu"};
+  static const char *const FILES[] = {"common.cuh", "naive.cu", "fa2.cu", "fa3.cu"};
   unsigned long long h = 1469598103934665603ull;
   for (size_t f = 0; f < sizeof FILES / sizeof *FILES; f++) {
     size_t n = 0;
@@ -79,6 +86,8 @@ typedef struct shape_result {
   double best_ms, cudnn_ms;
   double fa2_ms; /* the fastest of attntune's own kernels (NaN: none passed) */
   int device;
+  int naive_only;  /* an f32 shape: no best row, only the naive kernels */
+  double naive_ms; /* its naive time (NaN: not timed) */
 } shape_result;
 
 typedef struct tune_run {
@@ -394,25 +403,24 @@ static at_status tune_cudnn(device_job *job, const tn_response *shape_resp, cach
   return cache_put_trial(job->db, &job->env, t);
 }
 
-/* The naive path's trial of this shape: reuse a final one, else time it now. */
-static at_status tune_naive(device_job *job)
+/* The naive path's trial of this shape (into *t): reuse a final one, else time it now. */
+static at_status tune_naive(device_job *job, cache_trial *t)
 {
   const at_shape *s = &job->shape_req.shape;
   const tn_config *cfg = job->run->config;
-  cache_trial t;
   tn_response r;
   int found = 0;
-  at_status rc = cache_find_trial(job->db, &job->env, s, "naive", &found, &t);
-  if (rc != AT_OK || (found && (t.status != CACHE_OK || t.reps >= cfg->reps))) return rc;
+  at_status rc = cache_find_trial(job->db, &job->env, s, "naive", &found, t);
+  if (rc != AT_OK || (found && (t->status != CACHE_OK || t->reps >= cfg->reps))) return rc;
   if (!job->shape_loaded && (rc = load_shape(job, &r)) != AT_OK) return rc;
   tn_request q = job->shape_req;
   q.kind = TN_REQ_NAIVE;
   q.timing = (tn_timing_opts){.warmup = cfg->warmup, .reps = cfg->reps};
   rc = tn_worker_call(&job->worker, &q, NULL, &r, watchdog_ms(job, s, cfg->reps + cfg->warmup));
   if (rc != AT_OK) job->shape_loaded = 0;
-  trial_init(&t, s, "naive");
-  trial_from_response(&t, &r, s);
-  return cache_put_trial(job->db, &job->env, &t);
+  trial_init(t, s, "naive");
+  trial_from_response(t, &r, s);
+  return cache_put_trial(job->db, &job->env, t);
 }
 
 static void record_result(device_job *job, int index, const cache_best *best, double cudnn_ms,
@@ -427,22 +435,34 @@ static void record_result(device_job *job, int index, const cache_best *best, do
   snprintf(r->best_impl, sizeof r->best_impl, "%s", best->impl);
 }
 
+static void record_naive_only(device_job *job, int index, const cache_trial *naive)
+{
+  shape_result *r = &job->run->results[index];
+  r->naive_only = 1;
+  r->naive_ms = naive->status == CACHE_OK ? naive->time_ms : NAN;
+  r->device = job->device;
+}
+
 static at_status tune_shape(device_job *job, int index)
 {
   const tn_config *cfg = job->run->config;
   const at_shape *s = &cfg->shapes[index];
   char key[160];
-  int done = 0;
+  int done = 0, f32 = s->dtype == AT_DTYPE_F32;
   at_status rc;
+  cache_trial naive;
   at_shape_key(s, key, sizeof key);
+  trial_init(&naive, s, "naive");
   if (job->run->opts->force && (rc = cache_forget_shape(job->db, &job->env, s)) != AT_OK) return rc;
   if ((rc = cache_is_done(job->db, &job->env, s, &done)) != AT_OK) return rc;
   if (done) {
     cache_best b;
     int found = 0;
     if (cache_get_best(job->db, job->env.gpu_model, s, &b, &found) == AT_OK && found) {
-      record_result(job, index, &b, b.cudnn_ms, strncmp(b.impl, "fa2.", 4) == 0 ? b.time_ms : NAN);
+      record_result(job, index, &b, b.cudnn_ms, gen_is_variant_key(b.impl) ? b.time_ms : NAN);
       cache_best_clear(&b);
+    } else if (f32 && cache_find_trial(job->db, &job->env, s, "naive", &found, &naive) == AT_OK && found) {
+      record_naive_only(job, index, &naive);
     }
     count(job->run, &job->run->stats.skipped);
     progress(job->run, "gpu%d %s: done earlier, skipped", job->device, key);
@@ -464,15 +484,20 @@ static at_status tune_shape(device_job *job, int index)
     return AT_OK;
   }
 
+  if (f32)
+    progress(job->run, "gpu%d %s: f32: no fused variants (no fused f32 kernel), cuDNN unsupported (no fp32 "
+             "attention); timing the naive kernels only", job->device, key);
   cache_trial cudnn;
   if ((rc = tune_cudnn(job, &shape_resp, &cudnn)) != AT_OK) return rc;
   double cudnn_ms = cudnn.status == CACHE_OK ? cudnn.time_ms : NAN;
-  if (job->run->opts->with_naive && (rc = tune_naive(job)) != AT_OK) return rc;
+  if ((job->run->opts->with_naive || f32) && (rc = tune_naive(job, &naive)) != AT_OK) return rc;
 
   gen_variant vs[GEN_MAX_VARIANTS];
   int n = 0;
-  if ((rc = candidates_for(job, s, vs, &n)) != AT_OK) {
-    progress(job->run, "gpu%d %s: no fa2 variants (%s)", job->device, key, at_last_error());
+  if (f32) {
+    n = 0; /* said above */
+  } else if ((rc = candidates_for(job, s, vs, &n)) != AT_OK) {
+    progress(job->run, "gpu%d %s: no fused variants (%s)", job->device, key, at_last_error());
     n = 0;
   }
   /* What earlier runs already settled. */
@@ -577,6 +602,19 @@ static at_status tune_shape(device_job *job, int index)
       progress(job->run, "gpu%d %s: best %s %.4f ms (%.1f TFLOP/s), cuDNN %.4f ms", job->device, key,
                best.impl, best.time_ms, best.tflops, cudnn_ms);
     }
+  } else if (rc == AT_OK && !g_stop && f32) {
+    /* No best row: see the comment at the top. */
+    rc = cache_mark_done(job->db, &job->env, s);
+    if (rc == AT_OK) {
+      record_naive_only(job, index, &naive);
+      count(job->run, &job->run->stats.shapes_done);
+      if (naive.status == CACHE_OK)
+        progress(job->run, "gpu%d %s: naive %.4f ms (%.1f TFLOP/s); no fused kernel, cuDNN unsupported: no best "
+                 "row", job->device, key, naive.time_ms, naive.tflops);
+      else
+        progress(job->run, "gpu%d %s: naive %s (%s); no fused kernel, cuDNN unsupported: no best row",
+                 job->device, key, cache_status_name(naive.status), naive.message);
+    }
   } else if (rc == AT_OK && !g_stop) {
     progress(job->run, "gpu%d %s: nothing passed verification", job->device, key);
     rc = cache_mark_done(job->db, &job->env, s);
@@ -647,12 +685,19 @@ static void *device_thread(void *arg)
 static void print_summary(const tune_run *run)
 {
   const tn_config *cfg = run->config;
-  printf("\n%-46s %-42s %9s %8s %9s %9s %8s\n", "shape", "best", "best_ms", "TFLOP/s", "fa2_ms",
-         "cudnn_ms", "fa2/cuDNN");
+  printf("\n%-46s %-42s %9s %8s %9s %9s %8s\n", "shape", "best", "best_ms", "TFLOP/s", "tuned_ms",
+         "cudnn_ms", "tuned/cuDNN");
   for (int i = 0; i < cfg->n_shapes; i++) {
     const shape_result *r = &run->results[i];
     char key[160];
     at_shape_key(&cfg->shapes[i], key, sizeof key);
+    if (r->naive_only) {
+      char note[96] = "naive only (no fused kernel, cuDNN unsupported): not timed";
+      if (isfinite(r->naive_ms))
+        snprintf(note, sizeof note, "naive only (no fused kernel, cuDNN unsupported): %.4f ms", r->naive_ms);
+      printf("%-46s %s\n", key, note);
+      continue;
+    }
     if (!r->tuned) {
       printf("%-48s %-44s\n", key, "(not tuned)");
       continue;

@@ -14,7 +14,8 @@ typedef struct tn_tune_opts {
   int force;        /* retune shapes already done */
   int jobs;         /* NVRTC threads per GPU */
   double watchdog_s; /* a worker silent this long (plus the shape's own time) is hung */
-  int with_naive;   /* also verify and time the naive kernels (trial "naive"), as the codelab does */
+  int with_naive;   /* also verify and time the naive kernels (trial "naive"), as the codelab does;
+                     * f32 shapes always do, it is all they run */
 } tn_tune_opts;
 
 /* Tune cfg's shapes on the given GPUs (one worker each); prints progress on stderr and the

@@ -216,7 +216,7 @@ static int serve_shape(serve_state *st, const tn_request *q, tn_response *r)
   rt_cudnn_plan_info info;
   if (q->shape.dtype != AT_DTYPE_F16 && q->shape.dtype != AT_DTYPE_BF16) {
     r->status = CACHE_UNSUPPORTED;
-    set_message(r, "cuDNN baseline runs f16 and bf16 here");
+    set_message(r, q->shape.dtype == AT_DTYPE_F32 ? TN_F32_NO_CUDNN : "cuDNN baseline runs f16 and bf16 here");
     return 1;
   }
   rc = tn_impl_cudnn(&st->h, RT_CUDNN_PATH_COMPOSITE, &st->cudnn, &info);
