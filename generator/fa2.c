@@ -189,7 +189,8 @@ at_status gen_default_variant(const at_shape *shape, const gen_target *target, g
   gen_spec spec;
   at_status rc = gen_spec_from_shape(GEN_FAMILY_FA2, shape, &spec);
   if (rc != AT_OK) return rc;
-  /* FP8 on sm_90a: wgmma (fa3) runs FP8 at the tensor cores' FP8 rate, mma.sync (fa2) does not. */
+  /* sm_90a: wgmma (fa3) beats mma.sync (fa2) at every measured large shape (docs/perf.md), and
+   * FP8 reaches the tensor cores' FP8 rate only through it. */
   if (fa3_default(&spec, target, out)) return AT_OK;
   for (int i = 0; i < COUNT(prefs); i++) {
     if (spec.head_dim > prefs[i].max_d) continue;

@@ -1,5 +1,5 @@
 /*
- * fa3.h — the fa3 family (templates/fa3.cu: wgmma, FP8 inputs, sm_90a) behind the gen_ functions
+ * fa3.h — the fa3 family (templates/fa3.cu: wgmma, FP8/bf16/f16, sm_90a) behind the gen_ functions
  * of generator.h, which dispatch on gen_variant.family. Internal to generator/.
  */
 #ifndef AT_GENERATOR_FA3_H
@@ -13,7 +13,7 @@ at_status fa3_variant_check(const gen_variant *v, const gen_target *target);
 int fa3_smem_bytes(const gen_variant *v);
 int fa3_register_estimate(const gen_variant *v);
 /* Appends the fa3 variants for spec (pruned like fa2's, tile_ok decides the sequence fit) to
- * out[*n..cap). Nothing is appended where the target or the spec has no fa3. */
+ * out[*n..cap). Nothing is appended where the target has no fa3 (not sm_90a). */
 at_status fa3_enumerate(const gen_spec *spec, const gen_target *target,
                         int (*tile_ok)(const gen_variant *, const at_shape *), const at_shape *shape,
                         gen_variant *out, int cap, int *n);

@@ -20,8 +20,8 @@
  *     e.g. fa2.e4m3.d128.none.g1.bm128.bn64.w4.s2.obf16
  *
  * Families: fa2 (templates/fa2.cu, generator/fa2.c): mma.sync, f16/bf16/FP8, sm_80 and newer.
- * fa3 (templates/fa3.cu, generator/fa3.c): wgmma, FP8 inputs with bf16/f16 output, sm_90a only,
- * head dim 64/128/256, block_m = 16 * warps (one or two warpgroups), block_n 64 or 128; the same
+ * fa3 (templates/fa3.cu, generator/fa3.c): wgmma, sm_90a only; FP8 inputs with bf16/f16 output,
+ * or f16/bf16 in and out; head dim 64/128/256, block_m = 16 * warps (one or two warpgroups), block_n 64 or 128; the same
  * kernel arguments and launch as fa2. gen_enumerate lists both where both apply; the tuner picks.
  *
  * FP8 (e4m3, e5m2): Q, K and V in one FP8 type with per-tensor fp32 descales (device scalars,
@@ -45,7 +45,7 @@
 
 typedef enum gen_family {
   GEN_FAMILY_FA2 = 0, /* FlashAttention-2 style, mma.sync, sm_80+ */
-  GEN_FAMILY_FA3 = 1, /* Hopper: wgmma, FP8 inputs, sm_90a only (templates/fa3.cu) */
+  GEN_FAMILY_FA3 = 1, /* Hopper: wgmma, FP8/bf16/f16, sm_90a only (templates/fa3.cu) */
 } gen_family;
 
 /* What a variant is specialized for; a variant runs exactly the shapes with this spec. */

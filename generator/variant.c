@@ -65,10 +65,8 @@ at_status gen_spec_from_shape_out(gen_family family, const at_shape *shape, at_d
   memset(out, 0, sizeof *out);
   if (family != GEN_FAMILY_FA2 && family != GEN_FAMILY_FA3)
     return rt_fail(AT_ERR_INVALID, "unknown kernel family %d", (int)family);
-  if (family == GEN_FAMILY_FA3 && !is_fp8(shape->dtype))
-    return rt_fail(AT_ERR_UNSUPPORTED, "dtype %s is not supported by fa3 (expected e4m3 or e5m2)",
-                   at_dtype_name(shape->dtype));
-  if (family == GEN_FAMILY_FA3 && out_dtype != AT_DTYPE_BF16 && out_dtype != AT_DTYPE_F16)
+  if (family == GEN_FAMILY_FA3 && is_fp8(shape->dtype) && out_dtype != AT_DTYPE_BF16 &&
+      out_dtype != AT_DTYPE_F16)
     return rt_fail(AT_ERR_UNSUPPORTED, "fa3 writes O of %s inputs as bf16 or f16, not %s",
                    at_dtype_name(shape->dtype), at_dtype_name(out_dtype));
   if (shape->dtype != AT_DTYPE_F16 && shape->dtype != AT_DTYPE_BF16 && !is_fp8(shape->dtype))

@@ -1,6 +1,6 @@
 /*
- * fa3.cu — Hopper (sm_90a) fused attention forward with wgmma: FP8 inputs (E4M3 or E5M2), fp32
- * accumulate, bf16 or f16 output. Computes what fa2.cu computes (same arguments, same BSHD
+ * fa3.cu — Hopper (sm_90a) fused attention forward with wgmma: FP8 inputs (E4M3 or E5M2) with bf16
+ * or f16 output, or f16/bf16 inputs and output; fp32 accumulate. Computes what fa2.cu computes (same arguments, same BSHD
  * strides, same masks, GQA and log-sum-exp; templates/fa2.cu's header has the formula).
  *
  * Why a second family: on sm_90 the FP8 mma.sync is not a tensor-core instruction (ptxas lowers it
@@ -38,6 +38,10 @@
  * then each store instruction hits 8 rows with distinct row % 8 (distinct swizzled chunks) and
  * 4 words each — 32 banks; the reads hit 4 key rows with distinct swizzles — 32 banks too.
  *
+ * 16-bit inputs need no transpose: wgmma reads a 16-bit B operand MN-major when asked (its
+ * transpose bit), so V's tile as loaded serves P V directly (fa3_desc_mn), P's A fragment is the
+ * S accumulators in order (as in fa2.cu), and the V^T buffer, its barrier and P's scale go away.
+ *
  * Per K/V tile: wait for the tile's copies, barrier; prefetch tile t + STAGES - 1; issue S = Q K^T
  * (D/32 wgmmas); transpose V into V^T; wait for S; mask; online softmax (exp2, P as e4m3(p * 448),
  * fa2.cu explains the scale); barrier (V^T complete); O += P V (BN/32 wgmmas); wait.
@@ -45,8 +49,15 @@
  * through the async proxy, hence fence.proxy.async before the barriers that publish them.
  */
 
-#if AT_IN_DTYPE != AT_DTYPE_E4M3 && AT_IN_DTYPE != AT_DTYPE_E5M2
-#error "fa3 takes e4m3 or e5m2 inputs"
+#if AT_IN_DTYPE == AT_DTYPE_E4M3 || AT_IN_DTYPE == AT_DTYPE_E5M2
+#define FA3_FP8 1
+#elif AT_IN_DTYPE == AT_DTYPE_BF16 || AT_IN_DTYPE == AT_DTYPE_F16
+#define FA3_FP8 0
+#if AT_OUT_DTYPE != AT_IN_DTYPE
+#error "fa3 writes O of f16/bf16 inputs in the input dtype"
+#endif
+#else
+#error "fa3 takes e4m3, e5m2, bf16 or f16 inputs"
 #endif
 #if AT_OUT_DTYPE != AT_DTYPE_BF16 && AT_OUT_DTYPE != AT_DTYPE_F16
 #error "fa3 writes O as bf16 or f16"
@@ -58,16 +69,20 @@ static constexpr int FA3_BN = FA3_BLOCK_N;
 static constexpr int FA3_THREADS = FA3_WARPS * 32;
 static constexpr int FA3_NT = FA3_BN / 8; /* n8 tiles of S per warp */
 static constexpr int FA3_OT = FA3_D / 8;  /* n8 tiles of O per warp */
-static constexpr int FA3_PK = FA3_BN / 32; /* k32 steps of P V */
-static constexpr int FA3_QK = FA3_D / 32;  /* k32 steps of Q K^T */
-static constexpr int FA3_CW_D = FA3_D < 128 ? FA3_D : 128;   /* column block of Q, K, V */
-static constexpr int FA3_CW_N = FA3_BN < 128 ? FA3_BN : 128; /* column block of V^T */
-static constexpr int FA3_Q_BYTES = FA3_BM * FA3_D;
-static constexpr int FA3_KV_BYTES = FA3_BN * FA3_D;
-static constexpr int FA3_SMEM_BYTES = 1024 + FA3_Q_BYTES + (2 * FA3_STAGES + 1) * FA3_KV_BYTES;
+static constexpr int FA3_ESIZE = FA3_FP8 ? 1 : 2;  /* bytes per Q/K/V element */
+static constexpr int FA3_ROWB = FA3_D * FA3_ESIZE;  /* bytes per Q/K/V row */
+static constexpr int FA3_KSTEP = 32 / FA3_ESIZE;    /* wgmma k: 32 (FP8) or 16 (16-bit), 32 bytes */
+static constexpr int FA3_PK = FA3_BN / FA3_KSTEP;   /* k steps of P V */
+static constexpr int FA3_QK = FA3_ROWB / 32;        /* k steps of Q K^T */
+static constexpr int FA3_CW_D = FA3_ROWB < 128 ? FA3_ROWB : 128; /* column block of Q, K, V */
+static constexpr int FA3_CW_N = FA3_BN < 128 ? FA3_BN : 128;     /* column block of V^T (FP8) */
+static constexpr int FA3_Q_BYTES = FA3_BM * FA3_ROWB;
+static constexpr int FA3_KV_BYTES = FA3_BN * FA3_ROWB;
+static constexpr int FA3_SMEM_BYTES = 1024 + FA3_Q_BYTES + (2 * FA3_STAGES + FA3_FP8) * FA3_KV_BYTES;
 static constexpr bool FA3_CAUSAL = FA3_MASK != AT_MASK_NONE;
-/* P is stored as e4m3(p * 448); log2(448) is added in the exponent instead of multiplying. */
-#define FA3_P_LOG2_SCALE 8.8073549220576041f
+/* FP8: P is stored as e4m3(p * 448); log2(448) is added in the exponent instead of multiplying.
+ * 16-bit: P is stored in the input dtype, unscaled. */
+#define FA3_P_LOG2_SCALE (FA3_FP8 ? 8.8073549220576041f : 0.0f)
 
 static_assert(FA3_D == 64 || FA3_D == 128 || FA3_D == 256, "head dim 64, 128 or 256");
 static_assert(FA3_BN == 64 || FA3_BN == 128, "BLOCK_N 64 or 128");
@@ -116,6 +131,16 @@ template <int CW> __device__ __forceinline__ unsigned long long fa3_desc(unsigne
          ((unsigned long long)((8 * CW) >> 4) << 32) | ((CW == 128 ? 1ull : 2ull) << 62);
 }
 
+/* The descriptor of an MN-major operand (16-bit V as the B of P V, read with the transpose bit):
+ * the same tile layout, read the other way — 64 elements of N (one 128-byte swizzled row) per
+ * column block, leading byte offset = the stride between column blocks, stride byte offset =
+ * 1024 between groups of 8 k rows. */
+template <int BLOCK_BYTES> __device__ __forceinline__ unsigned long long fa3_desc_mn(unsigned addr)
+{
+  return (unsigned long long)((addr & 0x3ffffu) >> 4) | ((unsigned long long)(BLOCK_BYTES >> 4) << 16) |
+         ((unsigned long long)(1024 >> 4) << 32) | (1ull << 62);
+}
+
 /* Byte offset of byte `col` of row `r` in a tile of R rows stored in CW-byte column blocks. */
 template <int R, int CW> __device__ __forceinline__ unsigned fa3_off(int r, int col)
 {
@@ -157,6 +182,7 @@ __device__ __forceinline__ float fa3_quad_sum(float x)
   return x + __shfl_xor_sync(0xffffffffu, x, 2);
 }
 
+/* Two floats to a packed pair of the 16-bit output dtype (for 16-bit inputs also P's), lo first. */
 __device__ __forceinline__ unsigned fa3_pack_out(float lo, float hi)
 {
   unsigned r;
@@ -170,7 +196,7 @@ __device__ __forceinline__ unsigned fa3_pack_out(float lo, float hi)
 
 /* ---- global -> shared ------------------------------------------------------------------------- */
 
-/* Rows [row0, row0 + R) of a [rows_total][D] FP8 slice (row stride `stride` bytes) into a tile of
+/* Rows [row0, row0 + R) of a [rows_total][D] slice (row stride `stride` bytes) into a tile of
  * R rows in CW_D column blocks; rows past rows_total are zero-filled. Thread i copies 16-byte
  * chunk i % CPR of rows i / CPR, i / CPR + STEP, ...: a warp reads whole rows, and its 8 chunks of
  * one 128-byte block land in 8 distinct swizzled chunks. */
@@ -178,7 +204,7 @@ template <int R>
 __device__ __forceinline__ void fa3_load_tile(unsigned tile, const unsigned char *base, int stride, int row0,
                                               int rows_total, int tid)
 {
-  constexpr int CPR = FA3_D / 16;
+  constexpr int CPR = FA3_ROWB / 16;
   constexpr int STEP = FA3_THREADS / CPR;
   static_assert(FA3_THREADS % CPR == 0 && R % STEP == 0, "whole rows per pass");
   const int c = tid % CPR, r = tid / CPR;
@@ -192,6 +218,7 @@ __device__ __forceinline__ void fa3_load_tile(unsigned tile, const unsigned char
   }
 }
 
+#if FA3_FP8 /* 16-bit V is read MN-major by wgmma, not transposed */
 /* V [BN][D] -> V^T [D][BN] in the key order of P's A fragment (header). Work units: 8 groups of
  * 4 d's x one 16-byte chunk (4 words) of V^T rows, one unit per warp at a time. */
 __device__ __forceinline__ void fa3_transpose_v(unsigned vt, unsigned v, int warp, int lane)
@@ -228,12 +255,13 @@ __device__ __forceinline__ void fa3_transpose_v(unsigned vt, unsigned v, int war
     }
   }
 }
+#endif
 
 /* ---- the kernel ------------------------------------------------------------------------------- */
 
 extern "C" __global__ void __launch_bounds__(FA3_THREADS, 1)
-FA3_KERNEL(const unsigned char *__restrict__ q, const unsigned char *__restrict__ k,
-           const unsigned char *__restrict__ v, at_out_t *__restrict__ o, float *__restrict__ lse, int T, int S,
+FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
+           const at_in_t *__restrict__ v, at_out_t *__restrict__ o, float *__restrict__ lse, int T, int S,
            float scale_log2, long long q_sb, int q_ss, int q_sh, long long k_sb, int k_ss, int k_sh,
            long long v_sb, int v_ss, int v_sh, long long o_sb, int o_ss, int o_sh,
            const float *__restrict__ descale_q, const float *__restrict__ descale_k,
@@ -241,9 +269,11 @@ FA3_KERNEL(const unsigned char *__restrict__ q, const unsigned char *__restrict_
 {
   (void)scale_o, (void)amax_o; /* FP8 output is not written by fa3 */
   float o_descale = 1.f;
-  if (descale_q) scale_log2 *= *descale_q;
-  if (descale_k) scale_log2 *= *descale_k;
-  if (descale_v) o_descale = *descale_v;
+  if (FA3_FP8) {
+    if (descale_q) scale_log2 *= *descale_q;
+    if (descale_k) scale_log2 *= *descale_k;
+    if (descale_v) o_descale = *descale_v;
+  }
 
   extern __shared__ __align__(128) unsigned char fa3_smem[];
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, wg = warp / 4;
@@ -251,9 +281,11 @@ FA3_KERNEL(const unsigned char *__restrict__ q, const unsigned char *__restrict_
   const int m_block = FA3_CAUSAL ? (int)(gridDim.x - 1 - blockIdx.x) : (int)blockIdx.x;
   const int m0 = m_block * FA3_BM;
 
-  const unsigned char *qh = q + b * q_sb + (long long)h * q_sh + (long long)m0 * q_ss;
-  const unsigned char *kh = k + b * k_sb + (long long)hk * k_sh;
-  const unsigned char *vh = v + b * v_sb + (long long)hk * v_sh;
+  /* Element strides become byte strides for the loader. */
+  const unsigned char *qh = (const unsigned char *)(q + b * q_sb + (long long)h * q_sh + (long long)m0 * q_ss);
+  const unsigned char *kh = (const unsigned char *)(k + b * k_sb + (long long)hk * k_sh);
+  const unsigned char *vh = (const unsigned char *)(v + b * v_sb + (long long)hk * v_sh);
+  q_ss *= FA3_ESIZE, k_ss *= FA3_ESIZE, v_ss *= FA3_ESIZE;
 
   const int offset = FA3_MASK == AT_MASK_CAUSAL_BR ? S - T : 0;
   int n_tiles = (S + FA3_BN - 1) / FA3_BN;
@@ -270,7 +302,9 @@ FA3_KERNEL(const unsigned char *__restrict__ q, const unsigned char *__restrict_
   const unsigned smem_q = (fa3_smem_addr(fa3_smem) + 1023u) & ~1023u;
   const unsigned smem_k = smem_q + FA3_Q_BYTES;
   const unsigned smem_v = smem_k + FA3_STAGES * FA3_KV_BYTES;
+#if FA3_FP8
   const unsigned smem_vt = smem_v + FA3_STAGES * FA3_KV_BYTES;
+#endif
 
   /* cp.async groups in commit order: Q, then one group per K/V tile. */
   fa3_load_tile<FA3_BM>(smem_q, qh, q_ss, 0, T - m0, tid);
@@ -320,8 +354,10 @@ FA3_KERNEL(const unsigned char *__restrict__ q, const unsigned char *__restrict_
       fa3_mma_qk(&s[0][0], fa3_desc<FA3_CW_D>(qa), fa3_desc<FA3_CW_D>(kb), ks > 0);
     }
     fa3_wgmma_commit();
+#if FA3_FP8
     fa3_transpose_v(smem_vt, smem_v + stage * FA3_KV_BYTES, warp, lane);
     fa3_fence_async_smem();
+#endif
     fa3_wgmma_wait0();
 
     if (t >= n_full) {
@@ -360,17 +396,26 @@ FA3_KERNEL(const unsigned char *__restrict__ q, const unsigned char *__restrict_
         acc[j][2 * half + 1] *= alpha;
       }
     }
-    /* n8 tiles 4kk..4kk+3 of S are the E4M3 A fragment of keys 32kk..32kk+31 (header's order). */
     unsigned p[FA3_PK][4];
 #pragma unroll
     for (int kk = 0; kk < FA3_PK; kk++) {
+#if FA3_FP8
+      /* n8 tiles 4kk..4kk+3 of S are the E4M3 A fragment of keys 32kk..32kk+31 (header's order). */
       const float(*c)[4] = &s[4 * kk];
       p[kk][0] = at_e4m3x4_from_float(c[0][0], c[0][1], c[1][0], c[1][1]);
       p[kk][1] = at_e4m3x4_from_float(c[0][2], c[0][3], c[1][2], c[1][3]);
       p[kk][2] = at_e4m3x4_from_float(c[2][0], c[2][1], c[3][0], c[3][1]);
       p[kk][3] = at_e4m3x4_from_float(c[2][2], c[2][3], c[3][2], c[3][3]);
+#else
+      /* n8 tiles 2kk and 2kk+1 of S are the 16-bit A fragment of keys 16kk..16kk+15, in order. */
+      p[kk][0] = fa3_pack_out(s[2 * kk][0], s[2 * kk][1]);
+      p[kk][1] = fa3_pack_out(s[2 * kk][2], s[2 * kk][3]);
+      p[kk][2] = fa3_pack_out(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+      p[kk][3] = fa3_pack_out(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+#endif
     }
 
+#if FA3_FP8
     __syncthreads(); /* every warp's share of V^T is written and fenced */
     fa3_wgmma_fence();
 #pragma unroll
@@ -379,6 +424,15 @@ FA3_KERNEL(const unsigned char *__restrict__ q, const unsigned char *__restrict_
       const unsigned vb = smem_vt + (unsigned)((col / FA3_CW_N) * FA3_D * FA3_CW_N + col % FA3_CW_N);
       fa3_mma_pv(&acc[0][0], p[kk], fa3_desc<FA3_CW_N>(vb));
     }
+#else
+    /* V_t as loaded ([key][d], d in 128-byte column blocks) is the MN-major B of P V: k step kk
+     * starts 16 key rows further down every column block. */
+    fa3_wgmma_fence();
+    const unsigned v_tile = smem_v + stage * FA3_KV_BYTES;
+#pragma unroll
+    for (int kk = 0; kk < FA3_PK; kk++)
+      fa3_mma_pv(&acc[0][0], p[kk], fa3_desc_mn<FA3_BN * 128>(v_tile + (unsigned)(kk * 16 * 128)));
+#endif
     fa3_wgmma_commit();
     fa3_wgmma_wait0();
   }

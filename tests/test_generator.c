@@ -409,9 +409,21 @@ static void test_fa3_family(void **state)
   assert_int_equal(gen_variant_check(&bad, &t), AT_ERR_UNSUPPORTED);
   bad = v, bad.spec.out_dtype = AT_DTYPE_E4M3;
   assert_int_equal(gen_variant_check(&bad, &t), AT_ERR_INVALID);
+  bad = v, bad.spec.dtype = AT_DTYPE_F32, bad.spec.out_dtype = AT_DTYPE_F32;
+  assert_int_equal(gen_variant_check(&bad, &t), AT_ERR_INVALID);
+  assert_non_null(strstr(at_last_error(), "e4m3, e5m2, bf16 or f16"));
+
+  /* 16-bit inputs: V is read MN-major (transpose bit), O in the input dtype, no V^T buffer. */
   TU_OK(gen_variant_parse("fa3.bf16.d128.none.g1.bm128.bn128.w8.s2", &v));
-  assert_int_equal(gen_variant_check(&v, &t), AT_ERR_INVALID);
-  assert_non_null(strstr(at_last_error(), "e4m3 or e5m2"));
+  TU_OK(gen_variant_check(&v, &t));
+  assert_int_equal(gen_smem_bytes(&v), 1024 + 128 * 256 + 4 * 128 * 256);
+  TU_OK(gen_emit(&v, &t, &src));
+  assert_non_null(strstr(src, "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "));
+  assert_non_null(strstr(src, ", p, 1, 1, 0, 0;")); /* Q K^T: both K-major */
+  assert_non_null(strstr(src, ", 1, 1, 1, 1;"));    /* P V: B transposed (MN-major V) */
+  free(src);
+  bad = v, bad.spec.out_dtype = AT_DTYPE_F16;
+  assert_int_equal(gen_variant_check(&bad, &t), AT_ERR_INVALID);
 }
 
 /* Compile a list of variants for target in parallel; counts errors and spills, prints the

@@ -27,12 +27,14 @@ static at_shape bf16(int d, int t, at_mask mask, int nq, int nkv)
                     .head_dim = d, .dtype = AT_DTYPE_BF16, .mask = mask};
 }
 
-/* A variant valid for shape: its default, with block_n changed so it differs from the default. */
-static void variant_key_for(const at_shape *s, int block_n, char *key)
+/* A variant valid for shape: its default, with block_n and stages changed so it differs from the
+ * default. */
+static void variant_key_for(const at_shape *s, int block_n, int stages, char *key)
 {
   gen_variant v;
   TU_OK(gen_default_variant(s, &g_target, &v));
   v.block_n = block_n;
+  v.stages = stages;
   TU_OK(gen_variant_check(&v, &g_target));
   TU_OK(gen_variant_key(&v, key, GEN_KEY_MAX));
 }
@@ -65,9 +67,9 @@ static int setup(void **state)
   at_shape a = bf16(128, 1024, AT_MASK_NONE, 16, 16), b = bf16(128, 4096, AT_MASK_NONE, 16, 16);
   at_shape c = bf16(64, 512, AT_MASK_CAUSAL_TL, 16, 16), stale = bf16(96, 1024, AT_MASK_NONE, 16, 16);
   at_shape g = bf16(128, 256, AT_MASK_NONE, 32, 8);
-  variant_key_for(&a, 64, g_exact_key);
-  variant_key_for(&b, 32, g_near_key);
-  variant_key_for(&g, 64, g_far_key);
+  variant_key_for(&a, 64, 2, g_exact_key);
+  variant_key_for(&b, 64, 3, g_near_key);
+  variant_key_for(&g, 64, 2, g_far_key);
   put_best(db, &a, g_exact_key, 0.05, g_templates);
   put_best(db, &b, g_near_key, 0.6, g_templates);
   put_best(db, &c, "cudnn", 0.02, g_templates); /* cuDNN measured fastest here */

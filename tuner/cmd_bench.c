@@ -49,7 +49,7 @@ static const char USAGE[] =
     "                       cudnn          cuDNN's fused attention, composite graph\n"
     "                       cudnn-unified  cuDNN's single SDPA op (no masks; cuDNN >= 9.13.1)\n"
     "                       fused          every generated variant listed for the shape (fa2 and,\n"
-    "                                      for FP8 on sm_90a, fa3); * marks the best\n"
+    "                                      on sm_90a, fa3); * marks the best\n"
     "                       fa2, fa3       the same, one family only\n"
     "                       default        the variant used when nothing is tuned (fa2-default:\n"
     "                                      the same, its older name)\n"
@@ -234,7 +234,7 @@ static int bench_one(tn_harness *h, const bench_opts *o, const char *name)
     for (int i = 0; i < n; i++)
       if (fused || vs[i].family == (fa2 ? GEN_FAMILY_FA2 : GEN_FAMILY_FA3)) vs[kept++] = vs[i];
     if (kept == 0) {
-      print_failure(name, "unsupported", fa3 ? "fa3 lists variants for FP8 inputs on sm_90a only"
+      print_failure(name, "unsupported", fa3 ? "fa3 lists variants on sm_90a only, for head dims 64, 128, 256"
                                              : "no fa2 variant for this shape on this GPU");
       return 1;
     }

@@ -14,7 +14,7 @@ static const char USAGE[] =
     "usage: attntune gen [shape flags] (--list | --emit KEY | --compile)\n"
     "\n"
     "Generate the fused kernel variants for one shape: the fa2 family (FlashAttention-2 style,\n"
-    "mma.sync; f16, bf16, FP8) and, for FP8 inputs on sm_90a, the fa3 family (wgmma).\n"
+    "mma.sync; f16, bf16, FP8) and, on sm_90a, the fa3 family (wgmma; head dims 64/128/256).\n"
     "\n"
     "shape flags:\n"
     "  --head-dim N        head dim D, a multiple of 8 in 32..256 (required but for --emit)\n"
