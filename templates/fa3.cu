@@ -1,30 +1,33 @@
 /*
  * fa3.cu — Hopper (sm_90a) fused attention forward with wgmma: FP8 inputs (E4M3 or E5M2) with bf16
- * or f16 output, or f16/bf16 inputs and output; fp32 accumulate. Computes what fa2.cu computes (same arguments, same BSHD
- * strides, same masks, GQA and log-sum-exp; templates/fa2.cu's header has the formula).
+ * or f16 output, or f16/bf16 inputs and output; fp32 accumulate. Computes what fa2.cu computes
+ * (same arguments, same BSHD strides, same masks, GQA and log-sum-exp; templates/fa2.cu's header
+ * has the formula).
  *
- * Why a second family: on sm_90 the FP8 mma.sync is not a tensor-core instruction (ptxas lowers it
- * to f16 MMAs), so FP8 runs at the tensor cores' FP8 rate only through wgmma, the warpgroup MMA
- * with operands in shared memory.
+ * Why a second family: wgmma, the warpgroup MMA with operands in shared memory, is how Hopper's
+ * tensor cores reach their rate (mma.sync gets about half), and on sm_90 the FP8 mma.sync is not
+ * a tensor-core instruction at all (ptxas lowers it to f16 MMAs).
  *
  * The generator's preamble defines AT_IN_DTYPE, AT_OUT_DTYPE, FA3_KERNEL, FA3_HEAD_DIM, FA3_MASK,
  * FA3_GQA, FA3_LSE, FA3_BLOCK_M, FA3_BLOCK_N, FA3_WARPS, FA3_STAGES, FA3_SMEM_LIMIT, and after
- * common.cuh two wgmma wrappers whose register lists depend on the tile (generator/fa3.c):
- *   fa3_mma_qk(float *s, desc_q, desc_k, accumulate)   S[64 x BN] (+)= Q[64 x 32] K[BN x 32]^T
- *   fa3_mma_pv(float *o, const unsigned p[4], desc_vt)  O[64 x D]   += P[64 x 32] (V^T[D x 32])^T
+ * common.cuh two wgmma wrappers whose register lists depend on the tile (generator/fa3.c), with
+ * k = 32 for FP8 and 16 for 16-bit inputs:
+ *   fa3_mma_qk(float *s, desc_q, desc_k, accumulate)   S[64 x BN] (+)= Q[64 x k] K[BN x k]^T
+ *   fa3_mma_pv(float *o, const unsigned p[4], desc_v)   O[64 x D]   += P[64 x k] V[k x D]
+ *     (FP8: V from the V^T tile, K-major; 16-bit: from V's tile as loaded, MN-major)
  * Accumulator element 4*j + e of a thread is the m16n8 C fragment element e of n8 tile j, for the
  * 16 rows of its warp: rows 16*warp + g (+8 for e >= 2), columns 8j + 2t + (e & 1), lane = 4g + t.
  *
  * Work split: grid (ceil(T / BLOCK_M), Nq, B); BLOCK_M = 64 per warpgroup; warp w of the CTA owns
  * query rows 16w..16w+15, so the online softmax is fa2's, per warp, with quad shuffles.
  *
- * Shared memory. A K-major wgmma operand of R rows and KB bytes per row (KB = 64, 128 or 256) is
+ * Shared memory. A K-major wgmma operand of R rows and KB bytes per row (KB = 64 ... 512) is
  * stored as column blocks of CW = min(KB, 128) bytes: block c holds bytes [c*CW, (c+1)*CW) of every
  * row, rows CW bytes apart, with the hardware's swizzle (CW = 128: 16-byte chunk ^= row % 8;
  * CW = 64: chunk ^= (row / 2) % 4), which is what the matrix descriptor's swizzle mode expects
- * (8-row atoms, stride byte offset 8*CW, blocks aligned to 1024 bytes). One k32 step is 32 bytes
- * along K: the descriptor's start address moves by 32 inside a block.
- *   Q [BM][D]   STAGES x K [BN][D]   STAGES x V [BN][D] (as loaded)   V^T [D][BN] (one)
+ * (8-row atoms, stride byte offset 8*CW, blocks aligned to 1024 bytes). One k step is 32 bytes
+ * along K either way: the descriptor's start address moves by 32 inside a block.
+ *   Q [BM][D]   STAGES x K [BN][D]   STAGES x V [BN][D] (as loaded)   FP8: V^T [D][BN] (one)
  *
  * V. FP8 wgmma takes both operands K-major, and for P V the k dimension is the keys: V^T, with the
  * keys of each d contiguous. V arrives [key][d] (cp.async), and every warp transposes a share of
@@ -43,8 +46,12 @@
  * S accumulators in order (as in fa2.cu), and the V^T buffer, its barrier and P's scale go away.
  *
  * Per K/V tile: wait for the tile's copies, barrier; prefetch tile t + STAGES - 1; issue S = Q K^T
- * (D/32 wgmmas); transpose V into V^T; wait for S; mask; online softmax (exp2, P as e4m3(p * 448),
- * fa2.cu explains the scale); barrier (V^T complete); O += P V (BN/32 wgmmas); wait.
+ * (32-byte k steps of the row); FP8: transpose V into V^T; wait for S; mask; online softmax (exp2;
+ * FP8: P as e4m3(p * 448), fa2.cu explains the scale); FP8: barrier (V^T complete); O += P V; wait.
+ *
+ * Steps (docs/perf.md, "## fa3", has the measurements; H200, B2 N16 T=S=8192):
+ *   v1: FP8 with the V^T transpose: D128 488 TFLOP/s (bf16 fa2: 334), D256 536.
+ *   v2: f16/bf16 through the transpose bit: bf16 D128 509 (cuDNN 700), causal 464, D256 531.
  * Copies by cp.async and stores by threads are generic-proxy writes; wgmma reads shared memory
  * through the async proxy, hence fence.proxy.async before the barriers that publish them.
  */
