@@ -48,7 +48,7 @@ static int fp8_via_f16(const gen_variant *v, const gen_target *target)
  * 128-byte swizzle lines (D rounded up to 64 elements of 16 bits, 128 of FP8). */
 int gen_smem_bytes(const gen_variant *v)
 {
-  if (v->family == GEN_FAMILY_FA3) return fa3_smem_bytes(v);
+  if (v->family == GEN_FAMILY_FA3) return gen_fa3_smem_bytes(v);
   int elem = is_fp8(v->spec.dtype) ? 1 : 2;
   int row_bytes = round_up(v->spec.head_dim * elem, 128);
   return (v->block_m + 2 * v->stages * v->block_n) * row_bytes;
@@ -69,7 +69,7 @@ static int register_estimate(const gen_variant *v, int via_f16)
 
 int gen_register_estimate(const gen_variant *v)
 {
-  return v->family == GEN_FAMILY_FA3 ? fa3_register_estimate(v) : register_estimate(v, 1);
+  return v->family == GEN_FAMILY_FA3 ? gen_fa3_register_estimate(v) : register_estimate(v, 1);
 }
 
 static int register_budget(const gen_variant *v)
@@ -81,7 +81,7 @@ static int register_budget(const gen_variant *v)
 at_status gen_variant_check(const gen_variant *v, const gen_target *target)
 {
   const gen_spec *s = &v->spec;
-  if (v->family == GEN_FAMILY_FA3) return fa3_variant_check(v, target);
+  if (v->family == GEN_FAMILY_FA3) return gen_fa3_variant_check(v, target);
   if (v->family != GEN_FAMILY_FA2) return rt_fail(AT_ERR_INVALID, "unknown kernel family %d", (int)v->family);
   if (s->dtype != AT_DTYPE_F16 && s->dtype != AT_DTYPE_BF16 && !is_fp8(s->dtype))
     return rt_fail(AT_ERR_INVALID, "dtype %s is not supported by fa2 (expected f16, bf16, e4m3 or e5m2)",
@@ -168,7 +168,7 @@ at_status gen_enumerate_out(const at_shape *shape, at_dtype out_dtype, const gen
           out[n++] = v;
         }
   rt_clear_error(); /* the refusals above are expected, not errors */
-  if ((rc = fa3_enumerate(&spec, target, tile_makes_sense, shape, out, cap, &n)) != AT_OK) return rc;
+  if ((rc = gen_fa3_enumerate(&spec, target, tile_makes_sense, shape, out, cap, &n)) != AT_OK) return rc;
   if (n == 0)
     return rt_fail(AT_ERR_UNSUPPORTED,
                    "no fa2/fa3 variant fits head dim %d %s on %s (shared memory %d bytes, at most 255 registers "
@@ -191,7 +191,7 @@ at_status gen_default_variant(const at_shape *shape, const gen_target *target, g
   if (rc != AT_OK) return rc;
   /* sm_90a: wgmma (fa3) beats mma.sync (fa2) at every measured large shape (docs/perf.md), and
    * FP8 reaches the tensor cores' FP8 rate only through it. */
-  if (fa3_default(&spec, target, out)) return AT_OK;
+  if (gen_fa3_default(&spec, target, out)) return AT_OK;
   for (int i = 0; i < COUNT(prefs); i++) {
     if (spec.head_dim > prefs[i].max_d) continue;
     gen_variant v = {GEN_FAMILY_FA2, spec, prefs[i].block_m, prefs[i].block_n, prefs[i].warps,
@@ -274,9 +274,9 @@ at_status gen_emit(const gen_variant *v, const gen_target *target, char **source
   if (!common || !body)
     return rt_fail(AT_ERR_INVALID, "embedded template %s is missing from this build",
                    common ? body_name : "common.cuh");
-  rc = fa3 ? fa3_preamble(v, target, key, entry, pre, sizeof pre, &pre_len)
+  rc = fa3 ? gen_fa3_preamble(v, target, key, entry, pre, sizeof pre, &pre_len)
            : fa2_preamble(v, target, key, entry, pre, sizeof pre, &pre_len);
-  if (rc == AT_OK && fa3) rc = fa3_wrappers(v, &extra, &extra_len);
+  if (rc == AT_OK && fa3) rc = gen_fa3_wrappers(v, &extra, &extra_len);
   if (rc == AT_OK) rc = append(source, &len, &cap, pre, (size_t)pre_len);
   if (rc == AT_OK) rc = append(source, &len, &cap, common, common_len);
   if (rc == AT_OK) rc = append(source, &len, &cap, "\n", 1);

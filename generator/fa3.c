@@ -16,7 +16,7 @@ static const int k_stages[] = {2, 3};
 
 static int is_fp8(at_dtype dtype) { return dtype == AT_DTYPE_E4M3 || dtype == AT_DTYPE_E5M2; }
 
-int fa3_target_ok(const gen_target *target)
+int gen_fa3_target_ok(const gen_target *target)
 {
   return target->cc_major == 9 && target->cc_minor == 0 && strcmp(target->arch, "sm_90a") == 0;
 }
@@ -24,7 +24,7 @@ int fa3_target_ok(const gen_target *target)
 static int elem_size(at_dtype dtype) { return is_fp8(dtype) ? 1 : 2; }
 
 /* Mirrors FA3_SMEM_BYTES: 1 KB to align the tiles, Q, STAGES x (K, V), and V^T for FP8. */
-int fa3_smem_bytes(const gen_variant *v)
+int gen_fa3_smem_bytes(const gen_variant *v)
 {
   const int row = v->spec.head_dim * elem_size(v->spec.dtype);
   return 1024 + v->block_m * row + (2 * v->stages + is_fp8(v->spec.dtype)) * v->block_n * row;
@@ -32,13 +32,13 @@ int fa3_smem_bytes(const gen_variant *v)
 
 /* O (D/2) and S (BN/2) fp32 accumulators per thread, P (BN/8 words for FP8, BN/4 for 16 bits),
  * and about 56 for addresses, softmax state and the transpose. */
-int fa3_register_estimate(const gen_variant *v)
+int gen_fa3_register_estimate(const gen_variant *v)
 {
   const int p_words = v->block_n / (is_fp8(v->spec.dtype) ? 8 : 4);
   return v->spec.head_dim / 2 + v->block_n / 2 + p_words + 56;
 }
 
-at_status fa3_variant_check(const gen_variant *v, const gen_target *target)
+at_status gen_fa3_variant_check(const gen_variant *v, const gen_target *target)
 {
   const gen_spec *s = &v->spec;
   if (!is_fp8(s->dtype) && s->dtype != AT_DTYPE_BF16 && s->dtype != AT_DTYPE_F16)
@@ -49,7 +49,7 @@ at_status fa3_variant_check(const gen_variant *v, const gen_target *target)
   if (!is_fp8(s->dtype) && s->out_dtype != s->dtype)
     return rt_fail(AT_ERR_INVALID, "fa3 writes O of %s inputs as %s, not %s", at_dtype_name(s->dtype),
                    at_dtype_name(s->dtype), at_dtype_name(s->out_dtype));
-  if (!fa3_target_ok(target))
+  if (!gen_fa3_target_ok(target))
     return rt_fail(AT_ERR_UNSUPPORTED, "fa3 needs sm_90a (wgmma), not %s", target->arch);
   if (s->head_dim != 64 && s->head_dim != 128 && s->head_dim != 256)
     return rt_fail(AT_ERR_UNSUPPORTED, "fa3 runs head dim 64, 128 or 256, not %d", s->head_dim);
@@ -65,11 +65,11 @@ at_status fa3_variant_check(const gen_variant *v, const gen_target *target)
     return rt_fail(AT_ERR_UNSUPPORTED, "fa3 block_n must be 64 or 128, not %d", v->block_n);
   if (v->stages < 2 || v->stages > 4)
     return rt_fail(AT_ERR_UNSUPPORTED, "%d stages (expected 2..4)", v->stages);
-  int smem = fa3_smem_bytes(v);
+  int smem = gen_fa3_smem_bytes(v);
   if (smem > target->smem_limit)
     return rt_fail(AT_ERR_UNSUPPORTED, "needs %d bytes of shared memory, %s allows %d", smem, target->arch,
                    target->smem_limit);
-  int regs = fa3_register_estimate(v), budget = 65536 / (32 * v->warps);
+  int regs = gen_fa3_register_estimate(v), budget = 65536 / (32 * v->warps);
   if (budget > 255) budget = 255;
   if (regs > budget)
     return rt_fail(AT_ERR_UNSUPPORTED, "needs about %d registers per thread, budget %d (would spill)", regs,
@@ -77,16 +77,16 @@ at_status fa3_variant_check(const gen_variant *v, const gen_target *target)
   return AT_OK;
 }
 
-at_status fa3_enumerate(const gen_spec *spec, const gen_target *target,
+at_status gen_fa3_enumerate(const gen_spec *spec, const gen_target *target,
                         int (*tile_ok)(const gen_variant *, const at_shape *), const at_shape *shape,
                         gen_variant *out, int cap, int *n)
 {
-  if (!fa3_target_ok(target)) return AT_OK;
+  if (!gen_fa3_target_ok(target)) return AT_OK;
   for (int a = 0; a < COUNT(k_warps); a++)
     for (int b = 0; b < COUNT(k_block_n); b++)
       for (int c = 0; c < COUNT(k_stages); c++) {
         gen_variant v = {GEN_FAMILY_FA3, *spec, 16 * k_warps[a], k_block_n[b], k_warps[a], k_stages[c]};
-        if (fa3_variant_check(&v, target) != AT_OK || !tile_ok(&v, shape)) continue;
+        if (gen_fa3_variant_check(&v, target) != AT_OK || !tile_ok(&v, shape)) continue;
         if (*n == cap) return rt_fail(AT_ERR_INVALID, "more than %d variants for this shape", cap);
         out[(*n)++] = v;
       }
@@ -97,7 +97,7 @@ at_status fa3_enumerate(const gen_spec *spec, const gen_target *target,
 /* Best first, from the H200 sweeps in docs/perf.md ("## fa3"): at T=S=8192 the 128x128 tile with
  * two warpgroups wins at D=128 (FP8 and bf16), 64x128 with one warpgroup at bf16 D=64, and 128x64
  * at D=256, where 128x128 does not fit the registers. */
-int fa3_default(const gen_spec *spec, const gen_target *target, gen_variant *out)
+int gen_fa3_default(const gen_spec *spec, const gen_target *target, gen_variant *out)
 {
   static const struct { int max_d, block_n, warps, stages; } prefs[] = {
       {64, 128, 4, 2}, {128, 128, 8, 2}, {256, 64, 8, 2}, {256, 64, 4, 2}};
@@ -105,7 +105,7 @@ int fa3_default(const gen_spec *spec, const gen_target *target, gen_variant *out
     if (spec->head_dim > prefs[i].max_d) continue;
     gen_variant v = {GEN_FAMILY_FA3, *spec, 16 * prefs[i].warps, prefs[i].block_n, prefs[i].warps,
                      prefs[i].stages};
-    if (fa3_variant_check(&v, target) == AT_OK) {
+    if (gen_fa3_variant_check(&v, target) == AT_OK) {
       *out = v;
       return 1;
     }
@@ -114,7 +114,7 @@ int fa3_default(const gen_spec *spec, const gen_target *target, gen_variant *out
   return 0;
 }
 
-at_status fa3_preamble(const gen_variant *v, const gen_target *target, const char *key, const char *entry,
+at_status gen_fa3_preamble(const gen_variant *v, const gen_target *target, const char *key, const char *entry,
                        char *buf, size_t size, int *len)
 {
   int n = snprintf(buf, size,
@@ -193,7 +193,7 @@ static void acc_operands(text *t, int count)
 /* One m64nNk32 wgmma per call: N/2 fp32 accumulators per thread. fa3_mma_qk takes A (Q) and B (K)
  * from shared memory and zeroes the accumulators when accumulate is 0 (the scale-d predicate);
  * fa3_mma_pv takes A (P, e4m3) from four registers and always accumulates. */
-at_status fa3_wrappers(const gen_variant *v, char **out, size_t *len)
+at_status gen_fa3_wrappers(const gen_variant *v, char **out, size_t *len)
 {
   const int fp8 = is_fp8(v->spec.dtype);
   const char *in = at_dtype_name(v->spec.dtype); /* e4m3, e5m2, bf16, f16: PTX's type names */
