@@ -157,7 +157,10 @@ at_status gen_enumerate_out(const at_shape *shape, at_dtype out_dtype, const gen
                    "fa2 has no %s variants for %s: FP8 needs sm_89 or newer (mma.sync m16n8k32 with FP8 "
                    "operands)",
                    at_dtype_name(spec.dtype), target->arch);
+  /* fa3 first: it is the faster family wherever it applies (docs/perf.md), so a tuning budget
+   * that keeps only the first candidates keeps it. */
   int n = 0;
+  if ((rc = gen_fa3_enumerate(&spec, target, tile_makes_sense, shape, out, cap, &n)) != AT_OK) return rc;
   for (int a = 0; a < COUNT(k_block_m); a++)
     for (int b = 0; b < COUNT(k_warps); b++)
       for (int c = 0; c < COUNT(k_block_n); c++)
@@ -168,7 +171,6 @@ at_status gen_enumerate_out(const at_shape *shape, at_dtype out_dtype, const gen
           out[n++] = v;
         }
   rt_clear_error(); /* the refusals above are expected, not errors */
-  if ((rc = gen_fa3_enumerate(&spec, target, tile_makes_sense, shape, out, cap, &n)) != AT_OK) return rc;
   if (n == 0)
     return rt_fail(AT_ERR_UNSUPPORTED,
                    "no fa2/fa3 variant fits head dim %d %s on %s (shared memory %d bytes, at most 255 registers "

@@ -454,6 +454,7 @@ static void test_other_sections(void **state)
                          "  fa2:\n"
                          "    block_n: [32, 64, 32, {from: 64, to: 256, mul: 2}]\n"
                          "    warps: 4\n"
+                         "  fa3: {stages: 2, block_n: [128]}\n"
                          "budget: {candidates: 12, seconds: 2.5}\n"
                          "tolerance: {e4m3: 0.08, bf16: 2e-2}\n"
                          "timing: {warmup: 0, reps: 7, first_pass_reps: 0, keep: 1.0}\n");
@@ -469,6 +470,12 @@ static void test_other_sections(void **state)
   assert_int_equal(bn->v[3], 256);
   assert_int_equal(c.search.fa2.warps.n, 1);
   assert_int_equal(c.search.fa2.block_m.n, 0);
+  /* fa3 has its own overrides; fa2's do not leak into it. */
+  assert_int_equal(c.search.fa3.stages.n, 1);
+  assert_int_equal(c.search.fa3.stages.v[0], 2);
+  assert_int_equal(c.search.fa3.block_n.n, 1);
+  assert_int_equal(c.search.fa3.warps.n, 0);
+  assert_int_equal(tn_config_search(&c, "fa3", "block_n")->v[0], 128);
   assert_int_equal(c.budget_candidates, 12);
   assert_true(c.budget_seconds == 2.5);
   assert_true(c.tolerance[AT_DTYPE_E4M3] == 0.08);
@@ -684,8 +691,10 @@ static void test_errors_in_other_sections(void **state)
                "t.yaml:1:14: devices[1]: -1 must be at least 0");
   expect_error("devices: every\n" ONE_SHAPE, AT_ERR_CONFIG,
                "t.yaml:1:10: devices: expected 'all' or a list of GPU ordinals, got 'every'");
-  expect_error(ONE_SHAPE "search:\n  fa3: {block_m: [64]}\n", AT_ERR_CONFIG,
-               "t.yaml:4:3: search: unknown key 'fa3' (expected fa2)");
+  expect_error(ONE_SHAPE "search:\n  fa4: {block_m: [64]}\n", AT_ERR_CONFIG,
+               "t.yaml:4:3: search: unknown key 'fa4' (expected fa2, fa3)");
+  expect_error(ONE_SHAPE "search:\n  fa3: {tile: [64]}\n", AT_ERR_CONFIG,
+               "t.yaml:4:9: search.fa3: unknown key 'tile' (expected block_m, block_n, warps, stages)");
   expect_error(ONE_SHAPE "search:\n  fa2: {block_m: [64, 0]}\n", AT_ERR_CONFIG,
                "t.yaml:4:23: search.fa2.block_m[1]: 0 must be at least 1");
   expect_error(ONE_SHAPE "search:\n  fa2: [64]\n", AT_ERR_CONFIG,

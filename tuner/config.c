@@ -687,9 +687,13 @@ static const struct search_param {
     {"fa2", "block_n", offsetof(tn_search, fa2.block_n)},
     {"fa2", "warps", offsetof(tn_search, fa2.warps)},
     {"fa2", "stages", offsetof(tn_search, fa2.stages)},
+    {"fa3", "block_m", offsetof(tn_search, fa3.block_m)},
+    {"fa3", "block_n", offsetof(tn_search, fa3.block_n)},
+    {"fa3", "warps", offsetof(tn_search, fa3.warps)},
+    {"fa3", "stages", offsetof(tn_search, fa3.stages)},
 };
 enum { N_SEARCH = sizeof SEARCH / sizeof *SEARCH };
-static const char *const FAMILIES[] = {"fa2"};
+static const char *const FAMILIES[] = {"fa2", "fa3"};
 enum { N_FAMILIES = sizeof FAMILIES / sizeof *FAMILIES };
 
 static tn_values *search_slot(tn_search *s, const char *family, const char *param)

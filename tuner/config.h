@@ -34,13 +34,13 @@ typedef struct tn_values {
   int v[TN_SEARCH_MAX_VALUES];
 } tn_values;
 
-/* Search overrides of the fa2 family; names as in generator.h's gen_variant. */
-typedef struct tn_fa2_search {
+/* Search overrides of one kernel family; names as in generator.h's gen_variant. */
+typedef struct tn_family_search {
   tn_values block_m, block_n, warps, stages;
-} tn_fa2_search;
+} tn_family_search;
 
 typedef struct tn_search {
-  tn_fa2_search fa2;
+  tn_family_search fa2, fa3;
 } tn_search;
 
 typedef struct tn_config {

@@ -344,17 +344,19 @@ static int allowed(const tn_values *vals, int x)
 
 static at_status candidates_for(device_job *job, const at_shape *s, gen_variant *out, int *n_out)
 {
-  const tn_fa2_search *fs = &job->run->config->search.fa2;
+  const tn_search *search = &job->run->config->search;
   gen_variant all[GEN_MAX_VARIANTS];
   int n = 0, kept = 0;
   *n_out = 0;
   at_status rc = gen_enumerate(s, &job->target, all, GEN_MAX_VARIANTS, &n);
   if (rc != AT_OK) return rc;
   int cap = job->run->config->budget_candidates;
-  for (int i = 0; i < n && (cap <= 0 || kept < cap); i++)
+  for (int i = 0; i < n && (cap <= 0 || kept < cap); i++) {
+    const tn_family_search *fs = all[i].family == GEN_FAMILY_FA3 ? &search->fa3 : &search->fa2;
     if (allowed(&fs->block_m, all[i].block_m) && allowed(&fs->block_n, all[i].block_n) &&
         allowed(&fs->warps, all[i].warps) && allowed(&fs->stages, all[i].stages))
       out[kept++] = all[i];
+  }
   *n_out = kept;
   return AT_OK;
 }
