@@ -137,10 +137,11 @@ AT_API float at_e5m2_to_f32(uint8_t code);
  * How a plan chooses (auto): the best verified implementation tuned for exactly this shape on
  * this GPU model (cuDNN when it measured fastest) -> the winner of the nearest tuned shape with
  * the same dtype, head dim, mask, GQA ratio and log-sum-exp -> the generator's default for the
- * architecture (fa3 on sm_90a for head dims 64/128/256, else fa2) -> cuDNN -> the naive reference kernels. Cache rows measured with other kernel
- * templates than this library's are not used (at_plan_describe says so). Kernels come from the
- * cache's cubins when present; otherwise the plan compiles once (NVRTC) and, when the cache was
- * opened writable, stores the cubin for the next process.
+ * architecture (fa3 on sm_90a for head dims 64/128/256, else fa2) -> cuDNN -> the naive reference
+ * kernels. Cache rows measured with other kernel templates than this library's are not used
+ * (at_plan_describe says so). Kernels come from the cache's cubins when present; otherwise the
+ * plan compiles once (NVRTC) and, when the cache was opened writable, stores the cubin for the
+ * next process.
  *
  * Threads: a context may be shared; plan creation is serialized inside it. A plan may be run
  * from one thread at a time (cuDNN plans bind pointers per run); create one per thread for

@@ -87,7 +87,7 @@ static at_status exact_step(cache_db *cache, const char *gpu_model, const char *
   int found = 0;
   at_status rc = cache_get_best(cache, gpu_model, shape, &b, &found);
   if (rc != AT_OK) return rc;
-  if (!found) skip(l, "exact: not tuned for this shape on %s", gpu_model);
+  if (!found) skip(l, "exact: no tuned kernel stored for this shape on %s", gpu_model);
   else if (strcmp(b.env.template_version, template_version) != 0)
     skip(l, "exact: tuned with templates %s, this library has %s (stale; retune)",
          b.env.template_version, template_version);

@@ -121,7 +121,7 @@ static void test_nearest_row_of_the_same_kind(void **state)
   assert_int_equal(l.steps[0].choice, AT_CHOICE_NEAREST);
   assert_string_equal(l.steps[0].impl, g_near_key);
   assert_string_equal(l.steps[0].tuned_shape, "b2.t4096.s4096.hq16.hkv16.d128.bf16.none");
-  assert_non_null(strstr(l.skipped, "not tuned for this shape"));
+  assert_non_null(strstr(l.skipped, "no tuned kernel stored for this shape"));
   s = bf16(128, 1100, AT_MASK_NONE, 16, 16); /* closer to 1024 */
   chain(&s, 0, &l);
   assert_string_equal(l.steps[0].impl, g_exact_key);
