@@ -24,6 +24,17 @@ expect 2 "unknown option '--frob'" -- --frob
 expect 0 "usage: attntune devices" -- devices --help
 expect 2 "unknown option '--bogus'" -- devices --bogus
 expect 2 "unexpected argument 'extra'" -- devices extra
+# gen (NVRTC only, no GPU): fa3 is listed on sm_90a only, first; an fa3 key emits wgmma.
+first=$("$bin" gen --head-dim 128 --seq-len 4096 --list 2>&1 | head -n 1)
+case $first in fa3.bf16.d128.*) echo "ok: gen --list on sm_90a starts with $first" ;;
+  *) echo "FAIL: gen --list on sm_90a starts with '$first', expected an fa3 key"; fails=$((fails + 1)) ;; esac
+if "$bin" gen --head-dim 128 --arch sm_90 --list 2>&1 | grep -q '^fa3'; then
+  echo "FAIL: gen --arch sm_90 lists fa3 (wgmma needs sm_90a)"; fails=$((fails + 1))
+else
+  echo "ok: gen --arch sm_90 lists no fa3"
+fi
+expect 0 "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3" -- gen --emit fa3.e4m3.d128.none.g1.bm128.bn128.w8.s2.obf16
+expect 2 "fa3 runs head dim 64, 128 or 256, not 96" -- gen --emit fa3.bf16.d96.none.g1.bm128.bn128.w8.s2
 # devices: 0 with a GPU, 1 with a plain message without one.
 out=$("$bin" devices 2>&1); got=$?
 if [ $got = 0 ]; then
