@@ -1,9 +1,10 @@
 /*
- * fa3.h — the fa3 family (templates/fa3.cu: wgmma, FP8/bf16/f16, sm_90a) behind the gen_ functions
- * of generator.h, which dispatch on gen_variant.family. Internal to generator/.
+ * families.h — what the families' files share inside generator/ (internal): the fa3 family
+ * (templates/fa3.cu: wgmma, FP8/bf16/f16, sm_90a) behind the gen_ functions of generator.h, which
+ * dispatch on gen_variant.family, and the fa2 facts that emission needs.
  */
-#ifndef AT_GENERATOR_FA3_H
-#define AT_GENERATOR_FA3_H
+#ifndef AT_GENERATOR_FAMILIES_H
+#define AT_GENERATOR_FAMILIES_H
 
 #include "generator/generator.h"
 
@@ -19,9 +20,10 @@ at_status gen_fa3_enumerate(const gen_spec *spec, const gen_target *target,
                             gen_variant *out, int cap, int *n);
 /* The fa3 variant used when nothing is tuned for spec, if the target has one. */
 int gen_fa3_default(const gen_spec *spec, const gen_target *target, gen_variant *out);
-/* The preamble (#defines) and the generated wgmma wrappers that go after common.cuh. */
-at_status gen_fa3_preamble(const gen_variant *v, const gen_target *target, const char *key,
-                           const char *entry, char *buf, size_t size, int *len);
+/* The generated wgmma wrappers that go after common.cuh. */
 at_status gen_fa3_wrappers(const gen_variant *v, char **text, size_t *len);
 
-#endif /* AT_GENERATOR_FA3_H */
+/* fa2: does the template lower FP8 MMAs to f16 itself on this target (FA2_FP8_VIA_F16)? */
+int gen_fa2_fp8_via_f16(const gen_variant *v, const gen_target *target);
+
+#endif /* AT_GENERATOR_FAMILIES_H */
