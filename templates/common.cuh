@@ -132,6 +132,73 @@ __device__ __forceinline__ at_out_t at_out_from_float(float x)
 #error "unsupported AT_OUT_DTYPE"
 #endif
 
+/* ---- PTX helpers shared by the fused families (fa2.cu, fa3.cu) ------------------------------- */
+
+__device__ __forceinline__ unsigned at_smem_addr(const void *p)
+{
+  unsigned a;
+  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
+  return a;
+}
+
+/* 16-byte global -> shared copy; src_bytes 0 writes zeros (rows/columns past the tensor). */
+__device__ __forceinline__ void at_cp_async16(unsigned dst, const void *src, int src_bytes)
+{
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes)
+               : "memory");
+}
+
+__device__ __forceinline__ void at_cp_async_commit(void)
+{
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+
+/* Wait until at most n of this thread's most recent groups are still in flight. */
+template <int n> __device__ __forceinline__ void at_cp_async_wait(void)
+{
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(n) : "memory");
+}
+
+__device__ __forceinline__ float at_exp2(float x)
+{
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+__device__ __forceinline__ float at_log2(float x)
+{
+  float y;
+  asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+/* Max and sum over the 4 lanes of a quad (the lanes that share a row of an m16n8 fragment). */
+__device__ __forceinline__ float at_quad_max(float x)
+{
+  x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
+  return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
+}
+
+__device__ __forceinline__ float at_quad_sum(float x)
+{
+  x += __shfl_xor_sync(0xffffffffu, x, 1);
+  return x + __shfl_xor_sync(0xffffffffu, x, 2);
+}
+
+/* Two floats to a packed pair of 16-bit values, lo in bits 0..15: bf16 when the output is bf16,
+ * else f16 (for 16-bit inputs also the input dtype, which P uses). */
+__device__ __forceinline__ unsigned at_pack_out(float lo, float hi)
+{
+  unsigned r;
+#if AT_OUT_DTYPE == AT_DTYPE_BF16
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+#else
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+#endif
+  return r;
+}
+
 /* Is key j visible from query i? offset = 0 (top-left) or S - T (bottom-right). */
 __device__ __forceinline__ bool at_visible(int mask, long long i, long long j, long long offset)
 {

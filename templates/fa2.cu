@@ -174,31 +174,6 @@ static_assert(FA2_REG_ESTIMATE <= (65536 / FA2_THREADS < 255 ? 65536 / FA2_THREA
 
 /* ---- PTX wrappers ----------------------------------------------------------------------------- */
 
-__device__ __forceinline__ unsigned fa2_smem_addr(const void *p)
-{
-  unsigned a;
-  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
-  return a;
-}
-
-/* 16-byte global -> shared copy; src_bytes 0 writes zeros (rows/columns past the tensor). */
-__device__ __forceinline__ void fa2_cp_async16(unsigned dst, const void *src, int src_bytes)
-{
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes)
-               : "memory");
-}
-
-__device__ __forceinline__ void fa2_cp_async_commit(void)
-{
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-
-/* Wait until at most n of this thread's most recent groups are still in flight. */
-template <int n> __device__ __forceinline__ void fa2_cp_async_wait(void)
-{
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(n) : "memory");
-}
-
 __device__ __forceinline__ void fa2_ldmatrix_x4(unsigned r[4], unsigned addr)
 {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
@@ -278,45 +253,6 @@ template <unsigned SEL> __device__ __forceinline__ unsigned fa2_prmt(unsigned a,
   return d;
 }
 
-__device__ __forceinline__ float fa2_exp2(float x)
-{
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
-
-__device__ __forceinline__ float fa2_log2(float x)
-{
-  float y;
-  asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
-
-/* Two floats to a packed pair of 16-bit values of the output dtype (for 16-bit inputs also the
- * input dtype, which P uses), lo in bits 0..15. */
-__device__ __forceinline__ unsigned fa2_pack(float lo, float hi)
-{
-  unsigned r;
-#if AT_OUT_DTYPE == AT_DTYPE_BF16
-  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-#else
-  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-#endif
-  return r;
-}
-
-__device__ __forceinline__ float fa2_quad_max(float x)
-{
-  x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
-  return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
-}
-
-__device__ __forceinline__ float fa2_quad_sum(float x)
-{
-  x += __shfl_xor_sync(0xffffffffu, x, 1);
-  return x + __shfl_xor_sync(0xffffffffu, x, 2);
-}
-
 /* Byte offset of 16-byte chunk c of row r in a swizzled tile. */
 __device__ __forceinline__ unsigned fa2_swz(int r, int c)
 {
@@ -349,7 +285,7 @@ __device__ __forceinline__ void fa2_load_tile(unsigned tile, const at_in_t *base
     for (int i = 0; i < TOTAL / FA2_THREADS; i++) {
       const bool valid = col_ok && row0 + r + i * STEP < rows_total;
       const unsigned d = STEP % 8 == 0 ? dst + i * STEP * FA2_ROW_BYTES : tile + fa2_swz(r + i * STEP, c);
-      fa2_cp_async16(d, valid ? src : base, valid ? 16 : 0);
+      at_cp_async16(d, valid ? src : base, valid ? 16 : 0);
       src += step;
     }
   } else {
@@ -360,7 +296,7 @@ __device__ __forceinline__ void fa2_load_tile(unsigned tile, const at_in_t *base
         const int r = idx / CPR, c = idx % CPR;
         const bool valid = row0 + r < rows_total && c * FA2_CHUNK < FA2_D;
         const at_in_t *src = valid ? base + (long long)(row0 + r) * stride + c * FA2_CHUNK : base;
-        fa2_cp_async16(tile + fa2_swz(r, c), src, valid ? 16 : 0);
+        at_cp_async16(tile + fa2_swz(r, c), src, valid ? 16 : 0);
       }
     }
   }
@@ -408,20 +344,20 @@ FA2_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k, const a
     n_full = first_row_keys <= 0 ? 0 : min(n_full, first_row_keys / FA2_BN);
   }
 
-  const unsigned smem_q = fa2_smem_addr(fa2_smem);
+  const unsigned smem_q = at_smem_addr(fa2_smem);
   const unsigned smem_k = smem_q + FA2_Q_BYTES;
   const unsigned smem_v = smem_k + FA2_STAGES * FA2_KV_BYTES;
 
   /* cp.async groups, in commit order: Q, then K_t and V_t as separate groups for every tile t, so
    * S = Q K_t^T can start before V_t has landed. The first STAGES-1 tiles are issued here. */
   fa2_load_tile<FA2_BM>(smem_q, qh, q_ss, 0, T - m0, tid);
-  fa2_cp_async_commit();
+  at_cp_async_commit();
 #pragma unroll
   for (int s = 0; s < FA2_STAGES - 1; s++) {
     if (s < n_tiles) fa2_load_tile<FA2_BN>(smem_k + s * FA2_KV_BYTES, kh, k_ss, s * FA2_BN, S, tid);
-    fa2_cp_async_commit();
+    at_cp_async_commit();
     if (s < n_tiles) fa2_load_tile<FA2_BN>(smem_v + s * FA2_KV_BYTES, vh, v_ss, s * FA2_BN, S, tid);
-    fa2_cp_async_commit();
+    at_cp_async_commit();
   }
 
   /* Per-lane ldmatrix addressing. Every row a lane points at is congruent to r = lane % 8, so the
@@ -457,14 +393,14 @@ FA2_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k, const a
     const int stage = t % FA2_STAGES;
     /* K_t landed (groups after it: V_t and 2 per prefetched tile); the barrier also means every
      * warp finished tile t-1, whose buffers the prefetch below overwrites. */
-    fa2_cp_async_wait<2 * FA2_STAGES - 3>();
+    at_cp_async_wait<2 * FA2_STAGES - 3>();
     __syncthreads();
     {
       const int tn = t + FA2_STAGES - 1, sn = tn % FA2_STAGES;
       if (tn < n_tiles) fa2_load_tile<FA2_BN>(smem_k + sn * FA2_KV_BYTES, kh, k_ss, tn * FA2_BN, S, tid);
-      fa2_cp_async_commit();
+      at_cp_async_commit();
       if (tn < n_tiles) fa2_load_tile<FA2_BN>(smem_v + sn * FA2_KV_BYTES, vh, v_ss, tn * FA2_BN, S, tid);
-      fa2_cp_async_commit();
+      at_cp_async_commit();
     }
 
     /* S = Q K_t^T for this warp's rows: s[mt][nt] is the m16n8 tile (rows mt*16.., keys nt*8..). */
@@ -519,16 +455,16 @@ FA2_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k, const a
 #pragma unroll
         for (int nt = 0; nt < FA2_NT; nt++)
           mx = fmaxf(mx, fmaxf(s[mt][nt][2 * half], s[mt][nt][2 * half + 1]));
-        mx = fa2_quad_max(mx);
+        mx = at_quad_max(mx);
         const float m_scaled = mx == AT_NEG_INF ? 0.f : mx * scale_log2;
-        const float alpha = fa2_exp2(row_max[mt][half] * scale_log2 - m_scaled);
+        const float alpha = at_exp2(row_max[mt][half] * scale_log2 - m_scaled);
         const float m_shift = FA2_FP8 ? m_scaled - FA2_P_LOG2_SCALE : m_scaled;
         row_max[mt][half] = mx;
         float sum = 0.f;
 #pragma unroll
         for (int nt = 0; nt < FA2_NT; nt++) {
-          s[mt][nt][2 * half] = fa2_exp2(fmaf(s[mt][nt][2 * half], scale_log2, -m_shift));
-          s[mt][nt][2 * half + 1] = fa2_exp2(fmaf(s[mt][nt][2 * half + 1], scale_log2, -m_shift));
+          s[mt][nt][2 * half] = at_exp2(fmaf(s[mt][nt][2 * half], scale_log2, -m_shift));
+          s[mt][nt][2 * half + 1] = at_exp2(fmaf(s[mt][nt][2 * half + 1], scale_log2, -m_shift));
           sum += s[mt][nt][2 * half] + s[mt][nt][2 * half + 1];
         }
         row_sum[mt][half] = row_sum[mt][half] * alpha + sum;
@@ -554,16 +490,16 @@ FA2_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k, const a
       /* The S accumulator layout of n8 tiles 2kk and 2kk+1 is the A fragment of keys 16kk..16kk+15. */
 #pragma unroll
       for (int kk = 0; kk < FA2_PK; kk++) {
-        p[mt][kk][0] = fa2_pack(s[mt][2 * kk][0], s[mt][2 * kk][1]);
-        p[mt][kk][1] = fa2_pack(s[mt][2 * kk][2], s[mt][2 * kk][3]);
-        p[mt][kk][2] = fa2_pack(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
-        p[mt][kk][3] = fa2_pack(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
+        p[mt][kk][0] = at_pack_out(s[mt][2 * kk][0], s[mt][2 * kk][1]);
+        p[mt][kk][1] = at_pack_out(s[mt][2 * kk][2], s[mt][2 * kk][3]);
+        p[mt][kk][2] = at_pack_out(s[mt][2 * kk + 1][0], s[mt][2 * kk + 1][1]);
+        p[mt][kk][3] = at_pack_out(s[mt][2 * kk + 1][2], s[mt][2 * kk + 1][3]);
       }
 #endif
     }
 
     /* V_t landed (groups after it: 2 per tile in flight); the barrier publishes other threads' copies. */
-    fa2_cp_async_wait<2 * FA2_STAGES - 2>();
+    at_cp_async_wait<2 * FA2_STAGES - 2>();
     __syncthreads();
     const unsigned v_tile = smem_v + stage * FA2_KV_BYTES + v_lane;
 #if FA2_FP8
@@ -604,7 +540,7 @@ FA2_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k, const a
 #if FA2_FP8
   /* Epilogue (FP8 inputs): no staging; lane (g,t) owns d = 16dc + 4t .. 16dc + 4t + 3 of rows g and
    * g+8 of each slice (header), written from registers. */
-  fa2_cp_async_wait<0>(); /* no copy may outlive the CTA (one with no tiles never waited) */
+  at_cp_async_wait<0>(); /* no copy may outlive the CTA (one with no tiles never waited) */
 #if FA2_OUT_FP8
   float amax = 0.f; /* of the real O values this lane writes */
   const float o_scale = scale_o ? *scale_o : 1.f;
@@ -615,7 +551,7 @@ FA2_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k, const a
   for (int mt = 0; mt < FA2_MT; mt++) {
 #pragma unroll
     for (int half = 0; half < 2; half++) {
-      const float sum = fa2_quad_sum(row_sum[mt][half]);
+      const float sum = at_quad_sum(row_sum[mt][half]);
       const float inv = sum > 0.f ? o_descale / sum : 0.f;
       const int r = warp * FA2_RW + mt * 16 + g + half * 8; /* row within the CTA */
       if (m0 + r >= T) continue;
@@ -623,7 +559,7 @@ FA2_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k, const a
         /* The row sum is in units of P (p * 448): log2 448 comes off. */
         const float m = row_max[mt][half];
         lse[((long long)b * gridDim.y + h) * T + m0 + r] =
-            sum > 0.f ? (m * scale_log2 + fa2_log2(sum) - FA2_P_LOG2_SCALE) * 0.69314718055994531f
+            sum > 0.f ? (m * scale_log2 + at_log2(sum) - FA2_P_LOG2_SCALE) * 0.69314718055994531f
                       : AT_NEG_INF;
       }
       at_out_t *orow = o + b * o_sb + (long long)h * o_sh + (long long)(m0 + r) * o_ss + 4 * tq;
@@ -640,8 +576,8 @@ FA2_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k, const a
 #endif
         asm volatile("st.global.b32 [%0], %1;\n" ::"l"(orow + 16 * dc), "r"(packed) : "memory");
 #else
-        asm volatile("st.global.v2.b32 [%0], {%1, %2};\n" ::"l"(orow + 16 * dc), "r"(fa2_pack(x0, x1)),
-                     "r"(fa2_pack(x2, x3))
+        asm volatile("st.global.v2.b32 [%0], {%1, %2};\n" ::"l"(orow + 16 * dc), "r"(at_pack_out(x0, x1)),
+                     "r"(at_pack_out(x2, x3))
                      : "memory");
 #endif
       }
@@ -658,24 +594,24 @@ FA2_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k, const a
 #else
   (void)o_descale, (void)scale_o, (void)amax_o; /* FP8 only */
   /* Epilogue. Nothing may still be copying into Q's rows (a CTA with no tiles never waited). */
-  fa2_cp_async_wait<0>();
+  at_cp_async_wait<0>();
   __syncthreads();
 #pragma unroll
   for (int mt = 0; mt < FA2_MT; mt++) {
 #pragma unroll
     for (int half = 0; half < 2; half++) {
-      const float sum = fa2_quad_sum(row_sum[mt][half]);
+      const float sum = at_quad_sum(row_sum[mt][half]);
       const float inv = sum > 0.f ? 1.f / sum : 0.f;
       const int r = warp * FA2_RW + mt * 16 + g + half * 8; /* row within the CTA */
       if (FA2_LSE && tq == 0 && m0 + r < T) {
         const float m = row_max[mt][half];
         lse[((long long)b * gridDim.y + h) * T + m0 + r] =
-            sum > 0.f ? (m * scale_log2 + fa2_log2(sum)) * 0.69314718055994531f : AT_NEG_INF;
+            sum > 0.f ? (m * scale_log2 + at_log2(sum)) * 0.69314718055994531f : AT_NEG_INF;
       }
       /* Stage O in this warp's own Q rows (swizzled like Q) for coalesced 16-byte stores. */
 #pragma unroll
       for (int j = 0; j < FA2_OT; j++) {
-        const unsigned packed = fa2_pack(acc[mt][j][2 * half] * inv, acc[mt][j][2 * half + 1] * inv);
+        const unsigned packed = at_pack_out(acc[mt][j][2 * half] * inv, acc[mt][j][2 * half + 1] * inv);
         asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(smem_q + fa2_swz(r, j) + 4 * tq), "r"(packed)
                      : "memory");
       }

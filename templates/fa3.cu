@@ -99,26 +99,6 @@ static_assert(FA3_SMEM_BYTES <= FA3_SMEM_LIMIT, "shared memory over the target's
 
 /* ---- PTX wrappers ----------------------------------------------------------------------------- */
 
-__device__ __forceinline__ unsigned fa3_smem_addr(const void *p)
-{
-  unsigned a;
-  asm("{ .reg .u64 t; cvta.to.shared.u64 t, %1; cvt.u32.u64 %0, t; }" : "=r"(a) : "l"(p));
-  return a;
-}
-
-__device__ __forceinline__ void fa3_cp_async16(unsigned dst, const void *src, int src_bytes)
-{
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes)
-               : "memory");
-}
-
-__device__ __forceinline__ void fa3_cp_async_commit(void) { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-
-template <int n> __device__ __forceinline__ void fa3_cp_async_wait(void)
-{
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(n) : "memory");
-}
-
 /* Generic-proxy writes to shared memory (cp.async, st.shared) become visible to wgmma. */
 __device__ __forceinline__ void fa3_fence_async_smem(void)
 {
@@ -163,44 +143,6 @@ __device__ __forceinline__ unsigned fa3_prmt(unsigned a, unsigned b, unsigned se
   return d;
 }
 
-__device__ __forceinline__ float fa3_exp2(float x)
-{
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
-
-__device__ __forceinline__ float fa3_log2(float x)
-{
-  float y;
-  asm("lg2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
-
-__device__ __forceinline__ float fa3_quad_max(float x)
-{
-  x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 1));
-  return fmaxf(x, __shfl_xor_sync(0xffffffffu, x, 2));
-}
-
-__device__ __forceinline__ float fa3_quad_sum(float x)
-{
-  x += __shfl_xor_sync(0xffffffffu, x, 1);
-  return x + __shfl_xor_sync(0xffffffffu, x, 2);
-}
-
-/* Two floats to a packed pair of the 16-bit output dtype (for 16-bit inputs also P's), lo first. */
-__device__ __forceinline__ unsigned fa3_pack_out(float lo, float hi)
-{
-  unsigned r;
-#if AT_OUT_DTYPE == AT_DTYPE_BF16
-  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-#else
-  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-#endif
-  return r;
-}
-
 /* ---- global -> shared ------------------------------------------------------------------------- */
 
 /* Rows [row0, row0 + R) of a [rows_total][D] slice (row stride `stride` bytes) into a tile of
@@ -220,7 +162,7 @@ __device__ __forceinline__ void fa3_load_tile(unsigned tile, const unsigned char
 #pragma unroll
   for (int i = 0; i < R / STEP; i++) {
     const bool valid = row0 + r + i * STEP < rows_total;
-    fa3_cp_async16(tile + fa3_off<R, FA3_CW_D>(r + i * STEP, 16 * c), valid ? src : base, valid ? 16 : 0);
+    at_cp_async16(tile + fa3_off<R, FA3_CW_D>(r + i * STEP, 16 * c), valid ? src : base, valid ? 16 : 0);
     src += step;
   }
 }
@@ -306,7 +248,7 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
   }
 
   /* Tiles start on 1024-byte boundaries (the swizzle atoms' alignment). */
-  const unsigned smem_q = (fa3_smem_addr(fa3_smem) + 1023u) & ~1023u;
+  const unsigned smem_q = (at_smem_addr(fa3_smem) + 1023u) & ~1023u;
   const unsigned smem_k = smem_q + FA3_Q_BYTES;
   const unsigned smem_v = smem_k + FA3_STAGES * FA3_KV_BYTES;
 #if FA3_FP8
@@ -315,14 +257,14 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
 
   /* cp.async groups in commit order: Q, then one group per K/V tile. */
   fa3_load_tile<FA3_BM>(smem_q, qh, q_ss, 0, T - m0, tid);
-  fa3_cp_async_commit();
+  at_cp_async_commit();
 #pragma unroll
   for (int s = 0; s < FA3_STAGES - 1; s++) {
     if (s < n_tiles) {
       fa3_load_tile<FA3_BN>(smem_k + s * FA3_KV_BYTES, kh, k_ss, s * FA3_BN, S, tid);
       fa3_load_tile<FA3_BN>(smem_v + s * FA3_KV_BYTES, vh, v_ss, s * FA3_BN, S, tid);
     }
-    fa3_cp_async_commit();
+    at_cp_async_commit();
   }
 
   const int g = lane >> 2, tq = lane & 3;
@@ -337,7 +279,7 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
     const int stage = t % FA3_STAGES;
     /* Tile t landed (STAGES - 2 younger groups may be in flight); publish it to the async proxy.
      * The barrier also means every warp finished tile t-1 (its P V, its reads of V^T). */
-    fa3_cp_async_wait<FA3_STAGES - 2>();
+    at_cp_async_wait<FA3_STAGES - 2>();
     fa3_fence_async_smem();
     __syncthreads();
     {
@@ -346,7 +288,7 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
         fa3_load_tile<FA3_BN>(smem_k + sn * FA3_KV_BYTES, kh, k_ss, tn * FA3_BN, S, tid);
         fa3_load_tile<FA3_BN>(smem_v + sn * FA3_KV_BYTES, vh, v_ss, tn * FA3_BN, S, tid);
       }
-      fa3_cp_async_commit();
+      at_cp_async_commit();
     }
 
     /* S = Q K_t^T on the tensor cores; the transpose of V_t runs meanwhile. */
@@ -384,16 +326,16 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
       float mx = row_max[half];
 #pragma unroll
       for (int nt = 0; nt < FA3_NT; nt++) mx = fmaxf(mx, fmaxf(s[nt][2 * half], s[nt][2 * half + 1]));
-      mx = fa3_quad_max(mx);
+      mx = at_quad_max(mx);
       const float m_scaled = mx == AT_NEG_INF ? 0.f : mx * scale_log2;
-      const float alpha = fa3_exp2(row_max[half] * scale_log2 - m_scaled);
+      const float alpha = at_exp2(row_max[half] * scale_log2 - m_scaled);
       const float m_shift = m_scaled - FA3_P_LOG2_SCALE;
       row_max[half] = mx;
       float sum = 0.f;
 #pragma unroll
       for (int nt = 0; nt < FA3_NT; nt++) {
-        s[nt][2 * half] = fa3_exp2(fmaf(s[nt][2 * half], scale_log2, -m_shift));
-        s[nt][2 * half + 1] = fa3_exp2(fmaf(s[nt][2 * half + 1], scale_log2, -m_shift));
+        s[nt][2 * half] = at_exp2(fmaf(s[nt][2 * half], scale_log2, -m_shift));
+        s[nt][2 * half + 1] = at_exp2(fmaf(s[nt][2 * half + 1], scale_log2, -m_shift));
         sum += s[nt][2 * half] + s[nt][2 * half + 1];
       }
       row_sum[half] = row_sum[half] * alpha + sum;
@@ -415,10 +357,10 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
       p[kk][3] = at_e4m3x4_from_float(c[2][2], c[2][3], c[3][2], c[3][3]);
 #else
       /* n8 tiles 2kk and 2kk+1 of S are the 16-bit A fragment of keys 16kk..16kk+15, in order. */
-      p[kk][0] = fa3_pack_out(s[2 * kk][0], s[2 * kk][1]);
-      p[kk][1] = fa3_pack_out(s[2 * kk][2], s[2 * kk][3]);
-      p[kk][2] = fa3_pack_out(s[2 * kk + 1][0], s[2 * kk + 1][1]);
-      p[kk][3] = fa3_pack_out(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+      p[kk][0] = at_pack_out(s[2 * kk][0], s[2 * kk][1]);
+      p[kk][1] = at_pack_out(s[2 * kk][2], s[2 * kk][3]);
+      p[kk][2] = at_pack_out(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+      p[kk][3] = at_pack_out(s[2 * kk + 1][2], s[2 * kk + 1][3]);
 #endif
     }
 
@@ -443,24 +385,24 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
     fa3_wgmma_commit();
     fa3_wgmma_wait0();
   }
-  fa3_cp_async_wait<0>(); /* no copy may outlive the CTA */
+  at_cp_async_wait<0>(); /* no copy may outlive the CTA */
 
   /* Epilogue: lane (g,t) holds columns 8j + 2t, 8j + 2t + 1 of rows g and g+8 of its warp. */
 #pragma unroll
   for (int half = 0; half < 2; half++) {
-    const float sum = fa3_quad_sum(row_sum[half]);
+    const float sum = at_quad_sum(row_sum[half]);
     const float inv = sum > 0.f ? o_descale / sum : 0.f;
     const int r = warp * 16 + g + half * 8;
     if (m0 + r >= T) continue;
     if (FA3_LSE && tq == 0) {
       const float m = row_max[half];
       lse[((long long)b * gridDim.y + h) * T + m0 + r] =
-          sum > 0.f ? (m * scale_log2 + fa3_log2(sum) - FA3_P_LOG2_SCALE) * 0.69314718055994531f : AT_NEG_INF;
+          sum > 0.f ? (m * scale_log2 + at_log2(sum) - FA3_P_LOG2_SCALE) * 0.69314718055994531f : AT_NEG_INF;
     }
     at_out_t *orow = o + b * o_sb + (long long)h * o_sh + (long long)(m0 + r) * o_ss + 2 * tq;
 #pragma unroll
     for (int j = 0; j < FA3_OT; j++) {
-      const unsigned packed = fa3_pack_out(acc[j][2 * half] * inv, acc[j][2 * half + 1] * inv);
+      const unsigned packed = at_pack_out(acc[j][2 * half] * inv, acc[j][2 * half + 1] * inv);
       asm volatile("st.global.b32 [%0], %1;\n" ::"l"(orow + 8 * j), "r"(packed) : "memory");
     }
   }
