@@ -20,8 +20,18 @@ at_status gen_fa3_enumerate(const gen_spec *spec, const gen_target *target,
                             gen_variant *out, int cap, int *n);
 /* The fa3 variant used when nothing is tuned for spec, if the target has one. */
 int gen_fa3_default(const gen_spec *spec, const gen_target *target, gen_variant *out);
-/* The generated wgmma wrappers that go after common.cuh. */
-at_status gen_fa3_wrappers(const gen_variant *v, char **text, size_t *len);
+/* A growing NUL-terminated text (emit.c); failed is set, and further writes ignored, when memory
+ * runs out. */
+typedef struct gen_text {
+  char *buf;
+  size_t len, cap;
+  int failed;
+} gen_text;
+void gen_text_put(gen_text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void gen_text_append(gen_text *t, const char *s, size_t n);
+
+/* The generated wgmma wrappers that go after common.cuh, appended to t. */
+void gen_fa3_wrappers(const gen_variant *v, gen_text *t);
 
 /* fa2: does the template lower FP8 MMAs to f16 itself on this target (FA2_FP8_VIA_F16)? */
 int gen_fa2_fp8_via_f16(const gen_variant *v, const gen_target *target);
