@@ -23,11 +23,11 @@ int gen_fa3_target_ok(const gen_target *target)
 
 static int elem_size(at_dtype dtype) { return is_fp8(dtype) ? 1 : 2; }
 
-/* Mirrors FA3_SMEM_BYTES: 1 KB to align the tiles, Q, STAGES x (K, V), and V^T for FP8. */
+/* Mirrors FA3_SMEM_BYTES: 1 KB to align the tiles, Q, STAGES x (K, V), and two V^T for FP8. */
 int gen_fa3_smem_bytes(const gen_variant *v)
 {
   const int row = v->spec.head_dim * elem_size(v->spec.dtype);
-  return 1024 + v->block_m * row + (2 * v->stages + is_fp8(v->spec.dtype)) * v->block_n * row;
+  return 1024 + v->block_m * row + (2 * v->stages + 2 * is_fp8(v->spec.dtype)) * v->block_n * row;
 }
 
 /* O (D/2) and S (BN/2) fp32 accumulators per thread, P (BN/8 words for FP8, BN/4 for 16 bits),

@@ -85,7 +85,14 @@ static constexpr int FA3_CW_D = FA3_ROWB < 128 ? FA3_ROWB : 128; /* column block
 static constexpr int FA3_CW_N = FA3_BN < 128 ? FA3_BN : 128;     /* column block of V^T (FP8) */
 static constexpr int FA3_Q_BYTES = FA3_BM * FA3_ROWB;
 static constexpr int FA3_KV_BYTES = FA3_BN * FA3_ROWB;
-static constexpr int FA3_SMEM_BYTES = 1024 + FA3_Q_BYTES + (2 * FA3_STAGES + FA3_FP8) * FA3_KV_BYTES;
+/* Overlapped loop (header): P V of tile t-1 runs during tile t's softmax. 16-bit V is read in
+ * place by that P V, so its stage must outlive one more tile: the prefetch runs STAGES-2 tiles
+ * ahead instead of STAGES-1, which needs 3 stages; 16-bit with 2 stages keeps the in-order loop.
+ * FP8 reads V^T instead, double-buffered. */
+static constexpr bool FA3_OVERLAP = FA3_FP8 || FA3_STAGES >= 3;
+static constexpr int FA3_AHEAD = FA3_OVERLAP && !FA3_FP8 ? FA3_STAGES - 2 : FA3_STAGES - 1;
+static constexpr int FA3_VT_BUFS = FA3_FP8 ? 2 : 0;
+static constexpr int FA3_SMEM_BYTES = 1024 + FA3_Q_BYTES + (2 * FA3_STAGES + FA3_VT_BUFS) * FA3_KV_BYTES;
 static constexpr bool FA3_CAUSAL = FA3_MASK != AT_MASK_NONE;
 /* FP8: P is stored as e4m3(p * 448); log2(448) is added in the exponent instead of multiplying.
  * 16-bit: P is stored in the input dtype, unscaled. */
@@ -206,8 +213,108 @@ __device__ __forceinline__ void fa3_transpose_v(unsigned vt, unsigned v, int war
 }
 #endif
 
-/* ---- the kernel ------------------------------------------------------------------------------- */
+/* ---- steps of one K/V tile ------------------------------------------------------------------ */
 
+/* Issue S = Q K^T for this warpgroup's 64 rows (not waited for): 32-byte k steps of the row. */
+__device__ __forceinline__ void fa3_issue_qk(float (*s)[4], unsigned q_wg, unsigned k_tile)
+{
+#pragma unroll
+  for (int ks = 0; ks < FA3_QK; ks++) {
+    const int col = 32 * ks;
+    const unsigned qa = q_wg + (unsigned)((col / FA3_CW_D) * FA3_BM * FA3_CW_D + col % FA3_CW_D);
+    const unsigned kb = k_tile + (unsigned)((col / FA3_CW_D) * FA3_BN * FA3_CW_D + col % FA3_CW_D);
+    fa3_mma_qk(&s[0][0], fa3_desc<FA3_CW_D>(qa), fa3_desc<FA3_CW_D>(kb), ks > 0);
+  }
+}
+
+/* Issue O += P V (not waited for). FP8: V from the V^T buffer (K-major); 16-bit: V's tile as
+ * loaded ([key][d], d in 128-byte column blocks) is the MN-major B, k step kk 16 key rows down. */
+__device__ __forceinline__ void fa3_issue_pv(float (*acc)[4], const unsigned (*p)[4], unsigned v_buf)
+{
+#pragma unroll
+  for (int kk = 0; kk < FA3_PK; kk++) {
+#if FA3_FP8
+    const int col = 32 * kk;
+    const unsigned vb = v_buf + (unsigned)((col / FA3_CW_N) * FA3_D * FA3_CW_N + col % FA3_CW_N);
+    fa3_mma_pv(&acc[0][0], p[kk], fa3_desc<FA3_CW_N>(vb));
+#else
+    fa3_mma_pv(&acc[0][0], p[kk], fa3_desc_mn<FA3_BN * 128>(v_buf + (unsigned)(kk * 16 * 128)));
+#endif
+  }
+}
+
+/* Keys past S, and for causal masks keys after the row's diagonal, get -inf. */
+__device__ __forceinline__ void fa3_mask(float (*s)[4], int row0, int key0, int S, int offset, int g, int tq)
+{
+#pragma unroll
+  for (int nt = 0; nt < FA3_NT; nt++)
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+      const int i = row0 + g + (e >> 1) * 8;
+      const int j = key0 + nt * 8 + 2 * tq + (e & 1);
+      if (j >= S || (FA3_CAUSAL && j > i + offset)) s[nt][e] = AT_NEG_INF;
+    }
+}
+
+/* Online softmax of one tile, as fa2.cu's: s becomes p = 2^(s*scale*log2e - m) (FP8: times 448,
+ * added as log2 448 in the exponent); row_max and row_sum move on; alpha rescales the old O. */
+__device__ __forceinline__ void fa3_softmax(float (*s)[4], float *row_max, float *row_sum, float *alpha,
+                                            float scale_log2)
+{
+#pragma unroll
+  for (int half = 0; half < 2; half++) {
+    float mx = row_max[half];
+#pragma unroll
+    for (int nt = 0; nt < FA3_NT; nt++) mx = fmaxf(mx, fmaxf(s[nt][2 * half], s[nt][2 * half + 1]));
+    mx = at_quad_max(mx);
+    const float m_scaled = mx == AT_NEG_INF ? 0.f : mx * scale_log2;
+    alpha[half] = at_exp2(row_max[half] * scale_log2 - m_scaled);
+    const float m_shift = m_scaled - FA3_P_LOG2_SCALE;
+    row_max[half] = mx;
+    float sum = 0.f;
+#pragma unroll
+    for (int nt = 0; nt < FA3_NT; nt++) {
+      s[nt][2 * half] = at_exp2(fmaf(s[nt][2 * half], scale_log2, -m_shift));
+      s[nt][2 * half + 1] = at_exp2(fmaf(s[nt][2 * half + 1], scale_log2, -m_shift));
+      sum += s[nt][2 * half] + s[nt][2 * half + 1];
+    }
+    row_sum[half] = row_sum[half] * alpha[half] + sum;
+  }
+}
+
+__device__ __forceinline__ void fa3_rescale(float (*acc)[4], const float *alpha)
+{
+#pragma unroll
+  for (int j = 0; j < FA3_OT; j++) {
+    acc[j][0] *= alpha[0];
+    acc[j][1] *= alpha[0];
+    acc[j][2] *= alpha[1];
+    acc[j][3] *= alpha[1];
+  }
+}
+
+/* P's A fragment from the S accumulators. FP8: n8 tiles 4kk..4kk+3 are the E4M3 fragment of keys
+ * 32kk..32kk+31 (the header's order); 16-bit: n8 tiles 2kk, 2kk+1 are keys 16kk..16kk+15, in order. */
+__device__ __forceinline__ void fa3_pack_p(const float (*s)[4], unsigned (*p)[4])
+{
+#pragma unroll
+  for (int kk = 0; kk < FA3_PK; kk++) {
+#if FA3_FP8
+    const float(*c)[4] = &s[4 * kk];
+    p[kk][0] = at_e4m3x4_from_float(c[0][0], c[0][1], c[1][0], c[1][1]);
+    p[kk][1] = at_e4m3x4_from_float(c[0][2], c[0][3], c[1][2], c[1][3]);
+    p[kk][2] = at_e4m3x4_from_float(c[2][0], c[2][1], c[3][0], c[3][1]);
+    p[kk][3] = at_e4m3x4_from_float(c[2][2], c[2][3], c[3][2], c[3][3]);
+#else
+    p[kk][0] = at_pack_out(s[2 * kk][0], s[2 * kk][1]);
+    p[kk][1] = at_pack_out(s[2 * kk][2], s[2 * kk][3]);
+    p[kk][2] = at_pack_out(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+    p[kk][3] = at_pack_out(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+#endif
+  }
+}
+
+/* ---- the kernel ------------------------------------------------------------------------------- */
 extern "C" __global__ void __launch_bounds__(FA3_THREADS, 1)
 FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
            const at_in_t *__restrict__ v, at_out_t *__restrict__ o, float *__restrict__ lse, int T, int S,
@@ -252,14 +359,14 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
   const unsigned smem_k = smem_q + FA3_Q_BYTES;
   const unsigned smem_v = smem_k + FA3_STAGES * FA3_KV_BYTES;
 #if FA3_FP8
-  const unsigned smem_vt = smem_v + FA3_STAGES * FA3_KV_BYTES;
+  const unsigned smem_vt = smem_v + FA3_STAGES * FA3_KV_BYTES; /* V^T of tile t: buffer t % 2 */
 #endif
 
   /* cp.async groups in commit order: Q, then one group per K/V tile. */
   fa3_load_tile<FA3_BM>(smem_q, qh, q_ss, 0, T - m0, tid);
   at_cp_async_commit();
 #pragma unroll
-  for (int s = 0; s < FA3_STAGES - 1; s++) {
+  for (int s = 0; s < FA3_AHEAD; s++) {
     if (s < n_tiles) {
       fa3_load_tile<FA3_BN>(smem_k + s * FA3_KV_BYTES, kh, k_ss, s * FA3_BN, S, tid);
       fa3_load_tile<FA3_BN>(smem_v + s * FA3_KV_BYTES, vh, v_ss, s * FA3_BN, S, tid);
@@ -275,15 +382,20 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
 #pragma unroll
   for (int j = 0; j < FA3_OT; j++) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
 
+  const int row0 = m0 + warp * 16;
+  float alpha[2];
+  unsigned p[FA3_PK][4];
   for (int t = 0; t < n_tiles; t++) {
     const int stage = t % FA3_STAGES;
-    /* Tile t landed (STAGES - 2 younger groups may be in flight); publish it to the async proxy.
-     * The barrier also means every warp finished tile t-1 (its P V, its reads of V^T). */
-    at_cp_async_wait<FA3_STAGES - 2>();
+    /* Tile t landed (AHEAD - 1 younger groups may be in flight); publish it to the async proxy.
+     * The barrier also means every warp is done with what the prefetch below overwrites: tile
+     * t-1's K and (FP8) V, or, when P V of the previous tile is still running (16-bit,
+     * overlapped), tile t-2's; and with the V^T buffer the transpose below overwrites. */
+    at_cp_async_wait<FA3_AHEAD - 1>();
     fa3_fence_async_smem();
     __syncthreads();
     {
-      const int tn = t + FA3_STAGES - 1, sn = tn % FA3_STAGES;
+      const int tn = t + FA3_AHEAD, sn = tn % FA3_STAGES;
       if (tn < n_tiles) {
         fa3_load_tile<FA3_BN>(smem_k + sn * FA3_KV_BYTES, kh, k_ss, tn * FA3_BN, S, tid);
         fa3_load_tile<FA3_BN>(smem_v + sn * FA3_KV_BYTES, vh, v_ss, tn * FA3_BN, S, tid);
@@ -291,97 +403,56 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
       at_cp_async_commit();
     }
 
-    /* S = Q K_t^T on the tensor cores; the transpose of V_t runs meanwhile. */
     float s[FA3_NT][4];
-    const unsigned k_tile = smem_k + stage * FA3_KV_BYTES;
     fa3_wgmma_fence();
-#pragma unroll
-    for (int ks = 0; ks < FA3_QK; ks++) {
-      const int col = 32 * ks;
-      const unsigned qa = q_wg + (unsigned)((col / FA3_CW_D) * FA3_BM * FA3_CW_D + col % FA3_CW_D);
-      const unsigned kb = k_tile + (unsigned)((col / FA3_CW_D) * FA3_BN * FA3_CW_D + col % FA3_CW_D);
-      fa3_mma_qk(&s[0][0], fa3_desc<FA3_CW_D>(qa), fa3_desc<FA3_CW_D>(kb), ks > 0);
-    }
+    fa3_issue_qk(s, q_wg, smem_k + stage * FA3_KV_BYTES);
     fa3_wgmma_commit();
 #if FA3_FP8
-    fa3_transpose_v(smem_vt, smem_v + stage * FA3_KV_BYTES, warp, lane);
+    const unsigned vt_now = smem_vt + (t & 1) * FA3_KV_BYTES, vt_prev = smem_vt + ((t + 1) & 1) * FA3_KV_BYTES;
+#endif
+    if (FA3_OVERLAP) {
+      /* O += P V of tile t-1 (its V^T was published by the barrier above) runs behind Q K^T and
+       * through this tile's softmax; only the O rescale waits for it. */
+      if (t > 0) {
+#if FA3_FP8
+        fa3_issue_pv(acc, p, vt_prev);
+#else
+        fa3_issue_pv(acc, p, smem_v + ((t + FA3_STAGES - 1) % FA3_STAGES) * FA3_KV_BYTES);
+#endif
+      }
+      fa3_wgmma_commit();
+    }
+#if FA3_FP8
+    fa3_transpose_v(vt_now, smem_v + stage * FA3_KV_BYTES, warp, lane);
     fa3_fence_async_smem();
 #endif
-    fa3_wgmma_wait0();
+    if (FA3_OVERLAP) asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory"); /* S is in */
+    else fa3_wgmma_wait0();
 
-    if (t >= n_full) {
-#pragma unroll
-      for (int nt = 0; nt < FA3_NT; nt++)
-#pragma unroll
-        for (int e = 0; e < 4; e++) {
-          const int i = m0 + warp * 16 + g + (e >> 1) * 8;
-          const int j = t * FA3_BN + nt * 8 + 2 * tq + (e & 1);
-          if (j >= S || (FA3_CAUSAL && j > i + offset)) s[nt][e] = AT_NEG_INF;
-        }
-    }
+    if (t >= n_full) fa3_mask(s, row0, t * FA3_BN, S, offset, g, tq);
+    fa3_softmax(s, row_max, row_sum, alpha, scale_log2);
+    if (FA3_OVERLAP) fa3_wgmma_wait0(); /* P V of tile t-1 is in O */
+    fa3_rescale(acc, alpha);
+    fa3_pack_p(s, p);
 
-    /* Online softmax, as fa2.cu's FP8 path: p = 2^(s*scale*log2e - m + log2 448). */
-#pragma unroll
-    for (int half = 0; half < 2; half++) {
-      float mx = row_max[half];
-#pragma unroll
-      for (int nt = 0; nt < FA3_NT; nt++) mx = fmaxf(mx, fmaxf(s[nt][2 * half], s[nt][2 * half + 1]));
-      mx = at_quad_max(mx);
-      const float m_scaled = mx == AT_NEG_INF ? 0.f : mx * scale_log2;
-      const float alpha = at_exp2(row_max[half] * scale_log2 - m_scaled);
-      const float m_shift = m_scaled - FA3_P_LOG2_SCALE;
-      row_max[half] = mx;
-      float sum = 0.f;
-#pragma unroll
-      for (int nt = 0; nt < FA3_NT; nt++) {
-        s[nt][2 * half] = at_exp2(fmaf(s[nt][2 * half], scale_log2, -m_shift));
-        s[nt][2 * half + 1] = at_exp2(fmaf(s[nt][2 * half + 1], scale_log2, -m_shift));
-        sum += s[nt][2 * half] + s[nt][2 * half + 1];
-      }
-      row_sum[half] = row_sum[half] * alpha + sum;
-#pragma unroll
-      for (int j = 0; j < FA3_OT; j++) {
-        acc[j][2 * half] *= alpha;
-        acc[j][2 * half + 1] *= alpha;
-      }
+    if (!FA3_OVERLAP) {
+      fa3_wgmma_fence();
+      fa3_issue_pv(acc, p, smem_v + stage * FA3_KV_BYTES);
+      fa3_wgmma_commit();
+      fa3_wgmma_wait0();
     }
-    unsigned p[FA3_PK][4];
-#pragma unroll
-    for (int kk = 0; kk < FA3_PK; kk++) {
+  }
+  if (FA3_OVERLAP && n_tiles > 0) {
+    /* P V of the last tile. FP8: every warp's share of its V^T must be written and fenced. */
+    const int last = n_tiles - 1;
 #if FA3_FP8
-      /* n8 tiles 4kk..4kk+3 of S are the E4M3 A fragment of keys 32kk..32kk+31 (header's order). */
-      const float(*c)[4] = &s[4 * kk];
-      p[kk][0] = at_e4m3x4_from_float(c[0][0], c[0][1], c[1][0], c[1][1]);
-      p[kk][1] = at_e4m3x4_from_float(c[0][2], c[0][3], c[1][2], c[1][3]);
-      p[kk][2] = at_e4m3x4_from_float(c[2][0], c[2][1], c[3][0], c[3][1]);
-      p[kk][3] = at_e4m3x4_from_float(c[2][2], c[2][3], c[3][2], c[3][3]);
+    __syncthreads();
+    const unsigned v_last = smem_vt + (last & 1) * FA3_KV_BYTES;
 #else
-      /* n8 tiles 2kk and 2kk+1 of S are the 16-bit A fragment of keys 16kk..16kk+15, in order. */
-      p[kk][0] = at_pack_out(s[2 * kk][0], s[2 * kk][1]);
-      p[kk][1] = at_pack_out(s[2 * kk][2], s[2 * kk][3]);
-      p[kk][2] = at_pack_out(s[2 * kk + 1][0], s[2 * kk + 1][1]);
-      p[kk][3] = at_pack_out(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+    const unsigned v_last = smem_v + (last % FA3_STAGES) * FA3_KV_BYTES;
 #endif
-    }
-
-#if FA3_FP8
-    __syncthreads(); /* every warp's share of V^T is written and fenced */
     fa3_wgmma_fence();
-#pragma unroll
-    for (int kk = 0; kk < FA3_PK; kk++) {
-      const int col = 32 * kk;
-      const unsigned vb = smem_vt + (unsigned)((col / FA3_CW_N) * FA3_D * FA3_CW_N + col % FA3_CW_N);
-      fa3_mma_pv(&acc[0][0], p[kk], fa3_desc<FA3_CW_N>(vb));
-    }
-#else
-    /* V_t as loaded ([key][d], d in 128-byte column blocks) is the MN-major B of P V: k step kk
-     * starts 16 key rows further down every column block. */
-    fa3_wgmma_fence();
-    const unsigned v_tile = smem_v + stage * FA3_KV_BYTES;
-#pragma unroll
-    for (int kk = 0; kk < FA3_PK; kk++)
-      fa3_mma_pv(&acc[0][0], p[kk], fa3_desc_mn<FA3_BN * 128>(v_tile + (unsigned)(kk * 16 * 128)));
-#endif
+    fa3_issue_pv(acc, p, v_last);
     fa3_wgmma_commit();
     fa3_wgmma_wait0();
   }
