@@ -31,11 +31,16 @@ int gen_fa3_smem_bytes(const gen_variant *v)
 }
 
 /* O (D/2) and S (BN/2) fp32 accumulators per thread, P (BN/8 words for FP8, BN/4 for 16 bits),
- * and about 56 for addresses, softmax state and the transpose. */
+ * about 56 for addresses and softmax state, and for FP8 about 7 per V-transpose unit of the warp
+ * (their shared-memory offsets stay in registers across the K/V loop). The 7 is ptxas's: with it
+ * the one-warpgroup FP8 tiles that spilled (D=128 64x128 causal: 24 bytes; D=256 64x64: 100) are
+ * refused and D=256 128x64 (251-255 registers, no spill) is kept. */
 int gen_fa3_register_estimate(const gen_variant *v)
 {
-  const int p_words = v->block_n / (is_fp8(v->spec.dtype) ? 8 : 4);
-  return v->spec.head_dim / 2 + v->block_n / 2 + p_words + 56;
+  const int fp8 = is_fp8(v->spec.dtype);
+  const int p_words = v->block_n / (fp8 ? 8 : 4);
+  const int transpose_units = fp8 ? (v->spec.head_dim / 32) * (v->block_n / 16) / v->warps : 0;
+  return v->spec.head_dim / 2 + v->block_n / 2 + p_words + 56 + 7 * transpose_units;
 }
 
 at_status gen_fa3_variant_check(const gen_variant *v, const gen_target *target)
@@ -96,18 +101,21 @@ at_status gen_fa3_enumerate(const gen_spec *spec, const gen_target *target,
 
 /* Best first, from the H200 sweeps in docs/perf.md ("## fa3"): at T=S=8192 the 128x128 tile with
  * two warpgroups wins at D=128 (FP8 and bf16), 64x128 with one warpgroup at bf16 D=64, and 128x64
- * at D=256, where 128x128 does not fit the registers. */
+ * at D=256, where 128x128 does not fit the registers. FP8 gains from a third stage (its loop
+ * overlaps P V with the softmax at any stage count); 16-bit inputs do not. */
 int gen_fa3_default(const gen_spec *spec, const gen_target *target, gen_variant *out)
 {
   static const struct { int max_d, block_n, warps, stages; } prefs[] = {
       {64, 128, 4, 2}, {128, 128, 8, 2}, {256, 64, 8, 2}, {256, 64, 4, 2}};
+  const int extra_stage = is_fp8(spec->dtype);
   for (int i = 0; i < COUNT(prefs); i++) {
     if (spec->head_dim > prefs[i].max_d) continue;
-    gen_variant v = {GEN_FAMILY_FA3, *spec, 16 * prefs[i].warps, prefs[i].block_n, prefs[i].warps,
-                     prefs[i].stages};
-    if (gen_fa3_variant_check(&v, target) == AT_OK) {
-      *out = v;
-      return 1;
+    for (int s = prefs[i].stages + extra_stage; s >= prefs[i].stages; s--) {
+      gen_variant v = {GEN_FAMILY_FA3, *spec, 16 * prefs[i].warps, prefs[i].block_n, prefs[i].warps, s};
+      if (gen_fa3_variant_check(&v, target) == AT_OK) {
+        *out = v;
+        return 1;
+      }
     }
   }
   rt_clear_error();

@@ -176,35 +176,46 @@ __device__ __forceinline__ void fa3_load_tile(unsigned tile, const unsigned char
 
 #if FA3_FP8 /* 16-bit V is read MN-major by wgmma, not transposed */
 /* V [BN][D] -> V^T [D][BN] in the key order of P's A fragment (header). Work units: 8 groups of
- * 4 d's x one 16-byte chunk (4 words) of V^T rows, one unit per warp at a time. */
+ * 4 d's x one 16-byte chunk (4 words) of V^T rows, i.e. 16 keys; warp w takes units w + WARPS*i.
+ * The unit count per warp is a compile-time constant and a unit's coordinates split into this
+ * warp's part and the compile-time part of i, so the offsets fold into a few adds per unit (a
+ * loop from `warp` with runtime coordinates cost ~50 integer instructions per unit). */
 __device__ __forceinline__ void fa3_transpose_v(unsigned vt, unsigned v, int warp, int lane)
 {
-  constexpr int UNITS = (FA3_D / 32) * (FA3_BN / 16);
+  constexpr int NB = FA3_BN / 16; /* 16-key units along the keys */
+  constexpr int UNITS = (FA3_D / 32) * NB;
+  static_assert(UNITS % FA3_WARPS == 0, "whole units per warp");
   const int g = lane >> 2, tw = lane & 3, rot = (g >> 1) & 3;
-  unsigned sel[4];
+  const int wb0 = warp % NB, ab0 = warp / NB;
+  /* Store e writes V^T row d0 + drow[e], drow[e] = (e + rot) % 4. One permute of two key rows
+   * gathers the bytes of two of those d's (pair[0]: stores 0 and 1, pair[1]: stores 2 and 3), so
+   * a pair of output words costs 4 permutes instead of 6. */
   int drow[4];
+  unsigned pair[2];
 #pragma unroll
-  for (int e = 0; e < 4; e++) {
-    const int er = (e + rot) & 3;
-    sel[e] = (unsigned)er | ((unsigned)(er + 4) << 4);
-    drow[e] = er;
+  for (int e = 0; e < 4; e++) drow[e] = (e + rot) & 3;
+#pragma unroll
+  for (int h = 0; h < 2; h++) {
+    const unsigned a = (unsigned)drow[2 * h], b = (unsigned)drow[2 * h + 1];
+    pair[h] = a | (a + 4) << 4 | b << 8 | (b + 4) << 12;
   }
 #pragma unroll
-  for (int u = warp; u < UNITS; u += FA3_WARPS) {
-    const int ab = u / (FA3_BN / 16), wb = u % (FA3_BN / 16);
-    const int d0 = 4 * (8 * ab + g);
+  for (int i = 0; i < UNITS / FA3_WARPS; i++) {
+    const int wb = wb0 + (FA3_WARPS * i) % NB, ab = ab0 + (FA3_WARPS * i) / NB;
+    const int d0 = 32 * ab + 4 * g;
     const int w = 4 * wb + tw;
-    const int key0 = 32 * (w >> 3) + 16 * ((w >> 2) & 1) + 2 * (w & 3);
+    const int key0 = 16 * wb + 2 * tw; /* = 32(w/8) + 16((w/4)%2) + 2(w%4) */
     unsigned in[4];
 #pragma unroll
-    for (int i = 0; i < 4; i++) {
-      const int key = key0 + (i & 1) + 8 * (i >> 1);
-      asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(in[i]) : "r"(v + fa3_off<FA3_BN, FA3_CW_D>(key, d0)));
+    for (int k = 0; k < 4; k++) {
+      const int key = key0 + (k & 1) + 8 * (k >> 1);
+      asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(in[k]) : "r"(v + fa3_off<FA3_BN, FA3_CW_D>(key, d0)));
     }
 #pragma unroll
     for (int e = 0; e < 4; e++) {
-      const unsigned lo = fa3_prmt(in[0], in[1], sel[e]), hi = fa3_prmt(in[2], in[3], sel[e]);
-      const unsigned word = fa3_prmt(lo, hi, 0x5410u);
+      /* keys 0,1 of d_a and d_b in lo, keys 2,3 in hi; the word of d_a is their low halves */
+      const unsigned lo = fa3_prmt(in[0], in[1], pair[e / 2]), hi = fa3_prmt(in[2], in[3], pair[e / 2]);
+      const unsigned word = fa3_prmt(lo, hi, e % 2 ? 0x7632u : 0x5410u);
       asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(vt + fa3_off<FA3_D, FA3_CW_N>(d0 + drow[e], 4 * w)),
                    "r"(word)
                    : "memory");
@@ -261,6 +272,7 @@ __device__ __forceinline__ void fa3_mask(float (*s)[4], int row0, int key0, int 
 __device__ __forceinline__ void fa3_softmax(float (*s)[4], float *row_max, float *row_sum, float *alpha,
                                             float scale_log2)
 {
+#pragma unroll
 #pragma unroll
   for (int half = 0; half < 2; half++) {
     float mx = row_max[half];

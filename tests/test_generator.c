@@ -393,7 +393,7 @@ static void test_fa3_family(void **state)
   assert_non_null(strstr(src, "wgmma.mma_async.sync.aligned.m64n64k32.f32.e5m2.e5m2 "));  /* Q K^T, N = BN */
   assert_non_null(strstr(src, "wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e5m2 ")); /* P V, N = D */
   free(src);
-  assert_int_equal(gen_smem_bytes(&v), 1024 + 128 * 256 + 5 * 64 * 256);
+  assert_int_equal(gen_smem_bytes(&v), 1024 + 128 * 256 + 6 * 64 * 256); /* Q, 2 x (K, V), 2 V^T */
 
   /* Refusals: the arch (sm_89 has no wgmma; plain sm_90 has no wgmma either), the tile, the dtypes. */
   assert_int_equal(gen_variant_check(&v, &sm89), AT_ERR_UNSUPPORTED);
