@@ -43,15 +43,22 @@
  *
  * 16-bit inputs need no transpose: wgmma reads a 16-bit B operand MN-major when asked (its
  * transpose bit), so V's tile as loaded serves P V directly (fa3_desc_mn), P's A fragment is the
- * S accumulators in order (as in fa2.cu), and the V^T buffer, its barrier and P's scale go away.
+ * S accumulators in order (as in fa2.cu), and the V^T buffers and P's scale go away.
  *
- * Per K/V tile: wait for the tile's copies, barrier; prefetch tile t + STAGES - 1; issue S = Q K^T
- * (32-byte k steps of the row); FP8: transpose V into V^T; wait for S; mask; online softmax (exp2;
- * FP8: P as e4m3(p * 448), fa2.cu explains the scale); FP8: barrier (V^T complete); O += P V; wait.
+ * Per K/V tile t (the overlapped loop: FP8, and 16-bit with 3+ stages): wait for the tile's
+ * copies, barrier; prefetch tile t + AHEAD; issue S = Q K_t^T (32-byte k steps of the row), then
+ * O += P_{t-1} V_{t-1}; FP8: transpose V_t into V^T buffer t % 2; wait for S only; mask; online
+ * softmax (exp2; FP8: P as e4m3(p * 448), fa2.cu explains the scale) while P V runs; wait for P V;
+ * rescale O; pack P_t. P V of the last tile follows the loop. The barrier at the top of tile t+1
+ * publishes V^T_t to every warp and frees buffer (t+1) % 2, whose P V all warps waited for. 16-bit
+ * with 2 stages runs the in-order loop (S, softmax, P V, wait), because there P V reads V in place
+ * and the prefetch would overwrite tile t-1's V while it runs.
  *
  * Steps (docs/perf.md, "## fa3", has the measurements; H200, B2 N16 T=S=8192):
  *   v1: FP8 with the V^T transpose: D128 488 TFLOP/s (bf16 fa2: 334), D256 536.
  *   v2: f16/bf16 through the transpose bit: bf16 D128 509 (cuDNN 700), causal 464, D256 531.
+ *   v3: P V overlapped with the softmax, one barrier per tile: e4m3 D128 495 (s3 509), D256 566.
+ *   v4: the transpose's offsets folded at compile time: e4m3 D128 638 (s3), D256 718 (s3).
  * Copies by cp.async and stores by threads are generic-proxy writes; wgmma reads shared memory
  * through the async proxy, hence fence.proxy.async before the barriers that publish them.
  */
