@@ -55,6 +55,44 @@ static void reference(const fa2_case *c, const at_shape *s, const at_tensors *t,
   rt_naive_destroy(&naive);
 }
 
+/* What one variant's run needs: the shape, its device buffers and the reference. */
+typedef struct fa2_run {
+  const fa2_case *c;
+  const at_shape *s;
+  const at_tensors *t;
+  CUdeviceptr dout, dlse;
+  size_t nq, nlse;
+  const double *ref_o, *ref_lse;
+  float *got_o, *got_lse;
+} fa2_run;
+
+static int check_variant(const gen_variant *v, const char *key, CUfunction fn, int i, void *ctx)
+{
+  fa2_run *r = ctx;
+  const fa2_case *c = r->c;
+  TU_OK(rt_fill_u8(r->dout, 0xFF, r->nq * at_dtype_size(c->dtype)));
+  TU_OK(rt_fill_u8(r->dlse, 0xFF, r->nlse * sizeof(float)));
+  TU_OK(gen_launch(v, fn, r->s, r->t, NULL));
+  TU_OK(rt_ctx_sync(&tu_gpu));
+  tu_download(c->dtype, r->dout, r->nq, r->got_o);
+  tn_error eo = tn_compare(r->ref_o, r->got_o, r->nq);
+  tn_error el = {0};
+  if (c->lse) {
+    TU_OK(rt_download(r->got_lse, r->dlse, r->nlse * sizeof(float)));
+    el = tn_compare_lse(r->ref_lse, r->got_lse, r->nlse);
+  }
+  int ok = eo.n_nonfinite == 0 && eo.rel_l2 < 1e-2 && el.n_nonfinite == 0 && el.rel_l2 < 1e-2;
+  if (!ok) {
+    printf("    %s: WRONG o rel_l2 %.3e (%zu non-finite, worst at %zu: %g vs %g), lse rel_l2 %.3e (%zu)\n",
+           key, eo.rel_l2, eo.n_nonfinite, eo.worst_index, r->got_o[eo.worst_index],
+           r->ref_o[eo.worst_index], el.rel_l2, el.n_nonfinite);
+    return 1;
+  }
+  if (i == 0 || getenv("ATTNTUNE_TEST_VERBOSE"))
+    printf("    %s: o rel_l2 %.2e lse rel_l2 %.2e\n", key, eo.rel_l2, el.rel_l2);
+  return 0;
+}
+
 static int check_case(const fa2_case *c)
 {
   gen_target target;
@@ -84,44 +122,11 @@ static int check_case(const fa2_case *c)
   t.o = (void *)(uintptr_t)dout, t.lse = c->lse ? (float *)(uintptr_t)dlse : NULL;
   reference(c, &s, &t, ref_o, ref_lse);
 
-  gen_compiled *comp = calloc((size_t)n, sizeof *comp);
-  assert_non_null(comp);
-  TU_OK(gen_compile_all(vs, n, &target, 0, comp));
   printf("  B%d T%d S%d Nq%d Nkv%d D%d %s %s%s%s: %d variants\n", c->b, c->t, c->s, c->nq, c->nkv, c->d,
          at_dtype_name(c->dtype), at_mask_name(c->mask), c->lse ? " lse" : "", c->bhsd ? " bhsd" : "", n);
-  for (int i = 0; i < n; i++) {
-    CUmodule mod;
-    CUfunction fn;
-    if (comp[i].status != AT_OK) {
-      printf("    %s: compile failed: %s\n", comp[i].key, comp[i].message);
-      failures++;
-      continue;
-    }
-    TU_OK(gen_module_load(&vs[i], comp[i].binary.cubin, &mod, &fn));
-    TU_OK(rt_fill_u8(dout, 0xFF, nq * at_dtype_size(c->dtype)));
-    TU_OK(rt_fill_u8(dlse, 0xFF, nlse * sizeof(float)));
-    TU_OK(gen_launch(&vs[i], fn, &s, &t, NULL));
-    TU_OK(rt_ctx_sync(&tu_gpu));
-    tu_download(c->dtype, dout, nq, got_o);
-    tn_error eo = tn_compare(ref_o, got_o, nq);
-    tn_error el = {0};
-    if (c->lse) {
-      TU_OK(rt_download(got_lse, dlse, nlse * sizeof(float)));
-      el = tn_compare_lse(ref_lse, got_lse, nlse);
-    }
-    int ok = eo.n_nonfinite == 0 && eo.rel_l2 < 1e-2 && el.n_nonfinite == 0 && el.rel_l2 < 1e-2;
-    if (!ok) {
-      printf("    %s: WRONG o rel_l2 %.3e (%zu non-finite, worst at %zu: %g vs %g), lse rel_l2 %.3e (%zu)\n",
-             comp[i].key, eo.rel_l2, eo.n_nonfinite, eo.worst_index, got_o[eo.worst_index],
-             ref_o[eo.worst_index], el.rel_l2, el.n_nonfinite);
-      failures++;
-    } else if (i == 0 || getenv("ATTNTUNE_TEST_VERBOSE")) {
-      printf("    %s: o rel_l2 %.2e lse rel_l2 %.2e\n", comp[i].key, eo.rel_l2, el.rel_l2);
-    }
-    rt_module_unload(mod);
-  }
-  gen_compiled_free(comp, n);
-  free(comp);
+  fa2_run run = {.c = c, .s = &s, .t = &t, .dout = dout, .dlse = dlse, .nq = nq, .nlse = nlse,
+                 .ref_o = ref_o, .ref_lse = ref_lse, .got_o = got_o, .got_lse = got_lse};
+  failures += tu_check_variants(vs, n, &target, check_variant, &run);
   rt_free(dq), rt_free(dk), rt_free(dv), rt_free(dout), rt_free(dlse);
   free(q), free(k), free(v), free(ref_o), free(ref_lse), free(got_o), free(got_lse);
   return failures;

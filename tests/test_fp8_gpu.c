@@ -93,6 +93,62 @@ static void download_out(at_dtype dtype, CUdeviceptr d, size_t n, float descale_
     for (size_t i = 0; i < n; i++) out[i] *= descale_o;
 }
 
+/* What one variant's run needs: the shape, its device buffers, the scales and the reference. */
+typedef struct fp8_run {
+  const fp8_case *c;
+  const at_shape *s;
+  const at_tensors *t;
+  const gen_fp8_args *fp8;
+  CUdeviceptr dout, dlse, d_amax;
+  size_t nq, nlse;
+  float scale_o;
+  double tol, ref_amax;
+  const double *ref_o, *ref_lse;
+  float *got_o, *got_lse;
+} fp8_run;
+
+static int check_variant(const gen_variant *v, const char *key, CUfunction fn, int i, void *ctx)
+{
+  fp8_run *r = ctx;
+  const fp8_case *c = r->c;
+  const int out_fp8 = c->out == AT_DTYPE_E4M3 || c->out == AT_DTYPE_E5M2;
+  TU_OK(rt_fill_u8(r->dout, 0xFF, r->nq * at_dtype_size(c->out)));
+  TU_OK(rt_fill_u8(r->dlse, 0xFF, r->nlse * sizeof(float)));
+  TU_OK(rt_fill_u8(r->d_amax, 0xFF, sizeof(float)));
+  TU_OK(gen_launch_fp8(v, fn, r->s, r->t, r->fp8, NULL));
+  TU_OK(rt_ctx_sync(&tu_gpu));
+  download_out(c->out, r->dout, r->nq, 1.0f / r->scale_o, r->got_o);
+  tn_error eo = tn_compare(r->ref_o, r->got_o, r->nq);
+  tn_error el = {0};
+  if (c->lse) {
+    TU_OK(rt_download(r->got_lse, r->dlse, r->nlse * sizeof(float)));
+    el = tn_compare_lse(r->ref_lse, r->got_lse, r->nlse);
+  }
+  float amax = 0.f;
+  double amax_err = 0.0;
+  if (out_fp8) {
+    TU_OK(rt_download(&amax, r->d_amax, sizeof amax));
+    amax_err = r->ref_amax > 0 ? fabs(amax - r->ref_amax) / r->ref_amax : fabs(amax);
+  }
+  int ok = eo.n_nonfinite == 0 && eo.rel_l2 <= r->tol && el.n_nonfinite == 0 && el.rel_l2 < 1e-3 &&
+           (!out_fp8 || (isfinite(amax) && amax_err <= 2 * tolerance(c->dtype)));
+  if (!ok) {
+    printf("    %s: WRONG o rel_l2 %.3e (tol %.0e; %zu non-finite, worst at %zu: %g vs %g), lse rel_l2 "
+           "%.3e (%zu)",
+           key, eo.rel_l2, r->tol, eo.n_nonfinite, eo.worst_index, r->got_o[eo.worst_index],
+           r->ref_o[eo.worst_index], el.rel_l2, el.n_nonfinite);
+    if (out_fp8) printf(", amax %g vs %g", amax, r->ref_amax);
+    printf("\n");
+    return 1;
+  }
+  if (i == 0 || getenv("ATTNTUNE_TEST_VERBOSE")) {
+    printf("    %s: o rel_l2 %.2e lse rel_l2 %.2e", key, eo.rel_l2, el.rel_l2);
+    if (out_fp8) printf(" amax %g (ref %g)", amax, r->ref_amax);
+    printf("\n");
+  }
+  return 0;
+}
+
 static int check_case(const fp8_case *c)
 {
   gen_target target;
@@ -197,57 +253,13 @@ static int check_case(const fp8_case *c)
   t.o = (void *)(uintptr_t)dout, t.lse = c->lse ? (float *)(uintptr_t)dlse : NULL;
   gen_fp8_args fp8 = {d_descale_q, d_descale_k, d_descale_v, d_scale_o, d_amax};
 
-  gen_compiled *comp = calloc((size_t)n, sizeof *comp);
-  assert_non_null(comp);
-  TU_OK(gen_compile_all(vs, n, &target, 0, comp));
   /* The input format's tolerance, or the output's if that is the coarser FP8 format. */
   const double tol = out_fp8 && tolerance(c->out) > tolerance(c->dtype) ? tolerance(c->out) : tolerance(c->dtype);
-  for (int i = 0; i < n; i++) {
-    CUmodule mod;
-    CUfunction fn;
-    if (comp[i].status != AT_OK) {
-      printf("    %s: compile failed: %s\n", comp[i].key, comp[i].message);
-      failures++;
-      continue;
-    }
-    TU_OK(gen_module_load(&vs[i], comp[i].binary.cubin, &mod, &fn));
-    TU_OK(rt_fill_u8(dout, 0xFF, nq * at_dtype_size(c->out)));
-    TU_OK(rt_fill_u8(dlse, 0xFF, nlse * sizeof(float)));
-    TU_OK(rt_fill_u8((CUdeviceptr)(uintptr_t)d_amax, 0xFF, sizeof(float)));
-    TU_OK(gen_launch_fp8(&vs[i], fn, &s, &t, &fp8, NULL));
-    TU_OK(rt_ctx_sync(&tu_gpu));
-    download_out(c->out, dout, nq, 1.0f / scale_o, got_o);
-    tn_error eo = tn_compare(ref_o, got_o, nq);
-    tn_error el = {0};
-    if (c->lse) {
-      TU_OK(rt_download(got_lse, dlse, nlse * sizeof(float)));
-      el = tn_compare_lse(ref_lse, got_lse, nlse);
-    }
-    float amax = 0.f;
-    double amax_err = 0.0;
-    if (out_fp8) {
-      TU_OK(rt_download(&amax, (CUdeviceptr)(uintptr_t)d_amax, sizeof amax));
-      amax_err = ref_amax > 0 ? fabs(amax - ref_amax) / ref_amax : fabs(amax);
-    }
-    int ok = eo.n_nonfinite == 0 && eo.rel_l2 <= tol && el.n_nonfinite == 0 && el.rel_l2 < 1e-3 &&
-             (!out_fp8 || (isfinite(amax) && amax_err <= 2 * tolerance(c->dtype)));
-    if (!ok) {
-      printf("    %s: WRONG o rel_l2 %.3e (tol %.0e; %zu non-finite, worst at %zu: %g vs %g), lse rel_l2 "
-             "%.3e (%zu)",
-             comp[i].key, eo.rel_l2, tol, eo.n_nonfinite, eo.worst_index, got_o[eo.worst_index],
-             ref_o[eo.worst_index], el.rel_l2, el.n_nonfinite);
-      if (out_fp8) printf(", amax %g vs %g", amax, ref_amax);
-      printf("\n");
-      failures++;
-    } else if (i == 0 || getenv("ATTNTUNE_TEST_VERBOSE")) {
-      printf("    %s: o rel_l2 %.2e lse rel_l2 %.2e", comp[i].key, eo.rel_l2, el.rel_l2);
-      if (out_fp8) printf(" amax %g (ref %g)", amax, ref_amax);
-      printf("\n");
-    }
-    rt_module_unload(mod);
-  }
-  gen_compiled_free(comp, n);
-  free(comp);
+  fp8_run run = {.c = c, .s = &s, .t = &t, .fp8 = &fp8, .dout = dout, .dlse = dlse,
+                 .d_amax = (CUdeviceptr)(uintptr_t)d_amax, .nq = nq, .nlse = nlse, .scale_o = scale_o,
+                 .tol = tol, .ref_amax = ref_amax, .ref_o = ref_o, .ref_lse = ref_lse, .got_o = got_o,
+                 .got_lse = got_lse};
+  failures += tu_check_variants(vs, n, &target, check_variant, &run);
   rt_free(dout), rt_free(dlse), rt_free(dscal), rt_free(o32), rt_free(l32), rt_free(scratch);
   free_input(&q), free_input(&k), free_input(&v);
   free(ref_o), free(ref_lse), free(ref32_o), free(ref32_lse), free(got_o), free(got_lse);

@@ -101,3 +101,27 @@ float *tu_random_tensor(tn_rng *rng, at_dtype dtype, size_t n)
   tn_round_to_dtype(dtype, x, n);
   return x;
 }
+
+int tu_check_variants(const gen_variant *vs, int n, const gen_target *target, tu_variant_check check,
+                      void *ctx)
+{
+  gen_compiled *comp = calloc((size_t)n, sizeof *comp);
+  assert_true(n == 0 || comp != NULL);
+  TU_OK(gen_compile_all(vs, n, target, 0, comp));
+  int failures = 0;
+  for (int i = 0; i < n; i++) {
+    if (comp[i].status != AT_OK) {
+      printf("    %s: compile failed: %s\n", comp[i].key, comp[i].message);
+      failures++;
+      continue;
+    }
+    CUmodule mod;
+    CUfunction fn;
+    TU_OK(gen_module_load(&vs[i], comp[i].binary.cubin, &mod, &fn));
+    failures += check(&vs[i], comp[i].key, fn, i, ctx) != 0;
+    rt_module_unload(mod);
+  }
+  gen_compiled_free(comp, n);
+  free(comp);
+  return failures;
+}

@@ -6,6 +6,7 @@
 #ifndef AT_TESTS_TESTUTIL_H
 #define AT_TESTS_TESTUTIL_H
 
+#include "generator/generator.h"
 #include "runtime/rt.h"
 #include "tuner/reference.h"
 
@@ -37,6 +38,16 @@ CUdeviceptr tu_alloc_poisoned(size_t bytes);
 /* Run the attntune binary of this build (next to the tests' folder) with args, through the
  * shell; its stdout and stderr land in output (scratch file in dir). Returns the exit code. */
 int tu_run_attntune(const char *args, const char *dir, char *output, size_t size);
+
+/* Checks one loaded variant (index i of the list): poison, launch, compare. Returns 0 when it is
+ * right, else 1 after printing why. */
+typedef int (*tu_variant_check)(const gen_variant *v, const char *key, CUfunction fn, int i, void *ctx);
+
+/* Compiles every variant for target and runs check on each that compiled, with its module loaded
+ * (and unloaded after). A variant that does not compile is printed and counts as a failure.
+ * Returns the number of failures. */
+int tu_check_variants(const gen_variant *vs, int n, const gen_target *target, tu_variant_check check,
+                      void *ctx);
 
 /* Random fp32 values in [-1, 1), rounded to what dtype holds; the caller frees. */
 float *tu_random_tensor(tn_rng *rng, at_dtype dtype, size_t n);
