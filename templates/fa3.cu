@@ -442,8 +442,8 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
       fa3_wgmma_commit();
     }
 #if FA3_FP8
+    /* V^T_t is read by P V in the next tile, after the fence and barrier at its top. */
     fa3_transpose_v(vt_now, smem_v + stage * FA3_KV_BYTES, warp, lane);
-    fa3_fence_async_smem();
 #endif
     if (FA3_OVERLAP) asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory"); /* S is in */
     else fa3_wgmma_wait0();
@@ -465,6 +465,7 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
     /* P V of the last tile. FP8: every warp's share of its V^T must be written and fenced. */
     const int last = n_tiles - 1;
 #if FA3_FP8
+    fa3_fence_async_smem();
     __syncthreads();
     const unsigned v_last = smem_vt + (last & 1) * FA3_KV_BYTES;
 #else
