@@ -59,6 +59,7 @@
  *   v2: f16/bf16 through the transpose bit: bf16 D128 509 (cuDNN 700), causal 464, D256 531.
  *   v3: P V overlapped with the softmax, one barrier per tile: e4m3 D128 495 (s3 509), D256 566.
  *   v4: the transpose's offsets folded at compile time: e4m3 D128 638 (s3), D256 718 (s3).
+ *   v5: no fence after the transpose (the next tile's fence publishes V^T): D128 657, D256 737.
  * Copies by cp.async and stores by threads are generic-proxy writes; wgmma reads shared memory
  * through the async proxy, hence fence.proxy.async before the barriers that publish them.
  */
