@@ -11,46 +11,39 @@
 
 /* ---- a growing text buffer (families.h) ----------------------------------------------------- */
 
+/* Room for `extra` more bytes and the terminating NUL; sets t->failed when memory runs out. */
+static int reserve(gen_text *t, size_t extra)
+{
+  if (t->failed) return 0;
+  if (t->buf && t->len + extra < t->cap) return 1;
+  size_t want = (t->len + extra + 1) * 2;
+  char *p = realloc(t->buf, want);
+  if (!p) {
+    t->failed = 1;
+    return 0;
+  }
+  t->buf = p;
+  t->cap = want;
+  return 1;
+}
+
 void gen_text_put(gen_text *t, const char *fmt, ...)
 {
-  if (t->failed) return;
-  for (;;) {
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(t->buf ? t->buf + t->len : NULL, t->buf ? t->cap - t->len : 0, fmt, ap);
-    va_end(ap);
-    if (n < 0) {
-      t->failed = 1;
-      return;
-    }
-    if (t->buf && t->len + (size_t)n < t->cap) {
-      t->len += (size_t)n;
-      return;
-    }
-    size_t want = (t->cap + (size_t)n + 1) * 2;
-    char *p = realloc(t->buf, want);
-    if (!p) {
-      t->failed = 1;
-      return;
-    }
-    t->buf = p;
-    t->cap = want;
-  }
+  va_list ap;
+  va_start(ap, fmt);
+  int n = vsnprintf(NULL, 0, fmt, ap); /* the length first, then the text in place */
+  va_end(ap);
+  if (n < 0) t->failed = 1;
+  if (n < 0 || !reserve(t, (size_t)n)) return;
+  va_start(ap, fmt);
+  vsnprintf(t->buf + t->len, t->cap - t->len, fmt, ap);
+  va_end(ap);
+  t->len += (size_t)n;
 }
 
 void gen_text_append(gen_text *t, const char *s, size_t n)
 {
-  if (t->failed) return;
-  if (t->len + n + 1 > t->cap) {
-    size_t want = (t->len + n + 1) * 2;
-    char *p = realloc(t->buf, want);
-    if (!p) {
-      t->failed = 1;
-      return;
-    }
-    t->buf = p;
-    t->cap = want;
-  }
+  if (!reserve(t, n)) return;
   memcpy(t->buf + t->len, s, n);
   t->len += n;
   t->buf[t->len] = '\0';

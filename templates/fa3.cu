@@ -281,7 +281,6 @@ __device__ __forceinline__ void fa3_softmax(float (*s)[4], float *row_max, float
                                             float scale_log2)
 {
 #pragma unroll
-#pragma unroll
   for (int half = 0; half < 2; half++) {
     float mx = row_max[half];
 #pragma unroll
