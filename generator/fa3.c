@@ -101,8 +101,8 @@ at_status gen_fa3_enumerate(const gen_spec *spec, const gen_target *target,
 
 /* Best first, from the H200 sweeps in docs/perf.md ("## fa3"): at T=S=8192 the 128x128 tile with
  * two warpgroups wins at D=128 (FP8 and bf16), 64x128 with one warpgroup at bf16 D=64, and 128x64
- * at D=256, where 128x128 does not fit the registers. FP8 runs faster with a third stage (637
- * against 620 TFLOP/s at D=128, 696 against 664 at D=256); 16-bit inputs run slower with it. */
+ * at D=256, where 128x128 does not fit the registers. FP8 runs faster with a third stage (632
+ * against 620 TFLOP/s at D=128, 696 against 664 at D=256, one run); 16-bit runs slower with it. */
 int gen_fa3_default(const gen_spec *spec, const gen_target *target, gen_variant *out)
 {
   static const struct { int max_d, block_n, warps, stages; } prefs[] = {
