@@ -8,7 +8,7 @@
 #include <sqlite3.h>
 
 #include "cache/cache.h"
-#include "runtime/rt.h"
+#include "core/core.h"
 
 struct cache_db {
   sqlite3 *db;
@@ -18,7 +18,7 @@ struct cache_db {
 
 static at_status sql_fail(cache_db *c, int rc, const char *what, int line)
 {
-  return rt_fail(AT_ERR_CACHE, "%s: %s failed: %s (SQLite %d, cache/cache.c:%d)", c->path, what,
+  return at_fail(AT_ERR_CACHE, "%s: %s failed: %s (SQLite %d, cache/cache.c:%d)", c->path, what,
                  c->db ? sqlite3_errmsg(c->db) : sqlite3_errstr(rc), rc, line);
 }
 #define SQL_CHECK(c, rc, what) ((rc) == SQLITE_OK || (rc) == SQLITE_DONE || (rc) == SQLITE_ROW \
@@ -85,7 +85,7 @@ static at_status exec(cache_db *c, const char *sql, const char *what)
   char *err = NULL;
   int rc = sqlite3_exec(c->db, sql, NULL, NULL, &err);
   if (rc != SQLITE_OK) {
-    at_status st = rt_fail(AT_ERR_CACHE, "%s: %s failed: %s (SQLite %d)", c->path, what,
+    at_status st = at_fail(AT_ERR_CACHE, "%s: %s failed: %s (SQLite %d)", c->path, what,
                            err ? err : sqlite3_errstr(rc), rc);
     sqlite3_free(err);
     return st;
@@ -115,7 +115,7 @@ static at_status migrate(cache_db *c)
   if (s != AT_OK) return s;
   if ((s = read_version(c, &version)) != AT_OK) goto fail;
   if (version > CACHE_SCHEMA_VERSION) {
-    s = rt_fail(AT_ERR_CACHE, "%s has cache schema version %d, newer than this attntune knows (%d); "
+    s = at_fail(AT_ERR_CACHE, "%s has cache schema version %d, newer than this attntune knows (%d); "
                 "use a newer attntune", c->path, version, CACHE_SCHEMA_VERSION);
     goto fail;
   }
@@ -135,13 +135,13 @@ at_status cache_open(const char *path, int read_only, cache_db **out)
 {
   *out = NULL;
   cache_db *c = calloc(1, sizeof *c);
-  if (!c) return rt_fail(AT_ERR_NOMEM, "no memory for a cache handle");
+  if (!c) return at_fail(AT_ERR_NOMEM, "no memory for a cache handle");
   snprintf(c->path, sizeof c->path, "%s", path);
   c->read_only = read_only;
   struct stat st;
   if (read_only && stat(path, &st) != 0) {
     free(c);
-    return rt_fail(AT_ERR_IO, "cache file '%s' does not exist", path);
+    return at_fail(AT_ERR_IO, "cache file '%s' does not exist", path);
   }
   int flags = read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
   int rc = sqlite3_open_v2(path, &c->db, flags | SQLITE_OPEN_FULLMUTEX, NULL);
@@ -154,7 +154,7 @@ at_status cache_open(const char *path, int read_only, cache_db **out)
     int version = 0;
     s = read_version(c, &version);
     if (s == AT_OK && version != CACHE_SCHEMA_VERSION)
-      s = rt_fail(AT_ERR_CACHE, "%s has cache schema version %d, this attntune reads %d%s", path,
+      s = at_fail(AT_ERR_CACHE, "%s has cache schema version %d, this attntune reads %d%s", path,
                   version, CACHE_SCHEMA_VERSION,
                   version == 0 ? " (is it an attntune cache?)" : "; open it writable once to migrate");
   }
@@ -193,7 +193,7 @@ at_status cache_status_parse(const char *text, cache_status *out)
 {
   for (int i = 0; i < (int)(sizeof STATUS_NAMES / sizeof *STATUS_NAMES); i++)
     if (strcmp(text, STATUS_NAMES[i]) == 0) return *out = (cache_status)i, AT_OK;
-  return rt_fail(AT_ERR_CACHE, "unknown trial status '%s'", text);
+  return at_fail(AT_ERR_CACHE, "unknown trial status '%s'", text);
 }
 
 /* ---- binding helpers --------------------------------------------------------------------- */
@@ -256,8 +256,16 @@ static int bind_env_shape(sqlite3_stmt *st, int first, const cache_env *e, const
   "gpu_model, cc, sm_count, driver, nvrtc, cudnn, template_version, shape_key, batch, q_len, "   \
   "kv_len, q_heads, kv_heads, head_dim, dtype, mask, lse"
 
+/* A stored name that this build cannot read (a row written by another program or version). */
+static at_status bad_column(cache_db *c, const char *table, const char *column, const char *text)
+{
+  return at_fail(AT_ERR_CACHE, "%s: a %s row has %s '%s', which this build does not know", c->path, table,
+                 column, text);
+}
+
 /* Reads the ENV_SHAPE_COLUMNS starting at column first. */
-static void read_env_shape(sqlite3_stmt *st, int first, cache_env *e, at_shape *s)
+static at_status read_env_shape(cache_db *c, const char *table, sqlite3_stmt *st, int first, cache_env *e,
+                                at_shape *s)
 {
   char cc[16], text[32];
   int i = first;
@@ -279,10 +287,11 @@ static void read_env_shape(sqlite3_stmt *st, int first, cache_env *e, at_shape *
   s->kv_heads = sqlite3_column_int(st, i++);
   s->head_dim = sqlite3_column_int(st, i++);
   copy_column(st, i++, text, sizeof text);
-  at_dtype_parse(text, &s->dtype);
+  if (at_dtype_parse(text, &s->dtype) != AT_OK) return bad_column(c, table, "dtype", text);
   copy_column(st, i++, text, sizeof text);
-  at_mask_parse(text, &s->mask);
+  if (at_mask_parse(text, &s->mask) != AT_OK) return bad_column(c, table, "mask", text);
   s->with_lse = sqlite3_column_int(st, i++);
+  return AT_OK;
 }
 
 /* Run a statement that returns no rows, then finalize it. */
@@ -327,15 +336,16 @@ at_status cache_put_trial(cache_db *c, const cache_env *env, const cache_trial *
 #define TRIAL_COLUMNS ENV_SHAPE_COLUMNS ", impl, status, time_ms, tflops, err_naive, err_cudnn, " \
                                         "registers, spill_bytes, smem_bytes, reps, message"
 
-static void read_trial(sqlite3_stmt *st, cache_env *env, cache_trial *t)
+static at_status read_trial(cache_db *c, sqlite3_stmt *st, cache_env *env, cache_trial *t)
 {
   char text[32];
   memset(t, 0, sizeof *t);
-  read_env_shape(st, 0, env, &t->shape);
+  at_status s = read_env_shape(c, "trials", st, 0, env, &t->shape);
+  if (s != AT_OK) return s;
   int i = 17;
   copy_column(st, i++, t->impl, sizeof t->impl);
   copy_column(st, i++, text, sizeof text);
-  cache_status_parse(text, &t->status);
+  if (cache_status_parse(text, &t->status) != AT_OK) return bad_column(c, "trials", "status", text);
   t->time_ms = column_real_or_nan(st, i++);
   t->tflops = column_real_or_nan(st, i++);
   t->err_naive = column_real_or_nan(st, i++);
@@ -345,6 +355,7 @@ static void read_trial(sqlite3_stmt *st, cache_env *env, cache_trial *t)
   t->smem_bytes = sqlite3_column_int(st, i++);
   t->reps = sqlite3_column_int(st, i++);
   copy_column(st, i++, t->message, sizeof t->message);
+  return AT_OK;
 }
 
 /* Binds (gpu_model, template_version, shape_key) at 1..3. */
@@ -371,7 +382,7 @@ at_status cache_find_trial(cache_db *c, const cache_env *env, const at_shape *sh
     if (rc == SQLITE_ROW) {
       cache_env e;
       *found = 1;
-      if (out) read_trial(st, &e, out);
+      if (out) s = read_trial(c, st, &e, out);
     } else if (rc != SQLITE_DONE) {
       s = sql_fail(c, rc, "looking up a trial", __LINE__);
     }
@@ -452,7 +463,7 @@ at_status cache_put_best(cache_db *c, const cache_best *b, int *stored)
   if (!stored) stored = &dummy;
   *stored = 0;
   if (!isfinite(b->time_ms) || b->time_ms <= 0)
-    return rt_fail(AT_ERR_INVALID, "best result for %s has no valid time (%g ms)", b->impl, b->time_ms);
+    return at_fail(AT_ERR_INVALID, "best result for %s has no valid time (%g ms)", b->impl, b->time_ms);
   /* Read and write in one transaction so two writers cannot both think they are faster. */
   at_status s = exec(c, "BEGIN IMMEDIATE", "starting a best update");
   if (s != AT_OK) return s;
@@ -474,7 +485,8 @@ at_status cache_put_best(cache_db *c, const cache_best *b, int *stored)
 static at_status read_best(cache_db *c, sqlite3_stmt *st, cache_best *b)
 {
   memset(b, 0, sizeof *b);
-  read_env_shape(st, 0, &b->env, &b->shape);
+  at_status s = read_env_shape(c, "best", st, 0, &b->env, &b->shape);
+  if (s != AT_OK) return s;
   int i = 17;
   copy_column(st, i++, b->impl, sizeof b->impl);
   b->time_ms = sqlite3_column_double(st, i++);
@@ -488,7 +500,7 @@ static at_status read_best(cache_db *c, sqlite3_stmt *st, cache_best *b)
   const void *blob = sqlite3_column_blob(st, i++);
   if (blob && n > 0) {
     b->cubin = malloc((size_t)n);
-    if (!b->cubin) return rt_fail(AT_ERR_NOMEM, "%s: no memory for a %d-byte cubin", c->path, n);
+    if (!b->cubin) return at_fail(AT_ERR_NOMEM, "%s: no memory for a %d-byte cubin", c->path, n);
     memcpy(b->cubin, blob, (size_t)n);
     b->cubin_size = (size_t)n;
   }
@@ -602,7 +614,7 @@ at_status cache_each_trial(cache_db *c, const char *gpu_model, cache_trial_visit
   while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
     cache_env env;
     cache_trial t;
-    read_trial(st, &env, &t);
+    if ((s = read_trial(c, st, &env, &t)) != AT_OK) goto out;
     if (visit(user, &env, &t)) goto out;
   }
   if (rc != SQLITE_DONE) s = sql_fail(c, rc, "listing trials", __LINE__);
@@ -638,7 +650,7 @@ static at_status merge_one(cache_db *into, const char *input)
 {
   char sql[2048];
   char *quoted = sqlite3_mprintf("%Q", input);
-  if (!quoted) return rt_fail(AT_ERR_NOMEM, "no memory");
+  if (!quoted) return at_fail(AT_ERR_NOMEM, "no memory");
   snprintf(sql, sizeof sql, "ATTACH DATABASE %s AS src", quoted);
   sqlite3_free(quoted);
   at_status s = exec(into, sql, "attaching a cache to merge");
@@ -721,10 +733,12 @@ at_status cache_get_cubin(cache_db *c, const char *impl, const char *arch, const
   *found = 0;
   *cubin = NULL;
   *size = 0;
-  /* A best row's cubin serves as well as one stored on its own. */
+  /* A best row's cubin serves as well as one stored on its own. A best row's version joins
+   * several parts with '.' (one per kernel family); a cubin's is one of those parts. */
   at_status s = prepare(c, "SELECT cubin FROM cubins WHERE impl = ?1 AND arch = ?2 AND "
                            "template_version = ?3 UNION ALL SELECT cubin FROM best WHERE impl = ?1 "
-                           "AND arch = ?2 AND template_version = ?3 AND cubin IS NOT NULL LIMIT 1", &st);
+                           "AND arch = ?2 AND (template_version = ?3 OR instr('.' || template_version "
+                           "|| '.', '.' || ?3 || '.') > 0) AND cubin IS NOT NULL LIMIT 1", &st);
   if (s != AT_OK) return s;
   int rc = bind_text(st, 1, impl) | bind_text(st, 2, arch) | bind_text(st, 3, template_version);
   if ((s = SQL_CHECK(c, rc, "looking up a cubin")) == AT_OK) {
@@ -737,7 +751,7 @@ at_status cache_get_cubin(cache_db *c, const char *impl, const char *arch, const
         *size = (size_t)n;
         *found = 1;
       } else if (blob && n > 0) {
-        s = rt_fail(AT_ERR_NOMEM, "%s: no memory for a %d-byte cubin", c->path, n);
+        s = at_fail(AT_ERR_NOMEM, "%s: no memory for a %d-byte cubin", c->path, n);
       }
     } else if (rc != SQLITE_DONE) {
       s = sql_fail(c, rc, "looking up a cubin", __LINE__);

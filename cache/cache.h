@@ -33,7 +33,7 @@ typedef struct cache_env {
   char driver[32];           /* "580.159.04" */
   char nvrtc[16];            /* "13.0" */
   char cudnn[16];            /* "9.19.0" or "" */
-  char template_version[32]; /* of the kernel templates; a change makes old rows stale */
+  char template_version[96]; /* of the kernel templates, every family's part joined by '.' (gen_templates_version) */
 } cache_env;
 
 /* How a trial ended. The order is the tuning job's state machine's final states. */

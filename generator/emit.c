@@ -2,52 +2,11 @@
  * emit.c — the source NVRTC compiles for a variant, whatever its family: the #define preamble,
  * templates/common.cuh, generated helpers (fa3: the wgmma wrappers), the family's template.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "generator/families.h"
-
-/* ---- a growing text buffer (families.h) ----------------------------------------------------- */
-
-/* Room for `extra` more bytes and the terminating NUL; sets t->failed when memory runs out. */
-static int reserve(gen_text *t, size_t extra)
-{
-  if (t->failed) return 0;
-  if (t->buf && t->len + extra < t->cap) return 1;
-  size_t want = (t->len + extra + 1) * 2;
-  char *p = realloc(t->buf, want);
-  if (!p) {
-    t->failed = 1;
-    return 0;
-  }
-  t->buf = p;
-  t->cap = want;
-  return 1;
-}
-
-void gen_text_put(gen_text *t, const char *fmt, ...)
-{
-  va_list ap;
-  va_start(ap, fmt);
-  int n = vsnprintf(NULL, 0, fmt, ap); /* the length first, then the text in place */
-  va_end(ap);
-  if (n < 0) t->failed = 1;
-  if (n < 0 || !reserve(t, (size_t)n)) return;
-  va_start(ap, fmt);
-  vsnprintf(t->buf + t->len, t->cap - t->len, fmt, ap);
-  va_end(ap);
-  t->len += (size_t)n;
-}
-
-void gen_text_append(gen_text *t, const char *s, size_t n)
-{
-  if (!reserve(t, n)) return;
-  memcpy(t->buf + t->len, s, n);
-  t->len += n;
-  t->buf[t->len] = '\0';
-}
 
 /* ---- the source of a variant ------------------------------------------------------------------ */
 
@@ -81,34 +40,31 @@ static void put_preamble(gen_text *t, const gen_variant *v, const gen_target *ta
  * wrappers), the family's template. */
 at_status gen_emit(const gen_variant *v, const gen_target *target, char **source)
 {
-  char key[GEN_KEY_MAX], entry[GEN_KEY_MAX];
+  char key[GEN_KEY_MAX], entry[GEN_KEY_MAX], sources[160];
   size_t common_len = 0, body_len = 0;
   at_status rc;
   *source = NULL;
   if ((rc = gen_variant_check(v, target)) != AT_OK) return rc;
   if ((rc = gen_variant_key(v, key, sizeof key)) != AT_OK) return rc;
   if ((rc = gen_entry_name(v, entry, sizeof entry)) != AT_OK) return rc;
-  const int fa3 = v->family == GEN_FAMILY_FA3;
-  const char *body_name = fa3 ? "fa3.cu" : "fa2.cu";
+  const gen_family_ops *f = gen_family_row(v->family);
   const char *common = at_template_text("common.cuh", &common_len);
-  const char *body = at_template_text(body_name, &body_len);
+  const char *body = at_template_text(f->template_file, &body_len);
   if (!common || !body)
-    return rt_fail(AT_ERR_INVALID, "embedded template %s is missing from this build",
-                   common ? body_name : "common.cuh");
+    return at_fail(AT_ERR_INVALID, "embedded template %s is missing from this build",
+                   common ? f->template_file : "common.cuh");
+  snprintf(sources, sizeof sources, "templates/common.cuh + %stemplates/%s",
+           f->helpers ? "generated helpers + " : "", f->template_file);
   gen_text t = {0};
-  if (fa3) {
-    put_preamble(&t, v, target, key, entry, "FA3", "templates/common.cuh + wgmma wrappers + templates/fa3.cu");
-  } else {
-    put_preamble(&t, v, target, key, entry, "FA2", "templates/common.cuh + templates/fa2.cu");
-    gen_text_put(&t, "#define FA2_FP8_VIA_F16 %d\n", gen_fa2_fp8_via_f16(v, target));
-  }
+  put_preamble(&t, v, target, key, entry, f->macro_prefix, sources);
+  if (f->extra_preamble) f->extra_preamble(v, target, &t);
   gen_text_append(&t, common, common_len);
   gen_text_append(&t, "\n", 1);
-  if (fa3) gen_fa3_wrappers(v, &t);
+  if (f->helpers) f->helpers(v, &t);
   gen_text_append(&t, body, body_len);
   if (t.failed) {
     free(t.buf);
-    return rt_fail(AT_ERR_NOMEM, "no memory for the source of %s", key);
+    return at_fail(AT_ERR_NOMEM, "no memory for the source of %s", key);
   }
   *source = t.buf;
   return AT_OK;

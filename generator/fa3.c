@@ -1,7 +1,7 @@
 /*
- * fa3.c — the fa3 family: constraints, enumeration, default and the wgmma wrappers
- * templates/fa3.cu calls. Emission is generator/emit.c's; the launch is fa2's (same arguments and
- * grid; generator/fa2.c).
+ * fa3.c — the fa3 family (templates/fa3.cu): constraints, enumeration, default and the wgmma
+ * wrappers the template calls. Its kernel takes fa2's arguments and grid
+ * (gen_describe_fa_launch). One row of the family table (gen_fa3_family, at the end).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,20 +14,19 @@ static const int k_block_n[] = {128, 64};
 static const int k_stages[] = {2, 3};
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
-static int is_fp8(at_dtype dtype) { return dtype == AT_DTYPE_E4M3 || dtype == AT_DTYPE_E5M2; }
 
-int gen_fa3_target_ok(const gen_target *target)
+static int target_ok(const gen_target *target)
 {
   return target->cc_major == 9 && target->cc_minor == 0 && strcmp(target->arch, "sm_90a") == 0;
 }
 
-static int elem_size(at_dtype dtype) { return is_fp8(dtype) ? 1 : 2; }
+static int elem_size(at_dtype dtype) { return at_dtype_is_fp8(dtype) ? 1 : 2; }
 
 /* Mirrors FA3_SMEM_BYTES: 1 KB to align the tiles, Q, STAGES x (K, V), and two V^T for FP8. */
-int gen_fa3_smem_bytes(const gen_variant *v)
+static int smem_bytes(const gen_variant *v)
 {
   const int row = v->spec.head_dim * elem_size(v->spec.dtype);
-  return 1024 + v->block_m * row + (2 * v->stages + 2 * is_fp8(v->spec.dtype)) * v->block_n * row;
+  return 1024 + v->block_m * row + (2 * v->stages + 2 * at_dtype_is_fp8(v->spec.dtype)) * v->block_n * row;
 }
 
 /* O (D/2) and S (BN/2) fp32 accumulators per thread, P (BN/8 words for FP8, BN/4 for 16 bits),
@@ -35,67 +34,66 @@ int gen_fa3_smem_bytes(const gen_variant *v)
  * (their shared-memory offsets stay in registers across the K/V loop). The 7 is ptxas's: with it
  * the one-warpgroup FP8 tiles that spilled (D=128 64x128 causal: 24 bytes; D=256 64x64: 100) are
  * refused and D=256 128x64 (251-255 registers, no spill) is kept. */
-int gen_fa3_register_estimate(const gen_variant *v)
+static int register_estimate(const gen_variant *v)
 {
-  const int fp8 = is_fp8(v->spec.dtype);
+  const int fp8 = at_dtype_is_fp8(v->spec.dtype);
   const int p_words = v->block_n / (fp8 ? 8 : 4);
   const int transpose_units = fp8 ? (v->spec.head_dim / 32) * (v->block_n / 16) / v->warps : 0;
   return v->spec.head_dim / 2 + v->block_n / 2 + p_words + 56 + 7 * transpose_units;
 }
 
-at_status gen_fa3_variant_check(const gen_variant *v, const gen_target *target)
+static int threads(const gen_variant *v) { return 32 * v->warps; }
+
+/* What fa3 runs whatever the tiles: fa2's rules, and O of FP8 inputs in 16 bits. */
+static at_status spec_check(const gen_spec *s)
 {
-  const gen_spec *s = &v->spec;
-  if (!is_fp8(s->dtype) && s->dtype != AT_DTYPE_BF16 && s->dtype != AT_DTYPE_F16)
-    return rt_fail(AT_ERR_INVALID, "dtype %s is not supported by fa3 (expected e4m3, e5m2, bf16 or f16)",
-                   at_dtype_name(s->dtype));
-  if (s->out_dtype != AT_DTYPE_BF16 && s->out_dtype != AT_DTYPE_F16)
-    return rt_fail(AT_ERR_INVALID, "fa3 writes O as bf16 or f16, not %s", at_dtype_name(s->out_dtype));
-  if (!is_fp8(s->dtype) && s->out_dtype != s->dtype)
-    return rt_fail(AT_ERR_INVALID, "fa3 writes O of %s inputs as %s, not %s", at_dtype_name(s->dtype),
+  if (at_dtype_is_fp8(s->dtype) && s->out_dtype != AT_DTYPE_BF16 && s->out_dtype != AT_DTYPE_F16)
+    return at_fail(AT_ERR_UNSUPPORTED, "fa3 writes O of %s inputs as bf16 or f16, not %s",
                    at_dtype_name(s->dtype), at_dtype_name(s->out_dtype));
-  if (!gen_fa3_target_ok(target))
-    return rt_fail(AT_ERR_UNSUPPORTED, "fa3 needs sm_90a (wgmma), not %s", target->arch);
-  if (s->head_dim != 64 && s->head_dim != 128 && s->head_dim != 256)
-    return rt_fail(AT_ERR_UNSUPPORTED, "fa3 runs head dim 64, 128 or 256, not %d", s->head_dim);
-  if (s->mask != AT_MASK_NONE && s->mask != AT_MASK_CAUSAL_TL && s->mask != AT_MASK_CAUSAL_BR)
-    return rt_fail(AT_ERR_INVALID, "unknown mask %d", (int)s->mask);
-  if (s->gqa < 1 || s->gqa > 1024) return rt_fail(AT_ERR_INVALID, "GQA ratio %d is out of range (1..1024)", s->gqa);
-  if (v->warps != 4 && v->warps != 8)
-    return rt_fail(AT_ERR_UNSUPPORTED, "fa3 runs 4 or 8 warps (1 or 2 warpgroups), not %d", v->warps);
-  if (v->block_m != 16 * v->warps)
-    return rt_fail(AT_ERR_UNSUPPORTED, "fa3 block_m must be 16 rows per warp (%d for %d warps), not %d",
-                   16 * v->warps, v->warps, v->block_m);
-  if (v->block_n != 64 && v->block_n != 128)
-    return rt_fail(AT_ERR_UNSUPPORTED, "fa3 block_n must be 64 or 128, not %d", v->block_n);
-  if (v->stages < 2 || v->stages > 4)
-    return rt_fail(AT_ERR_UNSUPPORTED, "%d stages (expected 2..4)", v->stages);
-  int smem = gen_fa3_smem_bytes(v);
-  if (smem > target->smem_limit)
-    return rt_fail(AT_ERR_UNSUPPORTED, "needs %d bytes of shared memory, %s allows %d", smem, target->arch,
-                   target->smem_limit);
-  int regs = gen_fa3_register_estimate(v), budget = 65536 / (32 * v->warps);
-  if (budget > 255) budget = 255;
-  if (regs > budget)
-    return rt_fail(AT_ERR_UNSUPPORTED, "needs about %d registers per thread, budget %d (would spill)", regs,
-                   budget);
-  return AT_OK;
+  return gen_fa2_family.spec_check(s);
 }
 
-at_status gen_fa3_enumerate(const gen_spec *spec, const gen_target *target,
-                            int (*tile_ok)(const gen_variant *, const at_shape *), const at_shape *shape,
-                            gen_variant *out, int cap, int *n)
+static at_status check(const gen_variant *v, const gen_target *target)
 {
-  if (!gen_fa3_target_ok(target)) return AT_OK;
+  const gen_spec *s = &v->spec;
+  if (!at_dtype_is_fp8(s->dtype) && s->dtype != AT_DTYPE_BF16 && s->dtype != AT_DTYPE_F16)
+    return at_fail(AT_ERR_INVALID, "dtype %s is not supported by fa3 (expected e4m3, e5m2, bf16 or f16)",
+                   at_dtype_name(s->dtype));
+  if (s->out_dtype != AT_DTYPE_BF16 && s->out_dtype != AT_DTYPE_F16)
+    return at_fail(AT_ERR_INVALID, "fa3 writes O as bf16 or f16, not %s", at_dtype_name(s->out_dtype));
+  if (!at_dtype_is_fp8(s->dtype) && s->out_dtype != s->dtype)
+    return at_fail(AT_ERR_INVALID, "fa3 writes O of %s inputs as %s, not %s", at_dtype_name(s->dtype),
+                   at_dtype_name(s->dtype), at_dtype_name(s->out_dtype));
+  if (!target_ok(target))
+    return at_fail(AT_ERR_UNSUPPORTED, "fa3 needs sm_90a (wgmma), not %s", target->arch);
+  if (s->head_dim != 64 && s->head_dim != 128 && s->head_dim != 256)
+    return at_fail(AT_ERR_UNSUPPORTED, "fa3 runs head dim 64, 128 or 256, not %d", s->head_dim);
+  if (s->mask != AT_MASK_NONE && s->mask != AT_MASK_CAUSAL_TL && s->mask != AT_MASK_CAUSAL_BR)
+    return at_fail(AT_ERR_INVALID, "unknown mask %d", (int)s->mask);
+  if (s->gqa < 1 || s->gqa > 1024) return at_fail(AT_ERR_INVALID, "GQA ratio %d is out of range (1..1024)", s->gqa);
+  if (v->warps != 4 && v->warps != 8)
+    return at_fail(AT_ERR_UNSUPPORTED, "fa3 runs 4 or 8 warps (1 or 2 warpgroups), not %d", v->warps);
+  if (v->block_m != 16 * v->warps)
+    return at_fail(AT_ERR_UNSUPPORTED, "fa3 block_m must be 16 rows per warp (%d for %d warps), not %d",
+                   16 * v->warps, v->warps, v->block_m);
+  if (v->block_n != 64 && v->block_n != 128)
+    return at_fail(AT_ERR_UNSUPPORTED, "fa3 block_n must be 64 or 128, not %d", v->block_n);
+  if (v->stages < 2 || v->stages > 4)
+    return at_fail(AT_ERR_UNSUPPORTED, "%d stages (expected 2..4)", v->stages);
+  return gen_check_budgets(v, target, smem_bytes(v), register_estimate(v));
+}
+
+static at_status enumerate(const gen_spec *spec, const gen_target *target, const at_shape *shape,
+                           gen_variant *out, int cap, int *n)
+{
   for (int a = 0; a < COUNT(k_warps); a++)
     for (int b = 0; b < COUNT(k_block_n); b++)
       for (int c = 0; c < COUNT(k_stages); c++) {
-        gen_variant v = {GEN_FAMILY_FA3, *spec, 16 * k_warps[a], k_block_n[b], k_warps[a], k_stages[c]};
-        if (gen_fa3_variant_check(&v, target) != AT_OK || !tile_ok(&v, shape)) continue;
-        if (*n == cap) return rt_fail(AT_ERR_INVALID, "more than %d variants for this shape", cap);
+        gen_variant v = {GEN_FAMILY_FA3, *spec, 16 * k_warps[a], k_block_n[b], k_warps[a], k_stages[c], 0};
+        if (check(&v, target) != AT_OK || !gen_tile_makes_sense(&v, shape)) continue;
+        if (*n == cap) return at_fail(AT_ERR_INVALID, "more than %d variants for this shape", cap);
         out[(*n)++] = v;
       }
-  rt_clear_error(); /* the refusals above are expected */
   return AT_OK;
 }
 
@@ -103,22 +101,23 @@ at_status gen_fa3_enumerate(const gen_spec *spec, const gen_target *target,
  * two warpgroups wins at D=128 (FP8 and bf16), 64x128 with one warpgroup at bf16 D=64, and 128x64
  * at D=256, where 128x128 does not fit the registers. FP8 runs faster with a third stage (632
  * against 620 TFLOP/s at D=128, 696 against 664 at D=256, one run); 16-bit runs slower with it. */
-int gen_fa3_default(const gen_spec *spec, const gen_target *target, gen_variant *out)
+static int default_variant(const gen_spec *spec, const gen_target *target, const at_shape *shape,
+                           gen_variant *out)
 {
   static const struct { int max_d, block_n, warps, stages; } prefs[] = {
       {64, 128, 4, 2}, {128, 128, 8, 2}, {256, 64, 8, 2}, {256, 64, 4, 2}};
-  const int extra_stage = is_fp8(spec->dtype);
+  const int extra_stage = at_dtype_is_fp8(spec->dtype);
+  (void)shape;
   for (int i = 0; i < COUNT(prefs); i++) {
     if (spec->head_dim > prefs[i].max_d) continue;
     for (int s = prefs[i].stages + extra_stage; s >= prefs[i].stages; s--) {
-      gen_variant v = {GEN_FAMILY_FA3, *spec, 16 * prefs[i].warps, prefs[i].block_n, prefs[i].warps, s};
-      if (gen_fa3_variant_check(&v, target) == AT_OK) {
+      gen_variant v = {GEN_FAMILY_FA3, *spec, 16 * prefs[i].warps, prefs[i].block_n, prefs[i].warps, s, 0};
+      if (check(&v, target) == AT_OK) {
         *out = v;
         return 1;
       }
     }
   }
-  rt_clear_error();
   return 0;
 }
 
@@ -141,9 +140,9 @@ static void acc_operands(gen_text *t, int count)
  * B = K from shared memory; the accumulators zeroed when accumulate is 0, the scale-d predicate)
  * and fa3_mma_pv (A = P from four registers, B = V; always accumulates). k is 32 for FP8 and 16
  * for 16-bit inputs. */
-void gen_fa3_wrappers(const gen_variant *v, gen_text *t)
+static void wgmma_wrappers(const gen_variant *v, gen_text *t)
 {
-  const int fp8 = is_fp8(v->spec.dtype);
+  const int fp8 = at_dtype_is_fp8(v->spec.dtype);
   const char *in = at_dtype_name(v->spec.dtype); /* e4m3, e5m2, bf16, f16: PTX's type names */
   const char *p_type = fp8 ? "e4m3" : in;       /* P: E4M3 for FP8 inputs, else the input type */
   const int k = fp8 ? 32 : 16;
@@ -173,3 +172,26 @@ void gen_fa3_wrappers(const gen_variant *v, gen_text *t)
   acc_operands(t, n_pv / 2);
   gen_text_put(t, "\n               : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"l\"(desc_b));\n}\n\n");
 }
+
+static at_status describe_launch(const gen_variant *v, const at_shape *shape, gen_launch_desc *out)
+{
+  return gen_describe_fa_launch(v, shape, threads(v), smem_bytes(v), out);
+}
+
+const gen_family_ops gen_fa3_family = {
+    .name = "fa3",
+    .template_file = "fa3.cu",
+    .macro_prefix = "FA3",
+    .target_ok = target_ok,
+    .spec_check = spec_check,
+    .check = check,
+    .threads = threads,
+    .smem_bytes = smem_bytes,
+    .register_estimate = register_estimate,
+    .enumerate = enumerate,
+    .default_variant = default_variant,
+    .extra_preamble = NULL,
+    .helpers = wgmma_wrappers,
+    .extra_entries = NULL,
+    .describe_launch = describe_launch,
+};

@@ -1,39 +1,57 @@
 /*
- * families.h — what the families' files share inside generator/ (internal): the fa3 family
- * (templates/fa3.cu: wgmma, FP8/bf16/f16, sm_90a) behind the gen_ functions of generator.h, which
- * dispatch on gen_variant.family, and the fa2 facts that emission needs.
+ * families.h — the family table (internal to generator/). A kernel family is one file
+ * (generator/<name>.c), one template (templates/<name>.cu) and one row here; the gen_ functions of
+ * generator.h dispatch through the row of gen_variant.family.
  */
 #ifndef AT_GENERATOR_FAMILIES_H
 #define AT_GENERATOR_FAMILIES_H
 
 #include "generator/generator.h"
+#include "generator/text.h"
 
-/* Does target run fa3 at all (sm_90a: wgmma needs the arch-specific target)? */
-int gen_fa3_target_ok(const gen_target *target);
-at_status gen_fa3_variant_check(const gen_variant *v, const gen_target *target);
-int gen_fa3_smem_bytes(const gen_variant *v);
-int gen_fa3_register_estimate(const gen_variant *v);
-/* Appends the fa3 variants for spec (pruned like fa2's, tile_ok decides the sequence fit) to
- * out[*n..cap). Nothing is appended where the target has no fa3 (not sm_90a). */
-at_status gen_fa3_enumerate(const gen_spec *spec, const gen_target *target,
-                            int (*tile_ok)(const gen_variant *, const at_shape *), const at_shape *shape,
-                            gen_variant *out, int cap, int *n);
-/* The fa3 variant used when nothing is tuned for spec, if the target has one. */
-int gen_fa3_default(const gen_spec *spec, const gen_target *target, gen_variant *out);
-/* A growing NUL-terminated text (emit.c); failed is set, and further writes ignored, when memory
- * runs out. */
-typedef struct gen_text {
-  char *buf;
-  size_t len, cap;
-  int failed;
-} gen_text;
-void gen_text_put(gen_text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void gen_text_append(gen_text *t, const char *s, size_t n);
+typedef struct gen_family_ops {
+  const char *name;          /* key prefix: "fa2" */
+  const char *template_file; /* embedded template: "fa2.cu" */
+  const char *macro_prefix;  /* of the preamble's #defines: "FA2" */
+  /* Does target run the family at all? Sets no error. */
+  int (*target_ok)(const gen_target *target);
+  /* What of a spec the family refuses, whatever its tiles (dtype pairs, head dims). */
+  at_status (*spec_check)(const gen_spec *spec);
+  at_status (*check)(const gen_variant *v, const gen_target *target);
+  int (*threads)(const gen_variant *v);
+  int (*smem_bytes)(const gen_variant *v);
+  int (*register_estimate)(const gen_variant *v);
+  /* Append the family's variants for spec (checked, fitting shape's known sizes) to out[*n..cap). */
+  at_status (*enumerate)(const gen_spec *spec, const gen_target *target, const at_shape *shape,
+                         gen_variant *out, int cap, int *n);
+  /* The family's variant when nothing is tuned; 0 when it has none for this shape. */
+  int (*default_variant)(const gen_spec *spec, const gen_target *target, const at_shape *shape,
+                         gen_variant *out);
+  /* Family-specific #defines after the common ones (may be NULL). */
+  void (*extra_preamble)(const gen_variant *v, const gen_target *target, gen_text *t);
+  /* Generated device code between common.cuh and the template (may be NULL). */
+  void (*helpers)(const gen_variant *v, gen_text *t);
+  /* Entry points after the first (gen_entry_name): suffixes appended to it (NULL-terminated). */
+  const char *const *extra_entries;
+  at_status (*describe_launch)(const gen_variant *v, const at_shape *shape, gen_launch_desc *out);
+} gen_family_ops;
 
-/* The generated wgmma wrappers that go after common.cuh, appended to t. */
-void gen_fa3_wrappers(const gen_variant *v, gen_text *t);
+/* The row of a family, or NULL. */
+const gen_family_ops *gen_family_row(gen_family family);
 
-/* fa2: does the template lower FP8 MMAs to f16 itself on this target (FA2_FP8_VIA_F16)? */
-int gen_fa2_fp8_via_f16(const gen_variant *v, const gen_target *target);
+extern const gen_family_ops gen_fa2_family;
+extern const gen_family_ops gen_fa3_family;
+
+/* Shared by the families' files. */
+int gen_round_up(int x, int m);
+/* Tiles far larger than a known sequence only add masked work (fa2's and fa3's rule). */
+int gen_tile_makes_sense(const gen_variant *v, const at_shape *shape);
+/* The register budget per thread of a variant with `threads` threads: 64K / threads, at most 255. */
+int gen_register_budget(int threads);
+/* The constraints every family states the same way: shared memory and register budget. */
+at_status gen_check_budgets(const gen_variant *v, const gen_target *target, int smem, int regs);
+/* The single-kernel launch fa2 and fa3 share: grid (ceil(T / block_m), Nq, B), their argument list. */
+at_status gen_describe_fa_launch(const gen_variant *v, const at_shape *shape, int threads, int smem,
+                                 gen_launch_desc *out);
 
 #endif /* AT_GENERATOR_FAMILIES_H */

@@ -19,33 +19,37 @@
  *
  *     e.g. fa2.e4m3.d128.none.g1.bm128.bn64.w4.s2.obf16
  *
- * Families: fa2 (templates/fa2.cu, generator/fa2.c): mma.sync, f16/bf16/FP8, sm_80 and newer.
+ * Families, one file and one row of the family table each (generator/families.c):
+ * fa2 (templates/fa2.cu, generator/fa2.c): mma.sync, f16/bf16/FP8, sm_80 and newer.
  * fa3 (templates/fa3.cu, generator/fa3.c): wgmma, sm_90a only; FP8 inputs with bf16/f16 output,
  * or f16/bf16 in and out; head dim 64/128/256, block_m = 16 * warps (one or two warpgroups), block_n 64 or 128; the same
- * kernel arguments and launch as fa2. gen_enumerate lists both where both apply; the tuner picks.
+ * kernel arguments and launch as fa2. gen_enumerate lists every family that applies; the tuner picks.
  *
  * FP8 (e4m3, e5m2): Q, K and V in one FP8 type with per-tensor fp32 descales (device scalars,
- * gen_fp8_args), mma.sync m16n8k32 (sm_89 and newer; sm_80/86/87 targets refuse FP8), head dim a
+ * rt_fp8_args), mma.sync m16n8k32 (sm_89 and newer; sm_80/86/87 targets refuse FP8), head dim a
  * multiple of 16, block_n a multiple of 32, output bf16 by default (f16, e4m3, e5m2 on request;
  * FP8 output takes scale_o and writes amax_o). templates/fa2.cu explains P's scaling and V's layout.
  *
- * Data flow: shape -> gen_enumerate (pruned variants) -> gen_emit (source) -> rt_compile -> cubin ->
- * gen_launch (gen_launch_fp8 with descales). Constraints (shared memory, register budget, tile shapes) are checked before anything
- * is compiled; the template repeats them as static_asserts.
+ * Data flow: shape -> gen_enumerate (pruned variants) -> gen_emit (source) -> runtime: rt_compile ->
+ * cubin -> rt_variant_load -> gen_launch_describe (grid, block, shared memory, argument order) ->
+ * rt_variant_launch. Constraints (shared memory, register budget, tile shapes) are checked before
+ * anything is compiled; the template repeats them as static_asserts.
+ *
+ * The generator is pure C: no CUDA header, no runtime. It never compiles or launches.
  */
 #ifndef AT_GENERATOR_GENERATOR_H
 #define AT_GENERATOR_GENERATOR_H
 
 #include <stddef.h>
 
-#include <cuda.h>
-
 #include "attntune.h"
-#include "runtime/rt.h"
+#include "core/core.h"
 
+/* Indexes of the family table (generator/families.c), in the order gen_enumerate lists them. */
 typedef enum gen_family {
   GEN_FAMILY_FA2 = 0, /* FlashAttention-2 style, mma.sync, sm_80+ */
   GEN_FAMILY_FA3 = 1, /* Hopper: wgmma, FP8/bf16/f16, sm_90a only (templates/fa3.cu) */
+  GEN_FAMILY_COUNT
 } gen_family;
 
 /* What a variant is specialized for; a variant runs exactly the shapes with this spec. */
@@ -65,6 +69,7 @@ typedef struct gen_variant {
   int block_n; /* keys per K/V tile */
   int warps;
   int stages; /* K/V tiles resident in shared memory */
+  int splits; /* CTAs sharing one row's keys (split-KV families); 0 where the family has none */
 } gen_variant;
 
 /* What the variants are built for: an NVRTC arch and the dynamic shared memory a block may use. */
@@ -72,24 +77,24 @@ typedef struct gen_target {
   char arch[16]; /* "sm_90a" */
   int cc_major, cc_minor;
   int smem_limit; /* bytes */
+  int sm_count;   /* multiprocessors (split heuristics); a typical count for the arch when unknown */
 } gen_target;
 
 #define GEN_KEY_MAX 96
-#define GEN_MAX_VARIANTS 64 /* upper bound on gen_enumerate's output for one shape */
+#define GEN_ENTRY_MAX (GEN_KEY_MAX + 16)
+#define GEN_MAX_VARIANTS 96 /* upper bound on gen_enumerate's output for one shape */
+#define GEN_MAX_KERNELS 2   /* kernels one variant launches, in order (split-KV: partials, combine) */
 
 /* A target for an NVRTC arch, with the opt-in shared memory limit of that compute capability
  * (227 KB on sm_90, 163 KB on sm_80/87, 99 KB on sm_86/89/120). */
 at_status gen_target_for_arch(const char *arch, gen_target *out);
 /* The same with an explicit limit (from rt_device_info.smem_per_block_optin). */
 at_status gen_target_make(const char *arch, int smem_limit, gen_target *out);
-
-/* The output dtype used when none is asked for: the input dtype for f16/bf16, bf16 for FP8. */
-at_dtype gen_default_out_dtype(at_dtype in_dtype);
 /* Is FP8 (mma.sync m16n8k32 with e4m3/e5m2 operands) available on target? sm_89 and newer. */
 int gen_target_has_fp8(const gen_target *target);
 
 /* The spec of a shape, refusing what the family cannot run (message names the field and value).
- * The output dtype is gen_default_out_dtype(shape->dtype); _out asks for another one. */
+ * The output dtype is at_dtype_default_out(shape->dtype); _out asks for another one. */
 at_status gen_spec_from_shape(gen_family family, const at_shape *shape, gen_spec *out);
 at_status gen_spec_from_shape_out(gen_family family, const at_shape *shape, at_dtype out_dtype,
                                   gen_spec *out);
@@ -97,6 +102,9 @@ at_status gen_spec_from_shape_out(gen_family family, const at_shape *shape, at_d
  * (yet), so the variant's own output dtype is taken as the caller's (checked to be allowed). */
 at_status gen_variant_matches(const gen_variant *v, const at_shape *shape);
 
+/* A family's name ("fa2") and the family of a name; -1 when unknown. */
+const char *gen_family_name(gen_family family);
+int gen_family_of_name(const char *name, size_t len);
 /* Does name look like a variant key (a family name and a dot: "fa2.", "fa3."), as opposed to the
  * implementation names "naive" and "cudnn"? Cheap, sets no error; gen_variant_parse validates. */
 int gen_is_variant_key(const char *name);
@@ -105,6 +113,8 @@ at_status gen_variant_key(const gen_variant *v, char *buf, size_t size);
 at_status gen_variant_parse(const char *key, gen_variant *out);
 /* The entry point: the key with '.' and '-' made '_' (fa2_bf16_d128_causal_g4_bm128_bn64_w4_s2). */
 at_status gen_entry_name(const gen_variant *v, char *buf, size_t size);
+/* Every entry point the variant's module holds, in launch order (names[0] is gen_entry_name). */
+at_status gen_entry_names(const gen_variant *v, char names[GEN_MAX_KERNELS][GEN_ENTRY_MAX], int *n);
 
 /* Constraints: AT_OK if the variant can be built for target, else AT_ERR_UNSUPPORTED with the reason
  * (AT_ERR_INVALID if the variant itself is malformed). */
@@ -128,62 +138,59 @@ at_status gen_default_variant(const at_shape *shape, const gen_target *target, g
  * Caller frees *source. */
 at_status gen_emit(const gen_variant *v, const gen_target *target, char **source);
 
-/* Compile many variants in parallel (NVRTC runs on the CPU; no GPU needed). */
-typedef struct gen_compiled {
-  gen_variant variant;
-  char key[GEN_KEY_MAX];
-  at_status status;
-  char message[512]; /* when status != AT_OK */
-  rt_binary binary;  /* owned; free with gen_compiled_free */
-  rt_kernel_resources resources; /* of the entry point */
-  double compile_ms;
-} gen_compiled;
+/* The version of a family's kernels: a hash of its template and common.cuh ("fa2-1a2b3c4d").
+ * Results measured under another version of a family's kernels are stale; the other families'
+ * results are not. */
+void gen_family_version(gen_family family, char *buf, size_t size);
+/* Every family's version and the naive reference's, joined by '.': the version a tuning run
+ * records ("fa2-...fa3-...naive-..."). */
+void gen_templates_version(char *buf, size_t size);
+/* Is a result of impl (a variant key, "cudnn" or "naive") recorded under the joined version
+ * `recorded` still current under the joined version `now`? A variant needs its family's part
+ * unchanged, the naive kernels theirs; cuDNN's result needs every part unchanged (any family may
+ * now beat it). When not, why holds the reason. */
+int gen_version_current(const char *recorded, const char *now, const char *impl, char *why, size_t why_size);
 
-/* out[i] is variants[i] compiled; jobs <= 0 means one thread per online CPU. Returns AT_OK when
- * the pool ran; each out[i].status says how its compile went. */
-at_status gen_compile_all(const gen_variant *variants, int n, const gen_target *target, int jobs,
-                          gen_compiled *out);
-void gen_compiled_free(gen_compiled *c, int n);
+/* ---- launch descriptions --------------------------------------------------------------------- */
 
-/* Load a variant's cubin on the current context and find its entry point. On failure nothing
- * stays loaded. */
-at_status gen_module_load(const gen_variant *v, const void *cubin, CUmodule *module, CUfunction *fn);
+/* What a kernel argument is; the runtime fills each from the call (at_tensors, at_fp8_args, the
+ * shape, the plan's scratch). */
+typedef enum gen_arg {
+  GEN_ARG_Q, GEN_ARG_K, GEN_ARG_V, GEN_ARG_O, GEN_ARG_LSE, /* device pointers */
+  GEN_ARG_DESCALE_Q, GEN_ARG_DESCALE_K, GEN_ARG_DESCALE_V, GEN_ARG_SCALE_O, GEN_ARG_AMAX_O,
+  GEN_ARG_O_PART, GEN_ARG_LSE_PART, /* scratch: fp32 partials of split-KV variants */
+  GEN_ARG_T, GEN_ARG_S, GEN_ARG_Q_HEADS, GEN_ARG_SPLITS, GEN_ARG_KEYS_PER_SPLIT, /* int */
+  GEN_ARG_SCALE_LOG2, /* float: softmax scale times log2(e) */
+  GEN_ARG_Q_SB, GEN_ARG_K_SB, GEN_ARG_V_SB, GEN_ARG_O_SB, /* long long: batch strides */
+  GEN_ARG_Q_SS, GEN_ARG_Q_SH, GEN_ARG_K_SS, GEN_ARG_K_SH, /* int: seq and head strides */
+  GEN_ARG_V_SS, GEN_ARG_V_SH, GEN_ARG_O_SS, GEN_ARG_O_SH,
+  GEN_ARG_COUNT
+} gen_arg;
 
-/* Per-tensor FP8 scaling of one call: device pointers to one fp32 each (x_real = code * descale,
- * as include/attntune_fp8.h). NULL inputs mean 1. scale_o and amax_o are used only when O is FP8:
- * O = fp8(O_real * scale_o), amax_o = max |O_real| (the launch zeroes it on the stream first).
- * P's scale is fixed inside the kernel (448, E4M3's largest value), so it is not an argument. */
-typedef struct gen_fp8_args {
-  const float *descale_q, *descale_k, *descale_v;
-  const float *scale_o;
-  float *amax_o;
-} gen_fp8_args;
+enum { GEN_MAX_ARGS = 32 };
 
-/* Launch a compiled variant on stream: grid (ceil(T / block_m), Nq, B), block 32*warps, dynamic
- * shared memory gen_smem_bytes (raising the function's limit past 48 KB). Checks that the shape is
- * the variant's spec and that pointers and strides allow 16-byte copies (row strides a multiple of
- * 16 bytes: 8 elements of 16 bits, 16 of FP8). An FP8 variant launched by gen_launch runs with unit
- * descales; gen_launch_fp8 passes them (fp8 may be NULL: all ones, no amax). */
-at_status gen_launch(const gen_variant *v, CUfunction fn, const at_shape *shape, const at_tensors *t,
-                     CUstream stream);
-at_status gen_launch_fp8(const gen_variant *v, CUfunction fn, const at_shape *shape, const at_tensors *t,
-                         const gen_fp8_args *fp8, CUstream stream);
+typedef struct gen_kernel_launch {
+  int entry; /* index into gen_entry_names */
+  unsigned grid[3], block[3];
+  unsigned smem_bytes; /* dynamic */
+  int n_args;
+  gen_arg args[GEN_MAX_ARGS]; /* in the kernel's parameter order */
+} gen_kernel_launch;
 
-/* One launch's checked arguments, as cuLaunchKernel reads them: what gen_launch_fp8 does before
- * its launch (including raising the function's shared-memory limit), for callers that launch
- * the same call many times. args points into the frame: do not copy a frame. dims.grid[0] is 0
- * when there is nothing to launch (B or T zero); amax_o, when set, must be zeroed first. */
-enum { GEN_LAUNCH_ARGS = 25 };
-typedef struct gen_launch_frame {
-  rt_launch_dims dims;
-  CUdeviceptr q, k, v, o, lse, dq, dk, dv, so, amax_o;
-  int T, S;
-  float scale_log2;
-  long long q_sb, k_sb, v_sb, o_sb;
-  int q_ss, q_sh, k_ss, k_sh, v_ss, v_sh, o_ss, o_sh;
-  void *args[GEN_LAUNCH_ARGS];
-} gen_launch_frame;
-at_status gen_launch_prepare(const gen_variant *v, CUfunction fn, const at_shape *shape, const at_tensors *t,
-                             const gen_fp8_args *fp8, gen_launch_frame *frame);
+/* How one call of a variant runs: its kernels in order on one stream, the scratch they share
+ * (fp32 partials; the caller provides scratch_bytes, 256-byte aligned), the tensor rules. A kernel
+ * with grid[0] == 0 has nothing to do (B or T zero). */
+typedef struct gen_launch_desc {
+  int n_kernels;
+  gen_kernel_launch kernels[GEN_MAX_KERNELS];
+  size_t scratch_bytes;
+  size_t lse_part_offset; /* GEN_ARG_LSE_PART = scratch + this; GEN_ARG_O_PART = scratch */
+  int n_splits, keys_per_split;
+  int align_bytes; /* tensors' pointers and seq/head/batch strides: multiples of this many bytes */
+  int zero_amax;   /* amax_o must start at 0 (the kernels atomically max into it) */
+} gen_launch_desc;
+
+/* The launch of v for shape (checked to be v's spec; sizes in range of the grid). */
+at_status gen_launch_describe(const gen_variant *v, const at_shape *shape, gen_launch_desc *out);
 
 #endif /* AT_GENERATOR_GENERATOR_H */

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "generator/generator.h"
+#include "generator/families.h"
 
 /* The opt-in dynamic shared memory per block, by compute capability (CUDA programming guide,
  * "Technical Specifications per Compute Capability"). */
@@ -23,31 +23,30 @@ at_status gen_target_make(const char *arch, int smem_limit, gen_target *out)
   at_status rc;
   memset(out, 0, sizeof *out);
   if (!arch || strlen(arch) >= sizeof out->arch)
-    return rt_fail(AT_ERR_INVALID, "arch '%s' is not an NVRTC target (expected e.g. sm_90a)",
+    return at_fail(AT_ERR_INVALID, "arch '%s' is not an NVRTC target (expected e.g. sm_90a)",
                    arch ? arch : "(null)");
-  if ((rc = rt_arch_parse(arch, &out->cc_major, &out->cc_minor, &specific)) != AT_OK) return rc;
+  if ((rc = at_arch_parse(arch, &out->cc_major, &out->cc_minor, &specific)) != AT_OK) return rc;
   if (out->cc_major < 8)
-    return rt_fail(AT_ERR_UNSUPPORTED, "arch %s is older than sm_80 (fa2 needs cp.async and bf16 mma)",
+    return at_fail(AT_ERR_UNSUPPORTED, "arch %s is older than sm_80 (fa2 needs cp.async and bf16 mma)",
                    arch);
   if (smem_limit < 48 * 1024 || smem_limit > 1024 * 1024)
-    return rt_fail(AT_ERR_INVALID, "shared memory limit %d bytes is out of range (expected 49152..1048576)",
+    return at_fail(AT_ERR_INVALID, "shared memory limit %d bytes is out of range (expected 49152..1048576)",
                    smem_limit);
   snprintf(out->arch, sizeof out->arch, "%s", arch);
   out->smem_limit = smem_limit;
+  out->sm_count = out->cc_major == 9 ? 132 : 108; /* H100/H200 SXM, A100; the device's count when known */
   return AT_OK;
 }
 
 at_status gen_target_for_arch(const char *arch, gen_target *out)
 {
   int major = 0, minor = 0, specific = 0;
-  at_status rc = rt_arch_parse(arch, &major, &minor, &specific);
+  at_status rc = at_arch_parse(arch, &major, &minor, &specific);
   if (rc != AT_OK) return rc;
   return gen_target_make(arch, smem_limit_for_cc(major, minor), out);
 }
 
-static int is_fp8(at_dtype dtype) { return dtype == AT_DTYPE_E4M3 || dtype == AT_DTYPE_E5M2; }
 
-at_dtype gen_default_out_dtype(at_dtype in_dtype) { return is_fp8(in_dtype) ? AT_DTYPE_BF16 : in_dtype; }
 
 int gen_target_has_fp8(const gen_target *target)
 {
@@ -56,53 +55,28 @@ int gen_target_has_fp8(const gen_target *target)
 
 at_status gen_spec_from_shape(gen_family family, const at_shape *shape, gen_spec *out)
 {
-  return gen_spec_from_shape_out(family, shape, gen_default_out_dtype(shape->dtype), out);
+  return gen_spec_from_shape_out(family, shape, at_dtype_default_out(shape->dtype), out);
 }
 
 at_status gen_spec_from_shape_out(gen_family family, const at_shape *shape, at_dtype out_dtype,
                                   gen_spec *out)
 {
+  const gen_family_ops *f = gen_family_row(family);
   memset(out, 0, sizeof *out);
-  if (family != GEN_FAMILY_FA2 && family != GEN_FAMILY_FA3)
-    return rt_fail(AT_ERR_INVALID, "unknown kernel family %d", (int)family);
-  if (family == GEN_FAMILY_FA3 && is_fp8(shape->dtype) && out_dtype != AT_DTYPE_BF16 &&
-      out_dtype != AT_DTYPE_F16)
-    return rt_fail(AT_ERR_UNSUPPORTED, "fa3 writes O of %s inputs as bf16 or f16, not %s",
-                   at_dtype_name(shape->dtype), at_dtype_name(out_dtype));
-  if (shape->dtype != AT_DTYPE_F16 && shape->dtype != AT_DTYPE_BF16 && !is_fp8(shape->dtype))
-    return rt_fail(AT_ERR_UNSUPPORTED, "dtype %s is not supported by fa2 (expected f16, bf16, e4m3 or e5m2)",
-                   at_dtype_name(shape->dtype));
-  if (!is_fp8(shape->dtype) && out_dtype != shape->dtype)
-    return rt_fail(AT_ERR_UNSUPPORTED, "fa2 writes O of %s inputs as %s, not %s", at_dtype_name(shape->dtype),
-                   at_dtype_name(shape->dtype), at_dtype_name(out_dtype));
-  if (is_fp8(shape->dtype) && out_dtype != AT_DTYPE_BF16 && out_dtype != AT_DTYPE_F16 && !is_fp8(out_dtype))
-    return rt_fail(AT_ERR_UNSUPPORTED, "fa2 writes O of %s inputs as bf16, f16, e4m3 or e5m2, not %s",
-                   at_dtype_name(shape->dtype), at_dtype_name(out_dtype));
-  if (shape->head_dim % 8 != 0)
-    return rt_fail(AT_ERR_INVALID, "head dim %d is not a multiple of 8 (expected 32..256)",
-                   shape->head_dim);
-  if (shape->head_dim < 32 || shape->head_dim > 256)
-    return rt_fail(AT_ERR_INVALID, "head dim %d is out of range (expected a multiple of 8 in 32..256)",
-                   shape->head_dim);
-  if (is_fp8(shape->dtype) && shape->head_dim % 16 != 0)
-    return rt_fail(AT_ERR_UNSUPPORTED,
-                   "head dim %d with %s inputs is not a multiple of 16 (FP8 rows move in 16-byte chunks of "
-                   "16 elements)",
-                   shape->head_dim, at_dtype_name(shape->dtype));
+  if (!f) return at_fail(AT_ERR_INVALID, "unknown kernel family %d", (int)family);
   if (shape->q_heads < 1 || shape->kv_heads < 1)
-    return rt_fail(AT_ERR_INVALID, "head counts must be positive (q heads %d, kv heads %d)",
+    return at_fail(AT_ERR_INVALID, "head counts must be positive (q heads %d, kv heads %d)",
                    shape->q_heads, shape->kv_heads);
   if (shape->q_heads % shape->kv_heads != 0)
-    return rt_fail(AT_ERR_INVALID, "q heads %d are not a multiple of kv heads %d", shape->q_heads,
+    return at_fail(AT_ERR_INVALID, "q heads %d are not a multiple of kv heads %d", shape->q_heads,
                    shape->kv_heads);
   if (shape->mask != AT_MASK_NONE && shape->mask != AT_MASK_CAUSAL_TL && shape->mask != AT_MASK_CAUSAL_BR)
-    return rt_fail(AT_ERR_INVALID, "unknown mask %d", (int)shape->mask);
-  out->dtype = shape->dtype;
-  out->head_dim = shape->head_dim;
-  out->mask = shape->mask;
-  out->gqa = shape->q_heads / shape->kv_heads;
-  out->with_lse = shape->with_lse ? 1 : 0;
-  out->out_dtype = out_dtype;
+    return at_fail(AT_ERR_INVALID, "unknown mask %d", (int)shape->mask);
+  gen_spec spec = {shape->dtype, shape->head_dim, shape->mask, shape->q_heads / shape->kv_heads,
+                   shape->with_lse ? 1 : 0, out_dtype};
+  at_status rc = f->spec_check(&spec);
+  if (rc != AT_OK) return rc;
+  *out = spec;
   return AT_OK;
 }
 
@@ -114,7 +88,7 @@ at_status gen_variant_matches(const gen_variant *v, const at_shape *shape)
   if (memcmp(&spec, &v->spec, sizeof spec) != 0) {
     char key[GEN_KEY_MAX] = "?";
     gen_variant_key(v, key, sizeof key);
-    return rt_fail(AT_ERR_INVALID,
+    return at_fail(AT_ERR_INVALID,
                    "variant %s does not fit shape (dtype %s, head dim %d, mask %s, GQA %d, lse %d)", key,
                    at_dtype_name(spec.dtype), spec.head_dim, at_mask_name(spec.mask), spec.gqa,
                    spec.with_lse);
@@ -122,34 +96,43 @@ at_status gen_variant_matches(const gen_variant *v, const at_shape *shape)
   return AT_OK;
 }
 
-static const char *family_name(gen_family family)
+const char *gen_family_name(gen_family family)
 {
-  return family == GEN_FAMILY_FA2 ? "fa2" : family == GEN_FAMILY_FA3 ? "fa3" : NULL;
+  const gen_family_ops *f = gen_family_row(family);
+  return f ? f->name : NULL;
+}
+
+int gen_family_of_name(const char *name, size_t len)
+{
+  for (int f = 0; f < GEN_FAMILY_COUNT; f++) {
+    const char *family = gen_family_row((gen_family)f)->name;
+    if (name && strlen(family) == len && strncmp(name, family, len) == 0) return f;
+  }
+  return -1;
 }
 
 int gen_is_variant_key(const char *name)
 {
-  for (int f = GEN_FAMILY_FA2; f <= GEN_FAMILY_FA3; f++) {
-    const char *family = family_name((gen_family)f);
-    size_t n = strlen(family);
-    if (name && strncmp(name, family, n) == 0 && name[n] == '.') return 1;
-  }
-  return 0;
+  const char *dot = name ? strchr(name, '.') : NULL;
+  return dot && gen_family_of_name(name, (size_t)(dot - name)) >= 0;
 }
 
 at_status gen_variant_key(const gen_variant *v, char *buf, size_t size)
 {
-  const char *family = family_name(v->family);
-  if (!family) return rt_fail(AT_ERR_INVALID, "unknown kernel family %d", (int)v->family);
+  const gen_family_ops *f = gen_family_row(v->family);
+  const char *family = f ? f->name : NULL;
+  if (!family) return at_fail(AT_ERR_INVALID, "unknown kernel family %d", (int)v->family);
   /* The output dtype is spelled only where it is a choice (FP8 inputs). */
-  char out[16] = "";
-  if (is_fp8(v->spec.dtype)) snprintf(out, sizeof out, ".o%s", at_dtype_name(v->spec.out_dtype));
-  int n = snprintf(buf, size, "%s.%s.d%d.%s.g%d.bm%d.bn%d.w%d.s%d%s%s", family,
+  char out[16] = "", splits[16] = "";
+  if (at_dtype_is_fp8(v->spec.dtype)) snprintf(out, sizeof out, ".o%s", at_dtype_name(v->spec.out_dtype));
+  /* Only split-KV variants have a split count; a 0 elsewhere keeps the older families' keys. */
+  if (v->splits) snprintf(splits, sizeof splits, ".sp%d", v->splits);
+  int n = snprintf(buf, size, "%s.%s.d%d.%s.g%d.bm%d.bn%d.w%d.s%d%s%s%s", family,
                    at_dtype_name(v->spec.dtype), v->spec.head_dim, at_mask_name(v->spec.mask),
-                   v->spec.gqa, v->block_m, v->block_n, v->warps, v->stages, out,
+                   v->spec.gqa, v->block_m, v->block_n, v->warps, v->stages, splits, out,
                    v->spec.with_lse ? ".lse" : "");
   if (n < 0 || (size_t)n >= size)
-    return rt_fail(AT_ERR_INVALID, "variant key needs %d bytes, buffer has %zu", n, size);
+    return at_fail(AT_ERR_INVALID, "variant key needs %d bytes, buffer has %zu", n, size);
   return AT_OK;
 }
 
@@ -159,6 +142,25 @@ at_status gen_entry_name(const gen_variant *v, char *buf, size_t size)
   if (rc != AT_OK) return rc;
   for (char *p = buf; *p; p++)
     if (*p == '.' || *p == '-') *p = '_';
+  return AT_OK;
+}
+
+at_status gen_entry_names(const gen_variant *v, char names[GEN_MAX_KERNELS][GEN_ENTRY_MAX], int *n)
+{
+  const gen_family_ops *f = gen_family_row(v->family);
+  *n = 0;
+  if (!f) return at_fail(AT_ERR_INVALID, "unknown kernel family %d", (int)v->family);
+  at_status rc = gen_entry_name(v, names[0], GEN_ENTRY_MAX);
+  if (rc != AT_OK) return rc;
+  *n = 1;
+  for (int i = 0; f->extra_entries && f->extra_entries[i]; i++) {
+    if (*n == GEN_MAX_KERNELS)
+      return at_fail(AT_ERR_INVALID, "family %s lists more than %d kernels", f->name, GEN_MAX_KERNELS);
+    memcpy(names[*n], names[0], GEN_ENTRY_MAX);
+    size_t used = strlen(names[*n]);
+    snprintf(names[*n] + used, GEN_ENTRY_MAX - used, "%s", f->extra_entries[i]);
+    (*n)++;
+  }
   return AT_OK;
 }
 
@@ -179,27 +181,32 @@ static int parse_field(const char *field, const char *prefix, int *value)
 at_status gen_variant_parse(const char *key, gen_variant *out)
 {
   char buf[GEN_KEY_MAX];
-  char *fields[12];
+  char *fields[13];
   int n = 0;
   memset(out, 0, sizeof *out);
   if (!key || strlen(key) >= sizeof buf)
-    return rt_fail(AT_ERR_INVALID, "variant key '%s' is too long or missing", key ? key : "(null)");
+    return at_fail(AT_ERR_INVALID, "variant key '%s' is too long or missing", key ? key : "(null)");
   strcpy(buf, key);
   for (char *save = NULL, *f = strtok_r(buf, ".", &save); f; f = strtok_r(NULL, ".", &save)) {
-    if (n == 12) return rt_fail(AT_ERR_INVALID, "variant key '%s' has too many fields", key);
+    if (n == 13) return at_fail(AT_ERR_INVALID, "variant key '%s' has too many fields", key);
     fields[n++] = f;
   }
-  if (n < 9 || (strcmp(fields[0], "fa2") != 0 && strcmp(fields[0], "fa3") != 0))
-    return rt_fail(AT_ERR_INVALID,
+  int family = n >= 1 ? gen_family_of_name(fields[0], strlen(fields[0])) : -1;
+  if (n < 9 || family < 0) {
+    char names[64] = "";
+    for (int f = 0, len = 0; f < GEN_FAMILY_COUNT; f++)
+      len += snprintf(names + len, sizeof names - (size_t)len, "%s%s", f ? "|" : "", gen_family_name((gen_family)f));
+    return at_fail(AT_ERR_INVALID,
                    "variant key '%s' is malformed (expected "
-                   "<fa2|fa3>.<dtype>.d<D>.<mask>.g<G>.bm<M>.bn<N>.w<W>.s<S>[.o<dtype>][.lse])",
-                   key);
-  out->family = strcmp(fields[0], "fa3") == 0 ? GEN_FAMILY_FA3 : GEN_FAMILY_FA2;
+                   "<%s>.<dtype>.d<D>.<mask>.g<G>.bm<M>.bn<N>.w<W>.s<S>[.sp<splits>][.o<dtype>][.lse])",
+                   key, names);
+  }
+  out->family = (gen_family)family;
   if (at_dtype_parse(fields[1], &out->spec.dtype) != AT_OK)
-    return rt_fail(AT_ERR_INVALID, "variant key '%s': unknown dtype '%s'", key, fields[1]);
-  out->spec.out_dtype = gen_default_out_dtype(out->spec.dtype);
+    return at_fail(AT_ERR_INVALID, "variant key '%s': unknown dtype '%s'", key, fields[1]);
+  out->spec.out_dtype = at_dtype_default_out(out->spec.dtype);
   if (at_mask_parse(fields[3], &out->spec.mask) != AT_OK)
-    return rt_fail(AT_ERR_INVALID, "variant key '%s': unknown mask '%s' (expected none, causal, causal-br)",
+    return at_fail(AT_ERR_INVALID, "variant key '%s': unknown mask '%s' (expected none, causal, causal-br)",
                    key, fields[3]);
   static const char *const prefixes[] = {"d", NULL, "g", "bm", "bn", "w", "s"};
   int *targets[] = {&out->spec.head_dim, NULL, &out->spec.gqa, &out->block_m, &out->block_n,
@@ -207,26 +214,28 @@ at_status gen_variant_parse(const char *key, gen_variant *out)
   for (int i = 0; i < 7; i++) {
     if (!prefixes[i]) continue;
     if (!parse_field(fields[2 + i], prefixes[i], targets[i]))
-      return rt_fail(AT_ERR_INVALID, "variant key '%s': field '%s' is not %s<positive number>", key,
+      return at_fail(AT_ERR_INVALID, "variant key '%s': field '%s' is not %s<positive number>", key,
                      fields[2 + i], prefixes[i]);
   }
   /* Suffixes: o<dtype>, then lse; their order and presence are checked by the canonical form. */
   for (int i = 9; i < n; i++) {
     if (strcmp(fields[i], "lse") == 0) {
       out->spec.with_lse = 1;
+    } else if (strncmp(fields[i], "sp", 2) == 0 && parse_field(fields[i], "sp", &out->splits)) {
+      continue;
     } else if (fields[i][0] == 'o' && at_dtype_parse(fields[i] + 1, &out->spec.out_dtype) == AT_OK) {
       continue;
     } else {
-      return rt_fail(AT_ERR_INVALID, "variant key '%s': unknown suffix '%s' (expected o<dtype> or lse)", key,
+      return at_fail(AT_ERR_INVALID, "variant key '%s': unknown suffix '%s' (expected o<dtype> or lse)", key,
                      fields[i]);
     }
   }
-  if (n > 11) return rt_fail(AT_ERR_INVALID, "variant key '%s' has too many fields", key);
+  if (n > 12) return at_fail(AT_ERR_INVALID, "variant key '%s' has too many fields", key);
   /* Only canonical spellings round-trip (no "d064", no "bf16" spelled another way). */
   char again[GEN_KEY_MAX];
   at_status rc = gen_variant_key(out, again, sizeof again);
   if (rc != AT_OK) return rc;
   if (strcmp(again, key) != 0)
-    return rt_fail(AT_ERR_INVALID, "variant key '%s' is not in canonical form ('%s')", key, again);
+    return at_fail(AT_ERR_INVALID, "variant key '%s' is not in canonical form ('%s')", key, again);
   return AT_OK;
 }

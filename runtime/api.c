@@ -17,14 +17,11 @@
 #include "runtime/api_internal.h"
 #include "runtime/lookup.h"
 #include "runtime/rt.h"
-#include "tuner/timing.h"
-#include "tuner/tune.h"
 
 /* A loaded variant, shared by the plans that use it. */
 typedef struct loaded_variant {
   char key[GEN_KEY_MAX];
-  CUmodule module;
-  CUfunction fn;
+  rt_variant lv;
 } loaded_variant;
 
 struct at_context {
@@ -32,7 +29,7 @@ struct at_context {
   cache_db *cache;
   int cache_writable;
   gen_target target;
-  char template_version[32];
+  char template_version[96]; /* joined: every family's part (gen_templates_version) */
   char nvrtc[16];
   char description[320];
   pthread_mutex_t lock; /* plan creation, the cache handle, the module table */
@@ -48,14 +45,12 @@ struct at_plan {
   at_layout layout;
   at_plan_info info;
   plan_kind kind;
-  gen_variant variant;
-  CUfunction fn;
+  rt_variant kernel; /* a copy; the module belongs to the context */
   rt_cudnn_sdpa *cudnn;
   rt_naive naive;
   CUdeviceptr scratch;
 };
 
-static int is_fp8(at_dtype d) { return d == AT_DTYPE_E4M3 || d == AT_DTYPE_E5M2; }
 
 static double now_ms(void)
 {
@@ -77,11 +72,11 @@ at_status at_context_create(int device, const char *cache_path, unsigned flags, 
   at_status rc;
   *out = NULL;
   at_context *c = calloc(1, sizeof *c);
-  if (!c) return rt_fail(AT_ERR_NOMEM, "no memory for a context");
+  if (!c) return at_fail(AT_ERR_NOMEM, "no memory for a context");
   pthread_mutex_init(&c->lock, NULL);
   if ((rc = rt_ctx_open(device, &c->rt)) != AT_OK) goto fail;
   if ((rc = gen_target_make(c->rt.arch, c->rt.info.smem_per_block_optin, &c->target)) != AT_OK) goto fail;
-  tn_template_version(c->template_version, sizeof c->template_version);
+  gen_templates_version(c->template_version, sizeof c->template_version);
   int major = 0, minor = 0;
   if (rt_nvrtc_version(&major, &minor) == AT_OK)
     snprintf(c->nvrtc, sizeof c->nvrtc, "%d.%d", major % 1000, minor % 1000);
@@ -98,7 +93,7 @@ fail:
 void at_context_destroy(at_context *c)
 {
   if (!c) return;
-  for (int i = 0; i < c->n_loaded; i++) rt_module_unload(c->loaded[i].module);
+  for (int i = 0; i < c->n_loaded; i++) rt_variant_unload(&c->loaded[i].lv);
   free(c->loaded);
   cache_close(c->cache);
   if (c->rt.context) rt_ctx_close(&c->rt);
@@ -125,17 +120,17 @@ static loaded_variant *find_loaded(at_context *c, const char *key)
   return NULL;
 }
 
-static at_status remember_loaded(at_context *c, const char *key, CUmodule module, CUfunction fn)
+static at_status remember_loaded(at_context *c, const char *key, const rt_variant *lv)
 {
   if (c->n_loaded == c->cap_loaded) {
     int cap = c->cap_loaded ? 2 * c->cap_loaded : 16;
     loaded_variant *grown = realloc(c->loaded, (size_t)cap * sizeof *grown);
-    if (!grown) return rt_fail(AT_ERR_NOMEM, "no memory for the module table");
+    if (!grown) return at_fail(AT_ERR_NOMEM, "no memory for the module table");
     c->loaded = grown, c->cap_loaded = cap;
   }
   loaded_variant *l = &c->loaded[c->n_loaded++];
   snprintf(l->key, sizeof l->key, "%s", key);
-  l->module = module, l->fn = fn;
+  l->lv = *lv;
   return AT_OK;
 }
 
@@ -146,16 +141,17 @@ static at_status variant_cubin(at_context *c, const gen_variant *v, const char *
   size_t size = 0;
   int found = 0;
   at_status rc;
+  char version[48]; /* a cubin depends on its family's template only */
+  gen_family_version(v->family, version, sizeof version);
   *compiled = 0;
-  if (c->cache && (rc = cache_get_cubin(c->cache, key, c->rt.arch, c->template_version, cubin, &size,
-                                        &found)) != AT_OK)
+  if (c->cache && (rc = cache_get_cubin(c->cache, key, c->rt.arch, version, cubin, &size, &found)) != AT_OK)
     return rc;
   if (found) return AT_OK;
-  gen_compiled out;
-  if ((rc = gen_compile_all(v, 1, &c->target, 1, &out)) != AT_OK) return rc;
+  rt_compiled out;
+  if ((rc = rt_compile_all(v, 1, &c->target, 1, &out)) != AT_OK) return rc;
   if (out.status != AT_OK) {
-    rc = rt_fail(out.status, "%s", out.message);
-    gen_compiled_free(&out, 1);
+    rc = at_fail(out.status, "%s", out.message);
+    rt_compiled_free(&out, 1);
     return rc;
   }
   *compiled = 1;
@@ -163,12 +159,12 @@ static at_status variant_cubin(at_context *c, const gen_variant *v, const char *
     char entry[GEN_KEY_MAX];
     gen_entry_name(v, entry, sizeof entry);
     /* A cache that cannot take the cubin costs the next process a compile, nothing more. */
-    cache_put_cubin(c->cache, key, c->rt.arch, c->template_version, c->nvrtc, entry,
-                    out.binary.cubin, out.binary.cubin_size);
+    cache_put_cubin(c->cache, key, c->rt.arch, version, c->nvrtc, entry, out.binary.cubin,
+                    out.binary.cubin_size);
   }
   *cubin = out.binary.cubin;
   out.binary.cubin = NULL;
-  gen_compiled_free(&out, 1);
+  rt_compiled_free(&out, 1);
   return AT_OK;
 }
 
@@ -179,32 +175,35 @@ static at_status use_variant(at_context *c, at_plan *p, const gen_variant *v)
   if ((rc = gen_variant_matches(v, &p->shape)) != AT_OK) return rc;
   if ((rc = gen_variant_check(v, &c->target)) != AT_OK) return rc;
   if ((rc = gen_variant_key(v, key, sizeof key)) != AT_OK) return rc;
+  /* Scratch (split-KV partials) is sized here: at_plan_run allocates nothing. */
+  size_t scratch = 0;
+  if ((rc = rt_variant_scratch_bytes(v, &p->shape, &scratch)) != AT_OK) return rc;
   loaded_variant *l = find_loaded(c, key);
   if (!l) {
     void *cubin = NULL;
-    CUmodule module = NULL;
-    CUfunction fn = NULL;
+    rt_variant lv;
+    memset(&lv, 0, sizeof lv);
     rc = variant_cubin(c, v, key, &cubin, &p->info.compiled);
-    if (rc == AT_OK) rc = gen_module_load(v, cubin, &module, &fn);
-    if (rc == AT_OK) rc = remember_loaded(c, key, module, fn);
+    if (rc == AT_OK) rc = rt_variant_load(v, cubin, &lv);
+    if (rc == AT_OK) rc = remember_loaded(c, key, &lv);
     free(cubin);
     if (rc != AT_OK) {
-      rt_module_unload(module);
+      rt_variant_unload(&lv);
       return rc;
     }
     l = &c->loaded[c->n_loaded - 1];
   }
+  if (scratch && (rc = rt_alloc(&p->scratch, scratch)) != AT_OK) return rc;
   p->kind = PLAN_FA2;
-  p->variant = *v;
-  p->fn = l->fn;
+  p->kernel = l->lv;
   snprintf(p->info.impl, sizeof p->info.impl, "%s", key);
   return AT_OK;
 }
 
 static at_status use_cudnn(at_plan *p)
 {
-  if (is_fp8(p->shape.dtype))
-    return rt_fail(AT_ERR_UNSUPPORTED, "cuDNN's FP8 attention writes FP8 output; plans for FP8 inputs write bf16");
+  if (at_dtype_is_fp8(p->shape.dtype))
+    return at_fail(AT_ERR_UNSUPPORTED, "cuDNN's FP8 attention writes FP8 output; plans for FP8 inputs write bf16");
   at_status rc = rt_cudnn_sdpa_create(&p->ctx->rt, &p->cudnn);
   if (rc != AT_OK) return rc;
   at_tensors t;
@@ -225,7 +224,7 @@ static at_status use_naive(at_plan *p)
 {
   at_status rc;
   /* Output in the input dtype, but bf16 for FP8 inputs, as the FP8 fa2 variants write. */
-  at_dtype out = is_fp8(p->shape.dtype) ? AT_DTYPE_BF16 : p->shape.dtype;
+  at_dtype out = at_dtype_default_out(p->shape.dtype);
   if ((rc = rt_alloc(&p->scratch, rt_naive_scratch_bytes(&p->shape))) != AT_OK) return rc;
   if ((rc = rt_naive_create(p->ctx->rt.arch, p->shape.dtype, out, &p->naive)) != AT_OK) {
     rt_free(p->scratch);
@@ -292,7 +291,7 @@ static at_status choose(at_plan *p, const char *impl)
     }
     note(p, "%s (%s): %s", at_choice_name(s->choice), s->impl, at_last_error());
   }
-  return rt_fail(AT_ERR_UNSUPPORTED, "nothing can run this shape: %s", p->info.reason);
+  return at_fail(AT_ERR_UNSUPPORTED, "nothing can run this shape: %s", p->info.reason);
 }
 
 at_layout at_layout_bshd(const at_shape *s)
@@ -309,10 +308,10 @@ at_status at_plan_create(at_context *c, const at_shape *shape, const at_layout *
   at_status rc;
   double t0 = now_ms();
   *out = NULL;
-  if (!c) return rt_fail(AT_ERR_INVALID, "context is NULL");
+  if (!c) return at_fail(AT_ERR_INVALID, "context is NULL");
   if ((rc = at_shape_check(shape)) != AT_OK) return rc;
   at_plan *p = calloc(1, sizeof *p);
-  if (!p) return rt_fail(AT_ERR_NOMEM, "no memory for a plan");
+  if (!p) return at_fail(AT_ERR_NOMEM, "no memory for a plan");
   p->ctx = c;
   p->shape = *shape;
   p->layout = layout ? *layout : at_layout_bshd(shape);
@@ -341,7 +340,7 @@ void at_plan_destroy(at_plan *p)
 
 at_status at_plan_describe(const at_plan *p, at_plan_info *info)
 {
-  if (!p) return rt_fail(AT_ERR_INVALID, "plan is NULL");
+  if (!p) return at_fail(AT_ERR_INVALID, "plan is NULL");
   *info = p->info;
   return AT_OK;
 }
@@ -355,15 +354,15 @@ static int same_strides(at_strides a, at_strides b)
 
 static at_status check_pointer(const void *ptr, const char *name)
 {
-  if (!ptr) return rt_fail(AT_ERR_INVALID, "%s is NULL", name);
-  if ((uintptr_t)ptr % 16) return rt_fail(AT_ERR_INVALID, "%s (%p) is not 16-byte aligned", name, ptr);
+  if (!ptr) return at_fail(AT_ERR_INVALID, "%s is NULL", name);
+  if ((uintptr_t)ptr % 16) return at_fail(AT_ERR_INVALID, "%s (%p) is not 16-byte aligned", name, ptr);
   return AT_OK;
 }
 
 static at_status check_run(const at_plan *p, const at_tensors *t, const at_fp8_args *fp8)
 {
   at_status rc;
-  if (!t) return rt_fail(AT_ERR_INVALID, "tensors are NULL");
+  if (!t) return at_fail(AT_ERR_INVALID, "tensors are NULL");
   if ((rc = check_pointer(t->q, "q")) != AT_OK || (rc = check_pointer(t->k, "k")) != AT_OK ||
       (rc = check_pointer(t->v, "v")) != AT_OK || (rc = check_pointer(t->o, "o")) != AT_OK)
     return rc;
@@ -373,11 +372,11 @@ static at_status check_run(const at_plan *p, const at_tensors *t, const at_fp8_a
   static const char *const NAMES[4] = {"q", "k", "v", "o"};
   for (int i = 0; i < 4; i++)
     if (!same_strides(*want[i], *got[i]))
-      return rt_fail(AT_ERR_INVALID, "%s strides (%lld, %lld, %lld) differ from the plan's (%lld, %lld, %lld)",
+      return at_fail(AT_ERR_INVALID, "%s strides (%lld, %lld, %lld) differ from the plan's (%lld, %lld, %lld)",
                      NAMES[i], (long long)got[i]->batch, (long long)got[i]->seq, (long long)got[i]->head,
                      (long long)want[i]->batch, (long long)want[i]->seq, (long long)want[i]->head);
-  if (is_fp8(p->shape.dtype) && !fp8)
-    return rt_fail(AT_ERR_INVALID, "an FP8 shape needs its descale pointers (at_fp8_args)");
+  if (at_dtype_is_fp8(p->shape.dtype) && !fp8)
+    return at_fail(AT_ERR_INVALID, "an FP8 shape needs its descale pointers (at_fp8_args)");
   return AT_OK;
 }
 
@@ -385,9 +384,9 @@ static at_status launch(at_plan *p, const at_tensors *t, const at_fp8_args *fp8,
 {
   switch (p->kind) {
   case PLAN_FA2: {
-    if (!fp8) return gen_launch(&p->variant, p->fn, &p->shape, t, stream);
-    gen_fp8_args g = {fp8->descale_q, fp8->descale_k, fp8->descale_v, NULL, NULL}; /* bf16 out */
-    return gen_launch_fp8(&p->variant, p->fn, &p->shape, t, &g, stream);
+    if (!fp8) return rt_variant_launch(&p->kernel, &p->shape, t, NULL, p->scratch, stream);
+    rt_fp8_args g = {fp8->descale_q, fp8->descale_k, fp8->descale_v, NULL, NULL}; /* bf16 out */
+    return rt_variant_launch(&p->kernel, &p->shape, t, &g, p->scratch, stream);
   }
   case PLAN_NAIVE: {
     if (!fp8) return rt_naive_run(&p->naive, &p->shape, t, p->scratch, stream);
@@ -396,13 +395,13 @@ static at_status launch(at_plan *p, const at_tensors *t, const at_fp8_args *fp8,
   }
   case PLAN_CUDNN: return rt_cudnn_sdpa_run(p->cudnn, &p->shape, t, NULL, stream);
   }
-  return rt_fail(AT_ERR_INVALID, "plan of unknown kind");
+  return at_fail(AT_ERR_INVALID, "plan of unknown kind");
 }
 
 at_status at_plan_run(at_plan *p, const at_tensors *t, const at_fp8_args *fp8, void *stream)
 {
   at_status rc;
-  if (!p) return rt_fail(AT_ERR_INVALID, "plan is NULL");
+  if (!p) return at_fail(AT_ERR_INVALID, "plan is NULL");
   if ((rc = check_run(p, t, fp8)) != AT_OK) return rc;
   if ((rc = bind_context(p->ctx)) != AT_OK) return rc;
   return launch(p, t, fp8, (CUstream)stream);
@@ -425,13 +424,13 @@ at_status at_plan_benchmark(at_plan *p, const at_tensors *t, const at_fp8_args *
                             double *median_ms)
 {
   at_status rc;
-  if (!p) return rt_fail(AT_ERR_INVALID, "plan is NULL");
+  if (!p) return at_fail(AT_ERR_INVALID, "plan is NULL");
   if ((rc = check_run(p, t, fp8)) != AT_OK) return rc;
   if ((rc = bind_context(p->ctx)) != AT_OK) return rc;
   bench_call call = {p, t, fp8};
-  tn_timing_opts opts = {.warmup = warmup, .reps = reps};
-  tn_timing tm;
-  if ((rc = tn_time_launches(bench_launch, &call, 1, &opts, NULL, &tm)) != AT_OK) return rc;
+  rt_timing_opts opts = {.warmup = warmup, .reps = reps};
+  rt_timing tm;
+  if ((rc = rt_time_launches(bench_launch, &call, 1, &opts, NULL, &tm)) != AT_OK) return rc;
   *median_ms = tm.median_ms;
   return AT_OK;
 }
@@ -470,10 +469,10 @@ at_status at_synchronize(at_context *c)
   return rc == AT_OK ? rt_ctx_sync(&c->rt) : rc;
 }
 
-at_status rt_plan_kernel(const at_plan *p, gen_variant *variant, CUfunction *fn)
+at_status rt_plan_kernel(const at_plan *p, rt_variant *kernel, CUdeviceptr *scratch)
 {
-  if (!p || p->kind != PLAN_FA2) return rt_fail(AT_ERR_INVALID, "not a plan of a generated kernel");
-  *variant = p->variant;
-  *fn = p->fn;
+  if (!p || p->kind != PLAN_FA2) return at_fail(AT_ERR_INVALID, "not a plan of a generated kernel");
+  *kernel = p->kernel;
+  *scratch = p->scratch;
   return AT_OK;
 }

@@ -6,9 +6,10 @@
 #define AT_RUNTIME_API_INTERNAL_H
 
 #include "attntune.h"
-#include "generator/generator.h"
+#include "runtime/rt.h"
 
-/* The fa2 variant and kernel of a plan; AT_ERR_INVALID for cuDNN and naive plans. */
-at_status rt_plan_kernel(const at_plan *plan, gen_variant *variant, CUfunction *fn);
+/* The generated variant of a plan (its module belongs to the plan's context) and the plan's
+ * scratch; AT_ERR_INVALID for cuDNN and naive plans. */
+at_status rt_plan_kernel(const at_plan *plan, rt_variant *kernel, CUdeviceptr *scratch);
 
 #endif

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "runtime/cudnn_sdpa.h"
+#include "runtime/cudnn.h"
 #include "runtime/rt.h"
 
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
@@ -83,7 +83,7 @@ static void load_once(void)
 at_status rt_cudnn_load(void)
 {
   pthread_once(&g_once, load_once);
-  if (g_status != AT_OK) return rt_fail(g_status, "%s", g_message);
+  if (g_status != AT_OK) return at_fail(g_status, "%s", g_message);
   return AT_OK;
 }
 
@@ -179,6 +179,6 @@ at_status rt_cudnn_check(cudnnStatus_t status, const char *expr, const char *fil
    * a distinct status, so a tuner can skip the shape rather than fail the run. */
   at_status code = CUDNN_STATUS_CATEGORY(status) == CUDNN_STATUS_NOT_SUPPORTED ? AT_ERR_UNSUPPORTED
                                                                               : AT_ERR_CUDNN;
-  return rt_fail(code, "%s failed at %s:%d: %s (%d)%s%s", expr, file, line, name, (int)status,
+  return at_fail(code, "%s failed at %s:%d: %s (%d)%s%s", expr, file, line, name, (int)status,
                  reason[0] ? ": " : "", reason);
 }

@@ -99,7 +99,7 @@ at_status rt_cudnn_path_parse(const char *text, rt_cudnn_path *out)
       *out = (rt_cudnn_path)i;
       return AT_OK;
     }
-  return rt_fail(AT_ERR_INVALID, "unknown cuDNN path '%s' (expected auto, composite, unified, fp8)", text);
+  return at_fail(AT_ERR_INVALID, "unknown cuDNN path '%s' (expected auto, composite, unified, fp8)", text);
 }
 
 static const char *knob_name(int type)
@@ -203,7 +203,7 @@ static void b_finalize(builder *b, cudnnBackendDescriptor_t d, const char *what,
   b->rc = rt_cudnn_check(st, what, __FILE__, line);
   int cat = CUDNN_STATUS_CATEGORY(st);
   if (cat == CUDNN_STATUS_BAD_PARAM || cat == CUDNN_STATUS_NOT_SUPPORTED)
-    b->rc = rt_fail_context(AT_ERR_UNSUPPORTED, "cuDNN cannot run this attention");
+    b->rc = at_fail_context(AT_ERR_UNSUPPORTED, "cuDNN cannot run this attention");
 }
 #define B_FINALIZE(b, d, what) b_finalize((b), (d), "cudnnBackendFinalize(" what ")", __LINE__)
 
@@ -215,7 +215,7 @@ static cudnnBackendDescriptor_t b_create(builder *b, cudnnBackendDescriptorType_
   if (!ok(b)) return NULL;
   if (!entry_own(b->e, d)) {
     destroy_desc(d);
-    b->rc = rt_fail(AT_ERR_NOMEM, "no memory to keep cuDNN descriptors");
+    b->rc = at_fail(AT_ERR_NOMEM, "no memory to keep cuDNN descriptors");
     return NULL;
   }
   return d;
@@ -270,7 +270,7 @@ static void b_add_op(builder *b, cudnnBackendDescriptor_t op)
 {
   if (!ok(b)) return;
   if (b->n_ops == MAX_OPS) {
-    b->rc = rt_fail(AT_ERR_INVALID, "cuDNN graph has more than %d operations", MAX_OPS);
+    b->rc = at_fail(AT_ERR_INVALID, "cuDNN graph has more than %d operations", MAX_OPS);
     return;
   }
   b->ops[b->n_ops++] = op;
@@ -605,7 +605,7 @@ static void choose_plan(builder *b, cudnnHandle_t handle, cudnnBackendDescriptor
       }
       if (!entry_own(b->e, plan)) {
         destroy_desc(plan);
-        b->rc = rt_fail(AT_ERR_NOMEM, "no memory to keep cuDNN descriptors");
+        b->rc = at_fail(AT_ERR_NOMEM, "no memory to keep cuDNN descriptors");
         return;
       }
       b->e->plan = plan;
@@ -618,9 +618,9 @@ static void choose_plan(builder *b, cudnnHandle_t handle, cudnnBackendDescriptor
       return;
     }
   }
-  if (ok(b) && tried == 0) b->rc = rt_fail(AT_ERR_UNSUPPORTED, "cuDNN cannot run this attention: %s", last_reason);
+  if (ok(b) && tried == 0) b->rc = at_fail(AT_ERR_UNSUPPORTED, "cuDNN cannot run this attention: %s", last_reason);
   else if (ok(b))
-    b->rc = rt_fail(AT_ERR_UNSUPPORTED, "cuDNN cannot run this attention: none of %d engine configs finalized; "
+    b->rc = at_fail(AT_ERR_UNSUPPORTED, "cuDNN cannot run this attention: none of %d engine configs finalized; "
                     "the last: %s", tried, last_reason);
 }
 
@@ -654,11 +654,11 @@ static at_status build_plan(rt_cudnn_sdpa *cd, const plan_key *k, plan_entry **o
 {
   double t0 = now_ms();
   plan_entry *e = calloc(1, sizeof *e);
-  if (!e) return rt_fail(AT_ERR_NOMEM, "no memory for a cuDNN plan");
+  if (!e) return at_fail(AT_ERR_NOMEM, "no memory for a cuDNN plan");
   e->key = *k;
   at_status rc = build_graph_and_plan(cd, k, e);
   if (rc != AT_OK)
-    rc = rt_fail_context(rc, "cuDNN %s plan for B=%d T=%d S=%d Nq=%d Nkv=%d D=%d %s %s",
+    rc = at_fail_context(rc, "cuDNN %s plan for B=%d T=%d S=%d Nq=%d Nkv=%d D=%d %s %s",
                          rt_cudnn_path_name((rt_cudnn_path)k->path), k->batch, k->q_len, k->kv_len, k->q_heads,
                          k->kv_heads, k->head_dim, at_dtype_name((at_dtype)k->dtype), at_mask_name((at_mask)k->mask));
   if (rc == AT_ERR_UNSUPPORTED) {
@@ -667,7 +667,7 @@ static at_status build_plan(rt_cudnn_sdpa *cd, const plan_key *k, plan_entry **o
     e->n_descs = 0;
     e->plan = NULL;
     e->refusal = strdup(at_last_error());
-    if (!e->refusal) rc = rt_fail(AT_ERR_NOMEM, "no memory for a cuDNN refusal");
+    if (!e->refusal) rc = at_fail(AT_ERR_NOMEM, "no memory for a cuDNN refusal");
   }
   if (rc != AT_OK && !e->refusal) {
     entry_free(e);
@@ -685,12 +685,11 @@ static at_status build_plan(rt_cudnn_sdpa *cd, const plan_key *k, plan_entry **o
 
 /* ---- requests ----------------------------------------------------------------------------- */
 
-static int is_fp8(at_dtype dtype) { return dtype == AT_DTYPE_E4M3 || dtype == AT_DTYPE_E5M2; }
 
 static at_status check_strides(const char *name, at_strides st)
 {
   if (st.batch <= 0 || st.seq <= 0 || st.head <= 0)
-    return rt_fail(AT_ERR_INVALID, "%s strides (batch %lld, seq %lld, head %lld) must be positive", name,
+    return at_fail(AT_ERR_INVALID, "%s strides (batch %lld, seq %lld, head %lld) must be positive", name,
                    (long long)st.batch, (long long)st.seq, (long long)st.head);
   return AT_OK;
 }
@@ -702,31 +701,31 @@ static at_status make_key(const rt_cudnn_sdpa *cd, const at_shape *s, const at_t
 {
   at_status rc;
   if ((rc = at_shape_check(s)) != AT_OK) return rc;
-  if (!t) return rt_fail(AT_ERR_INVALID, "cuDNN SDPA: tensors are NULL");
+  if (!t) return at_fail(AT_ERR_INVALID, "cuDNN SDPA: tensors are NULL");
   if (s->dtype == AT_DTYPE_F32)
-    return rt_fail(AT_ERR_UNSUPPORTED, "cuDNN SDPA takes f16, bf16, e4m3 or e5m2 inputs (got f32)");
-  if (is_fp8(s->dtype) != (fp8 != NULL))
-    return rt_fail(AT_ERR_INVALID, "cuDNN SDPA: %s inputs %s FP8 scaling arguments", at_dtype_name(s->dtype),
+    return at_fail(AT_ERR_UNSUPPORTED, "cuDNN SDPA takes f16, bf16, e4m3 or e5m2 inputs (got f32)");
+  if (at_dtype_is_fp8(s->dtype) != (fp8 != NULL))
+    return at_fail(AT_ERR_INVALID, "cuDNN SDPA: %s inputs %s FP8 scaling arguments", at_dtype_name(s->dtype),
                    fp8 ? "take no" : "need");
   rt_cudnn_path path = cd->path;
   if (path == RT_CUDNN_PATH_AUTO) {
     /* as cudnn-frontend chooses: the fused op where it covers the request (measured a few
      * percent faster on the H200 with 9.19), else the composite graph */
-    if (is_fp8(s->dtype)) path = RT_CUDNN_PATH_FP8;
+    if (at_dtype_is_fp8(s->dtype)) path = RT_CUDNN_PATH_FP8;
     else if (s->mask == AT_MASK_NONE && cd->version >= 91301) path = RT_CUDNN_PATH_UNIFIED;
     else path = RT_CUDNN_PATH_COMPOSITE;
   }
-  if (is_fp8(s->dtype) != (path == RT_CUDNN_PATH_FP8))
-    return rt_fail(AT_ERR_INVALID, "cuDNN path '%s' does not take %s inputs", rt_cudnn_path_name(path),
+  if (at_dtype_is_fp8(s->dtype) != (path == RT_CUDNN_PATH_FP8))
+    return at_fail(AT_ERR_INVALID, "cuDNN path '%s' does not take %s inputs", rt_cudnn_path_name(path),
                    at_dtype_name(s->dtype));
   if (s->mask == AT_MASK_CAUSAL_BR && s->q_len > s->kv_len)
-    return rt_fail(AT_ERR_UNSUPPORTED, "cuDNN's bottom-right causal mask needs T <= S (got T=%d, S=%d): "
+    return at_fail(AT_ERR_UNSUPPORTED, "cuDNN's bottom-right causal mask needs T <= S (got T=%d, S=%d): "
                    "rows without a visible key are not supported", s->q_len, s->kv_len);
   if (path == RT_CUDNN_PATH_UNIFIED && cd->version < 91301)
-    return rt_fail(AT_ERR_UNSUPPORTED, "the fused SDPA_FWD operation needs cuDNN >= 9.13.1 (loaded %zu)",
+    return at_fail(AT_ERR_UNSUPPORTED, "the fused SDPA_FWD operation needs cuDNN >= 9.13.1 (loaded %zu)",
                    cd->version);
   if (path == RT_CUDNN_PATH_UNIFIED && s->mask != AT_MASK_NONE)
-    return rt_fail(AT_ERR_UNSUPPORTED, "the fused SDPA_FWD operation takes no mask before cuDNN 9.21 "
+    return at_fail(AT_ERR_UNSUPPORTED, "the fused SDPA_FWD operation takes no mask before cuDNN 9.21 "
                    "(asked for %s); use the composite path", at_mask_name(s->mask));
   if ((rc = check_strides("q", t->q_stride)) != AT_OK || (rc = check_strides("k", t->k_stride)) != AT_OK ||
       (rc = check_strides("v", t->v_stride)) != AT_OK || (rc = check_strides("o", t->o_stride)) != AT_OK)
@@ -752,7 +751,7 @@ static at_status lookup(rt_cudnn_sdpa *cd, const plan_key *k, plan_entry **out)
     }
     if (memcmp(&e->key, k, sizeof *k) == 0) {
       e->last_use = ++cd->clock;
-      if (e->refusal) return rt_fail(AT_ERR_UNSUPPORTED, "%s", e->refusal);
+      if (e->refusal) return at_fail(AT_ERR_UNSUPPORTED, "%s", e->refusal);
       *out = e;
       return AT_OK;
     }
@@ -783,7 +782,7 @@ at_status rt_cudnn_sdpa_create(const rt_ctx *ctx, rt_cudnn_sdpa **out)
   if ((rc = rt_cudnn_load()) != AT_OK) return rc;
   if ((rc = rt_ctx_bind(ctx)) != AT_OK) return rc;
   rt_cudnn_sdpa *cd = calloc(1, sizeof *cd);
-  if (!cd) return rt_fail(AT_ERR_NOMEM, "no memory for the cuDNN SDPA state");
+  if (!cd) return at_fail(AT_ERR_NOMEM, "no memory for the cuDNN SDPA state");
   cd->ctx = *ctx;
   if ((rc = rt_cudnn_version(&cd->version, NULL)) != AT_OK ||
       (rc = RT_CUDNN(rt_cudnn()->cudnnCreate(&cd->handle))) != AT_OK) {
@@ -838,7 +837,7 @@ static at_status ensure_workspace(rt_cudnn_sdpa *cd, int64_t bytes)
   cd->workspace = 0;
   cd->workspace_bytes = 0;
   if ((rc = rt_alloc(&cd->workspace, (size_t)bytes)) != AT_OK)
-    return rt_fail_context(rc, "cuDNN workspace of %lld bytes", (long long)bytes);
+    return at_fail_context(rc, "cuDNN workspace of %lld bytes", (long long)bytes);
   cd->workspace_bytes = (size_t)bytes;
   return AT_OK;
 }
@@ -867,9 +866,9 @@ static at_status gather_pointers(plan_entry *e, const at_tensors *t, const rt_cu
   }
   for (int uid = 1; uid < UID_END; uid++) {
     if (!(e->uid_used & (1u << uid)) || !names[uid]) continue;
-    if (!ptrs[uid]) return rt_fail(AT_ERR_INVALID, "cuDNN SDPA: %s pointer is NULL", names[uid]);
+    if (!ptrs[uid]) return at_fail(AT_ERR_INVALID, "cuDNN SDPA: %s pointer is NULL", names[uid]);
     if (!aligned16(ptrs[uid]))
-      return rt_fail(AT_ERR_INVALID, "cuDNN SDPA: %s pointer %p is not 16-byte aligned", names[uid], ptrs[uid]);
+      return at_fail(AT_ERR_INVALID, "cuDNN SDPA: %s pointer %p is not 16-byte aligned", names[uid], ptrs[uid]);
   }
   return AT_OK;
 }
@@ -928,7 +927,7 @@ at_status rt_cudnn_sdpa_bind(rt_cudnn_sdpa *cd, const at_shape *shape, const at_
   cd->bound_pack = NULL;
   if ((rc = rt_cudnn_sdpa_plan(cd, shape, t, fp8, NULL)) != AT_OK) return rc;
   plan_entry *e = cd->last;
-  if (shape->with_lse && !t->lse) return rt_fail(AT_ERR_INVALID, "cuDNN SDPA: shape asks for lse but lse is NULL");
+  if (shape->with_lse && !t->lse) return at_fail(AT_ERR_INVALID, "cuDNN SDPA: shape asks for lse but lse is NULL");
   if ((rc = gather_pointers(e, t, fp8, ptrs)) != AT_OK) return rc;
   if ((rc = ensure_workspace(cd, e->info.workspace_bytes)) != AT_OK) return rc;
   if ((rc = find_pack(cd, e, ptrs, &pack)) != AT_OK) return rc;
@@ -942,7 +941,7 @@ at_status rt_cudnn_sdpa_launch(rt_cudnn_sdpa *cd, CUstream stream)
   const rt_cudnn_api *api = rt_cudnn();
   plan_entry *e = cd->bound;
   at_status rc;
-  if (!e) return rt_fail(AT_ERR_INVALID, "cuDNN SDPA: launch without a successful bind");
+  if (!e) return at_fail(AT_ERR_INVALID, "cuDNN SDPA: launch without a successful bind");
   if ((rc = RT_CUDNN(api->cudnnSetStream(cd->handle, (cudaStream_t)stream))) != AT_OK) return rc;
   return RT_CUDNN(api->cudnnBackendExecute(cd->handle, e->plan, cd->bound_pack));
 }
@@ -956,7 +955,7 @@ at_status rt_cudnn_sdpa_run(rt_cudnn_sdpa *cd, const at_shape *shape, const at_t
 
 at_status rt_cudnn_sdpa_plan_info(const rt_cudnn_sdpa *cd, rt_cudnn_plan_info *info)
 {
-  if (!cd->last) return rt_fail(AT_ERR_INVALID, "cuDNN SDPA: no plan yet");
+  if (!cd->last) return at_fail(AT_ERR_INVALID, "cuDNN SDPA: no plan yet");
   *info = cd->last->info;
   return AT_OK;
 }

@@ -47,7 +47,7 @@ at_status rt_device_query(int ordinal, rt_device_info *info)
   memset(info, 0, sizeof *info);
   if ((rc = rt_device_count(&count)) != AT_OK) return rc;
   if (ordinal < 0 || ordinal >= count)
-    return rt_fail(AT_ERR_NO_DEVICE, "GPU %d does not exist (%d GPU%s present)", ordinal, count,
+    return at_fail(AT_ERR_NO_DEVICE, "GPU %d does not exist (%d GPU%s present)", ordinal, count,
                    count == 1 ? "" : "s");
   cu = rt_cu();
   if ((rc = RT_CU(cu->cuDeviceGet(&dev, ordinal))) != AT_OK) return rc;
@@ -77,37 +77,6 @@ at_status rt_device_query(int ordinal, rt_device_info *info)
   return AT_OK;
 }
 
-void rt_arch_for_cc(int cc_major, int cc_minor, char arch[16])
-{
-  /* wgmma and setmaxnreg exist only on the arch-specific Hopper target. */
-  const char *suffix = (cc_major == 9 && cc_minor == 0) ? "a" : "";
-  snprintf(arch, 16, "sm_%d%d%s", cc_major, cc_minor, suffix);
-}
-
-at_status rt_arch_parse(const char *arch, int *cc_major, int *cc_minor, int *arch_specific)
-{
-  const char *digits = NULL;
-  if (strncmp(arch, "sm_", 3) == 0) digits = arch + 3;
-  else if (strncmp(arch, "compute_", 8) == 0) digits = arch + 8;
-  int n = 0;
-  if (digits) {
-    while (digits[n] >= '0' && digits[n] <= '9') n++;
-  }
-  int tail_ok = digits && (digits[n] == '\0' || (digits[n] == 'a' && digits[n + 1] == '\0') ||
-                           (digits[n] == 'f' && digits[n + 1] == '\0'));
-  if (!digits || (n != 2 && n != 3) || !tail_ok)
-    return rt_fail(AT_ERR_INVALID, "unknown architecture '%s' (expected e.g. sm_80, sm_89, sm_90a)",
-                   arch);
-  int value = 0;
-  for (int i = 0; i < n; i++) value = value * 10 + (digits[i] - '0');
-  *cc_major = value / 10;
-  *cc_minor = value % 10;
-  *arch_specific = digits[n] == 'a';
-  if (*cc_major < 8)
-    return rt_fail(AT_ERR_INVALID, "architecture '%s' is too old (attntune needs sm_80 or newer)", arch);
-  return AT_OK;
-}
-
 at_status rt_ctx_open(int ordinal, rt_ctx *ctx)
 {
   at_status rc;
@@ -122,7 +91,7 @@ at_status rt_ctx_open(int ordinal, rt_ctx *ctx)
     ctx->context = NULL;
     return rc;
   }
-  rt_arch_for_cc(ctx->info.cc_major, ctx->info.cc_minor, ctx->arch);
+  at_arch_for_cc(ctx->info.cc_major, ctx->info.cc_minor, ctx->arch);
   return AT_OK;
 }
 
@@ -145,7 +114,7 @@ at_status rt_alloc(CUdeviceptr *ptr, size_t bytes)
   *ptr = 0;
   if (bytes == 0) bytes = 1; /* a valid, distinct pointer for empty tensors */
   at_status rc = RT_CU(rt_cu()->cuMemAlloc(ptr, bytes));
-  if (rc != AT_OK) return rt_fail_context(rc, "allocating %zu bytes on the GPU", bytes);
+  if (rc != AT_OK) return at_fail_context(rc, "allocating %zu bytes on the GPU", bytes);
   return AT_OK;
 }
 

@@ -62,7 +62,7 @@ static void load_once(void)
 at_status rt_driver_load(void)
 {
   pthread_once(&g_once, load_once);
-  if (g_load_status != AT_OK) return rt_fail(g_load_status, "%s", g_load_message);
+  if (g_load_status != AT_OK) return at_fail(g_load_status, "%s", g_load_message);
   return AT_OK;
 }
 
@@ -75,6 +75,6 @@ at_status rt_cu_check(CUresult result, const char *expr, const char *file, int l
   if (g_driver.cuGetErrorName) g_driver.cuGetErrorName(result, &name);
   if (g_driver.cuGetErrorString) g_driver.cuGetErrorString(result, &text);
   at_status code = result == CUDA_ERROR_OUT_OF_MEMORY ? AT_ERR_NOMEM : AT_ERR_CUDA;
-  return rt_fail(code, "%s failed: %s (%d: %s) at %s:%d", expr, name ? name : "CUDA error",
+  return at_fail(code, "%s failed: %s (%d: %s) at %s:%d", expr, name ? name : "CUDA error",
                  (int)result, text ? text : "no description", file, line);
 }

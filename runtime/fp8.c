@@ -120,15 +120,15 @@ static at_status quantize(const void *x, elem_reader get, size_t n, at_dtype fp8
 {
   const fp8_format *f = format_of(fp8);
   if (!f)
-    return rt_fail(AT_ERR_INVALID, "at_quantize_fp8: dtype '%s' is not an FP8 type (expected e4m3 or e5m2)",
+    return at_fail(AT_ERR_INVALID, "at_quantize_fp8: dtype '%s' is not an FP8 type (expected e4m3 or e5m2)",
                    at_dtype_name(fp8));
   if ((n && (!x || !out)) || !scale_out)
-    return rt_fail(AT_ERR_INVALID, "at_quantize_fp8: NULL %s", !scale_out ? "scale_out" : !x ? "x" : "out");
+    return at_fail(AT_ERR_INVALID, "at_quantize_fp8: NULL %s", !scale_out ? "scale_out" : !x ? "x" : "out");
   float amax = 0.0f;
   for (size_t i = 0; i < n; i++) {
     float v = get(x, i);
     if (isinf(v))
-      return rt_fail(AT_ERR_INVALID, "at_quantize_fp8: x[%zu] is %s; an amax-derived scale needs finite values",
+      return at_fail(AT_ERR_INVALID, "at_quantize_fp8: x[%zu] is %s; an amax-derived scale needs finite values",
                      i, v > 0 ? "inf" : "-inf");
     if (fabsf(v) > amax) amax = fabsf(v); /* false for NaN, so NaNs do not count */
   }

@@ -68,7 +68,9 @@ static int visit(void *user, const cache_best *b)
   at_shape_key(&b->shape, key_a, sizeof key_a);
   at_shape_key(n->shape, key_b, sizeof key_b);
   if (!same_kind(&b->shape, n->shape) || strcmp(key_a, key_b) == 0) return 0;
-  if (strcmp(b->env.template_version, n->template_version) != 0) return n->stale++, 0;
+  char why[256];
+  if (!gen_version_current(b->env.template_version, n->template_version, b->impl, why, sizeof why))
+    return n->stale++, 0;
   if (n->fused_only && strcmp(b->impl, "cudnn") == 0) return 0;
   double d = shape_distance(&b->shape, n->shape);
   if (n->found && d >= n->distance) return 0;
@@ -87,10 +89,10 @@ static at_status exact_step(cache_db *cache, const char *gpu_model, const char *
   int found = 0;
   at_status rc = cache_get_best(cache, gpu_model, shape, &b, &found);
   if (rc != AT_OK) return rc;
+  char why[256];
   if (!found) skip(l, "exact: no tuned kernel stored for this shape on %s", gpu_model);
-  else if (strcmp(b.env.template_version, template_version) != 0)
-    skip(l, "exact: tuned with templates %s, this library has %s (stale; retune)",
-         b.env.template_version, template_version);
+  else if (!gen_version_current(b.env.template_version, template_version, b.impl, why, sizeof why))
+    skip(l, "exact: %s", why);
   else if (fused_only && strcmp(b.impl, "cudnn") == 0)
     skip(l, "exact: cuDNN measured fastest, and generated kernels were asked for");
   else {
@@ -146,7 +148,7 @@ at_status rt_lookup_chain(cache_db *cache, const char *gpu_model, const char *te
     skip(l, "generator default: %s", at_last_error());
   }
   if (fused_only) return AT_OK;
-  if (shape->dtype == AT_DTYPE_E4M3 || shape->dtype == AT_DTYPE_E5M2)
+  if (at_dtype_is_fp8(shape->dtype))
     skip(l, "cuDNN: its FP8 attention writes FP8, and plans for FP8 inputs write bf16");
   else
     snprintf(add(l, AT_CHOICE_CUDNN, "cudnn")->why, sizeof l->steps[0].why, "cuDNN");

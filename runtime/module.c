@@ -18,7 +18,7 @@ void rt_module_unload(CUmodule module)
 at_status rt_module_function(CUmodule module, const char *name, CUfunction *fn)
 {
   at_status rc = RT_CU(rt_cu()->cuModuleGetFunction(fn, module, name));
-  if (rc != AT_OK) return rt_fail_context(rc, "looking up kernel '%s'", name);
+  if (rc != AT_OK) return at_fail_context(rc, "looking up kernel '%s'", name);
   return AT_OK;
 }
 
@@ -31,13 +31,13 @@ at_status rt_launch(CUfunction fn, const rt_launch_dims *d, CUstream stream, voi
 {
   for (int i = 0; i < 3; i++)
     if (d->grid[i] == 0 || d->block[i] == 0)
-      return rt_fail(AT_ERR_INVALID, "launch with an empty grid or block (%ux%ux%u, %ux%ux%u)",
+      return at_fail(AT_ERR_INVALID, "launch with an empty grid or block (%ux%ux%u, %ux%ux%u)",
                      d->grid[0], d->grid[1], d->grid[2], d->block[0], d->block[1], d->block[2]);
   at_status rc = RT_CU(rt_cu()->cuLaunchKernel(fn, d->grid[0], d->grid[1], d->grid[2], d->block[0],
                                                d->block[1], d->block[2], d->smem_bytes, stream,
                                                args, NULL));
   if (rc != AT_OK)
-    return rt_fail_context(rc, "launching grid %ux%ux%u block %ux%ux%u smem %u", d->grid[0],
+    return at_fail_context(rc, "launching grid %ux%ux%u block %ux%ux%u smem %u", d->grid[0],
                            d->grid[1], d->grid[2], d->block[0], d->block[1], d->block[2],
                            d->smem_bytes);
   return AT_OK;

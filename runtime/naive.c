@@ -29,17 +29,17 @@ at_status rt_naive_source(at_dtype in_dtype, at_dtype out_dtype, char **source)
   const char *body = at_template_text("naive.cu", &n_body);
   char preamble[256];
   *source = NULL;
-  if (!common || !body) return rt_fail(AT_ERR_INVALID, "naive templates are not embedded in this build");
+  if (!common || !body) return at_fail(AT_ERR_INVALID, "naive templates are not embedded in this build");
   if (out_dtype != AT_DTYPE_F32 && out_dtype != AT_DTYPE_F16 && out_dtype != AT_DTYPE_BF16)
-    return rt_fail(AT_ERR_INVALID, "naive output dtype %s unsupported (expected f32, f16, bf16)",
+    return at_fail(AT_ERR_INVALID, "naive output dtype %s unsupported (expected f32, f16, bf16)",
                    at_dtype_name(out_dtype));
-  if ((unsigned)in_dtype > AT_DTYPE_E5M2) return rt_fail(AT_ERR_INVALID, "unknown input dtype %d", in_dtype);
+  if ((unsigned)in_dtype > AT_DTYPE_E5M2) return at_fail(AT_ERR_INVALID, "unknown input dtype %d", in_dtype);
   int n_pre = snprintf(preamble, sizeof preamble,
                        "/* attntune naive reference: in %s, out %s */\n#define AT_IN_DTYPE %d\n"
                        "#define AT_OUT_DTYPE %d\n",
                        at_dtype_name(in_dtype), at_dtype_name(out_dtype), (int)in_dtype, (int)out_dtype);
   char *text = malloc((size_t)n_pre + n_common + n_body + 2);
-  if (!text) return rt_fail(AT_ERR_NOMEM, "no memory for the naive kernel source");
+  if (!text) return at_fail(AT_ERR_NOMEM, "no memory for the naive kernel source");
   memcpy(text, preamble, (size_t)n_pre);
   memcpy(text + n_pre, common, n_common);
   text[n_pre + n_common] = '\n';
@@ -99,17 +99,17 @@ at_status rt_naive_run_fp8(const rt_naive *naive, const at_shape *s, const at_te
   at_status rc;
   if ((rc = at_shape_check(s)) != AT_OK) return rc;
   if (s->dtype != naive->in_dtype)
-    return rt_fail(AT_ERR_INVALID, "naive reference compiled for %s inputs, shape has %s",
+    return at_fail(AT_ERR_INVALID, "naive reference compiled for %s inputs, shape has %s",
                    at_dtype_name(naive->in_dtype), at_dtype_name(s->dtype));
-  if (fp8 && s->dtype != AT_DTYPE_E4M3 && s->dtype != AT_DTYPE_E5M2 &&
+  if (fp8 && !at_dtype_is_fp8(s->dtype) &&
       (fp8->descale_q || fp8->descale_k || fp8->descale_v))
-    return rt_fail(AT_ERR_INVALID, "descales given for %s inputs (only e4m3/e5m2 inputs take them)",
+    return at_fail(AT_ERR_INVALID, "descales given for %s inputs (only e4m3/e5m2 inputs take them)",
                    at_dtype_name(s->dtype));
   if (!t->q || !t->k || !t->v || !t->o || !scratch)
-    return rt_fail(AT_ERR_INVALID, "naive reference needs q, k, v, o and scratch pointers");
-  if (s->with_lse && !t->lse) return rt_fail(AT_ERR_INVALID, "shape asks for lse but lse is NULL");
+    return at_fail(AT_ERR_INVALID, "naive reference needs q, k, v, o and scratch pointers");
+  if (s->with_lse && !t->lse) return at_fail(AT_ERR_INVALID, "shape asks for lse but lse is NULL");
   if ((long long)s->batch * s->q_heads > 65535)
-    return rt_fail(AT_ERR_INVALID, "naive reference handles at most 65535 batch*heads (got %lld)",
+    return at_fail(AT_ERR_INVALID, "naive reference handles at most 65535 batch*heads (got %lld)",
                    (long long)s->batch * s->q_heads);
 
   struct naive_params p = {
@@ -134,7 +134,7 @@ at_status rt_naive_run_fp8(const rt_naive *naive, const at_shape *s, const at_te
   rt_launch_dims pv = {{ceil_div(s->head_dim, NAIVE_TILE), ceil_div(s->q_len, NAIVE_TILE), bh},
                        {NAIVE_TILE, NAIVE_TILE, 1}, 0};
   if (bh > 65535 || ceil_div(s->q_len, NAIVE_TILE) > 65535)
-    return rt_fail(AT_ERR_INVALID, "shape too large for the naive reference grid");
+    return at_fail(AT_ERR_INVALID, "shape too large for the naive reference grid");
   if ((rc = rt_launch(naive->scores, &scores, stream, args)) != AT_OK) return rc;
   if ((rc = rt_launch(naive->softmax, &softmax, stream, args)) != AT_OK) return rc;
   return rt_launch(naive->pv, &pv, stream, args);

@@ -59,14 +59,14 @@ static void load_nvrtc(void)
 at_status rt_nvrtc_load(void)
 {
   pthread_once(&g_nvrtc_once, load_nvrtc);
-  if (!g_nvrtc.nvrtcDestroyProgram) return rt_fail(AT_ERR_COMPILE, "%s", g_nvrtc_error);
+  if (!g_nvrtc.nvrtcDestroyProgram) return at_fail(AT_ERR_COMPILE, "%s", g_nvrtc_error);
   return AT_OK;
 }
 
 static at_status nvrtc_check(nvrtcResult r, const char *expr, const char *name, int line)
 {
   if (r == NVRTC_SUCCESS) return AT_OK;
-  return rt_fail(r == NVRTC_ERROR_OUT_OF_MEMORY ? AT_ERR_NOMEM : AT_ERR_COMPILE,
+  return at_fail(r == NVRTC_ERROR_OUT_OF_MEMORY ? AT_ERR_NOMEM : AT_ERR_COMPILE,
                  "%s failed for '%s': %s (runtime/nvrtc.c:%d)", expr, name,
                  g_nvrtc.nvrtcGetErrorString(r), line);
 }
@@ -140,7 +140,7 @@ static at_status fetch_log(nvrtcProgram prog, const char *name, rt_binary *out)
   at_status rc = NVRTC(g_nvrtc.nvrtcGetProgramLogSize(prog, &size), name);
   if (rc != AT_OK) return rc;
   out->log = malloc(size + 1);
-  if (!out->log) return rt_fail(AT_ERR_NOMEM, "no memory for the compile log of '%s'", name);
+  if (!out->log) return at_fail(AT_ERR_NOMEM, "no memory for the compile log of '%s'", name);
   out->log[0] = '\0';
   if (size > 0 && (rc = NVRTC(g_nvrtc.nvrtcGetProgramLog(prog, out->log), name)) != AT_OK) return rc;
   out->log[size] = '\0';
@@ -152,10 +152,10 @@ static at_status fetch_cubin(nvrtcProgram prog, const char *name, rt_binary *out
   at_status rc = NVRTC(g_nvrtc.nvrtcGetCUBINSize(prog, &out->cubin_size), name);
   if (rc != AT_OK) return rc;
   if (out->cubin_size == 0)
-    return rt_fail(AT_ERR_COMPILE, "NVRTC produced no cubin for '%s' (was a virtual "
+    return at_fail(AT_ERR_COMPILE, "NVRTC produced no cubin for '%s' (was a virtual "
                    "compute_XX architecture given instead of sm_XX?)", name);
   out->cubin = malloc(out->cubin_size);
-  if (!out->cubin) return rt_fail(AT_ERR_NOMEM, "no memory for the cubin of '%s'", name);
+  if (!out->cubin) return at_fail(AT_ERR_NOMEM, "no memory for the cubin of '%s'", name);
   return NVRTC(g_nvrtc.nvrtcGetCUBIN(prog, out->cubin), name);
 }
 
@@ -171,8 +171,8 @@ at_status rt_compile(const char *source, const char *name, const char *arch,
 
   memset(out, 0, sizeof *out);
   if ((rc = rt_nvrtc_load()) != AT_OK) return rc;
-  if ((rc = rt_arch_parse(arch, &major, &minor, &specific)) != AT_OK) return rc;
-  if (n_extra < 0 || n_extra > 24) return rt_fail(AT_ERR_INVALID, "too many NVRTC options (%d)", n_extra);
+  if ((rc = at_arch_parse(arch, &major, &minor, &specific)) != AT_OK) return rc;
+  if (n_extra < 0 || n_extra > 24) return at_fail(AT_ERR_INVALID, "too many NVRTC options (%d)", n_extra);
   snprintf(arch_opt, sizeof arch_opt, "--gpu-architecture=sm_%d%d%s", major, minor,
            specific ? "a" : "");
   opts[n_opts++] = arch_opt;
@@ -185,7 +185,7 @@ at_status rt_compile(const char *source, const char *name, const char *arch,
   nvrtcResult compiled = g_nvrtc.nvrtcCompileProgram(prog, n_opts, opts);
   if ((rc = fetch_log(prog, name, out)) != AT_OK) goto done;
   if (compiled != NVRTC_SUCCESS) {
-    rc = rt_fail(AT_ERR_COMPILE, "NVRTC could not compile '%s' for %s: %s\n%s", name, arch,
+    rc = at_fail(AT_ERR_COMPILE, "NVRTC could not compile '%s' for %s: %s\n%s", name, arch,
                  g_nvrtc.nvrtcGetErrorString(compiled), out->log);
     goto done;
   }

@@ -2,7 +2,7 @@
  * rt.h — the runtime layer: CUDA driver (loaded with dlopen), NVRTC, modules, launches, device
  * info, timing, and the naive reference attention. Internal to attntune; prefix rt_.
  *
- * Every function returns at_status and leaves a message in the thread-local error (rt_fail).
+ * Every function returns at_status and leaves a message in the thread-local error (at_fail).
  * Driver calls go through rt_cu() (the table of function pointers) and are checked with RT_CU,
  * which records the expression, file and line:
  *
@@ -19,14 +19,10 @@
 #include <cuda.h>
 
 #include "attntune.h"
+#include "core/core.h"
+#include "generator/generator.h"
 
 /* ---- errors ------------------------------------------------------------------------------ */
-
-/* Store a formatted message for the calling thread and return code. */
-at_status rt_fail(at_status code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Prepend context to the current message ("while compiling fa2...: <old message>"). */
-at_status rt_fail_context(at_status code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void rt_clear_error(void);
 
 at_status rt_cu_check(CUresult result, const char *expr, const char *file, int line);
 #define RT_CU(expr) rt_cu_check((expr), #expr, __FILE__, __LINE__)
@@ -81,11 +77,6 @@ at_status rt_device_count(int *count);
 /* The kernel driver's release ("580.159.04") from /proc/driver/nvidia/version, or "unknown". */
 void rt_driver_release(char *out, size_t cap);
 at_status rt_device_query(int ordinal, rt_device_info *info);
-/* The NVRTC target for a device: "sm_90a" for compute capability 9.0, "sm_<major><minor>" else. */
-void rt_arch_for_cc(int cc_major, int cc_minor, char arch[16]);
-/* Parse "sm_80", "sm_90a", "compute_90a"; fills the compute capability and whether it is an
- * arch-specific ('a') target. */
-at_status rt_arch_parse(const char *arch, int *cc_major, int *cc_minor, int *arch_specific);
 
 /* ---- contexts, memory, streams, timing ----------------------------------------------------- */
 
@@ -160,6 +151,110 @@ typedef struct rt_launch_dims {
 
 at_status rt_launch(CUfunction fn, const rt_launch_dims *dims, CUstream stream, void **args);
 
+/* ---- generated variants: compile (a thread pool), load, launch ------------------------------- */
+
+/* One variant compiled. */
+typedef struct rt_compiled {
+  gen_variant variant;
+  char key[GEN_KEY_MAX];
+  at_status status;
+  char message[512]; /* when status != AT_OK */
+  rt_binary binary;  /* owned; free with rt_compiled_free */
+  rt_kernel_resources resources; /* of the first entry point (the one that does the work) */
+  double compile_ms;
+} rt_compiled;
+
+/* out[i] is variants[i] compiled; jobs <= 0 means one thread per online CPU. Returns AT_OK when
+ * the pool ran; each out[i].status says how its compile went. NVRTC runs on the CPU (no GPU). */
+at_status rt_compile_all(const gen_variant *variants, int n, const gen_target *target, int jobs,
+                         rt_compiled *out);
+void rt_compiled_free(rt_compiled *c, int n);
+
+/* A variant's module on the current context and its entry points in launch order. */
+typedef struct rt_variant {
+  gen_variant variant;
+  CUmodule module;
+  CUfunction fn[GEN_MAX_KERNELS];
+  int n_fn;
+} rt_variant;
+
+/* Load a variant's cubin and find every entry point. On failure nothing stays loaded. */
+at_status rt_variant_load(const gen_variant *v, const void *cubin, rt_variant *out);
+void rt_variant_unload(rt_variant *lv);
+
+/* Per-tensor FP8 scaling of one call: device pointers to one fp32 each (x_real = code * descale,
+ * as include/attntune_fp8.h). NULL inputs mean 1. scale_o and amax_o are used only when O is FP8:
+ * O = fp8(O_real * scale_o), amax_o = max |O_real| (the launch zeroes it on the stream first).
+ * P's scale is fixed inside the kernel (448, E4M3's largest value), so it is not an argument. */
+typedef struct rt_fp8_args {
+  const float *descale_q, *descale_k, *descale_v;
+  const float *scale_o;
+  float *amax_o;
+} rt_fp8_args;
+
+/* One call's checked arguments, as cuLaunchKernel reads them, built from the generator's launch
+ * description (gen_launch_describe): what rt_variant_launch does before its launches (including
+ * raising each function's shared-memory limit), for callers that launch the same call many times.
+ * args point into the frame: do not copy a frame. */
+typedef union rt_arg_slot {
+  CUdeviceptr ptr;
+  int i;
+  long long ll;
+  float f;
+} rt_arg_slot;
+
+typedef struct rt_launch_frame {
+  gen_launch_desc desc;
+  CUfunction fn[GEN_MAX_KERNELS];
+  rt_launch_dims dims[GEN_MAX_KERNELS];
+  rt_arg_slot slots[GEN_ARG_COUNT];
+  void *args[GEN_MAX_KERNELS][GEN_MAX_ARGS];
+  CUdeviceptr amax_o; /* zeroed on the stream before the kernels when set */
+} rt_launch_frame;
+
+/* The scratch bytes a call of v on shape needs (0 for single-kernel variants). */
+at_status rt_variant_scratch_bytes(const gen_variant *v, const at_shape *shape, size_t *bytes);
+/* Checks that the shape is the variant's spec and that pointers and strides allow the copies the
+ * kernels make (rows a multiple of 16 bytes: 8 elements of 16 bits, 16 of FP8). fp8 may be NULL
+ * (unit descales, no amax); scratch holds rt_variant_scratch_bytes. */
+at_status rt_variant_prepare(const rt_variant *lv, const at_shape *shape, const at_tensors *t,
+                             const rt_fp8_args *fp8, CUdeviceptr scratch, rt_launch_frame *frame);
+/* Enqueue a prepared frame's kernels (amax first zeroed). */
+at_status rt_frame_launch(const rt_launch_frame *frame, CUstream stream);
+at_status rt_variant_launch(const rt_variant *lv, const at_shape *shape, const at_tensors *t,
+                            const rt_fp8_args *fp8, CUdeviceptr scratch, CUstream stream);
+
+/* ---- timing ------------------------------------------------------------------------------ */
+
+/* How every implementation is timed, the same way: warm-up launches first, then `reps` launches
+ * enqueued back to back with an event between each two, behind memsets that keep the GPU busy
+ * while they are enqueued, so the GPU runs them without gaps and each interval holds one launch;
+ * the median interval is the result. Inputs rotate among several sets so that small problems are
+ * not served from L2. The library's at_plan_benchmark and the tuner share it. */
+typedef struct rt_timing_opts {
+  int warmup; /* launches before timing */
+  int reps;   /* timed launches */
+  /* Optional: a device buffer that a few memsets fill before the first timed launch, so the GPU
+   * is busy while the host enqueues and no interval holds the host's launch latency. */
+  CUdeviceptr cover;
+  size_t cover_words;
+} rt_timing_opts;
+
+typedef struct rt_timing {
+  double median_ms, min_ms, max_ms;
+  int reps;
+} rt_timing;
+
+/* Enqueue one launch on stream, reading input set `set`. */
+typedef at_status (*rt_launch_fn)(void *user, int set, CUstream stream);
+
+at_status rt_time_launches(rt_launch_fn launch, void *user, int n_sets, const rt_timing_opts *opts,
+                           CUstream stream, rt_timing *out);
+
+/* How many input sets of `bytes` each to rotate so that together they are at least twice the L2
+ * (1 when one set already is), capped at max_sets. */
+int rt_rotation_sets(size_t bytes, size_t l2_bytes, int max_sets);
+
 /* ---- cuDNN (loaded at run time) ----------------------------------------------------------- */
 
 /* Load cuDNN: $ATTNTUNE_CUDNN (a file or a folder holding libcudnn.so.9) if set, else
@@ -167,11 +262,6 @@ at_status rt_launch(CUfunction fn, const rt_launch_dims *dims, CUstream stream, 
  * file actually loaded. */
 at_status rt_cudnn_load(void);
 at_status rt_cudnn_version(size_t *version, const char **path);
-
-/* ---- templates ---------------------------------------------------------------------------- */
-
-/* Text of an embedded template file ("naive.cu", "common.cuh"), or NULL. */
-const char *at_template_text(const char *name, size_t *size);
 
 /* ---- the naive reference ------------------------------------------------------------------ */
 

@@ -1,11 +1,11 @@
 set(AT_RUNTIME_SOURCES
-  runtime/error.c
-  runtime/shape.c
-  runtime/numerics.c
   runtime/driver.c
   runtime/device.c
   runtime/nvrtc.c
+  runtime/compile.c
   runtime/module.c
+  runtime/launch.c
+  runtime/timing.c
   runtime/naive.c
   runtime/cudnn.c
   runtime/cudnn_sdpa.c

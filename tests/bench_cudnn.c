@@ -17,7 +17,7 @@
 #include "attntune_fp8.h"
 #include "runtime/cudnn_sdpa.h"
 #include "tuner/reference.h"
-#include "tuner/timing.h"
+#include "runtime/rt.h"
 
 #define CHECK(expr)                                                                              \
   do {                                                                                           \
@@ -185,11 +185,11 @@ static void run_config(const rt_ctx *ctx, rt_cudnn_sdpa *cd, pools *p, int seq, 
     snprintf(r->why, sizeof r->why, "%s", at_last_error());
     return;
   }
-  tn_timing_opts opts = {.warmup = 5, .reps = 30};
-  tn_timing tm, again;
+  rt_timing_opts opts = {.warmup = 5, .reps = 30};
+  rt_timing tm, again;
   /* timed twice: the spread between the two says what difference is noise */
-  if ((r->rc = tn_time_launches(launch, cd, 1, &opts, NULL, &tm)) != AT_OK ||
-      (r->rc = tn_time_launches(launch, cd, 1, &opts, NULL, &again)) != AT_OK) {
+  if ((r->rc = rt_time_launches(launch, cd, 1, &opts, NULL, &tm)) != AT_OK ||
+      (r->rc = rt_time_launches(launch, cd, 1, &opts, NULL, &again)) != AT_OK) {
     snprintf(r->why, sizeof r->why, "%s", at_last_error());
     return;
   }

@@ -36,18 +36,18 @@ static void make_cache(void)
   rt_ctx ctx;
   gen_target target;
   gen_variant v;
-  gen_compiled c;
+  rt_compiled c;
   cache_db *db;
   cache_best b;
   TU_OK(rt_ctx_open(0, &ctx));
   TU_OK(gen_target_make(ctx.arch, ctx.info.smem_per_block_optin, &target));
   TU_OK(gen_default_variant(&g_tuned, &target, &v));
-  TU_OK(gen_compile_all(&v, 1, &target, 1, &c));
+  TU_OK(rt_compile_all(&v, 1, &target, 1, &c));
   TU_OK(c.status);
   memset(&b, 0, sizeof b);
   b.shape = g_tuned;
   snprintf(b.env.gpu_model, sizeof b.env.gpu_model, "%.127s", ctx.info.name);
-  tn_template_version(b.env.template_version, sizeof b.env.template_version);
+  gen_templates_version(b.env.template_version, sizeof b.env.template_version);
   snprintf(b.impl, sizeof b.impl, "%s", c.key);
   b.time_ms = 0.01, b.tflops = 1, b.cudnn_ms = NAN, b.err_naive = NAN, b.err_cudnn = NAN;
   snprintf(b.arch, sizeof b.arch, "%s", ctx.arch);
@@ -56,7 +56,7 @@ static void make_cache(void)
   TU_OK(cache_open(g_db, 0, &db));
   TU_OK(cache_put_best(db, &b, NULL));
   cache_close(db);
-  gen_compiled_free(&c, 1);
+  rt_compiled_free(&c, 1);
   rt_ctx_close(&ctx);
 }
 

@@ -14,6 +14,7 @@
 
 #include "cache/cache.h"
 #include "tests/testutil.h"
+#include "generator/generator.h"
 #include "tuner/tune.h"
 
 static char g_dir[256], g_a[320], g_b[320];
@@ -66,8 +67,8 @@ static int setup(void **state)
   if (!mkdtemp(g_dir)) return -1;
   snprintf(g_a, sizeof g_a, "%s/a.db", g_dir);
   snprintf(g_b, sizeof g_b, "%s/b.db", g_dir);
-  char current[32];
-  tn_template_version(current, sizeof current);
+  char current[96];
+  gen_templates_version(current, sizeof current);
   cache_env now = env(current), old = env("tpl-000000000000");
   add(g_a, &now, 1024, "fa2.bf16.d128.causal.g1.bm128.bn128.w8.s3", 0.05, 0.04);
   add(g_a, &old, 2048, "fa2.bf16.d128.causal.g1.bm128.bn64.w8.s2", 0.20, 0.15);

@@ -66,13 +66,13 @@ typedef struct fa2_run {
   float *got_o, *got_lse;
 } fa2_run;
 
-static int check_variant(const gen_variant *v, const char *key, CUfunction fn, int i, void *ctx)
+static int check_variant(const rt_variant *lv, const char *key, int i, void *ctx)
 {
   fa2_run *r = ctx;
   const fa2_case *c = r->c;
   TU_OK(rt_fill_u8(r->dout, 0xFF, r->nq * at_dtype_size(c->dtype)));
   TU_OK(rt_fill_u8(r->dlse, 0xFF, r->nlse * sizeof(float)));
-  TU_OK(gen_launch(v, fn, r->s, r->t, NULL));
+  TU_OK(rt_variant_launch(lv, r->s, r->t, NULL, 0, NULL));
   TU_OK(rt_ctx_sync(&tu_gpu));
   tu_download(c->dtype, r->dout, r->nq, r->got_o);
   tn_error eo = tn_compare(r->ref_o, r->got_o, r->nq);

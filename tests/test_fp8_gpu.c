@@ -33,7 +33,7 @@ typedef struct fp8_case {
   at_dtype out; /* bf16, f16, e4m3, e5m2 */
 } fp8_case;
 
-static double tolerance(at_dtype dtype) { return dtype == AT_DTYPE_E5M2 ? 1e-1 : 5e-2; }
+static double tolerance(at_dtype dtype) { return at_dtype_tolerance(dtype); }
 
 /* One quantized input: codes on the device, the descale on the host, dequantized values on host. */
 typedef struct qtensor {
@@ -98,7 +98,7 @@ typedef struct fp8_run {
   const fp8_case *c;
   const at_shape *s;
   const at_tensors *t;
-  const gen_fp8_args *fp8;
+  const rt_fp8_args *fp8;
   CUdeviceptr dout, dlse, d_amax;
   size_t nq, nlse;
   float scale_o;
@@ -107,7 +107,7 @@ typedef struct fp8_run {
   float *got_o, *got_lse;
 } fp8_run;
 
-static int check_variant(const gen_variant *v, const char *key, CUfunction fn, int i, void *ctx)
+static int check_variant(const rt_variant *lv, const char *key, int i, void *ctx)
 {
   fp8_run *r = ctx;
   const fp8_case *c = r->c;
@@ -115,7 +115,7 @@ static int check_variant(const gen_variant *v, const char *key, CUfunction fn, i
   TU_OK(rt_fill_u8(r->dout, 0xFF, r->nq * at_dtype_size(c->out)));
   TU_OK(rt_fill_u8(r->dlse, 0xFF, r->nlse * sizeof(float)));
   TU_OK(rt_fill_u8(r->d_amax, 0xFF, sizeof(float)));
-  TU_OK(gen_launch_fp8(v, fn, r->s, r->t, r->fp8, NULL));
+  TU_OK(rt_variant_launch(lv, r->s, r->t, r->fp8, 0, NULL));
   TU_OK(rt_ctx_sync(&tu_gpu));
   download_out(c->out, r->dout, r->nq, 1.0f / r->scale_o, r->got_o);
   tn_error eo = tn_compare(r->ref_o, r->got_o, r->nq);
@@ -251,7 +251,7 @@ static int check_case(const fp8_case *c)
   CUdeviceptr dlse = tu_alloc_poisoned(nlse * sizeof(float));
   t.q = (void *)(uintptr_t)q.dev, t.k = (void *)(uintptr_t)k.dev, t.v = (void *)(uintptr_t)v.dev;
   t.o = (void *)(uintptr_t)dout, t.lse = c->lse ? (float *)(uintptr_t)dlse : NULL;
-  gen_fp8_args fp8 = {d_descale_q, d_descale_k, d_descale_v, d_scale_o, d_amax};
+  rt_fp8_args fp8 = {d_descale_q, d_descale_k, d_descale_v, d_scale_o, d_amax};
 
   /* The input format's tolerance, or the output's if that is the coarser FP8 format. */
   const double tol = out_fp8 && tolerance(c->out) > tolerance(c->dtype) ? tolerance(c->out) : tolerance(c->dtype);

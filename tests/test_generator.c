@@ -30,13 +30,13 @@ static void test_literal_keys(void **state)
 {
   (void)state;
   char key[GEN_KEY_MAX], entry[GEN_KEY_MAX];
-  gen_variant v = {GEN_FAMILY_FA2, {AT_DTYPE_BF16, 128, AT_MASK_CAUSAL_TL, 4, 0, AT_DTYPE_BF16}, 128, 64, 4, 2};
+  gen_variant v = {GEN_FAMILY_FA2, {AT_DTYPE_BF16, 128, AT_MASK_CAUSAL_TL, 4, 0, AT_DTYPE_BF16}, 128, 64, 4, 2, 0};
   TU_OK(gen_variant_key(&v, key, sizeof key));
   assert_string_equal(key, "fa2.bf16.d128.causal.g4.bm128.bn64.w4.s2");
   TU_OK(gen_entry_name(&v, entry, sizeof entry));
   assert_string_equal(entry, "fa2_bf16_d128_causal_g4_bm128_bn64_w4_s2");
 
-  gen_variant w = {GEN_FAMILY_FA2, {AT_DTYPE_F16, 80, AT_MASK_CAUSAL_BR, 6, 1, AT_DTYPE_F16}, 64, 32, 4, 3};
+  gen_variant w = {GEN_FAMILY_FA2, {AT_DTYPE_F16, 80, AT_MASK_CAUSAL_BR, 6, 1, AT_DTYPE_F16}, 64, 32, 4, 3, 0};
   TU_OK(gen_variant_key(&w, key, sizeof key));
   assert_string_equal(key, "fa2.f16.d80.causal-br.g6.bm64.bn32.w4.s3.lse");
   TU_OK(gen_entry_name(&w, entry, sizeof entry));
@@ -154,7 +154,7 @@ static void test_smem_limit_prunes(void **state)
   assert_true(nb > 0 && nb < na);
   for (int i = 0; i < nb; i++) assert_true(gen_smem_bytes(&b[i]) <= small.smem_limit);
   /* A variant over the limit is refused with the numbers. */
-  gen_variant v = {GEN_FAMILY_FA2, {AT_DTYPE_BF16, 256, AT_MASK_NONE, 1, 0, AT_DTYPE_BF16}, 128, 128, 8, 3};
+  gen_variant v = {GEN_FAMILY_FA2, {AT_DTYPE_BF16, 256, AT_MASK_NONE, 1, 0, AT_DTYPE_BF16}, 128, 128, 8, 3, 0};
   assert_int_not_equal(gen_variant_check(&v, &big), AT_OK);
   assert_non_null(strstr(at_last_error(), "shared memory"));
 }
@@ -200,12 +200,12 @@ static void test_compile_no_spills(void **state)
           TU_OK(gen_enumerate(&s, &t, all + n, cap - n, &k));
           n += k;
         }
-  gen_compiled *out = calloc((size_t)n, sizeof *out);
+  rt_compiled *out = calloc((size_t)n, sizeof *out);
   assert_non_null(out);
-  TU_OK(gen_compile_all(all, n, &t, 0, out));
+  TU_OK(rt_compile_all(all, n, &t, 0, out));
   int bad = 0;
   for (int i = 0; i < n; i++) {
-    const gen_compiled *c = &out[i];
+    const rt_compiled *c = &out[i];
     if (c->status != AT_OK) {
       printf("  %s: %s\n", c->key, c->message);
       bad++;
@@ -217,7 +217,7 @@ static void test_compile_no_spills(void **state)
     }
   }
   printf("  compiled %d variants for sm_90a, %d with errors or spills\n", n, bad);
-  gen_compiled_free(out, n);
+  rt_compiled_free(out, n);
   free(out);
   free(all);
   assert_int_equal(bad, 0);
@@ -229,7 +229,7 @@ static void test_fp8_keys(void **state)
 {
   (void)state;
   char key[GEN_KEY_MAX], entry[GEN_KEY_MAX];
-  gen_variant v = {GEN_FAMILY_FA2, {AT_DTYPE_E4M3, 128, AT_MASK_NONE, 1, 0, AT_DTYPE_BF16}, 128, 64, 8, 2};
+  gen_variant v = {GEN_FAMILY_FA2, {AT_DTYPE_E4M3, 128, AT_MASK_NONE, 1, 0, AT_DTYPE_BF16}, 128, 64, 8, 2, 0};
   TU_OK(gen_variant_key(&v, key, sizeof key));
   assert_string_equal(key, "fa2.e4m3.d128.none.g1.bm128.bn64.w8.s2.obf16");
   TU_OK(gen_entry_name(&v, entry, sizeof entry));
@@ -238,7 +238,7 @@ static void test_fp8_keys(void **state)
   TU_OK(gen_variant_parse(key, &back));
   assert_memory_equal(&back, &v, sizeof v);
 
-  gen_variant w = {GEN_FAMILY_FA2, {AT_DTYPE_E5M2, 80, AT_MASK_CAUSAL_BR, 6, 1, AT_DTYPE_E5M2}, 64, 32, 4, 3};
+  gen_variant w = {GEN_FAMILY_FA2, {AT_DTYPE_E5M2, 80, AT_MASK_CAUSAL_BR, 6, 1, AT_DTYPE_E5M2}, 64, 32, 4, 3, 0};
   TU_OK(gen_variant_key(&w, key, sizeof key));
   assert_string_equal(key, "fa2.e5m2.d80.causal-br.g6.bm64.bn32.w4.s3.oe5m2.lse");
   TU_OK(gen_variant_parse(key, &back));
@@ -430,13 +430,13 @@ static void test_fa3_family(void **state)
  * register range. */
 static int compile_and_count(const gen_variant *vs, int n, const gen_target *t, const char *what)
 {
-  gen_compiled *out = calloc((size_t)n, sizeof *out);
+  rt_compiled *out = calloc((size_t)n, sizeof *out);
   assert_non_null(out);
-  TU_OK(gen_compile_all(vs, n, t, 0, out));
+  TU_OK(rt_compile_all(vs, n, t, 0, out));
   int bad = 0, rmin = 1 << 30, rmax = 0;
   double ms = 0;
   for (int i = 0; i < n; i++) {
-    const gen_compiled *c = &out[i];
+    const rt_compiled *c = &out[i];
     ms += c->compile_ms;
     if (c->status != AT_OK) {
       printf("  %s: %s\n", c->key, c->message);
@@ -455,7 +455,7 @@ static int compile_and_count(const gen_variant *vs, int n, const gen_target *t, 
   }
   printf("  %s: compiled %d variants for %s (%d..%d registers, %.0f s of NVRTC), %d with errors or spills\n",
          what, n, t->arch, rmin, rmax, ms / 1e3, bad);
-  gen_compiled_free(out, n);
+  rt_compiled_free(out, n);
   free(out);
   return bad;
 }

@@ -18,7 +18,7 @@
 
 static const char *GPU = "NVIDIA H200";
 static char g_path[256];
-static char g_templates[32];
+static char g_templates[96];
 static gen_target g_target;
 
 static at_shape bf16(int d, int t, at_mask mask, int nq, int nkv)
@@ -60,7 +60,7 @@ static int setup(void **state)
   (void)state;
   snprintf(g_path, sizeof g_path, "/tmp/attntune-lookup-%d.db", (int)getpid());
   unlink(g_path);
-  tn_template_version(g_templates, sizeof g_templates);
+  gen_templates_version(g_templates, sizeof g_templates);
   if (gen_target_for_arch("sm_90a", &g_target) != AT_OK) return -1;
   cache_db *db;
   if (cache_open(g_path, 0, &db) != AT_OK) return -1;

@@ -74,14 +74,14 @@ static void test_bad_architecture_is_refused(void **state)
   assert_non_null(strstr(at_last_error(), "unknown architecture 'sm_9x'"));
   assert_int_equal(rt_compile("", "x.cu", "sm_70", NULL, 0, &bin), AT_ERR_INVALID);
   int major, minor, specific;
-  TU_OK(rt_arch_parse("sm_90a", &major, &minor, &specific));
+  TU_OK(at_arch_parse("sm_90a", &major, &minor, &specific));
   assert_int_equal(major, 9);
   assert_int_equal(minor, 0);
   assert_int_equal(specific, 1);
   char arch[16];
-  rt_arch_for_cc(9, 0, arch);
+  at_arch_for_cc(9, 0, arch);
   assert_string_equal(arch, "sm_90a");
-  rt_arch_for_cc(8, 6, arch);
+  at_arch_for_cc(8, 6, arch);
   assert_string_equal(arch, "sm_86");
 }
 

@@ -105,9 +105,9 @@ float *tu_random_tensor(tn_rng *rng, at_dtype dtype, size_t n)
 int tu_check_variants(const gen_variant *vs, int n, const gen_target *target, tu_variant_check check,
                       void *ctx)
 {
-  gen_compiled *comp = calloc((size_t)n, sizeof *comp);
+  rt_compiled *comp = calloc((size_t)n, sizeof *comp);
   assert_true(n == 0 || comp != NULL);
-  TU_OK(gen_compile_all(vs, n, target, 0, comp));
+  TU_OK(rt_compile_all(vs, n, target, 0, comp));
   int failures = 0;
   for (int i = 0; i < n; i++) {
     if (comp[i].status != AT_OK) {
@@ -115,13 +115,12 @@ int tu_check_variants(const gen_variant *vs, int n, const gen_target *target, tu
       failures++;
       continue;
     }
-    CUmodule mod;
-    CUfunction fn;
-    TU_OK(gen_module_load(&vs[i], comp[i].binary.cubin, &mod, &fn));
-    failures += check(&vs[i], comp[i].key, fn, i, ctx) != 0;
-    rt_module_unload(mod);
+    rt_variant lv;
+    TU_OK(rt_variant_load(&vs[i], comp[i].binary.cubin, &lv));
+    failures += check(&lv, comp[i].key, i, ctx) != 0;
+    rt_variant_unload(&lv);
   }
-  gen_compiled_free(comp, n);
+  rt_compiled_free(comp, n);
   free(comp);
   return failures;
 }

@@ -41,7 +41,7 @@ int tu_run_attntune(const char *args, const char *dir, char *output, size_t size
 
 /* Checks one loaded variant (index i of the list): poison, launch, compare. Returns 0 when it is
  * right, else 1 after printing why. */
-typedef int (*tu_variant_check)(const gen_variant *v, const char *key, CUfunction fn, int i, void *ctx);
+typedef int (*tu_variant_check)(const rt_variant *lv, const char *key, int i, void *ctx);
 
 /* Compiles every variant for target and runs check on each that compiled, with its module loaded
  * (and unloaded after). A variant that does not compile is printed and counts as a failure.

@@ -82,7 +82,7 @@ static const char USAGE[] =
 typedef struct bench_opts {
   at_shape shape;
   char impls[2048];
-  tn_timing_opts timing;
+  rt_timing_opts timing;
   int device;
   int verify;
   int overhead;
@@ -116,8 +116,8 @@ static void print_failure(const char *name, const char *status, const char *why)
 static at_status measure(tn_harness *h, tn_impl *impl, const bench_opts *o, const char *note,
                          double *ms)
 {
-  double err = NAN, err_cudnn = NAN, tol = tn_tolerance(h->shape.dtype);
-  tn_timing tm;
+  double err = NAN, err_cudnn = NAN, tol = at_dtype_tolerance(h->shape.dtype);
+  rt_timing tm;
   at_status rc;
   if (o->verify) {
     if ((rc = tn_harness_verify(h, impl, &err, &err_cudnn)) != AT_OK) {
@@ -144,14 +144,14 @@ static at_status measure(tn_harness *h, tn_impl *impl, const bench_opts *o, cons
 static int bench_variants(tn_harness *h, const bench_opts *o, const gen_variant *vs, int n)
 {
   gen_target target;
-  gen_compiled *compiled = calloc((size_t)n, sizeof *compiled);
+  rt_compiled *compiled = calloc((size_t)n, sizeof *compiled);
   int failures = 0;
   double best_ms = INFINITY;
   char best_key[GEN_KEY_MAX] = "";
   at_status rc;
-  if (!compiled) return rt_fail(AT_ERR_NOMEM, "no memory"), 1;
+  if (!compiled) return at_fail(AT_ERR_NOMEM, "no memory"), 1;
   if ((rc = gen_target_make(h->ctx->arch, h->ctx->info.smem_per_block_optin, &target)) != AT_OK ||
-      (rc = gen_compile_all(vs, n, &target, 0, compiled)) != AT_OK) {
+      (rc = rt_compile_all(vs, n, &target, 0, compiled)) != AT_OK) {
     print_failure("fa2", "failed", at_last_error());
     free(compiled);
     return 1;
@@ -183,7 +183,7 @@ static int bench_variants(tn_harness *h, const bench_opts *o, const gen_variant 
     snprintf(name, sizeof name, "* %s", best_key);
     print_row(&h->shape, name, best_ms, NAN, "fastest fa2 variant");
   }
-  gen_compiled_free(compiled, n);
+  rt_compiled_free(compiled, n);
   free(compiled);
   return failures;
 }
@@ -277,7 +277,7 @@ static int parse_options(int argc, char **argv, bench_opts *o)
   *s = (at_shape){.batch = 2, .q_len = 1024, .kv_len = 1024, .q_heads = 16, .head_dim = 128,
                   .dtype = AT_DTYPE_BF16};
   snprintf(o->impls, sizeof o->impls, "naive,cudnn,default");
-  o->timing = (tn_timing_opts){.warmup = 10, .reps = 50};
+  o->timing = (rt_timing_opts){.warmup = 10, .reps = 50};
   o->verify = 1;
   o->seed = tn_fresh_seed();
   opterr = 0;
@@ -396,7 +396,7 @@ static int run_suite(int argc, char **argv)
   int devices[TN_CONFIG_MAX_DEVICES], n = 0, count = 0;
   if ((rc = rt_device_count(&count)) != AT_OK || count == 0) {
     tn_config_free(&cfg);
-    if (rc == AT_OK) rc = rt_fail(AT_ERR_NO_DEVICE, "no CUDA GPU found");
+    if (rc == AT_OK) rc = at_fail(AT_ERR_NO_DEVICE, "no CUDA GPU found");
     return tn_fail_exit("bench", rc);
   }
   if (!devices_text || strcmp(devices_text, "all") == 0) {
@@ -441,8 +441,8 @@ static int compare_floats(const void *a, const void *b)
 
 /* Host microseconds per enqueue, the median over rounds of OVERHEAD_BATCH enqueues each (few
  * enough that the launch queue never fills and blocks the host). */
-static at_status per_call_us(at_context *ctx, at_plan *plan, const at_tensors *t, const gen_launch_frame *raw,
-                             CUfunction fn, double *us)
+static at_status per_call_us(at_context *ctx, at_plan *plan, const at_tensors *t, const rt_launch_frame *raw,
+                             double *us)
 {
   float rounds[OVERHEAD_ROUNDS];
   at_status rc = AT_OK;
@@ -451,9 +451,11 @@ static at_status per_call_us(at_context *ctx, at_plan *plan, const at_tensors *t
     double t0 = host_us();
     for (int i = 0; i < OVERHEAD_BATCH && rc == AT_OK; i++) {
       if (raw)
-        rc = RT_CU(rt_cu()->cuLaunchKernel(fn, raw->dims.grid[0], raw->dims.grid[1], raw->dims.grid[2],
-                                           raw->dims.block[0], raw->dims.block[1], raw->dims.block[2],
-                                           raw->dims.smem_bytes, NULL, (void **)raw->args, NULL));
+        for (int k = 0; k < raw->desc.n_kernels && rc == AT_OK; k++)
+          rc = RT_CU(rt_cu()->cuLaunchKernel(raw->fn[k], raw->dims[k].grid[0], raw->dims[k].grid[1],
+                                             raw->dims[k].grid[2], raw->dims[k].block[0], raw->dims[k].block[1],
+                                             raw->dims[k].block[2], raw->dims[k].smem_bytes, NULL,
+                                             (void **)raw->args[k], NULL));
       else
         rc = at_plan_run(plan, t, NULL, NULL);
     }
@@ -474,7 +476,7 @@ static at_status overhead_plans(const bench_opts *o, const char *db, double *scr
   at_status rc = at_context_create(o->device, db, AT_CONTEXT_CACHE_WRITABLE, &ctx);
   if (rc == AT_OK) rc = at_plan_create(ctx, &o->shape, NULL, NULL, &plan);
   if (rc == AT_OK) rc = at_plan_describe(plan, &info);
-  if (rc == AT_OK && !info.compiled) rc = rt_fail(AT_ERR_INVALID, "the first plan did not compile (%s)", info.reason);
+  if (rc == AT_OK && !info.compiled) rc = at_fail(AT_ERR_INVALID, "the first plan did not compile (%s)", info.reason);
   if (rc == AT_OK) *scratch_ms = info.create_ms, snprintf(impl, impl_size, "%s", info.impl);
   at_plan_destroy(plan), plan = NULL;
   at_context_destroy(ctx), ctx = NULL;
@@ -482,7 +484,7 @@ static at_status overhead_plans(const bench_opts *o, const char *db, double *scr
   if (rc == AT_OK) rc = at_context_create(o->device, db, 0, &ctx);
   if (rc == AT_OK) rc = at_plan_create(ctx, &o->shape, NULL, NULL, &plan);
   if (rc == AT_OK) rc = at_plan_describe(plan, &info);
-  if (rc == AT_OK && info.compiled) rc = rt_fail(AT_ERR_INVALID, "the second plan compiled again");
+  if (rc == AT_OK && info.compiled) rc = at_fail(AT_ERR_INVALID, "the second plan compiled again");
   if (rc == AT_OK) *cached_ms = info.create_ms;
   at_plan_destroy(plan);
   at_context_destroy(ctx);
@@ -511,14 +513,14 @@ static int run_overhead(const bench_opts *o)
     if (rc == AT_OK) rc = rt_fill_u32((CUdeviceptr)(uintptr_t)bufs[i], 0x3c003c00u, sizes[i] / 4); /* 1.0 in f16 pairs: finite inputs */
   }
   at_tensors t = {bufs[0], bufs[1], bufs[2], bufs[3], NULL, l.q, l.k, l.v, l.o};
-  gen_variant v;
-  CUfunction fn = NULL;
-  gen_launch_frame frame;
-  if (rc == AT_OK) rc = rt_plan_kernel(plan, &v, &fn);
-  if (rc == AT_OK) rc = gen_launch_prepare(&v, fn, &o->shape, &t, NULL, &frame);
+  rt_variant kernel;
+  CUdeviceptr plan_scratch = 0;
+  static rt_launch_frame frame; /* large (argument slots for every kernel), and args point into it */
+  if (rc == AT_OK) rc = rt_plan_kernel(plan, &kernel, &plan_scratch);
+  if (rc == AT_OK) rc = rt_variant_prepare(&kernel, &o->shape, &t, NULL, plan_scratch, &frame);
   for (int round = 0; round < 2 && rc == AT_OK; round++) { /* the second round is the one kept */
-    if ((rc = per_call_us(ctx, plan, &t, NULL, fn, &api_us)) == AT_OK)
-      rc = per_call_us(ctx, plan, &t, &frame, fn, &raw_us);
+    if ((rc = per_call_us(ctx, plan, &t, NULL, &api_us)) == AT_OK)
+      rc = per_call_us(ctx, plan, &t, &frame, &raw_us);
   }
   for (int i = 0; i < 4; i++) at_device_free(ctx, bufs[i]);
   at_plan_destroy(plan);

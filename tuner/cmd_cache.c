@@ -8,6 +8,7 @@
 #include "cache/cache.h"
 #include "tuner/cli.h"
 #include "tuner/commands.h"
+#include "generator/generator.h"
 #include "tuner/tune.h"
 
 static const char USAGE[] =
@@ -288,10 +289,10 @@ static int cmd_merge(const cache_args *a)
 
 static int cmd_prune(const cache_args *a)
 {
-  char version[32];
+  char version[96];
   cache_db *db;
   int removed = 0;
-  tn_template_version(version, sizeof version);
+  gen_templates_version(version, sizeof version);
   at_status rc = cache_open(a->db, 0, &db);
   if (rc == AT_OK) rc = cache_prune(db, version, &removed);
   cache_close(db);

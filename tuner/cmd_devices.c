@@ -29,7 +29,7 @@ static void print_versions(void)
 static void print_device(const rt_device_info *d)
 {
   char arch[16];
-  rt_arch_for_cc(d->cc_major, d->cc_minor, arch);
+  at_arch_for_cc(d->cc_major, d->cc_minor, arch);
   printf("GPU %d: %s\n", d->ordinal, d->name);
   printf("  compute capability  %d.%d (NVRTC target %s)\n", d->cc_major, d->cc_minor, arch);
   printf("  multiprocessors     %d\n", d->sm_count);

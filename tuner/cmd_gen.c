@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "generator/generator.h"
+#include "runtime/rt.h"
 #include "tuner/cli.h"
 #include "tuner/commands.h"
 
@@ -143,13 +144,13 @@ static int do_emit(const gen_opts *o, const gen_target *target)
 
 static int do_compile(const gen_opts *o, const gen_target *target, const gen_variant *vs, int n)
 {
-  gen_compiled *out = calloc((size_t)n, sizeof *out);
+  rt_compiled *out = calloc((size_t)n, sizeof *out);
   int failed = 0;
-  if (!out) return tn_fail_exit("gen", rt_fail(AT_ERR_NOMEM, "no memory for %d compile results", n));
-  gen_compile_all(vs, n, target, o->jobs, out);
+  if (!out) return tn_fail_exit("gen", at_fail(AT_ERR_NOMEM, "no memory for %d compile results", n));
+  rt_compile_all(vs, n, target, o->jobs, out);
   printf("%-48s %5s %6s %9s %10s\n", "variant", "regs", "spill", "smem", "compile_ms");
   for (int i = 0; i < n; i++) {
-    const gen_compiled *c = &out[i];
+    const rt_compiled *c = &out[i];
     if (c->status != AT_OK) {
       printf("%-48s FAILED: %s\n", c->key, c->message);
       failed++;
@@ -160,7 +161,7 @@ static int do_compile(const gen_opts *o, const gen_target *target, const gen_var
            gen_smem_bytes(&c->variant) + (c->resources.smem_bytes > 0 ? c->resources.smem_bytes : 0),
            c->compile_ms);
   }
-  gen_compiled_free(out, n);
+  rt_compiled_free(out, n);
   free(out);
   if (failed) {
     fprintf(stderr, "attntune gen: %d of %d variants failed to compile\n", failed, n);

@@ -55,7 +55,7 @@ static at_status resolve_devices(int all, int *devices, int *n)
   int count = 0;
   at_status rc = rt_device_count(&count);
   if (rc != AT_OK) return rc;
-  if (count == 0) return rt_fail(AT_ERR_NO_DEVICE, "no CUDA GPU found");
+  if (count == 0) return at_fail(AT_ERR_NO_DEVICE, "no CUDA GPU found");
   if (all) {
     *n = count < TN_CONFIG_MAX_DEVICES ? count : TN_CONFIG_MAX_DEVICES;
     for (int i = 0; i < *n; i++) devices[i] = i;
@@ -63,7 +63,7 @@ static at_status resolve_devices(int all, int *devices, int *n)
   }
   for (int i = 0; i < *n; i++)
     if (devices[i] >= count)
-      return rt_fail(AT_ERR_NO_DEVICE, "GPU %d does not exist (%d GPU%s present)", devices[i], count,
+      return at_fail(AT_ERR_NO_DEVICE, "GPU %d does not exist (%d GPU%s present)", devices[i], count,
                      count == 1 ? "" : "s");
   return AT_OK;
 }

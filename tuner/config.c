@@ -29,14 +29,9 @@ void tn_config_init(tn_config *c)
 {
   memset(c, 0, sizeof *c);
   c->all_devices = 1;
-  /* DESIGN.md's verification tolerances. */
-  c->tolerance[AT_DTYPE_F16] = 1e-2;
-  c->tolerance[AT_DTYPE_BF16] = 1e-2;
-  c->tolerance[AT_DTYPE_E4M3] = 5e-2;
-  c->tolerance[AT_DTYPE_E5M2] = 1e-1;
-  /* f32 shapes run only the naive kernels, which are the reference itself: a fixed sanity bound,
-   * not a setting (tolerance.f32 is refused). */
-  c->tolerance[AT_DTYPE_F32] = 1e-4;
+  /* DESIGN.md's verification tolerances, from core's dtype table (f32's is a sanity bound of
+   * the naive kernels, not a setting: tolerance.f32 is refused). */
+  for (int d = 0; d <= AT_DTYPE_E5M2; d++) c->tolerance[d] = at_dtype_tolerance((at_dtype)d);
   c->warmup = 10;
   c->reps = 50;
   c->first_pass_reps = 5;
@@ -74,8 +69,8 @@ static at_status fail_at(const parser *p, const yaml_node_t *node, const char *f
   vsnprintf(msg, sizeof msg, fmt, ap);
   va_end(ap);
   size_t line = node ? node->start_mark.line + 1 : 1, col = node ? node->start_mark.column + 1 : 1;
-  if (field && *field) return rt_fail(AT_ERR_CONFIG, "%s:%zu:%zu: %s: %s", p->name, line, col, field, msg);
-  return rt_fail(AT_ERR_CONFIG, "%s:%zu:%zu: %s", p->name, line, col, msg);
+  if (field && *field) return at_fail(AT_ERR_CONFIG, "%s:%zu:%zu: %s: %s", p->name, line, col, field, msg);
+  return at_fail(AT_ERR_CONFIG, "%s:%zu:%zu: %s", p->name, line, col, msg);
 }
 
 /* Field paths are short (keys are checked against fixed names before they get here); a path cut
@@ -256,7 +251,7 @@ static at_status vlist_push(vlist *l, int v, const yaml_node_t *at)
     if (nv) l->v = nv;
     const yaml_node_t **nat = realloc(l->at, (size_t)cap * sizeof *nat);
     if (nat) l->at = nat;
-    if (!nv || !nat) return rt_fail(AT_ERR_NOMEM, "out of memory reading a config value list");
+    if (!nv || !nat) return at_fail(AT_ERR_NOMEM, "out of memory reading a config value list");
     l->cap = cap;
   }
   l->v[l->n] = v;
@@ -458,7 +453,7 @@ static at_status grow_slots(parser *p)
 {
   size_t n = p->n_slots ? 2 * p->n_slots : 1024;
   int *slots = malloc(n * sizeof *slots);
-  if (!slots) return rt_fail(AT_ERR_NOMEM, "out of memory expanding config shapes");
+  if (!slots) return at_fail(AT_ERR_NOMEM, "out of memory expanding config shapes");
   free(p->slots);
   p->slots = slots;
   p->n_slots = n;
@@ -485,7 +480,7 @@ static at_status add_shape(parser *p, const at_shape *s, const char *group)
     if (shapes) c->shapes = shapes;
     char(*groups)[TN_CONFIG_GROUP_CAP] = realloc(c->groups, (size_t)cap * sizeof *groups);
     if (groups) c->groups = groups;
-    if (!shapes || !groups) return rt_fail(AT_ERR_NOMEM, "out of memory expanding config shapes");
+    if (!shapes || !groups) return at_fail(AT_ERR_NOMEM, "out of memory expanding config shapes");
     p->cap_shapes = cap;
   }
   c->shapes[c->n_shapes] = *s;
@@ -873,15 +868,15 @@ static at_status parse_root(parser *p, const yaml_node_t *root)
 
 static at_status yaml_failure(const char *name, const yaml_parser_t *y)
 {
-  if (y->error == YAML_MEMORY_ERROR) return rt_fail(AT_ERR_NOMEM, "%s: out of memory parsing YAML", name);
+  if (y->error == YAML_MEMORY_ERROR) return at_fail(AT_ERR_NOMEM, "%s: out of memory parsing YAML", name);
   if (y->error == YAML_READER_ERROR)
-    return rt_fail(AT_ERR_CONFIG, "%s: unreadable YAML at byte %zu: %s", name, y->problem_offset,
+    return at_fail(AT_ERR_CONFIG, "%s: unreadable YAML at byte %zu: %s", name, y->problem_offset,
                    y->problem ? y->problem : "unknown problem");
   char context[256] = "";
   if (y->context)
     snprintf(context, sizeof context, " (%s at line %zu, column %zu)", y->context, y->context_mark.line + 1,
              y->context_mark.column + 1);
-  return rt_fail(AT_ERR_CONFIG, "%s:%zu:%zu: YAML syntax error: %s%s", name, y->problem_mark.line + 1,
+  return at_fail(AT_ERR_CONFIG, "%s:%zu:%zu: YAML syntax error: %s%s", name, y->problem_mark.line + 1,
                  y->problem_mark.column + 1, y->problem ? y->problem : "unknown problem", context);
 }
 
@@ -893,7 +888,7 @@ static at_status check_single_document(const char *name, yaml_parser_t *y)
   yaml_node_t *root = yaml_document_get_root_node(&next);
   at_status rc = AT_OK;
   if (root)
-    rc = rt_fail(AT_ERR_CONFIG, "%s:%zu:%zu: a second YAML document (a config is one document)", name,
+    rc = at_fail(AT_ERR_CONFIG, "%s:%zu:%zu: a second YAML document (a config is one document)", name,
                  root->start_mark.line + 1, root->start_mark.column + 1);
   yaml_document_delete(&next);
   return rc;
@@ -901,14 +896,14 @@ static at_status check_single_document(const char *name, yaml_parser_t *y)
 
 at_status tn_config_parse(const char *text, size_t len, const char *name, tn_config *out)
 {
-  if (!text || !out) return rt_fail(AT_ERR_INVALID, "tn_config_parse: text or out is NULL");
+  if (!text || !out) return at_fail(AT_ERR_INVALID, "tn_config_parse: text or out is NULL");
   if (!name) name = "<config>";
   tn_config_init(out);
   snprintf(out->path, sizeof out->path, "%s", name);
   yaml_parser_t y;
   yaml_document_t doc;
   if (!yaml_parser_initialize(&y))
-    return rt_fail(AT_ERR_NOMEM, "%s: cannot initialize the YAML parser", name);
+    return at_fail(AT_ERR_NOMEM, "%s: cannot initialize the YAML parser", name);
   yaml_parser_set_input_string(&y, (const unsigned char *)text, len);
   at_status rc;
   if (!yaml_parser_load(&y, &doc)) {
@@ -930,15 +925,15 @@ at_status tn_config_parse(const char *text, size_t len, const char *name, tn_con
 static at_status read_file(const char *path, char **text, size_t *len)
 {
   FILE *f = fopen(path, "rb");
-  if (!f) return rt_fail(AT_ERR_IO, "cannot read config '%s': %s", path, strerror(errno));
+  if (!f) return at_fail(AT_ERR_IO, "cannot read config '%s': %s", path, strerror(errno));
   size_t cap = 4096, n = 0;
   char *buf = malloc(cap);
-  at_status rc = buf ? AT_OK : rt_fail(AT_ERR_NOMEM, "out of memory reading config '%s'", path);
+  at_status rc = buf ? AT_OK : at_fail(AT_ERR_NOMEM, "out of memory reading config '%s'", path);
   while (rc == AT_OK) {
     if (n + 1 == cap) {
       char *bigger = cap >= FILE_CAP ? NULL : realloc(buf, cap * 2);
       if (!bigger) {
-        rc = rt_fail(cap >= FILE_CAP ? AT_ERR_CONFIG : AT_ERR_NOMEM, "config '%s' is %s", path,
+        rc = at_fail(cap >= FILE_CAP ? AT_ERR_CONFIG : AT_ERR_NOMEM, "config '%s' is %s", path,
                      cap >= FILE_CAP ? "larger than 16 MiB" : "too large for memory");
         break;
       }
@@ -946,7 +941,7 @@ static at_status read_file(const char *path, char **text, size_t *len)
     }
     size_t got = fread(buf + n, 1, cap - 1 - n, f);
     n += got;
-    if (got == 0 && ferror(f)) rc = rt_fail(AT_ERR_IO, "cannot read config '%s': %s", path, strerror(errno));
+    if (got == 0 && ferror(f)) rc = at_fail(AT_ERR_IO, "cannot read config '%s': %s", path, strerror(errno));
     if (got == 0) break;
   }
   fclose(f);
@@ -961,7 +956,7 @@ static at_status read_file(const char *path, char **text, size_t *len)
 
 at_status tn_config_load(const char *path, tn_config *out)
 {
-  if (!path || !out) return rt_fail(AT_ERR_INVALID, "tn_config_load: path or out is NULL");
+  if (!path || !out) return at_fail(AT_ERR_INVALID, "tn_config_load: path or out is NULL");
   tn_config_init(out);
   char *text = NULL;
   size_t len = 0;
@@ -984,7 +979,7 @@ void tn_shape_key(const at_shape *s, char *buf, size_t size)
 at_status tn_shard_parse(const char *text, int *index, int *count)
 {
   const char *usage = "(expected i/n with 0 <= i < n, e.g. 0/4)";
-  if (!text) return rt_fail(AT_ERR_INVALID, "shard is NULL %s", usage);
+  if (!text) return at_fail(AT_ERR_INVALID, "shard is NULL %s", usage);
   char *slash = NULL, *end = NULL;
   errno = 0;
   long i = strtol(text, &slash, 10);
@@ -992,12 +987,12 @@ at_status tn_shard_parse(const char *text, int *index, int *count)
            text[0] <= '9';
   long n = ok ? strtol(slash + 1, &end, 10) : 0;
   if (!ok || *end != '\0' || errno == ERANGE)
-    return rt_fail(AT_ERR_INVALID, "invalid shard '%s' %s", text, usage);
+    return at_fail(AT_ERR_INVALID, "invalid shard '%s' %s", text, usage);
   if (n < 1 || n > TN_SHARD_MAX)
-    return rt_fail(AT_ERR_INVALID, "invalid shard '%s': the count %ld must be from 1 to %d", text, n,
+    return at_fail(AT_ERR_INVALID, "invalid shard '%s': the count %ld must be from 1 to %d", text, n,
                    TN_SHARD_MAX);
   if (i >= n)
-    return rt_fail(AT_ERR_INVALID,
+    return at_fail(AT_ERR_INVALID,
                    "invalid shard '%s': index %ld is not below the count %ld (shards are 0 to %ld)", text, i,
                    n, n - 1);
   *index = (int)i, *count = (int)n;
@@ -1022,12 +1017,12 @@ static int by_work(const void *a, const void *b)
 at_status tn_shard_owners(const tn_config *c, int count, int *owner)
 {
   if (!c || (!owner && c->n_shapes))
-    return rt_fail(AT_ERR_INVALID, "tn_shard_owners: config or owner is NULL");
+    return at_fail(AT_ERR_INVALID, "tn_shard_owners: config or owner is NULL");
   if (count < 1 || count > TN_SHARD_MAX)
-    return rt_fail(AT_ERR_INVALID, "shard count %d out of range (expected 1..%d)", count, TN_SHARD_MAX);
+    return at_fail(AT_ERR_INVALID, "shard count %d out of range (expected 1..%d)", count, TN_SHARD_MAX);
   if (c->n_shapes == 0) return AT_OK;
   ranked *r = malloc((size_t)c->n_shapes * sizeof *r);
-  if (!r) return rt_fail(AT_ERR_NOMEM, "out of memory assigning %d shapes to shards", c->n_shapes);
+  if (!r) return at_fail(AT_ERR_NOMEM, "out of memory assigning %d shapes to shards", c->n_shapes);
   for (int i = 0; i < c->n_shapes; i++) {
     r[i].flops = at_shape_flops(&c->shapes[i]);
     r[i].index = i;
@@ -1041,12 +1036,12 @@ at_status tn_shard_owners(const tn_config *c, int count, int *owner)
 
 at_status tn_config_keep_shard(tn_config *c, int index, int count)
 {
-  if (!c) return rt_fail(AT_ERR_INVALID, "tn_config_keep_shard: config is NULL");
+  if (!c) return at_fail(AT_ERR_INVALID, "tn_config_keep_shard: config is NULL");
   if (index < 0 || index >= count)
-    return rt_fail(AT_ERR_INVALID, "shard %d/%d: the index must be from 0 to %d", index, count, count - 1);
+    return at_fail(AT_ERR_INVALID, "shard %d/%d: the index must be from 0 to %d", index, count, count - 1);
   if (c->n_shapes == 0) return AT_OK;
   int *owner = malloc((size_t)c->n_shapes * sizeof *owner);
-  if (!owner) return rt_fail(AT_ERR_NOMEM, "out of memory selecting shard %d/%d", index, count);
+  if (!owner) return at_fail(AT_ERR_NOMEM, "out of memory selecting shard %d/%d", index, count);
   at_status rc = tn_shard_owners(c, count, owner);
   int kept = 0;
   for (int i = 0; rc == AT_OK && i < c->n_shapes; i++) {

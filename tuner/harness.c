@@ -7,24 +7,6 @@
 #include "tuner/harness.h"
 #include "tuner/reference.h"
 
-at_dtype tn_output_dtype(at_dtype input)
-{
-  /* FP8 inputs give bf16 output, as the FP8 fa2 variants write by default. */
-  return input == AT_DTYPE_E4M3 || input == AT_DTYPE_E5M2 ? AT_DTYPE_BF16 : input;
-}
-
-double tn_tolerance(at_dtype dtype)
-{
-  switch (dtype) {
-  case AT_DTYPE_F32: return 1e-4;
-  case AT_DTYPE_F16:
-  case AT_DTYPE_BF16: return 1e-2;
-  case AT_DTYPE_E4M3: return 5e-2;
-  case AT_DTYPE_E5M2: return 1e-1;
-  }
-  return 1e-2;
-}
-
 static at_tensors tensors_for(const tn_harness *h, int set)
 {
   const at_shape *s = &h->shape;
@@ -63,12 +45,12 @@ at_status tn_harness_open(tn_harness *h, const rt_ctx *ctx, const at_shape *shap
   h->n_q = (size_t)s->batch * s->q_len * s->q_heads * s->head_dim;
   h->n_kv = (size_t)s->batch * s->kv_len * s->kv_heads * s->head_dim;
   h->n_lse = (size_t)s->batch * s->q_heads * s->q_len;
-  h->n_sets = tn_rotation_sets((h->n_q + 2 * h->n_kv) * esz, (size_t)ctx->info.l2_bytes, TN_MAX_SETS);
+  h->n_sets = rt_rotation_sets((h->n_q + 2 * h->n_kv) * esz, (size_t)ctx->info.l2_bytes, TN_MAX_SETS);
   size_t n_max = h->n_q > h->n_kv ? h->n_q : h->n_kv;
   float *staging = malloc(n_max * sizeof(float));
   void *packed = malloc(n_max * esz);
   tn_rng rng = tn_rng_seeded(seed);
-  if (!staging || !packed) rc = rt_fail(AT_ERR_NOMEM, "no host memory for %zu inputs", n_max);
+  if (!staging || !packed) rc = at_fail(AT_ERR_NOMEM, "no host memory for %zu inputs", n_max);
   for (int i = 0; i < h->n_sets && rc == AT_OK; i++) {
     if ((rc = upload_random(&rng, s->dtype, h->n_q, staging, packed, &h->q[i])) != AT_OK) break;
     if ((rc = upload_random(&rng, s->dtype, h->n_kv, staging, packed, &h->k[i])) != AT_OK) break;
@@ -81,7 +63,7 @@ at_status tn_harness_open(tn_harness *h, const rt_ctx *ctx, const at_shape *shap
   h->cover_words = 128u << 20; /* 512 MB: each memset takes a few tenths of a millisecond */
   if (rc == AT_OK) rc = rt_alloc(&h->cover, h->cover_words * 4);
   if (rc == AT_OK && !(h->got = malloc(h->n_q * sizeof(float))))
-    rc = rt_fail(AT_ERR_NOMEM, "no host memory for %zu outputs", h->n_q);
+    rc = at_fail(AT_ERR_NOMEM, "no host memory for %zu outputs", h->n_q);
   if (rc != AT_OK) tn_harness_close(h);
   return rc;
 }
@@ -99,7 +81,7 @@ static at_status ensure_scratch(tn_harness *h)
 {
   if (h->scratch) return AT_OK;
   at_status rc = rt_alloc(&h->scratch, rt_naive_scratch_bytes(&h->shape));
-  if (rc != AT_OK) return rt_fail_context(rc, "the naive path's score matrix");
+  if (rc != AT_OK) return at_fail_context(rc, "the naive path's score matrix");
   return AT_OK;
 }
 
@@ -107,7 +89,7 @@ static at_status to_double(const float *x, size_t n, double **out)
 {
   free(*out);
   *out = malloc(n * sizeof(double));
-  if (!*out) return rt_fail(AT_ERR_NOMEM, "no host memory for %zu reference values", n);
+  if (!*out) return at_fail(AT_ERR_NOMEM, "no host memory for %zu reference values", n);
   for (size_t i = 0; i < n; i++) (*out)[i] = x[i];
   return AT_OK;
 }
@@ -141,7 +123,7 @@ at_status tn_impl_naive(tn_harness *h, tn_impl *impl)
   snprintf(impl->name, sizeof impl->name, "naive");
   at_status rc = ensure_scratch(h);
   if (rc != AT_OK) return rc;
-  return rt_naive_create(h->ctx->arch, h->shape.dtype, tn_output_dtype(h->shape.dtype), &impl->naive);
+  return rt_naive_create(h->ctx->arch, h->shape.dtype, at_dtype_default_out(h->shape.dtype), &impl->naive);
 }
 
 at_status tn_impl_cudnn(tn_harness *h, rt_cudnn_path path, tn_impl *impl, rt_cudnn_plan_info *info)
@@ -150,9 +132,9 @@ at_status tn_impl_cudnn(tn_harness *h, rt_cudnn_path path, tn_impl *impl, rt_cud
   impl->kind = TN_IMPL_CUDNN;
   impl->path = path;
   snprintf(impl->name, sizeof impl->name, "%s", path == RT_CUDNN_PATH_UNIFIED ? "cudnn-unified" : "cudnn");
-  if (h->shape.dtype == AT_DTYPE_F32) return rt_fail(AT_ERR_UNSUPPORTED, "%s", TN_F32_NO_CUDNN);
-  if (tn_output_dtype(h->shape.dtype) != h->shape.dtype)
-    return rt_fail(AT_ERR_UNSUPPORTED, "cuDNN's FP8 attention writes FP8 output, compared here with bf16; "
+  if (h->shape.dtype == AT_DTYPE_F32) return at_fail(AT_ERR_UNSUPPORTED, "%s", TN_F32_NO_CUDNN);
+  if (at_dtype_default_out(h->shape.dtype) != h->shape.dtype)
+    return at_fail(AT_ERR_UNSUPPORTED, "cuDNN's FP8 attention writes FP8 output, compared here with bf16; "
                    "build/tests/bench_cudnn times it");
   at_status rc;
   if (!h->cudnn && (rc = rt_cudnn_sdpa_create(h->ctx, &h->cudnn)) != AT_OK) return rc;
@@ -164,20 +146,22 @@ at_status tn_impl_cudnn(tn_harness *h, rt_cudnn_path path, tn_impl *impl, rt_cud
 
 at_status tn_impl_variant(tn_harness *h, const gen_variant *v, const void *cubin, tn_impl *impl)
 {
-  (void)h;
   memset(impl, 0, sizeof *impl);
   impl->kind = TN_IMPL_FA2;
-  impl->variant = *v;
+  size_t scratch = 0;
   at_status rc = gen_variant_key(v, impl->name, sizeof impl->name);
-  if (rc == AT_OK) rc = gen_module_load(v, cubin, &impl->module, &impl->fn);
+  if (rc == AT_OK) rc = rt_variant_scratch_bytes(v, &h->shape, &scratch);
+  if (rc == AT_OK && scratch) rc = rt_alloc(&impl->scratch, scratch);
+  if (rc == AT_OK) rc = rt_variant_load(v, cubin, &impl->kernel);
   return rc;
 }
 
 void tn_impl_close(tn_impl *impl)
 {
   if (impl->kind == TN_IMPL_NAIVE && impl->naive.module) rt_naive_destroy(&impl->naive);
-  if (impl->module) rt_module_unload(impl->module);
-  impl->module = NULL;
+  if (impl->kernel.module) rt_variant_unload(&impl->kernel);
+  if (impl->scratch) rt_free(impl->scratch);
+  impl->scratch = 0;
 }
 
 at_status tn_impl_launch(tn_harness *h, tn_impl *impl, int set, CUstream stream)
@@ -192,17 +176,17 @@ at_status tn_impl_launch(tn_harness *h, tn_impl *impl, int set, CUstream stream)
     rt_cudnn_sdpa_set_path(h->cudnn, impl->path);
     if ((rc = rt_cudnn_sdpa_bind(h->cudnn, &h->shape, &t, NULL)) != AT_OK) return rc;
     return rt_cudnn_sdpa_launch(h->cudnn, stream);
-  case TN_IMPL_FA2: return gen_launch(&impl->variant, impl->fn, &h->shape, &t, stream);
+  case TN_IMPL_FA2: return rt_variant_launch(&impl->kernel, &h->shape, &t, NULL, impl->scratch, stream);
   }
-  return rt_fail(AT_ERR_INVALID, "unknown implementation kind %d", (int)impl->kind);
+  return at_fail(AT_ERR_INVALID, "unknown implementation kind %d", (int)impl->kind);
 }
 
 static at_status download_output(tn_harness *h)
 {
-  at_dtype out = tn_output_dtype(h->shape.dtype);
+  at_dtype out = at_dtype_default_out(h->shape.dtype);
   size_t bytes = h->n_q * at_dtype_size(out);
   void *packed = malloc(bytes);
-  if (!packed) return rt_fail(AT_ERR_NOMEM, "no host memory for the output");
+  if (!packed) return at_fail(AT_ERR_NOMEM, "no host memory for the output");
   at_status rc = rt_download(packed, h->o, bytes);
   if (rc == AT_OK) rc = tn_unpack(out, packed, h->n_q, h->got);
   free(packed);
@@ -213,7 +197,7 @@ at_status tn_harness_verify(tn_harness *h, tn_impl *impl, double *err_naive, dou
 {
   at_status rc;
   *err_naive = *err_cudnn = NAN;
-  if (!h->ref_o) return rt_fail(AT_ERR_INVALID, "verify before the reference was made");
+  if (!h->ref_o) return at_fail(AT_ERR_INVALID, "verify before the reference was made");
   if ((rc = rt_fill_u8(h->o, 0xFF, h->n_q * 4)) != AT_OK) return rc;
   if ((rc = rt_fill_u8(h->lse, 0xFF, h->n_lse * sizeof(float))) != AT_OK) return rc;
   if ((rc = tn_impl_launch(h, impl, 0, NULL)) != AT_OK) return rc;
@@ -247,11 +231,11 @@ static at_status launch_thunk(void *user, int set, CUstream stream)
   return tn_impl_launch(l->h, l->impl, set, stream);
 }
 
-at_status tn_harness_time(tn_harness *h, tn_impl *impl, const tn_timing_opts *opts, tn_timing *out)
+at_status tn_harness_time(tn_harness *h, tn_impl *impl, const rt_timing_opts *opts, rt_timing *out)
 {
   launch_ctx l = {h, impl};
-  tn_timing_opts o = *opts;
+  rt_timing_opts o = *opts;
   o.cover = h->cover;
   o.cover_words = h->cover_words;
-  return tn_time_launches(launch_thunk, &l, h->n_sets, &o, NULL, out);
+  return rt_time_launches(launch_thunk, &l, h->n_sets, &o, NULL, out);
 }

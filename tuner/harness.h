@@ -8,7 +8,7 @@
 
 #include "generator/generator.h"
 #include "runtime/cudnn_sdpa.h"
-#include "tuner/timing.h"
+#include "runtime/rt.h"
 
 enum { TN_MAX_SETS = 16 };
 
@@ -54,9 +54,8 @@ typedef struct tn_impl {
   char name[GEN_KEY_MAX];
   rt_naive naive;     /* TN_IMPL_NAIVE */
   rt_cudnn_path path; /* TN_IMPL_CUDNN */
-  gen_variant variant; /* TN_IMPL_FA2 */
-  CUmodule module;
-  CUfunction fn;
+  rt_variant kernel;   /* TN_IMPL_FA2: any generated variant */
+  CUdeviceptr scratch; /* its split-KV partials, when it has any */
   tn_fault fault; /* test hook: TN_FAULT_CRASH or TN_FAULT_NAN */
 } tn_impl;
 
@@ -77,11 +76,7 @@ at_status tn_harness_verify(tn_harness *h, tn_impl *impl, double *err_naive, dou
 /* After verifying cuDNN: keep the output now in O as the cuDNN yardstick. */
 at_status tn_harness_keep_cudnn_output(tn_harness *h);
 
-at_status tn_harness_time(tn_harness *h, tn_impl *impl, const tn_timing_opts *opts, tn_timing *out);
+at_status tn_harness_time(tn_harness *h, tn_impl *impl, const rt_timing_opts *opts, rt_timing *out);
 
-/* The output dtype of an input dtype: the same for f32/f16/bf16, bf16 for FP8. */
-at_dtype tn_output_dtype(at_dtype input);
-/* Default tolerance of relative L2 error for a dtype (DESIGN.md). */
-double tn_tolerance(at_dtype dtype);
 
 #endif

@@ -53,7 +53,7 @@ at_status tn_ref_attention(const at_shape *s, const float *q, at_strides qs, con
   at_status rc = at_shape_check(s);
   if (rc != AT_OK) return rc;
   double *scores = malloc(sizeof(double) * (size_t)s->kv_len);
-  if (!scores) return rt_fail(AT_ERR_NOMEM, "no memory for %d reference scores", s->kv_len);
+  if (!scores) return at_fail(AT_ERR_NOMEM, "no memory for %d reference scores", s->kv_len);
   const int group = s->q_heads / s->kv_heads;
   for (int b = 0; b < s->batch; b++)
     for (int h = 0; h < s->q_heads; h++) {
@@ -165,7 +165,7 @@ at_status tn_pack(at_dtype dtype, const float *x, size_t n, void *out)
     for (size_t i = 0; i < n; i++) ((uint8_t *)out)[i] = at_f32_to_e5m2(x[i]);
     return AT_OK;
   }
-  return rt_fail(AT_ERR_INVALID, "cannot pack dtype %d", (int)dtype);
+  return at_fail(AT_ERR_INVALID, "cannot pack dtype %d", (int)dtype);
 }
 
 at_status tn_unpack(at_dtype dtype, const void *in, size_t n, float *out)
@@ -185,5 +185,5 @@ at_status tn_unpack(at_dtype dtype, const void *in, size_t n, float *out)
     for (size_t i = 0; i < n; i++) out[i] = at_e5m2_to_f32(((const uint8_t *)in)[i]);
     return AT_OK;
   }
-  return rt_fail(AT_ERR_INVALID, "cannot unpack dtype %d", (int)dtype);
+  return at_fail(AT_ERR_INVALID, "cannot unpack dtype %d", (int)dtype);
 }

@@ -65,7 +65,7 @@ static int add_row(loader *l, const char *gpu_model, const at_shape *shape)
     row_extra *extra = realloc(l->extra, (size_t)cap * sizeof *extra);
     if (extra) l->extra = extra;
     if (!rows || !extra) {
-      l->rc = rt_fail(AT_ERR_NOMEM, "no memory for %d report rows", cap);
+      l->rc = at_fail(AT_ERR_NOMEM, "no memory for %d report rows", cap);
       return -1;
     }
     l->cap = cap;
@@ -193,7 +193,7 @@ static int same_group(const tn_report_row *a, const tn_report_row *b)
 static at_status build_groups(tn_report *r)
 {
   r->groups = calloc((size_t)r->n_rows + 1, sizeof *r->groups);
-  if (!r->groups) return rt_fail(AT_ERR_NOMEM, "no memory for %d report groups", r->n_rows);
+  if (!r->groups) return at_fail(AT_ERR_NOMEM, "no memory for %d report groups", r->n_rows);
   for (int i = 0; i < r->n_rows;) {
     tn_report_group *g = &r->groups[r->n_groups++];
     const tn_report_row *first = &r->rows[i];
@@ -225,7 +225,7 @@ static void join_distinct(char *list, size_t size, const char *text)
 static at_status build_models(tn_report *r, const row_extra *extra)
 {
   r->models = calloc((size_t)r->n_rows + 1, sizeof *r->models);
-  if (!r->models) return rt_fail(AT_ERR_NOMEM, "no memory for the report's GPU models");
+  if (!r->models) return at_fail(AT_ERR_NOMEM, "no memory for the report's GPU models");
   for (int i = 0; i < r->n_rows; i++) {
     const tn_report_row *row = &r->rows[i];
     if (r->n_models == 0 || strcmp(r->models[r->n_models - 1].gpu_model, row->gpu_model) != 0)
@@ -255,7 +255,7 @@ static at_status sort_rows(tn_report *r, row_extra **extra)
   row_extra *ex = malloc((size_t)r->n_rows * sizeof *ex);
   if (!rows || !ex) {
     free(rows), free(ex);
-    return rt_fail(AT_ERR_NOMEM, "no memory to sort %d report rows", r->n_rows);
+    return at_fail(AT_ERR_NOMEM, "no memory to sort %d report rows", r->n_rows);
   }
   /* Rows are unique per (model, key), so ties cannot occur and a search finds each row again. */
   memcpy(rows, r->rows, (size_t)r->n_rows * sizeof *rows);
@@ -317,7 +317,7 @@ at_status tn_report_format_parse(const char *text, tn_report_format *out)
 {
   for (size_t i = 0; i < sizeof FORMAT_NAMES / sizeof *FORMAT_NAMES; i++)
     if (strcmp(text, FORMAT_NAMES[i]) == 0) return *out = (tn_report_format)i, AT_OK;
-  return rt_fail(AT_ERR_INVALID, "unknown report format '%s' (expected text, md, csv, json, html)", text);
+  return at_fail(AT_ERR_INVALID, "unknown report format '%s' (expected text, md, csv, json, html)", text);
 }
 
 int tn_report_no_fused(const tn_report_row *row)
@@ -387,7 +387,7 @@ static const char *fmt_speedup(char *buf, size_t size, double ours_ms, double sp
 static at_status finish(FILE *out, const char *out_name)
 {
   if (fflush(out) != 0 || ferror(out))
-    return rt_fail(AT_ERR_IO, "writing the report to %s failed", out_name ? out_name : "the output");
+    return at_fail(AT_ERR_IO, "writing the report to %s failed", out_name ? out_name : "the output");
   return AT_OK;
 }
 
@@ -1216,7 +1216,7 @@ static at_status write_html(const tn_report *r, FILE *out)
   char(*labels)[2][32] = malloc(n * sizeof *labels);
   if (!used || !members || !xs || !labels) {
     free(used), free(members), free(xs), free(labels);
-    return rt_fail(AT_ERR_NOMEM, "no memory to lay out the charts of %d shapes", r->n_rows);
+    return at_fail(AT_ERR_NOMEM, "no memory to lay out the charts of %d shapes", r->n_rows);
   }
   fprintf(out, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
                "<title>attntune report</title>\n<style>\n%s</style>\n</head>\n<body>\n<h1>attntune report</h1>\n"

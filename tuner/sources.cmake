@@ -2,7 +2,6 @@
 set(AT_TUNER_LIB_SOURCES
   tuner/reference.c
   tuner/cli.c
-  tuner/timing.c
   tuner/config.c
   tuner/harness.c
   tuner/worker.c

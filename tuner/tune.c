@@ -61,19 +61,6 @@ static double wall_s(void)
   return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-void tn_template_version(char *buf, size_t size)
-{
-  /* FNV-1a over the embedded templates: any change to a kernel makes earlier results stale. */
-  static const char *const FILES[] = {"common.cuh", "naive.cu", "fa2.cu", "fa3.cu"};
-  unsigned long long h = 1469598103934665603ull;
-  for (size_t f = 0; f < sizeof FILES / sizeof *FILES; f++) {
-    size_t n = 0;
-    const char *text = at_template_text(FILES[f], &n);
-    for (size_t i = 0; text && i < n; i++) h = (h ^ (unsigned char)text[i]) * 1099511628211ull;
-  }
-  snprintf(buf, size, "tpl-%012llx", h & 0xffffffffffffull);
-}
-
 /* ---- shared run state ------------------------------------------------------------------------ */
 
 typedef struct run_stats {
@@ -175,7 +162,7 @@ static at_status load_shape(device_job *job, tn_response *resp)
   rc = tn_worker_call(&job->worker, &job->shape_req, NULL, resp,
                       watchdog_ms(job, &job->shape_req.shape, 10));
   if (rc == AT_OK && resp->rc != AT_OK)
-    return rt_fail((at_status)resp->rc, "preparing the shape on GPU %d: %s", job->device, resp->message);
+    return at_fail((at_status)resp->rc, "preparing the shape on GPU %d: %s", job->device, resp->message);
   job->shape_loaded = rc == AT_OK;
   return rc;
 }
@@ -216,7 +203,7 @@ static void trial_from_response(cache_trial *t, const tn_response *r, const at_s
 }
 
 /* Verify and time one compiled candidate with reps repetitions; records the trial. */
-static at_status run_candidate(device_job *job, const gen_compiled *c, int reps, cache_trial *t)
+static at_status run_candidate(device_job *job, const rt_compiled *c, int reps, cache_trial *t)
 {
   const tn_config *cfg = job->run->config;
   const at_shape *s = &job->shape_req.shape;
@@ -231,7 +218,7 @@ static at_status run_candidate(device_job *job, const gen_compiled *c, int reps,
   q.kind = TN_REQ_VARIANT;
   snprintf(q.key, sizeof q.key, "%s", c->key);
   q.cubin_size = c->binary.cubin_size;
-  q.timing = (tn_timing_opts){.warmup = cfg->warmup, .reps = reps};
+  q.timing = (rt_timing_opts){.warmup = cfg->warmup, .reps = reps};
   q.fault = fault_for(c->key);
   rc = tn_worker_call(&job->worker, &q, c->binary.cubin, &resp, watchdog_ms(job, s, reps));
   if (rc != AT_OK) job->shape_loaded = 0; /* the worker is gone; the next call restarts it */
@@ -254,7 +241,7 @@ static at_status run_candidate(device_job *job, const gen_compiled *c, int reps,
 typedef struct pipeline {
   const gen_variant *variants;
   const gen_target *target;
-  gen_compiled *out;
+  rt_compiled *out;
   char *wanted; /* compile only these */
   char *ready;
   int n, next;
@@ -272,7 +259,7 @@ static void *pipeline_thread(void *arg)
     int i = p->next++;
     pthread_mutex_unlock(&p->lock);
     if (i >= p->n) return NULL;
-    if (p->wanted[i]) gen_compile_all(&p->variants[i], 1, p->target, 1, &p->out[i]);
+    if (p->wanted[i]) rt_compile_all(&p->variants[i], 1, p->target, 1, &p->out[i]);
     pthread_mutex_lock(&p->lock);
     p->ready[i] = 1;
     pthread_cond_broadcast(&p->done);
@@ -288,7 +275,7 @@ static at_status pipeline_start(pipeline *p, const gen_variant *vs, int n, const
   p->out = calloc((size_t)n + 1, sizeof *p->out);
   p->ready = calloc((size_t)n + 1, 1);
   p->wanted = calloc((size_t)n + 1, 1);
-  if (!p->out || !p->ready || !p->wanted) return rt_fail(AT_ERR_NOMEM, "no memory for %d candidates", n);
+  if (!p->out || !p->ready || !p->wanted) return at_fail(AT_ERR_NOMEM, "no memory for %d candidates", n);
   memcpy(p->wanted, wanted, (size_t)n);
   pthread_mutex_init(&p->lock, NULL);
   pthread_cond_init(&p->done, NULL);
@@ -300,7 +287,7 @@ static at_status pipeline_start(pipeline *p, const gen_variant *vs, int n, const
   return AT_OK;
 }
 
-static gen_compiled *pipeline_wait(pipeline *p, int i)
+static rt_compiled *pipeline_wait(pipeline *p, int i)
 {
   pthread_mutex_lock(&p->lock);
   while (!p->ready[i]) pthread_cond_wait(&p->done, &p->lock);
@@ -309,11 +296,11 @@ static gen_compiled *pipeline_wait(pipeline *p, int i)
 }
 
 /* Compile i now if the pipeline skipped it (a candidate resumed from an earlier run). */
-static gen_compiled *pipeline_need(pipeline *p, int i)
+static rt_compiled *pipeline_need(pipeline *p, int i)
 {
-  gen_compiled *c = pipeline_wait(p, i);
+  rt_compiled *c = pipeline_wait(p, i);
   if (!p->wanted[i]) {
-    gen_compile_all(&p->variants[i], 1, p->target, 1, c);
+    rt_compile_all(&p->variants[i], 1, p->target, 1, c);
     p->wanted[i] = 1;
   }
   return c;
@@ -326,7 +313,7 @@ static void pipeline_finish(pipeline *p)
   pthread_mutex_unlock(&p->lock);
   for (int i = 0; i < p->n_threads; i++) pthread_join(p->threads[i], NULL);
   for (int i = 0; i < p->n; i++)
-    if (p->wanted[i]) gen_compiled_free(&p->out[i], 1);
+    if (p->wanted[i]) rt_compiled_free(&p->out[i], 1);
   free(p->out), free(p->ready), free(p->wanted);
   pthread_mutex_destroy(&p->lock);
   pthread_cond_destroy(&p->done);
@@ -395,7 +382,7 @@ static at_status tune_cudnn(device_job *job, const tn_response *shape_resp, cach
     tn_request q = job->shape_req;
     tn_response r;
     q.kind = TN_REQ_CUDNN;
-    q.timing = (tn_timing_opts){.warmup = cfg->warmup, .reps = cfg->reps};
+    q.timing = (rt_timing_opts){.warmup = cfg->warmup, .reps = cfg->reps};
     rc = tn_worker_call(&job->worker, &q, NULL, &r, watchdog_ms(job, s, cfg->reps));
     if (rc != AT_OK) job->shape_loaded = 0;
     trial_from_response(t, &r, s);
@@ -417,7 +404,7 @@ static at_status tune_naive(device_job *job, cache_trial *t)
   if (!job->shape_loaded && (rc = load_shape(job, &r)) != AT_OK) return rc;
   tn_request q = job->shape_req;
   q.kind = TN_REQ_NAIVE;
-  q.timing = (tn_timing_opts){.warmup = cfg->warmup, .reps = cfg->reps};
+  q.timing = (rt_timing_opts){.warmup = cfg->warmup, .reps = cfg->reps};
   rc = tn_worker_call(&job->worker, &q, NULL, &r, watchdog_ms(job, s, cfg->reps + cfg->warmup));
   if (rc != AT_OK) job->shape_loaded = 0;
   trial_init(t, s, "naive");
@@ -507,7 +494,7 @@ static at_status tune_shape(device_job *job, int index)
   char *known = calloc((size_t)n + 1, 1), *wanted = calloc((size_t)n + 1, 1);
   if (!trials || !known || !wanted) {
     free(trials), free(known), free(wanted);
-    return rt_fail(AT_ERR_NOMEM, "no memory for %d candidates", n);
+    return at_fail(AT_ERR_NOMEM, "no memory for %d candidates", n);
   }
   for (int i = 0; i < n && rc == AT_OK; i++) {
     char vkey[GEN_KEY_MAX];
@@ -529,7 +516,7 @@ static at_status tune_shape(device_job *job, int index)
   for (int i = 0; i < n && rc == AT_OK && !g_stop; i++) {
     if (known[i]) continue;
     if (cfg->budget_seconds > 0 && wall_s() - t0 > cfg->budget_seconds) break;
-    gen_compiled *c = pipeline_wait(&pipe, i);
+    rt_compiled *c = pipeline_wait(&pipe, i);
     if (c->status != AT_OK) {
       trial_init(&trials[i], s, c->key);
       trials[i].status = CACHE_COMPILE_FAILED;
@@ -562,7 +549,7 @@ static at_status tune_shape(device_job *job, int index)
       rc = cache_put_trial(job->db, &job->env, t);
       continue;
     }
-    gen_compiled *c = pipeline_need(&pipe, order[r].index);
+    rt_compiled *c = pipeline_need(&pipe, order[r].index);
     if (c->status == AT_OK) rc = run_candidate(job, c, cfg->reps, t);
   }
 
@@ -587,7 +574,7 @@ static at_status tune_shape(device_job *job, int index)
       snprintf(best.impl, sizeof best.impl, "cudnn");
       best.err_naive = cudnn.err_naive;
     } else {
-      gen_compiled *c = pipeline_need(&pipe, winner);
+      rt_compiled *c = pipeline_need(&pipe, winner);
       snprintf(best.impl, sizeof best.impl, "%s", trials[winner].impl);
       best.err_naive = trials[winner].err_naive;
       best.err_cudnn = trials[winner].err_cudnn;
@@ -639,9 +626,9 @@ static at_status start_device(device_job *job)
   memset(&q, 0, sizeof q);
   q.kind = TN_REQ_INFO;
   if ((rc = tn_worker_call(&job->worker, &q, NULL, &r, 120000)) != AT_OK) return rc;
-  if (r.rc != AT_OK) return rt_fail((at_status)r.rc, "GPU %d: %s", job->device, r.message);
+  if (r.rc != AT_OK) return at_fail((at_status)r.rc, "GPU %d: %s", job->device, r.message);
   job->env = r.env;
-  tn_template_version(job->env.template_version, sizeof job->env.template_version);
+  gen_templates_version(job->env.template_version, sizeof job->env.template_version);
   snprintf(job->device_name, sizeof job->device_name, "%s", r.device_name);
   return gen_target_make(r.arch, r.smem_optin, &job->target);
 }

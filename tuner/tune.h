@@ -22,7 +22,5 @@ typedef struct tn_tune_opts {
  * best-vs-cuDNN table on stdout. Returns the exit code (130 when interrupted). */
 int tn_tune_run(const tn_config *cfg, const tn_tune_opts *opts, const int *devices, int n_devices);
 
-/* Version of the kernel templates built in: a hash of their text ("tpl-1a2b3c4d5e6f"). */
-void tn_template_version(char *buf, size_t size);
 
 #endif

@@ -70,15 +70,15 @@ at_status tn_worker_start(tn_worker *w, const char *exe, int device)
   w->device = device;
   snprintf(w->exe, sizeof w->exe, "%s", exe);
   signal(SIGPIPE, SIG_IGN); /* a dead worker shows up as EPIPE, not as our death */
-  if (pipe(to_child) != 0) return rt_fail(AT_ERR_IO, "pipe: %s", strerror(errno));
+  if (pipe(to_child) != 0) return at_fail(AT_ERR_IO, "pipe: %s", strerror(errno));
   if (pipe(from_child) != 0) {
     close(to_child[0]), close(to_child[1]);
-    return rt_fail(AT_ERR_IO, "pipe: %s", strerror(errno));
+    return at_fail(AT_ERR_IO, "pipe: %s", strerror(errno));
   }
   pid_t pid = fork();
   if (pid < 0) {
     close(to_child[0]), close(to_child[1]), close(from_child[0]), close(from_child[1]);
-    return rt_fail(AT_ERR_IO, "fork: %s", strerror(errno));
+    return at_fail(AT_ERR_IO, "fork: %s", strerror(errno));
   }
   if (pid == 0) {
     char dev[16];
@@ -128,7 +128,7 @@ at_status tn_worker_call(tn_worker *w, const tn_request *req_in, const void *cub
   tn_request req = *req_in;
   memset(resp, 0, sizeof *resp);
   resp->time_ms = resp->err_naive = resp->err_cudnn = NAN;
-  if (w->pid <= 0) return rt_fail(AT_ERR_INVALID, "worker for GPU %d is not running", w->device);
+  if (w->pid <= 0) return at_fail(AT_ERR_INVALID, "worker for GPU %d is not running", w->device);
   req.magic = TN_WORKER_MAGIC;
   int sent = write_all(w->to_fd, &req, sizeof req) == 0 &&
              (req.cubin_size == 0 || write_all(w->to_fd, cubin, req.cubin_size) == 0);
@@ -150,7 +150,7 @@ at_status tn_worker_call(tn_worker *w, const tn_request *req_in, const void *cub
   close(w->to_fd), close(w->from_fd);
   w->to_fd = w->from_fd = -1;
   resp->rc = AT_ERR_CUDA;
-  return rt_fail(AT_ERR_CUDA, "GPU %d worker: %s", w->device, resp->message);
+  return at_fail(AT_ERR_CUDA, "GPU %d worker: %s", w->device, resp->message);
 }
 
 /* ---- worker side -------------------------------------------------------------------------- */
@@ -244,7 +244,7 @@ static int serve_shape(serve_state *st, const tn_request *q, tn_response *r)
 
 static int serve_cudnn(serve_state *st, const tn_request *q, tn_response *r)
 {
-  tn_timing tm;
+  rt_timing tm;
   if (!st->cudnn_ok) {
     r->rc = AT_ERR_UNSUPPORTED;
     r->status = CACHE_UNSUPPORTED;
@@ -267,9 +267,9 @@ static int serve_cudnn(serve_state *st, const tn_request *q, tn_response *r)
 static int serve_naive(serve_state *st, const tn_request *q, tn_response *r)
 {
   tn_impl impl;
-  tn_timing tm;
+  rt_timing tm;
   memset(&impl, 0, sizeof impl);
-  at_status rc = st->have_shape ? tn_impl_naive(&st->h, &impl) : rt_fail(AT_ERR_INVALID, "NAIVE before SHAPE");
+  at_status rc = st->have_shape ? tn_impl_naive(&st->h, &impl) : at_fail(AT_ERR_INVALID, "NAIVE before SHAPE");
   if (rc == AT_OK) rc = tn_harness_verify(&st->h, &impl, &r->err_naive, &r->err_cudnn);
   if (rc == AT_OK && !(r->err_naive <= q->tolerance)) {
     r->status = CACHE_WRONG;
@@ -291,7 +291,7 @@ static int serve_variant(serve_state *st, const tn_request *q, const void *cubin
 {
   gen_variant v;
   tn_impl impl;
-  tn_timing tm;
+  rt_timing tm;
   memset(&impl, 0, sizeof impl);
   if (!st->have_shape) {
     r->rc = AT_ERR_INVALID;

@@ -43,7 +43,7 @@ typedef struct tn_request {
   uint32_t kind;
   at_shape shape;
   unsigned long long seed;
-  tn_timing_opts timing;
+  rt_timing_opts timing;
   double tolerance;
   char key[GEN_KEY_MAX]; /* VARIANT */
   uint64_t cubin_size;   /* VARIANT: this many bytes follow the request */

@@ -1,8 +1,9 @@
 /* error.c — the thread-local error message behind at_last_error(). */
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "runtime/rt.h"
+#include "core/core.h"
 
 enum { MESSAGE_CAP = 8192 };
 static _Thread_local char g_message[MESSAGE_CAP];
@@ -12,7 +13,7 @@ static void store_message(const char *fmt, va_list ap)
   vsnprintf(g_message, sizeof g_message, fmt, ap);
 }
 
-at_status rt_fail(at_status code, const char *fmt, ...)
+at_status at_fail(at_status code, const char *fmt, ...)
 {
   va_list ap;
   va_start(ap, fmt);
@@ -21,7 +22,7 @@ at_status rt_fail(at_status code, const char *fmt, ...)
   return code;
 }
 
-at_status rt_fail_context(at_status code, const char *fmt, ...)
+at_status at_fail_context(at_status code, const char *fmt, ...)
 {
   char old[MESSAGE_CAP];
   char prefix[1024];
@@ -40,7 +41,7 @@ at_status rt_fail_context(at_status code, const char *fmt, ...)
   return code;
 }
 
-void rt_clear_error(void) { g_message[0] = '\0'; }
+void at_clear_error(void) { g_message[0] = '\0'; }
 
 const char *at_last_error(void) { return g_message; }
 

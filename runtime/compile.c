@@ -1,5 +1,5 @@
 /*
- * compile.c — compile many variants with NVRTC in a pool of threads. NVRTC runs on the CPU and is
+ * compile.c — compile many variants (generator/ emits, this compiles) with NVRTC in a pool of threads. NVRTC runs on the CPU and is
  * thread-safe across programs; each worker takes the next index from a shared counter.
  */
 #include <pthread.h>
@@ -9,12 +9,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "generator/generator.h"
+#include "runtime/rt.h"
 
 typedef struct pool {
   const gen_variant *variants;
   const gen_target *target;
-  gen_compiled *out;
+  rt_compiled *out;
   int n;
   int next; /* guarded by lock */
   pthread_mutex_t lock;
@@ -27,7 +27,7 @@ static double now_ms(void)
   return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-static void compile_one(const gen_variant *v, const gen_target *target, gen_compiled *c)
+static void compile_one(const gen_variant *v, const gen_target *target, rt_compiled *c)
 {
   char *source = NULL;
   char entry[GEN_KEY_MAX];
@@ -63,8 +63,8 @@ static void *worker(void *arg)
   }
 }
 
-at_status gen_compile_all(const gen_variant *variants, int n, const gen_target *target, int jobs,
-                          gen_compiled *out)
+at_status rt_compile_all(const gen_variant *variants, int n, const gen_target *target, int jobs,
+                          rt_compiled *out)
 {
   pool p = {variants, target, out, n, 0, PTHREAD_MUTEX_INITIALIZER};
   pthread_t threads[64];
@@ -84,21 +84,7 @@ at_status gen_compile_all(const gen_variant *variants, int n, const gen_target *
   return AT_OK;
 }
 
-void gen_compiled_free(gen_compiled *c, int n)
+void rt_compiled_free(rt_compiled *c, int n)
 {
   for (int i = 0; i < n; i++) rt_binary_free(&c[i].binary);
-}
-
-at_status gen_module_load(const gen_variant *v, const void *cubin, CUmodule *module, CUfunction *fn)
-{
-  char entry[GEN_KEY_MAX];
-  at_status rc = gen_entry_name(v, entry, sizeof entry);
-  *module = NULL;
-  if (rc == AT_OK) rc = rt_module_load(cubin, module);
-  if (rc == AT_OK) rc = rt_module_function(*module, entry, fn);
-  if (rc != AT_OK) {
-    rt_module_unload(*module);
-    *module = NULL;
-  }
-  return rc;
 }

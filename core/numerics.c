@@ -2,7 +2,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "attntune.h"
+#include "core/core.h"
 
 static uint32_t float_bits(float x)
 {

@@ -1,7 +1,7 @@
-/* timing.c — see timing.h. */
+/* timing.c — how every implementation is timed (rt.h, "timing"). */
 #include <stdlib.h>
 
-#include "tuner/timing.h"
+#include "runtime/rt.h"
 
 static int compare_float(const void *a, const void *b)
 {
@@ -9,7 +9,7 @@ static int compare_float(const void *a, const void *b)
   return (x > y) - (x < y);
 }
 
-int tn_rotation_sets(size_t bytes, size_t l2_bytes, int max_sets)
+int rt_rotation_sets(size_t bytes, size_t l2_bytes, int max_sets)
 {
   if (bytes == 0) return 1;
   size_t want = (2 * l2_bytes + bytes - 1) / bytes;
@@ -17,8 +17,8 @@ int tn_rotation_sets(size_t bytes, size_t l2_bytes, int max_sets)
   return want > (size_t)max_sets ? max_sets : (int)want;
 }
 
-at_status tn_time_launches(tn_launch_fn launch, void *user, int n_sets, const tn_timing_opts *opts,
-                           CUstream stream, tn_timing *out)
+at_status rt_time_launches(rt_launch_fn launch, void *user, int n_sets, const rt_timing_opts *opts,
+                           CUstream stream, rt_timing *out)
 {
   const rt_driver *cu = rt_cu();
   const int reps = opts->reps > 0 ? opts->reps : 1;
@@ -27,7 +27,7 @@ at_status tn_time_launches(tn_launch_fn launch, void *user, int n_sets, const tn
   at_status rc = AT_OK;
   int n_events = 0;
   if (!events || !ms) {
-    rc = rt_fail(AT_ERR_NOMEM, "no memory for %d timing events", reps);
+    rc = at_fail(AT_ERR_NOMEM, "no memory for %d timing events", reps);
     goto out;
   }
   if (n_sets < 1) n_sets = 1;

@@ -1,0 +1,64 @@
+/*
+ * core.h — what every layer of attntune shares and that needs neither CUDA nor SQLite: the
+ * thread-local error message, the dtype and mask tables, arch names. Prefix at_ (the public
+ * shape functions of include/attntune.h live here too: core/shape.c).
+ *
+ * Every function that can fail returns at_status and leaves a message for the calling thread
+ * (at_fail), which at_last_error() reads:
+ *
+ *     if (head_dim % 8 != 0) return at_fail(AT_ERR_INVALID, "head dim %d is not a multiple of 8", head_dim);
+ *
+ * Layers (DESIGN.md): core/ and include/ at the bottom; generator/ and cache/ include only these;
+ * runtime/ adds CUDA; tuner/ is on top. tests/layers_test.sh enforces it.
+ */
+#ifndef AT_CORE_CORE_H
+#define AT_CORE_CORE_H
+
+#include <stddef.h>
+
+#include "attntune.h"
+
+/* ---- errors ------------------------------------------------------------------------------ */
+
+/* Store a formatted message for the calling thread and return code. */
+at_status at_fail(at_status code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Prepend context to the current message ("while compiling fa2...: <old message>"). */
+at_status at_fail_context(at_status code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void at_clear_error(void);
+
+/* ---- dtypes ------------------------------------------------------------------------------ */
+
+/* One row per at_dtype: what every layer asks of a dtype. Adding a dtype is one row here (and
+ * its conversions in templates/common.cuh and core/numerics.c or runtime/fp8.c). */
+typedef struct at_dtype_info {
+  const char *name;      /* "bf16": keys, configs, messages */
+  size_t size;           /* bytes per element */
+  int is_fp8;            /* e4m3 / e5m2: per-tensor descales, FP8 MMAs */
+  double tolerance;      /* default relative L2 error against the naive reference (DESIGN.md) */
+  at_dtype default_out;  /* output dtype when none is asked for */
+} at_dtype_info;
+
+/* The row of dtype, or NULL for a value that is not an at_dtype. */
+const at_dtype_info *at_dtype_info_of(at_dtype dtype);
+int at_dtype_is_fp8(at_dtype dtype);
+double at_dtype_tolerance(at_dtype dtype);
+at_dtype at_dtype_default_out(at_dtype dtype);
+/* "f16, bf16, e4m3, e5m2" style list of every name, for messages. */
+const char *at_dtype_names(void);
+
+/* ---- arch names -------------------------------------------------------------------------- */
+
+/* The NVRTC target for a compute capability: "sm_90a" for 9.0 (wgmma and setmaxnreg exist only
+ * on the arch-specific Hopper target), "sm_<major><minor>" else. */
+void at_arch_for_cc(int cc_major, int cc_minor, char arch[16]);
+/* Parse "sm_80", "sm_90a", "compute_90a"; fills the compute capability and whether it is an
+ * arch-specific ('a') target. sm_80 and newer only. */
+at_status at_arch_parse(const char *arch, int *cc_major, int *cc_minor, int *arch_specific);
+
+/* ---- templates --------------------------------------------------------------------------- */
+
+/* Text of an embedded template file ("naive.cu", "common.cuh"), or NULL (the build embeds
+ * templates/ as strings: cmake/embed_templates.cmake). */
+const char *at_template_text(const char *name, size_t *size);
+
+#endif /* AT_CORE_CORE_H */

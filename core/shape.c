@@ -1,0 +1,149 @@
+/* shape.c — the dtype and mask tables, and validation, naming and FLOP counting of shapes. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "core/core.h"
+
+/* Indexed by at_dtype. Tolerances are DESIGN.md's; f32 runs only the naive kernels, which are
+ * the reference itself, so its bound is a sanity check, not a setting. */
+static const at_dtype_info DTYPES[] = {
+    [AT_DTYPE_F32] = {"f32", 4, 0, 1e-4, AT_DTYPE_F32},
+    [AT_DTYPE_F16] = {"f16", 2, 0, 1e-2, AT_DTYPE_F16},
+    [AT_DTYPE_BF16] = {"bf16", 2, 0, 1e-2, AT_DTYPE_BF16},
+    [AT_DTYPE_E4M3] = {"e4m3", 1, 1, 5e-2, AT_DTYPE_BF16},
+    [AT_DTYPE_E5M2] = {"e5m2", 1, 1, 1e-1, AT_DTYPE_BF16},
+};
+#define N_DTYPES ((int)(sizeof DTYPES / sizeof *DTYPES))
+static const char *const MASK_NAMES[] = {"none", "causal", "causal-br"};
+
+const at_dtype_info *at_dtype_info_of(at_dtype dtype)
+{
+  return (unsigned)dtype < (unsigned)N_DTYPES ? &DTYPES[dtype] : NULL;
+}
+
+const char *at_dtype_name(at_dtype dtype)
+{
+  const at_dtype_info *d = at_dtype_info_of(dtype);
+  return d ? d->name : "?";
+}
+
+size_t at_dtype_size(at_dtype dtype)
+{
+  const at_dtype_info *d = at_dtype_info_of(dtype);
+  return d ? d->size : 0;
+}
+
+int at_dtype_is_fp8(at_dtype dtype)
+{
+  const at_dtype_info *d = at_dtype_info_of(dtype);
+  return d && d->is_fp8;
+}
+
+double at_dtype_tolerance(at_dtype dtype)
+{
+  const at_dtype_info *d = at_dtype_info_of(dtype);
+  return d ? d->tolerance : 1e-2;
+}
+
+at_dtype at_dtype_default_out(at_dtype dtype)
+{
+  const at_dtype_info *d = at_dtype_info_of(dtype);
+  return d ? d->default_out : dtype;
+}
+
+const char *at_dtype_names(void) { return "f32, f16, bf16, e4m3, e5m2"; }
+
+at_status at_dtype_parse(const char *text, at_dtype *out)
+{
+  for (int i = 0; text && i < N_DTYPES; i++)
+    if (strcmp(text, DTYPES[i].name) == 0) {
+      *out = (at_dtype)i;
+      return AT_OK;
+    }
+  /* Common spellings people type. */
+  if (!text) text = "(null)";
+  if (strcmp(text, "fp32") == 0 || strcmp(text, "float32") == 0) return *out = AT_DTYPE_F32, AT_OK;
+  if (strcmp(text, "fp16") == 0 || strcmp(text, "float16") == 0) return *out = AT_DTYPE_F16, AT_OK;
+  if (strcmp(text, "bfloat16") == 0) return *out = AT_DTYPE_BF16, AT_OK;
+  return at_fail(AT_ERR_INVALID, "unknown dtype '%s' (expected %s)", text, at_dtype_names());
+}
+
+const char *at_mask_name(at_mask mask)
+{
+  return (unsigned)mask < sizeof MASK_NAMES / sizeof *MASK_NAMES ? MASK_NAMES[mask] : "?";
+}
+
+at_status at_mask_parse(const char *text, at_mask *out)
+{
+  for (int i = 0; i < (int)(sizeof MASK_NAMES / sizeof *MASK_NAMES); i++)
+    if (strcmp(text, MASK_NAMES[i]) == 0) {
+      *out = (at_mask)i;
+      return AT_OK;
+    }
+  return at_fail(AT_ERR_INVALID, "unknown mask '%s' (expected none, causal, causal-br)", text);
+}
+
+at_status at_shape_check(const at_shape *s)
+{
+  if (!s) return at_fail(AT_ERR_INVALID, "shape is NULL");
+  if (s->batch < 1) return at_fail(AT_ERR_INVALID, "batch %d must be at least 1", s->batch);
+  if (s->q_len < 1) return at_fail(AT_ERR_INVALID, "q_len %d must be at least 1", s->q_len);
+  if (s->kv_len < 1) return at_fail(AT_ERR_INVALID, "kv_len %d must be at least 1", s->kv_len);
+  if (s->q_heads < 1) return at_fail(AT_ERR_INVALID, "q_heads %d must be at least 1", s->q_heads);
+  if (s->kv_heads < 1) return at_fail(AT_ERR_INVALID, "kv_heads %d must be at least 1", s->kv_heads);
+  if (s->q_heads % s->kv_heads != 0)
+    return at_fail(AT_ERR_INVALID, "q_heads %d is not a multiple of kv_heads %d", s->q_heads,
+                   s->kv_heads);
+  if (s->head_dim < 1 || s->head_dim > 512)
+    return at_fail(AT_ERR_INVALID, "head_dim %d out of range (expected 1..512)", s->head_dim);
+  if ((unsigned)s->dtype > AT_DTYPE_E5M2) return at_fail(AT_ERR_INVALID, "dtype %d unknown", s->dtype);
+  if ((unsigned)s->mask > AT_MASK_CAUSAL_BR) return at_fail(AT_ERR_INVALID, "mask %d unknown", s->mask);
+  if (!(s->scale >= 0.0f) || isinf(s->scale))
+    return at_fail(AT_ERR_INVALID, "scale %g must be finite and >= 0 (0 means 1/sqrt(D))",
+                   (double)s->scale);
+  return AT_OK;
+}
+
+float at_shape_scale(const at_shape *s)
+{
+  return s->scale > 0.0f ? s->scale : 1.0f / sqrtf((float)s->head_dim);
+}
+
+/* Number of (query, key) pairs the mask leaves visible. */
+static double visible_pairs(const at_shape *s)
+{
+  double t = s->q_len, n = s->kv_len;
+  if (s->mask == AT_MASK_NONE) return t * n;
+  /* Convention shared with FlashAttention and cuDNN reports: causal with T == S counts half. */
+  if (s->q_len == s->kv_len) return t * n / 2.0;
+  long long offset = s->mask == AT_MASK_CAUSAL_BR ? (long long)s->kv_len - s->q_len : 0;
+  double pairs = 0;
+  for (long long i = 0; i < s->q_len; i++) {
+    long long seen = i + offset + 1;
+    if (seen > s->kv_len) seen = s->kv_len;
+    if (seen > 0) pairs += (double)seen;
+  }
+  return pairs;
+}
+
+double at_shape_flops(const at_shape *s)
+{
+  return 4.0 * s->batch * s->q_heads * s->head_dim * visible_pairs(s);
+}
+
+at_strides at_strides_bshd(int seq_len, int heads, int head_dim)
+{
+  at_strides st;
+  st.head = head_dim;
+  st.seq = (int64_t)heads * head_dim;
+  st.batch = (int64_t)seq_len * heads * head_dim;
+  return st;
+}
+
+void at_shape_key(const at_shape *s, char *buf, size_t size)
+{
+  snprintf(buf, size, "b%d.t%d.s%d.hq%d.hkv%d.d%d.%s.%s%s", s->batch, s->q_len, s->kv_len,
+           s->q_heads, s->kv_heads, s->head_dim, at_dtype_name(s->dtype), at_mask_name(s->mask),
+           s->with_lse ? ".lse" : "");
+}

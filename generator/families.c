@@ -1,0 +1,295 @@
+/*
+ * families.c — the family table and the gen_ functions that dispatch through it: constraints,
+ * enumeration, defaults, launch descriptions and the per-family template versions.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "generator/families.h"
+
+/* In the order gen_enumerate lists variants and gen_default_variant asks for a default: the
+ * faster family first where several apply (docs/perf.md), so a tuning budget that keeps only
+ * the first candidates keeps it. */
+static const gen_family_ops *const FAMILIES[GEN_FAMILY_COUNT] = {
+    [GEN_FAMILY_FA2] = &gen_fa2_family,
+    [GEN_FAMILY_FA3] = &gen_fa3_family,
+};
+static const gen_family ORDER[] = {GEN_FAMILY_FA3, GEN_FAMILY_FA2};
+#define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+const gen_family_ops *gen_family_row(gen_family family)
+{
+  return (unsigned)family < GEN_FAMILY_COUNT ? FAMILIES[family] : NULL;
+}
+
+static at_status unknown_family(gen_family family)
+{
+  return at_fail(AT_ERR_INVALID, "unknown kernel family %d", (int)family);
+}
+
+/* ---- shared rules ---------------------------------------------------------------------------- */
+
+int gen_round_up(int x, int m) { return (x + m - 1) / m * m; }
+
+int gen_tile_makes_sense(const gen_variant *v, const at_shape *shape)
+{
+  /* A block_m at least twice T (rounded to 16) when a smaller one exists, a block_n likewise for
+   * S, and stages beyond the tiles there are. */
+  if (shape->q_len > 0 && v->block_m > 64 && v->block_m >= 2 * gen_round_up(shape->q_len, 16)) return 0;
+  if (shape->kv_len > 0 && v->block_n > 32 && v->block_n >= 2 * gen_round_up(shape->kv_len, 16)) return 0;
+  if (shape->kv_len > 0 && v->stages > 2 && (shape->kv_len + v->block_n - 1) / v->block_n <= v->stages - 1)
+    return 0;
+  return 1;
+}
+
+int gen_register_budget(int threads)
+{
+  int share = 65536 / threads;
+  return share < 255 ? share : 255;
+}
+
+at_status gen_check_budgets(const gen_variant *v, const gen_target *target, int smem, int regs)
+{
+  const gen_family_ops *f = gen_family_row(v->family);
+  if (smem > target->smem_limit)
+    return at_fail(AT_ERR_UNSUPPORTED, "needs %d bytes of shared memory, %s allows %d", smem, target->arch,
+                   target->smem_limit);
+  int budget = gen_register_budget(f->threads(v));
+  if (regs > budget)
+    return at_fail(AT_ERR_UNSUPPORTED, "needs about %d registers per thread, budget %d (would spill)", regs,
+                   budget);
+  return AT_OK;
+}
+
+/* ---- dispatch -------------------------------------------------------------------------------- */
+
+at_status gen_variant_check(const gen_variant *v, const gen_target *target)
+{
+  const gen_family_ops *f = gen_family_row(v->family);
+  if (!f) return unknown_family(v->family);
+  return f->check(v, target);
+}
+
+int gen_threads(const gen_variant *v)
+{
+  const gen_family_ops *f = gen_family_row(v->family);
+  return f ? f->threads(v) : 0;
+}
+
+int gen_smem_bytes(const gen_variant *v)
+{
+  const gen_family_ops *f = gen_family_row(v->family);
+  return f ? f->smem_bytes(v) : 0;
+}
+
+int gen_register_estimate(const gen_variant *v)
+{
+  const gen_family_ops *f = gen_family_row(v->family);
+  return f ? f->register_estimate(v) : 0;
+}
+
+at_status gen_enumerate(const at_shape *shape, const gen_target *target, gen_variant *out, int cap,
+                        int *n_out)
+{
+  return gen_enumerate_out(shape, at_dtype_default_out(shape->dtype), target, out, cap, n_out);
+}
+
+at_status gen_enumerate_out(const at_shape *shape, at_dtype out_dtype, const gen_target *target,
+                            gen_variant *out, int cap, int *n_out)
+{
+  at_status rc = AT_OK, first_refusal = AT_OK;
+  char refusal[512] = "";
+  int n = 0, any_spec = 0;
+  *n_out = 0;
+  for (int i = 0; i < COUNT(ORDER); i++) {
+    const gen_family_ops *f = gen_family_row(ORDER[i]);
+    gen_spec spec;
+    if (!f->target_ok(target)) continue;
+    if ((rc = gen_spec_from_shape_out(ORDER[i], shape, out_dtype, &spec)) != AT_OK) {
+      /* The family declines the shape; another may run it. Keep the first reason for the end. */
+      if (first_refusal == AT_OK) {
+        first_refusal = rc;
+        snprintf(refusal, sizeof refusal, "%s", at_last_error());
+      }
+      continue;
+    }
+    any_spec = 1;
+    if ((rc = f->enumerate(&spec, target, shape, out, cap, &n)) != AT_OK) return rc;
+  }
+  at_clear_error(); /* the refusals above are expected, not errors */
+  if (!any_spec && first_refusal != AT_OK) return at_fail(first_refusal, "%s", refusal);
+  if (n == 0) {
+    if (at_dtype_is_fp8(shape->dtype) && !gen_target_has_fp8(target))
+      return at_fail(AT_ERR_UNSUPPORTED,
+                     "no %s variants for %s: FP8 needs sm_89 or newer (mma.sync m16n8k32 with FP8 operands)",
+                     at_dtype_name(shape->dtype), target->arch);
+    return at_fail(AT_ERR_UNSUPPORTED,
+                   "no generated variant fits head dim %d %s on %s (shared memory %d bytes, at most 255 "
+                   "registers per thread without spills)",
+                   shape->head_dim, at_dtype_name(shape->dtype), target->arch, target->smem_limit);
+  }
+  *n_out = n;
+  return AT_OK;
+}
+
+at_status gen_default_variant(const at_shape *shape, const gen_target *target, gen_variant *out)
+{
+  at_status rc = AT_OK;
+  for (int i = 0; i < COUNT(ORDER); i++) {
+    const gen_family_ops *f = gen_family_row(ORDER[i]);
+    gen_spec spec;
+    if (!f->target_ok(target)) continue;
+    if (gen_spec_from_shape(ORDER[i], shape, &spec) != AT_OK) continue;
+    if (f->default_variant(&spec, target, shape, out)) {
+      at_clear_error();
+      return AT_OK;
+    }
+  }
+  /* No family prefers a tile: the first variant any family lists, for any sequence length. */
+  gen_variant all[GEN_MAX_VARIANTS];
+  int n = 0;
+  at_shape any_len = *shape;
+  any_len.q_len = any_len.kv_len = 0;
+  if ((rc = gen_enumerate(&any_len, target, all, GEN_MAX_VARIANTS, &n)) != AT_OK) return rc;
+  *out = all[0];
+  return AT_OK;
+}
+
+at_status gen_launch_describe(const gen_variant *v, const at_shape *shape, gen_launch_desc *out)
+{
+  const gen_family_ops *f = gen_family_row(v->family);
+  memset(out, 0, sizeof *out);
+  if (!f) return unknown_family(v->family);
+  at_status rc = gen_variant_matches(v, shape);
+  if (rc != AT_OK) return rc;
+  if (shape->batch < 0 || shape->q_len < 0 || shape->kv_len < 0)
+    return at_fail(AT_ERR_INVALID, "negative size (batch %d, T %d, S %d)", shape->batch, shape->q_len,
+                   shape->kv_len);
+  if (shape->q_heads > 65535)
+    return at_fail(AT_ERR_UNSUPPORTED, "%d q heads exceed the grid's y limit 65535", shape->q_heads);
+  if (shape->batch > 65535)
+    return at_fail(AT_ERR_UNSUPPORTED, "batch %d exceeds the grid's z limit 65535", shape->batch);
+  return f->describe_launch(v, shape, out);
+}
+
+/* The argument list of FA2_KERNEL in templates/fa2.cu, which fa3.cu's kernel shares. */
+static const gen_arg FA_ARGS[] = {
+    GEN_ARG_Q,    GEN_ARG_K,    GEN_ARG_V,    GEN_ARG_O,    GEN_ARG_LSE,  GEN_ARG_T,         GEN_ARG_S,
+    GEN_ARG_SCALE_LOG2,         GEN_ARG_Q_SB, GEN_ARG_Q_SS, GEN_ARG_Q_SH, GEN_ARG_K_SB,      GEN_ARG_K_SS,
+    GEN_ARG_K_SH, GEN_ARG_V_SB, GEN_ARG_V_SS, GEN_ARG_V_SH, GEN_ARG_O_SB, GEN_ARG_O_SS,      GEN_ARG_O_SH,
+    GEN_ARG_DESCALE_Q,          GEN_ARG_DESCALE_K,          GEN_ARG_DESCALE_V,  GEN_ARG_SCALE_O, GEN_ARG_AMAX_O,
+};
+
+at_status gen_describe_fa_launch(const gen_variant *v, const at_shape *shape, int threads, int smem,
+                                 gen_launch_desc *out)
+{
+  gen_kernel_launch *k = &out->kernels[0];
+  out->n_kernels = 1;
+  out->align_bytes = 16; /* cp.async and the output stores move 16 bytes */
+  out->zero_amax = at_dtype_is_fp8(v->spec.out_dtype);
+  k->entry = 0;
+  if (shape->batch > 0 && shape->q_len > 0) {
+    k->grid[0] = (unsigned)((shape->q_len + v->block_m - 1) / v->block_m);
+    k->grid[1] = (unsigned)shape->q_heads;
+    k->grid[2] = (unsigned)shape->batch;
+  }
+  k->block[0] = (unsigned)threads, k->block[1] = k->block[2] = 1;
+  k->smem_bytes = (unsigned)smem;
+  k->n_args = COUNT(FA_ARGS);
+  memcpy(k->args, FA_ARGS, sizeof FA_ARGS);
+  return AT_OK;
+}
+
+/* ---- template versions ----------------------------------------------------------------------- */
+
+static unsigned long long fnv1a(unsigned long long h, const char *name)
+{
+  size_t n = 0;
+  const char *text = at_template_text(name, &n);
+  for (size_t i = 0; text && i < n; i++) h = (h ^ (unsigned char)text[i]) * 1099511628211ull;
+  return h;
+}
+
+static void version_of(const char *label, const char *template_file, char *buf, size_t size)
+{
+  unsigned long long h = fnv1a(fnv1a(1469598103934665603ull, "common.cuh"), template_file);
+  snprintf(buf, size, "%s-%08llx", label, h & 0xffffffffull);
+}
+
+void gen_family_version(gen_family family, char *buf, size_t size)
+{
+  const gen_family_ops *f = gen_family_row(family);
+  if (!f) {
+    snprintf(buf, size, "?");
+    return;
+  }
+  version_of(f->name, f->template_file, buf, size);
+}
+
+void gen_templates_version(char *buf, size_t size)
+{
+  size_t len = 0;
+  buf[0] = '\0';
+  for (int f = 0; f < GEN_FAMILY_COUNT; f++) {
+    char part[48];
+    gen_family_version((gen_family)f, part, sizeof part);
+    len += (size_t)snprintf(buf + len, len < size ? size - len : 0, "%s%s", f ? "." : "", part);
+  }
+  char naive[48];
+  version_of("naive", "naive.cu", naive, sizeof naive);
+  if (len < size) snprintf(buf + len, size - len, ".%s", naive);
+}
+
+/* The part of a joined version that starts with "<label>-", copied to part; 0 when absent. */
+static int version_part(const char *joined, const char *label, char *part, size_t size)
+{
+  size_t n = strlen(label);
+  for (const char *p = joined; p && *p;) {
+    const char *end = strchr(p, '.');
+    size_t len = end ? (size_t)(end - p) : strlen(p);
+    if (len > n && strncmp(p, label, n) == 0 && p[n] == '-') {
+      snprintf(part, size, "%.*s", (int)len, p);
+      return 1;
+    }
+    p = end ? end + 1 : NULL;
+  }
+  return 0;
+}
+
+int gen_version_current(const char *recorded, const char *now, const char *impl, char *why, size_t why_size)
+{
+  char want[48], had[48];
+  if (why_size) why[0] = '\0';
+  if (strncmp(recorded, "tpl-", 4) == 0) {
+    snprintf(why, why_size,
+             "tuned with templates %s, one version for all families from an older attntune (this library "
+             "versions each family: %s); stale, retune",
+             recorded, now);
+    return 0;
+  }
+  const char *label = NULL;
+  char family[16];
+  if (strcmp(impl, "naive") == 0) {
+    label = "naive";
+  } else if (strcmp(impl, "cudnn") != 0) {
+    const char *dot = strchr(impl, '.');
+    size_t n = dot ? (size_t)(dot - impl) : strlen(impl);
+    snprintf(family, sizeof family, "%.*s", (int)(n < sizeof family ? n : sizeof family - 1), impl);
+    label = family;
+  }
+  if (!label) { /* cuDNN measured fastest against every family: any change may beat it now */
+    if (strcmp(recorded, now) == 0) return 1;
+    snprintf(why, why_size, "cuDNN measured fastest against kernels %s, this library has %s; stale, retune",
+             recorded, now);
+    return 0;
+  }
+  if (!version_part(now, label, want, sizeof want)) {
+    snprintf(why, why_size, "%s is not a family of this library", label);
+    return 0;
+  }
+  if (version_part(recorded, label, had, sizeof had) && strcmp(had, want) == 0) return 1;
+  snprintf(why, why_size, "tuned with %s kernels %s, this library has %s; stale, retune", label,
+           version_part(recorded, label, had, sizeof had) ? had : "(none)", want);
+  return 0;
+}

@@ -1,0 +1,144 @@
+/*
+ * launch.c — a generated variant's module and its launches: the generator describes a call
+ * (gen_launch_describe: kernels, grids, shared memory, argument order), this fills the arguments
+ * from the caller's tensors and launches on the caller's stream.
+ */
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "runtime/rt.h"
+
+at_status rt_variant_load(const gen_variant *v, const void *cubin, rt_variant *out)
+{
+  char names[GEN_MAX_KERNELS][GEN_ENTRY_MAX];
+  int n = 0;
+  memset(out, 0, sizeof *out);
+  out->variant = *v;
+  at_status rc = gen_entry_names(v, names, &n);
+  if (rc == AT_OK) rc = rt_module_load(cubin, &out->module);
+  for (int i = 0; rc == AT_OK && i < n; i++) rc = rt_module_function(out->module, names[i], &out->fn[i]);
+  if (rc != AT_OK) {
+    rt_variant_unload(out);
+    return rc;
+  }
+  out->n_fn = n;
+  return AT_OK;
+}
+
+void rt_variant_unload(rt_variant *lv)
+{
+  rt_module_unload(lv->module);
+  memset(lv, 0, sizeof *lv);
+}
+
+/* The kernels' copies move align bytes: pointers aligned, strides whole multiples of them. */
+static at_status check_tensor(const char *name, const void *ptr, const at_strides *st, at_dtype dtype, int align)
+{
+  const long long per_chunk = align / (long long)at_dtype_size(dtype);
+  if (!ptr) return at_fail(AT_ERR_INVALID, "tensor %s is NULL", name);
+  if ((uintptr_t)ptr % (uintptr_t)align != 0)
+    return at_fail(AT_ERR_UNSUPPORTED, "tensor %s at %p is not %d-byte aligned (the kernels copy %d bytes)", name,
+                   ptr, align, align);
+  if (st->batch % per_chunk != 0 || st->seq % per_chunk != 0 || st->head % per_chunk != 0)
+    return at_fail(AT_ERR_UNSUPPORTED,
+                   "strides of %s (batch %lld, seq %lld, head %lld) are not all multiples of %lld elements "
+                   "(%d bytes of %s)",
+                   name, (long long)st->batch, (long long)st->seq, (long long)st->head, per_chunk, align,
+                   at_dtype_name(dtype));
+  if (st->batch < 0 || st->seq < 0 || st->head < 0 || st->seq > INT_MAX || st->head > INT_MAX)
+    return at_fail(AT_ERR_UNSUPPORTED, "strides of %s (seq %lld, head %lld) must be in 0..%d", name,
+                   (long long)st->seq, (long long)st->head, INT_MAX);
+  return AT_OK;
+}
+
+at_status rt_variant_scratch_bytes(const gen_variant *v, const at_shape *shape, size_t *bytes)
+{
+  gen_launch_desc d;
+  at_status rc = gen_launch_describe(v, shape, &d);
+  *bytes = rc == AT_OK ? d.scratch_bytes : 0;
+  return rc;
+}
+
+static CUdeviceptr dptr(const void *p) { return (CUdeviceptr)(uintptr_t)p; }
+
+/* Every slot an argument list may name, from the call. */
+static void fill_slots(rt_launch_frame *f, const gen_variant *v, const at_shape *shape, const at_tensors *t,
+                       const rt_fp8_args *fp8, CUdeviceptr scratch)
+{
+  rt_arg_slot *s = f->slots;
+  s[GEN_ARG_Q].ptr = dptr(t->q), s[GEN_ARG_K].ptr = dptr(t->k), s[GEN_ARG_V].ptr = dptr(t->v);
+  s[GEN_ARG_O].ptr = dptr(t->o), s[GEN_ARG_LSE].ptr = dptr(t->lse);
+  if (fp8 && at_dtype_is_fp8(v->spec.dtype)) {
+    s[GEN_ARG_DESCALE_Q].ptr = dptr(fp8->descale_q), s[GEN_ARG_DESCALE_K].ptr = dptr(fp8->descale_k);
+    s[GEN_ARG_DESCALE_V].ptr = dptr(fp8->descale_v);
+    if (at_dtype_is_fp8(v->spec.out_dtype)) s[GEN_ARG_SCALE_O].ptr = dptr(fp8->scale_o);
+  }
+  s[GEN_ARG_AMAX_O].ptr = f->amax_o;
+  s[GEN_ARG_O_PART].ptr = scratch;
+  s[GEN_ARG_LSE_PART].ptr = scratch ? scratch + f->desc.lse_part_offset : 0;
+  s[GEN_ARG_T].i = shape->q_len, s[GEN_ARG_S].i = shape->kv_len, s[GEN_ARG_Q_HEADS].i = shape->q_heads;
+  s[GEN_ARG_SPLITS].i = f->desc.n_splits, s[GEN_ARG_KEYS_PER_SPLIT].i = f->desc.keys_per_split;
+  s[GEN_ARG_SCALE_LOG2].f = at_shape_scale(shape) * 1.4426950408889634f;
+  s[GEN_ARG_Q_SB].ll = t->q_stride.batch, s[GEN_ARG_K_SB].ll = t->k_stride.batch;
+  s[GEN_ARG_V_SB].ll = t->v_stride.batch, s[GEN_ARG_O_SB].ll = t->o_stride.batch;
+  s[GEN_ARG_Q_SS].i = (int)t->q_stride.seq, s[GEN_ARG_Q_SH].i = (int)t->q_stride.head;
+  s[GEN_ARG_K_SS].i = (int)t->k_stride.seq, s[GEN_ARG_K_SH].i = (int)t->k_stride.head;
+  s[GEN_ARG_V_SS].i = (int)t->v_stride.seq, s[GEN_ARG_V_SH].i = (int)t->v_stride.head;
+  s[GEN_ARG_O_SS].i = (int)t->o_stride.seq, s[GEN_ARG_O_SH].i = (int)t->o_stride.head;
+}
+
+at_status rt_variant_prepare(const rt_variant *lv, const at_shape *shape, const at_tensors *t,
+                             const rt_fp8_args *fp8, CUdeviceptr scratch, rt_launch_frame *f)
+{
+  const gen_variant *v = &lv->variant;
+  at_status rc;
+  memset(f, 0, sizeof *f);
+  if ((rc = gen_launch_describe(v, shape, &f->desc)) != AT_OK) return rc;
+  const gen_launch_desc *d = &f->desc;
+  if (d->n_kernels > lv->n_fn)
+    return at_fail(AT_ERR_INVALID, "the variant launches %d kernels, its module has %d", d->n_kernels, lv->n_fn);
+  f->amax_o = fp8 && d->zero_amax ? dptr(fp8->amax_o) : 0;
+  if (shape->batch == 0 || shape->q_len == 0) return AT_OK; /* dims stay empty: nothing to launch */
+  if ((rc = check_tensor("q", t->q, &t->q_stride, v->spec.dtype, d->align_bytes)) != AT_OK ||
+      (rc = check_tensor("k", t->k, &t->k_stride, v->spec.dtype, d->align_bytes)) != AT_OK ||
+      (rc = check_tensor("v", t->v, &t->v_stride, v->spec.dtype, d->align_bytes)) != AT_OK ||
+      (rc = check_tensor("o", t->o, &t->o_stride, v->spec.out_dtype, d->align_bytes)) != AT_OK)
+    return rc;
+  if (v->spec.with_lse && !t->lse) return at_fail(AT_ERR_INVALID, "variant writes lse but the lse pointer is NULL");
+  if (d->scratch_bytes && !scratch)
+    return at_fail(AT_ERR_INVALID, "variant needs %zu bytes of scratch and none was given", d->scratch_bytes);
+  if (scratch % 256 != 0) return at_fail(AT_ERR_INVALID, "scratch is not 256-byte aligned");
+  fill_slots(f, v, shape, t, fp8, scratch);
+  for (int k = 0; k < d->n_kernels; k++) {
+    const gen_kernel_launch *kl = &d->kernels[k];
+    f->fn[k] = lv->fn[kl->entry];
+    if (kl->smem_bytes > 48 * 1024 && (rc = rt_function_set_smem(f->fn[k], (int)kl->smem_bytes)) != AT_OK)
+      return rc;
+    for (int i = 0; i < 3; i++) f->dims[k].grid[i] = kl->grid[i], f->dims[k].block[i] = kl->block[i];
+    f->dims[k].smem_bytes = kl->smem_bytes;
+    for (int a = 0; a < kl->n_args; a++) f->args[k][a] = &f->slots[kl->args[a]];
+  }
+  return AT_OK;
+}
+
+at_status rt_frame_launch(const rt_launch_frame *f, CUstream stream)
+{
+  at_status rc;
+  /* amax is a max over the CTAs' atomics: start from 0, also when there is nothing to compute. */
+  if (f->amax_o && (rc = RT_CU(rt_cu()->cuMemsetD32Async(f->amax_o, 0, 1, stream))) != AT_OK) return rc;
+  for (int k = 0; k < f->desc.n_kernels; k++) {
+    if (f->dims[k].grid[0] == 0) continue;
+    if ((rc = rt_launch(f->fn[k], &f->dims[k], stream, (void **)f->args[k])) != AT_OK) return rc;
+  }
+  return AT_OK;
+}
+
+at_status rt_variant_launch(const rt_variant *lv, const at_shape *shape, const at_tensors *t,
+                            const rt_fp8_args *fp8, CUdeviceptr scratch, CUstream stream)
+{
+  rt_launch_frame f;
+  at_status rc = rt_variant_prepare(lv, shape, t, fp8, scratch, &f);
+  return rc == AT_OK ? rt_frame_launch(&f, stream) : rc;
+}

@@ -1,0 +1,663 @@
+/*
+ * decode.cu — split-KV decode attention (mma.sync m16n8k16, fp32 accumulate, 16-bit Q/K/V): the
+ * G query heads of one KV head and BLOCK_M query tokens share one pass over a slice of K/V.
+ *
+ * What it computes (JAX: jax.nn.dot_product_attention(q, k, v, is_causal=...), BSHD; with
+ * bottom-right causal as in jax's decode use, mask 2):
+ *   q: (B, T, Nq, D)   k, v: (B, S, Nkv, D)   o: (B, T, Nq, D)   lse: (B, Nq, T) fp32, natural log
+ *   o[b,i,h] = sum_j softmax_j(scale * q[b,i,h] . k[b,j,h/G]) v[b,j,h/G],  G = Nq / Nkv,
+ *   over the visible keys j (at_visible): all (DEC_MASK 0), j <= i (1, top-left),
+ *   j <= i + S - T (2, bottom-right). A row with no visible key writes o = 0 and lse = -inf.
+ *   Scores enter the exp2 domain as s * scale_log2 (scale_log2 = scale * log2 e), as in fa2.cu.
+ *
+ * The generator's preamble defines, before common.cuh:
+ *   AT_IN_DTYPE, AT_OUT_DTYPE   f16 -> f16 or bf16 -> bf16 (K/V: dec_kv_t, the same type for now)
+ *   DEC_KERNEL, DEC_COMBINE     entry point names (split kernel, combine kernel)
+ *   DEC_HEAD_DIM                D, a multiple of 16 in 32..256
+ *   DEC_MASK                    AT_MASK_NONE / AT_MASK_CAUSAL_TL / AT_MASK_CAUSAL_BR
+ *   DEC_GQA                     G = Nq / Nkv, 1..64 (q head h reads kv head h / G)
+ *   DEC_LSE                     1: also write the log-sum-exp
+ *   DEC_BLOCK_M                 query tokens per CTA: 1, 2, 4, 8 or 16
+ *   DEC_BLOCK_N                 keys per K/V tile in shared memory: 32, 64 or 128
+ *   DEC_WARPS, DEC_STAGES       warps per CTA (4 or 8), K/V tiles in flight (2..6)
+ *   DEC_SMEM_LIMIT              dynamic shared memory a block may have on the target
+ *   optional: DEC_Q_IN_REGS (0/1; default: chosen below from the register estimate),
+ *             DEC_COMBINE_THREADS (default 128)
+ *
+ * Packed rows. A CTA works on ROWS = G * BLOCK_M query rows: packed row r = t_local * G + g is
+ * token t = tb * BLOCK_M + t_local and q head h = hk * G + g. ROWS is padded to MT tiles of 16
+ * rows: MT_RAW = ceil(ROWS / 16); MT = MT_RAW rounded up to 1, 2, 4 or 8 when MT_RAW <= WARPS, else
+ * to a multiple of WARPS (so every warp layout divides evenly; padding rows are zero Q rows whose
+ * results are dropped). Rows r >= ROWS or with t >= T are zero-filled in Q and never written.
+ *
+ * Grid (n_splits, Nkv * ceil(T / BLOCK_M), B), block 32 * WARPS, dynamic smem DEC_SMEM_BYTES.
+ * CTA (split, y, b): hk = y % Nkv, tb = y / Nkv (Nkv = gridDim.y / ceil(T / BLOCK_M)), keys
+ * [split * keys_per_split, min(S, (split + 1) * keys_per_split)) (keys_per_split: a multiple of
+ * BLOCK_N, set by the host; an empty range writes lse_part = -inf and o_part = 0). Under a causal
+ * mask the range is cut at the last key the block's last token sees, and tiles wholly past it are
+ * never loaded; the tiles that end at or before the first token's last key (and before S) skip
+ * the per-element mask.
+ *
+ * Warps. WARPS_M = min(MT, WARPS) warps along M, warp wm = warp % WARPS_M owns the MTW = MT /
+ * WARPS_M tiles wm*MTW .. wm*MTW+MTW-1; WARPS_N = WARPS / WARPS_M warps along the keys, warp
+ * wn = warp / WARPS_M takes keys [wn*NW, (wn+1)*NW) of every tile, NW = BLOCK_N / WARPS_N (a
+ * multiple of 16). Each warp runs its own online softmax (m, l, O) over its keys. In an m16n8
+ * accumulator lane = 4*g + t holds rows g and g+8, columns 2t and 2t+1 of each 8-column tile.
+ * At the end (WARPS_N > 1) warps wn > 0 put (m, l, O) in shared memory, the wn = 0 warp of each
+ * M tile merges them (m = max m_w, O = sum 2^(m_w - m) O_w, l likewise) and writes.
+ *
+ * Shared memory (dynamic), rows padded to whole 128-byte lines, 16-byte chunk c of row r stored at
+ * chunk c ^ (r % 8) (the 128-byte swizzle of fa2.cu: conflict-free ldmatrix and cp.async):
+ *   Q      [MT*16][QROW]                      QROW  = roundup(2 * D, 128)
+ *   K      STAGES x [BLOCK_N][KVROW]          KVROW = roundup(sizeof(dec_kv_t) * D, 128)
+ *   V      STAGES x [BLOCK_N][KVROW]
+ *   after the K/V loop the K/V area is reused for the merge (WARPS_N > 1 only):
+ *   ml     fp32 [WARPS_N][MT*16][2]           (m in log2 units, l)
+ *   obuf   fp32 [WARPS_N-1][MT*16][D+8]       (O of warps wn >= 1; +8 floats: conflict-free float2)
+ *   DEC_SMEM_BYTES = MT*16*QROW + max(2*STAGES*BLOCK_N*KVROW,
+ *                                     WARPS_N > 1 ? WARPS_N*MT*16*8 + (WARPS_N-1)*MT*16*(D+8)*4 : 0)
+ *   (macros DEC_*_OF below, plain integer arithmetic the C generator can copy).
+ *
+ * Pipeline: cp.async groups in commit order: Q, then one group (K_t and V_t) per tile. STAGES-1
+ * tiles are issued before the loop; iteration t waits for tile t (wait_group STAGES-2), one
+ * __syncthreads (tile t visible; every warp is done with tile t-1), issues tile t+STAGES-1 into
+ * the stage of tile t-1, then computes S = Q K_t^T (ldmatrix.x4), masks, online softmax (exp2,
+ * one FFMA per score), P packed to 16 bits, O += P V_t (ldmatrix.x4.trans). Keys past the range
+ * are zero-filled (cp.async src-size 0) and masked to -inf. Q fragments: loaded once into
+ * registers (DEC_Q_IN_REGS 1), or re-read from shared memory by ldmatrix each tile where the
+ * registers would not fit (D=256, or two tiles per warp).
+ *
+ * Outputs. n_splits == 1: o = O / l * descale_v (16-bit), lse (if DEC_LSE) = (m + log2 l) * ln 2.
+ * n_splits > 1, p = (b*Nq + h)*T + t:
+ *   o_part[(p*n_splits + split)*D + d] = fp32 NORMALIZED partial O of the split (O_i / l_i, times
+ *     descale_v; 0 when the split saw no visible key)
+ *   lse_part[p*n_splits + split] = the split's log-sum-exp, NATURAL log (-inf when empty)
+ * Combine (DEC_COMBINE, grid (ceil(Nq*T / (DEC_COMBINE_THREADS/32)), B), one warp per (h, t)):
+ *   m = max_i lse_i, w_i = exp(lse_i - m), o = sum_i w_i O_i / sum_i w_i, lse = m + log sum_i w_i;
+ *   all -inf: o = 0, lse = -inf. o_part rows are read as float4 (D is a multiple of 16).
+ *
+ * descale_k / descale_v: NULL means 1 (for FP8 K/V later): descale_k folds into scale_log2,
+ * descale_v into the final normalization.
+ */
+
+#if AT_IN_DTYPE == AT_DTYPE_BF16
+#define DEC_MMA "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+#elif AT_IN_DTYPE == AT_DTYPE_F16
+#define DEC_MMA "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+#else
+#error "decode takes f16 or bf16 inputs"
+#endif
+#if AT_OUT_DTYPE != AT_IN_DTYPE
+#error "decode writes O in the input dtype"
+#endif
+
+/* The K/V element (FP8 K/V later: a byte type, and K/V conversion before the MMAs). */
+typedef at_in_t dec_kv_t;
+#define DEC_KV_ESIZE 2
+
+#ifndef DEC_COMBINE_THREADS
+#define DEC_COMBINE_THREADS 128
+#endif
+
+/* ---- sizes as integer macros (mirrored by the host generator) -------------------------------- */
+#define DEC_RUP(x, m) (((x) + (m) - 1) / (m) * (m))
+#define DEC_MAX(a, b) ((a) > (b) ? (a) : (b))
+#define DEC_MT_RAW_OF(G, BM) (((G) * (BM) + 15) / 16)
+#define DEC_MT_OF(G, BM, W)                                                                        \
+  (DEC_MT_RAW_OF(G, BM) > (W)   ? DEC_RUP(DEC_MT_RAW_OF(G, BM), W)                                \
+   : DEC_MT_RAW_OF(G, BM) > 4 ? 8                                                                 \
+   : DEC_MT_RAW_OF(G, BM) > 2 ? 4                                                                 \
+                              : DEC_MT_RAW_OF(G, BM))
+#define DEC_WARPS_M_OF(G, BM, W) (DEC_MT_OF(G, BM, W) < (W) ? DEC_MT_OF(G, BM, W) : (W))
+#define DEC_WARPS_N_OF(G, BM, W) ((W) / DEC_WARPS_M_OF(G, BM, W))
+#define DEC_QROW_BYTES_OF(D) DEC_RUP(2 * (D), 128)
+#define DEC_KVROW_BYTES_OF(D, KVE) DEC_RUP((KVE) * (D), 128)
+#define DEC_Q_BYTES_OF(D, G, BM, W) (DEC_MT_OF(G, BM, W) * 16 * DEC_QROW_BYTES_OF(D))
+#define DEC_STAGE_BYTES_OF(D, KVE, BN, ST) (2 * (ST) * (BN) * DEC_KVROW_BYTES_OF(D, KVE))
+#define DEC_MERGE_BYTES_OF(D, G, BM, W)                                                            \
+  (DEC_WARPS_N_OF(G, BM, W) > 1                                                                    \
+       ? DEC_WARPS_N_OF(G, BM, W) * DEC_MT_OF(G, BM, W) * 16 * 8 +                                 \
+             (DEC_WARPS_N_OF(G, BM, W) - 1) * DEC_MT_OF(G, BM, W) * 16 * ((D) + 8) * 4             \
+       : 0)
+#define DEC_SMEM_BYTES_OF(D, KVE, G, BM, BN, W, ST)                                                \
+  (DEC_Q_BYTES_OF(D, G, BM, W) + DEC_MAX(DEC_STAGE_BYTES_OF(D, KVE, BN, ST), DEC_MERGE_BYTES_OF(D, G, BM, W)))
+#define DEC_SMEM_BYTES                                                                             \
+  DEC_SMEM_BYTES_OF(DEC_HEAD_DIM, DEC_KV_ESIZE, DEC_GQA, DEC_BLOCK_M, DEC_BLOCK_N, DEC_WARPS, DEC_STAGES)
+
+static constexpr int DEC_D = DEC_HEAD_DIM;
+static constexpr int DEC_G = DEC_GQA;
+static constexpr int DEC_BM = DEC_BLOCK_M;
+static constexpr int DEC_BN = DEC_BLOCK_N;
+static constexpr int DEC_W = DEC_WARPS;
+static constexpr int DEC_THREADS = 32 * DEC_W;
+static constexpr int DEC_ROWS = DEC_G * DEC_BM;                  /* real packed rows */
+static constexpr int DEC_MT = DEC_MT_OF(DEC_G, DEC_BM, DEC_W);   /* 16-row tiles, padded */
+static constexpr int DEC_WM = DEC_WARPS_M_OF(DEC_G, DEC_BM, DEC_W);
+static constexpr int DEC_WN = DEC_WARPS_N_OF(DEC_G, DEC_BM, DEC_W);
+static constexpr int DEC_MTW = DEC_MT / DEC_WM;                  /* 16-row tiles per warp */
+static constexpr int DEC_NW = DEC_BN / DEC_WN;                   /* keys per warp per tile */
+static constexpr int DEC_NT = DEC_NW / 8;                        /* n8 tiles of S per warp */
+static constexpr int DEC_PK = DEC_NW / 16;                       /* k16 steps of P V per warp */
+static constexpr int DEC_OT = DEC_D / 8;                         /* n8 tiles of O */
+static constexpr int DEC_KS = DEC_D / 16;                        /* k16 steps of Q K^T */
+static constexpr int DEC_CPR = DEC_D / 8;                        /* 16-byte chunks per 16-bit row */
+static constexpr int DEC_QROW = DEC_QROW_BYTES_OF(DEC_D);
+static constexpr int DEC_KVROW = DEC_KVROW_BYTES_OF(DEC_D, DEC_KV_ESIZE);
+static constexpr int DEC_Q_BYTES = DEC_Q_BYTES_OF(DEC_D, DEC_G, DEC_BM, DEC_W);
+static constexpr int DEC_KV_BYTES = DEC_BN * DEC_KVROW;          /* one K or one V tile */
+static constexpr int DEC_ML_BYTES = DEC_WN * DEC_MT * 16 * 8;    /* merge: (m, l) per warp column */
+static constexpr int DEC_OSTRIDE = DEC_D + 8;                    /* merge: floats per O row */
+static constexpr bool DEC_CAUSAL = DEC_MASK != AT_MASK_NONE;
+
+/* Registers per thread: O (MTW*D/2) and S (MTW*NW/2) fp32, Q fragments (MTW*D/4) when kept in
+ * registers, plus addresses, softmax state and the K/V copy loop (calibrated on sm_90a ptxas,
+ * CUDA 13.0: the base term below). Q stays in registers when that fits with room to spare. */
+static constexpr int DEC_REG_ACC = DEC_MTW * (DEC_D / 2 + DEC_NW / 2);
+static constexpr int DEC_REG_QFRAG = DEC_MTW * DEC_D / 4;
+static constexpr int DEC_REG_BASE = 72;
+#ifndef DEC_Q_IN_REGS
+#define DEC_Q_IN_REGS (DEC_REG_ACC + DEC_REG_QFRAG + DEC_REG_BASE <= 200)
+#endif
+static constexpr bool DEC_QR = DEC_Q_IN_REGS;
+static constexpr int DEC_REG_ESTIMATE = DEC_REG_ACC + (DEC_QR ? DEC_REG_QFRAG : 0) + DEC_REG_BASE;
+
+static_assert(DEC_D % 16 == 0 && DEC_D >= 32 && DEC_D <= 256, "head dim: a multiple of 16 in 32..256");
+static_assert(DEC_G >= 1 && DEC_G <= 64, "GQA group: 1..64");
+static_assert(DEC_BM == 1 || DEC_BM == 2 || DEC_BM == 4 || DEC_BM == 8 || DEC_BM == 16,
+              "BLOCK_M: 1, 2, 4, 8 or 16 tokens");
+static_assert(DEC_BN == 32 || DEC_BN == 64 || DEC_BN == 128, "BLOCK_N: 32, 64 or 128");
+static_assert(DEC_W == 4 || DEC_W == 8, "4 or 8 warps");
+static_assert(DEC_STAGES >= 2 && DEC_STAGES <= 6, "2..6 K/V stages");
+static_assert(DEC_WM * DEC_WN == DEC_W && DEC_MT % DEC_WM == 0, "warp layout");
+static_assert(DEC_NW % 16 == 0, "BLOCK_N / WARPS_N (keys per warp per tile) must be a multiple of 16");
+#ifndef DEC_NO_BUDGET_ASSERTS /* calibration builds only */
+static_assert(DEC_SMEM_BYTES <= DEC_SMEM_LIMIT, "shared memory over the target's limit");
+static_assert(DEC_REG_ESTIMATE <= 255, "accumulators do not fit the register budget");
+#endif
+
+/* ---- PTX wrappers ----------------------------------------------------------------------------- */
+
+__device__ __forceinline__ void dec_ldmatrix_x4(unsigned r[4], unsigned addr)
+{
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+__device__ __forceinline__ void dec_ldmatrix_x4_trans(unsigned r[4], unsigned addr)
+{
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+/* d += a * b: a = 4 regs (16 x 16, row-major), b = 2 regs (16 x 8, col-major). */
+__device__ __forceinline__ void dec_mma(float d[4], const unsigned a[4], unsigned b0, unsigned b1)
+{
+  asm volatile(DEC_MMA "{%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ void dec_st_shared_f2(unsigned addr, float x, float y)
+{
+  asm volatile("st.shared.v2.f32 [%0], {%1, %2};\n" ::"r"(addr), "f"(x), "f"(y) : "memory");
+}
+
+__device__ __forceinline__ void dec_ld_shared_f2(unsigned addr, float &x, float &y)
+{
+  asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n" : "=f"(x), "=f"(y) : "r"(addr) : "memory");
+}
+
+__device__ __forceinline__ void dec_st_global_f2(float *p, float x, float y)
+{
+  asm volatile("st.global.v2.f32 [%0], {%1, %2};\n" ::"l"(p), "f"(x), "f"(y) : "memory");
+}
+
+/* Byte offset of 16-byte chunk c of row r in a swizzled tile with rows of ROW bytes. */
+template <int ROW> __device__ __forceinline__ unsigned dec_swz(int r, int c)
+{
+  return (unsigned)(r * ROW + ((c ^ (r & 7)) << 4));
+}
+
+/* ---- global -> shared K/V tile ---------------------------------------------------------------- */
+
+/* Keys [j0, j0 + BLOCK_N) of one head (base = key 0, stride elements per key) into a swizzled tile;
+ * keys >= j_end are zero-filled. Chunk i goes to thread i % THREADS: a warp copies consecutive
+ * 16-byte pieces of a row (coalesced reads, conflict-free writes). When THREADS is a multiple of
+ * the chunks per row, a thread keeps one column and steps down the rows with one pointer. */
+__device__ __forceinline__ void dec_load_kv(unsigned tile, const dec_kv_t *base, int stride, int j0,
+                                            int j_end, int tid)
+{
+  constexpr int TOTAL = DEC_BN * DEC_CPR;
+  if constexpr (DEC_THREADS % DEC_CPR == 0 && TOTAL % DEC_THREADS == 0) {
+    constexpr int STEP = DEC_THREADS / DEC_CPR; /* rows per pass */
+    const int c = tid % DEC_CPR, r = tid / DEC_CPR;
+    const dec_kv_t *src = base + (long long)(j0 + r) * stride + c * 8;
+    const long long step = (long long)STEP * stride * (long long)sizeof(dec_kv_t);
+    const int rem = j_end - j0 - r; /* rows of this thread's column still in range: i*STEP < rem */
+#pragma unroll
+    for (int i = 0; i < TOTAL / DEC_THREADS; i++) {
+      const bool valid = i * STEP < rem;
+      at_cp_async16(tile + dec_swz<DEC_KVROW>(r + i * STEP, c), valid ? src : base, valid ? 16 : 0);
+      /* The step is opaque to the compiler (asm), so it cannot hoist the i*step offsets of every
+       * row out of the K/V loop as 64-bit registers. */
+      asm("add.s64 %0, %0, %1;" : "+l"(src) : "l"(step));
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < (TOTAL + DEC_THREADS - 1) / DEC_THREADS; i++) {
+      const int idx = tid + i * DEC_THREADS;
+      if (TOTAL % DEC_THREADS == 0 || idx < TOTAL) {
+        const int r = idx / DEC_CPR, c = idx % DEC_CPR;
+        const bool valid = j0 + r < j_end;
+        const dec_kv_t *src = valid ? base + (long long)(j0 + r) * stride + c * 8 : base;
+        at_cp_async16(tile + dec_swz<DEC_KVROW>(r, c), src, valid ? 16 : 0);
+      }
+    }
+  }
+}
+
+/* ---- the split kernel ------------------------------------------------------------------------- */
+
+extern "C" __global__ void __launch_bounds__(DEC_THREADS, 1)
+DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const dec_kv_t *__restrict__ v,
+           at_out_t *__restrict__ o, float *__restrict__ lse, float *__restrict__ o_part,
+           float *__restrict__ lse_part, int T, int S, int n_splits, int keys_per_split, float scale_log2,
+           long long q_sb, int q_ss, int q_sh, long long k_sb, int k_ss, int k_sh, long long v_sb,
+           int v_ss, int v_sh, long long o_sb, int o_ss, int o_sh, const float *__restrict__ descale_k,
+           const float *__restrict__ descale_v)
+{
+  float o_descale = 1.f;
+  if (descale_k) scale_log2 *= *descale_k;
+  if (descale_v) o_descale = *descale_v;
+
+  extern __shared__ __align__(128) unsigned char dec_smem[];
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  const int wm = warp % DEC_WM, wn = warp / DEC_WM;
+  const int split = blockIdx.x, b = blockIdx.z;
+  const int n_tb = (T + DEC_BM - 1) / DEC_BM;
+  const int n_kv = gridDim.y / n_tb;
+  const int hk = blockIdx.y % n_kv, tb = blockIdx.y / n_kv;
+  const int n_q = n_kv * DEC_G;
+  const int t0 = tb * DEC_BM; /* first token of the block */
+  const int offset = DEC_MASK == AT_MASK_CAUSAL_BR ? S - T : 0;
+
+  /* Key range of this split, tiles to load (n_tiles) and tiles that need no mask (n_full). */
+  const int k_lo = split * keys_per_split;
+  int k_hi = min(S, k_lo + keys_per_split); /* keys >= k_hi: zero-filled and masked */
+  int full_hi = k_hi;                       /* keys < full_hi: visible to every real row */
+  if (DEC_CAUSAL) {
+    const int t_last = min(t0 + DEC_BM, T) - 1;
+    k_hi = min(k_hi, t_last + offset + 1);
+    full_hi = min(full_hi, t0 + offset + 1);
+  }
+  const int n_tiles = k_hi > k_lo ? (k_hi - k_lo + DEC_BN - 1) / DEC_BN : 0;
+  const int n_full = full_hi > k_lo ? min(n_tiles, (full_hi - k_lo) / DEC_BN) : 0;
+
+  const unsigned smem_q = at_smem_addr(dec_smem);
+  const unsigned smem_k = smem_q + DEC_Q_BYTES;
+  const unsigned smem_v = smem_k + DEC_STAGES * DEC_KV_BYTES;
+
+  /* Q: packed row r = t_local * G + g; padding rows and tokens >= T zero-filled. */
+  {
+    const at_in_t *qb = q + b * q_sb + (long long)(hk * DEC_G) * q_sh + (long long)t0 * q_ss;
+    constexpr int TOTAL = DEC_MT * 16 * DEC_CPR;
+#pragma unroll
+    for (int i = 0; i < (TOTAL + DEC_THREADS - 1) / DEC_THREADS; i++) {
+      const int idx = tid + i * DEC_THREADS;
+      if (TOTAL % DEC_THREADS == 0 || idx < TOTAL) {
+        const int r = idx / DEC_CPR, c = idx % DEC_CPR;
+        const int tl = r / DEC_G, g = r % DEC_G;
+        const bool valid = r < DEC_ROWS && t0 + tl < T;
+        const at_in_t *src = valid ? qb + (long long)tl * q_ss + (long long)g * q_sh + c * 8 : q;
+        at_cp_async16(smem_q + dec_swz<DEC_QROW>(r, c), src, valid ? 16 : 0);
+      }
+    }
+    at_cp_async_commit();
+  }
+
+  const dec_kv_t *kh = k + b * k_sb + (long long)hk * k_sh;
+  const dec_kv_t *vh = v + b * v_sb + (long long)hk * v_sh;
+#pragma unroll
+  for (int s = 0; s < DEC_STAGES - 1; s++) {
+    if (s < n_tiles) {
+      dec_load_kv(smem_k + s * DEC_KV_BYTES, kh, k_ss, k_lo + s * DEC_BN, k_hi, tid);
+      dec_load_kv(smem_v + s * DEC_KV_BYTES, vh, v_ss, k_lo + s * DEC_BN, k_hi, tid);
+    }
+    at_cp_async_commit();
+  }
+
+  /* Per-lane ldmatrix addressing (fa2.cu): every row a lane points at is congruent to lane % 8,
+   * so the swizzle is an XOR with a per-lane constant. */
+  const int r8 = lane & 7, quad = lane >> 3;
+  const int row0 = wm * DEC_MTW * 16; /* first packed row of this warp */
+  /* Q (A, x4): matrices (rows 0-7, k 0-7), (8-15, 0-7), (0-7, 8-15), (8-15, 8-15). */
+  const unsigned q_lane = smem_q + (row0 + (lane & 15)) * DEC_QROW;
+  const unsigned q_x = (unsigned)((lane >> 4) ^ r8) << 4;
+  /* K (B of Q K^T, x4): (keys 0-7, d 0-7), (0-7, 8-15), (8-15, 0-7), (8-15, 8-15). */
+  const unsigned k_lane = (wn * DEC_NW + r8 + (quad >> 1) * 8) * DEC_KVROW;
+  const unsigned k_x = (unsigned)((quad & 1) ^ r8) << 4;
+  /* V (B of P V, x4.trans): (keys 0-7, d 0-7), (8-15, 0-7), (0-7, 8-15), (8-15, 8-15). */
+  const unsigned v_lane = (wn * DEC_NW + r8 + (quad & 1) * 8) * DEC_KVROW;
+  const unsigned v_x = (unsigned)((quad >> 1) ^ r8) << 4;
+
+  const int g = lane >> 2, tq = lane & 3;
+  /* Token of each accumulator row of this lane (causal mask). */
+  int tok[DEC_MTW][2];
+#pragma unroll
+  for (int i = 0; i < DEC_MTW; i++)
+#pragma unroll
+    for (int half = 0; half < 2; half++) tok[i][half] = t0 + (row0 + i * 16 + g + half * 8) / DEC_G;
+
+  /* Q landed (groups after it: STAGES-1 tiles). */
+  at_cp_async_wait<DEC_STAGES - 1>();
+  __syncthreads();
+  unsigned qf[DEC_QR ? DEC_MTW : 1][DEC_QR ? DEC_KS : 1][4];
+  if constexpr (DEC_QR) {
+#pragma unroll
+    for (int i = 0; i < DEC_MTW; i++)
+#pragma unroll
+      for (int ks = 0; ks < DEC_KS; ks++)
+        dec_ldmatrix_x4(qf[i][ks], q_lane + i * 16 * DEC_QROW + (((unsigned)(2 * ks) << 4) ^ q_x));
+  }
+
+  float acc[DEC_MTW][DEC_OT][4];
+  float row_max[DEC_MTW][2], row_sum[DEC_MTW][2]; /* running max (raw score units), partial sums */
+#pragma unroll
+  for (int i = 0; i < DEC_MTW; i++) {
+#pragma unroll
+    for (int j = 0; j < DEC_OT; j++) acc[i][j][0] = acc[i][j][1] = acc[i][j][2] = acc[i][j][3] = 0.f;
+    row_max[i][0] = row_max[i][1] = AT_NEG_INF;
+    row_sum[i][0] = row_sum[i][1] = 0.f;
+  }
+
+  int stage = 0, stage_next = DEC_STAGES - 1;
+#pragma unroll 1
+  for (int t = 0; t < n_tiles; t++) {
+    /* Tile t landed (groups after it: STAGES-2); the barrier publishes every thread's copies and
+     * means every warp is done with tile t-1, whose stage the prefetch below refills. */
+    at_cp_async_wait<DEC_STAGES - 2>();
+    __syncthreads();
+    {
+      const int tn = t + DEC_STAGES - 1;
+      if (tn < n_tiles) {
+        dec_load_kv(smem_k + stage_next * DEC_KV_BYTES, kh, k_ss, k_lo + tn * DEC_BN, k_hi, tid);
+        dec_load_kv(smem_v + stage_next * DEC_KV_BYTES, vh, v_ss, k_lo + tn * DEC_BN, k_hi, tid);
+      }
+      at_cp_async_commit();
+    }
+    const int j0 = k_lo + t * DEC_BN + wn * DEC_NW; /* first key of this warp's columns */
+
+    /* S = Q K_t^T over this warp's rows and keys. */
+    float s[DEC_MTW][DEC_NT][4];
+#pragma unroll
+    for (int i = 0; i < DEC_MTW; i++)
+#pragma unroll
+      for (int nt = 0; nt < DEC_NT; nt++) s[i][nt][0] = s[i][nt][1] = s[i][nt][2] = s[i][nt][3] = 0.f;
+    const unsigned k_tile = smem_k + stage * DEC_KV_BYTES + k_lane;
+#pragma unroll
+    for (int ks = 0; ks < DEC_KS; ks++) {
+      unsigned a[DEC_MTW][4];
+#pragma unroll
+      for (int i = 0; i < DEC_MTW; i++) {
+        if constexpr (DEC_QR) {
+          a[i][0] = qf[i][ks][0], a[i][1] = qf[i][ks][1], a[i][2] = qf[i][ks][2], a[i][3] = qf[i][ks][3];
+        } else {
+          dec_ldmatrix_x4(a[i], q_lane + i * 16 * DEC_QROW + (((unsigned)(2 * ks) << 4) ^ q_x));
+        }
+      }
+#pragma unroll
+      for (int np = 0; np < DEC_NT / 2; np++) {
+        unsigned kb[4];
+        dec_ldmatrix_x4(kb, k_tile + np * 16 * DEC_KVROW + (((unsigned)(2 * ks) << 4) ^ k_x));
+#pragma unroll
+        for (int i = 0; i < DEC_MTW; i++) {
+          dec_mma(s[i][2 * np], a[i], kb[0], kb[1]);
+          dec_mma(s[i][2 * np + 1], a[i], kb[2], kb[3]);
+        }
+      }
+    }
+
+    /* Mask tiles that cross the end of the range or the diagonal. */
+    if (t >= n_full) {
+#pragma unroll
+      for (int i = 0; i < DEC_MTW; i++)
+#pragma unroll
+        for (int nt = 0; nt < DEC_NT; nt++)
+#pragma unroll
+          for (int e = 0; e < 4; e++) {
+            const int j = j0 + nt * 8 + 2 * tq + (e & 1);
+            if (j >= k_hi || (DEC_CAUSAL && !at_visible(DEC_MASK, tok[i][e >> 1], j, offset)))
+              s[i][nt][e] = AT_NEG_INF;
+          }
+    }
+
+    /* Online softmax (fa2.cu): p = 2^(s*scale_log2 - m*scale_log2) in one FFMA; a row that has seen
+     * only masked keys keeps m = -inf and uses 0 as its scaled max, so p and alpha are 0. */
+    unsigned p[DEC_MTW][DEC_PK][4];
+#pragma unroll
+    for (int i = 0; i < DEC_MTW; i++) {
+#pragma unroll
+      for (int half = 0; half < 2; half++) {
+        float mx = row_max[i][half];
+#pragma unroll
+        for (int nt = 0; nt < DEC_NT; nt++) mx = fmaxf(mx, fmaxf(s[i][nt][2 * half], s[i][nt][2 * half + 1]));
+        mx = at_quad_max(mx);
+        const float m_scaled = mx == AT_NEG_INF ? 0.f : mx * scale_log2;
+        const float alpha = at_exp2(row_max[i][half] * scale_log2 - m_scaled);
+        row_max[i][half] = mx;
+        float sum = 0.f;
+#pragma unroll
+        for (int nt = 0; nt < DEC_NT; nt++) {
+          s[i][nt][2 * half] = at_exp2(fmaf(s[i][nt][2 * half], scale_log2, -m_scaled));
+          s[i][nt][2 * half + 1] = at_exp2(fmaf(s[i][nt][2 * half + 1], scale_log2, -m_scaled));
+          sum += s[i][nt][2 * half] + s[i][nt][2 * half + 1];
+        }
+        row_sum[i][half] = row_sum[i][half] * alpha + sum;
+#pragma unroll
+        for (int j = 0; j < DEC_OT; j++) {
+          acc[i][j][2 * half] *= alpha;
+          acc[i][j][2 * half + 1] *= alpha;
+        }
+      }
+      /* The S accumulators of n8 tiles 2kk, 2kk+1 are the A fragment of keys 16kk..16kk+15. */
+#pragma unroll
+      for (int kk = 0; kk < DEC_PK; kk++) {
+        p[i][kk][0] = at_pack_out(s[i][2 * kk][0], s[i][2 * kk][1]);
+        p[i][kk][1] = at_pack_out(s[i][2 * kk][2], s[i][2 * kk][3]);
+        p[i][kk][2] = at_pack_out(s[i][2 * kk + 1][0], s[i][2 * kk + 1][1]);
+        p[i][kk][3] = at_pack_out(s[i][2 * kk + 1][2], s[i][2 * kk + 1][3]);
+      }
+    }
+
+    /* O += P V_t. */
+    const unsigned v_tile = smem_v + stage * DEC_KV_BYTES + v_lane;
+#pragma unroll
+    for (int kk = 0; kk < DEC_PK; kk++) {
+#pragma unroll
+      for (int dp = 0; dp < DEC_OT / 2; dp++) {
+        unsigned vb[4];
+        dec_ldmatrix_x4_trans(vb, v_tile + kk * 16 * DEC_KVROW + (((unsigned)(2 * dp) << 4) ^ v_x));
+#pragma unroll
+        for (int i = 0; i < DEC_MTW; i++) {
+          dec_mma(acc[i][2 * dp], p[i][kk], vb[0], vb[1]);
+          dec_mma(acc[i][2 * dp + 1], p[i][kk], vb[2], vb[3]);
+        }
+      }
+    }
+    stage = stage + 1 == DEC_STAGES ? 0 : stage + 1;
+    stage_next = stage_next + 1 == DEC_STAGES ? 0 : stage_next + 1;
+  }
+  at_cp_async_wait<0>(); /* no copy outlives the loop (a CTA with no tiles never waited) */
+
+  /* Per row: m in log2 units (-inf: nothing visible), l = the row sum over the quad. */
+  float m_fin[DEC_MTW][2], l_fin[DEC_MTW][2];
+#pragma unroll
+  for (int i = 0; i < DEC_MTW; i++)
+#pragma unroll
+    for (int half = 0; half < 2; half++) {
+      l_fin[i][half] = at_quad_sum(row_sum[i][half]);
+      m_fin[i][half] = row_max[i][half] == AT_NEG_INF ? AT_NEG_INF : row_max[i][half] * scale_log2;
+    }
+
+  if constexpr (DEC_WN > 1) {
+    /* Merge the WARPS_N key columns of each M tile (MTW == 1 here) in the K/V area. */
+    constexpr int MR = DEC_MT * 16;
+    const unsigned ml = smem_k;
+    const unsigned ob = smem_k + DEC_ML_BYTES;
+    __syncthreads(); /* every warp is done reading K/V */
+#pragma unroll
+    for (int half = 0; half < 2; half++) {
+      const int rr = row0 + g + half * 8;
+      if (tq == 0) dec_st_shared_f2(ml + (wn * MR + rr) * 8, m_fin[0][half], l_fin[0][half]);
+      if (wn > 0) {
+#pragma unroll
+        for (int j = 0; j < DEC_OT; j++)
+          dec_st_shared_f2(ob + (((wn - 1) * MR + rr) * DEC_OSTRIDE + 8 * j + 2 * tq) * 4,
+                           acc[0][j][2 * half], acc[0][j][2 * half + 1]);
+      }
+    }
+    __syncthreads();
+    if (wn != 0) return;
+#pragma unroll
+    for (int half = 0; half < 2; half++) {
+      const int rr = row0 + g + half * 8;
+      float mw[DEC_WN], lw[DEC_WN];
+      float m = AT_NEG_INF;
+#pragma unroll
+      for (int w = 0; w < DEC_WN; w++) {
+        dec_ld_shared_f2(ml + (w * MR + rr) * 8, mw[w], lw[w]);
+        m = fmaxf(m, mw[w]);
+      }
+      float l = 0.f;
+#pragma unroll
+      for (int w = 0; w < DEC_WN; w++) {
+        mw[w] = mw[w] == AT_NEG_INF ? 0.f : at_exp2(mw[w] - m); /* the weight of column w */
+        l += mw[w] * lw[w];
+      }
+#pragma unroll
+      for (int j = 0; j < DEC_OT; j++) {
+        float x0 = acc[0][j][2 * half] * mw[0], x1 = acc[0][j][2 * half + 1] * mw[0];
+#pragma unroll
+        for (int w = 1; w < DEC_WN; w++) {
+          float y0, y1;
+          dec_ld_shared_f2(ob + (((w - 1) * MR + rr) * DEC_OSTRIDE + 8 * j + 2 * tq) * 4, y0, y1);
+          x0 = fmaf(y0, mw[w], x0);
+          x1 = fmaf(y1, mw[w], x1);
+        }
+        acc[0][j][2 * half] = x0;
+        acc[0][j][2 * half + 1] = x1;
+      }
+      m_fin[0][half] = m;
+      l_fin[0][half] = l;
+    }
+  }
+
+  /* Write: o (and lse) for one split, else the normalized partial O and the split's natural lse. */
+#pragma unroll
+  for (int i = 0; i < DEC_MTW; i++) {
+#pragma unroll
+    for (int half = 0; half < 2; half++) {
+      const int r = row0 + i * 16 + g + half * 8;
+      const int tl = r / DEC_G, h = hk * DEC_G + r % DEC_G, tok_i = t0 + tl;
+      if (r >= DEC_ROWS || tok_i >= T) continue;
+      const float l = l_fin[i][half];
+      const float inv = l > 0.f ? o_descale / l : 0.f;
+      const float lse_val = l > 0.f ? (m_fin[i][half] + at_log2(l)) * 0.69314718055994531f : AT_NEG_INF;
+      const long long prow = ((long long)b * n_q + h) * T + tok_i;
+      if (n_splits == 1) {
+        if (DEC_LSE && tq == 0) lse[prow] = lse_val;
+        at_out_t *orow = o + b * o_sb + (long long)tok_i * o_ss + (long long)h * o_sh + 2 * tq;
+#pragma unroll
+        for (int j = 0; j < DEC_OT; j++)
+          *(unsigned *)(orow + 8 * j) = at_pack_out(acc[i][j][2 * half] * inv, acc[i][j][2 * half + 1] * inv);
+      } else {
+        const long long pidx = prow * n_splits + split;
+        if (tq == 0) lse_part[pidx] = lse_val;
+        float *orow = o_part + pidx * DEC_D + 2 * tq;
+#pragma unroll
+        for (int j = 0; j < DEC_OT; j++)
+          dec_st_global_f2(orow + 8 * j, acc[i][j][2 * half] * inv, acc[i][j][2 * half + 1] * inv);
+      }
+    }
+  }
+}
+
+/* ---- the combine kernel ----------------------------------------------------------------------- */
+
+__device__ __forceinline__ void dec_ld_global_f4(const float *p, float x[4])
+{
+  asm volatile("ld.global.nc.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+               : "=f"(x[0]), "=f"(x[1]), "=f"(x[2]), "=f"(x[3])
+               : "l"(p));
+}
+
+/* One warp per (h, t) row: lane c owns float4 chunks c, c+32, ... of D; split weights are
+ * computed by lane s % 32 and broadcast by shuffle. */
+extern "C" __global__ void __launch_bounds__(DEC_COMBINE_THREADS)
+DEC_COMBINE(const float *__restrict__ o_part, const float *__restrict__ lse_part, at_out_t *__restrict__ o,
+            float *__restrict__ lse, int T, int n_q_heads, int n_splits, long long o_sb, int o_ss, int o_sh)
+{
+  constexpr int RPB = DEC_COMBINE_THREADS / 32; /* rows per block */
+  constexpr int C4 = DEC_D / 4;                 /* float4 chunks per row */
+  constexpr int CPL = (C4 + 31) / 32;           /* chunks per lane */
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int row = blockIdx.x * RPB + warp; /* h * T + t */
+  if (row >= n_q_heads * T) return;
+  const int b = blockIdx.y, h = row / T, t = row - h * T;
+  const long long prow = (long long)b * n_q_heads * T + row; /* (b*Nq + h)*T + t */
+  const float *lp = lse_part + prow * n_splits;
+  const float *op = o_part + prow * n_splits * DEC_D;
+  const float LOG2E = 1.4426950408889634f;
+
+  float m = AT_NEG_INF;
+  for (int s = lane; s < n_splits; s += 32) m = fmaxf(m, lp[s]);
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
+
+  float acc[CPL][4];
+#pragma unroll
+  for (int c = 0; c < CPL; c++) acc[c][0] = acc[c][1] = acc[c][2] = acc[c][3] = 0.f;
+  float l = 0.f;
+  if (m != AT_NEG_INF) {
+    for (int s0 = 0; s0 < n_splits; s0 += 32) {
+      const int s = s0 + lane;
+      const float w = s < n_splits ? at_exp2((lp[s] - m) * LOG2E) : 0.f; /* lse -inf: 0 */
+      l += w;
+      const int n = min(32, n_splits - s0);
+#pragma unroll 8
+      for (int i = 0; i < n; i++) {
+        const float wi = __shfl_sync(0xffffffffu, w, i);
+        const float *src = op + (long long)(s0 + i) * DEC_D;
+#pragma unroll
+        for (int c = 0; c < CPL; c++) {
+          const int ch = lane + 32 * c;
+          if (C4 % 32 == 0 || ch < C4) {
+            float x[4];
+            dec_ld_global_f4(src + 4 * ch, x);
+            acc[c][0] = fmaf(wi, x[0], acc[c][0]);
+            acc[c][1] = fmaf(wi, x[1], acc[c][1]);
+            acc[c][2] = fmaf(wi, x[2], acc[c][2]);
+            acc[c][3] = fmaf(wi, x[3], acc[c][3]);
+          }
+        }
+      }
+    }
+  }
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) l += __shfl_xor_sync(0xffffffffu, l, off);
+  const float inv = l > 0.f ? 1.f / l : 0.f;
+
+  at_out_t *orow = o + b * o_sb + (long long)t * o_ss + (long long)h * o_sh;
+#pragma unroll
+  for (int c = 0; c < CPL; c++) {
+    const int ch = lane + 32 * c;
+    if (C4 % 32 == 0 || ch < C4) {
+      const unsigned lo = at_pack_out(acc[c][0] * inv, acc[c][1] * inv);
+      const unsigned hi = at_pack_out(acc[c][2] * inv, acc[c][3] * inv);
+      asm volatile("st.global.v2.b32 [%0], {%1, %2};\n" ::"l"(orow + 4 * ch), "r"(lo), "r"(hi) : "memory");
+    }
+  }
+  if (DEC_LSE && lane == 0) lse[prow] = l > 0.f ? m + at_log2(l) * 0.69314718055994531f : AT_NEG_INF;
+}
