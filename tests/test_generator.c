@@ -518,6 +518,48 @@ static void test_fp8_compile_no_spills(void **state)
   assert_int_equal(bad, 0);
 }
 
+/* Each family has its own version (common.cuh + its template); a row goes stale only when its own
+ * family's part changes, a cuDNN row when any part does, an old single "tpl-" version always. */
+static void test_template_versions(void **state)
+{
+  (void)state;
+  char now[256], fa2[48], fa3[48], why[256];
+  gen_templates_version(now, sizeof now);
+  gen_family_version(GEN_FAMILY_FA2, fa2, sizeof fa2);
+  gen_family_version(GEN_FAMILY_FA3, fa3, sizeof fa3);
+  assert_true(strncmp(fa2, "fa2-", 4) == 0 && strlen(fa2) == 12);
+  assert_true(strncmp(fa3, "fa3-", 4) == 0 && strcmp(fa2 + 4, fa3 + 4) != 0);
+  assert_non_null(strstr(now, fa2));
+  assert_non_null(strstr(now, fa3));
+  assert_non_null(strstr(now, ".naive-"));
+  for (int f = 0; f < GEN_FAMILY_COUNT; f++) { /* every family's name maps back to it */
+    const char *name = gen_family_name((gen_family)f);
+    assert_int_equal(gen_family_of_name(name, strlen(name)), f);
+  }
+
+  /* The same library: everything current. */
+  assert_true(gen_version_current(now, now, "fa2.bf16.d128.none.g1.bm128.bn64.w4.s2", why, sizeof why));
+  assert_true(gen_version_current(now, now, "cudnn", why, sizeof why));
+  assert_true(gen_version_current(now, now, "naive", why, sizeof why));
+
+  /* A row recorded when fa3's template was different: fa2 and naive rows stay current. */
+  char old_fa3[256];
+  snprintf(old_fa3, sizeof old_fa3, "%s", now);
+  char *part = strstr(old_fa3, "fa3-");
+  part[4] = part[4] == '0' ? '1' : '0';
+  assert_true(gen_version_current(old_fa3, now, "fa2.bf16.d128.none.g1.bm128.bn64.w4.s2", why, sizeof why));
+  assert_true(gen_version_current(old_fa3, now, "naive", why, sizeof why));
+  assert_false(gen_version_current(old_fa3, now, "fa3.bf16.d128.none.g1.bm128.bn128.w8.s2", why, sizeof why));
+  assert_non_null(strstr(why, "fa3 kernels"));
+  assert_false(gen_version_current(old_fa3, now, "cudnn", why, sizeof why));
+  assert_non_null(strstr(why, "cuDNN measured fastest"));
+
+  /* Rows from before per-family versions. */
+  assert_false(gen_version_current("tpl-0123456789ab", now, "fa2.bf16.d128.none.g1.bm128.bn64.w4.s2", why,
+                                   sizeof why));
+  assert_non_null(strstr(why, "one version for all families"));
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -528,6 +570,7 @@ int main(void)
       cmocka_unit_test(test_fp8_targets),      cmocka_unit_test(test_fp8_enumeration),
       cmocka_unit_test(test_fp8_emit),
       cmocka_unit_test(test_fa3_family),         cmocka_unit_test(test_fp8_compile_no_spills),
+      cmocka_unit_test(test_template_versions),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
