@@ -731,10 +731,27 @@ static double nice_step(double range, int target)
   return (f <= 1 ? 1 : f <= 2 ? 2 : f <= 5 ? 5 : 10) * p;
 }
 
-static void svg_begin(FILE *out, int width, int height, const char *title)
+/* A chart's size and the margins around its plot area, in pixels. Every piece of a chart is
+ * placed relative to the plot area, so the drawing helpers take this rather than six numbers. */
+typedef struct canvas {
+  int width, height;
+  double left, right, top, bottom; /* margins */
+} canvas;
+
+static double plot_right(const canvas *c)
 {
-  fprintf(out, "<svg width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"", width,
-          height, width, height);
+  return c->width - c->right;
+}
+
+static double plot_bottom(const canvas *c)
+{
+  return c->height - c->bottom;
+}
+
+static void svg_begin(FILE *out, const canvas *c, const char *title)
+{
+  fprintf(out, "<svg width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" role=\"img\" aria-label=\"", c->width,
+          c->height, c->width, c->height);
   xml_text(out, title);
   fputs("\">\n<title>", out);
   xml_text(out, title);
@@ -742,6 +759,44 @@ static void svg_begin(FILE *out, int width, int height, const char *title)
   fputs("<text class=\"ct\" x=\"12\" y=\"20\">", out);
   xml_text(out, title);
   fputs("</text>\n", out);
+}
+
+static void svg_end(FILE *out)
+{
+  fputs("</svg>\n", out);
+}
+
+/* Text at (x, y); anchor NULL keeps SVG's default (start). The text is escaped here, so callers
+ * pass keys and labels as they are. */
+static void svg_text(FILE *out, const char *cls, double x, double y, const char *anchor, const char *text)
+{
+  fprintf(out, "<text class=\"%s\" x=\"%.1f\" y=\"%.1f\"", cls, x, y);
+  if (anchor) fprintf(out, " text-anchor=\"%s\"", anchor);
+  fputc('>', out);
+  xml_text(out, text);
+  fputs("</text>\n", out);
+}
+
+/* A line styled by its CSS class (grid, one). */
+static void svg_line(FILE *out, double x1, double y1, double x2, double y2, const char *cls)
+{
+  fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" class=\"%s\"/>", x1, y1, x2, y2, cls);
+}
+
+/* The border of the plot area. */
+static void svg_frame(FILE *out, const canvas *c)
+{
+  fprintf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" class=\"frame\"/>\n", c->left,
+          c->top, plot_right(c) - c->left, plot_bottom(c) - c->top);
+}
+
+/* A filled bar; the tooltip says what it measures to a reader hovering over it. */
+static void svg_bar(FILE *out, double x, double y, double w, double h, const char *color, const char *tooltip)
+{
+  fprintf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"><title>", x, y, w, h,
+          color);
+  xml_text(out, tooltip);
+  fputs("</title></rect>", out);
 }
 
 static void svg_marker(FILE *out, const char *kind, double x, double y, const char *color)
@@ -768,7 +823,7 @@ static void svg_legend(FILE *out, const int *present, double x, double y, int ba
               x, y, x + 24, y, SERIES[s].color);
       svg_marker(out, SERIES[s].marker, x + 12, y, SERIES[s].color);
     }
-    fprintf(out, "<text class=\"tk\" x=\"%.1f\" y=\"%.1f\">%s</text>\n", x + 30, y + 4, SERIES[s].name);
+    svg_text(out, "tk", x + 30, y + 4, NULL, SERIES[s].name);
     x += 40 + 7.0 * (double)strlen(SERIES[s].name);
   }
 }
@@ -778,88 +833,129 @@ static void fmt_tick(char *buf, size_t size, double v)
   snprintf(buf, size, "%g", v);
 }
 
-/* Horizontal grid line and tick label at y value v. */
-static void svg_ytick(FILE *out, const axis *y, double v, double x0, double x1)
+typedef enum { AXIS_X, AXIS_Y } axis_kind;
+
+/* A grid line across the plot at value v, and its label: left of the plot for y, under it for x,
+ * where the line pokes 4 px out of the frame as a tick mark. */
+static void svg_tick(FILE *out, const canvas *c, axis_kind which, const axis *a, double v)
 {
   char label[32];
-  double py = axis_px(y, v);
+  double p = axis_px(a, v);
   fmt_tick(label, sizeof label, v);
-  fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" class=\"grid\"/>"
-               "<text class=\"tk\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n",
-          x0, py, x1, py, x0 - 6, py + 4, label);
+  if (which == AXIS_Y) {
+    svg_line(out, c->left, p, plot_right(c), p, "grid");
+    svg_text(out, "tk", c->left - 6, p + 4, "end", label);
+  } else {
+    svg_line(out, p, c->top, p, plot_bottom(c) + 4, "grid");
+    svg_text(out, "tk", p, plot_bottom(c) + 18, "middle", label);
+  }
+}
+
+/* Ticks at 0, step, 2·step... to the end of a linear axis; the slack keeps the last tick when
+ * the summed steps overshoot it by rounding. */
+static void svg_linear_ticks(FILE *out, const canvas *c, axis_kind which, const axis *a, double step)
+{
+  for (double v = 0; v <= a->hi * 1.0001; v += step) svg_tick(out, c, which, a, v);
 }
 
 /* Log-scale y ticks: every decade, plus 2 and 5 when the range spans few decades. */
-static void svg_log_yticks(FILE *out, const axis *y, double x0, double x1)
+static void svg_log_yticks(FILE *out, const canvas *c, const axis *y)
 {
   int d0 = (int)floor(log10(y->lo) + 1e-9), d1 = (int)ceil(log10(y->hi) - 1e-9);
   for (int d = d0; d <= d1; d++) {
     const double mult[] = {1, 2, 5};
     for (int m = 0; m < (d1 - d0 <= 2 ? 3 : 1); m++) {
       double v = mult[m] * pow(10, d);
-      if (v >= y->lo * 0.999 && v <= y->hi * 1.001) svg_ytick(out, y, v, x0, x1);
+      if (v >= y->lo * 0.999 && v <= y->hi * 1.001) svg_tick(out, c, AXIS_Y, y, v);
     }
   }
 }
 
-static void svg_axis_labels(FILE *out, int width, int height, double x_mid, double y_mid,
-                            const char *x_label, const char *y_label)
+/* An axis' title: x centred under the plot, y turned to read upwards along the left edge. */
+static void svg_axis_title(FILE *out, const canvas *c, axis_kind which, const char *text)
 {
-  (void)width;
-  fprintf(out, "<text class=\"ax\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%s</text>\n", x_mid,
-          height - 10, x_label);
-  fprintf(out, "<text class=\"ax\" x=\"16\" y=\"%.1f\" text-anchor=\"middle\" "
-               "transform=\"rotate(-90 16 %.1f)\">%s</text>\n", y_mid, y_mid, y_label);
+  double mid = (c->top + c->height - c->bottom) / 2;
+  if (which == AXIS_Y)
+    fprintf(out, "<text class=\"ax\" x=\"16\" y=\"%.1f\" text-anchor=\"middle\" "
+                 "transform=\"rotate(-90 16 %.1f)\">", mid, mid);
+  else
+    fprintf(out, "<text class=\"ax\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">",
+            (c->left + c->width - c->right) / 2, c->height - 10);
+  xml_text(out, text);
+  fputs("</text>\n", out);
+}
+
+/* A series' time where a log axis can show it (finite and positive), else NaN. */
+static double log_plottable_ms(const tn_report_row *row, int s)
+{
+  double v = series_ms(row, s);
+  return isfinite(v) && v > 0 ? v : NAN;
+}
+
+/* One implementation's line through the shapes it has a time for (a shape without one is left
+ * out, so the line joins its neighbours), with a marker and a tooltip at each point. */
+static void svg_series_line(FILE *out, int s, const tn_report_row *const *rows, const double *xs, int n,
+                            const axis *x, const axis *y)
+{
+  fprintf(out, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", SERIES[s].color);
+  for (int i = 0; i < n; i++) {
+    double v = log_plottable_ms(rows[i], s);
+    if (isfinite(v)) fprintf(out, "%.1f,%.1f ", axis_px(x, xs[i]), axis_px(y, v));
+  }
+  fputs("\"/>\n", out);
+  for (int i = 0; i < n; i++) {
+    double v = log_plottable_ms(rows[i], s);
+    if (!isfinite(v)) continue;
+    fputs("<g>", out);
+    svg_marker(out, SERIES[s].marker, axis_px(x, xs[i]), axis_px(y, v), SERIES[s].color);
+    fprintf(out, "<title>%s %s: %.4g ms</title></g>\n", SERIES[s].name, rows[i]->key, v);
+  }
 }
 
 /* Latency (log) against x (log), one line per implementation. rows are ordered by x. */
 static void svg_line_chart(FILE *out, const char *title, const char *x_label, const tn_report_row *const *rows,
                            const double *xs, int n)
 {
-  const int width = 640, height = 380;
-  const double L = 78, R = 24, T = 62, B = 54;
+  const canvas c = {.width = 640, .height = 380, .left = 78, .right = 24, .top = 62, .bottom = 54};
   double y_min = INFINITY, y_max = 0;
   int present[N_SERIES] = {0};
   for (int i = 0; i < n; i++)
     for (int s = 0; s < N_SERIES; s++) {
-      double v = series_ms(rows[i], s);
-      if (!isfinite(v) || v <= 0) continue;
+      double v = log_plottable_ms(rows[i], s);
+      if (!isfinite(v)) continue;
       present[s] = 1;
       y_min = fmin(y_min, v), y_max = fmax(y_max, v);
     }
-  axis x = {xs[0] / 1.25, xs[n - 1] * 1.25, L, width - R, 1};
-  axis y = {pow(10, floor(log10(y_min))), pow(10, ceil(log10(y_max))), height - B, T, 1};
+  axis x = {xs[0] / 1.25, xs[n - 1] * 1.25, c.left, plot_right(&c), 1};
+  axis y = {pow(10, floor(log10(y_min))), pow(10, ceil(log10(y_max))), plot_bottom(&c), c.top, 1};
   if (y.hi <= y.lo * 1.001) y.hi = y.lo * 10;
-  svg_begin(out, width, height, title);
-  svg_legend(out, present, L, 42, 0);
-  svg_log_yticks(out, &y, L, width - R);
-  for (int i = 0; i < n; i++) {
-    double px = axis_px(&x, xs[i]);
-    fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" class=\"grid\"/>"
-                 "<text class=\"tk\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%g</text>\n",
-            px, T, px, height - B + 4, px, height - B + 18, xs[i]);
-  }
-  fprintf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" class=\"frame\"/>\n", L, T,
-          width - R - L, height - B - T);
-  for (int s = 0; s < N_SERIES; s++) {
-    if (!present[s]) continue;
-    fprintf(out, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", SERIES[s].color);
-    for (int i = 0; i < n; i++) {
-      double v = series_ms(rows[i], s);
-      if (isfinite(v) && v > 0) fprintf(out, "%.1f,%.1f ", axis_px(&x, xs[i]), axis_px(&y, v));
-    }
-    fputs("\"/>\n", out);
-    for (int i = 0; i < n; i++) {
-      double v = series_ms(rows[i], s);
-      if (!isfinite(v) || v <= 0) continue;
-      fputs("<g>", out);
-      svg_marker(out, SERIES[s].marker, axis_px(&x, xs[i]), axis_px(&y, v), SERIES[s].color);
-      fprintf(out, "<title>%s %s: %.4g ms</title></g>\n", SERIES[s].name, rows[i]->key, v);
-    }
-  }
-  svg_axis_labels(out, width, height, (L + width - R) / 2, (T + height - B) / 2, x_label,
-                  "latency (ms, log scale)");
-  fputs("</svg>\n", out);
+  svg_begin(out, &c, title);
+  svg_legend(out, present, c.left, 42, 0);
+  svg_log_yticks(out, &c, &y);
+  for (int i = 0; i < n; i++) svg_tick(out, &c, AXIS_X, &x, xs[i]);
+  svg_frame(out, &c);
+  for (int s = 0; s < N_SERIES; s++)
+    if (present[s]) svg_series_line(out, s, rows, xs, n, &x, &y);
+  svg_axis_title(out, &c, AXIS_X, x_label);
+  svg_axis_title(out, &c, AXIS_Y, "latency (ms, log scale)");
+  svg_end(out);
+}
+
+/* Why a bar chart has no bar for series s of a row. */
+static void missing_bar_reason(const tn_report_row *row, int s, char *buf, size_t size)
+{
+  const char *why = s == S_CUDNN ? tn_report_cudnn_label(row)
+                    : s == S_NAIVE ? "no naive time"
+                    : tn_report_no_fused(row) ? "no fused kernel" : "no tuned kernel";
+  snprintf(buf, size, "%s%s", s == S_CUDNN ? "cuDNN " : "", why);
+}
+
+/* Where a bar is missing: why, written upwards from the base line it would stand on. */
+static void svg_missing_bar(FILE *out, double x, double y, const char *why)
+{
+  fprintf(out, "<text class=\"miss\" x=\"%.1f\" y=\"%.1f\" transform=\"rotate(-90 %.1f %.1f)\">", x, y, x, y);
+  xml_text(out, why);
+  fputs("</text>\n", out);
 }
 
 /* Latency bars (tuned, cuDNN) per category; a missing bar says why instead. Naive bars join them
@@ -872,8 +968,8 @@ static void svg_bar_chart(FILE *out, const char *title, const tn_report_row *con
     if (tn_report_no_fused(rows[i]) && isfinite(rows[i]->naive_ms))
       S[0] = S_NAIVE, S[1] = S_TUNED, S[2] = S_CUDNN, ns = 3;
   /* Wide enough for the bars and for the title in one line. */
-  const int width = (int)fmax(150 + (ns == 3 ? 150 : 110) * n, 28 + 9.0 * (double)strlen(title)), height = 370;
-  const double L = 78, R = 20, T = 62, B = 64;
+  const canvas c = {.width = (int)fmax(150 + (ns == 3 ? 150 : 110) * n, 28 + 9.0 * (double)strlen(title)),
+                    .height = 370, .left = 78, .right = 20, .top = 62, .bottom = 64};
   double y_max = 0;
   for (int i = 0; i < n; i++)
     for (int k = 0; k < ns; k++) {
@@ -882,40 +978,45 @@ static void svg_bar_chart(FILE *out, const char *title, const tn_report_row *con
     }
   if (!(y_max > 0)) y_max = 1; /* no time at all: an empty axis rather than NaN coordinates */
   double step = nice_step(y_max * 1.15, 5);
-  axis y = {0, ceil(y_max * 1.15 / step) * step, height - B, T, 0};
-  svg_begin(out, width, height, title);
-  svg_legend(out, (int[N_SERIES]){ns == 3, 1, 1}, L, 42, 1);
-  for (double v = 0; v <= y.hi * 1.0001; v += step) svg_ytick(out, &y, v, L, width - R);
-  double slot = (width - R - L) / n, bar = fmin(slot * (ns == 3 ? 0.24 : 0.32), 40);
+  axis y = {0, ceil(y_max * 1.15 / step) * step, plot_bottom(&c), c.top, 0};
+  svg_begin(out, &c, title);
+  svg_legend(out, (int[N_SERIES]){ns == 3, 1, 1}, c.left, 42, 1);
+  svg_linear_ticks(out, &c, AXIS_Y, &y, step);
+  double slot = (plot_right(&c) - c.left) / n, bar = fmin(slot * (ns == 3 ? 0.24 : 0.32), 40);
+  char text[256];
   for (int i = 0; i < n; i++) {
-    double cx = L + slot * (i + 0.5);
+    double cx = c.left + slot * (i + 0.5);
     for (int k = 0; k < ns; k++) {
       double v = series_ms(rows[i], S[k]), x0 = cx - (ns * bar + (ns - 1) * 4) / 2 + k * (bar + 4);
       double base = axis_px(&y, 0);
       if (isfinite(v)) {
         double top = axis_px(&y, v);
-        fprintf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\"><title>%s %s: "
-                     "%.4g ms</title></rect>"
-                     "<text class=\"val\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%.3g</text>\n",
-                x0, top, bar, base - top, SERIES[S[k]].color, SERIES[S[k]].name, rows[i]->key, v,
-                x0 + bar / 2, top - 4, v);
+        snprintf(text, sizeof text, "%s %s: %.4g ms", SERIES[S[k]].name, rows[i]->key, v);
+        svg_bar(out, x0, top, bar, base - top, SERIES[S[k]].color, text);
+        snprintf(text, sizeof text, "%.3g", v);
+        svg_text(out, "val", x0 + bar / 2, top - 4, "middle", text);
       } else {
-        const char *why = S[k] == S_CUDNN ? tn_report_cudnn_label(rows[i])
-                          : S[k] == S_NAIVE ? "no naive time"
-                          : tn_report_no_fused(rows[i]) ? "no fused kernel" : "no tuned kernel";
-        fprintf(out, "<text class=\"miss\" x=\"%.1f\" y=\"%.1f\" "
-                     "transform=\"rotate(-90 %.1f %.1f)\">%s%s</text>\n",
-                x0 + bar / 2 + 4, base - 6, x0 + bar / 2 + 4, base - 6, S[k] == S_CUDNN ? "cuDNN " : "", why);
+        missing_bar_reason(rows[i], S[k], text, sizeof text);
+        svg_missing_bar(out, x0 + bar / 2 + 4, base - 6, text);
       }
     }
     for (int line = 0; line < 2; line++)
-      fprintf(out, "<text class=\"tk\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%s</text>\n", cx,
-              height - B + 16 + 14 * line, labels[i][line]);
+      svg_text(out, "tk", cx, plot_bottom(&c) + 16 + 14 * line, "middle", labels[i][line]);
   }
-  fprintf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" class=\"frame\"/>\n", L, T,
-          width - R - L, height - B - T);
-  fprintf(out, "<text class=\"ax\" x=\"16\" y=\"%.1f\" text-anchor=\"middle\" transform=\"rotate(-90 16 %.1f)\">"
-               "latency (ms)</text>\n</svg>\n", (T + height - B) / 2, (T + height - B) / 2);
+  svg_frame(out, &c);
+  svg_axis_title(out, &c, AXIS_Y, "latency (ms)");
+  svg_end(out);
+}
+
+/* Why a shape has no speedup bar: no fused kernel, no tuned time, or no cuDNN time. */
+static void missing_speedup_reason(const tn_report_row *row, char *why, size_t size)
+{
+  if (tn_report_no_fused(row) && isfinite(row->naive_ms))
+    snprintf(why, size, "no fused kernel (naive %.4g ms)", row->naive_ms);
+  else if (tn_report_no_fused(row)) snprintf(why, size, "no fused kernel");
+  else if (!isfinite(row->tuned_ms)) snprintf(why, size, "no verified attntune kernel");
+  else if (row->cudnn == TN_REPORT_CUDNN_UNSUPPORTED) snprintf(why, size, "cuDNN unsupported");
+  else snprintf(why, size, "no cuDNN time (%s)", tn_report_cudnn_label(row));
 }
 
 /* Speedup tuned vs cuDNN, one horizontal bar per shape, with the 1.0 line marked. */
@@ -929,53 +1030,41 @@ static void svg_speedup_chart(FILE *out, const tn_report *r, int lo, int hi, con
   }
   /* Values stand in a column right of the plot, where no bar or the 1.0 line can cover them. */
   const double L = 20 + 6.7 * (double)key_len, R = 64, T = 62, B = 48, row_h = 22;
-  const int width = (int)L + 560, height = (int)(T + B + row_h * (hi - lo));
+  const canvas c = {.width = (int)L + 560, .height = (int)(T + B + row_h * (hi - lo)),
+                    .left = L, .right = R, .top = T, .bottom = B};
   double step = nice_step(s_max * 1.1, 6);
-  axis x = {0, ceil(fmax(1.25, s_max * 1.1) / step) * step, L, width - R, 0};
-  char title[256];
+  axis x = {0, ceil(fmax(1.25, s_max * 1.1) / step) * step, c.left, plot_right(&c), 0};
+  char title[256], text[256];
   snprintf(title, sizeof title, "Speedup of the tuned kernel over cuDNN per shape, %s", gpu);
-  svg_begin(out, width, height, title);
+  svg_begin(out, &c, title);
+  /* Not svg_legend: the two entries are the bar colors for faster and slower, not series. */
   fprintf(out, "<rect x=\"%.1f\" y=\"34\" width=\"14\" height=\"12\" fill=\"%s\"/><text class=\"tk\" x=\"%.1f\" "
                "y=\"44\">faster than cuDNN (&gt; 1)</text><rect x=\"%.1f\" y=\"34\" width=\"14\" height=\"12\" "
                "fill=\"%s\"/><text class=\"tk\" x=\"%.1f\" y=\"44\">slower than cuDNN (&lt; 1)</text>\n",
-          L, SERIES[S_TUNED].color, L + 20, L + 190, SERIES[S_CUDNN].color, L + 210);
-  for (double v = 0; v <= x.hi * 1.0001; v += step) {
-    double px = axis_px(&x, v);
-    fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" class=\"grid\"/><text class=\"tk\" "
-                 "x=\"%.1f\" y=\"%.1f\" text-anchor=\"middle\">%g</text>\n",
-            px, T, px, height - B + 4, px, height - B + 18, v);
-  }
+          c.left, SERIES[S_TUNED].color, c.left + 20, c.left + 190, SERIES[S_CUDNN].color, c.left + 210);
+  svg_linear_ticks(out, &c, AXIS_X, &x, step);
   for (int i = lo; i < hi; i++) {
     const tn_report_row *row = &r->rows[i];
-    double cy = T + row_h * (i - lo) + row_h / 2, s = row->speedup_tuned;
-    fprintf(out, "<text class=\"key\" x=\"%.1f\" y=\"%.1f\" text-anchor=\"end\">%s</text>", L - 8, cy + 4,
-            row->key);
+    double cy = c.top + row_h * (i - lo) + row_h / 2, s = row->speedup_tuned;
+    svg_text(out, "key", c.left - 8, cy + 4, "end", row->key);
     if (isfinite(s)) {
-      double w = axis_px(&x, s) - L;
-      fprintf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" fill=\"%s\">"
-                   "<title>%s: cuDNN %.4g ms / tuned %.4g ms</title></rect>"
-                   "<text class=\"val\" x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%.2f×</text>\n",
-              L, cy - 7, w, 14.0, s >= 1 ? SERIES[S_TUNED].color : SERIES[S_CUDNN].color, row->key,
-              row->cudnn_ms, row->tuned_ms, width - 10, cy + 4, s);
+      snprintf(text, sizeof text, "%s: cuDNN %.4g ms / tuned %.4g ms", row->key, row->cudnn_ms, row->tuned_ms);
+      svg_bar(out, c.left, cy - 7, axis_px(&x, s) - c.left, 14.0,
+              s >= 1 ? SERIES[S_TUNED].color : SERIES[S_CUDNN].color, text);
+      /* The value column stands at a whole pixel (x has no tenths), so not through svg_text. */
+      fprintf(out, "<text class=\"val\" x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%.2f×</text>\n", c.width - 10,
+              cy + 4, s);
     } else {
-      char why[96];
-      if (tn_report_no_fused(row) && isfinite(row->naive_ms))
-        snprintf(why, sizeof why, "no fused kernel (naive %.4g ms)", row->naive_ms);
-      else if (tn_report_no_fused(row)) snprintf(why, sizeof why, "no fused kernel");
-      else if (!isfinite(row->tuned_ms)) snprintf(why, sizeof why, "no verified attntune kernel");
-      else if (row->cudnn == TN_REPORT_CUDNN_UNSUPPORTED) snprintf(why, sizeof why, "cuDNN unsupported");
-      else snprintf(why, sizeof why, "no cuDNN time (%s)", tn_report_cudnn_label(row));
-      fprintf(out, "<text class=\"miss\" x=\"%.1f\" y=\"%.1f\">%s</text>\n", L + 6, cy + 4, why);
+      missing_speedup_reason(row, text, sizeof text);
+      svg_text(out, "miss", c.left + 6, cy + 4, NULL, text);
     }
   }
   double one = axis_px(&x, 1.0);
-  fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" class=\"one\"/><text class=\"tk\" "
-               "x=\"%.1f\" y=\"%.1f\" text-anchor=\"start\">1.0 = as fast as cuDNN</text>\n",
-          one, T - 4, one, height - B + 4, one + 4, T - 6);
-  fprintf(out, "<rect x=\"%.1f\" y=\"%.1f\" width=\"%.1f\" height=\"%.1f\" class=\"frame\"/>\n", L, T,
-          width - R - L, height - B - T);
-  fprintf(out, "<text class=\"ax\" x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">speedup = cuDNN time / tuned "
-               "time (linear)</text>\n</svg>\n", (L + width - R) / 2, height - 10);
+  svg_line(out, one, c.top - 4, one, plot_bottom(&c) + 4, "one");
+  svg_text(out, "tk", one + 4, c.top - 6, "start", "1.0 = as fast as cuDNN");
+  svg_frame(out, &c);
+  svg_axis_title(out, &c, AXIS_X, "speedup = cuDNN time / tuned time (linear)");
+  svg_end(out);
 }
 
 /* ---- HTML: sweeps ------------------------------------------------------------------------ */
