@@ -267,6 +267,8 @@ static void *pipeline_thread(void *arg)
   }
 }
 
+static void pipeline_finish(pipeline *p); /* pipeline_start cleans up with it on failure */
+
 static at_status pipeline_start(pipeline *p, const gen_variant *vs, int n, const gen_target *target,
                                 const char *wanted, int jobs)
 {
@@ -275,15 +277,27 @@ static at_status pipeline_start(pipeline *p, const gen_variant *vs, int n, const
   p->out = calloc((size_t)n + 1, sizeof *p->out);
   p->ready = calloc((size_t)n + 1, 1);
   p->wanted = calloc((size_t)n + 1, 1);
-  if (!p->out || !p->ready || !p->wanted) return at_fail(AT_ERR_NOMEM, "no memory for %d candidates", n);
+  if (!p->out || !p->ready || !p->wanted) {
+    free(p->out), free(p->ready), free(p->wanted);
+    return at_fail(AT_ERR_NOMEM, "no memory for %d candidates", n);
+  }
   memcpy(p->wanted, wanted, (size_t)n);
   pthread_mutex_init(&p->lock, NULL);
   pthread_cond_init(&p->done, NULL);
   if (jobs < 1) jobs = 1;
   if (jobs > 64) jobs = 64;
-  for (int i = 0; i < jobs && i < n; i++)
-    if (pthread_create(&p->threads[p->n_threads], NULL, pipeline_thread, p) == 0) p->n_threads++;
-  if (p->n_threads == 0 && n > 0) pipeline_thread(p);
+  for (int i = 0; i < jobs && i < n; i++) {
+    int err = pthread_create(&p->threads[p->n_threads], NULL, pipeline_thread, p);
+    if (err != 0) {
+      /* Out of threads means the process is short of resources; fewer compilers would only hide
+       * it. pipeline_finish stops the threads already started, joins them and frees the lot. */
+      at_status rc = at_fail(AT_ERR_NOMEM, "cannot start NVRTC compile thread %d of %d: %s", i + 1,
+                             jobs < n ? jobs : n, strerror(err));
+      pipeline_finish(p);
+      return rc;
+    }
+    p->n_threads++;
+  }
   return AT_OK;
 }
 
@@ -432,116 +446,171 @@ static void record_naive_only(device_job *job, int index, const cache_trial *nai
   r->device = job->device;
 }
 
-static at_status tune_shape(device_job *job, int index)
-{
-  const tn_config *cfg = job->run->config;
-  const at_shape *s = &cfg->shapes[index];
+/* ---- tune_shape, step by step --------------------------------------------------------------- */
+
+/* What the steps of one shape share: the shape, its baselines, its candidates and their trials. */
+typedef struct shape_tuning {
+  device_job *job;
+  int index; /* into the config's shapes and the run's results */
+  const at_shape *s;
   char key[160];
-  int done = 0, f32 = s->dtype == AT_DTYPE_F32;
+  int f32;
+  double t0;              /* when the shape started: budget_seconds counts from here */
+  tn_response shape_resp; /* the worker's answer to SHAPE: describes cuDNN on the shape */
+  cache_trial naive, cudnn;
+  double cudnn_ms; /* NaN: cuDNN did not time this shape */
+  gen_variant vs[GEN_MAX_VARIANTS];
+  int n;
+  cache_trial *trials; /* one per candidate */
+  char *known;         /* trials[i] is settled: by an earlier run, or by this run's first pass */
+  char *wanted;        /* the pipeline compiles these ahead: the candidates no earlier run settled */
+  pipeline pipe;
+} shape_tuning;
+
+/* A shape an earlier run marked done (forgotten first with --force) is skipped; its stored
+ * result still goes into the summary. *skipped says whether it was. */
+static at_status skip_if_done_earlier(shape_tuning *st, int *skipped)
+{
+  device_job *job = st->job;
+  int done = 0;
   at_status rc;
-  cache_trial naive;
-  at_shape_key(s, key, sizeof key);
-  trial_init(&naive, s, "naive");
-  if (job->run->opts->force && (rc = cache_forget_shape(job->db, &job->env, s)) != AT_OK) return rc;
-  if ((rc = cache_is_done(job->db, &job->env, s, &done)) != AT_OK) return rc;
-  if (done) {
-    cache_best b;
-    int found = 0;
-    if (cache_get_best(job->db, job->env.gpu_model, s, &b, &found) == AT_OK && found) {
-      record_result(job, index, &b, b.cudnn_ms, gen_is_variant_key(b.impl) ? b.time_ms : NAN);
-      cache_best_clear(&b);
-    } else if (f32 && cache_find_trial(job->db, &job->env, s, "naive", &found, &naive) == AT_OK && found) {
-      record_naive_only(job, index, &naive);
-    }
-    count(job->run, &job->run->stats.skipped);
-    progress(job->run, "gpu%d %s: done earlier, skipped", job->device, key);
-    return AT_OK;
+  *skipped = 0;
+  if (job->run->opts->force && (rc = cache_forget_shape(job->db, &job->env, st->s)) != AT_OK) return rc;
+  if ((rc = cache_is_done(job->db, &job->env, st->s, &done)) != AT_OK) return rc;
+  if (!done) return AT_OK;
+  cache_best b;
+  int found = 0;
+  if (cache_get_best(job->db, job->env.gpu_model, st->s, &b, &found) == AT_OK && found) {
+    record_result(job, st->index, &b, b.cudnn_ms, gen_is_variant_key(b.impl) ? b.time_ms : NAN);
+    cache_best_clear(&b);
+  } else if (st->f32 && cache_find_trial(job->db, &job->env, st->s, "naive", &found, &st->naive) == AT_OK &&
+             found) {
+    record_naive_only(job, st->index, &st->naive);
   }
-  double t0 = wall_s();
+  count(job->run, &job->run->stats.skipped);
+  progress(job->run, "gpu%d %s: done earlier, skipped", job->device, st->key);
+  *skipped = 1;
+  return AT_OK;
+}
+
+/* SHAPE on the worker: the inputs, the naive reference and cuDNN's yardstick. Returns 0 when the
+ * shape cannot be prepared (out of memory, a fault in cuDNN...): that is said and the run goes on;
+ * the shape is not marked done, so a rerun tries again. */
+static int prepare_inputs_and_references(shape_tuning *st)
+{
+  device_job *job = st->job;
+  st->t0 = wall_s();
   memset(&job->shape_req, 0, sizeof job->shape_req);
   job->shape_req.kind = TN_REQ_SHAPE;
-  job->shape_req.shape = *s;
+  job->shape_req.shape = *st->s;
   job->shape_req.seed = tn_fresh_seed();
-  job->shape_req.tolerance = cfg->tolerance[s->dtype];
+  job->shape_req.tolerance = job->run->config->tolerance[st->s->dtype];
   job->shape_loaded = 0;
-  tn_response shape_resp;
-  if ((rc = load_shape(job, &shape_resp)) != AT_OK) {
-    /* This shape cannot be prepared (out of memory, a fault in cuDNN...): say so and go on;
-     * it is not marked done, so a rerun tries again. */
-    progress(job->run, "gpu%d %s: not tuned: %s", job->device, key, at_last_error());
+  if (load_shape(job, &st->shape_resp) != AT_OK) {
+    progress(job->run, "gpu%d %s: not tuned: %s", job->device, st->key, at_last_error());
     tn_worker_stop(&job->worker);
-    return AT_OK;
+    return 0;
   }
+  return 1;
+}
 
-  if (f32)
+/* The baselines: the cuDNN trial (unsupported for f32), and the naive trial when asked for or
+ * when it is all an f32 shape has. */
+static at_status time_baselines(shape_tuning *st)
+{
+  device_job *job = st->job;
+  at_status rc;
+  if (st->f32)
     progress(job->run, "gpu%d %s: f32: no fused variants (no fused f32 kernel), cuDNN unsupported (no fp32 "
-             "attention); timing the naive kernels only", job->device, key);
-  cache_trial cudnn;
-  if ((rc = tune_cudnn(job, &shape_resp, &cudnn)) != AT_OK) return rc;
-  double cudnn_ms = cudnn.status == CACHE_OK ? cudnn.time_ms : NAN;
-  if ((job->run->opts->with_naive || f32) && (rc = tune_naive(job, &naive)) != AT_OK) return rc;
+             "attention); timing the naive kernels only", job->device, st->key);
+  if ((rc = tune_cudnn(job, &st->shape_resp, &st->cudnn)) != AT_OK) return rc;
+  st->cudnn_ms = st->cudnn.status == CACHE_OK ? st->cudnn.time_ms : NAN;
+  if ((job->run->opts->with_naive || st->f32) && (rc = tune_naive(job, &st->naive)) != AT_OK) return rc;
+  return AT_OK;
+}
 
-  gen_variant vs[GEN_MAX_VARIANTS];
-  int n = 0;
-  if (f32) {
-    n = 0; /* said above */
-  } else if ((rc = candidates_for(job, s, vs, &n)) != AT_OK) {
-    progress(job->run, "gpu%d %s: no fused variants (%s)", job->device, key, at_last_error());
-    n = 0;
+/* The candidates (none for f32), and which of them earlier runs already settled. The arrays are
+ * the caller's to free, also when this fails. An enumeration error is said here and still
+ * returned, so it ends the shape. */
+static at_status choose_candidates(shape_tuning *st)
+{
+  device_job *job = st->job;
+  at_status rc = AT_OK;
+  st->n = 0;
+  if (st->f32) {
+    st->n = 0; /* said in time_baselines */
+  } else if ((rc = candidates_for(job, st->s, st->vs, &st->n)) != AT_OK) {
+    progress(job->run, "gpu%d %s: no fused variants (%s)", job->device, st->key, at_last_error());
+    st->n = 0;
   }
   /* What earlier runs already settled. */
-  cache_trial *trials = calloc((size_t)n + 1, sizeof *trials);
-  char *known = calloc((size_t)n + 1, 1), *wanted = calloc((size_t)n + 1, 1);
-  if (!trials || !known || !wanted) {
-    free(trials), free(known), free(wanted);
-    return at_fail(AT_ERR_NOMEM, "no memory for %d candidates", n);
-  }
-  for (int i = 0; i < n && rc == AT_OK; i++) {
+  st->trials = calloc((size_t)st->n + 1, sizeof *st->trials);
+  st->known = calloc((size_t)st->n + 1, 1), st->wanted = calloc((size_t)st->n + 1, 1);
+  if (!st->trials || !st->known || !st->wanted)
+    return at_fail(AT_ERR_NOMEM, "no memory for %d candidates", st->n);
+  for (int i = 0; i < st->n && rc == AT_OK; i++) {
     char vkey[GEN_KEY_MAX];
     int found = 0;
-    gen_variant_key(&vs[i], vkey, sizeof vkey);
-    rc = cache_find_trial(job->db, &job->env, s, vkey, &found, &trials[i]);
-    known[i] = (char)found;
-    wanted[i] = (char)!found;
+    gen_variant_key(&st->vs[i], vkey, sizeof vkey);
+    rc = cache_find_trial(job->db, &job->env, st->s, vkey, &found, &st->trials[i]);
+    st->known[i] = (char)found;
+    st->wanted[i] = (char)!found;
   }
-  pipeline pipe;
-  if (rc == AT_OK) rc = pipeline_start(&pipe, vs, n, &job->target, wanted, job->run->opts->jobs);
-  if (rc != AT_OK) {
-    free(trials), free(known), free(wanted);
-    return rc;
-  }
+  return rc;
+}
 
-  /* First pass: every candidate not settled, in the generator's order. */
+/* A candidate NVRTC refused: its trial is final as compile_failed, with the compiler's message. */
+static at_status record_compile_failure(shape_tuning *st, const rt_compiled *c, cache_trial *t)
+{
+  device_job *job = st->job;
+  trial_init(t, st->s, c->key);
+  t->status = CACHE_COMPILE_FAILED;
+  snprintf(t->message, sizeof t->message, "%s", c->message);
+  count(job->run, &job->run->stats.compile_failed);
+  return cache_put_trial(job->db, &job->env, t);
+}
+
+/* First pass: every candidate not settled, in the generator's order, with the first-pass
+ * repetitions, until the shape's time budget is spent. */
+static at_status first_pass(shape_tuning *st)
+{
+  device_job *job = st->job;
+  const tn_config *cfg = job->run->config;
+  at_status rc = AT_OK;
   int first_reps = cfg->first_pass_reps > 0 ? cfg->first_pass_reps : cfg->reps;
-  for (int i = 0; i < n && rc == AT_OK && !g_stop; i++) {
-    if (known[i]) continue;
-    if (cfg->budget_seconds > 0 && wall_s() - t0 > cfg->budget_seconds) break;
-    rt_compiled *c = pipeline_wait(&pipe, i);
+  for (int i = 0; i < st->n && rc == AT_OK && !g_stop; i++) {
+    if (st->known[i]) continue;
+    if (cfg->budget_seconds > 0 && wall_s() - st->t0 > cfg->budget_seconds) break;
+    rt_compiled *c = pipeline_wait(&st->pipe, i);
     if (c->status != AT_OK) {
-      trial_init(&trials[i], s, c->key);
-      trials[i].status = CACHE_COMPILE_FAILED;
-      snprintf(trials[i].message, sizeof trials[i].message, "%s", c->message);
-      count(job->run, &job->run->stats.compile_failed);
-      rc = cache_put_trial(job->db, &job->env, &trials[i]);
+      rc = record_compile_failure(st, c, &st->trials[i]);
     } else {
       count(job->run, &job->run->stats.compiled);
-      rc = run_candidate(job, c, first_reps, &trials[i]);
+      rc = run_candidate(job, c, first_reps, &st->trials[i]);
     }
-    known[i] = 1;
-    progress(job->run, "gpu%d %s: %s %s %.4f ms", job->device, key, trials[i].impl,
-             cache_status_name(trials[i].status), trials[i].time_ms);
+    st->known[i] = 1;
+    progress(job->run, "gpu%d %s: %s %s %.4f ms", job->device, st->key, st->trials[i].impl,
+             cache_status_name(st->trials[i].status), st->trials[i].time_ms);
   }
+  return rc;
+}
 
-  /* Second pass: the fastest few again with full repetitions; the others are dropped. */
-  ranked *order = calloc((size_t)n + 1, sizeof *order);
+/* Second pass: the fastest `keep` of the ok trials again with full repetitions; the others are
+ * dropped. Trials already at full repetitions (an earlier run's) stay as they are. */
+static at_status second_pass(shape_tuning *st)
+{
+  device_job *job = st->job;
+  const tn_config *cfg = job->run->config;
+  at_status rc = AT_OK;
+  ranked *order = calloc((size_t)st->n + 1, sizeof *order);
   int n_ok = 0;
-  for (int i = 0; order && i < n; i++)
-    if (known[i] && trials[i].status == CACHE_OK) order[n_ok++] = (ranked){i, trials[i].time_ms};
+  for (int i = 0; order && i < st->n; i++)
+    if (st->known[i] && st->trials[i].status == CACHE_OK) order[n_ok++] = (ranked){i, st->trials[i].time_ms};
   if (order) qsort(order, (size_t)n_ok, sizeof *order, by_time);
   int keep = cfg->keep_count > 0 ? cfg->keep_count : (int)ceil(cfg->keep_fraction * n_ok);
   if (keep < 1) keep = 1;
   for (int r = 0; r < n_ok && rc == AT_OK && !g_stop; r++) {
-    cache_trial *t = &trials[order[r].index];
+    cache_trial *t = &st->trials[order[r].index];
     if (t->reps >= cfg->reps) continue;
     assert_second_pass(t, cfg->reps);
     if (r >= keep) {
@@ -549,72 +618,150 @@ static at_status tune_shape(device_job *job, int index)
       rc = cache_put_trial(job->db, &job->env, t);
       continue;
     }
-    rt_compiled *c = pipeline_need(&pipe, order[r].index);
+    rt_compiled *c = pipeline_need(&st->pipe, order[r].index);
     if (c->status == AT_OK) rc = run_candidate(job, c, cfg->reps, t);
   }
+  free(order);
+  return rc;
+}
 
-  /* Best of the full-pass results, cuDNN included. */
+/* Best of the full-pass results, cuDNN included: *winner is the candidate's index, -2 for cuDNN,
+ * -1 for none; *fa2_ms the fastest of attntune's own kernels (NaN: none passed). */
+static void pick_best(const shape_tuning *st, cache_best *best, int *winner, double *fa2_ms)
+{
+  const tn_config *cfg = st->job->run->config;
+  memset(best, 0, sizeof *best);
+  best->time_ms = INFINITY;
+  best->err_naive = best->err_cudnn = NAN;
+  *winner = -1;
+  for (int i = 0; i < st->n; i++)
+    if (st->known[i] && st->trials[i].status == CACHE_OK && st->trials[i].reps >= cfg->reps &&
+        st->trials[i].time_ms < best->time_ms)
+      best->time_ms = st->trials[i].time_ms, *winner = i;
+  *fa2_ms = *winner >= 0 ? best->time_ms : NAN;
+  if (isfinite(st->cudnn_ms) && st->cudnn_ms < best->time_ms) best->time_ms = st->cudnn_ms, *winner = -2;
+}
+
+/* The best row, with the winning candidate's cubin (none for cuDNN), and the shape marked done. */
+static at_status store_best_row(shape_tuning *st, cache_best *best, int winner, double fa2_ms)
+{
+  device_job *job = st->job;
+  const at_shape *s = st->s;
+  best->shape = *s;
+  best->env = job->env;
+  best->cudnn_ms = st->cudnn_ms;
+  best->tflops = at_shape_flops(s) / (best->time_ms * 1e-3) / 1e12;
+  snprintf(best->arch, sizeof best->arch, "%s", job->target.arch);
+  if (winner == -2) {
+    snprintf(best->impl, sizeof best->impl, "cudnn");
+    best->err_naive = st->cudnn.err_naive;
+  } else {
+    rt_compiled *c = pipeline_need(&st->pipe, winner);
+    snprintf(best->impl, sizeof best->impl, "%s", st->trials[winner].impl);
+    best->err_naive = st->trials[winner].err_naive;
+    best->err_cudnn = st->trials[winner].err_cudnn;
+    gen_entry_name(&st->vs[winner], best->entry, sizeof best->entry);
+    best->cubin = c->binary.cubin;
+    best->cubin_size = c->binary.cubin_size;
+  }
+  int stored = 0;
+  at_status rc = cache_put_best(job->db, best, &stored);
+  if (rc == AT_OK) rc = cache_mark_done(job->db, &job->env, s);
+  if (rc == AT_OK) {
+    record_result(job, st->index, best, st->cudnn_ms, fa2_ms);
+    count(job->run, &job->run->stats.shapes_done);
+    progress(job->run, "gpu%d %s: best %s %.4f ms (%.1f TFLOP/s), cuDNN %.4f ms", job->device, st->key,
+             best->impl, best->time_ms, best->tflops, st->cudnn_ms);
+  }
+  return rc;
+}
+
+/* An f32 shape: marked done with no best row (see the comment at the top); its naive time goes
+ * into the summary. */
+static at_status store_naive_only(shape_tuning *st)
+{
+  device_job *job = st->job;
+  const cache_trial *naive = &st->naive;
+  at_status rc = cache_mark_done(job->db, &job->env, st->s);
+  if (rc == AT_OK) {
+    record_naive_only(job, st->index, naive);
+    count(job->run, &job->run->stats.shapes_done);
+    if (naive->status == CACHE_OK)
+      progress(job->run, "gpu%d %s: naive %.4f ms (%.1f TFLOP/s); no fused kernel, cuDNN unsupported: no best "
+               "row", job->device, st->key, naive->time_ms, naive->tflops);
+    else
+      progress(job->run, "gpu%d %s: naive %s (%s); no fused kernel, cuDNN unsupported: no best row",
+               job->device, st->key, cache_status_name(naive->status), naive->message);
+  }
+  return rc;
+}
+
+/* The shape's outcome, stored unless it ended early (rc an error, or interrupted): the best row,
+ * an f32 shape's naive-only mark, or done with nothing that passed. */
+static at_status store_best(shape_tuning *st, at_status rc)
+{
+  device_job *job = st->job;
   cache_best best;
-  memset(&best, 0, sizeof best);
-  best.time_ms = INFINITY;
-  best.err_naive = best.err_cudnn = NAN;
-  int winner = -1;
-  for (int i = 0; i < n; i++)
-    if (known[i] && trials[i].status == CACHE_OK && trials[i].reps >= cfg->reps && trials[i].time_ms < best.time_ms)
-      best.time_ms = trials[i].time_ms, winner = i;
-  double fa2_ms = winner >= 0 ? best.time_ms : NAN;
-  if (isfinite(cudnn_ms) && cudnn_ms < best.time_ms) best.time_ms = cudnn_ms, winner = -2;
+  int winner;
+  double fa2_ms;
+  pick_best(st, &best, &winner, &fa2_ms);
   if (rc == AT_OK && !g_stop && winner != -1) {
-    best.shape = *s;
-    best.env = job->env;
-    best.cudnn_ms = cudnn_ms;
-    best.tflops = at_shape_flops(s) / (best.time_ms * 1e-3) / 1e12;
-    snprintf(best.arch, sizeof best.arch, "%s", job->target.arch);
-    if (winner == -2) {
-      snprintf(best.impl, sizeof best.impl, "cudnn");
-      best.err_naive = cudnn.err_naive;
-    } else {
-      rt_compiled *c = pipeline_need(&pipe, winner);
-      snprintf(best.impl, sizeof best.impl, "%s", trials[winner].impl);
-      best.err_naive = trials[winner].err_naive;
-      best.err_cudnn = trials[winner].err_cudnn;
-      gen_entry_name(&vs[winner], best.entry, sizeof best.entry);
-      best.cubin = c->binary.cubin;
-      best.cubin_size = c->binary.cubin_size;
-    }
-    int stored = 0;
-    rc = cache_put_best(job->db, &best, &stored);
-    if (rc == AT_OK) rc = cache_mark_done(job->db, &job->env, s);
-    if (rc == AT_OK) {
-      record_result(job, index, &best, cudnn_ms, fa2_ms);
-      count(job->run, &job->run->stats.shapes_done);
-      progress(job->run, "gpu%d %s: best %s %.4f ms (%.1f TFLOP/s), cuDNN %.4f ms", job->device, key,
-               best.impl, best.time_ms, best.tflops, cudnn_ms);
-    }
-  } else if (rc == AT_OK && !g_stop && f32) {
-    /* No best row: see the comment at the top. */
-    rc = cache_mark_done(job->db, &job->env, s);
-    if (rc == AT_OK) {
-      record_naive_only(job, index, &naive);
-      count(job->run, &job->run->stats.shapes_done);
-      if (naive.status == CACHE_OK)
-        progress(job->run, "gpu%d %s: naive %.4f ms (%.1f TFLOP/s); no fused kernel, cuDNN unsupported: no best "
-                 "row", job->device, key, naive.time_ms, naive.tflops);
-      else
-        progress(job->run, "gpu%d %s: naive %s (%s); no fused kernel, cuDNN unsupported: no best row",
-                 job->device, key, cache_status_name(naive.status), naive.message);
-    }
+    rc = store_best_row(st, &best, winner, fa2_ms);
+  } else if (rc == AT_OK && !g_stop && st->f32) {
+    rc = store_naive_only(st);
   } else if (rc == AT_OK && !g_stop) {
-    progress(job->run, "gpu%d %s: nothing passed verification", job->device, key);
-    rc = cache_mark_done(job->db, &job->env, s);
+    progress(job->run, "gpu%d %s: nothing passed verification", job->device, st->key);
+    rc = cache_mark_done(job->db, &job->env, st->s);
     count(job->run, &job->run->stats.shapes_done);
   }
-  pipeline_finish(&pipe);
-  free(order), free(trials), free(known), free(wanted);
+  return rc;
+}
+
+/* One shape, the steps of the header comment in order. An error return ends the device's run;
+ * a shape that cannot be prepared is skipped (AT_OK). */
+static at_status tune_shape(device_job *job, int index)
+{
+  shape_tuning st;
+  memset(&st, 0, sizeof st);
+  st.job = job;
+  st.index = index;
+  st.s = &job->run->config->shapes[index];
+  st.f32 = st.s->dtype == AT_DTYPE_F32;
+  st.cudnn_ms = NAN;
+  at_shape_key(st.s, st.key, sizeof st.key);
+  trial_init(&st.naive, st.s, "naive");
+  int skipped = 0;
+  at_status rc = skip_if_done_earlier(&st, &skipped);
+  if (rc != AT_OK || skipped) return rc;
+  if (!prepare_inputs_and_references(&st)) return AT_OK;
+  if ((rc = time_baselines(&st)) != AT_OK) return rc;
+  rc = choose_candidates(&st);
+  if (rc == AT_OK) rc = pipeline_start(&st.pipe, st.vs, st.n, &job->target, st.wanted, job->run->opts->jobs);
+  if (rc != AT_OK) {
+    free(st.trials), free(st.known), free(st.wanted);
+    return rc;
+  }
+  rc = first_pass(&st);
+  if (rc == AT_OK) rc = second_pass(&st); /* after an error it would only rank, which changes nothing */
+  rc = store_best(&st, rc);
+  pipeline_finish(&st.pipe); /* after store_best: the best row's cubin is the pipeline's */
+  free(st.trials), free(st.known), free(st.wanted);
   return rc;
 }
 
 /* ---- device threads -------------------------------------------------------------------------- */
+
+/* The run's first fatal error (rc with the calling thread's message); the device threads take no
+ * new shape once it is set. */
+static void record_failure(tune_run *run, at_status rc)
+{
+  pthread_mutex_lock(&run->lock);
+  if (run->failure == AT_OK) {
+    run->failure = rc;
+    snprintf(run->failure_message, sizeof run->failure_message, "%s", at_last_error());
+  }
+  pthread_mutex_unlock(&run->lock);
+}
 
 static at_status start_device(device_job *job)
 {
@@ -649,14 +796,7 @@ static void *device_thread(void *arg)
     if (i >= run->config->n_shapes) break;
     rc = tune_shape(job, i);
   }
-  if (rc != AT_OK) {
-    pthread_mutex_lock(&run->lock);
-    if (run->failure == AT_OK) {
-      run->failure = rc;
-      snprintf(run->failure_message, sizeof run->failure_message, "%s", at_last_error());
-    }
-    pthread_mutex_unlock(&run->lock);
-  }
+  if (rc != AT_OK) record_failure(run, rc);
   if (job->worker.pid > 0) {
     tn_request q;
     tn_response r;
@@ -725,13 +865,22 @@ int tn_tune_run(const tn_config *cfg, const tn_tune_opts *opts, const int *devic
   g_stop = 0;
   signal(SIGINT, on_interrupt);
   signal(SIGTERM, on_interrupt);
+  int n_started = 0;
   for (int i = 0; i < n_devices; i++) {
     jobs[i].run = &run;
     jobs[i].device = devices[i];
     jobs[i].worker.to_fd = jobs[i].worker.from_fd = -1;
-    pthread_create(&threads[i], NULL, device_thread, &jobs[i]);
+    int err = pthread_create(&threads[i], NULL, device_thread, &jobs[i]);
+    if (err != 0) {
+      /* The run fails; the threads already started take no new shape once the failure is set,
+       * finish the shape in hand (its trials are committed) and are joined below. */
+      record_failure(&run, at_fail(AT_ERR_NOMEM, "cannot start the thread for GPU %d: %s", devices[i],
+                                   strerror(err)));
+      break;
+    }
+    n_started++;
   }
-  for (int i = 0; i < n_devices; i++) pthread_join(threads[i], NULL);
+  for (int i = 0; i < n_started; i++) pthread_join(threads[i], NULL);
   signal(SIGINT, SIG_DFL);
   signal(SIGTERM, SIG_DFL);
   if (run.progress_tty) fputc('\n', stderr);
