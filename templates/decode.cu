@@ -2,8 +2,8 @@
  * decode.cu — split-KV decode attention (mma.sync m16n8k16, fp32 accumulate, 16-bit Q/K/V): the
  * G query heads of one KV head and BLOCK_M query tokens share one pass over a slice of K/V.
  *
- * What it computes (JAX: jax.nn.dot_product_attention(q, k, v, is_causal=...), BSHD; with
- * bottom-right causal as in jax's decode use, mask 2):
+ * What it computes (JAX, BSHD: jax.nn.dot_product_attention(q, k, v, scale=scale,
+ * is_causal=mask == 1); mask 2 is the same call with mask=jnp.tril(jnp.ones((T, S), bool), S - T)):
  *   q: (B, T, Nq, D)   k, v: (B, S, Nkv, D)   o: (B, T, Nq, D)   lse: (B, Nq, T) fp32, natural log
  *   o[b,i,h] = sum_j softmax_j(scale * q[b,i,h] . k[b,j,h/G]) v[b,j,h/G],  G = Nq / Nkv,
  *   over the visible keys j (at_visible): all (DEC_MASK 0), j <= i (1, top-left),
@@ -40,8 +40,9 @@
  *
  * Warps. WARPS_M = min(MT, WARPS) warps along M, warp wm = warp % WARPS_M owns the MTW = MT /
  * WARPS_M tiles wm*MTW .. wm*MTW+MTW-1; WARPS_N = WARPS / WARPS_M warps along the keys, warp
- * wn = warp / WARPS_M takes keys [wn*NW, (wn+1)*NW) of every tile, NW = BLOCK_N / WARPS_N (a
- * multiple of 16). Each warp runs its own online softmax (m, l, O) over its keys. In an m16n8
+ * wn = warp / WARPS_M takes keys [wn*NW, (wn+1)*NW) of every tile, NW = BLOCK_N / WARPS_N (must
+ * be a multiple of 16: static_assert; e.g. one M tile with 8 warps needs BLOCK_N = 128). Each warp
+ * runs its own online softmax (m, l, O) over its keys. In an m16n8
  * accumulator lane = 4*g + t holds rows g and g+8, columns 2t and 2t+1 of each 8-column tile.
  * At the end (WARPS_N > 1) warps wn > 0 put (m, l, O) in shared memory, the wn = 0 warp of each
  * M tile merges them (m = max m_w, O = sum 2^(m_w - m) O_w, l likewise) and writes.
@@ -78,6 +79,14 @@
  *
  * descale_k / descale_v: NULL means 1 (for FP8 K/V later): descale_k folds into scale_log2,
  * descale_v into the final normalization.
+ *
+ * Budgets (static_asserts): DEC_SMEM_BYTES <= DEC_SMEM_LIMIT, and the register estimate (below,
+ * calibrated on sm_90a) <= 255, so that what compiles does not spill. With 8 warps and D=256 a
+ * 128-row CTA (e.g. G=8, BLOCK_M=16) fits with BLOCK_N=32 (Q read from shared memory each tile:
+ * 255 registers, 0 spills; ptxas still fits it under a 232-register cap); BLOCK_N=64 there, and
+ * two 16-row tiles per warp at D=128 (256 rows with 8 warps), are refused.
+ *
+ * Status: v1, this structure; compiled for sm_90a (nvcc and NVRTC), not yet run on a GPU.
  */
 
 #if AT_IN_DTYPE == AT_DTYPE_BF16
@@ -150,13 +159,20 @@ static constexpr int DEC_OSTRIDE = DEC_D + 8;                    /* merge: float
 static constexpr bool DEC_CAUSAL = DEC_MASK != AT_MASK_NONE;
 
 /* Registers per thread: O (MTW*D/2) and S (MTW*NW/2) fp32, Q fragments (MTW*D/4) when kept in
- * registers, plus addresses, softmax state and the K/V copy loop (calibrated on sm_90a ptxas,
- * CUDA 13.0: the base term below). Q stays in registers when that fits with room to spare. */
-static constexpr int DEC_REG_ACC = DEC_MTW * (DEC_D / 2 + DEC_NW / 2);
+ * registers, 8 more with a cross-warp merge (WARPS_N > 1), plus DEC_REG_BASE for addresses,
+ * softmax state and loads in flight. Calibrated on sm_90a ptxas (CUDA 13.0) at the spill boundary:
+ *   fit (0 spills): d256 128 rows w8 bn32, Q in smem (estimate 255; needs ~232: compiled with
+ *   __maxnreg__ 232 no spill, 200 spills); d128 128 rows w8 bn64 Q in regs (239; needs ~229);
+ *   d64 256 rows w8 bn64 (239); d128 128 rows bn128 (239);
+ *   spill: d256 w4 bn128 one M tile (263), d256 128 rows bn64 (271), d256 128 rows bn32 with Q in
+ *   registers (319), d128 256 rows w8 bn32 (271).
+ * Q stays in registers when the estimate with its fragments still fits. The generator mirrors:
+ *   est = MTW*(D/2 + NW/2) + (Q_IN_REGS ? MTW*D/4 : 0) + (WARPS_N > 1 ? 8 : 0) + 111 <= 255. */
+static constexpr int DEC_REG_ACC = DEC_MTW * (DEC_D / 2 + DEC_NW / 2) + (DEC_WN > 1 ? 8 : 0);
 static constexpr int DEC_REG_QFRAG = DEC_MTW * DEC_D / 4;
-static constexpr int DEC_REG_BASE = 72;
+static constexpr int DEC_REG_BASE = 111;
 #ifndef DEC_Q_IN_REGS
-#define DEC_Q_IN_REGS (DEC_REG_ACC + DEC_REG_QFRAG + DEC_REG_BASE <= 200)
+#define DEC_Q_IN_REGS (DEC_REG_ACC + DEC_REG_QFRAG + DEC_REG_BASE <= 255)
 #endif
 static constexpr bool DEC_QR = DEC_Q_IN_REGS;
 static constexpr int DEC_REG_ESTIMATE = DEC_REG_ACC + (DEC_QR ? DEC_REG_QFRAG : 0) + DEC_REG_BASE;
