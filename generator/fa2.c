@@ -182,6 +182,7 @@ const gen_family_ops gen_fa2_family = {
     .name = "fa2",
     .template_file = "fa2.cu",
     .macro_prefix = "FA2",
+    .split_kv = 0,
     .target_ok = target_ok,
     .spec_check = spec_check,
     .check = check,

@@ -182,6 +182,7 @@ const gen_family_ops gen_fa3_family = {
     .name = "fa3",
     .template_file = "fa3.cu",
     .macro_prefix = "FA3",
+    .split_kv = 0,
     .target_ok = target_ok,
     .spec_check = spec_check,
     .check = check,

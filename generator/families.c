@@ -14,8 +14,11 @@
 static const gen_family_ops *const FAMILIES[GEN_FAMILY_COUNT] = {
     [GEN_FAMILY_FA2] = &gen_fa2_family,
     [GEN_FAMILY_FA3] = &gen_fa3_family,
+    [GEN_FAMILY_DECODE] = &gen_decode_family,
 };
-static const gen_family ORDER[] = {GEN_FAMILY_FA3, GEN_FAMILY_FA2};
+/* decode serves only short queries (T <= 16), where it reads K/V once per KV head; fa3 before fa2
+ * wherever both apply. */
+static const gen_family ORDER[] = {GEN_FAMILY_DECODE, GEN_FAMILY_FA3, GEN_FAMILY_FA2};
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 const gen_family_ops *gen_family_row(gen_family family)
@@ -68,6 +71,8 @@ at_status gen_variant_check(const gen_variant *v, const gen_target *target)
 {
   const gen_family_ops *f = gen_family_row(v->family);
   if (!f) return unknown_family(v->family);
+  if (!f->split_kv && v->splits != 0)
+    return at_fail(AT_ERR_INVALID, "%s variants have no split count (got %d)", f->name, v->splits);
   return f->check(v, target);
 }
 
@@ -98,7 +103,7 @@ at_status gen_enumerate(const at_shape *shape, const gen_target *target, gen_var
 at_status gen_enumerate_out(const at_shape *shape, at_dtype out_dtype, const gen_target *target,
                             gen_variant *out, int cap, int *n_out)
 {
-  at_status rc = AT_OK, first_refusal = AT_OK;
+  at_status rc = AT_OK, last_refusal = AT_OK;
   char refusal[512] = "";
   int n = 0, any_spec = 0;
   *n_out = 0;
@@ -107,18 +112,17 @@ at_status gen_enumerate_out(const at_shape *shape, at_dtype out_dtype, const gen
     gen_spec spec;
     if (!f->target_ok(target)) continue;
     if ((rc = gen_spec_from_shape_out(ORDER[i], shape, out_dtype, &spec)) != AT_OK) {
-      /* The family declines the shape; another may run it. Keep the first reason for the end. */
-      if (first_refusal == AT_OK) {
-        first_refusal = rc;
-        snprintf(refusal, sizeof refusal, "%s", at_last_error());
-      }
+      /* The family declines the shape; another may run it. Keep the reason of the last (the most
+       * general family, fa2) for the end. */
+      last_refusal = rc;
+      snprintf(refusal, sizeof refusal, "%s", at_last_error());
       continue;
     }
     any_spec = 1;
     if ((rc = f->enumerate(&spec, target, shape, out, cap, &n)) != AT_OK) return rc;
   }
   at_clear_error(); /* the refusals above are expected, not errors */
-  if (!any_spec && first_refusal != AT_OK) return at_fail(first_refusal, "%s", refusal);
+  if (!any_spec && last_refusal != AT_OK) return at_fail(last_refusal, "%s", refusal);
   if (n == 0) {
     if (at_dtype_is_fp8(shape->dtype) && !gen_target_has_fp8(target))
       return at_fail(AT_ERR_UNSUPPORTED,

@@ -13,6 +13,7 @@ typedef struct gen_family_ops {
   const char *name;          /* key prefix: "fa2" */
   const char *template_file; /* embedded template: "fa2.cu" */
   const char *macro_prefix;  /* of the preamble's #defines: "FA2" */
+  int split_kv;              /* variants carry a split count (.sp<N> in the key; 0 elsewhere) */
   /* Does target run the family at all? Sets no error. */
   int (*target_ok)(const gen_target *target);
   /* What of a spec the family refuses, whatever its tiles (dtype pairs, head dims). */
@@ -41,6 +42,7 @@ const gen_family_ops *gen_family_row(gen_family family);
 
 extern const gen_family_ops gen_fa2_family;
 extern const gen_family_ops gen_fa3_family;
+extern const gen_family_ops gen_decode_family;
 
 /* Shared by the families' files. */
 int gen_round_up(int x, int m);

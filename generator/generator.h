@@ -5,9 +5,10 @@
  * GQA ratio, log-sum-exp or not) and the family's tuning parameters. Its key is stable and readable,
  * and parses back into the same variant:
  *
- *     fa2.bf16.d128.causal.g4.bm128.bn64.w4.s2[.o<dtype>][.lse]
- *         |    |    |      |  |     |    |  |   `- output dtype, FP8 inputs only (obf16, of16,
- *         |    |    |      |  |     |    |  |      oe4m3, oe5m2); 16-bit inputs write their own
+ *     fa2.bf16.d128.causal.g4.bm128.bn64.w4.s2[.sp<N>][.o<dtype>][.lse]
+ *         |    |    |      |  |     |    |  |   |        `- output dtype, FP8 inputs only (obf16, of16,
+ *         |    |    |      |  |     |    |  |   |           oe4m3, oe5m2); 16-bit inputs write their own
+ *         |    |    |      |  |     |    |  |   `- split count, split-KV families only (decode)
  *         |    |    |      |  |     |    |  `- K/V pipeline stages in shared memory
  *         |    |    |      |  |     |    `--- warps per CTA
  *         |    |    |      |  |     `-------- keys per K/V tile (block_n)
@@ -23,7 +24,11 @@
  * fa2 (templates/fa2.cu, generator/fa2.c): mma.sync, f16/bf16/FP8, sm_80 and newer.
  * fa3 (templates/fa3.cu, generator/fa3.c): wgmma, sm_90a only; FP8 inputs with bf16/f16 output,
  * or f16/bf16 in and out; head dim 64/128/256, block_m = 16 * warps (one or two warpgroups), block_n 64 or 128; the same
- * kernel arguments and launch as fa2. gen_enumerate lists every family that applies; the tuner picks.
+ * kernel arguments and launch as fa2.
+ * decode (templates/decode.cu, generator/decode.c): T <= 16, f16/bf16, sm_80+; the G query heads
+ * of a KV head and block_m tokens share one K/V pass; the keys are split over `splits` CTAs
+ * (.sp<N> in the key) whose fp32 partials a second kernel combines (scratch the caller owns).
+ * gen_enumerate lists every family that applies, decode first; the tuner picks.
  *
  * FP8 (e4m3, e5m2): Q, K and V in one FP8 type with per-tensor fp32 descales (device scalars,
  * rt_fp8_args), mma.sync m16n8k32 (sm_89 and newer; sm_80/86/87 targets refuse FP8), head dim a
@@ -49,6 +54,7 @@
 typedef enum gen_family {
   GEN_FAMILY_FA2 = 0, /* FlashAttention-2 style, mma.sync, sm_80+ */
   GEN_FAMILY_FA3 = 1, /* Hopper: wgmma, FP8/bf16/f16, sm_90a only (templates/fa3.cu) */
+  GEN_FAMILY_DECODE = 2, /* short queries: split-KV, GQA group packed into M (templates/decode.cu) */
   GEN_FAMILY_COUNT
 } gen_family;
 

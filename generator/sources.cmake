@@ -4,5 +4,6 @@ set(AT_GENERATOR_SOURCES
   generator/families.c
   generator/fa2.c
   generator/fa3.c
+  generator/decode.c
   generator/emit.c
 )

@@ -231,6 +231,11 @@ at_status gen_variant_parse(const char *key, gen_variant *out)
     }
   }
   if (n > 12) return at_fail(AT_ERR_INVALID, "variant key '%s' has too many fields", key);
+  const int split_kv = gen_family_row(out->family)->split_kv;
+  if (split_kv != (out->splits != 0))
+    return at_fail(AT_ERR_INVALID, "variant key '%s': %s", key,
+                   split_kv ? "a split-KV family needs .sp<splits> after the stages"
+                            : "this family has no split count (.sp<N>)");
   /* Only canonical spellings round-trip (no "d064", no "bf16" spelled another way). */
   char again[GEN_KEY_MAX];
   at_status rc = gen_variant_key(out, again, sizeof again);

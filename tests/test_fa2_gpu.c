@@ -1,6 +1,7 @@
-/* test_fa2_gpu.c — every listed fa2 variant against the naive reference on awkward shapes (skips
- * without a GPU). Outputs are poisoned (0xFF bytes: NaN) before each run; inputs are fresh random
- * values per case; NaN never passes. */
+/* test_fa2_gpu.c — every listed 16-bit variant (fa2, fa3 on sm_90a, decode for T <= 16) against the
+ * naive reference on awkward shapes (skips without a GPU). Outputs and the split-KV scratch are
+ * poisoned (0xFF bytes: NaN) before each run; inputs are fresh random values per case; NaN never
+ * passes. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -72,8 +73,12 @@ static int check_variant(const rt_variant *lv, const char *key, int i, void *ctx
   const fa2_case *c = r->c;
   TU_OK(rt_fill_u8(r->dout, 0xFF, r->nq * at_dtype_size(c->dtype)));
   TU_OK(rt_fill_u8(r->dlse, 0xFF, r->nlse * sizeof(float)));
-  TU_OK(rt_variant_launch(lv, r->s, r->t, NULL, 0, NULL));
+  size_t scratch_bytes = 0;
+  TU_OK(rt_variant_scratch_bytes(&lv->variant, r->s, &scratch_bytes));
+  CUdeviceptr scratch = scratch_bytes ? tu_alloc_poisoned(scratch_bytes) : 0;
+  TU_OK(rt_variant_launch(lv, r->s, r->t, NULL, scratch, NULL));
   TU_OK(rt_ctx_sync(&tu_gpu));
+  if (scratch) rt_free(scratch);
   tu_download(c->dtype, r->dout, r->nq, r->got_o);
   tn_error eo = tn_compare(r->ref_o, r->got_o, r->nq);
   tn_error el = {0};
@@ -146,6 +151,15 @@ static const fa2_case CASES[] = {
     {1, 65, 130, 4, 4, 40, AT_DTYPE_BF16, AT_MASK_CAUSAL_BR, 1, 0},
     {1, 1, 1000, 8, 8, 160, AT_DTYPE_F16, AT_MASK_NONE, 1, 0},
     {1, 129, 129, 2, 2, 192, AT_DTYPE_BF16, AT_MASK_CAUSAL_TL, 1, 1},
+    /* decode (T <= 16): MQA, S not a multiple of the tile or of the split */
+    {1, 1, 1000, 8, 1, 128, AT_DTYPE_BF16, AT_MASK_NONE, 1, 0},
+    /* GQA 7, T = 16 bottom-right (each token sees its own prefix), f16 */
+    {2, 16, 777, 14, 2, 64, AT_DTYPE_F16, AT_MASK_CAUSAL_BR, 1, 0},
+    /* S shorter than one K/V tile, T = 3 (a partial token block) */
+    {1, 3, 20, 8, 8, 128, AT_DTYPE_BF16, AT_MASK_CAUSAL_BR, 1, 0},
+    /* GQA 4 in (B, H, S, D) storage, no lse; D = 256 top-left */
+    {3, 1, 5000, 32, 8, 128, AT_DTYPE_BF16, AT_MASK_NONE, 0, 1},
+    {1, 8, 2000, 16, 2, 256, AT_DTYPE_BF16, AT_MASK_CAUSAL_TL, 1, 0},
 };
 
 static void test_fa2_variants(void **state)

@@ -560,6 +560,118 @@ static void test_template_versions(void **state)
   assert_non_null(strstr(why, "one version for all families"));
 }
 
+/* ---- decode -------------------------------------------------------------------------------- */
+
+static at_shape decode_shape(at_dtype dtype, int d, at_mask mask, int nq, int nkv, int t, int kv)
+{
+  at_shape s = shape_of(dtype, d, mask, nq, nkv, 1);
+  s.batch = 2, s.q_len = t, s.kv_len = kv;
+  return s;
+}
+
+static int count_family(const gen_variant *vs, int n, gen_family f)
+{
+  int k = 0;
+  for (int i = 0; i < n; i++) k += vs[i].family == f;
+  return k;
+}
+
+/* decode is listed first for T <= 16 only, its keys carry the split count and round-trip, its
+ * launch has two kernels when split and a scratch sized for the partials, and the default for a
+ * short query is a decode variant. */
+static void test_decode_family(void **state)
+{
+  (void)state;
+  gen_target t = sm90();
+  gen_variant vs[GEN_MAX_VARIANTS], back, def;
+  char key[GEN_KEY_MAX];
+  int n = 0;
+  at_shape s = decode_shape(AT_DTYPE_BF16, 128, AT_MASK_NONE, 32, 8, 1, 4096);
+  TU_OK(gen_enumerate(&s, &t, vs, GEN_MAX_VARIANTS, &n));
+  assert_true(count_family(vs, n, GEN_FAMILY_DECODE) > 0);
+  assert_int_equal(vs[0].family, GEN_FAMILY_DECODE);
+  for (int i = 0; i < n; i++) {
+    TU_OK(gen_variant_key(&vs[i], key, sizeof key));
+    TU_OK(gen_variant_parse(key, &back));
+    assert_memory_equal(&back, &vs[i], sizeof back);
+    if (vs[i].family == GEN_FAMILY_DECODE) assert_non_null(strstr(key, ".sp"));
+    else assert_null(strstr(key, ".sp"));
+  }
+  TU_OK(gen_default_variant(&s, &t, &def));
+  assert_int_equal(def.family, GEN_FAMILY_DECODE);
+  assert_int_equal(def.block_m, 1);
+  assert_true(def.splits > 1); /* B=2 x 8 KV heads fill 16 of 132 SMs: split the keys */
+
+  gen_variant split = def;
+  gen_launch_desc d;
+  TU_OK(gen_launch_describe(&split, &s, &d));
+  assert_int_equal(d.n_kernels, 2);
+  assert_true(d.n_splits > 1 && d.n_splits <= split.splits);
+  assert_int_equal(d.keys_per_split % split.block_n, 0);
+  assert_true((long long)d.keys_per_split * d.n_splits >= s.kv_len);
+  assert_true((long long)d.keys_per_split * (d.n_splits - 1) < s.kv_len); /* no empty split */
+  assert_int_equal(d.kernels[0].grid[0], (unsigned)d.n_splits);
+  assert_int_equal(d.kernels[0].grid[1], 8u);
+  assert_true(d.scratch_bytes >= (size_t)2 * 32 * d.n_splits * (128 + 1) * sizeof(float));
+  split.splits = 1;
+  TU_OK(gen_launch_describe(&split, &s, &d));
+  assert_int_equal(d.n_kernels, 1);
+  assert_int_equal(d.scratch_bytes, 0);
+
+  /* T = 16 packs 16 tokens; T = 17 is prefill: no decode variant, and the default is not decode. */
+  s = decode_shape(AT_DTYPE_F16, 64, AT_MASK_CAUSAL_BR, 14, 2, 16, 777);
+  TU_OK(gen_enumerate(&s, &t, vs, GEN_MAX_VARIANTS, &n));
+  assert_true(count_family(vs, n, GEN_FAMILY_DECODE) > 0);
+  for (int i = 0; i < n; i++)
+    if (vs[i].family == GEN_FAMILY_DECODE) assert_int_equal(vs[i].block_m, 16);
+  s.q_len = 17;
+  TU_OK(gen_enumerate(&s, &t, vs, GEN_MAX_VARIANTS, &n));
+  assert_int_equal(count_family(vs, n, GEN_FAMILY_DECODE), 0);
+  TU_OK(gen_default_variant(&s, &t, &def));
+  assert_int_not_equal(def.family, GEN_FAMILY_DECODE);
+
+  /* Refusals name the field. */
+  gen_variant bad = {GEN_FAMILY_DECODE, {AT_DTYPE_BF16, 128, AT_MASK_NONE, 4, 0, AT_DTYPE_BF16}, 1, 32, 4, 2, 4};
+  assert_int_equal(gen_variant_check(&bad, &t), AT_ERR_UNSUPPORTED);
+  assert_non_null(strstr(at_last_error(), "keys per warp"));
+  bad.block_n = 64, bad.splits = 0;
+  assert_int_equal(gen_variant_check(&bad, &t), AT_ERR_UNSUPPORTED);
+  assert_non_null(strstr(at_last_error(), "split count 0"));
+  assert_int_equal(gen_variant_parse("decode.e4m3.d128.none.g4.bm1.bn64.w4.s2.sp4.obf16", &back), AT_OK);
+  assert_int_equal(gen_variant_check(&back, &t), AT_ERR_INVALID);
+  assert_int_not_equal(gen_variant_parse("fa2.bf16.d128.none.g4.bm128.bn64.w4.s2.sp4", &back), AT_OK);
+}
+
+/* Every decode variant the shapes of the decode tests list compiles for sm_90a without spills. */
+static void test_decode_compile_no_spills(void **state)
+{
+  (void)state;
+  gen_target t = sm90();
+  const at_shape shapes[] = {
+      decode_shape(AT_DTYPE_BF16, 128, AT_MASK_NONE, 32, 8, 1, 16384),
+      decode_shape(AT_DTYPE_BF16, 128, AT_MASK_CAUSAL_BR, 32, 8, 16, 8192),
+      decode_shape(AT_DTYPE_F16, 64, AT_MASK_CAUSAL_BR, 14, 2, 16, 777),
+      decode_shape(AT_DTYPE_BF16, 256, AT_MASK_CAUSAL_TL, 16, 2, 8, 2000),
+      decode_shape(AT_DTYPE_BF16, 128, AT_MASK_NONE, 8, 1, 1, 1000),
+  };
+  int cap = 5 * GEN_MAX_VARIANTS, n = 0;
+  gen_variant *all = calloc((size_t)cap, sizeof *all);
+  assert_non_null(all);
+  for (int i = 0; i < 5; i++) {
+    gen_variant vs[GEN_MAX_VARIANTS];
+    int k = 0;
+    TU_OK(gen_enumerate(&shapes[i], &t, vs, GEN_MAX_VARIANTS, &k));
+    /* One variant per tile (the split count changes no code). */
+    for (int j = 0; j < k; j++)
+      if (vs[j].family == GEN_FAMILY_DECODE && (j == 0 || vs[j - 1].stages != vs[j].stages ||
+                                                 vs[j - 1].block_n != vs[j].block_n || vs[j - 1].warps != vs[j].warps))
+        all[n++] = vs[j];
+  }
+  int bad = compile_and_count(all, n, &t, "decode");
+  free(all);
+  assert_int_equal(bad, 0);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -570,7 +682,8 @@ int main(void)
       cmocka_unit_test(test_fp8_targets),      cmocka_unit_test(test_fp8_enumeration),
       cmocka_unit_test(test_fp8_emit),
       cmocka_unit_test(test_fa3_family),         cmocka_unit_test(test_fp8_compile_no_spills),
-      cmocka_unit_test(test_template_versions),
+      cmocka_unit_test(test_template_versions),  cmocka_unit_test(test_decode_family),
+      cmocka_unit_test(test_decode_compile_no_spills),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

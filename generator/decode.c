@@ -1,0 +1,294 @@
+/*
+ * decode.c — the decode family (templates/decode.cu): split-KV attention for short queries
+ * (T <= 16), the G query heads of one KV head and BLOCK_M tokens packed into the MMA's M
+ * dimension so each K/V tile is read once per KV head. Two kernels per call: the split kernel
+ * (fp32 partials and their log-sum-exp in the plan's scratch) and, with more than one split, the
+ * combine kernel. One row of the family table (gen_decode_family, at the end).
+ *
+ * Key: decode.bf16.d128.causal-br.g4.bm16.bn64.w4.s4.sp4 — bm = query tokens per CTA (a power of
+ * two >= T), sp = the split count asked for (the launch caps it by the K/V tiles there are).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "generator/families.h"
+
+/* Query lengths the family serves; longer queries are prefill (fa2, fa3). */
+#define DECODE_MAX_T 16
+/* Rows of the combine kernel's CTA (one warp per (head, token) row). */
+#define COMBINE_THREADS 128
+
+static const int k_block_n[] = {64, 128, 32};
+static const int k_warps[] = {4, 8};
+static const int k_stages[] = {4, 3, 2};
+#define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+/* ---- the template's size formulas (DEC_*_OF in templates/decode.cu) ---------------------------- */
+
+static int mt_raw(int g, int bm) { return (g * bm + 15) / 16; }
+
+/* 16-row tiles, padded so every warp layout divides evenly. */
+static int m_tiles(int g, int bm, int w)
+{
+  int raw = mt_raw(g, bm);
+  if (raw > w) return gen_round_up(raw, w);
+  return raw > 4 ? 8 : raw > 2 ? 4 : raw;
+}
+
+static int warps_m(const gen_variant *v)
+{
+  int mt = m_tiles(v->spec.gqa, v->block_m, v->warps);
+  return mt < v->warps ? mt : v->warps;
+}
+
+static int warps_n(const gen_variant *v) { return v->warps / warps_m(v); }
+
+static int threads(const gen_variant *v) { return 32 * v->warps; }
+
+static int smem_bytes(const gen_variant *v)
+{
+  const int d = v->spec.head_dim, mt = m_tiles(v->spec.gqa, v->block_m, v->warps), wn = warps_n(v);
+  const int kv_elem = (int)at_dtype_size(v->spec.dtype);
+  const int q_bytes = mt * 16 * gen_round_up(2 * d, 128);
+  const int stage_bytes = 2 * v->stages * v->block_n * gen_round_up(kv_elem * d, 128);
+  const int merge_bytes = wn > 1 ? wn * mt * 16 * 8 + (wn - 1) * mt * 16 * (d + 8) * 4 : 0;
+  return q_bytes + (stage_bytes > merge_bytes ? stage_bytes : merge_bytes);
+}
+
+/* DEC_REG_ESTIMATE: O and S accumulators, Q fragments where they fit, 8 for a cross-warp merge
+ * and 111 for addresses, softmax state and loads in flight (calibrated on sm_90a ptxas; the
+ * template's header lists the points). Q moves to shared memory when keeping it would exceed 255. */
+static int register_estimate(const gen_variant *v)
+{
+  const int d = v->spec.head_dim, mt = m_tiles(v->spec.gqa, v->block_m, v->warps);
+  const int mtw = mt / warps_m(v), nw = v->block_n / warps_n(v);
+  const int acc = mtw * (d / 2 + nw / 2) + (warps_n(v) > 1 ? 8 : 0);
+  const int qfrag = mtw * d / 4;
+  return acc + (acc + qfrag + 111 <= 255 ? qfrag : 0) + 111;
+}
+
+static int target_ok(const gen_target *target) { return target->cc_major >= 8; }
+
+static at_status spec_check(const gen_spec *s)
+{
+  if (s->dtype != AT_DTYPE_F16 && s->dtype != AT_DTYPE_BF16)
+    return at_fail(AT_ERR_UNSUPPORTED, "decode runs f16 or bf16 inputs, not %s", at_dtype_name(s->dtype));
+  if (s->out_dtype != s->dtype)
+    return at_fail(AT_ERR_UNSUPPORTED, "decode writes O of %s inputs as %s, not %s", at_dtype_name(s->dtype),
+                   at_dtype_name(s->dtype), at_dtype_name(s->out_dtype));
+  if (s->head_dim % 16 != 0 || s->head_dim < 32 || s->head_dim > 256)
+    return at_fail(AT_ERR_UNSUPPORTED, "decode runs head dims that are multiples of 16 in 32..256, not %d",
+                   s->head_dim);
+  if (s->gqa < 1 || s->gqa > 64)
+    return at_fail(AT_ERR_UNSUPPORTED, "decode packs GQA groups of 1..64 query heads, not %d", s->gqa);
+  return AT_OK;
+}
+
+static at_status check(const gen_variant *v, const gen_target *target)
+{
+  at_status rc = spec_check(&v->spec);
+  if (rc != AT_OK) return AT_ERR_INVALID;
+  if (v->spec.mask != AT_MASK_NONE && v->spec.mask != AT_MASK_CAUSAL_TL && v->spec.mask != AT_MASK_CAUSAL_BR)
+    return at_fail(AT_ERR_INVALID, "unknown mask %d", (int)v->spec.mask);
+  if (v->block_m != 1 && v->block_m != 2 && v->block_m != 4 && v->block_m != 8 && v->block_m != 16)
+    return at_fail(AT_ERR_UNSUPPORTED, "decode block_m (query tokens per CTA) must be 1, 2, 4, 8 or 16, not %d",
+                   v->block_m);
+  if (v->block_n != 32 && v->block_n != 64 && v->block_n != 128)
+    return at_fail(AT_ERR_UNSUPPORTED, "decode block_n must be 32, 64 or 128, not %d", v->block_n);
+  if (v->warps != 4 && v->warps != 8)
+    return at_fail(AT_ERR_UNSUPPORTED, "decode runs 4 or 8 warps, not %d", v->warps);
+  if (v->stages < 2 || v->stages > 6)
+    return at_fail(AT_ERR_UNSUPPORTED, "%d stages (expected 2..6)", v->stages);
+  if (v->splits < 1 || v->splits > 1024)
+    return at_fail(AT_ERR_UNSUPPORTED, "decode split count %d is out of range (1..1024)", v->splits);
+  if ((v->block_n / warps_n(v)) % 16 != 0)
+    return at_fail(AT_ERR_UNSUPPORTED,
+                   "block_n %d over %d warps along the keys gives %d keys per warp (a multiple of 16 is needed)",
+                   v->block_n, warps_n(v), v->block_n / warps_n(v));
+  return gen_check_budgets(v, target, smem_bytes(v), register_estimate(v));
+}
+
+/* ---- splits ------------------------------------------------------------------------------------- */
+
+static int next_pow2(int x)
+{
+  int p = 1;
+  while (p < x) p *= 2;
+  return p;
+}
+
+/* CTAs of one variant that fit on a multiprocessor at once (shared memory and threads; 228 KB of
+ * shared memory per SM on sm_90, 164 on sm_80, 100 elsewhere). */
+static int ctas_per_sm(const gen_variant *v, const gen_target *target)
+{
+  int smem_sm = target->cc_major == 9 ? 228 * 1024 : target->smem_limit + 1024;
+  int by_smem = smem_sm / (smem_bytes(v) + 1024), by_threads = 2048 / threads(v);
+  int n = by_smem < by_threads ? by_smem : by_threads;
+  return n > 0 ? n : 1;
+}
+
+/* Enough CTAs for one full wave: the grid without splits, spread over the K/V tiles until every
+ * resident slot of every SM has one (FlashDecoding's rule; the tuner tries half and double). */
+static int heuristic_splits(const gen_variant *v, const gen_target *target, const at_shape *shape)
+{
+  if (shape->kv_len <= 0 || shape->batch <= 0 || shape->q_len <= 0) return 1;
+  long long base = (long long)shape->batch * shape->kv_heads * ((shape->q_len + v->block_m - 1) / v->block_m);
+  long long slots = (long long)target->sm_count * ctas_per_sm(v, target);
+  long long tiles = (shape->kv_len + v->block_n - 1) / v->block_n;
+  long long splits = (slots + base - 1) / base;
+  if (splits > tiles) splits = tiles;
+  if (splits > 256) splits = 256;
+  return splits < 1 ? 1 : (int)splits;
+}
+
+/* ---- the space and the default ------------------------------------------------------------------ */
+
+static int serves(const at_shape *shape) { return shape->q_len >= 1 && shape->q_len <= DECODE_MAX_T; }
+
+static at_status append(gen_variant *out, int cap, int *n, const gen_variant *v)
+{
+  for (int i = 0; i < *n; i++)
+    if (memcmp(&out[i], v, sizeof *v) == 0) return AT_OK;
+  if (*n == cap) return at_fail(AT_ERR_INVALID, "more than %d variants for this shape", cap);
+  out[(*n)++] = *v;
+  return AT_OK;
+}
+
+static at_status enumerate(const gen_spec *spec, const gen_target *target, const at_shape *shape,
+                           gen_variant *out, int cap, int *n)
+{
+  if (!serves(shape)) return AT_OK;
+  const int bm = next_pow2(shape->q_len);
+  for (int a = 0; a < COUNT(k_block_n); a++)
+    for (int b = 0; b < COUNT(k_warps); b++)
+      for (int c = 0; c < COUNT(k_stages); c++) {
+        gen_variant v = {GEN_FAMILY_DECODE, *spec, bm, k_block_n[a], k_warps[b], k_stages[c], 1};
+        if (check(&v, target) != AT_OK) continue;
+        if (shape->kv_len > 0 && k_block_n[a] >= 2 * gen_round_up(shape->kv_len, 16) && k_block_n[a] > 32) continue;
+        /* The split count that fills one wave, and its neighbours. */
+        const int h = heuristic_splits(&v, target, shape);
+        const int tries[] = {h, h > 1 ? (h + 1) / 2 : 0, 2 * h};
+        for (int s = 0; s < COUNT(tries); s++) {
+          if (tries[s] < 1) continue;
+          v.splits = tries[s];
+          if (check(&v, target) != AT_OK) continue;
+          at_status rc = append(out, cap, n, &v);
+          if (rc != AT_OK) return rc;
+        }
+      }
+  return AT_OK;
+}
+
+/* Measured on the H200 (docs/perf.md "## decode"): 64-key tiles, 4 warps, 4 stages. */
+static int default_variant(const gen_spec *spec, const gen_target *target, const at_shape *shape,
+                           gen_variant *out)
+{
+  static const struct { int block_n, warps, stages; } prefs[] = {
+      {64, 4, 4}, {64, 4, 3}, {64, 8, 3}, {32, 8, 2}, {64, 4, 2}, {32, 4, 2}};
+  if (!serves(shape)) return 0;
+  for (int i = 0; i < COUNT(prefs); i++) {
+    gen_variant v = {GEN_FAMILY_DECODE, *spec, next_pow2(shape->q_len), prefs[i].block_n, prefs[i].warps,
+                     prefs[i].stages, 1};
+    if (check(&v, target) != AT_OK) continue;
+    v.splits = heuristic_splits(&v, target, shape);
+    *out = v;
+    return 1;
+  }
+  return 0;
+}
+
+/* ---- emission and launch ------------------------------------------------------------------------ */
+
+static const char *const EXTRA_ENTRIES[] = {"_combine", NULL};
+
+static void extra_preamble(const gen_variant *v, const gen_target *target, gen_text *t)
+{
+  char entry[GEN_KEY_MAX];
+  (void)target;
+  if (gen_entry_name(v, entry, sizeof entry) != AT_OK) return;
+  gen_text_put(t, "#define DEC_COMBINE %s%s\n#define DEC_COMBINE_THREADS %d\n", entry, EXTRA_ENTRIES[0],
+               COMBINE_THREADS);
+}
+
+static const gen_arg SPLIT_ARGS[] = {
+    GEN_ARG_Q,    GEN_ARG_K,    GEN_ARG_V,         GEN_ARG_O,          GEN_ARG_LSE,        GEN_ARG_O_PART,
+    GEN_ARG_LSE_PART, GEN_ARG_T, GEN_ARG_S,        GEN_ARG_SPLITS,     GEN_ARG_KEYS_PER_SPLIT,
+    GEN_ARG_SCALE_LOG2, GEN_ARG_Q_SB, GEN_ARG_Q_SS, GEN_ARG_Q_SH,      GEN_ARG_K_SB,       GEN_ARG_K_SS,
+    GEN_ARG_K_SH, GEN_ARG_V_SB, GEN_ARG_V_SS,      GEN_ARG_V_SH,       GEN_ARG_O_SB,       GEN_ARG_O_SS,
+    GEN_ARG_O_SH, GEN_ARG_DESCALE_K, GEN_ARG_DESCALE_V,
+};
+static const gen_arg COMBINE_ARGS[] = {
+    GEN_ARG_O_PART, GEN_ARG_LSE_PART, GEN_ARG_O,    GEN_ARG_LSE,  GEN_ARG_T,
+    GEN_ARG_Q_HEADS, GEN_ARG_SPLITS,  GEN_ARG_O_SB, GEN_ARG_O_SS, GEN_ARG_O_SH,
+};
+
+static void set_args(gen_kernel_launch *k, const gen_arg *args, int n)
+{
+  k->n_args = n;
+  memcpy(k->args, args, (size_t)n * sizeof *args);
+}
+
+/* Split kernel grid (splits, Nkv * ceil(T / block_m), B); combine grid (ceil(Nq * T / 4), B).
+ * The split count is the variant's, capped by the K/V tiles there are, and then trimmed so no
+ * split is empty: keys_per_split = ceil(tiles / splits) tiles. */
+static at_status describe_launch(const gen_variant *v, const at_shape *shape, gen_launch_desc *out)
+{
+  const long long tiles = shape->kv_len > 0 ? (shape->kv_len + v->block_n - 1) / v->block_n : 1;
+  long long splits = v->splits < tiles ? v->splits : tiles;
+  const long long tiles_per_split = (tiles + splits - 1) / splits;
+  splits = (tiles + tiles_per_split - 1) / tiles_per_split;
+  const long long token_blocks = ((long long)shape->q_len + v->block_m - 1) / v->block_m;
+  if ((long long)shape->kv_heads * token_blocks > 65535)
+    return at_fail(AT_ERR_UNSUPPORTED, "%d kv heads x %lld token blocks exceed the grid's y limit 65535",
+                   shape->kv_heads, token_blocks);
+  out->align_bytes = 16;
+  out->n_splits = (int)splits;
+  out->keys_per_split = (int)(tiles_per_split * v->block_n);
+  const int empty = shape->batch == 0 || shape->q_len == 0;
+  gen_kernel_launch *k = &out->kernels[0];
+  k->entry = 0;
+  if (!empty) {
+    k->grid[0] = (unsigned)splits, k->grid[1] = (unsigned)(shape->kv_heads * token_blocks);
+    k->grid[2] = (unsigned)shape->batch;
+  }
+  k->block[0] = (unsigned)threads(v), k->block[1] = k->block[2] = 1;
+  k->smem_bytes = (unsigned)smem_bytes(v);
+  set_args(k, SPLIT_ARGS, COUNT(SPLIT_ARGS));
+  out->n_kernels = 1;
+  if (splits > 1) {
+    const size_t rows = (size_t)shape->batch * shape->q_heads * shape->q_len * (size_t)splits;
+    out->lse_part_offset = (rows * v->spec.head_dim * sizeof(float) + 255) / 256 * 256;
+    out->scratch_bytes = out->lse_part_offset + (rows * sizeof(float) + 255) / 256 * 256;
+    gen_kernel_launch *c = &out->kernels[1];
+    c->entry = 1;
+    if (!empty) {
+      const long long row_blocks = ((long long)shape->q_heads * shape->q_len + COMBINE_THREADS / 32 - 1) /
+                                   (COMBINE_THREADS / 32);
+      c->grid[0] = (unsigned)row_blocks, c->grid[1] = (unsigned)shape->batch, c->grid[2] = 1;
+    }
+    c->block[0] = COMBINE_THREADS, c->block[1] = c->block[2] = 1;
+    set_args(c, COMBINE_ARGS, COUNT(COMBINE_ARGS));
+    out->n_kernels = 2;
+  }
+  return AT_OK;
+}
+
+const gen_family_ops gen_decode_family = {
+    .name = "decode",
+    .template_file = "decode.cu",
+    .macro_prefix = "DEC",
+    .split_kv = 1,
+    .target_ok = target_ok,
+    .spec_check = spec_check,
+    .check = check,
+    .threads = threads,
+    .smem_bytes = smem_bytes,
+    .register_estimate = register_estimate,
+    .enumerate = enumerate,
+    .default_variant = default_variant,
+    .extra_preamble = extra_preamble,
+    .helpers = NULL,
+    .extra_entries = EXTRA_ENTRIES,
+    .describe_launch = describe_launch,
+};
