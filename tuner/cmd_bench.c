@@ -40,9 +40,10 @@ static const char USAGE[] =
     "(the naive kernels only). Suites are looked up in $ATTNTUNE_CONFIGS, ./configs and the\n"
     "installed share/attntune/configs.\n"
     "\n"
-    "Times attention implementations on one shape with CUDA events (warm-up, then the median of\n"
-    "back-to-back launches, inputs rotated so together they exceed twice the L2), after checking\n"
-    "each output against the naive fp32 reference on the same random inputs.\n"
+    "Times attention implementations on one shape by CUDA-graph replay (warm-up, then the median\n"
+    "over replays of a graph of up to 20 captured launches, inputs rotated so together they exceed\n"
+    "twice the L2), after checking each output against the naive fp32 reference on the same random\n"
+    "inputs. Every implementation is timed the same way.\n"
     "\n"
     "  --impl LIST        comma-separated, in order (default naive,cudnn,default; naive for f32):\n"
     "                       naive          the three-kernel reference path (output in the dtype)\n"
@@ -566,7 +567,7 @@ int tn_cmd_bench(int argc, char **argv)
     rt_ctx_close(&ctx);
     return tn_fail_exit("bench", rc);
   }
-  printf("device: %s (%s), %d input set%s, warm-up %d, median of %d, seed %llu\n", ctx.info.name,
+  printf("device: %s (%s), %d input set%s, warm-up %d, graph replay of %d launches, seed %llu\n", ctx.info.name,
          ctx.arch, h.n_sets, h.n_sets == 1 ? "" : "s", o.timing.warmup, o.timing.reps, o.seed);
   print_header();
   int failures = 0;
