@@ -16,7 +16,7 @@
 
 /* Query lengths the family serves; longer queries are prefill (fa2, fa3). */
 #define DECODE_MAX_T 16
-/* Rows of the combine kernel's CTA (one warp per (head, token) row). */
+/* Threads of the combine kernel's CTA (one CTA per (head, token) row). */
 #define COMBINE_THREADS 128
 
 static const int k_block_n[] = {64, 128, 32};
@@ -229,7 +229,7 @@ static void set_args(gen_kernel_launch *k, const gen_arg *args, int n)
   memcpy(k->args, args, (size_t)n * sizeof *args);
 }
 
-/* Split kernel grid (splits, Nkv * ceil(T / block_m), B); combine grid (ceil(Nq * T / 4), B).
+/* Split kernel grid (splits, Nkv * ceil(T / block_m), B); combine grid (Nq * T, B).
  * The split count is the variant's, capped by the K/V tiles there are, and then trimmed so no
  * split is empty: keys_per_split = ceil(tiles / splits) tiles. */
 static at_status describe_launch(const gen_variant *v, const at_shape *shape, gen_launch_desc *out)
@@ -263,9 +263,8 @@ static at_status describe_launch(const gen_variant *v, const at_shape *shape, ge
     gen_kernel_launch *c = &out->kernels[1];
     c->entry = 1;
     if (!empty) {
-      const long long row_blocks = ((long long)shape->q_heads * shape->q_len + COMBINE_THREADS / 32 - 1) /
-                                   (COMBINE_THREADS / 32);
-      c->grid[0] = (unsigned)row_blocks, c->grid[1] = (unsigned)shape->batch, c->grid[2] = 1;
+      c->grid[0] = (unsigned)((long long)shape->q_heads * shape->q_len), c->grid[1] = (unsigned)shape->batch;
+      c->grid[2] = 1;
     }
     c->block[0] = COMBINE_THREADS, c->block[1] = c->block[2] = 1;
     set_args(c, COMBINE_ARGS, COUNT(COMBINE_ARGS));

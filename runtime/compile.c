@@ -30,21 +30,31 @@ static double now_ms(void)
 static void compile_one(const gen_variant *v, const gen_target *target, rt_compiled *c)
 {
   char *source = NULL;
-  char entry[GEN_KEY_MAX];
+  char entries[GEN_MAX_KERNELS][GEN_ENTRY_MAX];
+  int n_entries = 0;
   double t0 = now_ms();
   memset(c, 0, sizeof *c);
   c->variant = *v;
   c->resources.registers = c->resources.spill_store_bytes = c->resources.spill_load_bytes = -1;
   c->resources.stack_bytes = c->resources.smem_bytes = -1;
   c->status = gen_variant_key(v, c->key, sizeof c->key);
-  if (c->status == AT_OK) c->status = gen_entry_name(v, entry, sizeof entry);
+  if (c->status == AT_OK) c->status = gen_entry_names(v, entries, &n_entries);
   if (c->status == AT_OK) c->status = gen_emit(v, target, &source);
   if (c->status == AT_OK) c->status = rt_compile(source, c->key, target->arch, NULL, 0, &c->binary);
   if (c->status == AT_OK) {
-    const rt_kernel_resources *r = rt_binary_kernel(&c->binary, entry);
+    const rt_kernel_resources *r = rt_binary_kernel(&c->binary, entries[0]);
     /* No report (a process that loaded NVRTC with its compile cache on, see runtime/nvrtc.c):
      * the cubin is still good; its resources stay unknown (-1). */
     if (r) c->resources = *r;
+    /* Spills and stack of the other kernels (a split-KV combine) count too: "zero spills" is
+     * about the variant, not its first kernel. */
+    for (int i = 1; r && i < n_entries; i++) {
+      const rt_kernel_resources *o = rt_binary_kernel(&c->binary, entries[i]);
+      if (!o) continue;
+      c->resources.spill_store_bytes += o->spill_store_bytes > 0 ? o->spill_store_bytes : 0;
+      c->resources.spill_load_bytes += o->spill_load_bytes > 0 ? o->spill_load_bytes : 0;
+      c->resources.stack_bytes += o->stack_bytes > 0 ? o->stack_bytes : 0;
+    }
   }
   if (c->status != AT_OK) snprintf(c->message, sizeof c->message, "%s", at_last_error());
   c->compile_ms = now_ms() - t0;

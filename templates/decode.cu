@@ -73,7 +73,7 @@
  *   o_part[(p*n_splits + split)*D + d] = fp32 NORMALIZED partial O of the split (O_i / l_i, times
  *     descale_v; 0 when the split saw no visible key)
  *   lse_part[p*n_splits + split] = the split's log-sum-exp, NATURAL log (-inf when empty)
- * Combine (DEC_COMBINE, grid (ceil(Nq*T / (DEC_COMBINE_THREADS/32)), B), one warp per (h, t)):
+ * Combine (DEC_COMBINE, grid (Nq*T, B), one CTA of DEC_COMBINE_THREADS per (h, t) row):
  *   m = max_i lse_i, w_i = exp(lse_i - m), o = sum_i w_i O_i / sum_i w_i, lse = m + log sum_i w_i;
  *   all -inf: o = 0, lse = -inf. o_part rows are read as float4 (D is a multiple of 16).
  *
@@ -602,78 +602,93 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
 
 /* ---- the combine kernel ----------------------------------------------------------------------- */
 
+/* A read-only 16-byte load; not volatile, so the compiler may issue several before their use. */
 __device__ __forceinline__ void dec_ld_global_f4(const float *p, float x[4])
 {
-  asm volatile("ld.global.nc.v4.f32 {%0, %1, %2, %3}, [%4];\n"
-               : "=f"(x[0]), "=f"(x[1]), "=f"(x[2]), "=f"(x[3])
-               : "l"(p));
+  asm("ld.global.nc.v4.f32 {%0, %1, %2, %3}, [%4];\n" : "=f"(x[0]), "=f"(x[1]), "=f"(x[2]), "=f"(x[3]) : "l"(p));
 }
 
-/* One warp per (h, t) row: lane c owns float4 chunks c, c+32, ... of D; split weights are
- * computed by lane s % 32 and broadcast by shuffle. */
+__device__ __forceinline__ float dec_ld_global_f(const float *p)
+{
+  float x;
+  asm("ld.global.nc.f32 %0, [%1];\n" : "=f"(x) : "l"(p));
+  return x;
+}
+
+/* Combine, one CTA per (b, h, t) row: thread (sg, ch) takes 16-byte chunk ch of the row and the
+ * splits sg, sg + SG, ... (SG = threads / chunks), merging them online (a running max of the
+ * splits' lse and the weighted sum), CB splits' loads in flight at a time; the SG groups then
+ * merge through shared memory. The row's partials are read once, with no serial chain of loads
+ * longer than n_splits / (SG * CB). */
+static constexpr int DEC_C4 = DEC_D / 4;                   /* float4 chunks per row */
+static constexpr int DEC_SG = DEC_COMBINE_THREADS / DEC_C4; /* split groups per row */
+static constexpr int DEC_CB = 4;                            /* splits per batch of loads */
+static_assert(DEC_SG >= 1, "combine: a row needs at most DEC_COMBINE_THREADS chunks");
+
 extern "C" __global__ void __launch_bounds__(DEC_COMBINE_THREADS)
 DEC_COMBINE(const float *__restrict__ o_part, const float *__restrict__ lse_part, at_out_t *__restrict__ o,
             float *__restrict__ lse, int T, int n_q_heads, int n_splits, long long o_sb, int o_ss, int o_sh)
 {
-  constexpr int RPB = DEC_COMBINE_THREADS / 32; /* rows per block */
-  constexpr int C4 = DEC_D / 4;                 /* float4 chunks per row */
-  constexpr int CPL = (C4 + 31) / 32;           /* chunks per lane */
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-  const int row = blockIdx.x * RPB + warp; /* h * T + t */
-  if (row >= n_q_heads * T) return;
+  __shared__ float grp_m[DEC_SG], grp_l[DEC_SG];
+  __shared__ float grp_o[DEC_SG][DEC_C4][4];
+  const int tid = threadIdx.x, ch = tid % DEC_C4, sg = tid / DEC_C4;
+  const int row = blockIdx.x; /* h * T + t */
   const int b = blockIdx.y, h = row / T, t = row - h * T;
   const long long prow = (long long)b * n_q_heads * T + row; /* (b*Nq + h)*T + t */
   const float *lp = lse_part + prow * n_splits;
-  const float *op = o_part + prow * n_splits * DEC_D;
+  const float *op = o_part + prow * n_splits * DEC_D + 4 * ch;
   const float LOG2E = 1.4426950408889634f;
 
-  float m = AT_NEG_INF;
-  for (int s = lane; s < n_splits; s += 32) m = fmaxf(m, lp[s]);
+  float m = AT_NEG_INF, l = 0.f, acc[4] = {0.f, 0.f, 0.f, 0.f};
+  if (sg < DEC_SG) {
+    for (int s0 = sg; s0 < n_splits; s0 += DEC_SG * DEC_CB) {
+      float ls[DEC_CB], x[DEC_CB][4];
 #pragma unroll
-  for (int off = 16; off > 0; off >>= 1) m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, off));
-
-  float acc[CPL][4];
+      for (int u = 0; u < DEC_CB; u++) { /* loads first, then the arithmetic */
+        const int s = s0 + u * DEC_SG;
+        ls[u] = s < n_splits ? dec_ld_global_f(lp + s) : AT_NEG_INF;
+        if (s < n_splits) dec_ld_global_f4(op + (long long)s * DEC_D, x[u]);
+        else x[u][0] = x[u][1] = x[u][2] = x[u][3] = 0.f;
+      }
 #pragma unroll
-  for (int c = 0; c < CPL; c++) acc[c][0] = acc[c][1] = acc[c][2] = acc[c][3] = 0.f;
-  float l = 0.f;
-  if (m != AT_NEG_INF) {
-    for (int s0 = 0; s0 < n_splits; s0 += 32) {
-      const int s = s0 + lane;
-      const float w = s < n_splits ? at_exp2((lp[s] - m) * LOG2E) : 0.f; /* lse -inf: 0 */
-      l += w;
-      const int n = min(32, n_splits - s0);
-#pragma unroll 8
-      for (int i = 0; i < n; i++) {
-        const float wi = __shfl_sync(0xffffffffu, w, i);
-        const float *src = op + (long long)(s0 + i) * DEC_D;
+      for (int u = 0; u < DEC_CB; u++) {
+        if (ls[u] == AT_NEG_INF) continue; /* an empty split (or past the end) weighs 0 */
+        if (ls[u] > m) {
+          const float shrink = m == AT_NEG_INF ? 0.f : at_exp2((m - ls[u]) * LOG2E);
+          l *= shrink;
 #pragma unroll
-        for (int c = 0; c < CPL; c++) {
-          const int ch = lane + 32 * c;
-          if (C4 % 32 == 0 || ch < C4) {
-            float x[4];
-            dec_ld_global_f4(src + 4 * ch, x);
-            acc[c][0] = fmaf(wi, x[0], acc[c][0]);
-            acc[c][1] = fmaf(wi, x[1], acc[c][1]);
-            acc[c][2] = fmaf(wi, x[2], acc[c][2]);
-            acc[c][3] = fmaf(wi, x[3], acc[c][3]);
-          }
+          for (int e = 0; e < 4; e++) acc[e] *= shrink;
+          m = ls[u];
         }
+        const float w = at_exp2((ls[u] - m) * LOG2E);
+        l += w;
+#pragma unroll
+        for (int e = 0; e < 4; e++) acc[e] = fmaf(w, x[u][e], acc[e]);
       }
     }
+    if (ch == 0) grp_m[sg] = m, grp_l[sg] = l; /* the same for every chunk of the group */
+#pragma unroll
+    for (int e = 0; e < 4; e++) grp_o[sg][ch][e] = acc[e];
   }
+  __syncthreads();
+  if (sg != 0) return;
+  float big = AT_NEG_INF;
 #pragma unroll
-  for (int off = 16; off > 0; off >>= 1) l += __shfl_xor_sync(0xffffffffu, l, off);
-  const float inv = l > 0.f ? 1.f / l : 0.f;
-
-  at_out_t *orow = o + b * o_sb + (long long)t * o_ss + (long long)h * o_sh;
+  for (int g = 0; g < DEC_SG; g++) big = fmaxf(big, grp_m[g]);
+  float sum = 0.f, out[4] = {0.f, 0.f, 0.f, 0.f};
+  if (big != AT_NEG_INF) {
 #pragma unroll
-  for (int c = 0; c < CPL; c++) {
-    const int ch = lane + 32 * c;
-    if (C4 % 32 == 0 || ch < C4) {
-      const unsigned lo = at_pack_out(acc[c][0] * inv, acc[c][1] * inv);
-      const unsigned hi = at_pack_out(acc[c][2] * inv, acc[c][3] * inv);
-      asm volatile("st.global.v2.b32 [%0], {%1, %2};\n" ::"l"(orow + 4 * ch), "r"(lo), "r"(hi) : "memory");
+    for (int g = 0; g < DEC_SG; g++) {
+      if (grp_m[g] == AT_NEG_INF) continue;
+      const float w = at_exp2((grp_m[g] - big) * LOG2E);
+      sum = fmaf(w, grp_l[g], sum);
+#pragma unroll
+      for (int e = 0; e < 4; e++) out[e] = fmaf(w, grp_o[g][ch][e], out[e]);
     }
   }
-  if (DEC_LSE && lane == 0) lse[prow] = l > 0.f ? m + at_log2(l) * 0.69314718055994531f : AT_NEG_INF;
+  const float inv = sum > 0.f ? 1.f / sum : 0.f;
+  at_out_t *orow = o + b * o_sb + (long long)t * o_ss + (long long)h * o_sh;
+  const unsigned lo = at_pack_out(out[0] * inv, out[1] * inv), hi = at_pack_out(out[2] * inv, out[3] * inv);
+  asm volatile("st.global.v2.b32 [%0], {%1, %2};\n" ::"l"(orow + 4 * ch), "r"(lo), "r"(hi) : "memory");
+  if (DEC_LSE && ch == 0) lse[prow] = sum > 0.f ? big + at_log2(sum) * 0.69314718055994531f : AT_NEG_INF;
 }
