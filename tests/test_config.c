@@ -462,19 +462,19 @@ static void test_other_sections(void **state)
   assert_int_equal(c.n_devices, 2);
   assert_int_equal(c.devices[0], 2);
   assert_int_equal(c.devices[1], 0);
-  const tn_values *bn = &c.search.fa2.block_n;
+  const tn_values *bn = &c.search.family[GEN_FAMILY_FA2].block_n;
   assert_int_equal(bn->n, 4);
   assert_int_equal(bn->v[0], 32);
   assert_int_equal(bn->v[1], 64);
   assert_int_equal(bn->v[2], 128);
   assert_int_equal(bn->v[3], 256);
-  assert_int_equal(c.search.fa2.warps.n, 1);
-  assert_int_equal(c.search.fa2.block_m.n, 0);
+  assert_int_equal(c.search.family[GEN_FAMILY_FA2].warps.n, 1);
+  assert_int_equal(c.search.family[GEN_FAMILY_FA2].block_m.n, 0);
   /* fa3 has its own overrides; fa2's do not leak into it. */
-  assert_int_equal(c.search.fa3.stages.n, 1);
-  assert_int_equal(c.search.fa3.stages.v[0], 2);
-  assert_int_equal(c.search.fa3.block_n.n, 1);
-  assert_int_equal(c.search.fa3.warps.n, 0);
+  assert_int_equal(c.search.family[GEN_FAMILY_FA3].stages.n, 1);
+  assert_int_equal(c.search.family[GEN_FAMILY_FA3].stages.v[0], 2);
+  assert_int_equal(c.search.family[GEN_FAMILY_FA3].block_n.n, 1);
+  assert_int_equal(c.search.family[GEN_FAMILY_FA3].warps.n, 0);
   assert_int_equal(tn_config_search(&c, "fa3", "block_n")->v[0], 128);
   assert_int_equal(c.budget_candidates, 12);
   assert_true(c.budget_seconds == 2.5);
@@ -495,6 +495,53 @@ static void test_other_sections(void **state)
 }
 
 /* ---- errors ------------------------------------------------------------------------------ */
+
+/* decode's search overrides: the tiling fa2 and fa3 have, and the split count, which is decode's
+ * own (split-KV); setting them leaves the other families unrestricted. */
+static void test_decode_search(void **state)
+{
+  (void)state;
+  tn_config c = parse_ok(ONE_SHAPE "search:\n"
+                         "  decode:\n"
+                         "    block_n: [64, 128]\n"
+                         "    warps: 4\n"
+                         "    stages: [4, 3]\n"
+                         "    splits: [8, {from: 16, to: 64, mul: 2}, 8]\n"
+                         "  fa2: {stages: 2}\n");
+  const tn_family_search *d = &c.search.family[GEN_FAMILY_DECODE];
+  assert_int_equal(d->block_m.n, 0);
+  assert_int_equal(d->block_n.n, 2);
+  assert_int_equal(d->warps.n, 1);
+  assert_int_equal(d->stages.v[0], 4);
+  assert_int_equal(d->splits.n, 4); /* 8, 16, 32, 64: the repeated 8 is dropped */
+  assert_int_equal(d->splits.v[0], 8);
+  assert_int_equal(d->splits.v[3], 64);
+  assert_ptr_equal(tn_config_search(&c, "decode", "splits"), &d->splits);
+  assert_int_equal(c.search.family[GEN_FAMILY_FA2].stages.n, 1);
+  assert_int_equal(c.search.family[GEN_FAMILY_FA2].splits.n, 0);
+  assert_int_equal(c.search.family[GEN_FAMILY_FA3].splits.n, 0);
+  /* Only the split-KV family has a split count. */
+  assert_null(tn_config_search(&c, "fa2", "splits"));
+  assert_null(tn_config_search(&c, "fa3", "splits"));
+  tn_config_free(&c);
+}
+
+static void test_decode_search_errors(void **state)
+{
+  (void)state;
+  expect_error(ONE_SHAPE "search:\n  decode: {splits: [4, 0]}\n", AT_ERR_CONFIG,
+               "t.yaml:4:24: search.decode.splits[1]: 0 must be at least 1");
+  expect_error(ONE_SHAPE "search:\n  decode:\n    splits: 2048\n", AT_ERR_CONFIG,
+               "t.yaml:5:13: search.decode.splits: 2048 is too large (at most 1024)");
+  expect_error(ONE_SHAPE "search:\n  decode: {splits: many}\n", AT_ERR_CONFIG,
+               "t.yaml:4:20: search.decode.splits: expected an integer, got 'many'");
+  expect_error(ONE_SHAPE "search:\n  decode: {split: [4]}\n", AT_ERR_CONFIG,
+               "t.yaml:4:12: search.decode: unknown key 'split' (expected block_m, block_n, warps, stages, "
+               "splits)");
+  expect_error(ONE_SHAPE "search:\n  fa2: {splits: [4]}\n", AT_ERR_CONFIG,
+               "t.yaml:4:9: search.fa2: unknown key 'splits' (expected block_m, block_n, warps, stages)");
+  assert_no_mismatch();
+}
 
 static void test_errors_in_shapes(void **state)
 {
@@ -692,7 +739,7 @@ static void test_errors_in_other_sections(void **state)
   expect_error("devices: every\n" ONE_SHAPE, AT_ERR_CONFIG,
                "t.yaml:1:10: devices: expected 'all' or a list of GPU ordinals, got 'every'");
   expect_error(ONE_SHAPE "search:\n  fa4: {block_m: [64]}\n", AT_ERR_CONFIG,
-               "t.yaml:4:3: search: unknown key 'fa4' (expected fa2, fa3)");
+               "t.yaml:4:3: search: unknown key 'fa4' (expected fa2, fa3, decode)");
   expect_error(ONE_SHAPE "search:\n  fa3: {tile: [64]}\n", AT_ERR_CONFIG,
                "t.yaml:4:9: search.fa3: unknown key 'tile' (expected block_m, block_n, warps, stages)");
   expect_error(ONE_SHAPE "search:\n  fa2: {block_m: [64, 0]}\n", AT_ERR_CONFIG,
@@ -893,6 +940,8 @@ int main(void)
       cmocka_unit_test(test_errors_in_shapes),
       cmocka_unit_test(test_errors_in_ranges),
       cmocka_unit_test(test_errors_in_other_sections),
+      cmocka_unit_test(test_decode_search),
+      cmocka_unit_test(test_decode_search_errors),
       cmocka_unit_test(test_yaml_errors),
       cmocka_unit_test(test_shape_key),
       cmocka_unit_test(test_shard_parse),
