@@ -212,6 +212,50 @@ static void test_llm_prefill_and_quick(void **state)
   tn_config_free(&c);
 }
 
+/* configs/decode.yaml (issue #15) and its quick check: short queries only, bf16 D = 128, GQA 4
+ * and 8, no mask for T = 1 and bottom-right causal above, B 1..128 and S 1k..128k covered, and
+ * the search narrowed so the budget goes to decode. */
+static void check_decode_shapes(const tn_config *c)
+{
+  for (int i = 0; i < c->n_shapes; i++) {
+    const at_shape *s = &c->shapes[i];
+    assert_true(s->q_len >= 1 && s->q_len <= 16);
+    assert_int_equal(s->dtype, AT_DTYPE_BF16); /* no FP8 K/V: the decode kernels take f16 and bf16 */
+    assert_int_equal(s->head_dim, 128);
+    assert_int_equal(s->q_heads, 32);
+    assert_true(s->kv_heads == 8 || s->kv_heads == 4);
+    assert_int_equal(s->mask, s->q_len == 1 ? AT_MASK_NONE : AT_MASK_CAUSAL_BR);
+    /* Every K/V cache fits the H200 several times over: at most 2M tokens of 8 heads. */
+    assert_true((double)s->batch * s->kv_len * s->kv_heads <= 2.0 * 1024 * 1024 * 8);
+  }
+}
+
+static void test_decode_configs(void **state)
+{
+  (void)state;
+  tn_config c;
+  load_sample("decode.yaml", &c);
+  assert_int_equal(c.n_shapes, 5 * 2 + (4 * 2 - 2) + 4 * 2 * 2); /* decode-batch repeats B=8 S=16k */
+  check_decode_shapes(&c);
+  assert_true(find_key(&c, "b8.t1.s131072.hq32.hkv4.d128.bf16.none") >= 0);
+  assert_true(find_key(&c, "b128.t1.s16384.hq32.hkv8.d128.bf16.none") >= 0);
+  assert_true(find_key(&c, "b1.t1.s16384.hq32.hkv4.d128.bf16.none") >= 0);
+  assert_true(find_key(&c, "b8.t2.s4096.hq32.hkv8.d128.bf16.causal-br") >= 0);
+  assert_true(find_key(&c, "b8.t16.s65536.hq32.hkv4.d128.bf16.causal-br") >= 0);
+  assert_int_equal(tn_config_search(&c, "decode", "splits")->n, 0);
+  assert_int_equal(tn_config_search(&c, "fa2", "block_n")->n, 1);
+  assert_int_equal(tn_config_search(&c, "fa3", "block_n")->n, 1);
+  assert_true(c.budget_candidates > 0);
+  assert_true(c.budget_seconds > 0);
+  tn_config_free(&c);
+
+  load_sample("decode-quick.yaml", &c);
+  assert_true(c.n_shapes >= 6 && c.n_shapes <= 8);
+  check_decode_shapes(&c);
+  assert_true(c.budget_candidates > 0);
+  tn_config_free(&c);
+}
+
 /* Every file in configs/bad fails with the message its first line announces. */
 static void test_bad_config_files(void **state)
 {
@@ -927,6 +971,7 @@ int main(void)
       cmocka_unit_test(test_every_sample_config_parses),
       cmocka_unit_test(test_codelab_shapes),
       cmocka_unit_test(test_llm_prefill_and_quick),
+      cmocka_unit_test(test_decode_configs),
       cmocka_unit_test(test_bad_config_files),
       cmocka_unit_test(test_missing_file_is_io_error),
       cmocka_unit_test(test_defaults),
