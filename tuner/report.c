@@ -940,9 +940,9 @@ static void svg_line_chart(FILE *out, const char *title, const char *x_label, co
 
 /* ---- decode bandwidth ---------------------------------------------------------------------- */
 
-/* What a decode kernel, reading K/V once, cannot beat: the H200's device-to-device copy rate as
- * measured (docs/perf.md's byte counts use it). The label says where it comes from, so the line
- * means the same on another GPU model's chart: the H200's ceiling, not that GPU's. */
+/* What a decode kernel, reading K/V once, cannot beat: the H200's HBM copy rate as measured (the
+ * figure docs/perf.md's byte counts use). The label says where it comes from, so on another GPU
+ * model's chart the line still reads as the H200's ceiling, not that GPU's. */
 #define HBM_COPY_TBS 4.3
 #define HBM_COPY_LABEL "HBM copy ~4.3 TB/s (H200, measured)"
 
