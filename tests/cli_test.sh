@@ -35,6 +35,29 @@ else
 fi
 expect 0 "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3" -- gen --emit fa3.e4m3.d128.none.g1.bm128.bn128.w8.s2.obf16
 expect 2 "fa3 runs head dim 64, 128 or 256, not 96" -- gen --emit fa3.bf16.d96.none.g1.bm128.bn128.w8.s2
+expect 0 "decode family" -- gen --help
+# bench --impl: the list is checked before a GPU is opened, so these need none.
+expect 0 "decode         the same, the split-KV decode family only" -- bench --help
+expect 0 "KV TB/s = 2\*B\*Nkv\*S\*D\*sizeof(dtype) / time" -- bench --help
+expect 2 "the decode family runs queries of 1 to 16 tokens, not T = 1024" -- bench --impl decode
+expect 2 "the decode family runs queries of 1 to 16 tokens, not T = 17" -- bench --impl naive,decode --q-len 17 --kv-len 4096
+expect 2 "runs queries of 1 to 16 tokens, not T = 64" -- bench --impl decode.bf16.d128.none.g1.bm16.bn64.w4.s4.sp4 --seq-len 64
+expect 2 "needs .sp<splits> after the stages" -- bench --impl decode.bf16.d128.none.g4.bm1.bn64.w4.s4 --q-len 1
+expect 2 "unknown implementation 'decoder' in --impl" -- bench --impl decoder --q-len 1
+# A decode shape gets past the checks to the GPU: 0 with one, 1 (no GPU or driver) without.
+for impls in decode; do
+  out=$("$bin" bench --impl $impls --q-len 4 --kv-len 4096 --q-heads 32 --kv-heads 8 --causal-br --reps 3 2>&1); got=$?
+  if [ $got = 0 ]; then
+    printf '%s' "$out" | grep -q "KV TB/s" && printf '%s' "$out" | grep -q "fastest decode variant" ||
+      { echo "FAIL: bench --impl $impls printed no KV TB/s column or no fastest row:"; echo "$out"; fails=$((fails + 1)); }
+  elif [ $got = 1 ]; then
+    printf '%s' "$out" | grep -qi "no CUDA GPU\|cannot load the CUDA driver" ||
+      { echo "FAIL: bench --impl $impls without GPU said: $out"; fails=$((fails + 1)); }
+  else
+    echo "FAIL: bench --impl $impls exited $got: $out"; fails=$((fails + 1))
+  fi
+  echo "ok: attntune bench --impl $impls (decode shape) -> $got"
+done
 # devices: 0 with a GPU, 1 with a plain message without one.
 out=$("$bin" devices 2>&1); got=$?
 if [ $got = 0 ]; then

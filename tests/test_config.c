@@ -212,6 +212,50 @@ static void test_llm_prefill_and_quick(void **state)
   tn_config_free(&c);
 }
 
+/* configs/decode.yaml (issue #15) and its quick check: short queries only, bf16 D = 128, GQA 4
+ * and 8, no mask for T = 1 and bottom-right causal above, B 1..128 and S 1k..128k covered, and
+ * the search narrowed so the budget goes to decode. */
+static void check_decode_shapes(const tn_config *c)
+{
+  for (int i = 0; i < c->n_shapes; i++) {
+    const at_shape *s = &c->shapes[i];
+    assert_true(s->q_len >= 1 && s->q_len <= 16);
+    assert_int_equal(s->dtype, AT_DTYPE_BF16); /* no FP8 K/V: the decode kernels take f16 and bf16 */
+    assert_int_equal(s->head_dim, 128);
+    assert_int_equal(s->q_heads, 32);
+    assert_true(s->kv_heads == 8 || s->kv_heads == 4);
+    assert_int_equal(s->mask, s->q_len == 1 ? AT_MASK_NONE : AT_MASK_CAUSAL_BR);
+    /* Every K/V cache fits the H200 several times over: at most 2M tokens of 8 heads. */
+    assert_true((double)s->batch * s->kv_len * s->kv_heads <= 2.0 * 1024 * 1024 * 8);
+  }
+}
+
+static void test_decode_configs(void **state)
+{
+  (void)state;
+  tn_config c;
+  load_sample("decode.yaml", &c);
+  assert_int_equal(c.n_shapes, 5 * 2 + (4 * 2 - 2) + 4 * 2 * 2); /* decode-batch repeats B=8 S=16k */
+  check_decode_shapes(&c);
+  assert_true(find_key(&c, "b8.t1.s131072.hq32.hkv4.d128.bf16.none") >= 0);
+  assert_true(find_key(&c, "b128.t1.s16384.hq32.hkv8.d128.bf16.none") >= 0);
+  assert_true(find_key(&c, "b1.t1.s16384.hq32.hkv4.d128.bf16.none") >= 0);
+  assert_true(find_key(&c, "b8.t2.s4096.hq32.hkv8.d128.bf16.causal-br") >= 0);
+  assert_true(find_key(&c, "b8.t16.s65536.hq32.hkv4.d128.bf16.causal-br") >= 0);
+  assert_int_equal(tn_config_search(&c, "decode", "splits")->n, 0);
+  assert_int_equal(tn_config_search(&c, "fa2", "block_n")->n, 1);
+  assert_int_equal(tn_config_search(&c, "fa3", "block_n")->n, 1);
+  assert_true(c.budget_candidates > 0);
+  assert_true(c.budget_seconds > 0);
+  tn_config_free(&c);
+
+  load_sample("decode-quick.yaml", &c);
+  assert_true(c.n_shapes >= 6 && c.n_shapes <= 8);
+  check_decode_shapes(&c);
+  assert_true(c.budget_candidates > 0);
+  tn_config_free(&c);
+}
+
 /* Every file in configs/bad fails with the message its first line announces. */
 static void test_bad_config_files(void **state)
 {
@@ -462,19 +506,19 @@ static void test_other_sections(void **state)
   assert_int_equal(c.n_devices, 2);
   assert_int_equal(c.devices[0], 2);
   assert_int_equal(c.devices[1], 0);
-  const tn_values *bn = &c.search.fa2.block_n;
+  const tn_values *bn = &c.search.family[GEN_FAMILY_FA2].block_n;
   assert_int_equal(bn->n, 4);
   assert_int_equal(bn->v[0], 32);
   assert_int_equal(bn->v[1], 64);
   assert_int_equal(bn->v[2], 128);
   assert_int_equal(bn->v[3], 256);
-  assert_int_equal(c.search.fa2.warps.n, 1);
-  assert_int_equal(c.search.fa2.block_m.n, 0);
+  assert_int_equal(c.search.family[GEN_FAMILY_FA2].warps.n, 1);
+  assert_int_equal(c.search.family[GEN_FAMILY_FA2].block_m.n, 0);
   /* fa3 has its own overrides; fa2's do not leak into it. */
-  assert_int_equal(c.search.fa3.stages.n, 1);
-  assert_int_equal(c.search.fa3.stages.v[0], 2);
-  assert_int_equal(c.search.fa3.block_n.n, 1);
-  assert_int_equal(c.search.fa3.warps.n, 0);
+  assert_int_equal(c.search.family[GEN_FAMILY_FA3].stages.n, 1);
+  assert_int_equal(c.search.family[GEN_FAMILY_FA3].stages.v[0], 2);
+  assert_int_equal(c.search.family[GEN_FAMILY_FA3].block_n.n, 1);
+  assert_int_equal(c.search.family[GEN_FAMILY_FA3].warps.n, 0);
   assert_int_equal(tn_config_search(&c, "fa3", "block_n")->v[0], 128);
   assert_int_equal(c.budget_candidates, 12);
   assert_true(c.budget_seconds == 2.5);
@@ -495,6 +539,53 @@ static void test_other_sections(void **state)
 }
 
 /* ---- errors ------------------------------------------------------------------------------ */
+
+/* decode's search overrides: the tiling fa2 and fa3 have, and the split count, which is decode's
+ * own (split-KV); setting them leaves the other families unrestricted. */
+static void test_decode_search(void **state)
+{
+  (void)state;
+  tn_config c = parse_ok(ONE_SHAPE "search:\n"
+                         "  decode:\n"
+                         "    block_n: [64, 128]\n"
+                         "    warps: 4\n"
+                         "    stages: [4, 3]\n"
+                         "    splits: [8, {from: 16, to: 64, mul: 2}, 8]\n"
+                         "  fa2: {stages: 2}\n");
+  const tn_family_search *d = &c.search.family[GEN_FAMILY_DECODE];
+  assert_int_equal(d->block_m.n, 0);
+  assert_int_equal(d->block_n.n, 2);
+  assert_int_equal(d->warps.n, 1);
+  assert_int_equal(d->stages.v[0], 4);
+  assert_int_equal(d->splits.n, 4); /* 8, 16, 32, 64: the repeated 8 is dropped */
+  assert_int_equal(d->splits.v[0], 8);
+  assert_int_equal(d->splits.v[3], 64);
+  assert_ptr_equal(tn_config_search(&c, "decode", "splits"), &d->splits);
+  assert_int_equal(c.search.family[GEN_FAMILY_FA2].stages.n, 1);
+  assert_int_equal(c.search.family[GEN_FAMILY_FA2].splits.n, 0);
+  assert_int_equal(c.search.family[GEN_FAMILY_FA3].splits.n, 0);
+  /* Only the split-KV family has a split count. */
+  assert_null(tn_config_search(&c, "fa2", "splits"));
+  assert_null(tn_config_search(&c, "fa3", "splits"));
+  tn_config_free(&c);
+}
+
+static void test_decode_search_errors(void **state)
+{
+  (void)state;
+  expect_error(ONE_SHAPE "search:\n  decode: {splits: [4, 0]}\n", AT_ERR_CONFIG,
+               "t.yaml:4:24: search.decode.splits[1]: 0 must be at least 1");
+  expect_error(ONE_SHAPE "search:\n  decode:\n    splits: 2048\n", AT_ERR_CONFIG,
+               "t.yaml:5:13: search.decode.splits: 2048 is too large (at most 1024)");
+  expect_error(ONE_SHAPE "search:\n  decode: {splits: many}\n", AT_ERR_CONFIG,
+               "t.yaml:4:20: search.decode.splits: expected an integer, got 'many'");
+  expect_error(ONE_SHAPE "search:\n  decode: {split: [4]}\n", AT_ERR_CONFIG,
+               "t.yaml:4:12: search.decode: unknown key 'split' (expected block_m, block_n, warps, stages, "
+               "splits)");
+  expect_error(ONE_SHAPE "search:\n  fa2: {splits: [4]}\n", AT_ERR_CONFIG,
+               "t.yaml:4:9: search.fa2: unknown key 'splits' (expected block_m, block_n, warps, stages)");
+  assert_no_mismatch();
+}
 
 static void test_errors_in_shapes(void **state)
 {
@@ -692,7 +783,7 @@ static void test_errors_in_other_sections(void **state)
   expect_error("devices: every\n" ONE_SHAPE, AT_ERR_CONFIG,
                "t.yaml:1:10: devices: expected 'all' or a list of GPU ordinals, got 'every'");
   expect_error(ONE_SHAPE "search:\n  fa4: {block_m: [64]}\n", AT_ERR_CONFIG,
-               "t.yaml:4:3: search: unknown key 'fa4' (expected fa2, fa3)");
+               "t.yaml:4:3: search: unknown key 'fa4' (expected fa2, fa3, decode)");
   expect_error(ONE_SHAPE "search:\n  fa3: {tile: [64]}\n", AT_ERR_CONFIG,
                "t.yaml:4:9: search.fa3: unknown key 'tile' (expected block_m, block_n, warps, stages)");
   expect_error(ONE_SHAPE "search:\n  fa2: {block_m: [64, 0]}\n", AT_ERR_CONFIG,
@@ -880,6 +971,7 @@ int main(void)
       cmocka_unit_test(test_every_sample_config_parses),
       cmocka_unit_test(test_codelab_shapes),
       cmocka_unit_test(test_llm_prefill_and_quick),
+      cmocka_unit_test(test_decode_configs),
       cmocka_unit_test(test_bad_config_files),
       cmocka_unit_test(test_missing_file_is_io_error),
       cmocka_unit_test(test_defaults),
@@ -893,6 +985,8 @@ int main(void)
       cmocka_unit_test(test_errors_in_shapes),
       cmocka_unit_test(test_errors_in_ranges),
       cmocka_unit_test(test_errors_in_other_sections),
+      cmocka_unit_test(test_decode_search),
+      cmocka_unit_test(test_decode_search_errors),
       cmocka_unit_test(test_yaml_errors),
       cmocka_unit_test(test_shape_key),
       cmocka_unit_test(test_shard_parse),

@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "cache/cache.h"
+#include "generator/generator.h"
 #include "tests/testutil.h"
 #include "tuner/report.h"
 
@@ -162,7 +163,7 @@ static void build_cache(void)
   /* cuDNN declines head dim 264. */
   at_shape big = mk(1, 512, 512, 8, 8, 264, AT_DTYPE_BF16, AT_MASK_NONE);
   put_shape(db, H200, big, ms_at(big, 90), NAN, NAN);
-  /* Decode: T = 1, reported in GB/s too. */
+  /* Decode: T = 1, reported in TB/s of K/V too. */
   at_shape dec = mk(8, 1, 4096, 32, 8, 128, AT_DTYPE_BF16, AT_MASK_CAUSAL_BR);
   put_shape(db, H200, dec, 0.021, 0.025, NAN);
   /* A shape whose every kernel failed verification: trials only, no best row. */
@@ -298,10 +299,10 @@ static void check_numbers(const char *all)
   assert_true(line_with(text, key, line, sizeof line));
   assert_non_null(strstr(line, "unsupported"));
   assert_null(strstr(line, "nan"));
-  /* Decode reports GB/s of K/V read: 2·B·Nkv·S·D·2 bytes / 0.021 ms. */
+  /* Decode reports TB/s of K/V read: 2·B·Nkv·S·D·2 bytes / 0.021 ms (6.39). */
   at_shape dec = mk(8, 1, 4096, 32, 8, 128, AT_DTYPE_BF16, AT_MASK_CAUSAL_BR);
   at_shape_key(&dec, key, sizeof key);
-  snprintf(want, sizeof want, " %.0f ", 2.0 * 8 * 8 * 4096 * 128 * 2 / 0.021e-3 / 1e9);
+  snprintf(want, sizeof want, " %.2f ", 2.0 * 8 * 8 * 4096 * 128 * 2 / 0.021e-3 / 1e12);
   assert_true(line_with(text, key, line, sizeof line));
   assert_non_null(strstr(line, want));
   /* The shape with no verified kernel is listed without a best. */
@@ -541,10 +542,11 @@ static void test_html_is_self_contained_with_charts(void **state)
   assert_null(strstr(html, "<link"));
   assert_null(strstr(html, "@import"));
   assert_null(strstr(html, "url("));
-  /* H200: speedup, 1 T sweep, 1 batch sweep, 1 MHA/GQA/MQA, 2 dtype (e4m3 vs bf16, f32 vs bf16);
-   * A100: speedup, 1 T sweep. */
-  assert_int_equal(count_of(html, "<svg"), 6 + 2);
-  assert_int_equal(count_of(html, "</svg>"), 8);
+  /* H200: speedup, 1 T sweep, 1 batch sweep, 1 MHA/GQA/MQA, 2 dtype (e4m3 vs bf16, f32 vs bf16),
+   * 1 decode bandwidth (its one decode shape); A100: speedup, 1 T sweep. */
+  assert_int_equal(count_of(html, "<svg"), 7 + 2);
+  assert_int_equal(count_of(html, "</svg>"), 9);
+  assert_int_equal(count_of(html, "Decode: K/V bandwidth vs KV length"), 1);
   assert_int_equal(count_of(html, "Speedup of the tuned kernel over cuDNN"), 2 * 3); /* aria, title, text */
   assert_int_equal(count_of(html, "sequence length T = S (log scale)"), 2);
   assert_int_equal(count_of(html, "batch size B (log scale)"), 1);
@@ -771,6 +773,228 @@ static void test_f32_only_cache(void **state)
   }
 }
 
+/* ---- decode: TB/s of K/V read ------------------------------------------------------------ */
+
+#define DECODE_KEY(mask, bm) "decode.bf16.d128." mask ".g4.bm" #bm ".bn64.w4.s4.sp8"
+
+/* A decode shape as the tuner records it: a decode variant's trial (the tuned time), cuDNN's
+ * (NaN: unsupported), and the best row. */
+static void put_decode_shape(cache_db *db, at_shape s, const char *variant, double tuned_ms, double cudnn_ms)
+{
+  cache_env e = env_of(H200);
+  put_trial(db, &e, s, variant, CACHE_OK, tuned_ms);
+  if (isfinite(cudnn_ms)) put_trial(db, &e, s, "cudnn", CACHE_OK, cudnn_ms);
+  else put_trial(db, &e, s, "cudnn", CACHE_UNSUPPORTED, NAN);
+  cache_best b;
+  memset(&b, 0, sizeof b);
+  b.shape = s, b.env = e;
+  int cudnn_wins = isfinite(cudnn_ms) && cudnn_ms < tuned_ms;
+  snprintf(b.impl, sizeof b.impl, "%s", cudnn_wins ? "cudnn" : variant);
+  b.time_ms = cudnn_wins ? cudnn_ms : tuned_ms;
+  b.tflops = at_shape_flops(&s) / (b.time_ms * 1e-3) / 1e12;
+  b.cudnn_ms = cudnn_ms, b.err_naive = 3e-3, b.err_cudnn = 2e-3;
+  snprintf(b.arch, sizeof b.arch, "sm_90a");
+  int stored = 0;
+  TU_OK(cache_put_best(db, &b, &stored));
+}
+
+static double kv_tbs(at_shape s, double ms)
+{
+  return 2.0 * s.batch * s.kv_heads * (double)s.kv_len * s.head_dim * 2 / (ms * 1e-3) / 1e12;
+}
+
+/* The decode cache: T = 1 over four KV lengths (one chart, cuDNN unsupported at the longest),
+ * T = 4 causal-br at one length (a chart of one point), and one prefill shape (no TB/s). */
+static const int DEC_S[] = {1024, 4096, 16384, 65536};
+static const double DEC_MS[] = {0.012, 0.021, 0.061, 0.235};
+
+static void build_decode_cache(const char *db_path)
+{
+  cache_db *db;
+  unlink(db_path);
+  TU_OK(cache_open(db_path, 0, &db));
+  for (int i = 0; i < 4; i++)
+    put_decode_shape(db, mk(8, 1, DEC_S[i], 32, 8, 128, AT_DTYPE_BF16, AT_MASK_NONE), DECODE_KEY("none", 1),
+                     DEC_MS[i], i == 3 ? NAN : DEC_MS[i] * 1.4);
+  put_decode_shape(db, mk(32, 4, 8192, 32, 8, 128, AT_DTYPE_BF16, AT_MASK_CAUSAL_BR),
+                   DECODE_KEY("causal-br", 4), 0.118, 0.150);
+  at_shape pre = mk(2, 1024, 1024, 32, 8, 128, AT_DTYPE_BF16, AT_MASK_CAUSAL_TL);
+  put_decode_shape(db, pre, "fa3.bf16.d128.causal.g4.bm128.bn128.w8.s2", ms_at(pre, 400), ms_at(pre, 450));
+  cache_close(db);
+}
+
+static char *render_db(const char *db_path, tn_report_format format)
+{
+  tn_report r;
+  char *text = NULL;
+  size_t size = 0;
+  TU_OK(tn_report_load(db_path, NULL, &r));
+  FILE *f = open_memstream(&text, &size);
+  assert_non_null(f);
+  TU_OK(tn_report_write(&r, format, f, "memory"));
+  assert_int_equal(fclose(f), 0);
+  tn_report_free(&r);
+  return text;
+}
+
+static void test_decode_rows_in_tb_per_s(void **state)
+{
+  (void)state;
+  char db_path[320], key[160], want[200], line[1024];
+  snprintf(db_path, sizeof db_path, "%s/decode.db", g_dir);
+  build_decode_cache(db_path);
+  at_shape t1 = mk(8, 1, 4096, 32, 8, 128, AT_DTYPE_BF16, AT_MASK_NONE);
+  at_shape t4 = mk(32, 4, 8192, 32, 8, 128, AT_DTYPE_BF16, AT_MASK_CAUSAL_BR);
+  at_shape pre = mk(2, 1024, 1024, 32, 8, 128, AT_DTYPE_BF16, AT_MASK_CAUSAL_TL);
+
+  /* The model: TB/s of the best time for decode rows, NaN for prefill. */
+  tn_report r;
+  TU_OK(tn_report_load(db_path, NULL, &r));
+  assert_int_equal(r.n_rows, 6);
+  for (int i = 0; i < r.n_rows; i++) {
+    const tn_report_row *row = &r.rows[i];
+    if (row->shape.q_len > 16) assert_true(isnan(row->best_kv_tbs));
+    else assert_near(row->best_kv_tbs, kv_tbs(row->shape, row->best_ms), 1e-9 * row->best_kv_tbs);
+  }
+  tn_report_free(&r);
+
+  /* text and md: the TB/s column, two decimals; "-" for the prefill row. */
+  for (int md = 0; md < 2; md++) {
+    char *text = render_db(db_path, md ? TN_REPORT_MD : TN_REPORT_TEXT);
+    assert_non_null(strstr(text, md ? "| TB/s |" : "TFLOP/s  TB/s"));
+    at_shape_key(&t1, key, sizeof key);
+    snprintf(want, sizeof want, md ? " %.2f |" : " %.2f ", kv_tbs(t1, 0.021)); /* 3.20 */
+    assert_true(line_with(text, key, line, sizeof line));
+    assert_non_null(strstr(line, want));
+    at_shape_key(&t4, key, sizeof key);
+    snprintf(want, sizeof want, md ? " %.2f |" : " %.2f ", kv_tbs(t4, 0.118));
+    assert_true(line_with(text, key, line, sizeof line));
+    assert_non_null(strstr(line, want));
+    assert_non_null(strstr(text, "TB/s = K/V bytes read per second, for decode shapes (T <= 16)"));
+    assert_null(strstr(text, "GB/s"));
+    free(text);
+  }
+
+  /* csv: best_kv_tbs, empty for prefill. */
+  char *csv = render_db(db_path, TN_REPORT_CSV);
+  char *lines[16], *save = NULL, *head[40], *f[40];
+  int n_lines = 0;
+  for (char *l = strtok_r(csv, "\n", &save); l && n_lines < 16; l = strtok_r(NULL, "\n", &save)) lines[n_lines++] = l;
+  assert_int_equal(n_lines, 1 + 6);
+  int n_cols = split_csv(lines[0], head, 40);
+  int c_shape = column(head, n_cols, "shape"), c_tbs = column(head, n_cols, "best_kv_tbs");
+  int c_ms = column(head, n_cols, "best_ms");
+  at_shape_key(&pre, key, sizeof key);
+  for (int i = 1; i < n_lines; i++) {
+    assert_int_equal(split_csv(lines[i], f, 40), n_cols);
+    if (strcmp(f[c_shape], key) == 0) {
+      assert_string_equal(f[c_tbs], "");
+      continue;
+    }
+    assert_true(f[c_tbs][0] != '\0');
+    at_shape s = mk(atoi(f[column(head, n_cols, "batch")]), 1, atoi(f[column(head, n_cols, "kv_len")]), 32,
+                    atoi(f[column(head, n_cols, "kv_heads")]), atoi(f[column(head, n_cols, "head_dim")]),
+                    AT_DTYPE_BF16, AT_MASK_NONE);
+    double tbs = strtod(f[c_tbs], NULL), ms = strtod(f[c_ms], NULL);
+    assert_near(tbs, kv_tbs(s, ms), 1e-5 * tbs); /* %.6g in the CSV */
+  }
+  free(csv);
+
+  /* json: best_kv_tbs a number for decode, null for prefill. */
+  char *json = render_db(db_path, TN_REPORT_JSON), obj[4096];
+  int objects = 0;
+  assert_true(json_valid(json, &objects));
+  at_shape_key(&t1, key, sizeof key);
+  snprintf(want, sizeof want, "\"%s\"", key);
+  json_object_with(json, want, obj, sizeof obj);
+  snprintf(want, sizeof want, "\"best_kv_tbs\": %.6g", kv_tbs(t1, 0.021));
+  assert_non_null(strstr(obj, want));
+  at_shape_key(&pre, key, sizeof key);
+  snprintf(want, sizeof want, "\"%s\"", key);
+  json_object_with(json, want, obj, sizeof obj);
+  assert_non_null(strstr(obj, "\"best_kv_tbs\": null"));
+  free(json);
+
+  /* html: the table column, and one bandwidth chart per decode family (T = 1 over S, T = 4) with
+   * the ceiling; tuned has a point at every S, cuDNN none where it is unsupported. */
+  char *html = render_db(db_path, TN_REPORT_HTML);
+  assert_non_null(strstr(html, "<th>TFLOP/s</th><th>TB/s</th>"));
+  assert_int_equal(count_of(html, "Decode: K/V bandwidth vs KV length"), 1);
+  assert_int_equal(count_of(html, "K/V read (TB/s)"), 2);
+  assert_int_equal(count_of(html, "HBM copy ~4.3 TB/s (H200, measured)"), 2);
+  assert_int_equal(count_of(html, "KV length S (log scale)"), 2);
+  assert_non_null(strstr(html, "aria-label=\"B=8 T=1 Nq=32 Nkv=8 D=128 bf16 none\""));
+  assert_non_null(strstr(html, "aria-label=\"B=32 T=4 Nq=32 Nkv=8 D=128 bf16 causal-br\""));
+  for (int i = 0; i < 4; i++) {
+    at_shape s = mk(8, 1, DEC_S[i], 32, 8, 128, AT_DTYPE_BF16, AT_MASK_NONE);
+    at_shape_key(&s, key, sizeof key);
+    char tip[256];
+    snprintf(tip, sizeof tip, "<title>tuned (attntune) %s: %.4g TB/s</title>", key, kv_tbs(s, DEC_MS[i]));
+    assert_non_null(strstr(html, tip));
+    snprintf(tip, sizeof tip, "<title>cuDNN %s: %.4g TB/s</title>", key, kv_tbs(s, DEC_MS[i] * 1.4));
+    if (i < 3) assert_non_null(strstr(html, tip));
+    else assert_null(strstr(html, tip));
+  }
+  /* The prefill shape is in no bandwidth chart. */
+  at_shape_key(&pre, key, sizeof key);
+  char tip[256];
+  snprintf(tip, sizeof tip, "<title>tuned (attntune) %s: ", key);
+  assert_null(strstr(html, tip));
+  assert_null(strstr(html, "nan"));
+  assert_null(strstr(html, "inf\""));
+  free(html);
+}
+
+/* Without decode rows the page has no decode section: the main cache's A100 has none, and a
+ * prefill-only cache none either. */
+static void test_no_decode_chart_without_decode_rows(void **state)
+{
+  (void)state;
+  char *html = render(A100, TN_REPORT_HTML);
+  assert_null(strstr(html, "Decode: K/V bandwidth"));
+  assert_null(strstr(html, "HBM copy"));
+  assert_null(strstr(html, "K/V read (TB/s)"));
+  free(html);
+  char db_path[320];
+  snprintf(db_path, sizeof db_path, "%s/prefill.db", g_dir);
+  unlink(db_path);
+  cache_db *db;
+  TU_OK(cache_open(db_path, 0, &db));
+  at_shape pre = mk(2, 1024, 1024, 32, 8, 128, AT_DTYPE_BF16, AT_MASK_CAUSAL_TL);
+  put_decode_shape(db, pre, "fa3.bf16.d128.causal.g4.bm128.bn128.w8.s2", ms_at(pre, 400), ms_at(pre, 450));
+  /* T = 17 is prefill: one token longer than decode serves. */
+  at_shape t17 = mk(2, 17, 4096, 32, 8, 128, AT_DTYPE_BF16, AT_MASK_CAUSAL_BR);
+  put_decode_shape(db, t17, "fa2.bf16.d128.causal-br.g4.bm64.bn64.w4.s2", 0.03, 0.04);
+  cache_close(db);
+  html = render_db(db_path, TN_REPORT_HTML);
+  assert_null(strstr(html, "Decode: K/V bandwidth"));
+  assert_null(strstr(html, "HBM copy"));
+  free(html);
+  char *text = render_db(db_path, TN_REPORT_TEXT), line[1024], key[160];
+  at_shape_key(&t17, key, sizeof key);
+  assert_true(line_with(text, key, line, sizeof line));
+  assert_null(strstr(line, "TB/s"));
+  free(text);
+}
+
+/* The report's decode shapes are the ones the decode family serves: gen_enumerate lists decode
+ * variants exactly for 1 <= T <= TN_DECODE_MAX_T (generator/decode.c's DECODE_MAX_T). */
+static void test_decode_shape_matches_the_generator(void **state)
+{
+  (void)state;
+  gen_target target;
+  TU_OK(gen_target_for_arch("sm_90a", &target));
+  for (int t = 1; t <= TN_DECODE_MAX_T + 8; t++) {
+    at_shape s = mk(2, t, 4096, 32, 8, 128, AT_DTYPE_BF16, t > 1 ? AT_MASK_CAUSAL_BR : AT_MASK_NONE);
+    gen_variant vs[GEN_MAX_VARIANTS];
+    int n = 0, decode = 0;
+    TU_OK(gen_enumerate(&s, &target, vs, GEN_MAX_VARIANTS, &n));
+    for (int i = 0; i < n; i++) decode |= vs[i].family == GEN_FAMILY_DECODE;
+    if (decode != tn_is_decode_shape(&s)) fail_msg("T = %d: decode listed %d, tn_is_decode_shape %d", t, decode,
+                                                   tn_is_decode_shape(&s));
+  }
+}
+
 /* ---- selection and messages -------------------------------------------------------------- */
 
 static void test_gpu_filter_and_messages(void **state)
@@ -864,6 +1088,9 @@ int main(void)
       cmocka_unit_test(test_html_is_self_contained_with_charts),
       cmocka_unit_test(test_f32_row_in_every_format),
       cmocka_unit_test(test_f32_only_cache),
+      cmocka_unit_test(test_decode_rows_in_tb_per_s),
+      cmocka_unit_test(test_no_decode_chart_without_decode_rows),
+      cmocka_unit_test(test_decode_shape_matches_the_generator),
       cmocka_unit_test(test_gpu_filter_and_messages),
       cmocka_unit_test(test_cli_exit_codes),
   };

@@ -3,9 +3,14 @@
  * timing code (tuner/timing.c), after verifying each against the naive reference on the same
  * inputs. Implementations: naive (the three-kernel path, output in the input dtype), cudnn
  * (composite graph), cudnn-unified (the single fused op), fused (every variant the generator lists,
- * both families; the fastest is marked), fa2 or fa3 (one family's), default (fa2-default), or a
- * variant key. f32 inputs run the naive kernels only:
+ * every family; the fastest is marked), fa2, fa3 or decode (one family's), default (fa2-default),
+ * or a variant key. f32 inputs run the naive kernels only:
  * every other implementation is refused on its own row (TN_F32_NO_FUSED, TN_F32_NO_CUDNN).
+ * The list is checked before a GPU is opened: an unknown name, a malformed key, or decode for a
+ * query longer than decode serves is a usage error.
+ *
+ * Decode shapes (tn_is_decode_shape: 1 <= T <= 16) are memory bound, so their rows give TB/s of
+ * K/V read in place of TFLOP/s, and the header says so.
  */
 #include <getopt.h>
 #include <math.h>
@@ -21,6 +26,7 @@
 #include "tuner/commands.h"
 #include "tuner/reference.h"
 #include "tuner/harness.h"
+#include "tuner/measure.h"
 #include "tuner/tune.h"
 
 static const char USAGE[] =
@@ -49,12 +55,14 @@ static const char USAGE[] =
     "                       naive          the three-kernel reference path (output in the dtype)\n"
     "                       cudnn          cuDNN's fused attention, composite graph\n"
     "                       cudnn-unified  cuDNN's single SDPA op (no masks; cuDNN >= 9.13.1)\n"
-    "                       fused          every generated variant listed for the shape (fa2 and,\n"
-    "                                      on sm_90a, fa3); * marks the best\n"
+    "                       fused          every generated variant listed for the shape (fa2; fa3 on\n"
+    "                                      sm_90a; decode for T <= 16); * marks the best\n"
     "                       fa2, fa3       the same, one family only\n"
+    "                       decode         the same, the split-KV decode family only (T <= 16)\n"
     "                       default        the variant used when nothing is tuned (fa2-default:\n"
     "                                      the same, its older name)\n"
     "                       KEY            one variant, e.g. fa2.bf16.d128.none.g1.bm128.bn64.w4.s2\n"
+    "                                      or decode.bf16.d128.causal-br.g4.bm16.bn64.w4.s4.sp4\n"
     "shape:\n"
     "  --batch N          B (default 2)\n"
     "  --seq-len N        T and S together (default 1024)\n"
@@ -78,7 +86,9 @@ static const char USAGE[] =
     "  --no-verify        skip the reference check\n"
     "  --seed N           input seed (default: fresh each run)\n"
     "\n"
-    "TFLOP/s = 4*B*Nq*T*S*D / time, halved for causal with T = S (DESIGN.md).\n";
+    "TFLOP/s = 4*B*Nq*T*S*D / time, halved for causal with T = S (DESIGN.md). Decode shapes\n"
+    "(1 <= T <= 16) are memory bound: their rows give KV TB/s = 2*B*Nkv*S*D*sizeof(dtype) / time,\n"
+    "the K/V bytes read per second, in place of TFLOP/s.\n";
 
 typedef struct bench_opts {
   at_shape shape;
@@ -92,18 +102,22 @@ typedef struct bench_opts {
 
 /* ---- implementations ----------------------------------------------------------------------- */
 
-static void print_header(void)
+/* The rate column: TFLOP/s, or for a decode shape TB/s of K/V read (see the header comment). */
+static void print_header(const at_shape *s)
 {
-  printf("%-44s %10s %9s %9s  %s\n", "impl", "time_ms", "TFLOP/s", "rel_err", "note");
+  printf("%-44s %10s %9s %9s  %s\n", "impl", "time_ms", tn_is_decode_shape(s) ? "KV TB/s" : "TFLOP/s", "rel_err",
+         "note");
 }
 
 static void print_row(const at_shape *s, const char *name, double ms, double err, const char *note)
 {
-  double tflops = at_shape_flops(s) / (ms * 1e-3) / 1e12;
   char errtext[32];
   if (isnan(err)) snprintf(errtext, sizeof errtext, "-");
   else snprintf(errtext, sizeof errtext, "%.2e", err);
-  printf("%-44s %10.4f %9.1f %9s  %s\n", name, ms, tflops, errtext, note);
+  if (tn_is_decode_shape(s))
+    printf("%-44s %10.4f %9.2f %9s  %s\n", name, ms, tn_kv_tbs(s, ms), errtext, note);
+  else
+    printf("%-44s %10.4f %9.1f %9s  %s\n", name, ms, at_shape_flops(s) / (ms * 1e-3) / 1e12, errtext, note);
   fflush(stdout);
 }
 
@@ -141,8 +155,9 @@ static at_status measure(tn_harness *h, tn_impl *impl, const bench_opts *o, cons
   return AT_OK;
 }
 
-/* Compile (in parallel) and measure a list of variants; mark the fastest. */
-static int bench_variants(tn_harness *h, const bench_opts *o, const gen_variant *vs, int n)
+/* Compile (in parallel) and measure a list of variants; mark the fastest. label names the list
+ * in messages ("fused", a family name, or the key of a single variant). */
+static int bench_variants(tn_harness *h, const bench_opts *o, const gen_variant *vs, int n, const char *label)
 {
   gen_target target;
   rt_compiled *compiled = calloc((size_t)n, sizeof *compiled);
@@ -153,7 +168,7 @@ static int bench_variants(tn_harness *h, const bench_opts *o, const gen_variant 
   if (!compiled) return at_fail(AT_ERR_NOMEM, "no memory"), 1;
   if ((rc = gen_target_make(h->ctx->arch, h->ctx->info.smem_per_block_optin, &target)) != AT_OK ||
       (rc = rt_compile_all(vs, n, &target, 0, compiled)) != AT_OK) {
-    print_failure("fa2", "failed", at_last_error());
+    print_failure(label, "failed", at_last_error());
     free(compiled);
     return 1;
   }
@@ -180,13 +195,27 @@ static int bench_variants(tn_harness *h, const bench_opts *o, const gen_variant 
     tn_impl_close(&impl);
   }
   if (n > 1 && isfinite(best_ms)) {
-    char name[GEN_KEY_MAX + 2];
+    char name[GEN_KEY_MAX + 2], note[64];
     snprintf(name, sizeof name, "* %s", best_key);
-    print_row(&h->shape, name, best_ms, NAN, "fastest fa2 variant");
+    if (strcmp(label, "fused") == 0) snprintf(note, sizeof note, "fastest variant");
+    else snprintf(note, sizeof note, "fastest %s variant", label);
+    print_row(&h->shape, name, best_ms, NAN, note);
   }
   rt_compiled_free(compiled, n);
   free(compiled);
   return failures;
+}
+
+/* Why a family listed no variant for a shape that passed check_impls. */
+static const char *why_family_lists_none(gen_family family)
+{
+  switch (family) {
+  case GEN_FAMILY_FA3: return "fa3 lists variants on sm_90a only, for head dims 64, 128, 256";
+  case GEN_FAMILY_DECODE:
+    return "decode lists variants for f16 and bf16, head dims that are multiples of 16 in 32..256, GQA groups "
+           "of up to 64 heads, on sm_80 and newer";
+  default: return "no fa2 variant for this shape on this GPU";
+  }
 }
 
 static int bench_one(tn_harness *h, const bench_opts *o, const char *name)
@@ -224,8 +253,8 @@ static int bench_one(tn_harness *h, const bench_opts *o, const char *name)
     print_failure(name, "failed", at_last_error());
     return 1;
   }
-  const int fused = strcmp(name, "fused") == 0, fa2 = strcmp(name, "fa2") == 0, fa3 = strcmp(name, "fa3") == 0;
-  if (fused || fa2 || fa3) {
+  const int fused = strcmp(name, "fused") == 0, family = gen_family_of_name(name, strlen(name));
+  if (fused || family >= 0) {
     gen_variant vs[GEN_MAX_VARIANTS];
     int n = 0, kept = 0;
     if ((rc = gen_enumerate(&h->shape, &target, vs, GEN_MAX_VARIANTS, &n)) != AT_OK) {
@@ -233,13 +262,13 @@ static int bench_one(tn_harness *h, const bench_opts *o, const char *name)
       return 1;
     }
     for (int i = 0; i < n; i++)
-      if (fused || vs[i].family == (fa2 ? GEN_FAMILY_FA2 : GEN_FAMILY_FA3)) vs[kept++] = vs[i];
+      if (fused || (int)vs[i].family == family) vs[kept++] = vs[i];
     if (kept == 0) {
-      print_failure(name, "unsupported", fa3 ? "fa3 lists variants on sm_90a only, for head dims 64, 128, 256"
-                                             : "no fa2 variant for this shape on this GPU");
+      print_failure(name, "unsupported", fused ? "no generated variant for this shape on this GPU"
+                                               : why_family_lists_none((gen_family)family));
       return 1;
     }
-    return bench_variants(h, o, vs, kept) != 0;
+    return bench_variants(h, o, vs, kept, name) != 0;
   }
   gen_variant v;
   if (strcmp(name, "default") == 0 || strcmp(name, "fa2-default") == 0)
@@ -251,10 +280,51 @@ static int bench_one(tn_harness *h, const bench_opts *o, const char *name)
     print_failure(name, "refused", at_last_error());
     return 1;
   }
-  return bench_variants(h, o, &v, 1) != 0;
+  return bench_variants(h, o, &v, 1, name) != 0;
 }
 
 /* ---- options -------------------------------------------------------------------------------- */
+
+/* One --impl name, before any GPU work: a known name or a well-formed variant key, and decode
+ * (the family or one of its keys) only for the queries it serves. 0 and a usage error if not. */
+static int check_impl(const char *name, const at_shape *s)
+{
+  static const char *const NAMES[] = {"naive", "cudnn", "cudnn-unified", "fused", "default", "fa2-default"};
+  gen_variant v;
+  int decode = strcmp(name, "decode") == 0;
+  int known = decode || gen_family_of_name(name, strlen(name)) >= 0;
+  for (size_t i = 0; i < sizeof NAMES / sizeof *NAMES && !known; i++) known = strcmp(name, NAMES[i]) == 0;
+  if (!known && !gen_is_variant_key(name)) {
+    tn_usage_error("bench", "unknown implementation '%s' in --impl (expected naive, cudnn, cudnn-unified, "
+                   "fused, fa2, fa3, decode, default or a variant key)", name);
+    return 0;
+  }
+  if (!known) {
+    if (gen_variant_parse(name, &v) != AT_OK) {
+      tn_usage_error("bench", "--impl %s: %s", name, at_last_error());
+      return 0;
+    }
+    decode = v.family == GEN_FAMILY_DECODE;
+  }
+  if (decode && !tn_is_decode_shape(s)) {
+    tn_usage_error("bench", "--impl %s: the decode family runs queries of 1 to %d tokens, not T = %d (give "
+                   "--q-len 1..%d and --kv-len)", name, TN_DECODE_MAX_T, s->q_len, TN_DECODE_MAX_T);
+    return 0;
+  }
+  return 1;
+}
+
+/* Every name of the comma-separated list (empty names are skipped, as the run skips them). */
+static int check_impls(const char *list, const at_shape *s)
+{
+  char *copy = strdup(list), *save = NULL;
+  int ok = copy != NULL;
+  if (!copy) tn_usage_error("bench", "out of memory reading --impl");
+  for (char *name = ok ? strtok_r(copy, ",", &save) : NULL; name && ok; name = strtok_r(NULL, ",", &save))
+    ok = check_impl(name, s);
+  free(copy);
+  return ok;
+}
 
 static int parse_options(int argc, char **argv, bench_opts *o)
 {
@@ -328,6 +398,7 @@ static int parse_options(int argc, char **argv, bench_opts *o)
   if (s->dtype == AT_DTYPE_F32 && o->overhead)
     return tn_usage_error("bench", "--overhead measures the plan of a fused kernel; %s", TN_F32_NO_FUSED), -1;
   if (s->dtype == AT_DTYPE_F32 && !impl_given) snprintf(o->impls, sizeof o->impls, "naive");
+  if (!check_impls(o->impls, s)) return -1;
   return 0;
 }
 
@@ -555,9 +626,11 @@ int tn_cmd_bench(int argc, char **argv)
   at_status rc = rt_ctx_open(o.device, &ctx);
   if (rc != AT_OK) return tn_fail_exit("bench", rc);
   const at_shape *s = &o.shape;
-  printf("shape: B=%d T=%d S=%d Nq=%d Nkv=%d D=%d %s mask=%s%s  (%.3g GFLOP)\n", s->batch,
+  printf("shape: B=%d T=%d S=%d Nq=%d Nkv=%d D=%d %s mask=%s%s  (%.3g GFLOP", s->batch,
          s->q_len, s->kv_len, s->q_heads, s->kv_heads, s->head_dim, at_dtype_name(s->dtype),
          at_mask_name(s->mask), s->with_lse ? " lse" : "", at_shape_flops(s) / 1e9);
+  if (tn_is_decode_shape(s)) printf(", %.3g MB of K/V: decode, rated in TB/s", tn_kv_bytes(s) / 1e6);
+  fputs(")\n", stdout);
   if ((rc = tn_harness_open(&h, &ctx, s, o.seed)) != AT_OK) {
     rt_ctx_close(&ctx);
     return tn_fail_exit("bench", rc);
@@ -569,7 +642,7 @@ int tn_cmd_bench(int argc, char **argv)
   }
   printf("device: %s (%s), %d input set%s, warm-up %d, graph replay of %d launches, seed %llu\n", ctx.info.name,
          ctx.arch, h.n_sets, h.n_sets == 1 ? "" : "s", o.timing.warmup, o.timing.reps, o.seed);
-  print_header();
+  print_header(s);
   int failures = 0;
   char *list = strdup(o.impls), *save = NULL;
   for (char *name = strtok_r(list, ",", &save); name; name = strtok_r(NULL, ",", &save))

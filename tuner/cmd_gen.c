@@ -15,7 +15,9 @@ static const char USAGE[] =
     "usage: attntune gen [shape flags] (--list | --emit KEY | --compile)\n"
     "\n"
     "Generate the fused kernel variants for one shape: the fa2 family (FlashAttention-2 style,\n"
-    "mma.sync; f16, bf16, FP8) and, on sm_90a, the fa3 family (wgmma; head dims 64/128/256).\n"
+    "mma.sync; f16, bf16, FP8), on sm_90a the fa3 family (wgmma; head dims 64/128/256), and for\n"
+    "queries of 1 to 16 tokens the decode family (split-KV: the keys split over .sp<N> CTAs whose\n"
+    "partials a second kernel combines; f16, bf16; listed first, the default there).\n"
     "\n"
     "shape flags:\n"
     "  --head-dim N        head dim D, a multiple of 8 in 32..256 (required but for --emit)\n"
@@ -39,7 +41,8 @@ static const char USAGE[] =
     "  --jobs N            compile threads (default: one per CPU)\n"
     "  --help              this text\n"
     "\n"
-    "To verify and time every listed variant on a GPU: attntune bench --impl fa2 (same shape flags).\n";
+    "To verify and time every listed variant on a GPU: attntune bench --impl fused, or one family\n"
+    "with --impl fa2, fa3 or decode (same shape flags).\n";
 
 typedef enum action { ACT_NONE, ACT_LIST, ACT_EMIT, ACT_COMPILE } action;
 

@@ -674,28 +674,38 @@ static at_status parse_devices(const parser *p, const yaml_node_t *n)
 
 /* ---- search ------------------------------------------------------------------------------ */
 
+/* The parameters a config may restrict, per family: the tiling every family has, and the split
+ * count of the split-KV family (decode). A family missing here cannot be named under search. */
 static const struct search_param {
-  const char *family, *param;
-  size_t offset; /* of the tn_values in tn_search */
+  gen_family family;
+  const char *param;
+  size_t offset; /* of the tn_values in tn_family_search */
 } SEARCH[] = {
-    {"fa2", "block_m", offsetof(tn_search, fa2.block_m)},
-    {"fa2", "block_n", offsetof(tn_search, fa2.block_n)},
-    {"fa2", "warps", offsetof(tn_search, fa2.warps)},
-    {"fa2", "stages", offsetof(tn_search, fa2.stages)},
-    {"fa3", "block_m", offsetof(tn_search, fa3.block_m)},
-    {"fa3", "block_n", offsetof(tn_search, fa3.block_n)},
-    {"fa3", "warps", offsetof(tn_search, fa3.warps)},
-    {"fa3", "stages", offsetof(tn_search, fa3.stages)},
+    {GEN_FAMILY_FA2, "block_m", offsetof(tn_family_search, block_m)},
+    {GEN_FAMILY_FA2, "block_n", offsetof(tn_family_search, block_n)},
+    {GEN_FAMILY_FA2, "warps", offsetof(tn_family_search, warps)},
+    {GEN_FAMILY_FA2, "stages", offsetof(tn_family_search, stages)},
+    {GEN_FAMILY_FA3, "block_m", offsetof(tn_family_search, block_m)},
+    {GEN_FAMILY_FA3, "block_n", offsetof(tn_family_search, block_n)},
+    {GEN_FAMILY_FA3, "warps", offsetof(tn_family_search, warps)},
+    {GEN_FAMILY_FA3, "stages", offsetof(tn_family_search, stages)},
+    {GEN_FAMILY_DECODE, "block_m", offsetof(tn_family_search, block_m)},
+    {GEN_FAMILY_DECODE, "block_n", offsetof(tn_family_search, block_n)},
+    {GEN_FAMILY_DECODE, "warps", offsetof(tn_family_search, warps)},
+    {GEN_FAMILY_DECODE, "stages", offsetof(tn_family_search, stages)},
+    {GEN_FAMILY_DECODE, "splits", offsetof(tn_family_search, splits)},
 };
 enum { N_SEARCH = sizeof SEARCH / sizeof *SEARCH };
-static const char *const FAMILIES[] = {"fa2", "fa3"};
+static const char *const FAMILIES[] = {"fa2", "fa3", "decode"}; /* gen_family_name of each above */
 enum { N_FAMILIES = sizeof FAMILIES / sizeof *FAMILIES };
 
 static tn_values *search_slot(tn_search *s, const char *family, const char *param)
 {
+  int f = gen_family_of_name(family, strlen(family));
+  if (f < 0) return NULL;
   for (int i = 0; i < N_SEARCH; i++)
-    if (strcmp(SEARCH[i].family, family) == 0 && strcmp(SEARCH[i].param, param) == 0)
-      return (tn_values *)((char *)s + SEARCH[i].offset);
+    if ((int)SEARCH[i].family == f && strcmp(SEARCH[i].param, param) == 0)
+      return (tn_values *)((char *)&s->family[f] + SEARCH[i].offset);
   return NULL;
 }
 
@@ -726,11 +736,11 @@ static at_status parse_search_param(const parser *p, const yaml_node_t *n, const
 static at_status parse_family(const parser *p, const char *family, const yaml_node_t *n)
 {
   const char *params[N_SEARCH];
-  int n_params = 0;
+  int n_params = 0, f = gen_family_of_name(family, strlen(family)); /* a FAMILIES name: check_keys ran */
   char field[FIELD_CAP], sub[FIELD_CAP];
   at_status rc;
   for (int i = 0; i < N_SEARCH; i++)
-    if (strcmp(SEARCH[i].family, family) == 0) params[n_params++] = SEARCH[i].param;
+    if ((int)SEARCH[i].family == f) params[n_params++] = SEARCH[i].param;
   join_key(field, "search", family);
   if ((rc = expect_mapping(p, n, field, "parameters to lists of values")) != AT_OK) return rc;
   if ((rc = check_keys(p, n, field, params, n_params)) != AT_OK) return rc;

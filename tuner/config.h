@@ -16,6 +16,7 @@
 #include <stddef.h>
 
 #include "attntune.h"
+#include "generator/generator.h"
 
 enum {
   TN_CONFIG_MAX_DEVICES = 64,
@@ -34,13 +35,16 @@ typedef struct tn_values {
   int v[TN_SEARCH_MAX_VALUES];
 } tn_values;
 
-/* Search overrides of one kernel family; names as in generator.h's gen_variant. */
+/* Search overrides of one kernel family; names as in generator.h's gen_variant. splits is
+ * decode's alone (the split-KV families'); the config refuses it for fa2 and fa3, so there it is
+ * always unrestricted. */
 typedef struct tn_family_search {
-  tn_values block_m, block_n, warps, stages;
+  tn_values block_m, block_n, warps, stages, splits;
 } tn_family_search;
 
+/* Indexed by gen_family, so the tuner finds a variant's overrides without naming families. */
 typedef struct tn_search {
-  tn_family_search fa2, fa3;
+  tn_family_search family[GEN_FAMILY_COUNT];
 } tn_search;
 
 typedef struct tn_config {
@@ -77,7 +81,8 @@ at_status tn_config_parse(const char *text, size_t len, const char *name, tn_con
 /* Free the shape lists; c is left as after tn_config_init. */
 void tn_config_free(tn_config *c);
 
-/* The search override of family/param ("fa2", "block_m"), or NULL when the name is unknown. */
+/* The search override of family/param ("fa2", "block_m"; "decode", "splits"), or NULL when the
+ * family has no such parameter. */
 const tn_values *tn_config_search(const tn_config *c, const char *family, const char *param);
 
 /* at_shape_key plus ".scale<g>" for an explicit softmax scale: the identity of a config entry,

@@ -37,11 +37,6 @@ typedef struct loader {
   at_status rc;
 } loader;
 
-double tn_report_kv_bytes(const at_shape *s)
-{
-  return 2.0 * s->batch * s->kv_heads * (double)s->kv_len * s->head_dim * (double)at_dtype_size(s->dtype);
-}
-
 static int find_row(loader *l, const char *gpu_model, const char *key)
 {
   const tn_report *r = l->r;
@@ -76,7 +71,7 @@ static int add_row(loader *l, const char *gpu_model, const at_shape *shape)
   snprintf(row->gpu_model, sizeof row->gpu_model, "%s", gpu_model);
   row->shape = *shape;
   at_shape_key(shape, row->key, sizeof row->key);
-  row->best_ms = row->best_tflops = row->best_gbs = NAN;
+  row->best_ms = row->best_tflops = row->best_kv_tbs = NAN;
   row->tuned_ms = row->tuned_tflops = row->cudnn_ms = row->naive_ms = NAN;
   row->speedup_tuned = row->speedup_best = row->err_naive = row->err_cudnn = NAN;
   l->extra[r->n_rows].cudnn_trial_ms = NAN;
@@ -162,8 +157,7 @@ static void settle_row(tn_report_row *row, const row_extra *x)
     row->tuned_tflops = flops / (row->tuned_ms * 1e-3) / 1e12;
   if (isfinite(row->best_ms) && !isfinite(row->best_tflops))
     row->best_tflops = flops / (row->best_ms * 1e-3) / 1e12;
-  if (row->shape.q_len <= TN_REPORT_DECODE_MAX_T && isfinite(row->best_ms))
-    row->best_gbs = tn_report_kv_bytes(&row->shape) / (row->best_ms * 1e-3) / 1e9;
+  if (tn_is_decode_shape(&row->shape)) row->best_kv_tbs = tn_kv_tbs(&row->shape, row->best_ms);
   row->speedup_tuned = row->cudnn_ms / row->tuned_ms; /* NaN when either is missing */
   row->speedup_best = row->cudnn_ms / row->best_ms;
 }
@@ -403,7 +397,7 @@ static void model_range(const tn_report *r, const tn_report_model *m, int *lo, i
 /* One row's cells as the text and md tables print them. */
 enum { N_CELLS = 12 };
 static const char *const CELL_NAMES[N_CELLS] = {
-    "shape",    "best",     "best_ms",     "TFLOP/s",    "GB/s",      "tuned_ms",
+    "shape",    "best",     "best_ms",     "TFLOP/s",    "TB/s",      "tuned_ms",
     "cudnn_ms", "naive_ms", "tuned/cuDNN", "best/cuDNN", "err_naive", "err_cudnn"};
 typedef char cells[N_CELLS][160];
 
@@ -413,7 +407,7 @@ static void row_cells(const tn_report_row *row, cells c)
   snprintf(c[1], sizeof c[1], "%s", best_label(row));
   fmt_ms(c[2], sizeof c[2], row->best_ms);
   fmt_fixed(c[3], sizeof c[3], row->best_tflops, 1, "");
-  fmt_fixed(c[4], sizeof c[4], row->best_gbs, 0, "");
+  fmt_fixed(c[4], sizeof c[4], row->best_kv_tbs, 2, "");
   fmt_ms(c[5], sizeof c[5], row->tuned_ms);
   fmt_cudnn(c[6], sizeof c[6], row);
   fmt_ms(c[7], sizeof c[7], row->naive_ms);
@@ -509,10 +503,10 @@ static void write_text(const tn_report *r, FILE *out, int md)
     else text_table(r, lo, hi, out);
     text_groups(r, r->models[m].gpu_model, out, md);
   }
-  fprintf(out, "\ntuned = the fastest verified generated kernel (fa2, fa3); speedups are cuDNN's time / ours (> 1: "
-               "faster than cuDNN); GB/s (K/V read) for T <= %d; times in ms; no fused kernel = only the "
-               "naive kernels run the shape (f32).\n",
-          TN_REPORT_DECODE_MAX_T);
+  fprintf(out, "\ntuned = the fastest verified generated kernel (fa2, fa3, decode); speedups are cuDNN's time / ours (> 1: "
+               "faster than cuDNN); TB/s = K/V bytes read per second, for decode shapes (T <= %d); times in ms; "
+               "no fused kernel = only the naive kernels run the shape (f32).\n",
+          TN_DECODE_MAX_T);
 }
 
 /* ---- csv and json ------------------------------------------------------------------------ */
@@ -578,7 +572,7 @@ static void row_fields(const tn_report_row *row, field f[N_FIELDS])
   f[i++] = (field){"best_impl", F_TEXT, row->has_best ? row->best_impl : NULL, 0};
   f[i++] = (field){"best_ms", F_NUM, NULL, row->best_ms};
   f[i++] = (field){"best_tflops", F_NUM, NULL, row->best_tflops};
-  f[i++] = (field){"best_gbs", F_NUM, NULL, row->best_gbs};
+  f[i++] = (field){"best_kv_tbs", F_NUM, NULL, row->best_kv_tbs};
   f[i++] = (field){"tuned_impl", F_TEXT, row->tuned_impl[0] ? row->tuned_impl : NULL, 0};
   f[i++] = (field){"tuned_ms", F_NUM, NULL, row->tuned_ms};
   f[i++] = (field){"tuned_tflops", F_NUM, NULL, row->tuned_tflops};
@@ -892,23 +886,26 @@ static double log_plottable_ms(const tn_report_row *row, int s)
   return isfinite(v) && v > 0 ? v : NAN;
 }
 
-/* One implementation's line through the shapes it has a time for (a shape without one is left
+/* What a line chart plots of series s for a row (NaN: nothing there), and its unit for tooltips. */
+typedef double (*series_value)(const tn_report_row *row, int s);
+
+/* One implementation's line through the shapes it has a value for (a shape without one is left
  * out, so the line joins its neighbours), with a marker and a tooltip at each point. */
 static void svg_series_line(FILE *out, int s, const tn_report_row *const *rows, const double *xs, int n,
-                            const axis *x, const axis *y)
+                            const axis *x, const axis *y, series_value value, const char *unit)
 {
   fprintf(out, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"2\" points=\"", SERIES[s].color);
   for (int i = 0; i < n; i++) {
-    double v = log_plottable_ms(rows[i], s);
+    double v = value(rows[i], s);
     if (isfinite(v)) fprintf(out, "%.1f,%.1f ", axis_px(x, xs[i]), axis_px(y, v));
   }
   fputs("\"/>\n", out);
   for (int i = 0; i < n; i++) {
-    double v = log_plottable_ms(rows[i], s);
+    double v = value(rows[i], s);
     if (!isfinite(v)) continue;
     fputs("<g>", out);
     svg_marker(out, SERIES[s].marker, axis_px(x, xs[i]), axis_px(y, v), SERIES[s].color);
-    fprintf(out, "<title>%s %s: %.4g ms</title></g>\n", SERIES[s].name, rows[i]->key, v);
+    fprintf(out, "<title>%s %s: %.4g %s</title></g>\n", SERIES[s].name, rows[i]->key, v, unit);
   }
 }
 
@@ -935,9 +932,63 @@ static void svg_line_chart(FILE *out, const char *title, const char *x_label, co
   for (int i = 0; i < n; i++) svg_tick(out, &c, AXIS_X, &x, xs[i]);
   svg_frame(out, &c);
   for (int s = 0; s < N_SERIES; s++)
-    if (present[s]) svg_series_line(out, s, rows, xs, n, &x, &y);
+    if (present[s]) svg_series_line(out, s, rows, xs, n, &x, &y, log_plottable_ms, "ms");
   svg_axis_title(out, &c, AXIS_X, x_label);
   svg_axis_title(out, &c, AXIS_Y, "latency (ms, log scale)");
+  svg_end(out);
+}
+
+/* ---- decode bandwidth ---------------------------------------------------------------------- */
+
+/* What a decode kernel, reading K/V once, cannot beat: the H200's HBM copy rate as measured (the
+ * figure docs/perf.md's byte counts use). The label says where it comes from, so on another GPU
+ * model's chart the line still reads as the H200's ceiling, not that GPU's. */
+#define HBM_COPY_TBS 4.3
+#define HBM_COPY_LABEL "HBM copy ~4.3 TB/s (H200, measured)"
+
+/* A series' K/V rate in TB/s: tuned and cuDNN only (the naive kernels re-read K/V per step). */
+static double series_kv_tbs(const tn_report_row *row, int s)
+{
+  return s == S_NAIVE ? NAN : tn_kv_tbs(&row->shape, series_ms(row, s));
+}
+
+/* The dashed horizontal ceiling at v with its label above the line, right-aligned in the plot. */
+static void svg_ceiling(FILE *out, const canvas *c, const axis *y, double v, const char *label)
+{
+  double p = axis_px(y, v);
+  fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"#009E73\" stroke-width=\"1.5\" "
+               "stroke-dasharray=\"6 3\"/>\n", c->left, p, plot_right(c), p);
+  svg_text(out, "tk", plot_right(c) - 6, p - 5, "end", label);
+}
+
+/* K/V TB/s (linear, from 0) against the KV length S (log), one line per implementation, with the
+ * HBM copy rate as the ceiling. rows are ordered by S. */
+static void svg_bandwidth_chart(FILE *out, const char *title, const tn_report_row *const *rows, const double *xs,
+                                int n)
+{
+  const canvas c = {.width = 640, .height = 380, .left = 78, .right = 24, .top = 62, .bottom = 54};
+  double v_max = HBM_COPY_TBS;
+  int present[N_SERIES] = {0};
+  for (int i = 0; i < n; i++)
+    for (int s = 0; s < N_SERIES; s++) {
+      double v = series_kv_tbs(rows[i], s);
+      if (!isfinite(v)) continue;
+      present[s] = 1;
+      v_max = fmax(v_max, v);
+    }
+  double step = nice_step(v_max * 1.15, 5);
+  axis x = {xs[0] / 1.25, xs[n - 1] * 1.25, c.left, plot_right(&c), 1};
+  axis y = {0, ceil(v_max * 1.15 / step) * step, plot_bottom(&c), c.top, 0};
+  svg_begin(out, &c, title);
+  svg_legend(out, present, c.left, 42, 0);
+  svg_linear_ticks(out, &c, AXIS_Y, &y, step);
+  for (int i = 0; i < n; i++) svg_tick(out, &c, AXIS_X, &x, xs[i]);
+  svg_frame(out, &c);
+  svg_ceiling(out, &c, &y, HBM_COPY_TBS, HBM_COPY_LABEL);
+  for (int s = 0; s < N_SERIES; s++)
+    if (present[s]) svg_series_line(out, s, rows, xs, n, &x, &y, series_kv_tbs, "TB/s");
+  svg_axis_title(out, &c, AXIS_X, "KV length S (log scale)");
+  svg_axis_title(out, &c, AXIS_Y, "K/V read (TB/s)");
   svg_end(out);
 }
 
@@ -1183,6 +1234,71 @@ static void html_vary_section(FILE *out, const tn_report *r, int lo, int hi, var
   fputs("</div>\n", out);
 }
 
+/* ---- HTML: decode ------------------------------------------------------------------------- */
+
+static int same_but_kv_len(const at_shape *a, const at_shape *b)
+{
+  return a->batch == b->batch && a->q_len == b->q_len && a->q_heads == b->q_heads && a->kv_heads == b->kv_heads &&
+         a->head_dim == b->head_dim && a->dtype == b->dtype && a->mask == b->mask && a->with_lse == b->with_lse;
+}
+
+static int has_decode_rows(const tn_report *r, int lo, int hi)
+{
+  for (int i = lo; i < hi; i++)
+    if (tn_is_decode_shape(&r->rows[i].shape)) return 1;
+  return 0;
+}
+
+static int has_any_kv_rate(const tn_report_row *const *m, int n)
+{
+  for (int i = 0; i < n; i++)
+    for (int s = 0; s < N_SERIES; s++)
+      if (isfinite(series_kv_tbs(m[i], s))) return 1;
+  return 0;
+}
+
+/* Insertion sort by the KV length (groups are small). */
+static void sort_by_kv_len(const tn_report_row **m, int n)
+{
+  for (int i = 1; i < n; i++)
+    for (int j = i; j > 0 && m[j]->shape.kv_len < m[j - 1]->shape.kv_len; j--) {
+      const tn_report_row *t = m[j];
+      m[j] = m[j - 1], m[j - 1] = t;
+    }
+}
+
+/* One bandwidth chart per family of decode shapes that differ only in S (a single S is a chart
+ * too: its distance to the ceiling is the point). Nothing at all for a model without decode rows,
+ * so a prefill report is as before. The scratch arrays hold n_rows entries. */
+static void html_decode_section(FILE *out, const tn_report *r, int lo, int hi, char *used,
+                                const tn_report_row **members, double *xs)
+{
+  if (!has_decode_rows(r, lo, hi)) return;
+  int charts = 0;
+  fprintf(out, "<h3>Decode: K/V bandwidth vs KV length</h3>\n<p>Decode shapes (1 &le; T &le; %d) read the K/V "
+               "cache once per call, so they are rated in TB/s of K/V read, 2&middot;B&middot;Nkv&middot;S&middot;D"
+               "&middot;sizeof(dtype) / time; the dashed line is the HBM copy rate, the ceiling for such a "
+               "kernel.</p>\n<div class=\"charts\">\n", TN_DECODE_MAX_T);
+  memset(used, 0, (size_t)r->n_rows);
+  for (int i = lo; i < hi; i++) {
+    const at_shape *s = &r->rows[i].shape;
+    if (used[i] || !tn_is_decode_shape(s)) continue;
+    int n = 0;
+    for (int j = i; j < hi; j++)
+      if (!used[j] && same_but_kv_len(s, &r->rows[j].shape)) used[j] = 1, members[n++] = &r->rows[j];
+    if (!has_any_kv_rate(members, n)) continue;
+    sort_by_kv_len(members, n);
+    char title[200];
+    snprintf(title, sizeof title, "B=%d T=%d Nq=%d Nkv=%d D=%d %s %s%s", s->batch, s->q_len, s->q_heads, s->kv_heads,
+             s->head_dim, at_dtype_name(s->dtype), at_mask_name(s->mask), s->with_lse ? " lse" : "");
+    for (int k = 0; k < n; k++) xs[k] = members[k]->shape.kv_len;
+    svg_bandwidth_chart(out, title, members, xs, n);
+    charts++;
+  }
+  fputs("</div>\n", out);
+  if (!charts) fputs("<p class=\"none\">No chart: no decode shape of this GPU has a tuned or cuDNN time.</p>\n", out);
+}
+
 /* ---- HTML: tables and page --------------------------------------------------------------- */
 
 /* A variant key may wrap after its dots, so the table fits the page. */
@@ -1203,7 +1319,7 @@ static void html_cell_num(FILE *out, const char *text, const char *cls)
 static void html_rows_table(FILE *out, const tn_report *r, int lo, int hi)
 {
   static const char *const HEAD[] = {"shape", "B", "T", "S", "Nq", "Nkv", "D", "dtype", "mask",
-                                     "best", "best ms", "TFLOP/s", "GB/s", "tuned ms", "cuDNN ms",
+                                     "best", "best ms", "TFLOP/s", "TB/s", "tuned ms", "cuDNN ms",
                                      "naive ms", "tuned / cuDNN", "best / cuDNN", "err naive",
                                      "err cuDNN"};
   char b[64];
@@ -1222,7 +1338,7 @@ static void html_rows_table(FILE *out, const tn_report *r, int lo, int hi)
     fputs("</td>", out);
     html_cell_num(out, fmt_ms(b, sizeof b, row->best_ms), NULL);
     html_cell_num(out, fmt_fixed(b, sizeof b, row->best_tflops, 1, ""), NULL);
-    html_cell_num(out, fmt_fixed(b, sizeof b, row->best_gbs, 0, ""), NULL);
+    html_cell_num(out, fmt_fixed(b, sizeof b, row->best_kv_tbs, 2, ""), NULL);
     html_cell_num(out, fmt_ms(b, sizeof b, row->tuned_ms), NULL);
     html_cell_num(out, fmt_cudnn(b, sizeof b, row), row->cudnn == TN_REPORT_CUDNN_OK ? NULL : "miss");
     html_cell_num(out, fmt_ms(b, sizeof b, row->naive_ms), NULL);
@@ -1292,6 +1408,7 @@ static void html_model(FILE *out, const tn_report *r, const tn_report_model *m, 
   fputs("<div class=\"sweeps\">\n", out);
   for (int v = 0; v < N_VARY; v++) html_vary_section(out, r, lo, hi, (vary)v, used, members, xs, labels);
   fputs("</div>\n", out);
+  html_decode_section(out, r, lo, hi, used, members, xs);
   fputs("<h3>All shapes</h3>\n", out);
   html_rows_table(out, r, lo, hi);
 }
@@ -1312,12 +1429,12 @@ static at_status write_html(const tn_report *r, FILE *out)
                "<p>Cache <code>", HTML_STYLE);
   xml_text(out, r->db_path);
   fprintf(out, "</code>: %d shape%s on %d GPU model%s.%s <b>tuned</b> is the fastest verified kernel attntune "
-               "generated (fa2 or fa3 family); speedups are cuDNN's time divided by ours, so above 1 means faster "
-               "than cuDNN. Times are medians in milliseconds; GB/s (K/V read) is shown for queries of at "
-               "most %d rows. <b>no fused kernel</b>: only the naive kernels run the shape (f32), so it has a "
+               "generated (fa2, fa3 or decode family); speedups are cuDNN's time divided by ours, so above 1 means faster "
+               "than cuDNN. Times are medians in milliseconds; TB/s (K/V bytes read per second) is shown for decode "
+               "shapes, queries of at most %d rows. <b>no fused kernel</b>: only the naive kernels run the shape (f32), so it has a "
                "naive time and no speedup.</p>\n",
           r->n_rows, r->n_rows == 1 ? "" : "s", r->n_models, r->n_models == 1 ? "" : "s",
-          r->n_older_best ? " Best rows of older template versions are not shown." : "", TN_REPORT_DECODE_MAX_T);
+          r->n_older_best ? " Best rows of older template versions are not shown." : "", TN_DECODE_MAX_T);
   for (int m = 0; m < r->n_models; m++) html_model(out, r, &r->models[m], used, members, xs, labels);
   fputs("</body>\n</html>\n", out);
   free(used), free(members), free(xs), free(labels);

@@ -12,6 +12,10 @@
  * Rows are sorted by GPU model, dtype, head dim, mask, heads, batch, T, S, lse, so a group's rows
  * are contiguous. Every time is in milliseconds; NaN means "not measured" everywhere.
  *
+ * Decode shapes (tn_is_decode_shape, tuner/measure.h) are memory bound: their rows give TB/s of
+ * K/V read next to TFLOP/s, and the HTML page draws them against the KV length with the HBM copy
+ * rate as a ceiling (only when the cache holds decode rows).
+ *
  * A row with no best row and no trial of a generated kernel had no fused kernel to try (f32: the
  * tuner times only the naive kernels there and stores no best): it shows its naive time, "no
  * fused kernel" where the best would be, no speedup, and counts in no geometric mean.
@@ -23,9 +27,7 @@
 
 #include "attntune.h"
 #include "cache/cache.h"
-
-/* Queries this short are memory bound: they are reported in GB/s of K/V read as well. */
-#define TN_REPORT_DECODE_MAX_T 16
+#include "tuner/measure.h"
 
 /* What cuDNN did with a shape. */
 typedef enum tn_report_cudnn {
@@ -42,7 +44,7 @@ typedef struct tn_report_row {
   int has_best;  /* 0: only trials, none of which was stored as the best */
   char best_impl[96];
   double best_ms, best_tflops;
-  double best_gbs; /* K/V bytes read per second / 1e9; NaN unless T <= TN_REPORT_DECODE_MAX_T */
+  double best_kv_tbs; /* K/V bytes read per second / 1e12 at best_ms; NaN unless a decode shape */
   char tuned_impl[96]; /* the fastest verified fa2.* trial; "" when none */
   double tuned_ms, tuned_tflops;
   tn_report_cudnn cudnn;
@@ -110,7 +112,6 @@ at_status tn_report_write(const tn_report *report, tn_report_format format, FILE
                           const char *out_name);
 
 /* Helpers the renderers share, public for the tests. */
-double tn_report_kv_bytes(const at_shape *shape); /* 2·B·Nkv·S·D·sizeof(dtype) */
 const char *tn_report_cudnn_label(const tn_report_row *row); /* "ok", "unsupported", "crashed", "no time" */
 /* No best row and no fused kernel tried (see above): 1 for an f32 shape. */
 int tn_report_no_fused(const tn_report_row *row);

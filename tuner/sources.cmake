@@ -7,6 +7,7 @@ set(AT_TUNER_LIB_SOURCES
   tuner/worker.c
   tuner/tune.c
   tuner/report.c
+  tuner/measure.c
 )
 set(AT_TUNER_CLI_SOURCES
   tuner/main.c

@@ -343,6 +343,14 @@ static int allowed(const tn_values *vals, int x)
   return 0;
 }
 
+/* Every parameter of v is among its family's allowed values (splits: only decode has a count;
+ * fa2 and fa3 never restrict it, so their 0 passes). */
+static int search_allows(const tn_family_search *fs, const gen_variant *v)
+{
+  return allowed(&fs->block_m, v->block_m) && allowed(&fs->block_n, v->block_n) &&
+         allowed(&fs->warps, v->warps) && allowed(&fs->stages, v->stages) && allowed(&fs->splits, v->splits);
+}
+
 static at_status candidates_for(device_job *job, const at_shape *s, gen_variant *out, int *n_out)
 {
   const tn_search *search = &job->run->config->search;
@@ -352,12 +360,10 @@ static at_status candidates_for(device_job *job, const at_shape *s, gen_variant 
   at_status rc = gen_enumerate(s, &job->target, all, GEN_MAX_VARIANTS, &n);
   if (rc != AT_OK) return rc;
   int cap = job->run->config->budget_candidates;
-  for (int i = 0; i < n && (cap <= 0 || kept < cap); i++) {
-    const tn_family_search *fs = all[i].family == GEN_FAMILY_FA3 ? &search->fa3 : &search->fa2;
-    if (allowed(&fs->block_m, all[i].block_m) && allowed(&fs->block_n, all[i].block_n) &&
-        allowed(&fs->warps, all[i].warps) && allowed(&fs->stages, all[i].stages))
-      out[kept++] = all[i];
-  }
+  /* The budget takes the first allowed candidates in the generator's order (decode first for
+   * short queries, then fa3, then fa2), so a config narrows the families it cares less about. */
+  for (int i = 0; i < n && (cap <= 0 || kept < cap); i++)
+    if (search_allows(&search->family[all[i].family], &all[i])) out[kept++] = all[i];
   *n_out = kept;
   return AT_OK;
 }

@@ -1,0 +1,23 @@
+/*
+ * measure.h — how fast a shape ran, in the unit that says how close it came to its limit. Prefix
+ * tn_. Prefill is compute bound and reported in TFLOP/s (at_shape_flops); decode is memory bound
+ * and reported in TB/s of K/V read (DESIGN: "Decode (T small) is reported in TB/s of K/V read").
+ * bench, the tuning summary and the report all ask here, so they agree on what a decode shape is.
+ */
+#ifndef AT_TUNER_MEASURE_H
+#define AT_TUNER_MEASURE_H
+
+#include "attntune.h"
+
+/* The longest query that counts as decode: generator/decode.c's DECODE_MAX_T, the queries the
+ * decode family serves (tests/test_report.c checks the two agree through gen_enumerate). */
+#define TN_DECODE_MAX_T 16
+
+/* 1 <= T <= TN_DECODE_MAX_T. */
+int tn_is_decode_shape(const at_shape *shape);
+/* Bytes of K and V one call reads once: 2·B·Nkv·S·D·sizeof(dtype). */
+double tn_kv_bytes(const at_shape *shape);
+/* TB/s of K/V read at ms per call (10^12 bytes per second); NaN unless ms is a positive time. */
+double tn_kv_tbs(const at_shape *shape, double ms);
+
+#endif
