@@ -128,15 +128,17 @@ static int ctas_per_sm(const gen_variant *v, const gen_target *target)
   return n > 0 ? n : 1;
 }
 
-/* Enough CTAs for one full wave: the grid without splits, spread over the K/V tiles until every
- * resident slot of every SM has one (FlashDecoding's rule; the tuner tries half and double). */
+/* As many CTAs as fit in one wave, never more: the grid without splits, spread over the K/V
+ * tiles until the resident slots of all SMs are nearly full. Rounding down matters: at B=1,
+ * S=4096 the 17 splits that round up gives (136 CTAs on 132 SMs) ran slower than 9 (H200). The
+ * tuner also tries half and double. */
 static int heuristic_splits(const gen_variant *v, const gen_target *target, const at_shape *shape)
 {
   if (shape->kv_len <= 0 || shape->batch <= 0 || shape->q_len <= 0) return 1;
   long long base = (long long)shape->batch * shape->kv_heads * ((shape->q_len + v->block_m - 1) / v->block_m);
   long long slots = (long long)target->sm_count * ctas_per_sm(v, target);
   long long tiles = (shape->kv_len + v->block_n - 1) / v->block_n;
-  long long splits = (slots + base - 1) / base;
+  long long splits = slots / base;
   if (splits > tiles) splits = tiles;
   if (splits > 256) splits = 256;
   return splits < 1 ? 1 : (int)splits;
@@ -180,14 +182,18 @@ static at_status enumerate(const gen_spec *spec, const gen_target *target, const
   return AT_OK;
 }
 
-/* Measured on the H200 (docs/perf.md "## decode"): 64-key tiles, 4 warps, 4 stages. */
+/* Best first, from the H200 runs in docs/perf.md ("## decode"): 128-key tiles won every measured
+ * shape (B 1-64, S 4k-16k, T 1 and 16): 4 warps and 3 stages for one token, 8 warps and 2 stages
+ * for 16 tokens (64 packed rows). */
 static int default_variant(const gen_spec *spec, const gen_target *target, const at_shape *shape,
                            gen_variant *out)
 {
-  static const struct { int block_n, warps, stages; } prefs[] = {
-      {64, 4, 4}, {64, 4, 3}, {64, 8, 3}, {32, 8, 2}, {64, 4, 2}, {32, 4, 2}};
+  static const struct { int min_t, block_n, warps, stages; } prefs[] = {
+      {9, 128, 8, 2}, {1, 128, 4, 3}, {1, 128, 4, 2}, {1, 128, 8, 2}, {1, 64, 4, 4},
+      {1, 64, 4, 3},  {1, 64, 8, 3},  {1, 32, 8, 2},  {1, 64, 4, 2}};
   if (!serves(shape)) return 0;
   for (int i = 0; i < COUNT(prefs); i++) {
+    if (shape->q_len < prefs[i].min_t) continue;
     gen_variant v = {GEN_FAMILY_DECODE, *spec, next_pow2(shape->q_len), prefs[i].block_n, prefs[i].warps,
                      prefs[i].stages, 1};
     if (check(&v, target) != AT_OK) continue;
