@@ -461,7 +461,7 @@ typedef struct shape_tuning {
   const at_shape *s;
   char key[160];
   int f32;
-  double t0;              /* when the shape started: budget_seconds counts from here */
+  double t0;              /* when the candidates' first pass started: budget_seconds counts from here */
   tn_response shape_resp; /* the worker's answer to SHAPE: describes cuDNN on the shape */
   cache_trial naive, cudnn;
   double cudnn_ms; /* NaN: cuDNN did not time this shape */
@@ -505,7 +505,6 @@ static at_status skip_if_done_earlier(shape_tuning *st, int *skipped)
 static int prepare_inputs_and_references(shape_tuning *st)
 {
   device_job *job = st->job;
-  st->t0 = wall_s();
   memset(&job->shape_req, 0, sizeof job->shape_req);
   job->shape_req.kind = TN_REQ_SHAPE;
   job->shape_req.shape = *st->s;
@@ -584,6 +583,9 @@ static at_status first_pass(shape_tuning *st)
   const tn_config *cfg = job->run->config;
   at_status rc = AT_OK;
   int first_reps = cfg->first_pass_reps > 0 ? cfg->first_pass_reps : cfg->reps;
+  /* The budget is the search's: preparing a large shape's inputs and references (8 s for 2 GB of
+   * K/V) must not spend it before the first candidate. */
+  st->t0 = wall_s();
   for (int i = 0; i < st->n && rc == AT_OK && !g_stop; i++) {
     if (st->known[i]) continue;
     if (cfg->budget_seconds > 0 && wall_s() - st->t0 > cfg->budget_seconds) break;
