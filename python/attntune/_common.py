@@ -56,6 +56,19 @@ def reject(**unsupported: Any) -> None:
 def make_shape(*, batch: int, q_len: int, kv_len: int, q_heads: int, kv_heads: int, head_dim: int,
                v_head_dim: int | None = None, dtype: str, mask: int, scale: float | None) -> Shape:
     """An at_shape from dimensions, with a ValueError that names the first problem."""
+    check_dims(q_heads=q_heads, kv_heads=kv_heads, head_dim=head_dim, v_head_dim=v_head_dim,
+               scale=scale)
+    s = Shape(batch=batch, q_len=q_len, kv_len=kv_len, q_heads=q_heads, kv_heads=kv_heads,
+              head_dim=head_dim, dtype=_lib.DTYPES[dtype], mask=mask,
+              scale=0.0 if scale is None else float(scale), with_lse=0)
+    if _lib.core.at_shape_check(s) != 0:
+        raise ValueError(f"attntune: {_lib.core.at_last_error().decode()}")
+    return s
+
+
+def check_dims(*, q_heads: int, kv_heads: int, head_dim: int, v_head_dim: int | None = None,
+               scale: float | None = None) -> None:
+    """The checks of make_shape that need no C call (torch.compile traces them)."""
     if v_head_dim is not None and v_head_dim != head_dim:
         raise ValueError(f"attntune: value head dim {v_head_dim} differs from the query/key head dim "
                          f"{head_dim} (attntune needs them equal)")
@@ -64,12 +77,6 @@ def make_shape(*, batch: int, q_len: int, kv_len: int, q_heads: int, kv_heads: i
                          "heads (GQA/MQA need Nq % Nkv == 0)")
     if scale is not None and not scale > 0:
         raise ValueError(f"attntune: scale {scale} must be positive")
-    s = Shape(batch=batch, q_len=q_len, kv_len=kv_len, q_heads=q_heads, kv_heads=kv_heads,
-              head_dim=head_dim, dtype=_lib.DTYPES[dtype], mask=mask,
-              scale=0.0 if scale is None else float(scale), with_lse=0)
-    if _lib.core.at_shape_check(s) != 0:
-        raise ValueError(f"attntune: {_lib.core.at_last_error().decode()}")
-    return s
 
 
 def shape_key(s: Shape) -> str:

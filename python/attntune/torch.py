@@ -150,9 +150,13 @@ def scaled_dot_product_attention(
                         f"{key.dtype}, {value.dtype}")
     dtype = _common.dtype_name(query.dtype)
     mask = _common.mask_code(is_causal, causal_alignment)
-    _common.make_shape(batch=query.shape[0], q_len=query.shape[2], kv_len=key.shape[2],
-                       q_heads=query.shape[1], kv_heads=key.shape[1], head_dim=query.shape[3],
-                       dtype=dtype, mask=mask, scale=scale)
+    if torch.compiler.is_compiling():  # no ctypes under Dynamo; the op checks again when it runs
+        _common.check_dims(q_heads=query.shape[1], kv_heads=key.shape[1], head_dim=query.shape[3],
+                           scale=scale)
+    else:
+        _common.make_shape(batch=query.shape[0], q_len=query.shape[2], kv_len=key.shape[2],
+                           q_heads=query.shape[1], kv_heads=key.shape[1], head_dim=query.shape[3],
+                           dtype=dtype, mask=mask, scale=scale)
     if dtype not in _FP8 and any(d is not None for d in (descale_q, descale_k, descale_v)):
         raise ValueError(f"attntune: descale_q/k/v only apply to FP8 inputs, not {query.dtype}")
     out = sdpa(query, key, value, descale_q, descale_k, descale_v, mask,

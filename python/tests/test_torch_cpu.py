@@ -72,3 +72,12 @@ def test_cpu_tensors_are_refused_clearly():
     q = torch.zeros(1, 2, 8, 64, dtype=torch.bfloat16)
     with pytest.raises(ValueError, match="CUDA device"):
         att.scaled_dot_product_attention(q, q, q)
+
+
+def test_torch_compile_fullgraph_traces_without_breaks():
+    # Dynamo must trace the wrapper in one graph (no ctypes there); the op then runs for real and
+    # refuses the CPU tensors.
+    f = torch.compile(lambda q: att.scaled_dot_product_attention(q, q, q, is_causal=True) * 2,
+                      fullgraph=True, backend="eager")
+    with pytest.raises(ValueError, match="CUDA device"):
+        f(torch.zeros(1, 2, 16, 64, dtype=torch.bfloat16))
