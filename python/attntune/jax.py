@@ -1,0 +1,139 @@
+"""attntune for JAX: ``dot_product_attention`` with jax.nn.dot_product_attention's layout and
+meaning, run by an XLA FFI custom call on XLA's stream (usable under jax.jit; command-buffer
+compatible).
+
+    import attntune.jax
+    out = jax.jit(attntune.jax.dot_product_attention)(q, k, v)   # q (B, T, N, H), k/v (B, S, K, H)
+
+The plan for a shape is made on the first execution and reused. Forward only (no gradient).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from . import _common, _lib
+from ._lib import UnsupportedArgumentError
+
+__all__ = ["dot_product_attention", "TARGET"]
+
+#: The custom-call target name, as it appears in lowered HLO.
+TARGET = "attntune_sdpa"
+
+_FP8 = ("e4m3", "e5m2")
+
+
+def _register() -> None:
+    traits = _command_buffer_traits()
+    kwargs = {"traits": traits} if traits is not None else {}
+    jax.ffi.register_ffi_target(TARGET, jax.ffi.pycapsule(_lib.xla_handler), platform="CUDA", **kwargs)
+
+
+def _command_buffer_traits() -> Any:
+    try:
+        from jaxlib import xla_client
+        return xla_client.CustomCallTargetTraits.COMMAND_BUFFER_COMPATIBLE
+    except (ImportError, AttributeError):
+        return None  # older jaxlib: the handler still answers XLA's metadata query itself
+
+
+_register()
+
+
+def _as_4d(x: Any, name: str) -> tuple[Any, bool]:
+    if x.ndim == 4:
+        return x, False
+    if x.ndim == 3:
+        return x[None], True
+    raise ValueError(f"attntune: {name} must be (B, T, N, H) or (T, N, H), got shape {tuple(x.shape)}")
+
+
+def _descale(x: Any, name: str) -> Any:
+    d = jnp.asarray(x, dtype=jnp.float32)
+    if d.size != 1:
+        raise ValueError(f"attntune: {name} must be one float32 value, got shape {tuple(d.shape)}")
+    return d.reshape(())
+
+
+def dot_product_attention(
+    query: Any,
+    key: Any,
+    value: Any,
+    bias: Any = None,
+    mask: Any = None,
+    *,
+    scale: float | None = None,
+    is_causal: bool = False,
+    query_seq_lengths: Any = None,
+    key_value_seq_lengths: Any = None,
+    local_window_size: Any = None,
+    implementation: str | None = None,
+    causal_alignment: str = "top_left",
+    descale_q: Any = None,
+    descale_k: Any = None,
+    descale_v: Any = None,
+    db: str | os.PathLike | None = None,
+) -> jax.Array:
+    """Scaled dot-product attention through attntune, as jax.nn.dot_product_attention computes it.
+
+    query (B, T, N, H), key and value (B, S, K, H) with N % K == 0 (K < N: GQA, K == 1: MQA); the
+    batch axis may be left out. dtypes float16, bfloat16 (float32 runs the naive kernels only),
+    float8_e4m3fn / float8_e5m2 with ``descale_q/k/v`` (float32 scalars: x = code * descale),
+    which give a bfloat16 result. ``scale`` defaults to 1/sqrt(H); ``is_causal`` masks row i to
+    keys j <= i (``causal_alignment="bottom_right"``: j <= i + S - T).
+
+    ``implementation``: None or "auto" (tuned result, nearest tuned shape, default kernel, cuDNN,
+    naive), "fused", "cudnn", "naive" or a variant key. ``db``: the tuning cache (else
+    $ATTNTUNE_DB, else none). bias, mask, query_seq_lengths, key_value_seq_lengths and
+    local_window_size are not supported and raise UnsupportedArgumentError.
+    """
+    _common.reject(bias=bias, mask=mask, query_seq_lengths=query_seq_lengths,
+                   key_value_seq_lengths=key_value_seq_lengths, local_window_size=local_window_size)
+    if implementation in ("xla", "cudnn_jax"):
+        raise UnsupportedArgumentError(
+            f"attntune: implementation '{implementation}' is jax.nn's; attntune's are None, 'auto', "
+            "'fused', 'cudnn', 'naive' or a variant key")
+    query, key, value = jnp.asarray(query), jnp.asarray(key), jnp.asarray(value)
+    q, unbatched = _as_4d(query, "query")
+    k, k_unbatched = _as_4d(key, "key")
+    v, v_unbatched = _as_4d(value, "value")
+    if not (unbatched == k_unbatched == v_unbatched):
+        raise ValueError("attntune: query, key and value must all have a batch axis or none")
+    if k.shape != v.shape:
+        raise ValueError(f"attntune: key {tuple(k.shape)} and value {tuple(v.shape)} must have one "
+                         "shape (attntune needs the value head dim equal to the key's)")
+    if q.shape[0] != k.shape[0]:
+        raise ValueError(f"attntune: batch of query ({q.shape[0]}) and key ({k.shape[0]}) differ")
+    if q.shape[3] != k.shape[3]:
+        raise ValueError(f"attntune: head dim of query ({q.shape[3]}) and key ({k.shape[3]}) differ")
+    if not (q.dtype == k.dtype == v.dtype):
+        raise TypeError(f"attntune: query, key and value must share one dtype, got {q.dtype}, "
+                        f"{k.dtype}, {v.dtype}")
+    dtype = _common.dtype_name(q.dtype)
+    shape = _common.make_shape(batch=q.shape[0], q_len=q.shape[1], kv_len=k.shape[1],
+                               q_heads=q.shape[2], kv_heads=k.shape[2], head_dim=q.shape[3],
+                               dtype=dtype, mask=_common.mask_code(is_causal, causal_alignment),
+                               scale=scale)
+    descales = {"descale_q": descale_q, "descale_k": descale_k, "descale_v": descale_v}
+    operands = [q, k, v]
+    if dtype in _FP8:
+        missing = [n for n, d in descales.items() if d is None]
+        if missing:
+            raise ValueError(f"attntune: FP8 inputs need {', '.join(missing)} (float32 scalars)")
+        operands += [_descale(d, n) for n, d in descales.items()]
+        out_dtype = jnp.bfloat16
+    else:
+        given = [n for n, d in descales.items() if d is not None]
+        if given:
+            raise ValueError(f"attntune: {', '.join(given)} only apply to FP8 inputs, not {q.dtype}")
+        out_dtype = q.dtype
+    call = jax.ffi.ffi_call(TARGET, jax.ShapeDtypeStruct(q.shape, out_dtype),
+                            vmap_method="sequential")
+    out = call(*operands, mask=np.int32(shape.mask), scale=np.float32(shape.scale),
+               impl=implementation or "", db=_common.resolve_db(db))
+    return out[0] if unbatched else out

@@ -1,0 +1,252 @@
+/*
+ * xla_ffi.c — the XLA FFI handler behind attntune.jax.dot_product_attention, written against the
+ * XLA FFI C API (xla/ffi/api/c_api.h).
+ *
+ *   operands  q (B, T, Nq, D), k (B, S, Nkv, D), v (B, S, Nkv, D)    row-major (BSHD)
+ *             [descale_q, descale_k, descale_v: f32 scalars, FP8 inputs only]
+ *   result    o (B, T, Nq, D): q's dtype, bf16 for FP8 inputs
+ *   attrs     mask (s32: at_mask), scale (f32, 0 = 1/sqrt(D)), impl (string, "" = auto),
+ *             db (string: the tuning cache, "" = none)
+ *
+ * JAX equivalent: jax.nn.dot_product_attention(q, k, v, scale=scale, is_causal=mask != 0).
+ *
+ * The plan for a shape is made on its first execution (atpy_plan_get) and reused; later calls are
+ * a cache lookup and a launch on XLA's stream. The handler declares itself command-buffer
+ * compatible: a plan always enqueues the same kernels for the same shape. When the first
+ * execution happens while XLA captures a CUDA graph, plan creation runs with the thread's capture
+ * mode relaxed, so that its allocations and module loads are allowed (they are not captured).
+ */
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <cuda.h>
+
+#include "atpy.h"
+#include "xla/ffi/api/c_api.h"
+
+static XLA_FFI_Error *ffi_fail(const XLA_FFI_Api *api, XLA_FFI_Error_Code code, const char *fmt, ...)
+{
+  char msg[1536];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  XLA_FFI_Error_Create_Args args = {XLA_FFI_Error_Create_Args_STRUCT_SIZE, NULL, msg, code};
+  return api->XLA_FFI_Error_Create(&args);
+}
+
+/* Answer XLA's metadata query: the API version we were built against and our traits. */
+static XLA_FFI_Error *answer_metadata(const XLA_FFI_Api *api, XLA_FFI_Metadata_Extension *ext)
+{
+  if (ext->extension_base.struct_size < XLA_FFI_Metadata_Extension_STRUCT_SIZE || !ext->metadata ||
+      ext->metadata->struct_size < XLA_FFI_Metadata_STRUCT_SIZE)
+    return ffi_fail(api, XLA_FFI_Error_Code_INVALID_ARGUMENT, "attntune: XLA metadata struct too small");
+  ext->metadata->api_version = (XLA_FFI_Api_Version){XLA_FFI_Api_Version_STRUCT_SIZE, NULL, XLA_FFI_API_MAJOR,
+                                                     XLA_FFI_API_MINOR};
+  ext->metadata->traits = XLA_FFI_HANDLER_TRAITS_COMMAND_BUFFER_COMPATIBLE;
+  return NULL;
+}
+
+/* ---- attributes ------------------------------------------------------------------------------ */
+
+static int attr_index(const XLA_FFI_CallFrame *cf, const char *name)
+{
+  size_t n = strlen(name);
+  for (int64_t i = 0; i < cf->attrs.size; i++) {
+    const XLA_FFI_ByteSpan *s = cf->attrs.names[i];
+    if (s->len == n && memcmp(s->ptr, name, n) == 0) return (int)i;
+  }
+  return -1;
+}
+
+static XLA_FFI_Error *attr_scalar(const XLA_FFI_CallFrame *cf, const char *name, XLA_FFI_DataType dtype,
+                                  void *out, size_t size)
+{
+  int i = attr_index(cf, name);
+  if (i < 0) return ffi_fail(cf->api, XLA_FFI_Error_Code_INVALID_ARGUMENT, "attntune: attribute '%s' missing", name);
+  const XLA_FFI_Scalar *s = cf->attrs.attrs[i];
+  if (cf->attrs.types[i] != XLA_FFI_AttrType_SCALAR || s->dtype != dtype)
+    return ffi_fail(cf->api, XLA_FFI_Error_Code_INVALID_ARGUMENT,
+                    "attntune: attribute '%s' has the wrong type (expected a scalar of XLA dtype %d)", name,
+                    (int)dtype);
+  memcpy(out, s->value, size);
+  return NULL;
+}
+
+static XLA_FFI_Error *attr_string(const XLA_FFI_CallFrame *cf, const char *name, char *out, size_t size)
+{
+  int i = attr_index(cf, name);
+  if (i < 0) return ffi_fail(cf->api, XLA_FFI_Error_Code_INVALID_ARGUMENT, "attntune: attribute '%s' missing", name);
+  if (cf->attrs.types[i] != XLA_FFI_AttrType_STRING)
+    return ffi_fail(cf->api, XLA_FFI_Error_Code_INVALID_ARGUMENT, "attntune: attribute '%s' is not a string", name);
+  const XLA_FFI_ByteSpan *s = cf->attrs.attrs[i];
+  if (s->len >= size)
+    return ffi_fail(cf->api, XLA_FFI_Error_Code_INVALID_ARGUMENT, "attntune: attribute '%s' longer than %zu bytes",
+                    name, size - 1);
+  memcpy(out, s->ptr, s->len);
+  out[s->len] = '\0';
+  return NULL;
+}
+
+/* ---- buffers --------------------------------------------------------------------------------- */
+
+static XLA_FFI_Buffer *arg_buffer(const XLA_FFI_CallFrame *cf, int64_t i)
+{
+  return i < cf->args.size && cf->args.types[i] == XLA_FFI_ArgType_BUFFER ? cf->args.args[i] : NULL;
+}
+
+static XLA_FFI_Buffer *ret_buffer(const XLA_FFI_CallFrame *cf, int64_t i)
+{
+  return i < cf->rets.size && cf->rets.types[i] == XLA_FFI_RetType_BUFFER ? cf->rets.rets[i] : NULL;
+}
+
+static int dtype_from_xla(XLA_FFI_DataType t, at_dtype *out)
+{
+  switch (t) {
+  case XLA_FFI_DataType_F32: *out = AT_DTYPE_F32; return 1;
+  case XLA_FFI_DataType_F16: *out = AT_DTYPE_F16; return 1;
+  case XLA_FFI_DataType_BF16: *out = AT_DTYPE_BF16; return 1;
+  case XLA_FFI_DataType_F8E4M3FN: *out = AT_DTYPE_E4M3; return 1;
+  case XLA_FFI_DataType_F8E5M2: *out = AT_DTYPE_E5M2; return 1;
+  default: return 0;
+  }
+}
+
+static int is_fp8(at_dtype d) { return d == AT_DTYPE_E4M3 || d == AT_DTYPE_E5M2; }
+
+static int dims_fit_int(const XLA_FFI_Buffer *b)
+{
+  for (int64_t i = 0; i < b->rank; i++)
+    if (b->dims[i] < 1 || b->dims[i] > 0x7fffffff) return 0;
+  return 1;
+}
+
+/* ---- the driver, for the capture mode only (XLA has loaded it already) ------------------------ */
+
+typedef CUresult (*exchange_capture_mode_fn)(CUstreamCaptureMode *mode);
+typedef CUresult (*ctx_get_device_fn)(CUdevice *device);
+
+static void *driver_symbol(const char *name)
+{
+  void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+  void *f = h ? dlsym(h, name) : NULL;
+  if (h) dlclose(h);
+  return f;
+}
+
+static at_status plan_get_relaxed(int device, const at_shape *shape, const char *impl, const char *db,
+                                  at_plan **plan)
+{
+  exchange_capture_mode_fn exchange = (exchange_capture_mode_fn)driver_symbol("cuThreadExchangeStreamCaptureMode");
+  CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+  int exchanged = exchange && exchange(&mode) == CUDA_SUCCESS;
+  at_status rc = atpy_plan_get(device, shape, NULL, impl, db, plan);
+  if (exchanged) exchange(&mode); /* restores the previous mode */
+  return rc;
+}
+
+static XLA_FFI_Error *device_ordinal(const XLA_FFI_CallFrame *cf, int *device)
+{
+  const XLA_FFI_Api *api = cf->api;
+  size_t need = offsetof(XLA_FFI_Api, XLA_FFI_DeviceOrdinal_Get) + sizeof api->XLA_FFI_DeviceOrdinal_Get;
+  if (api->struct_size >= need && api->XLA_FFI_DeviceOrdinal_Get) {
+    XLA_FFI_DeviceOrdinal_Get_Args args = {XLA_FFI_DeviceOrdinal_Get_Args_STRUCT_SIZE, NULL, cf->ctx, 0};
+    XLA_FFI_Error *err = api->XLA_FFI_DeviceOrdinal_Get(&args);
+    if (err) return err;
+    *device = args.device_ordinal;
+    return NULL;
+  }
+  ctx_get_device_fn get = (ctx_get_device_fn)driver_symbol("cuCtxGetDevice");
+  CUdevice d = 0;
+  if (!get || get(&d) != CUDA_SUCCESS)
+    return ffi_fail(api, XLA_FFI_Error_Code_INTERNAL, "attntune: cannot tell which GPU XLA runs on");
+  *device = (int)d;
+  return NULL;
+}
+
+/* ---- the handler ----------------------------------------------------------------------------- */
+
+AT_API XLA_FFI_Error *attntune_xla_sdpa(XLA_FFI_CallFrame *cf);
+
+XLA_FFI_Error *attntune_xla_sdpa(XLA_FFI_CallFrame *cf)
+{
+  const XLA_FFI_Api *api = cf->api;
+  if (cf->extension_start && cf->extension_start->type == XLA_FFI_Extension_Metadata)
+    return answer_metadata(api, (XLA_FFI_Metadata_Extension *)cf->extension_start);
+  if (cf->stage != XLA_FFI_ExecutionStage_EXECUTE) return NULL;
+  XLA_FFI_Error *err;
+
+  XLA_FFI_Buffer *q = arg_buffer(cf, 0), *k = arg_buffer(cf, 1), *v = arg_buffer(cf, 2), *o = ret_buffer(cf, 0);
+  if (!q || !k || !v || !o)
+    return ffi_fail(api, XLA_FFI_Error_Code_INVALID_ARGUMENT,
+                    "attntune: expected buffers q, k, v and one result, got %lld operands and %lld results",
+                    (long long)cf->args.size, (long long)cf->rets.size);
+  if (q->rank != 4 || k->rank != 4 || v->rank != 4 || o->rank != 4)
+    return ffi_fail(api, XLA_FFI_Error_Code_INVALID_ARGUMENT,
+                    "attntune: q, k, v and o must be rank 4 (B, T, N, H); got ranks %lld, %lld, %lld, %lld",
+                    (long long)q->rank, (long long)k->rank, (long long)v->rank, (long long)o->rank);
+  if (!dims_fit_int(q) || !dims_fit_int(k) || !dims_fit_int(v))
+    return ffi_fail(api, XLA_FFI_Error_Code_INVALID_ARGUMENT, "attntune: a dimension is empty or too large");
+  for (int i = 0; i < 4; i++)
+    if (k->dims[i] != v->dims[i] || o->dims[i] != q->dims[i])
+      return ffi_fail(api, XLA_FFI_Error_Code_INVALID_ARGUMENT,
+                      "attntune: k and v must have equal shapes and o the shape of q (dim %d)", i);
+  if (k->dims[0] != q->dims[0] || k->dims[3] != q->dims[3])
+    return ffi_fail(api, XLA_FFI_Error_Code_INVALID_ARGUMENT,
+                    "attntune: q and k must agree in batch and head dim (q %lldx..x%lld, k %lldx..x%lld)",
+                    (long long)q->dims[0], (long long)q->dims[3], (long long)k->dims[0], (long long)k->dims[3]);
+
+  at_shape shape = {.batch = (int)q->dims[0], .q_len = (int)q->dims[1], .kv_len = (int)k->dims[1],
+                    .q_heads = (int)q->dims[2], .kv_heads = (int)k->dims[2], .head_dim = (int)q->dims[3]};
+  if (!dtype_from_xla(q->dtype, &shape.dtype) || k->dtype != q->dtype || v->dtype != q->dtype)
+    return ffi_fail(api, XLA_FFI_Error_Code_INVALID_ARGUMENT,
+                    "attntune: q, k, v must share one dtype of f32, f16, bf16, f8e4m3fn, f8e5m2 (XLA dtypes %d, %d, %d)",
+                    (int)q->dtype, (int)k->dtype, (int)v->dtype);
+  XLA_FFI_DataType want_o = is_fp8(shape.dtype) ? XLA_FFI_DataType_BF16 : q->dtype;
+  if (o->dtype != want_o)
+    return ffi_fail(api, XLA_FFI_Error_Code_INVALID_ARGUMENT, "attntune: result has XLA dtype %d, expected %d",
+                    (int)o->dtype, (int)want_o);
+
+  int32_t mask;
+  float scale;
+  char impl[128], db[1024];
+  if ((err = attr_scalar(cf, "mask", XLA_FFI_DataType_S32, &mask, sizeof mask))) return err;
+  if ((err = attr_scalar(cf, "scale", XLA_FFI_DataType_F32, &scale, sizeof scale))) return err;
+  if ((err = attr_string(cf, "impl", impl, sizeof impl))) return err;
+  if ((err = attr_string(cf, "db", db, sizeof db))) return err;
+  shape.mask = (at_mask)mask;
+  shape.scale = scale;
+
+  at_fp8_args fp8 = {0}, *p_fp8 = NULL;
+  if (is_fp8(shape.dtype)) {
+    XLA_FFI_Buffer *dq = arg_buffer(cf, 3), *dk = arg_buffer(cf, 4), *dv = arg_buffer(cf, 5);
+    if (!dq || !dk || !dv || dq->dtype != XLA_FFI_DataType_F32 || dk->dtype != XLA_FFI_DataType_F32 ||
+        dv->dtype != XLA_FFI_DataType_F32)
+      return ffi_fail(api, XLA_FFI_Error_Code_INVALID_ARGUMENT,
+                      "attntune: FP8 inputs need f32 descale_q, descale_k, descale_v operands");
+    fp8 = (at_fp8_args){dq->data, dk->data, dv->data};
+    p_fp8 = &fp8;
+  } else if (cf->args.size != 3) {
+    return ffi_fail(api, XLA_FFI_Error_Code_INVALID_ARGUMENT, "attntune: %lld operands for a non-FP8 call, expected 3",
+                    (long long)cf->args.size);
+  }
+
+  int device = 0;
+  if ((err = device_ordinal(cf, &device))) return err;
+  XLA_FFI_Stream_Get_Args sargs = {XLA_FFI_Stream_Get_Args_STRUCT_SIZE, NULL, cf->ctx, NULL};
+  if ((err = api->XLA_FFI_Stream_Get(&sargs))) return err;
+
+  at_plan *plan;
+  at_status rc = plan_get_relaxed(device, &shape, impl, db, &plan);
+  if (rc != AT_OK)
+    return ffi_fail(api, rc == AT_ERR_INVALID || rc == AT_ERR_UNSUPPORTED ? XLA_FFI_Error_Code_INVALID_ARGUMENT
+                                                                          : XLA_FFI_Error_Code_INTERNAL,
+                    "attntune: %s", atpy_last_error());
+  at_layout l = at_layout_bshd(&shape);
+  at_tensors t = {q->data, k->data, v->data, o->data, NULL, l.q, l.k, l.v, l.o};
+  if ((rc = atpy_plan_run(plan, &t, p_fp8, sargs.stream)) != AT_OK)
+    return ffi_fail(api, XLA_FFI_Error_Code_INTERNAL, "attntune: %s", atpy_last_error());
+  return NULL;
+}

@@ -1,0 +1,66 @@
+#!/bin/sh
+# python_gpu.sh — the Python package on the GPU machine (no network): install the wheels carried in
+# .whl/ into a virtual environment that sees the machine's jax and torch, run the GPU pytest
+# (JAX and torch in separate processes) and examples/codelab_jax.py. Logs and charts go to $OUT
+# (or ./gpu-logs); a summary is printed last.
+#
+# On the build machine, from the repository root (fills .whl/, which git ignores):
+#   pip wheel --no-deps -w .whl ./python
+#   pip download -d .whl --only-binary=:all: --python-version 3.12 --platform manylinux2014_x86_64 \
+#     --platform manylinux_2_17_x86_64 --platform manylinux_2_28_x86_64 --no-deps \
+#     pytest iniconfig pluggy packaging pygments matplotlib contourpy cycler fonttools kiwisolver \
+#     pillow pyparsing python-dateutil six tzdata
+# On the GPU machine, from the repository root:
+#   scripts/python_gpu.sh
+# PYTHON picks the interpreter that has jax (with its CUDA plugin) and torch.
+set -u
+out=${OUT:-gpu-logs}
+mkdir -p "$out"
+cudnn919=/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cudnn/lib
+if [ -d "$cudnn919" ] && [ -z "${ATTNTUNE_CUDNN:-}" ]; then
+  export ATTNTUNE_CUDNN="$cudnn919" LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$cudnn919"
+fi
+# JAX and torch share the GPU in one test run: no preallocation of 75% of its memory by XLA.
+export XLA_PYTHON_CLIENT_PREALLOCATE=false
+
+py=
+for cand in ${PYTHON:-} /opt/torch/.venv/bin/python python3.12 python3; do
+  if command -v "$cand" >/dev/null 2>&1 && "$cand" -c "import jax, torch" >/dev/null 2>&1; then
+    py=$cand
+    break
+  fi
+done
+[ -n "$py" ] || { echo "python_gpu.sh: no Python with both jax and torch (set PYTHON)"; exit 1; }
+ls .whl/attntune-*.whl >/dev/null 2>&1 || { echo "python_gpu.sh: no attntune wheel in .whl/ (see the header)"; exit 1; }
+
+venv=${VENV:-/tmp/attntune-venv}
+rm -rf "$venv"
+"$py" -m venv --system-site-packages "$venv" || exit 1
+# Four logs and four charts: the eight files a command runner brings back.
+setup="$out/setup.log"
+"$venv/bin/python" -m pip install -q --no-index --find-links .whl attntune pytest >"$setup" 2>&1 ||
+  { cat "$setup"; exit 1; }
+"$venv/bin/python" -m pip install -q --no-index --find-links .whl matplotlib >>"$setup" 2>&1 ||
+  echo "matplotlib not installed (no wheels): the example skips its charts" >>"$setup"
+"$venv/bin/python" -c "import jax, torch, attntune; print('jax', jax.__version__, jax.devices(), '| torch', torch.__version__, torch.cuda.get_device_name(0), '| attntune', attntune.__version__)" \
+  >>"$setup" 2>&1
+
+# From the repository root, so that python/attntune (the source, without its libraries) is not
+# what gets imported.
+timeout 900 "$venv/bin/python" -m pytest -v -s -rs python/tests/test_package.py python/tests/test_jax_cpu.py \
+  python/tests/test_gpu_jax.py >"$out/pytest-jax.log" 2>&1
+jax_rc=$?
+timeout 900 "$venv/bin/python" -m pytest -v -s -rs python/tests/test_torch_cpu.py python/tests/test_gpu_torch.py \
+  >"$out/pytest-torch.log" 2>&1
+torch_rc=$?
+timeout 900 "$venv/bin/python" examples/codelab_jax.py --out "$out" >"$out/codelab_jax.txt" 2>&1
+example_rc=$?
+
+echo "== setup"; tail -n 5 "$setup"
+echo "== pytest JAX (exit $jax_rc; full log pytest-jax.log)"
+grep -E "PASSED|FAILED|ERROR|SKIPPED|JAX call|passed|failed" "$out/pytest-jax.log" | tail -n 60
+echo "== pytest torch (exit $torch_rc; full log pytest-torch.log)"
+grep -E "PASSED|FAILED|ERROR|SKIPPED|passed|failed" "$out/pytest-torch.log" | tail -n 40
+echo "== examples/codelab_jax.py (exit $example_rc)"
+cat "$out/codelab_jax.txt"
+[ "$jax_rc" = 0 ] && [ "$torch_rc" = 0 ] && [ "$example_rc" = 0 ]
