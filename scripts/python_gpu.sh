@@ -33,27 +33,37 @@ done
 [ -n "$py" ] || { echo "python_gpu.sh: no Python with both jax and torch (set PYTHON)"; exit 1; }
 ls .whl/attntune-*.whl >/dev/null 2>&1 || { echo "python_gpu.sh: no attntune wheel in .whl/ (see the header)"; exit 1; }
 
-venv=${VENV:-/tmp/attntune-venv}
-rm -rf "$venv"
-"$py" -m venv --system-site-packages "$venv" || exit 1
+# Into a folder on PYTHONPATH, with --no-deps: the interpreter that has jax and torch is often a
+# virtual environment itself, whose packages (numpy among them) a new --system-site-packages
+# environment would not see.
+site=${SITE:-/tmp/attntune-site}
+rm -rf "$site"
 # Four logs and four charts: the eight files a command runner brings back.
 setup="$out/setup.log"
-"$venv/bin/python" -m pip install -q --no-index --find-links .whl attntune pytest >"$setup" 2>&1 ||
+"$py" -m pip install -q --no-index --no-deps --target "$site" .whl/attntune-*.whl >"$setup" 2>&1 ||
   { cat "$setup"; exit 1; }
-"$venv/bin/python" -m pip install -q --no-index --find-links .whl matplotlib >>"$setup" 2>&1 ||
+"$py" -c "import pytest" >/dev/null 2>&1 ||
+  "$py" -m pip install -q --no-index --no-deps --target "$site" .whl/pytest-*.whl .whl/iniconfig-*.whl \
+    .whl/pluggy-*.whl .whl/packaging-*.whl .whl/pygments-*.whl >>"$setup" 2>&1
+"$py" -c "import matplotlib" >/dev/null 2>&1 ||
+  "$py" -m pip install -q --no-index --no-deps --target "$site" .whl/matplotlib-*.whl .whl/contourpy-*.whl \
+    .whl/cycler-*.whl .whl/fonttools-*.whl .whl/kiwisolver-*.whl .whl/pillow-*.whl .whl/pyparsing-*.whl \
+    .whl/python_dateutil-*.whl .whl/six-*.whl >>"$setup" 2>&1 ||
   echo "matplotlib not installed (no wheels): the example skips its charts" >>"$setup"
-"$venv/bin/python" -c "import jax, torch, attntune; print('jax', jax.__version__, jax.devices(), '| torch', torch.__version__, torch.cuda.get_device_name(0), '| attntune', attntune.__version__)" \
+export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
+
+"$py" -c "import jax, torch, attntune; print('jax', jax.__version__, jax.devices(), '| torch', torch.__version__, torch.cuda.get_device_name(0), '| attntune', attntune.__version__, attntune.__file__)" \
   >>"$setup" 2>&1
 
 # From the repository root, so that python/attntune (the source, without its libraries) is not
 # what gets imported.
-timeout 900 "$venv/bin/python" -m pytest -v -s -rs python/tests/test_package.py python/tests/test_jax_cpu.py \
+timeout 900 "$py" -m pytest -v -s -rs python/tests/test_package.py python/tests/test_jax_cpu.py \
   python/tests/test_gpu_jax.py >"$out/pytest-jax.log" 2>&1
 jax_rc=$?
-timeout 900 "$venv/bin/python" -m pytest -v -s -rs python/tests/test_torch_cpu.py python/tests/test_gpu_torch.py \
+timeout 900 "$py" -m pytest -v -s -rs python/tests/test_torch_cpu.py python/tests/test_gpu_torch.py \
   >"$out/pytest-torch.log" 2>&1
 torch_rc=$?
-timeout 900 "$venv/bin/python" examples/codelab_jax.py --out "$out" >"$out/codelab_jax.txt" 2>&1
+timeout 900 "$py" examples/codelab_jax.py --out "$out" >"$out/codelab_jax.txt" 2>&1
 example_rc=$?
 
 echo "== setup"; tail -n 5 "$setup"
