@@ -46,10 +46,16 @@ def test_layout_check_catches_a_drift():
 
 
 def test_plan_info_without_gpu_raises_attntune_error():
-    with pytest.raises(attntune.AttntuneError) as err:
-        attntune.plan_info((1, 128, 8, 64), (1, 128, 8, 64), dtype="bf16")
-    assert err.value.status in ("AT_ERR_NO_DRIVER", "AT_ERR_NO_DEVICE", "AT_ERR_CUDA")
-    assert "at_context_create" in str(err.value)
+    # The no-GPU path: a clear library error naming the call. Where a GPU answers, the call
+    # succeeds and this path cannot be seen (the GPU tests cover plan_info there).
+    try:
+        info = attntune.plan_info((1, 128, 8, 64), (1, 128, 8, 64), dtype="bf16")
+    except attntune.AttntuneError as err:
+        assert err.status in ("AT_ERR_NO_DRIVER", "AT_ERR_NO_DEVICE", "AT_ERR_CUDA")
+        assert "at_context_create" in str(err)
+        return
+    pytest.skip(f"a GPU is present (plan_info chose {info.impl}): "
+                "the no-GPU error path cannot be seen here")
 
 
 def test_plan_info_argument_errors():
