@@ -86,7 +86,15 @@
  * 255 registers, 0 spills; ptxas still fits it under a 232-register cap); BLOCK_N=64 there, and
  * two 16-row tiles per warp at D=128 (256 rows with 8 warps), are refused.
  *
- * Status: v1, this structure; compiled for sm_90a (nvcc and NVRTC), not yet run on a GPU.
+ * Steps, measured on the H200 against cuDNN 9.19 in the same run (docs/perf.md "## decode"; Nq 32,
+ * Nkv 8, D 128, bf16; the fastest listed variant of each shape):
+ *   1. this structure, warp-per-row combine, event timing: B1 S4k 14.0 us, B1 S16k 25.6 us,
+ *      B8 S16k 128.6 us (4.18 TB/s), B64 S16k 940 us (4.57), B8 T16 S8k causal-br 75.5 us.
+ *   2. every implementation timed by graph replay (no kernel change): 10.2, 22.3, 124.4, 940,
+ *      70.8 us (cuDNN 10.8, 22.3, 123.0, 937, 202.9).
+ *   3. combine with one CTA per row and the splits' loads in flight (ncu: the warp-per-row
+ *      combine took 6.4 us of 27 at B1 S16k); the host's split count rounds down to one wave:
+ *      9.3, 20.6 (3.26 TB/s), 119.2 (4.50), 919 (4.68), 71.6 us (3.75 TB/s, 2.8x cuDNN).
  */
 
 #if AT_IN_DTYPE == AT_DTYPE_BF16
