@@ -58,6 +58,13 @@ for impls in decode; do
   fi
   echo "ok: attntune bench --impl $impls (decode shape) -> $got"
 done
+# Sizes: the largest accepted T and S (2^30) list the same space as T = S = 2^20 (no tile is
+# pruned at either), without int overflow in the pruning; larger tensors are refused up front.
+for lens in "--seq-len" "--q-len 1 --kv-len"; do
+  big=$("$bin" gen --head-dim 128 $lens 1073741824 --list 2>&1); ref=$("$bin" gen --head-dim 128 $lens 1048576 --list 2>&1)
+  if [ -n "$ref" ] && [ "$big" = "$ref" ]; then echo "ok: gen $lens 2^30 lists the space of 2^20"
+  else echo "FAIL: gen $lens 2^30 listed:"; echo "$big"; echo "expected:"; echo "$ref"; fails=$((fails + 1)); fi
+done
 # devices: 0 with a GPU, 1 with a plain message without one.
 out=$("$bin" devices 2>&1); got=$?
 if [ $got = 0 ]; then
