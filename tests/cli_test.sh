@@ -65,6 +65,14 @@ for lens in "--seq-len" "--q-len 1 --kv-len"; do
   if [ -n "$ref" ] && [ "$big" = "$ref" ]; then echo "ok: gen $lens 2^30 lists the space of 2^20"
   else echo "FAIL: gen $lens 2^30 listed:"; echo "$big"; echo "expected:"; echo "$ref"; fails=$((fails + 1)); fi
 done
+expect 2 "batch 1073741824 x q_len 1073741824 x q_heads 16 x head_dim 128" -- bench --batch 1073741824 --seq-len 1073741824
+expect 2 "invalid value '1073741825' for --kv-len (expected an integer from 1 to 1073741824)" -- bench --impl naive --q-len 1 --kv-len 1073741825
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+printf 'shapes:\n  - {batch: 2147483647, seq_len: 2147483647, q_heads: 1, head_dim: 64}\n' > "$tmp/huge.yaml"
+expect 2 "shapes\[0\].seq_len: seq_len 2147483647 out of range" -- tune "$tmp/huge.yaml"
+printf 'shapes:\n  - {batch: 1073741824, seq_len: 1073741824, q_heads: 16, head_dim: 128}\n' > "$tmp/big.yaml"
+expect 2 "shapes\[0\]: batch 1073741824 x q_len 1073741824 x q_heads 16 x head_dim 128" -- tune "$tmp/big.yaml"
 # devices: 0 with a GPU, 1 with a plain message without one.
 out=$("$bin" devices 2>&1); got=$?
 if [ $got = 0 ]; then
