@@ -257,6 +257,14 @@ static void test_shape_check_bounds_sizes(void **state)
                                        "2147483647 (the kernels' row stride is an int)");
   s.q_heads = 4194303;
   assert_int_equal(at_shape_check(&s), AT_OK);
+  /* The naive score matrix of an accepted shape may exceed size_t: its size saturates, so the
+   * allocation fails instead of wrapping to a small buffer. */
+  s = (at_shape){.batch = 1, .q_len = 1073741824, .kv_len = 1073741824, .q_heads = 64, .kv_heads = 64,
+                 .head_dim = 128, .dtype = AT_DTYPE_BF16};
+  assert_int_equal(at_shape_check(&s), AT_OK);
+  assert_true(rt_naive_scratch_bytes(&s) == SIZE_MAX);
+  s.q_len = s.kv_len = 1024;
+  assert_true(rt_naive_scratch_bytes(&s) == (size_t)64 * 1024 * 1024 * 4);
 }
 
 static void test_flops(void **state)
