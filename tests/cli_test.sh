@@ -90,6 +90,23 @@ expect 2 "empty file name for --db" -- bench --suite "$quick" --db=
 expect 2 "'$tmp' for --db is a directory" -- bench --suite "$quick" --db "$tmp"
 expect 2 "GPU 1 is listed twice in --devices" -- bench --suite "$quick" --devices 1,1
 expect 2 "unknown implementation 'nosuch' in --impl" -- bench --impl nosuch
+# Messages: 0 is out of range, --flag=value everywhere, -h like --help, the families named.
+expect 2 "invalid value '0' for --head-dim (expected an integer from 1 to 512)" -- gen --head-dim 0 --list
+expect 0 "^fa3.bf16.d64" -- gen --head-dim=64 --seq-len=4096 --list
+expect 2 "--head-dim is required" -- gen --list
+expect 0 "wgmma.mma_async" -- gen --emit=fa3.bf16.d128.none.g1.bm128.bn128.w8.s2
+expect 2 "unknown option '--frob'" -- gen --head-dim 64 --list --frob
+expect 2 "unexpected argument 'extra'" -- gen --head-dim 64 --list extra
+expect 2 "option '--emit' needs a value" -- gen --emit
+expect 2 "empty file name for --db" -- report --db=
+expect 2 "'$tmp' for --db is a directory" -- report --db "$tmp"
+for cmd in devices gen bench tune report; do expect 0 "usage: attntune $cmd" -- $cmd -h; done
+expect 0 "fa2, fa3 and decode" -- tune --help
+if "$bin" --help | grep -q "fa2 variants" || "$bin" tune --help | grep -q "fa2 variants"; then
+  echo "FAIL: help still says 'fa2 variants'"; fails=$((fails + 1))
+else
+  echo "ok: help names the families"
+fi
 # devices: 0 with a GPU, 1 with a plain message without one.
 out=$("$bin" devices 2>&1); got=$?
 if [ $got = 0 ]; then

@@ -386,6 +386,7 @@ static int parse_options(int argc, char **argv, bench_opts *o)
     case O_NOVERIFY: o->verify = 0; break;
     case O_OVERHEAD: o->overhead = 1; break;
     case O_SEED: o->seed = strtoull(a, NULL, 0); break;
+    case 'h':
     case O_HELP: fputs(USAGE, stdout); return 1;
     default:
       if (optopt) return tn_usage_error("bench", "option '%s' needs a value", argv[optind - 1]), -1;
@@ -450,6 +451,7 @@ static int run_suite(int argc, char **argv)
     case O_DB: opts.db_path = optarg; break;
     case O_DEVICES: devices_text = optarg; break;
     case O_FORCE: opts.force = 1; break;
+    case 'h':
     case O_HELP: fputs(USAGE, stdout); return TN_EXIT_OK;
     default:
       return tn_usage_error("bench", "with --suite, only --db, --devices and --force apply (got '%s')", argv[optind - 1]);
