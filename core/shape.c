@@ -84,12 +84,41 @@ at_status at_mask_parse(const char *text, at_mask *out)
   return at_fail(AT_ERR_INVALID, "unknown mask '%s' (expected none, causal, causal-br)", text);
 }
 
+/* The limits of include/attntune.h's comment on at_shape_check. */
+static at_status check_len(const char *name, int len)
+{
+  if (len < 1) return at_fail(AT_ERR_INVALID, "%s %d must be at least 1", name, len);
+  if (len > AT_MAX_SEQ_LEN)
+    return at_fail(AT_ERR_INVALID, "%s %d out of range (expected 1..%d: row indices are int in the kernels)", name,
+                   len, AT_MAX_SEQ_LEN);
+  return AT_OK;
+}
+
+/* One tensor: its row (heads x D) and its element count; len_name is q_len or kv_len. All
+ * operands are positive and at most 2^31 - 1, so B x len fits in 64 bits unsigned. */
+static at_status check_tensor_size(const at_shape *s, const char *tensor, const char *len_name, int len,
+                                   const char *heads_name, int heads)
+{
+  const unsigned long long row = (unsigned long long)heads * (unsigned)s->head_dim;
+  if (row > AT_MAX_ROW_ELEMENTS)
+    return at_fail(AT_ERR_INVALID,
+                   "%s %d x head_dim %d = %llu elements per row exceed %d (the kernels' row stride is an int)",
+                   heads_name, heads, s->head_dim, row, AT_MAX_ROW_ELEMENTS);
+  if ((unsigned long long)s->batch * (unsigned)len > AT_MAX_TENSOR_ELEMENTS / row)
+    return at_fail(AT_ERR_INVALID,
+                   "batch %d x %s %d x %s %d x head_dim %d = %.3g elements of %s exceed 2^61 = %llu (the kernels' "
+                   "64-bit byte offsets at up to 4 bytes per element)",
+                   s->batch, len_name, len, heads_name, heads, s->head_dim,
+                   (double)s->batch * len * (double)row, tensor, AT_MAX_TENSOR_ELEMENTS);
+  return AT_OK;
+}
+
 at_status at_shape_check(const at_shape *s)
 {
   if (!s) return at_fail(AT_ERR_INVALID, "shape is NULL");
   if (s->batch < 1) return at_fail(AT_ERR_INVALID, "batch %d must be at least 1", s->batch);
-  if (s->q_len < 1) return at_fail(AT_ERR_INVALID, "q_len %d must be at least 1", s->q_len);
-  if (s->kv_len < 1) return at_fail(AT_ERR_INVALID, "kv_len %d must be at least 1", s->kv_len);
+  at_status rc;
+  if ((rc = check_len("q_len", s->q_len)) != AT_OK || (rc = check_len("kv_len", s->kv_len)) != AT_OK) return rc;
   if (s->q_heads < 1) return at_fail(AT_ERR_INVALID, "q_heads %d must be at least 1", s->q_heads);
   if (s->kv_heads < 1) return at_fail(AT_ERR_INVALID, "kv_heads %d must be at least 1", s->kv_heads);
   if (s->q_heads % s->kv_heads != 0)
@@ -97,6 +126,9 @@ at_status at_shape_check(const at_shape *s)
                    s->kv_heads);
   if (s->head_dim < 1 || s->head_dim > 512)
     return at_fail(AT_ERR_INVALID, "head_dim %d out of range (expected 1..512)", s->head_dim);
+  if ((rc = check_tensor_size(s, "Q", "q_len", s->q_len, "q_heads", s->q_heads)) != AT_OK ||
+      (rc = check_tensor_size(s, "K and V", "kv_len", s->kv_len, "kv_heads", s->kv_heads)) != AT_OK)
+    return rc;
   if ((unsigned)s->dtype > AT_DTYPE_E5M2) return at_fail(AT_ERR_INVALID, "dtype %d unknown", s->dtype);
   if ((unsigned)s->mask > AT_MASK_CAUSAL_BR) return at_fail(AT_ERR_INVALID, "mask %d unknown", s->mask);
   if (!(s->scale >= 0.0f) || isinf(s->scale))

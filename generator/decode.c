@@ -135,9 +135,9 @@ static int ctas_per_sm(const gen_variant *v, const gen_target *target)
 static int heuristic_splits(const gen_variant *v, const gen_target *target, const at_shape *shape)
 {
   if (shape->kv_len <= 0 || shape->batch <= 0 || shape->q_len <= 0) return 1;
-  long long base = (long long)shape->batch * shape->kv_heads * ((shape->q_len + v->block_m - 1) / v->block_m);
+  long long base = (long long)shape->batch * shape->kv_heads * gen_tiles(shape->q_len, v->block_m);
   long long slots = (long long)target->sm_count * ctas_per_sm(v, target);
-  long long tiles = (shape->kv_len + v->block_n - 1) / v->block_n;
+  long long tiles = gen_tiles(shape->kv_len, v->block_n);
   long long splits = slots / base;
   if (splits > tiles) splits = tiles;
   if (splits > 256) splits = 256;
@@ -167,7 +167,7 @@ static at_status enumerate(const gen_spec *spec, const gen_target *target, const
       for (int c = 0; c < COUNT(k_stages); c++) {
         gen_variant v = {GEN_FAMILY_DECODE, *spec, bm, k_block_n[a], k_warps[b], k_stages[c], 1};
         if (check(&v, target) != AT_OK) continue;
-        if (shape->kv_len > 0 && k_block_n[a] >= 2 * gen_round_up(shape->kv_len, 16) && k_block_n[a] > 32) continue;
+        if (k_block_n[a] > 32 && gen_tile_too_long(k_block_n[a], shape->kv_len)) continue;
         /* The split count that fills one wave, and its neighbours. */
         const int h = heuristic_splits(&v, target, shape);
         const int tries[] = {h, h > 1 ? (h + 1) / 2 : 0, 2 * h};
@@ -240,7 +240,7 @@ static void set_args(gen_kernel_launch *k, const gen_arg *args, int n)
  * split is empty: keys_per_split = ceil(tiles / splits) tiles. */
 static at_status describe_launch(const gen_variant *v, const at_shape *shape, gen_launch_desc *out)
 {
-  const long long tiles = shape->kv_len > 0 ? (shape->kv_len + v->block_n - 1) / v->block_n : 1;
+  const long long tiles = shape->kv_len > 0 ? gen_tiles(shape->kv_len, v->block_n) : 1;
   long long splits = v->splits < tiles ? v->splits : tiles;
   const long long tiles_per_split = (tiles + splits - 1) / splits;
   splits = (tiles + tiles_per_split - 1) / tiles_per_split;

@@ -35,14 +35,20 @@ static at_status unknown_family(gen_family family)
 
 int gen_round_up(int x, int m) { return (x + m - 1) / m * m; }
 
+int gen_tile_too_long(int tile, int len)
+{
+  return len > 0 && tile >= 2 * (((long long)len + 15) / 16 * 16);
+}
+
+long long gen_tiles(int len, int tile) { return ((long long)len + tile - 1) / tile; }
+
 int gen_tile_makes_sense(const gen_variant *v, const at_shape *shape)
 {
   /* A block_m at least twice T (rounded to 16) when a smaller one exists, a block_n likewise for
-   * S, and stages beyond the tiles there are. */
-  if (shape->q_len > 0 && v->block_m > 64 && v->block_m >= 2 * gen_round_up(shape->q_len, 16)) return 0;
-  if (shape->kv_len > 0 && v->block_n > 32 && v->block_n >= 2 * gen_round_up(shape->kv_len, 16)) return 0;
-  if (shape->kv_len > 0 && v->stages > 2 && (shape->kv_len + v->block_n - 1) / v->block_n <= v->stages - 1)
-    return 0;
+   * S, and stages beyond the tiles there are. In 64 bits: T and S go up to AT_MAX_SEQ_LEN. */
+  if (v->block_m > 64 && gen_tile_too_long(v->block_m, shape->q_len)) return 0;
+  if (v->block_n > 32 && gen_tile_too_long(v->block_n, shape->kv_len)) return 0;
+  if (shape->kv_len > 0 && v->stages > 2 && gen_tiles(shape->kv_len, v->block_n) <= v->stages - 1) return 0;
   return 1;
 }
 
@@ -194,7 +200,7 @@ at_status gen_describe_fa_launch(const gen_variant *v, const at_shape *shape, in
   out->zero_amax = at_dtype_is_fp8(v->spec.out_dtype);
   k->entry = 0;
   if (shape->batch > 0 && shape->q_len > 0) {
-    k->grid[0] = (unsigned)((shape->q_len + v->block_m - 1) / v->block_m);
+    k->grid[0] = (unsigned)gen_tiles(shape->q_len, v->block_m);
     k->grid[1] = (unsigned)shape->q_heads;
     k->grid[2] = (unsigned)shape->batch;
   }

@@ -46,6 +46,10 @@ extern const gen_family_ops gen_decode_family;
 
 /* Shared by the families' files. */
 int gen_round_up(int x, int m);
+/* 1 when a tile of `tile` rows is at least twice len (> 0) rounded up to 16; 64-bit arithmetic. */
+int gen_tile_too_long(int tile, int len);
+/* ceil(len / tile) in 64 bits. */
+long long gen_tiles(int len, int tile);
 /* Tiles far larger than a known sequence only add masked work (fa2's and fa3's rule). */
 int gen_tile_makes_sense(const gen_variant *v, const at_shape *shape);
 /* The register budget per thread of a variant with `threads` threads: 64K / threads, at most 255. */

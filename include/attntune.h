@@ -92,7 +92,26 @@ typedef struct at_tensors {
   at_strides q_stride, k_stride, v_stride, o_stride;
 } at_tensors;
 
-/* Shape helpers. at_shape_check explains the first problem it finds. */
+/* Size limits of a shape, from the kernels' index math (templates/fa2.cu, fa3.cu, decode.cu). Row and key indices,
+ * T and S, and the per-tensor row and head strides are int there; batch strides and every
+ * element offset are long long, and byte offsets are those times the element size (up to 4: f32
+ * inputs, the f32 room the tuner gives an output, the fp32 log-sum-exp).
+ *   - T and S in 1..AT_MAX_SEQ_LEN = 2^30, so that an index plus a tile (at most 256 rows) and the
+ *     bottom-right mask's S - T stay below 2^31;
+ *   - Nq x D and Nkv x D (the row stride of Q/O and K/V in BSHD) at most AT_MAX_ROW_ELEMENTS =
+ *     INT_MAX;
+ *   - each tensor, B x T x Nq x D elements for Q and O and B x S x Nkv x D for K and V, at most
+ *     AT_MAX_TENSOR_ELEMENTS = 2^61, so that its byte offsets at 4 bytes per element fit a signed
+ *     64-bit integer (2^63).
+ * Launch limits are checked when a kernel is chosen, not here (the grid's y and z: Nq and B up
+ * to 65535 for the fused kernels). */
+#define AT_MAX_SEQ_LEN (1 << 30)
+#define AT_MAX_ROW_ELEMENTS 2147483647
+#define AT_MAX_TENSOR_ELEMENTS (1ull << 61)
+
+/* Shape helpers. at_shape_check explains the first problem it finds: every field in range (B, T,
+ * S, Nq, Nkv >= 1, Nkv divides Nq, D in 1..512, a known dtype and mask, a finite scale >= 0) and
+ * the size limits above; its message names the fields, their values and the limit. */
 AT_API at_status at_shape_check(const at_shape *shape);
 AT_API float at_shape_scale(const at_shape *shape);
 AT_API double at_shape_flops(const at_shape *shape);

@@ -1,5 +1,6 @@
 /* naive.c — compiling and launching the naive reference kernels of templates/naive.cu. */
 #include <assert.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -82,7 +83,13 @@ void rt_naive_destroy(rt_naive *naive)
 
 size_t rt_naive_scratch_bytes(const at_shape *s)
 {
-  return (size_t)s->batch * s->q_heads * s->q_len * s->kv_len * sizeof(float);
+  /* B x Nq x T x S floats can pass size_t for shapes at_shape_check accepts (T, S up to 2^30):
+   * saturate, so that the allocation fails instead of wrapping around to a small buffer. */
+  size_t bytes = sizeof(float);
+  const long long dims[] = {s->batch, s->q_heads, s->q_len, s->kv_len};
+  for (int i = 0; i < 4; i++)
+    if (dims[i] < 0 || __builtin_mul_overflow(bytes, (size_t)dims[i], &bytes)) return SIZE_MAX;
+  return bytes;
 }
 
 static unsigned ceil_div(long long a, long long b) { return (unsigned)((a + b - 1) / b); }

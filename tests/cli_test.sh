@@ -58,6 +58,55 @@ for impls in decode; do
   fi
   echo "ok: attntune bench --impl $impls (decode shape) -> $got"
 done
+# Sizes: the largest accepted T and S (2^30) list the same space as T = S = 2^20 (no tile is
+# pruned at either), without int overflow in the pruning; larger tensors are refused up front.
+for lens in "--seq-len" "--q-len 1 --kv-len"; do
+  big=$("$bin" gen --head-dim 128 $lens 1073741824 --list 2>&1); ref=$("$bin" gen --head-dim 128 $lens 1048576 --list 2>&1)
+  if [ -n "$ref" ] && [ "$big" = "$ref" ]; then echo "ok: gen $lens 2^30 lists the space of 2^20"
+  else echo "FAIL: gen $lens 2^30 listed:"; echo "$big"; echo "expected:"; echo "$ref"; fails=$((fails + 1)); fi
+done
+expect 2 "batch 1073741824 x q_len 1073741824 x q_heads 16 x head_dim 128" -- bench --batch 1073741824 --seq-len 1073741824
+expect 2 "invalid value '1073741825' for --kv-len (expected an integer from 1 to 1073741824)" -- bench --impl naive --q-len 1 --kv-len 1073741825
+# tune --dry-run: the config expanded and checked, candidates per shape, no driver needed.
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+quick=$(dirname "$0")/../configs/quick.yaml
+expect 0 "9 shapes" -- tune "$quick" --dry-run
+expect 0 "b2.t1024.s1024.hq16.hkv16.d64.bf16.none  *quick  *8 (fa3 4, fa2 4)  *12.0 MiB" -- tune "$quick" --dry-run
+expect 0 "total: 9 shapes, 72 candidates, 427819008 bytes of Q, K and V (408.0 MiB)" -- tune "$quick" --dry-run
+expect 0 "quick-gqa  *4 (fa2 4) " -- tune "$quick" --dry-run --arch sm_80
+expect 2 "--arch: architecture 'sm_12' is too old" -- tune "$quick" --dry-run --arch sm_12
+expect 2 "--arch applies to --dry-run only" -- tune "$quick" --arch sm_80
+printf 'shapes:\n  - {batch: 2147483647, seq_len: 2147483647, q_heads: 1, head_dim: 64}\n' > "$tmp/huge.yaml"
+expect 2 "shapes\[0\].seq_len: seq_len 2147483647 out of range (expected 1..1073741824" -- tune "$tmp/huge.yaml" --dry-run
+expect 2 "shapes\[0\].seq_len: seq_len 2147483647 out of range" -- tune "$tmp/huge.yaml"
+printf 'shapes:\n  - {batch: 1073741824, seq_len: 1073741824, q_heads: 16, head_dim: 128}\n' > "$tmp/big.yaml"
+expect 2 "shapes\[0\]: batch 1073741824 x q_len 1073741824 x q_heads 16 x head_dim 128" -- tune "$tmp/big.yaml" --dry-run
+# Argument errors come before the driver is loaded: 2 on a machine without one too.
+expect 2 "GPU 0 is listed twice in --devices" -- tune "$quick" --devices 0,0
+expect 2 "empty file name for --db" -- tune "$quick" --db=
+expect 2 "'$tmp' for --db is a directory" -- tune "$quick" --db "$tmp"
+expect 2 "empty file name for --db" -- bench --suite "$quick" --db=
+expect 2 "'$tmp' for --db is a directory" -- bench --suite "$quick" --db "$tmp"
+expect 2 "GPU 1 is listed twice in --devices" -- bench --suite "$quick" --devices 1,1
+expect 2 "unknown implementation 'nosuch' in --impl" -- bench --impl nosuch
+# Messages: 0 is out of range, --flag=value everywhere, -h like --help, the families named.
+expect 2 "invalid value '0' for --head-dim (expected an integer from 1 to 512)" -- gen --head-dim 0 --list
+expect 0 "^fa3.bf16.d64" -- gen --head-dim=64 --seq-len=4096 --list
+expect 2 "--head-dim is required" -- gen --list
+expect 0 "wgmma.mma_async" -- gen --emit=fa3.bf16.d128.none.g1.bm128.bn128.w8.s2
+expect 2 "unknown option '--frob'" -- gen --head-dim 64 --list --frob
+expect 2 "unexpected argument 'extra'" -- gen --head-dim 64 --list extra
+expect 2 "option '--emit' needs a value" -- gen --emit
+expect 2 "empty file name for --db" -- report --db=
+expect 2 "'$tmp' for --db is a directory" -- report --db "$tmp"
+for cmd in devices gen bench tune report; do expect 0 "usage: attntune $cmd" -- $cmd -h; done
+expect 0 "fa2, fa3 and decode" -- tune --help
+if "$bin" --help | grep -q "fa2 variants" || "$bin" tune --help | grep -q "fa2 variants"; then
+  echo "FAIL: help still says 'fa2 variants'"; fails=$((fails + 1))
+else
+  echo "ok: help names the families"
+fi
 # devices: 0 with a GPU, 1 with a plain message without one.
 out=$("$bin" devices 2>&1); got=$?
 if [ $got = 0 ]; then

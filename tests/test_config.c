@@ -697,6 +697,40 @@ static void test_errors_in_shapes(void **state)
   assert_no_mismatch();
 }
 
+/* Tensors larger than the kernels index are refused with the field, the value and the limit
+ * (include/attntune.h, at_shape_check); the largest accepted lengths still parse. */
+static void test_size_limits(void **state)
+{
+  (void)state;
+  expect_error("shapes:\n"
+               "  - {batch: 2147483647, seq_len: 2147483647, q_heads: 1, head_dim: 64}\n",
+               AT_ERR_CONFIG,
+               "t.yaml:2:34: shapes[0].seq_len: seq_len 2147483647 out of range (expected 1..1073741824: "
+               "row indices are int in the kernels)");
+  expect_error("shapes:\n"
+               "  - {q_len: 1, kv_len: [1024, 1073741825], q_heads: 1, head_dim: 64}\n",
+               AT_ERR_CONFIG,
+               "t.yaml:2:31: shapes[0].kv_len: kv_len 1073741825 out of range (expected 1..1073741824: "
+               "row indices are int in the kernels)");
+  expect_error("shapes:\n"
+               "  - {batch: 1073741824, seq_len: 1073741824, q_heads: 16, head_dim: 128}\n",
+               AT_ERR_CONFIG,
+               "t.yaml:2:5: shapes[0]: batch 1073741824 x q_len 1073741824 x q_heads 16 x head_dim 128 = "
+               "2.36e+21 elements of Q exceed 2^61 = 2305843009213693952 (the kernels' 64-bit byte offsets "
+               "at up to 4 bytes per element)");
+  expect_error("shapes:\n"
+               "  - {seq_len: 1, q_heads: 4194304, head_dim: 512}\n",
+               AT_ERR_CONFIG,
+               "t.yaml:2:5: shapes[0]: q_heads 4194304 x head_dim 512 = 2147483648 elements per row exceed "
+               "2147483647 (the kernels' row stride is an int)");
+  assert_no_mismatch();
+  tn_config c = parse_ok("shapes:\n"
+                         "  - {batch: 2, seq_len: 1073741824, q_heads: 4194304, head_dim: 256}\n");
+  assert_int_equal(c.n_shapes, 1);
+  assert_int_equal(c.shapes[0].q_len, 1073741824);
+  tn_config_free(&c);
+}
+
 static void test_errors_in_ranges(void **state)
 {
   (void)state;
@@ -983,6 +1017,7 @@ int main(void)
       cmocka_unit_test(test_large_sweep_with_dedup),
       cmocka_unit_test(test_other_sections),
       cmocka_unit_test(test_errors_in_shapes),
+      cmocka_unit_test(test_size_limits),
       cmocka_unit_test(test_errors_in_ranges),
       cmocka_unit_test(test_errors_in_other_sections),
       cmocka_unit_test(test_decode_search),

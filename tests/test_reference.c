@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/rt.h"
 #include "tests/testutil.h"
 
 typedef struct problem {
@@ -216,6 +217,56 @@ static void test_shape_check_names_the_problem(void **state)
   assert_int_equal(m, AT_MASK_CAUSAL_BR);
 }
 
+/* The size limits of include/attntune.h: lengths up to 2^30, a row (heads x D) up to INT_MAX
+ * elements, each tensor up to 2^61 elements; the message names the fields, values and limit. */
+static void test_shape_check_bounds_sizes(void **state)
+{
+  (void)state;
+  at_shape s = {.batch = 1073741824, .q_len = 1073741824, .kv_len = 1073741824, .q_heads = 16, .kv_heads = 16,
+                .head_dim = 128, .dtype = AT_DTYPE_BF16};
+  assert_int_equal(at_shape_check(&s), AT_ERR_INVALID);
+  assert_string_equal(at_last_error(), "batch 1073741824 x q_len 1073741824 x q_heads 16 x head_dim 128 = "
+                                       "2.36e+21 elements of Q exceed 2^61 = 2305843009213693952 (the kernels' "
+                                       "64-bit byte offsets at up to 4 bytes per element)");
+  s.q_len = 1;
+  assert_int_equal(at_shape_check(&s), AT_ERR_INVALID);
+  assert_non_null(strstr(at_last_error(), "batch 1073741824 x kv_len 1073741824 x kv_heads 16 x head_dim 128 = "));
+  assert_non_null(strstr(at_last_error(), "elements of K and V exceed 2^61"));
+  s = (at_shape){.batch = 2147483647, .q_len = 2147483647, .kv_len = 2147483647, .q_heads = 1, .kv_heads = 1,
+                 .head_dim = 64, .dtype = AT_DTYPE_BF16};
+  assert_int_equal(at_shape_check(&s), AT_ERR_INVALID);
+  assert_string_equal(at_last_error(),
+                      "q_len 2147483647 out of range (expected 1..1073741824: row indices are int in the kernels)");
+  s.q_len = 1073741824, s.kv_len = 1073741825;
+  assert_int_equal(at_shape_check(&s), AT_ERR_INVALID);
+  assert_non_null(strstr(at_last_error(), "kv_len 1073741825 out of range (expected 1..1073741824"));
+  s.kv_len = 1073741824, s.batch = 1;
+  assert_int_equal(at_shape_check(&s), AT_OK);
+  /* Exactly 2^61 elements per tensor is accepted, one batch more is not. */
+  s = (at_shape){.batch = 2, .q_len = 1073741824, .kv_len = 1073741824, .q_heads = 4194304, .kv_heads = 4194304,
+                 .head_dim = 256, .dtype = AT_DTYPE_F32};
+  assert_int_equal(at_shape_check(&s), AT_OK);
+  s.batch = 3;
+  assert_int_equal(at_shape_check(&s), AT_ERR_INVALID);
+  assert_non_null(strstr(at_last_error(), "elements of Q exceed 2^61"));
+  /* The row stride (heads x D) is an int. */
+  s = (at_shape){.batch = 1, .q_len = 1, .kv_len = 1, .q_heads = 4194304, .kv_heads = 1, .head_dim = 512,
+                 .dtype = AT_DTYPE_BF16};
+  assert_int_equal(at_shape_check(&s), AT_ERR_INVALID);
+  assert_string_equal(at_last_error(), "q_heads 4194304 x head_dim 512 = 2147483648 elements per row exceed "
+                                       "2147483647 (the kernels' row stride is an int)");
+  s.q_heads = 4194303;
+  assert_int_equal(at_shape_check(&s), AT_OK);
+  /* The naive score matrix of an accepted shape may exceed size_t: its size saturates, so the
+   * allocation fails instead of wrapping to a small buffer. */
+  s = (at_shape){.batch = 1, .q_len = 1073741824, .kv_len = 1073741824, .q_heads = 64, .kv_heads = 64,
+                 .head_dim = 128, .dtype = AT_DTYPE_BF16};
+  assert_int_equal(at_shape_check(&s), AT_OK);
+  assert_true(rt_naive_scratch_bytes(&s) == SIZE_MAX);
+  s.q_len = s.kv_len = 1024;
+  assert_true(rt_naive_scratch_bytes(&s) == (size_t)64 * 1024 * 1024 * 4);
+}
+
 static void test_flops(void **state)
 {
   (void)state;
@@ -257,6 +308,7 @@ int main(void)
       cmocka_unit_test(test_bottom_right_and_top_left_masks),
       cmocka_unit_test(test_rows_without_keys),
       cmocka_unit_test(test_shape_check_names_the_problem),
+      cmocka_unit_test(test_shape_check_bounds_sizes),
       cmocka_unit_test(test_flops),
       cmocka_unit_test(test_half_conversions_round_to_nearest_even),
   };

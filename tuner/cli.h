@@ -16,4 +16,14 @@ int tn_fail_exit(const char *cmd, at_status status);
 /* Parse a decimal int in [lo, hi] for flag; on error prints a usage error and returns 0. */
 int tn_parse_int(const char *cmd, const char *flag, const char *text, int lo, int hi, int *out);
 
+/* --db FILE before anything is opened: not empty and not a directory. On error prints a usage
+ * error and returns 0. */
+int tn_check_db_path(const char *cmd, const char *path);
+/* --devices 'all' or distinct ordinals "0,1,3" (at most max of them, each 0..1023), parsed
+ * without loading the driver. On error prints a usage error and returns 0. */
+int tn_parse_devices(const char *cmd, const char *text, int max, int *all, int *devices, int *n);
+/* The ordinals to use once the driver is loaded: every GPU (at most max) when all, else the
+ * given ones, each checked against the GPUs present (AT_ERR_NO_DEVICE). */
+at_status tn_resolve_devices(int all, int max, int *devices, int *n);
+
 #endif

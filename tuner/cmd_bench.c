@@ -386,6 +386,7 @@ static int parse_options(int argc, char **argv, bench_opts *o)
     case O_NOVERIFY: o->verify = 0; break;
     case O_OVERHEAD: o->overhead = 1; break;
     case O_SEED: o->seed = strtoull(a, NULL, 0); break;
+    case 'h':
     case O_HELP: fputs(USAGE, stdout); return 1;
     default:
       if (optopt) return tn_usage_error("bench", "option '%s' needs a value", argv[optind - 1]), -1;
@@ -450,12 +451,18 @@ static int run_suite(int argc, char **argv)
     case O_DB: opts.db_path = optarg; break;
     case O_DEVICES: devices_text = optarg; break;
     case O_FORCE: opts.force = 1; break;
+    case 'h':
     case O_HELP: fputs(USAGE, stdout); return TN_EXIT_OK;
     default:
       return tn_usage_error("bench", "with --suite, only --db, --devices and --force apply (got '%s')", argv[optind - 1]);
     }
   }
   if (optind < argc) return tn_usage_error("bench", "unexpected argument '%s'", argv[optind]);
+  /* Every argument is checked before the driver is loaded. */
+  int all = 0, devices[TN_CONFIG_MAX_DEVICES], n = 0;
+  if (!tn_check_db_path("bench", opts.db_path)) return TN_EXIT_USAGE;
+  if (devices_text && !tn_parse_devices("bench", devices_text, TN_CONFIG_MAX_DEVICES, &all, devices, &n))
+    return TN_EXIT_USAGE;
   if (!find_suite(suite, path, sizeof path))
     return tn_usage_error("bench", "no suite '%s' (looked for %s.yaml in $ATTNTUNE_CONFIGS, ./configs and "
                           "share/attntune/configs)", suite, suite);
@@ -465,24 +472,13 @@ static int run_suite(int argc, char **argv)
     fprintf(stderr, "attntune bench: %s\n", at_last_error());
     return TN_EXIT_USAGE;
   }
-  int devices[TN_CONFIG_MAX_DEVICES], n = 0, count = 0;
-  if ((rc = rt_device_count(&count)) != AT_OK || count == 0) {
-    tn_config_free(&cfg);
-    if (rc == AT_OK) rc = at_fail(AT_ERR_NO_DEVICE, "no CUDA GPU found");
-    return tn_fail_exit("bench", rc);
+  if (!devices_text) { /* the config's devices; the codelab's are all */
+    all = cfg.all_devices, n = cfg.n_devices;
+    memcpy(devices, cfg.devices, sizeof devices);
   }
-  if (!devices_text || strcmp(devices_text, "all") == 0) {
-    for (n = 0; n < count && n < TN_CONFIG_MAX_DEVICES; n++) devices[n] = n;
-    if (!devices_text && !cfg.all_devices) memcpy(devices, cfg.devices, sizeof devices), n = cfg.n_devices;
-  } else {
-    char *copy = strdup(devices_text), *save = NULL;
-    for (char *tok = strtok_r(copy, ",", &save); tok && n < TN_CONFIG_MAX_DEVICES; tok = strtok_r(NULL, ",", &save))
-      if (!tn_parse_int("bench", "--devices", tok, 0, count - 1, &devices[n++])) {
-        free(copy);
-        tn_config_free(&cfg);
-        return TN_EXIT_USAGE;
-      }
-    free(copy);
+  if ((rc = tn_resolve_devices(all, TN_CONFIG_MAX_DEVICES, devices, &n)) != AT_OK) {
+    tn_config_free(&cfg);
+    return tn_fail_exit("bench", rc);
   }
   long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   opts.jobs = cpus > n ? (int)(cpus / n) : 1;

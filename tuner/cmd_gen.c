@@ -2,6 +2,7 @@
  * cmd_gen.c — `attntune gen`: list, emit and compile (no GPU needed) the generated
  * fused attention variants for one shape.
  */
+#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,7 +28,7 @@ static const char USAGE[] =
     "  --q-heads N         query heads Nq (default 16)\n"
     "  --kv-heads N        key/value heads Nkv, divides Nq (default Nq)\n"
     "  --lse               also write the row log-sum-exp\n"
-    "  --seq-len N         T and S: drops tiles far larger than the sequence\n"
+    "  --seq-len N         T and S (1..2^30): drops tiles far larger than the sequence\n"
     "  --q-len N           T alone\n"
     "  --kv-len N          S alone (default T)\n"
     "  --arch ARCH         NVRTC target (default sm_90a)\n"
@@ -39,7 +40,7 @@ static const char USAGE[] =
     "  --compile           compile every listed variant (NVRTC, no GPU needed) and print registers,\n"
     "                      spill bytes, shared memory and compile time\n"
     "  --jobs N            compile threads (default: one per CPU)\n"
-    "  --help              this text\n"
+    "  --help, -h          this text\n"
     "\n"
     "To verify and time every listed variant on a GPU: attntune bench --impl fused, or one family\n"
     "with --impl fa2, fa3 or decode (same shape flags).\n";
@@ -66,61 +67,88 @@ static int set_action(gen_opts *o, action a, const char *flag)
   return 1;
 }
 
-/* Returns TN_EXIT_OK to go on, or the exit code to return now. */
+/* Returns TN_EXIT_OK to go on, -1 after --help, or the exit code to return now. */
 static int parse_args(int argc, char **argv, gen_opts *o)
 {
+  enum { O_HEAD_DIM = 256, O_DTYPE, O_CAUSAL, O_CAUSAL_BR, O_QH, O_KVH, O_LSE, O_SEQ, O_QLEN, O_KVLEN, O_ARCH,
+         O_SMEM, O_LIST, O_EMIT, O_COMPILE, O_JOBS, O_HELP };
+  static const struct option options[] = {
+      {"head-dim", required_argument, NULL, O_HEAD_DIM}, {"dtype", required_argument, NULL, O_DTYPE},
+      {"causal", no_argument, NULL, O_CAUSAL},           {"causal-br", no_argument, NULL, O_CAUSAL_BR},
+      {"q-heads", required_argument, NULL, O_QH},        {"kv-heads", required_argument, NULL, O_KVH},
+      {"lse", no_argument, NULL, O_LSE},                 {"seq-len", required_argument, NULL, O_SEQ},
+      {"q-len", required_argument, NULL, O_QLEN},        {"kv-len", required_argument, NULL, O_KVLEN},
+      {"arch", required_argument, NULL, O_ARCH},         {"smem-limit", required_argument, NULL, O_SMEM},
+      {"list", no_argument, NULL, O_LIST},               {"emit", required_argument, NULL, O_EMIT},
+      {"compile", no_argument, NULL, O_COMPILE},         {"jobs", required_argument, NULL, O_JOBS},
+      {"help", no_argument, NULL, O_HELP},               {NULL, 0, NULL, 0}};
+  int c, head_dim_given = 0;
   memset(o, 0, sizeof *o);
   o->shape = (at_shape){.batch = 2, .q_len = 0, .kv_len = 0, .q_heads = 16, .kv_heads = 16,
                         .head_dim = 0, .dtype = AT_DTYPE_BF16, .mask = AT_MASK_NONE};
   o->arch = "sm_90a";
-  for (int i = 1; i < argc; i++) {
-    const char *a = argv[i];
-    const char *val = i + 1 < argc ? argv[i + 1] : NULL;
-    int *int_target = NULL, lo = 1, hi = 1 << 30;
-    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
-      fputs(USAGE, stdout);
-      return -1;
-    } else if (strcmp(a, "--causal") == 0 || strcmp(a, "--causal-br") == 0) {
-      if (o->shape.mask != AT_MASK_NONE) return tn_usage_error("gen", "give only one of --causal and --causal-br");
-      o->shape.mask = strcmp(a, "--causal") == 0 ? AT_MASK_CAUSAL_TL : AT_MASK_CAUSAL_BR;
-      continue;
-    } else if (strcmp(a, "--lse") == 0) {
-      o->shape.with_lse = 1;
-      continue;
-    } else if (strcmp(a, "--list") == 0 || strcmp(a, "--compile") == 0) {
-      if (!set_action(o, a[2] == 'l' ? ACT_LIST : ACT_COMPILE, a)) return TN_EXIT_USAGE;
-      continue;
-    }
-    /* Flags with a value from here on. */
-    if (strcmp(a, "--head-dim") == 0) int_target = &o->shape.head_dim, lo = 0, hi = 4096;
-    else if (strcmp(a, "--q-heads") == 0) int_target = &o->shape.q_heads, hi = 65535;
-    else if (strcmp(a, "--kv-heads") == 0) int_target = &o->shape.kv_heads, o->kv_heads_given = 1, hi = 65535;
-    else if (strcmp(a, "--q-len") == 0 || strcmp(a, "--seq-len") == 0) int_target = &o->shape.q_len;
-    else if (strcmp(a, "--kv-len") == 0) int_target = &o->shape.kv_len, o->seq_kv_given = 1;
-    else if (strcmp(a, "--jobs") == 0) int_target = &o->jobs, hi = 64;
-    else if (strcmp(a, "--smem-limit") == 0) int_target = &o->smem_limit, lo = 49152, hi = 1 << 20;
-    else if (strcmp(a, "--dtype") != 0 && strcmp(a, "--arch") != 0 && strcmp(a, "--emit") != 0) {
-      if (a[0] == '-') return tn_usage_error("gen", "unknown option '%s'", a);
-      return tn_usage_error("gen", "unexpected argument '%s'", a);
-    }
-    if (!val) return tn_usage_error("gen", "%s needs a value", a);
-    i++;
-    if (int_target) {
-      if (!tn_parse_int("gen", a, val, lo, hi, int_target)) return TN_EXIT_USAGE;
-    } else if (strcmp(a, "--dtype") == 0) {
-      if (at_dtype_parse(val, &o->shape.dtype) != AT_OK || o->shape.dtype == AT_DTYPE_F32)
-        return tn_usage_error("gen", "unknown dtype '%s' for --dtype (expected f16, bf16, e4m3, e5m2)", val);
-    } else if (strcmp(a, "--arch") == 0) {
-      o->arch = val;
-    } else {
-      if (!set_action(o, ACT_EMIT, a)) return TN_EXIT_USAGE;
-      o->key = val;
+  opterr = 0;
+  optind = 1;
+  while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
+    const char *flag = argv[optind - 1], *a = optarg;
+    at_shape *s = &o->shape;
+    switch (c) {
+    case 'h':
+    case O_HELP: fputs(USAGE, stdout); return -1;
+    case O_CAUSAL:
+    case O_CAUSAL_BR:
+      if (s->mask != AT_MASK_NONE) return tn_usage_error("gen", "give only one of --causal and --causal-br");
+      s->mask = c == O_CAUSAL ? AT_MASK_CAUSAL_TL : AT_MASK_CAUSAL_BR;
+      break;
+    case O_LSE: s->with_lse = 1; break;
+    case O_LIST: if (!set_action(o, ACT_LIST, "--list")) return TN_EXIT_USAGE; break;
+    case O_COMPILE: if (!set_action(o, ACT_COMPILE, "--compile")) return TN_EXIT_USAGE; break;
+    case O_EMIT:
+      if (!set_action(o, ACT_EMIT, "--emit")) return TN_EXIT_USAGE;
+      o->key = a;
+      break;
+    case O_HEAD_DIM:
+      if (!tn_parse_int("gen", "--head-dim", a, 1, 512, &s->head_dim)) return TN_EXIT_USAGE;
+      head_dim_given = 1;
+      break;
+    case O_QH: if (!tn_parse_int("gen", "--q-heads", a, 1, 65535, &s->q_heads)) return TN_EXIT_USAGE; break;
+    case O_KVH:
+      if (!tn_parse_int("gen", "--kv-heads", a, 1, 65535, &s->kv_heads)) return TN_EXIT_USAGE;
+      o->kv_heads_given = 1;
+      break;
+    case O_SEQ:
+    case O_QLEN:
+      if (!tn_parse_int("gen", c == O_SEQ ? "--seq-len" : "--q-len", a, 1, AT_MAX_SEQ_LEN, &s->q_len))
+        return TN_EXIT_USAGE;
+      break;
+    case O_KVLEN:
+      if (!tn_parse_int("gen", "--kv-len", a, 1, AT_MAX_SEQ_LEN, &s->kv_len)) return TN_EXIT_USAGE;
+      o->seq_kv_given = 1;
+      break;
+    case O_JOBS: if (!tn_parse_int("gen", "--jobs", a, 1, 64, &o->jobs)) return TN_EXIT_USAGE; break;
+    case O_SMEM: if (!tn_parse_int("gen", "--smem-limit", a, 49152, 1 << 20, &o->smem_limit)) return TN_EXIT_USAGE; break;
+    case O_DTYPE:
+      if (at_dtype_parse(a, &s->dtype) != AT_OK || s->dtype == AT_DTYPE_F32)
+        return tn_usage_error("gen", "unknown dtype '%s' for --dtype (expected f16, bf16, e4m3, e5m2)", a);
+      break;
+    case O_ARCH: o->arch = a; break;
+    default:
+      if (optopt) return tn_usage_error("gen", "option '%s' needs a value", flag);
+      return tn_usage_error("gen", "unknown option '%s'", flag);
     }
   }
+  if (optind < argc) return tn_usage_error("gen", "unexpected argument '%s'", argv[optind]);
   if (!o->kv_heads_given) o->shape.kv_heads = o->shape.q_heads;
   if (o->act == ACT_NONE) return tn_usage_error("gen", "give an action: --list, --emit KEY or --compile");
-  if (o->act != ACT_EMIT && o->shape.head_dim == 0) return tn_usage_error("gen", "--head-dim is required");
+  if (o->act != ACT_EMIT && !head_dim_given) return tn_usage_error("gen", "--head-dim is required");
   if (!o->seq_kv_given) o->shape.kv_len = o->shape.q_len;
+  if (o->act != ACT_EMIT) {
+    /* The sizes at_shape_check bounds; an unknown length (0: any) is checked as 1. */
+    at_shape check = o->shape;
+    if (check.q_len == 0) check.q_len = 1;
+    if (check.kv_len == 0) check.kv_len = 1;
+    if (at_shape_check(&check) != AT_OK) return tn_usage_error("gen", "%s", at_last_error());
+  }
   return TN_EXIT_OK;
 }
 

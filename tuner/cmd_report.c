@@ -59,6 +59,7 @@ static int parse(int argc, char **argv, report_args *a)
     }
   }
   if (optind < argc) return tn_usage_error("report", "unexpected argument '%s'", argv[optind]), -1;
+  if (!tn_check_db_path("report", a->db)) return -1;
   return 0;
 }
 

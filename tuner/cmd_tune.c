@@ -5,6 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "generator/generator.h"
 #include "runtime/rt.h"
 #include "tuner/cli.h"
 #include "tuner/commands.h"
@@ -14,9 +15,11 @@
 static const char USAGE[] =
     "usage: attntune tune CONFIG.yaml [--db FILE] [--devices all|0,1,...] [--shard I/N]\n"
     "                     [--force] [--jobs N] [--watchdog SECONDS]\n"
+    "       attntune tune CONFIG.yaml --dry-run [--arch ARCH] [--shard I/N]\n"
     "\n"
-    "Tunes every shape of the config: compiles the fa2 variants the generator lists (narrowed by\n"
-    "the config's search section) with NVRTC in a thread pool while the GPU verifies each against\n"
+    "Tunes every shape of the config: compiles the variants of the fa2, fa3 and decode families\n"
+    "that the generator lists for it (fa3 on sm_90a, decode for queries of 1 to 16 tokens; narrowed\n"
+    "by the config's search section) with NVRTC in a thread pool while the GPU verifies each against\n"
     "the naive reference and cuDNN and times it; times cuDNN as the baseline; stores every trial\n"
     "and the fastest verified implementation per shape, with its cubin, in the SQLite cache.\n"
     "Each GPU's work runs in a worker process: a kernel that faults or hangs is recorded as\n"
@@ -24,61 +27,113 @@ static const char USAGE[] =
     "finished shapes and trials, and Ctrl-C finishes the trial in flight and exits.\n"
     "\n"
     "  --db FILE          the cache (default attntune.db; created if missing)\n"
-    "  --devices LIST     'all' or GPU ordinals, one worker each (default: the config's devices)\n"
+    "  --devices LIST     'all' or distinct GPU ordinals, one worker each (default: the config's)\n"
     "  --shard I/N        tune only shard I of N (0-based): a deterministic slice for fleet runs;\n"
     "                     merge the shards' files with 'attntune cache merge'\n"
     "  --force            retune shapes already in the cache\n"
     "  --jobs N           NVRTC compile threads per GPU (default: CPUs / GPUs)\n"
     "  --watchdog S       seconds a worker may stay silent beyond its expected time (default 60)\n"
+    "  --dry-run          check the config and the arguments without a GPU (the driver is not\n"
+    "                     loaded) and print what a run would do: each shape with its group, its\n"
+    "                     candidates per family (the generator's list for --arch, narrowed by the\n"
+    "                     search section and the budget) and the bytes of its Q, K and V; then the\n"
+    "                     totals\n"
+    "  --arch ARCH        the NVRTC target --dry-run enumerates for (default sm_90a)\n"
+    "  --help, -h         this text\n"
     "\n"
-    "The config format is described in docs/config.md; configs/ has examples.\n";
+    "Arguments (--db, --devices, --shard, ...) and the config are checked before the driver is\n"
+    "loaded: errors there exit 2 on any machine. The config format is described in\n"
+    "docs/config.md; configs/ has examples.\n";
 
-static int parse_devices(const char *text, int *all, int *devices, int *n)
+/* Q, K and V of one shape in bytes (as double: a shape may hold up to 3 x 2^61 elements). */
+static double qkv_bytes(const at_shape *s)
 {
-  *n = 0;
-  *all = strcmp(text, "all") == 0;
-  if (*all) return 1;
-  char *copy = strdup(text), *save = NULL;
-  int ok = copy != NULL;
-  for (char *tok = copy ? strtok_r(copy, ",", &save) : NULL; tok && ok; tok = strtok_r(NULL, ",", &save)) {
-    ok = *n < TN_CONFIG_MAX_DEVICES && tn_parse_int("tune", "--devices", tok, 0, 1023, &devices[*n]);
-    if (ok) ++*n;
-  }
-  free(copy);
-  if (ok && *n == 0) ok = 0, tn_usage_error("tune", "--devices needs 'all' or ordinals like 0,1");
-  return ok;
+  double q = (double)s->batch * s->q_len * s->q_heads * s->head_dim;
+  double kv = (double)s->batch * s->kv_len * s->kv_heads * s->head_dim;
+  return (q + 2 * kv) * (double)at_dtype_size(s->dtype);
 }
 
-/* The ordinals to use: explicit ones are checked against the GPUs present. */
-static at_status resolve_devices(int all, int *devices, int *n)
+static void format_bytes(double bytes, char *buf, size_t size)
 {
-  int count = 0;
-  at_status rc = rt_device_count(&count);
-  if (rc != AT_OK) return rc;
-  if (count == 0) return at_fail(AT_ERR_NO_DEVICE, "no CUDA GPU found");
-  if (all) {
-    *n = count < TN_CONFIG_MAX_DEVICES ? count : TN_CONFIG_MAX_DEVICES;
-    for (int i = 0; i < *n; i++) devices[i] = i;
-    return AT_OK;
+  static const char *const UNITS[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  int u = 0;
+  double v = bytes;
+  while (v >= 1024 && u < 6) v /= 1024, u++;
+  if (u == 0) snprintf(buf, size, "%.0f B", bytes);
+  else snprintf(buf, size, "%.1f %s", v, UNITS[u]);
+}
+
+/* --dry-run: the expanded config and the work a run would do, without the driver. */
+static int dry_run(const tn_config *cfg, const char *arch, int shard_count, int all, const int *devices,
+                   int n_devices)
+{
+  gen_target target;
+  at_status rc = gen_target_for_arch(arch, &target);
+  if (rc != AT_OK) return tn_usage_error("tune", "--arch: %s", at_last_error());
+  printf("config %s: %d shape%s%s, candidates for %s", cfg->path, cfg->n_shapes, cfg->n_shapes == 1 ? "" : "s",
+         shard_count > 1 ? " (this shard)" : "", target.arch);
+  if (all) printf(", devices all");
+  else
+    for (int i = 0; i < n_devices; i++) printf("%s%d", i ? "," : ", devices ", devices[i]);
+  if (cfg->budget_candidates > 0) printf(", budget %d candidates", cfg->budget_candidates);
+  if (cfg->budget_seconds > 0) printf(", %g s per shape", cfg->budget_seconds);
+  printf("\n%-48s %-16s %-36s %s\n", "shape", "group", "candidates", "Q+K+V");
+  long long total_candidates = 0;
+  double total_bytes = 0;
+  int without = 0;
+  for (int i = 0; i < cfg->n_shapes; i++) {
+    const at_shape *s = &cfg->shapes[i];
+    char key[TN_SHAPE_KEY_CAP], what[512], size[32];
+    gen_variant vs[GEN_MAX_VARIANTS];
+    int n = 0;
+    tn_shape_key(s, key, sizeof key);
+    if (s->dtype == AT_DTYPE_F32) {
+      snprintf(what, sizeof what, "0 (f32: naive kernels only)");
+    } else if (tn_tune_candidates(cfg, s, &target, vs, &n) != AT_OK) {
+      snprintf(what, sizeof what, "0 (%s)", at_last_error());
+      n = 0;
+    } else {
+      int per[GEN_FAMILY_COUNT] = {0}, used = 0;
+      for (int k = 0; k < n; k++) per[vs[k].family]++;
+      used = snprintf(what, sizeof what, "%d", n);
+      /* In the generator's order: the family of the first candidate first. */
+      int first = 1;
+      for (int k = 0; k < n; k++) {
+        gen_family f = vs[k].family;
+        if (per[f] == 0) continue;
+        used += snprintf(what + used, sizeof what - (size_t)used, "%s%s %d", first ? " (" : ", ", gen_family_name(f),
+                         per[f]);
+        per[f] = 0, first = 0;
+      }
+      if (!first) snprintf(what + used, sizeof what - (size_t)used, ")");
+    }
+    if (n == 0) without++;
+    total_candidates += n;
+    total_bytes += qkv_bytes(s);
+    format_bytes(qkv_bytes(s), size, sizeof size);
+    printf("%-48s %-16s %-36s %s\n", key, cfg->groups[i][0] ? cfg->groups[i] : "-", what, size);
   }
-  for (int i = 0; i < *n; i++)
-    if (devices[i] >= count)
-      return at_fail(AT_ERR_NO_DEVICE, "GPU %d does not exist (%d GPU%s present)", devices[i], count,
-                     count == 1 ? "" : "s");
-  return AT_OK;
+  char size[32];
+  format_bytes(total_bytes, size, sizeof size);
+  printf("total: %d shape%s, %lld candidate%s, %.0f bytes of Q, K and V (%s)", cfg->n_shapes,
+         cfg->n_shapes == 1 ? "" : "s", total_candidates, total_candidates == 1 ? "" : "s", total_bytes, size);
+  if (without) printf("; %d shape%s without fused candidates", without, without == 1 ? "" : "s");
+  printf("\n");
+  return TN_EXIT_OK;
 }
 
 int tn_cmd_tune(int argc, char **argv)
 {
-  enum { O_DB = 256, O_DEVICES, O_SHARD, O_FORCE, O_JOBS, O_WATCHDOG, O_HELP };
+  enum { O_DB = 256, O_DEVICES, O_SHARD, O_FORCE, O_JOBS, O_WATCHDOG, O_DRY_RUN, O_ARCH, O_HELP };
   static const struct option options[] = {
       {"db", required_argument, NULL, O_DB},         {"devices", required_argument, NULL, O_DEVICES},
       {"shard", required_argument, NULL, O_SHARD},   {"force", no_argument, NULL, O_FORCE},
       {"jobs", required_argument, NULL, O_JOBS},     {"watchdog", required_argument, NULL, O_WATCHDOG},
+      {"dry-run", no_argument, NULL, O_DRY_RUN},     {"arch", required_argument, NULL, O_ARCH},
       {"help", no_argument, NULL, O_HELP},           {NULL, 0, NULL, 0}};
   tn_tune_opts opts = {.db_path = "attntune.db", .exe = "/proc/self/exe", .watchdog_s = 60};
-  const char *devices_text = NULL;
-  int shard_index = 0, shard_count = 1, watchdog = 60, c;
+  const char *devices_text = NULL, *arch = NULL;
+  int shard_index = 0, shard_count = 1, watchdog = 60, dry = 0, c;
   opterr = 0;
   optind = 1;
   while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
@@ -95,6 +150,9 @@ int tn_cmd_tune(int argc, char **argv)
       if (!tn_parse_int("tune", "--watchdog", optarg, 1, 86400, &watchdog)) return TN_EXIT_USAGE;
       opts.watchdog_s = watchdog;
       break;
+    case O_DRY_RUN: dry = 1; break;
+    case O_ARCH: arch = optarg; break;
+    case 'h':
     case O_HELP: fputs(USAGE, stdout); return TN_EXIT_OK;
     default:
       if (optopt) return tn_usage_error("tune", "option '%s' needs a value", argv[optind - 1]);
@@ -103,6 +161,13 @@ int tn_cmd_tune(int argc, char **argv)
   }
   if (optind >= argc) return tn_usage_error("tune", "which config? (attntune tune CONFIG.yaml)");
   if (optind + 1 < argc) return tn_usage_error("tune", "unexpected argument '%s'", argv[optind + 1]);
+  if (arch && !dry)
+    return tn_usage_error("tune", "--arch applies to --dry-run only (a run compiles for each GPU's own arch)");
+  /* Every argument is checked before the driver is loaded. */
+  if (!tn_check_db_path("tune", opts.db_path)) return TN_EXIT_USAGE;
+  int all = 0, devices[TN_CONFIG_MAX_DEVICES], n_devices = 0;
+  if (devices_text && !tn_parse_devices("tune", devices_text, TN_CONFIG_MAX_DEVICES, &all, devices, &n_devices))
+    return TN_EXIT_USAGE;
 
   tn_config cfg;
   at_status rc = tn_config_load(argv[optind], &cfg);
@@ -110,17 +175,20 @@ int tn_cmd_tune(int argc, char **argv)
     fprintf(stderr, "attntune tune: %s\n", at_last_error());
     return rc == AT_ERR_IO || rc == AT_ERR_CONFIG ? TN_EXIT_USAGE : TN_EXIT_RUNTIME;
   }
-  int all = cfg.all_devices, devices[TN_CONFIG_MAX_DEVICES], n_devices = cfg.n_devices;
-  memcpy(devices, cfg.devices, sizeof devices);
-  if (devices_text && !parse_devices(devices_text, &all, devices, &n_devices)) {
-    tn_config_free(&cfg);
-    return TN_EXIT_USAGE;
+  if (!devices_text) {
+    all = cfg.all_devices, n_devices = cfg.n_devices;
+    memcpy(devices, cfg.devices, sizeof devices);
   }
   if (shard_count > 1 && (rc = tn_config_keep_shard(&cfg, shard_index, shard_count)) != AT_OK) {
     tn_config_free(&cfg);
     return tn_fail_exit("tune", rc);
   }
-  if ((rc = resolve_devices(all, devices, &n_devices)) != AT_OK) {
+  if (dry) {
+    int code = dry_run(&cfg, arch ? arch : "sm_90a", shard_count, all, devices, n_devices);
+    tn_config_free(&cfg);
+    return code;
+  }
+  if ((rc = tn_resolve_devices(all, TN_CONFIG_MAX_DEVICES, devices, &n_devices)) != AT_OK) {
     tn_config_free(&cfg);
     return tn_fail_exit("tune", rc);
   }

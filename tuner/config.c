@@ -404,8 +404,11 @@ static at_status check_one_value(const parser *p, enum field_id f, int v, const 
                                  const char *field)
 {
   if (f == F_SEQ_LEN) {
-    if (v >= 1) return AT_OK;
-    return fail_at(p, at, field, "seq_len %d must be at least 1", v);
+    if (v < 1) return fail_at(p, at, field, "seq_len %d must be at least 1", v);
+    if (v > AT_MAX_SEQ_LEN)
+      return fail_at(p, at, field, "seq_len %d out of range (expected 1..%d: row indices are int in the kernels)", v,
+                     AT_MAX_SEQ_LEN);
+    return AT_OK;
   }
   at_shape s = {.batch = 1,
                 .q_len = 1,

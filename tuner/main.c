@@ -19,8 +19,8 @@ struct command {
 static const struct command COMMANDS[] = {
     {"devices", tn_cmd_devices, "list the GPUs with compute capability, memory, driver, NVRTC and cuDNN"},
     {"gen", tn_cmd_gen, "list, emit and compile the kernel variants for a shape (no GPU needed)"},
-    {"bench", tn_cmd_bench, "verify and time implementations (naive, cudnn, fa2 variants) on one shape"},
-    {"tune", tn_cmd_tune, "tune the shapes of a YAML config into the SQLite cache (the main job)"},
+    {"bench", tn_cmd_bench, "verify and time naive, cuDNN and generated (fa2, fa3, decode) kernels on one shape"},
+    {"tune", tn_cmd_tune, "tune a YAML config's shapes (fa2, fa3, decode kernels) into the SQLite cache (the main job)"},
     {"cache", tn_cmd_cache, "list, show, export, merge and prune tuning caches"},
     {"report", tn_cmd_report, "tuned-vs-cuDNN results of a cache as text, md, csv, json or html with charts"},
     {"__worker", tn_cmd_worker, NULL},
@@ -39,7 +39,7 @@ static void print_usage(FILE *out)
     if (COMMANDS[i].summary) fprintf(out, "  %-10s %s\n", COMMANDS[i].name, COMMANDS[i].summary);
   fprintf(out,
           "\n"
-          "'attntune <command> --help' describes a command.\n"
+          "'attntune <command> --help' (or -h) describes a command.\n"
           "Environment: ATTNTUNE_CUDNN names the libcudnn.so.9 (file or folder) to load.\n"
           "Exit codes: 0 success, 1 runtime failure (no GPU, CUDA error), 2 usage error.\n");
 }

@@ -351,21 +351,26 @@ static int search_allows(const tn_family_search *fs, const gen_variant *v)
          allowed(&fs->warps, v->warps) && allowed(&fs->stages, v->stages) && allowed(&fs->splits, v->splits);
 }
 
-static at_status candidates_for(device_job *job, const at_shape *s, gen_variant *out, int *n_out)
+at_status tn_tune_candidates(const tn_config *cfg, const at_shape *s, const gen_target *target, gen_variant *out,
+                             int *n_out)
 {
-  const tn_search *search = &job->run->config->search;
   gen_variant all[GEN_MAX_VARIANTS];
   int n = 0, kept = 0;
   *n_out = 0;
-  at_status rc = gen_enumerate(s, &job->target, all, GEN_MAX_VARIANTS, &n);
+  at_status rc = gen_enumerate(s, target, all, GEN_MAX_VARIANTS, &n);
   if (rc != AT_OK) return rc;
-  int cap = job->run->config->budget_candidates;
+  int cap = cfg->budget_candidates;
   /* The budget takes the first allowed candidates in the generator's order (decode first for
    * short queries, then fa3, then fa2), so a config narrows the families it cares less about. */
   for (int i = 0; i < n && (cap <= 0 || kept < cap); i++)
-    if (search_allows(&search->family[all[i].family], &all[i])) out[kept++] = all[i];
+    if (search_allows(&cfg->search.family[all[i].family], &all[i])) out[kept++] = all[i];
   *n_out = kept;
   return AT_OK;
+}
+
+static at_status candidates_for(device_job *job, const at_shape *s, gen_variant *out, int *n_out)
+{
+  return tn_tune_candidates(job->run->config, s, &job->target, out, n_out);
 }
 
 typedef struct ranked {

@@ -18,6 +18,11 @@ typedef struct tn_tune_opts {
                      * f32 shapes always do, it is all they run */
 } tn_tune_opts;
 
+/* The candidates a tuning run times for shape s on target: the generator's list (gen_enumerate)
+ * narrowed by cfg's search section and capped by budget.candidates, in the generator's order. */
+at_status tn_tune_candidates(const tn_config *cfg, const at_shape *s, const gen_target *target, gen_variant *out,
+                             int *n_out);
+
 /* Tune cfg's shapes on the given GPUs (one worker each); prints progress on stderr and the
  * best-vs-cuDNN table on stdout. Returns the exit code (130 when interrupted). */
 int tn_tune_run(const tn_config *cfg, const tn_tune_opts *opts, const int *devices, int n_devices);
