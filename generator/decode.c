@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "generator/families.h"
+#include "generator/family.h"
 
 /* Query lengths the family serves; longer queries are prefill (fa2, fa3). */
 #define DECODE_MAX_T 16
@@ -106,7 +106,7 @@ static at_status check(const gen_variant *v, const gen_target *target)
     return at_fail(AT_ERR_UNSUPPORTED,
                    "block_n %d over %d warps along the keys gives %d keys per warp (a multiple of 16 is needed)",
                    v->block_n, warps_n(v), v->block_n / warps_n(v));
-  return gen_check_budgets(v, target, smem_bytes(v), register_estimate(v));
+  return gen_check_budgets(target, threads(v), smem_bytes(v), register_estimate(v));
 }
 
 /* ---- splits ------------------------------------------------------------------------------------- */
@@ -208,11 +208,9 @@ static int default_variant(const gen_spec *spec, const gen_target *target, const
 
 static const char *const EXTRA_ENTRIES[] = {"_combine", NULL};
 
-static void extra_preamble(const gen_variant *v, const gen_target *target, gen_text *t)
+static void extra_preamble(const gen_variant *v, const gen_target *target, const char *entry, gen_text *t)
 {
-  char entry[GEN_KEY_MAX];
-  (void)target;
-  if (gen_entry_name(v, entry, sizeof entry) != AT_OK) return;
+  (void)v, (void)target;
   gen_text_put(t, "#define DEC_COMBINE %s%s\n#define DEC_COMBINE_THREADS %d\n", entry, EXTRA_ENTRIES[0],
                COMBINE_THREADS);
 }

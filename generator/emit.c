@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "generator/families.h"
+#include "generator/family.h"
 
 /* ---- the source of a variant ------------------------------------------------------------------ */
 
@@ -57,7 +57,7 @@ at_status gen_emit(const gen_variant *v, const gen_target *target, char **source
            f->helpers ? "generated helpers + " : "", f->template_file);
   gen_text t = {0};
   put_preamble(&t, v, target, key, entry, f->macro_prefix, sources);
-  if (f->extra_preamble) f->extra_preamble(v, target, &t);
+  if (f->extra_preamble) f->extra_preamble(v, target, entry, &t);
   gen_text_append(&t, common, common_len);
   gen_text_append(&t, "\n", 1);
   if (f->helpers) f->helpers(v, &t);

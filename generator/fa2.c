@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "generator/families.h"
+#include "generator/family.h"
 
 /* The tuning space before pruning. */
 static const int k_block_m[] = {128, 64};
@@ -128,7 +128,7 @@ static at_status check(const gen_variant *v, const gen_target *target)
                    v->block_n);
   if (v->stages < 2 || v->stages > 4)
     return at_fail(AT_ERR_UNSUPPORTED, "%d stages (expected 2..4)", v->stages);
-  return gen_check_budgets(v, target, smem_bytes(v), register_estimate(v, fp8_via_f16(v, target)));
+  return gen_check_budgets(target, threads(v), smem_bytes(v), register_estimate(v, fp8_via_f16(v, target)));
 }
 
 static at_status enumerate(const gen_spec *spec, const gen_target *target, const at_shape *shape,
@@ -168,8 +168,9 @@ static int default_variant(const gen_spec *spec, const gen_target *target, const
   return 0;
 }
 
-static void extra_preamble(const gen_variant *v, const gen_target *target, gen_text *t)
+static void extra_preamble(const gen_variant *v, const gen_target *target, const char *entry, gen_text *t)
 {
+  (void)entry;
   gen_text_put(t, "#define FA2_FP8_VIA_F16 %d\n", fp8_via_f16(v, target));
 }
 

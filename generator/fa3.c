@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "generator/families.h"
+#include "generator/family.h"
 
 static const int k_warps[] = {8, 4};     /* block_m = 16 * warps: 128 or 64 */
 static const int k_block_n[] = {128, 64};
@@ -80,7 +80,7 @@ static at_status check(const gen_variant *v, const gen_target *target)
     return at_fail(AT_ERR_UNSUPPORTED, "fa3 block_n must be 64 or 128, not %d", v->block_n);
   if (v->stages < 2 || v->stages > 4)
     return at_fail(AT_ERR_UNSUPPORTED, "%d stages (expected 2..4)", v->stages);
-  return gen_check_budgets(v, target, smem_bytes(v), register_estimate(v));
+  return gen_check_budgets(target, threads(v), smem_bytes(v), register_estimate(v));
 }
 
 static at_status enumerate(const gen_spec *spec, const gen_target *target, const at_shape *shape,

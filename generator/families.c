@@ -1,74 +1,16 @@
 /*
- * families.c — the family table and the gen_ functions that dispatch through it: constraints,
+ * families.c — the gen_ functions that dispatch through the family table (table.c): constraints,
  * enumeration, defaults, launch descriptions and the per-family template versions.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "generator/families.h"
-
-/* In the order gen_enumerate lists variants and gen_default_variant asks for a default: the
- * faster family first where several apply (docs/perf.md), so a tuning budget that keeps only
- * the first candidates keeps it. */
-static const gen_family_ops *const FAMILIES[GEN_FAMILY_COUNT] = {
-    [GEN_FAMILY_FA2] = &gen_fa2_family,
-    [GEN_FAMILY_FA3] = &gen_fa3_family,
-    [GEN_FAMILY_DECODE] = &gen_decode_family,
-};
-/* decode serves only short queries (T <= 16), where it reads K/V once per KV head; fa3 before fa2
- * wherever both apply. */
-static const gen_family ORDER[] = {GEN_FAMILY_DECODE, GEN_FAMILY_FA3, GEN_FAMILY_FA2};
-#define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
-
-const gen_family_ops *gen_family_row(gen_family family)
-{
-  return (unsigned)family < GEN_FAMILY_COUNT ? FAMILIES[family] : NULL;
-}
+#include "generator/family.h"
 
 static at_status unknown_family(gen_family family)
 {
   return at_fail(AT_ERR_INVALID, "unknown kernel family %d", (int)family);
-}
-
-/* ---- shared rules ---------------------------------------------------------------------------- */
-
-int gen_round_up(int x, int m) { return (x + m - 1) / m * m; }
-
-int gen_tile_too_long(int tile, int len)
-{
-  return len > 0 && tile >= 2 * (((long long)len + 15) / 16 * 16);
-}
-
-long long gen_tiles(int len, int tile) { return ((long long)len + tile - 1) / tile; }
-
-int gen_tile_makes_sense(const gen_variant *v, const at_shape *shape)
-{
-  /* A block_m at least twice T (rounded to 16) when a smaller one exists, a block_n likewise for
-   * S, and stages beyond the tiles there are. In 64 bits: T and S go up to AT_MAX_SEQ_LEN. */
-  if (v->block_m > 64 && gen_tile_too_long(v->block_m, shape->q_len)) return 0;
-  if (v->block_n > 32 && gen_tile_too_long(v->block_n, shape->kv_len)) return 0;
-  if (shape->kv_len > 0 && v->stages > 2 && gen_tiles(shape->kv_len, v->block_n) <= v->stages - 1) return 0;
-  return 1;
-}
-
-int gen_register_budget(int threads)
-{
-  int share = 65536 / threads;
-  return share < 255 ? share : 255;
-}
-
-at_status gen_check_budgets(const gen_variant *v, const gen_target *target, int smem, int regs)
-{
-  const gen_family_ops *f = gen_family_row(v->family);
-  if (smem > target->smem_limit)
-    return at_fail(AT_ERR_UNSUPPORTED, "needs %d bytes of shared memory, %s allows %d", smem, target->arch,
-                   target->smem_limit);
-  int budget = gen_register_budget(f->threads(v));
-  if (regs > budget)
-    return at_fail(AT_ERR_UNSUPPORTED, "needs about %d registers per thread, budget %d (would spill)", regs,
-                   budget);
-  return AT_OK;
 }
 
 /* ---- dispatch -------------------------------------------------------------------------------- */
@@ -113,11 +55,13 @@ at_status gen_enumerate_out(const at_shape *shape, at_dtype out_dtype, const gen
   char refusal[512] = "";
   int n = 0, any_spec = 0;
   *n_out = 0;
-  for (int i = 0; i < COUNT(ORDER); i++) {
-    const gen_family_ops *f = gen_family_row(ORDER[i]);
+  int n_order = 0;
+  const gen_family *order = gen_family_order(&n_order);
+  for (int i = 0; i < n_order; i++) {
+    const gen_family_ops *f = gen_family_row(order[i]);
     gen_spec spec;
     if (!f->target_ok(target)) continue;
-    if ((rc = gen_spec_from_shape_out(ORDER[i], shape, out_dtype, &spec)) != AT_OK) {
+    if ((rc = gen_spec_from_shape_out(order[i], shape, out_dtype, &spec)) != AT_OK) {
       /* The family declines the shape; another may run it. Keep the reason of the last (the most
        * general family, fa2) for the end. */
       last_refusal = rc;
@@ -146,11 +90,13 @@ at_status gen_enumerate_out(const at_shape *shape, at_dtype out_dtype, const gen
 at_status gen_default_variant(const at_shape *shape, const gen_target *target, gen_variant *out)
 {
   at_status rc = AT_OK;
-  for (int i = 0; i < COUNT(ORDER); i++) {
-    const gen_family_ops *f = gen_family_row(ORDER[i]);
+  int n_order = 0;
+  const gen_family *order = gen_family_order(&n_order);
+  for (int i = 0; i < n_order; i++) {
+    const gen_family_ops *f = gen_family_row(order[i]);
     gen_spec spec;
     if (!f->target_ok(target)) continue;
-    if (gen_spec_from_shape(ORDER[i], shape, &spec) != AT_OK) continue;
+    if (gen_spec_from_shape(order[i], shape, &spec) != AT_OK) continue;
     if (f->default_variant(&spec, target, shape, out)) {
       at_clear_error();
       return AT_OK;
@@ -181,34 +127,6 @@ at_status gen_launch_describe(const gen_variant *v, const at_shape *shape, gen_l
   if (shape->batch > 65535)
     return at_fail(AT_ERR_UNSUPPORTED, "batch %d exceeds the grid's z limit 65535", shape->batch);
   return f->describe_launch(v, shape, out);
-}
-
-/* The argument list of FA2_KERNEL in templates/fa2.cu, which fa3.cu's kernel shares. */
-static const gen_arg FA_ARGS[] = {
-    GEN_ARG_Q,    GEN_ARG_K,    GEN_ARG_V,    GEN_ARG_O,    GEN_ARG_LSE,  GEN_ARG_T,         GEN_ARG_S,
-    GEN_ARG_SCALE_LOG2,         GEN_ARG_Q_SB, GEN_ARG_Q_SS, GEN_ARG_Q_SH, GEN_ARG_K_SB,      GEN_ARG_K_SS,
-    GEN_ARG_K_SH, GEN_ARG_V_SB, GEN_ARG_V_SS, GEN_ARG_V_SH, GEN_ARG_O_SB, GEN_ARG_O_SS,      GEN_ARG_O_SH,
-    GEN_ARG_DESCALE_Q,          GEN_ARG_DESCALE_K,          GEN_ARG_DESCALE_V,  GEN_ARG_SCALE_O, GEN_ARG_AMAX_O,
-};
-
-at_status gen_describe_fa_launch(const gen_variant *v, const at_shape *shape, int threads, int smem,
-                                 gen_launch_desc *out)
-{
-  gen_kernel_launch *k = &out->kernels[0];
-  out->n_kernels = 1;
-  out->align_bytes = 16; /* cp.async and the output stores move 16 bytes */
-  out->zero_amax = at_dtype_is_fp8(v->spec.out_dtype);
-  k->entry = 0;
-  if (shape->batch > 0 && shape->q_len > 0) {
-    k->grid[0] = (unsigned)gen_tiles(shape->q_len, v->block_m);
-    k->grid[1] = (unsigned)shape->q_heads;
-    k->grid[2] = (unsigned)shape->batch;
-  }
-  k->block[0] = (unsigned)threads, k->block[1] = k->block[2] = 1;
-  k->smem_bytes = (unsigned)smem;
-  k->n_args = COUNT(FA_ARGS);
-  memcpy(k->args, FA_ARGS, sizeof FA_ARGS);
-  return AT_OK;
 }
 
 /* ---- template versions ----------------------------------------------------------------------- */

@@ -20,7 +20,8 @@
  *
  *     e.g. fa2.e4m3.d128.none.g1.bm128.bn64.w4.s2.obf16
  *
- * Families, one file and one row of the family table each (generator/families.c):
+ * Families, one file and one row of the family table each (generator/table.c; the row type is
+ * generator/family.h):
  * fa2 (templates/fa2.cu, generator/fa2.c): mma.sync, f16/bf16/FP8, sm_80 and newer.
  * fa3 (templates/fa3.cu, generator/fa3.c): wgmma, sm_90a only; FP8 inputs with bf16/f16 output,
  * or f16/bf16 in and out; head dim 64/128/256, block_m = 16 * warps (one or two warpgroups), block_n 64 or 128; the same
@@ -50,7 +51,7 @@
 #include "attntune.h"
 #include "core/core.h"
 
-/* Indexes of the family table (generator/families.c), in the order gen_enumerate lists them. */
+/* Indexes of the family table (generator/table.c). */
 typedef enum gen_family {
   GEN_FAMILY_FA2 = 0, /* FlashAttention-2 style, mma.sync, sm_80+ */
   GEN_FAMILY_FA3 = 1, /* Hopper: wgmma, FP8/bf16/f16, sm_90a only (templates/fa3.cu) */

@@ -1,9 +1,12 @@
 set(AT_GENERATOR_SOURCES
   generator/text.c
-  generator/variant.c
-  generator/families.c
+  generator/target.c
+  generator/rules.c
   generator/fa2.c
   generator/fa3.c
   generator/decode.c
+  generator/table.c
+  generator/variant.c
+  generator/families.c
   generator/emit.c
 )

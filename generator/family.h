@@ -1,10 +1,12 @@
 /*
- * families.h — the family table (internal to generator/). A kernel family is one file
- * (generator/<name>.c), one template (templates/<name>.cu) and one row here; the gen_ functions of
- * generator.h dispatch through the row of gen_variant.family.
+ * family.h — a kernel family as the generator sees it (internal to generator/): the row type of
+ * the family table. A kernel family is one file (generator/<name>.c), one template
+ * (templates/<name>.cu) and one row in table.c; the gen_ functions of generator.h dispatch
+ * through the row of gen_variant.family (families.c). Files call one way: families.c, emit.c ->
+ * variant.c -> table.c -> fa2.c, fa3.c, decode.c -> rules.c, target.c.
  */
-#ifndef AT_GENERATOR_FAMILIES_H
-#define AT_GENERATOR_FAMILIES_H
+#ifndef AT_GENERATOR_FAMILY_H
+#define AT_GENERATOR_FAMILY_H
 
 #include "generator/generator.h"
 #include "generator/text.h"
@@ -28,8 +30,8 @@ typedef struct gen_family_ops {
   /* The family's variant when nothing is tuned; 0 when it has none for this shape. */
   int (*default_variant)(const gen_spec *spec, const gen_target *target, const at_shape *shape,
                          gen_variant *out);
-  /* Family-specific #defines after the common ones (may be NULL). */
-  void (*extra_preamble)(const gen_variant *v, const gen_target *target, gen_text *t);
+  /* Family-specific #defines after the common ones (may be NULL); entry is gen_entry_name's. */
+  void (*extra_preamble)(const gen_variant *v, const gen_target *target, const char *entry, gen_text *t);
   /* Generated device code between common.cuh and the template (may be NULL). */
   void (*helpers)(const gen_variant *v, gen_text *t);
   /* Entry points after the first (gen_entry_name): suffixes appended to it (NULL-terminated). */
@@ -37,14 +39,16 @@ typedef struct gen_family_ops {
   at_status (*describe_launch)(const gen_variant *v, const at_shape *shape, gen_launch_desc *out);
 } gen_family_ops;
 
-/* The row of a family, or NULL. */
+/* The row of a family, or NULL (table.c). */
 const gen_family_ops *gen_family_row(gen_family family);
+/* The families in the order gen_enumerate lists them and gen_default_variant asks them. */
+const gen_family *gen_family_order(int *n);
 
 extern const gen_family_ops gen_fa2_family;
 extern const gen_family_ops gen_fa3_family;
 extern const gen_family_ops gen_decode_family;
 
-/* Shared by the families' files. */
+/* Shared by the families' files (rules.c). */
 int gen_round_up(int x, int m);
 /* 1 when a tile of `tile` rows is at least twice len (> 0) rounded up to 16; 64-bit arithmetic. */
 int gen_tile_too_long(int tile, int len);
@@ -55,9 +59,9 @@ int gen_tile_makes_sense(const gen_variant *v, const at_shape *shape);
 /* The register budget per thread of a variant with `threads` threads: 64K / threads, at most 255. */
 int gen_register_budget(int threads);
 /* The constraints every family states the same way: shared memory and register budget. */
-at_status gen_check_budgets(const gen_variant *v, const gen_target *target, int smem, int regs);
+at_status gen_check_budgets(const gen_target *target, int threads, int smem, int regs);
 /* The single-kernel launch fa2 and fa3 share: grid (ceil(T / block_m), Nq, B), their argument list. */
 at_status gen_describe_fa_launch(const gen_variant *v, const at_shape *shape, int threads, int smem,
                                  gen_launch_desc *out);
 
-#endif /* AT_GENERATOR_FAMILIES_H */
+#endif /* AT_GENERATOR_FAMILY_H */

@@ -1,0 +1,77 @@
+/*
+ * rules.c — what the families' files share: rounding and tile counts, the sequence fit of a tile,
+ * the shared-memory and register budgets, and the single-kernel launch fa2 and fa3 have in common.
+ */
+#include <string.h>
+
+#include "generator/family.h"
+
+#define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
+
+/* ---- shared rules ---------------------------------------------------------------------------- */
+
+int gen_round_up(int x, int m) { return (x + m - 1) / m * m; }
+
+int gen_tile_too_long(int tile, int len)
+{
+  return len > 0 && tile >= 2 * (((long long)len + 15) / 16 * 16);
+}
+
+long long gen_tiles(int len, int tile) { return ((long long)len + tile - 1) / tile; }
+
+int gen_tile_makes_sense(const gen_variant *v, const at_shape *shape)
+{
+  /* A block_m at least twice T (rounded to 16) when a smaller one exists, a block_n likewise for
+   * S, and stages beyond the tiles there are. In 64 bits: T and S go up to AT_MAX_SEQ_LEN. */
+  if (v->block_m > 64 && gen_tile_too_long(v->block_m, shape->q_len)) return 0;
+  if (v->block_n > 32 && gen_tile_too_long(v->block_n, shape->kv_len)) return 0;
+  if (shape->kv_len > 0 && v->stages > 2 && gen_tiles(shape->kv_len, v->block_n) <= v->stages - 1) return 0;
+  return 1;
+}
+
+int gen_register_budget(int threads)
+{
+  int share = 65536 / threads;
+  return share < 255 ? share : 255;
+}
+
+at_status gen_check_budgets(const gen_target *target, int threads, int smem, int regs)
+{
+  if (smem > target->smem_limit)
+    return at_fail(AT_ERR_UNSUPPORTED, "needs %d bytes of shared memory, %s allows %d", smem, target->arch,
+                   target->smem_limit);
+  int budget = gen_register_budget(threads);
+  if (regs > budget)
+    return at_fail(AT_ERR_UNSUPPORTED, "needs about %d registers per thread, budget %d (would spill)", regs,
+                   budget);
+  return AT_OK;
+}
+
+/* The argument list of FA2_KERNEL in templates/fa2.cu, which fa3.cu's kernel shares. */
+static const gen_arg FA_ARGS[] = {
+    GEN_ARG_Q,    GEN_ARG_K,    GEN_ARG_V,    GEN_ARG_O,    GEN_ARG_LSE,  GEN_ARG_T,         GEN_ARG_S,
+    GEN_ARG_SCALE_LOG2,         GEN_ARG_Q_SB, GEN_ARG_Q_SS, GEN_ARG_Q_SH, GEN_ARG_K_SB,      GEN_ARG_K_SS,
+    GEN_ARG_K_SH, GEN_ARG_V_SB, GEN_ARG_V_SS, GEN_ARG_V_SH, GEN_ARG_O_SB, GEN_ARG_O_SS,      GEN_ARG_O_SH,
+    GEN_ARG_DESCALE_Q,          GEN_ARG_DESCALE_K,          GEN_ARG_DESCALE_V,  GEN_ARG_SCALE_O, GEN_ARG_AMAX_O,
+};
+
+at_status gen_describe_fa_launch(const gen_variant *v, const at_shape *shape, int threads, int smem,
+                                 gen_launch_desc *out)
+{
+  gen_kernel_launch *k = &out->kernels[0];
+  out->n_kernels = 1;
+  out->align_bytes = 16; /* cp.async and the output stores move 16 bytes */
+  out->zero_amax = at_dtype_is_fp8(v->spec.out_dtype);
+  k->entry = 0;
+  if (shape->batch > 0 && shape->q_len > 0) {
+    k->grid[0] = (unsigned)gen_tiles(shape->q_len, v->block_m);
+    k->grid[1] = (unsigned)shape->q_heads;
+    k->grid[2] = (unsigned)shape->batch;
+  }
+  k->block[0] = (unsigned)threads, k->block[1] = k->block[2] = 1;
+  k->smem_bytes = (unsigned)smem;
+  k->n_args = COUNT(FA_ARGS);
+  memcpy(k->args, FA_ARGS, sizeof FA_ARGS);
+  return AT_OK;
+}
+
