@@ -87,7 +87,7 @@ static int print_best(void *user, const cache_best *b)
 
 static int open_read(const cache_args *a, cache_db **db)
 {
-  at_status rc = cache_open(a->db, 1, db);
+  at_status rc = cache_open(a->db, CACHE_READ, db);
   return rc == AT_OK ? 0 : tn_fail_exit("cache", rc);
 }
 
@@ -293,7 +293,7 @@ static int cmd_prune(const cache_args *a)
   cache_db *db;
   int removed = 0;
   gen_templates_version(version, sizeof version);
-  at_status rc = cache_open(a->db, 0, &db);
+  at_status rc = cache_open(a->db, CACHE_WRITE_EXISTING, &db); /* never creates */
   if (rc == AT_OK) rc = cache_prune(db, version, &removed);
   cache_close(db);
   if (rc != AT_OK) return tn_fail_exit("cache", rc);
