@@ -1,5 +1,7 @@
 /* cache.c — see cache.h. Every SQLite return code is checked through SQL_CHECK. */
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -855,47 +857,178 @@ at_status cache_models(cache_db *c, char *buf, size_t size, int *n_models)
 
 /* ---- merge and prune ----------------------------------------------------------------------- */
 
-static at_status merge_one(cache_db *into, const char *input)
+/* Adds one input (opened and checked as a reader: params says how to attach it) to `into`, a
+ * new file that nobody else has open. Messages name the input and the output being made. */
+static at_status merge_one(cache_db *into, const char *input, const char *params, const char *output)
 {
-  char sql[2048];
-  char *quoted = sqlite3_mprintf("%Q", input);
-  if (!quoted) return at_fail(AT_ERR_NOMEM, "no memory");
-  snprintf(sql, sizeof sql, "ATTACH DATABASE %s AS src", quoted);
-  sqlite3_free(quoted);
-  at_status s = exec(into, sql, "attaching a cache to merge");
-  if (s != AT_OK) return s;
+  char *uri = file_uri(input, params);
+  char *sql = uri ? sqlite3_mprintf("ATTACH DATABASE %Q AS src", uri) : NULL;
+  sqlite3_free(uri);
+  if (!sql) return at_fail(AT_ERR_NOMEM, "no memory");
+  char *err = NULL;
+  int rc = sqlite3_exec(into->db, sql, NULL, NULL, &err);
+  sqlite3_free(sql);
+  if (rc != SQLITE_OK) {
+    at_status st = at_fail(AT_ERR_CACHE, "%s: attaching it to merge into %s failed: %s (SQLite %d)", input,
+                           output, err ? err : sqlite3_errstr(rc), rc);
+    sqlite3_free(err);
+    return st;
+  }
   /* Trials: keep what `into` has, add the rest. Best: the faster row wins per key. */
-  s = exec(into,
-           "BEGIN IMMEDIATE;\n"
-           "INSERT OR IGNORE INTO main.trials (" ENV_SHAPE_COLUMNS ", impl, status, time_ms, "
-           "tflops, err_naive, err_cudnn, registers, spill_bytes, smem_bytes, reps, message, "
-           "created_at) SELECT " ENV_SHAPE_COLUMNS ", impl, status, time_ms, tflops, err_naive, "
-           "err_cudnn, registers, spill_bytes, smem_bytes, reps, message, created_at FROM src.trials;\n"
-           "INSERT OR REPLACE INTO main.best SELECT s.* FROM src.best s LEFT JOIN main.best m "
-           "ON m.gpu_model = s.gpu_model AND m.template_version = s.template_version AND "
-           "m.shape_key = s.shape_key WHERE m.time_ms IS NULL OR s.time_ms < m.time_ms;\n"
-           "INSERT OR IGNORE INTO main.done SELECT * FROM src.done;\n"
-           "INSERT OR IGNORE INTO main.cubins SELECT * FROM src.cubins;\n"
-           "COMMIT;",
-           "merging");
-  if (s != AT_OK) sqlite3_exec(into->db, "ROLLBACK", NULL, NULL, NULL);
+  rc = sqlite3_exec(into->db,
+                    "BEGIN IMMEDIATE;\n"
+                    "INSERT OR IGNORE INTO main.trials (" ENV_SHAPE_COLUMNS ", impl, status, time_ms, "
+                    "tflops, err_naive, err_cudnn, registers, spill_bytes, smem_bytes, reps, message, "
+                    "created_at) SELECT " ENV_SHAPE_COLUMNS ", impl, status, time_ms, tflops, err_naive, "
+                    "err_cudnn, registers, spill_bytes, smem_bytes, reps, message, created_at FROM src.trials;\n"
+                    "INSERT OR REPLACE INTO main.best SELECT s.* FROM src.best s LEFT JOIN main.best m "
+                    "ON m.gpu_model = s.gpu_model AND m.template_version = s.template_version AND "
+                    "m.shape_key = s.shape_key WHERE m.time_ms IS NULL OR s.time_ms < m.time_ms;\n"
+                    "INSERT OR IGNORE INTO main.done SELECT * FROM src.done;\n"
+                    "INSERT OR IGNORE INTO main.cubins SELECT * FROM src.cubins;\n"
+                    "COMMIT;",
+                    NULL, NULL, &err);
+  at_status s = AT_OK;
+  if (rc != SQLITE_OK) {
+    s = at_fail(AT_ERR_CACHE, "%s: merging it into %s failed: %s (SQLite %d); %s is left as it was", input,
+                output, err ? err : sqlite3_errstr(rc), rc, output);
+    sqlite3_free(err);
+    sqlite3_exec(into->db, "ROLLBACK", NULL, NULL, NULL);
+  }
   at_status d = exec(into, "DETACH DATABASE src", "detaching a merged cache");
   return s != AT_OK ? s : d;
 }
 
+static void remove_with_side_files(const char *path)
+{
+  static const char *const SUFFIXES[] = {"", "-wal", "-shm", "-journal"};
+  for (int i = 0; i < 4; i++) {
+    char p[PATH_MAX + 96];
+    snprintf(p, sizeof p, "%s%s", path, SUFFIXES[i]);
+    unlink(p);
+  }
+}
+
+static at_status sync_path(const char *path, int flags)
+{
+  int fd = open(path, flags);
+  if (fd < 0 || fsync(fd) != 0) {
+    at_status s = at_fail(AT_ERR_IO, "cannot sync '%s': %s", path, strerror(errno));
+    if (fd >= 0) close(fd);
+    return s;
+  }
+  close(fd);
+  return AT_OK;
+}
+
+/* Copies the output as it is into the new file (a consistent snapshot, through a reader). */
+static at_status copy_existing(const char *from, sqlite3 *to_db, const char *to)
+{
+  cache_db *src = NULL;
+  int version = 0, empty = 0;
+  at_status s = AT_OK;
+  if ((src = calloc(1, sizeof *src)) == NULL) return at_fail(AT_ERR_NOMEM, "no memory for a cache handle");
+  snprintf(src->path, sizeof src->path, "%s", from);
+  src->read_only = 1;
+  if ((s = open_reader(src, &version, &empty)) == AT_OK && !empty) {
+    sqlite3_backup *b = sqlite3_backup_init(to_db, "main", src->db, "main");
+    int rc = b ? sqlite3_backup_step(b, -1) : sqlite3_errcode(to_db);
+    int done = rc == SQLITE_DONE;
+    rc = b ? sqlite3_backup_finish(b) : rc;
+    if (!done || rc != SQLITE_OK)
+      s = at_fail(AT_ERR_CACHE, "%s: copying it into %s failed: %s", from, to, sqlite3_errmsg(to_db));
+  }
+  cache_close(src);
+  return s;
+}
+
 at_status cache_merge(const char *const *inputs, int n_inputs, const char *into_path)
 {
-  cache_db *into = NULL;
+  struct stat out_st, in_st;
+  int out_exists = stat(into_path, &out_st) == 0;
+  if (!out_exists && errno != ENOENT)
+    return at_fail(AT_ERR_IO, "cannot use '%s' as the merge output: %s", into_path, strerror(errno));
+  if (out_exists && !S_ISREG(out_st.st_mode))
+    return at_fail(AT_ERR_IO, "merge output '%s' is not a regular file", into_path);
+  /* Before anything is opened: the output must be none of the inputs (the same file by device
+   * and inode, whatever the names). */
+  for (int i = 0; i < n_inputs; i++) {
+    if (stat(inputs[i], &in_st) != 0)
+      return errno == ENOENT ? at_fail(AT_ERR_IO, "cache file '%s' does not exist", inputs[i])
+                             : at_fail(AT_ERR_IO, "cannot read cache file '%s': %s", inputs[i], strerror(errno));
+    if (out_exists && in_st.st_dev == out_st.st_dev && in_st.st_ino == out_st.st_ino) {
+      if (strcmp(inputs[i], into_path) == 0)
+        return at_fail(AT_ERR_INVALID, "the merge output %s is also an input; merge into a new file "
+                       "(or one that is not an input)", into_path);
+      return at_fail(AT_ERR_INVALID, "the merge output %s is also an input (%s is the same file); merge into "
+                     "a new file (or one that is not an input)", into_path, inputs[i]);
+    }
+  }
+  /* Every input must be a current cache, and the output, when it exists, an attntune cache. */
   at_status s = AT_OK;
-  /* Every input must exist and have this schema version before the output is touched. */
+  char (*params)[32] = calloc((size_t)(n_inputs > 0 ? n_inputs : 1), sizeof *params);
+  if (!params) return at_fail(AT_ERR_NOMEM, "no memory");
   for (int i = 0; i < n_inputs && s == AT_OK; i++) {
     cache_db *check = NULL;
-    if ((s = cache_open(inputs[i], CACHE_READ, &check)) == AT_OK) cache_close(check);
+    if ((s = cache_open(inputs[i], CACHE_READ, &check)) == AT_OK) {
+      snprintf(params[i], sizeof params[i], "%s", check->uri_params);
+      cache_close(check);
+    }
   }
-  if (s != AT_OK) return s;
-  s = cache_open(into_path, CACHE_WRITE, &into);
-  for (int i = 0; i < n_inputs && s == AT_OK; i++) s = merge_one(into, inputs[i]);
+  /* The new file lives beside the file the output names (through a symbolic link), so that the
+   * rename replaces it on one file system. */
+  char target[PATH_MAX], tmp[PATH_MAX + 64];
+  if (s == AT_OK && out_exists && !realpath(into_path, target))
+    s = at_fail(AT_ERR_IO, "cannot resolve '%s': %s", into_path, strerror(errno));
+  else if (s == AT_OK && !out_exists)
+    snprintf(target, sizeof target, "%s", into_path);
+  int fd = -1;
+  for (int attempt = 0; s == AT_OK && fd < 0 && attempt < 100; attempt++) {
+    snprintf(tmp, sizeof tmp, "%s.merge-%ld-%d", target, (long)getpid(), attempt);
+    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, out_exists ? (out_st.st_mode & 0777) : 0666);
+    if (fd < 0 && errno != EEXIST)
+      s = at_fail(AT_ERR_IO, "cannot create '%s' for the merge into %s: %s", tmp, into_path, strerror(errno));
+  }
+  if (s == AT_OK && fd < 0) s = at_fail(AT_ERR_IO, "cannot create a new file beside %s for the merge", into_path);
+  if (fd >= 0) {
+    if (out_exists) (void)fchmod(fd, out_st.st_mode & 07777); /* open's mode went through the umask */
+    close(fd);
+  }
+  int made = s == AT_OK;
+  cache_db *into = NULL;
+  if (s == AT_OK && out_exists) {
+    sqlite3 *raw = NULL;
+    int rc = sqlite3_open_v2(tmp, &raw, SQLITE_OPEN_READWRITE, NULL);
+    s = rc == SQLITE_OK ? copy_existing(into_path, raw, into_path)
+                        : at_fail(AT_ERR_CACHE, "%s: %s", tmp, sqlite3_errstr(rc));
+    sqlite3_close(raw);
+  }
+  if (s == AT_OK) s = cache_open(tmp, CACHE_WRITE, &into);
+  for (int i = 0; i < n_inputs && s == AT_OK; i++) s = merge_one(into, inputs[i], params[i], into_path);
+  if (s == AT_OK) {
+    /* One self-contained file before it takes the output's name. */
+    char mode[16];
+    sqlite3_busy_timeout(into->db, 0);
+    s = set_journal_mode(into, "DELETE", mode, sizeof mode);
+    if (s == AT_OK && strcmp(mode, "delete") != 0)
+      s = at_fail(AT_ERR_CACHE, "%s: the merged file stayed in journal mode '%s'", tmp, mode);
+    into->writer = 0;
+  }
   cache_close(into);
+  if (s == AT_OK) s = sync_path(tmp, O_RDONLY);
+  if (s == AT_OK && rename(tmp, target) != 0)
+    s = at_fail(AT_ERR_IO, "cannot rename '%s' to '%s': %s", tmp, target, strerror(errno));
+  if (s == AT_OK) {
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", target);
+    char *slash = strrchr(dir, '/');
+    if (slash) *(slash == dir ? slash + 1 : slash) = '\0';
+    else snprintf(dir, sizeof dir, ".");
+    (void)sync_path(dir, O_RDONLY | O_DIRECTORY); /* the rename is done; a failed sync is not a failed merge */
+  } else if (made) {
+    remove_with_side_files(tmp);
+  }
+  free(params);
   return s;
 }
 

@@ -134,7 +134,12 @@ at_status cache_each_trial(cache_db *db, const char *gpu_model, cache_trial_visi
 at_status cache_models(cache_db *db, char *buf, size_t size, int *n_models);
 
 /* Copy every trial of the inputs into `into` (created if needed), and per (GPU model, shape,
- * template version) keep the faster best. */
+ * template version) keep the faster best. All or nothing: the result is written to a new file
+ * beside `into` and renamed over it, so a failure leaves `into` as it was (or absent). Every
+ * input must be a current cache; `into`, when it exists, an attntune cache of any known version.
+ * An output that is also an input (the same file, by device and inode) is refused before anything
+ * is written (AT_ERR_INVALID). Rows written to `into` by another process during the merge are
+ * lost with the old file: do not merge into a cache that a tuning run is writing. */
 at_status cache_merge(const char *const *inputs, int n_inputs, const char *into);
 
 /* Delete rows whose template version is not current_template (and their trials). *removed

@@ -94,6 +94,19 @@ static void journal_mode(const char *path, char *mode, size_t size)
   sqlite3_close(raw);
 }
 
+static int raw_int(const char *path, const char *sql)
+{
+  sqlite3 *raw;
+  sqlite3_stmt *st;
+  assert_int_equal(sqlite3_open(path, &raw), SQLITE_OK);
+  assert_int_equal(sqlite3_prepare_v2(raw, sql, -1, &st, NULL), SQLITE_OK);
+  assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+  int v = sqlite3_column_int(st, 0);
+  sqlite3_finalize(st);
+  sqlite3_close(raw);
+  return v;
+}
+
 static void raw_exec(const char *path, const char *sql)
 {
   sqlite3 *raw;
@@ -705,6 +718,104 @@ static void test_read_only_directory(void **state)
   assert_int_equal(rc, 0);
 }
 
+/* ---- merge: all or nothing, never into one of its inputs -------------------------------------- */
+
+static void write_one_best(const char *p, int t, const char *impl, double ms)
+{
+  cache_db *db;
+  TU_OK(cache_open(p, 0, &db));
+  cache_best b = best(shape(t, AT_MASK_NONE), impl, ms);
+  TU_OK(cache_put_best(db, &b, NULL));
+  cache_env e = h200();
+  cache_trial tr = trial(shape(t, AT_MASK_NONE), impl, CACHE_OK, ms);
+  TU_OK(cache_put_trial(db, &e, &tr));
+  cache_close(db);
+}
+
+static void test_merge_refuses_an_input_as_output(void **state)
+{
+  (void)state;
+  const char *a = path_in_dir("in-a.db"), *b = path_in_dir("in-b.db");
+  const char *hard = path_in_dir("in-a-link.db"), *soft = path_in_dir("in-a-symlink.db");
+  write_one_best(a, 64, "from-a", 1.0);
+  write_one_best(b, 128, "from-b", 1.0);
+  assert_int_equal(link(a, hard), 0);
+  assert_int_equal(symlink(a, soft), 0);
+  size_t n;
+  char *before = slurp(a, &n);
+  /* By name, by a hard link among the inputs, and by a symbolic link as the output. */
+  const char *const named[] = {b, a}, *const linked[] = {b, hard}, *const plain[] = {a};
+  struct { const char *const *inputs; int n; const char *into, *named; } cases[] = {
+      {named, 2, a, a}, {linked, 2, a, hard}, {plain, 1, soft, soft}};
+  for (int i = 0; i < 3; i++) {
+    time_t t0 = time(NULL);
+    assert_int_equal(cache_merge(cases[i].inputs, cases[i].n, cases[i].into), AT_ERR_INVALID);
+    assert_true(time(NULL) - t0 < 5);
+    assert_non_null(strstr(at_last_error(), cases[i].named));
+    assert_non_null(strstr(at_last_error(), "is also an input"));
+    assert_unchanged(a, before, n);
+  }
+  free(before);
+}
+
+/* A merge that fails part-way (the second input's pages are damaged) leaves the output as it
+ * was and no temporary file beside it. */
+static void test_merge_is_all_or_nothing(void **state)
+{
+  (void)state;
+  const char *out = path_in_dir("whole.db"), *a = path_in_dir("whole-a.db"), *cut = path_in_dir("damaged.db");
+  write_one_best(out, 32, "already-there", 1.0);
+  write_one_best(a, 64, "from-a", 1.0);
+  cache_db *db;
+  TU_OK(cache_open(cut, 0, &db));
+  cache_close(db);
+  int schema_pages = raw_int(cut, "PRAGMA page_count"), page_size = raw_int(cut, "PRAGMA page_size");
+  TU_OK(cache_open(cut, 0, &db));
+  cache_env e = h200();
+  for (int i = 0; i < 300; i++) {
+    cache_trial t = trial(shape(100 + i, AT_MASK_NONE), "fa2.cut", CACHE_OK, 1.0);
+    memset(t.message, 'x', 400);
+    TU_OK(cache_put_trial(db, &e, &t));
+  }
+  cache_close(db);
+  /* Damaged in transfer: the schema's pages survive, the rows' pages are overwritten. */
+  size_t cut_size;
+  char *bytes = slurp(cut, &cut_size);
+  assert_true(cut_size > (size_t)(schema_pages + 4) * (size_t)page_size);
+  memset(bytes + (size_t)schema_pages * (size_t)page_size, 0xab, cut_size - (size_t)schema_pages * (size_t)page_size);
+  FILE *w = fopen(cut, "wb");
+  assert_non_null(w);
+  assert_int_equal(fwrite(bytes, 1, cut_size, w), cut_size);
+  fclose(w);
+  free(bytes);
+  TU_OK(cache_open(cut, 1, &db));
+  cache_close(db);
+  size_t n;
+  char *before = slurp(out, &n);
+  const char *const inputs[] = {a, cut};
+  assert_int_not_equal(cache_merge(inputs, 2, out), AT_OK);
+  printf("    the merge failed: %s\n", at_last_error());
+  assert_unchanged(out, before, n);
+  assert_non_null(strstr(at_last_error(), cut));
+  free(before);
+  char cmd[600], listing[4096] = "";
+  snprintf(cmd, sizeof cmd, "ls -a '%s' | grep '^whole\\.db' | tr '\\n' ' '", g_dir);
+  FILE *ls = popen(cmd, "r");
+  assert_non_null(ls);
+  size_t got = fread(listing, 1, sizeof listing - 1, ls);
+  listing[got] = '\0';
+  pclose(ls);
+  assert_string_equal(listing, "whole.db ");
+  /* Without the cut file the same merge goes through, keeping what the output held. */
+  const char *const good[] = {a};
+  TU_OK(cache_merge(good, 1, out));
+  TU_OK(cache_open(out, 1, &db));
+  int count = 0;
+  TU_OK(cache_each_best(db, NULL, count_best, &count));
+  assert_int_equal(count, 2);
+  cache_close(db);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -722,6 +833,8 @@ int main(void)
       cmocka_unit_test(test_two_writers_share_a_file),
       cmocka_unit_test(test_writer_closing_before_a_reader),
       cmocka_unit_test(test_read_only_directory),
+      cmocka_unit_test(test_merge_refuses_an_input_as_output),
+      cmocka_unit_test(test_merge_is_all_or_nothing),
   };
   return cmocka_run_group_tests(tests, make_dir, remove_dir);
 }

@@ -250,6 +250,24 @@ static void test_read_only_folder(void **state)
   assert_int_equal(system(cmd), 0);
 }
 
+/* `merge B A --into A`: refused at once, naming A, and A is left as it was. */
+static void test_merge_into_an_input(void **state)
+{
+  (void)state;
+  size_t n;
+  char *before = slurp(g_a, &n);
+  assert_non_null(before);
+  time_t t0 = time(NULL);
+  assert_int_equal(cli("cache merge '%s' '%s' --into '%s'", g_b, g_a, g_a), 2);
+  assert_true(time(NULL) - t0 < 5);
+  assert_non_null(strstr(g_out, g_a));
+  assert_non_null(strstr(g_out, "is also an input"));
+  assert_same_file(g_a, before, n);
+  free(before);
+  assert_int_equal(cli("cache list --db '%s'", g_a), 0);
+  assert_null(strstr(g_out, "b2.t4096")); /* none of b's rows */
+}
+
 /* Other programs' files are not ours to write; a missing file is an error for every command but
  * merge's --into. */
 static void test_foreign_and_missing_files(void **state)
@@ -336,6 +354,7 @@ int main(void)
       cmocka_unit_test(test_export),
       cmocka_unit_test(test_merge_then_prune),
       cmocka_unit_test(test_read_only_folder),
+      cmocka_unit_test(test_merge_into_an_input),
       cmocka_unit_test(test_foreign_and_missing_files),
       cmocka_unit_test(test_tune_argument_errors),
   };
