@@ -1,9 +1,13 @@
 /* cache.c — see cache.h. Every SQLite return code is checked through SQL_CHECK. */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <sqlite3.h>
 
@@ -14,6 +18,8 @@ struct cache_db {
   sqlite3 *db;
   char path[1024];
   int read_only;
+  int writer;          /* opened for writing and accepted: leaves rollback mode on close */
+  char uri_params[32]; /* a reader's: "mode=ro" or "immutable=1" (merge attaches inputs so) */
 };
 
 static at_status sql_fail(cache_db *c, int rc, const char *what, int line)
@@ -80,6 +86,8 @@ static const char *const MIGRATIONS[] = {
 enum { N_MIGRATIONS = sizeof MIGRATIONS / sizeof *MIGRATIONS };
 _Static_assert(N_MIGRATIONS == CACHE_SCHEMA_VERSION, "one migration per schema version");
 
+static void copy_column(sqlite3_stmt *st, int i, char *buf, size_t size);
+
 static at_status exec(cache_db *c, const char *sql, const char *what)
 {
   char *err = NULL;
@@ -93,18 +101,79 @@ static at_status exec(cache_db *c, const char *sql, const char *what)
   return AT_OK;
 }
 
-static at_status read_version(cache_db *c, int *version)
+/* One integer from a query; returns the SQLite code (SQLITE_OK on a row). */
+static int query_int(sqlite3 *db, const char *sql, const char *arg, int *value)
 {
   sqlite3_stmt *st = NULL;
-  int rc = sqlite3_prepare_v2(c->db, "PRAGMA user_version", -1, &st, NULL);
-  at_status s = SQL_CHECK(c, rc, "reading the schema version");
-  if (s == AT_OK) {
+  *value = 0;
+  int rc = sqlite3_prepare_v2(db, sql, -1, &st, NULL);
+  if (rc == SQLITE_OK && arg) rc = sqlite3_bind_text(st, 1, arg, -1, SQLITE_TRANSIENT);
+  if (rc == SQLITE_OK) {
     rc = sqlite3_step(st);
-    s = SQL_CHECK(c, rc, "reading the schema version");
-    *version = rc == SQLITE_ROW ? sqlite3_column_int(st, 0) : 0;
+    if (rc == SQLITE_ROW) *value = sqlite3_column_int(st, 0), rc = SQLITE_OK;
+    else if (rc == SQLITE_DONE) rc = SQLITE_OK;
   }
+  if (rc != SQLITE_OK) rc = sqlite3_extended_errcode(db);
   sqlite3_finalize(st);
-  return s;
+  return rc;
+}
+
+static at_status read_version(cache_db *c, int *version)
+{
+  int rc = query_int(c->db, "PRAGMA user_version", NULL, version);
+  return rc == SQLITE_OK ? AT_OK : sql_fail(c, rc, "reading the schema version", __LINE__);
+}
+
+/* The tables (and the columns every version has had) that make a file an attntune cache. */
+static const struct {
+  int since; /* schema version that added the table */
+  const char *table, *columns;
+  int n_columns;
+} REQUIRED_TABLES[] = {
+    {1, "trials", "gpu_model,template_version,shape_key,impl,status,time_ms", 6},
+    {1, "best", "gpu_model,template_version,shape_key,impl,time_ms,cubin", 6},
+    {1, "done", "gpu_model,template_version,shape_key", 3},
+    {2, "cubins", "impl,arch,template_version,cubin", 4},
+};
+
+/* Is the open file an attntune cache? Reads only. *version is its schema version; *empty is set
+ * for a database with no schema at all (a 0-byte file). Anything else without attntune's tables
+ * is refused by name. *sqlite_rc is the SQLite code when a read failed (0 otherwise). */
+static at_status check_identity(cache_db *c, int *version, int *empty, int *sqlite_rc)
+{
+  int objects = 0, rc;
+  *version = 0, *empty = 0, *sqlite_rc = 0;
+  rc = query_int(c->db, "PRAGMA user_version", NULL, version);
+  if (rc == SQLITE_OK) rc = query_int(c->db, "SELECT count(*) FROM sqlite_master", NULL, &objects);
+  if ((rc & 0xff) == SQLITE_NOTADB)
+    return at_fail(AT_ERR_CACHE, "%s is not an attntune cache: not a SQLite database", c->path);
+  if (rc != SQLITE_OK) {
+    *sqlite_rc = rc;
+    return sql_fail(c, rc, "reading the schema version", __LINE__);
+  }
+  if (*version == 0 && objects == 0) {
+    *empty = 1;
+    return AT_OK;
+  }
+  for (size_t i = 0; i < sizeof REQUIRED_TABLES / sizeof *REQUIRED_TABLES; i++) {
+    if (REQUIRED_TABLES[i].since > (*version ? *version : 1)) continue;
+    char sql[256];
+    int n = 0;
+    snprintf(sql, sizeof sql, "SELECT count(*) FROM pragma_table_info(?1) WHERE instr(',%s,', ',' || name || ',') > 0",
+             REQUIRED_TABLES[i].columns);
+    if ((rc = query_int(c->db, sql, REQUIRED_TABLES[i].table, &n)) != SQLITE_OK) {
+      *sqlite_rc = rc;
+      return sql_fail(c, rc, "reading the schema", __LINE__);
+    }
+    if (n != REQUIRED_TABLES[i].n_columns)
+      return at_fail(AT_ERR_CACHE, "%s is not an attntune cache: a SQLite database (user_version %d) without "
+                     "attntune's '%s' table; attntune neither reads nor writes it", c->path, *version,
+                     REQUIRED_TABLES[i].table);
+  }
+  if (*version > CACHE_SCHEMA_VERSION)
+    return at_fail(AT_ERR_CACHE, "%s has cache schema version %d, newer than this attntune knows (%d); "
+                   "use a newer attntune", c->path, *version, CACHE_SCHEMA_VERSION);
+  return AT_OK;
 }
 
 /* Each migration and its version bump commit together, so a crash leaves a whole version. */
@@ -131,32 +200,147 @@ fail:
   return s;
 }
 
-at_status cache_open(const char *path, int read_only, cache_db **out)
+/* A file: URI for path with the given query ("mode=ro"), escaping what a URI gives meaning to.
+ * Free with sqlite3_free. */
+static char *file_uri(const char *path, const char *query)
+{
+  size_t n = strlen(path);
+  char *escaped = malloc(3 * n + 1), *q = escaped;
+  if (!escaped) return NULL;
+  for (const char *p = path; *p; p++) {
+    if (*p == '%' || *p == '?' || *p == '#') q += sprintf(q, "%%%02x", (unsigned char)*p);
+    else *q++ = *p;
+  }
+  *q = '\0';
+  /* "file://" + "/abs" is "file:///abs" (empty authority); a relative path stays relative. */
+  char *uri = sqlite3_mprintf("file:%s%s%s%s", path[0] == '/' ? "//" : "", escaped, query[0] ? "?" : "", query);
+  free(escaped);
+  return uri;
+}
+
+static at_status open_connection(cache_db *c, const char *query, int flags)
+{
+  char *uri = file_uri(c->path, query);
+  if (!uri) return at_fail(AT_ERR_NOMEM, "no memory for a cache path");
+  int rc = sqlite3_open_v2(uri, &c->db, flags | SQLITE_OPEN_URI | SQLITE_OPEN_FULLMUTEX, NULL);
+  sqlite3_free(uri);
+  at_status s = SQL_CHECK(c, rc, "opening the cache");
+  if (s == AT_OK) s = SQL_CHECK(c, sqlite3_busy_timeout(c->db, 30000), "setting the busy timeout");
+  return s;
+}
+
+static int side_file_has_data(const char *path, const char *suffix)
+{
+  char side[1100];
+  struct stat st;
+  snprintf(side, sizeof side, "%s%s", path, suffix);
+  return stat(side, &st) == 0 && st.st_size > 0;
+}
+
+/* Does the file's header say WAL mode (read and write versions 2)? */
+static int in_wal_mode(const char *path)
+{
+  unsigned char header[100];
+  FILE *f = fopen(path, "rb");
+  if (!f) return 0;
+  size_t n = fread(header, 1, sizeof header, f);
+  fclose(f);
+  return n == sizeof header && memcmp(header, "SQLite format 3", 16) == 0 && header[18] == 2 && header[19] == 2;
+}
+
+/* A reader opens read-only. A file left in WAL mode cannot be opened so without a -shm that this
+ * process can use (none, and the folder is not writable: SQLite says "attempt to write a readonly
+ * database"); when neither -wal nor a rollback journal holds anything, the file alone is the whole
+ * cache and is read as immutable. Otherwise the -wal's rows would be skipped: refused. */
+static at_status open_reader(cache_db *c, int *version, int *empty)
+{
+  int sqlite_rc = 0;
+  at_status s = AT_OK;
+  if (in_wal_mode(c->path) && !side_file_has_data(c->path, "-wal")) {
+    /* A reader of a WAL-mode file creates a -wal and a -shm beside it and cannot remove them:
+     * whose file it is is settled first, reading it as immutable (nothing is in a -wal). */
+    cache_db probe = *c;
+    probe.db = NULL;
+    if ((s = open_connection(&probe, "immutable=1", SQLITE_OPEN_READONLY)) == AT_OK)
+      s = check_identity(&probe, version, empty, &sqlite_rc);
+    sqlite3_close(probe.db);
+    if (s != AT_OK) return s;
+  }
+  snprintf(c->uri_params, sizeof c->uri_params, "mode=ro");
+  s = open_connection(c, c->uri_params, SQLITE_OPEN_READONLY);
+  if (s == AT_OK) s = check_identity(c, version, empty, &sqlite_rc);
+  int cannot_use_shm = (sqlite_rc & 0xff) == SQLITE_READONLY || (sqlite_rc & 0xff) == SQLITE_CANTOPEN;
+  if (s == AT_OK || !cannot_use_shm) return s;
+  if (side_file_has_data(c->path, "-wal") || side_file_has_data(c->path, "-journal"))
+    return at_fail(AT_ERR_CACHE, "%s cannot be read here: %s%s holds results not yet in the file, and this "
+                   "process cannot use its -shm (none, and no write access to the folder; SQLite %d: %s). "
+                   "Open the file once where its folder is writable (any attntune command that writes it "
+                   "folds the -wal in) and ship the file alone",
+                   c->path, c->path, side_file_has_data(c->path, "-wal") ? "-wal" : "-journal", sqlite_rc,
+                   sqlite3_errstr(sqlite_rc));
+  sqlite3_close(c->db);
+  c->db = NULL;
+  snprintf(c->uri_params, sizeof c->uri_params, "immutable=1");
+  s = open_connection(c, c->uri_params, SQLITE_OPEN_READONLY);
+  if (s == AT_OK) s = check_identity(c, version, empty, &sqlite_rc);
+  return s;
+}
+
+/* A writer works in WAL mode. Switching a closed file (rollback mode) to WAL takes an exclusive
+ * lock, and SQLite answers SQLITE_BUSY there without waiting in the busy handler while another
+ * process opens or closes the file: retried for as long as the busy timeout. */
+static at_status enter_wal(cache_db *c)
+{
+  for (int waited_ms = 0;; waited_ms += 5) {
+    sqlite3_stmt *st = NULL;
+    char mode[16] = "";
+    int rc = sqlite3_prepare_v2(c->db, "PRAGMA journal_mode = WAL", -1, &st, NULL);
+    if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) copy_column(st, 0, mode, sizeof mode);
+    sqlite3_finalize(st);
+    if (rc == SQLITE_ROW && strcmp(mode, "wal") == 0) return AT_OK;
+    if ((rc != SQLITE_ROW && (rc & 0xff) != SQLITE_BUSY && (rc & 0xff) != SQLITE_LOCKED) || waited_ms >= 30000)
+      return rc == SQLITE_ROW ? at_fail(AT_ERR_CACHE, "%s: switching to WAL left journal mode '%s'", c->path, mode)
+                              : sql_fail(c, rc, "switching to WAL", __LINE__);
+    usleep(5000);
+  }
+}
+
+at_status cache_open(const char *path, cache_mode mode, cache_db **out)
 {
   *out = NULL;
+  if (mode != CACHE_WRITE && mode != CACHE_READ && mode != CACHE_WRITE_EXISTING)
+    return at_fail(AT_ERR_INVALID, "cache_open: unknown mode %d", (int)mode);
   cache_db *c = calloc(1, sizeof *c);
   if (!c) return at_fail(AT_ERR_NOMEM, "no memory for a cache handle");
   snprintf(c->path, sizeof c->path, "%s", path);
-  c->read_only = read_only;
+  c->read_only = mode == CACHE_READ;
   struct stat st;
-  if (read_only && stat(path, &st) != 0) {
-    free(c);
-    return at_fail(AT_ERR_IO, "cache file '%s' does not exist", path);
+  at_status s = AT_OK;
+  if (stat(path, &st) != 0) {
+    if (errno != ENOENT) s = at_fail(AT_ERR_IO, "cannot open cache file '%s': %s", path, strerror(errno));
+    else if (mode != CACHE_WRITE) s = at_fail(AT_ERR_IO, "cache file '%s' does not exist", path);
+  } else if (!S_ISREG(st.st_mode)) {
+    s = at_fail(AT_ERR_IO, "cache file '%s' is not a regular file", path);
   }
-  int flags = read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
-  int rc = sqlite3_open_v2(path, &c->db, flags | SQLITE_OPEN_FULLMUTEX, NULL);
-  at_status s = SQL_CHECK(c, rc, "opening the cache");
-  if (s == AT_OK) s = SQL_CHECK(c, sqlite3_busy_timeout(c->db, 30000), "setting the busy timeout");
-  if (s == AT_OK && !read_only) s = exec(c, "PRAGMA journal_mode = WAL", "switching to WAL");
-  if (s == AT_OK && !read_only) s = exec(c, "PRAGMA synchronous = NORMAL", "setting synchronous");
-  if (s == AT_OK && !read_only) s = migrate(c);
-  if (s == AT_OK && read_only) {
-    int version = 0;
-    s = read_version(c, &version);
-    if (s == AT_OK && version != CACHE_SCHEMA_VERSION)
-      s = at_fail(AT_ERR_CACHE, "%s has cache schema version %d, this attntune reads %d%s", path,
-                  version, CACHE_SCHEMA_VERSION,
-                  version == 0 ? " (is it an attntune cache?)" : "; open it writable once to migrate");
+  int version = 0, empty = 0, sqlite_rc = 0;
+  if (s == AT_OK && c->read_only) {
+    s = open_reader(c, &version, &empty);
+    if (s == AT_OK && empty)
+      s = at_fail(AT_ERR_CACHE, "%s is empty, not an attntune cache yet ('attntune tune' writes one)", path);
+    else if (s == AT_OK && version != CACHE_SCHEMA_VERSION)
+      s = at_fail(AT_ERR_CACHE, "%s has cache schema version %d, this attntune reads %d; open it writable "
+                  "once to migrate", path, version, CACHE_SCHEMA_VERSION);
+  } else if (s == AT_OK) {
+    /* Whose file it is is settled before anything is written: switching to WAL writes the
+     * header, migrating adds tables. */
+    s = open_connection(c, "", SQLITE_OPEN_READWRITE | (mode == CACHE_WRITE ? SQLITE_OPEN_CREATE : 0));
+    if (s == AT_OK) s = check_identity(c, &version, &empty, &sqlite_rc);
+    if (s == AT_OK && empty && mode == CACHE_WRITE_EXISTING)
+      s = at_fail(AT_ERR_CACHE, "%s is empty, not an attntune cache", path);
+    if (s == AT_OK) s = enter_wal(c);
+    if (s == AT_OK) s = exec(c, "PRAGMA synchronous = NORMAL", "setting synchronous");
+    if (s == AT_OK) s = migrate(c);
+    c->writer = s == AT_OK;
   }
   if (s != AT_OK) {
     cache_close(c);
@@ -166,9 +350,36 @@ at_status cache_open(const char *path, int read_only, cache_db **out)
   return AT_OK;
 }
 
+/* The journal mode the connection is in ("wal", "delete"), into buf. */
+static at_status set_journal_mode(cache_db *c, const char *mode, char *buf, size_t size)
+{
+  char sql[64];
+  sqlite3_stmt *st = NULL;
+  snprintf(sql, sizeof sql, "PRAGMA journal_mode = %s", mode);
+  buf[0] = '\0';
+  int rc = sqlite3_prepare_v2(c->db, sql, -1, &st, NULL);
+  if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) copy_column(st, 0, buf, size);
+  at_status s = SQL_CHECK(c, rc, "switching the journal mode");
+  sqlite3_finalize(st);
+  return s;
+}
+
+/* The last writer out leaves rollback mode: the switch checkpoints the -wal into the file and
+ * removes it. While another connection has the file open the switch fails at once (no busy wait)
+ * and a writer's close after it does it; when only readers are left, the checkpoint still moves
+ * what it can into the file and empties the -wal, so the file alone holds every result. */
+static void leave_wal(cache_db *c)
+{
+  char mode[16];
+  sqlite3_busy_timeout(c->db, 0);
+  if (set_journal_mode(c, "DELETE", mode, sizeof mode) != AT_OK || strcmp(mode, "delete") != 0)
+    (void)sqlite3_wal_checkpoint_v2(c->db, NULL, SQLITE_CHECKPOINT_TRUNCATE, NULL, NULL);
+}
+
 void cache_close(cache_db *c)
 {
   if (!c) return;
+  if (c->db && c->writer) leave_wal(c);
   if (c->db) sqlite3_close(c->db);
   free(c);
 }
@@ -646,47 +857,178 @@ at_status cache_models(cache_db *c, char *buf, size_t size, int *n_models)
 
 /* ---- merge and prune ----------------------------------------------------------------------- */
 
-static at_status merge_one(cache_db *into, const char *input)
+/* Adds one input (opened and checked as a reader: params says how to attach it) to `into`, a
+ * new file that nobody else has open. Messages name the input and the output being made. */
+static at_status merge_one(cache_db *into, const char *input, const char *params, const char *output)
 {
-  char sql[2048];
-  char *quoted = sqlite3_mprintf("%Q", input);
-  if (!quoted) return at_fail(AT_ERR_NOMEM, "no memory");
-  snprintf(sql, sizeof sql, "ATTACH DATABASE %s AS src", quoted);
-  sqlite3_free(quoted);
-  at_status s = exec(into, sql, "attaching a cache to merge");
-  if (s != AT_OK) return s;
+  char *uri = file_uri(input, params);
+  char *sql = uri ? sqlite3_mprintf("ATTACH DATABASE %Q AS src", uri) : NULL;
+  sqlite3_free(uri);
+  if (!sql) return at_fail(AT_ERR_NOMEM, "no memory");
+  char *err = NULL;
+  int rc = sqlite3_exec(into->db, sql, NULL, NULL, &err);
+  sqlite3_free(sql);
+  if (rc != SQLITE_OK) {
+    at_status st = at_fail(AT_ERR_CACHE, "%s: attaching it to merge into %s failed: %s (SQLite %d)", input,
+                           output, err ? err : sqlite3_errstr(rc), rc);
+    sqlite3_free(err);
+    return st;
+  }
   /* Trials: keep what `into` has, add the rest. Best: the faster row wins per key. */
-  s = exec(into,
-           "BEGIN IMMEDIATE;\n"
-           "INSERT OR IGNORE INTO main.trials (" ENV_SHAPE_COLUMNS ", impl, status, time_ms, "
-           "tflops, err_naive, err_cudnn, registers, spill_bytes, smem_bytes, reps, message, "
-           "created_at) SELECT " ENV_SHAPE_COLUMNS ", impl, status, time_ms, tflops, err_naive, "
-           "err_cudnn, registers, spill_bytes, smem_bytes, reps, message, created_at FROM src.trials;\n"
-           "INSERT OR REPLACE INTO main.best SELECT s.* FROM src.best s LEFT JOIN main.best m "
-           "ON m.gpu_model = s.gpu_model AND m.template_version = s.template_version AND "
-           "m.shape_key = s.shape_key WHERE m.time_ms IS NULL OR s.time_ms < m.time_ms;\n"
-           "INSERT OR IGNORE INTO main.done SELECT * FROM src.done;\n"
-           "INSERT OR IGNORE INTO main.cubins SELECT * FROM src.cubins;\n"
-           "COMMIT;",
-           "merging");
-  if (s != AT_OK) sqlite3_exec(into->db, "ROLLBACK", NULL, NULL, NULL);
+  rc = sqlite3_exec(into->db,
+                    "BEGIN IMMEDIATE;\n"
+                    "INSERT OR IGNORE INTO main.trials (" ENV_SHAPE_COLUMNS ", impl, status, time_ms, "
+                    "tflops, err_naive, err_cudnn, registers, spill_bytes, smem_bytes, reps, message, "
+                    "created_at) SELECT " ENV_SHAPE_COLUMNS ", impl, status, time_ms, tflops, err_naive, "
+                    "err_cudnn, registers, spill_bytes, smem_bytes, reps, message, created_at FROM src.trials;\n"
+                    "INSERT OR REPLACE INTO main.best SELECT s.* FROM src.best s LEFT JOIN main.best m "
+                    "ON m.gpu_model = s.gpu_model AND m.template_version = s.template_version AND "
+                    "m.shape_key = s.shape_key WHERE m.time_ms IS NULL OR s.time_ms < m.time_ms;\n"
+                    "INSERT OR IGNORE INTO main.done SELECT * FROM src.done;\n"
+                    "INSERT OR IGNORE INTO main.cubins SELECT * FROM src.cubins;\n"
+                    "COMMIT;",
+                    NULL, NULL, &err);
+  at_status s = AT_OK;
+  if (rc != SQLITE_OK) {
+    s = at_fail(AT_ERR_CACHE, "%s: merging it into %s failed: %s (SQLite %d); %s is left as it was", input,
+                output, err ? err : sqlite3_errstr(rc), rc, output);
+    sqlite3_free(err);
+    sqlite3_exec(into->db, "ROLLBACK", NULL, NULL, NULL);
+  }
   at_status d = exec(into, "DETACH DATABASE src", "detaching a merged cache");
   return s != AT_OK ? s : d;
 }
 
+static void remove_with_side_files(const char *path)
+{
+  static const char *const SUFFIXES[] = {"", "-wal", "-shm", "-journal"};
+  for (int i = 0; i < 4; i++) {
+    char p[PATH_MAX + 96];
+    snprintf(p, sizeof p, "%s%s", path, SUFFIXES[i]);
+    unlink(p);
+  }
+}
+
+static at_status sync_path(const char *path, int flags)
+{
+  int fd = open(path, flags);
+  if (fd < 0 || fsync(fd) != 0) {
+    at_status s = at_fail(AT_ERR_IO, "cannot sync '%s': %s", path, strerror(errno));
+    if (fd >= 0) close(fd);
+    return s;
+  }
+  close(fd);
+  return AT_OK;
+}
+
+/* Copies the output as it is into the new file (a consistent snapshot, through a reader). */
+static at_status copy_existing(const char *from, sqlite3 *to_db, const char *to)
+{
+  cache_db *src = NULL;
+  int version = 0, empty = 0;
+  at_status s = AT_OK;
+  if ((src = calloc(1, sizeof *src)) == NULL) return at_fail(AT_ERR_NOMEM, "no memory for a cache handle");
+  snprintf(src->path, sizeof src->path, "%s", from);
+  src->read_only = 1;
+  if ((s = open_reader(src, &version, &empty)) == AT_OK && !empty) {
+    sqlite3_backup *b = sqlite3_backup_init(to_db, "main", src->db, "main");
+    int rc = b ? sqlite3_backup_step(b, -1) : sqlite3_errcode(to_db);
+    int done = rc == SQLITE_DONE;
+    rc = b ? sqlite3_backup_finish(b) : rc;
+    if (!done || rc != SQLITE_OK)
+      s = at_fail(AT_ERR_CACHE, "%s: copying it into %s failed: %s", from, to, sqlite3_errmsg(to_db));
+  }
+  cache_close(src);
+  return s;
+}
+
 at_status cache_merge(const char *const *inputs, int n_inputs, const char *into_path)
 {
-  cache_db *into = NULL;
+  struct stat out_st, in_st;
+  int out_exists = stat(into_path, &out_st) == 0;
+  if (!out_exists && errno != ENOENT)
+    return at_fail(AT_ERR_IO, "cannot use '%s' as the merge output: %s", into_path, strerror(errno));
+  if (out_exists && !S_ISREG(out_st.st_mode))
+    return at_fail(AT_ERR_IO, "merge output '%s' is not a regular file", into_path);
+  /* Before anything is opened: the output must be none of the inputs (the same file by device
+   * and inode, whatever the names). */
+  for (int i = 0; i < n_inputs; i++) {
+    if (stat(inputs[i], &in_st) != 0)
+      return errno == ENOENT ? at_fail(AT_ERR_IO, "cache file '%s' does not exist", inputs[i])
+                             : at_fail(AT_ERR_IO, "cannot read cache file '%s': %s", inputs[i], strerror(errno));
+    if (out_exists && in_st.st_dev == out_st.st_dev && in_st.st_ino == out_st.st_ino) {
+      if (strcmp(inputs[i], into_path) == 0)
+        return at_fail(AT_ERR_INVALID, "the merge output %s is also an input; merge into a new file "
+                       "(or one that is not an input)", into_path);
+      return at_fail(AT_ERR_INVALID, "the merge output %s is also an input (%s is the same file); merge into "
+                     "a new file (or one that is not an input)", into_path, inputs[i]);
+    }
+  }
+  /* Every input must be a current cache, and the output, when it exists, an attntune cache. */
   at_status s = AT_OK;
-  /* Every input must exist and have this schema version before the output is touched. */
+  char (*params)[32] = calloc((size_t)(n_inputs > 0 ? n_inputs : 1), sizeof *params);
+  if (!params) return at_fail(AT_ERR_NOMEM, "no memory");
   for (int i = 0; i < n_inputs && s == AT_OK; i++) {
     cache_db *check = NULL;
-    if ((s = cache_open(inputs[i], 1, &check)) == AT_OK) cache_close(check);
+    if ((s = cache_open(inputs[i], CACHE_READ, &check)) == AT_OK) {
+      snprintf(params[i], sizeof params[i], "%s", check->uri_params);
+      cache_close(check);
+    }
   }
-  if (s != AT_OK) return s;
-  s = cache_open(into_path, 0, &into);
-  for (int i = 0; i < n_inputs && s == AT_OK; i++) s = merge_one(into, inputs[i]);
+  /* The new file lives beside the file the output names (through a symbolic link), so that the
+   * rename replaces it on one file system. */
+  char target[PATH_MAX], tmp[PATH_MAX + 64];
+  if (s == AT_OK && out_exists && !realpath(into_path, target))
+    s = at_fail(AT_ERR_IO, "cannot resolve '%s': %s", into_path, strerror(errno));
+  else if (s == AT_OK && !out_exists)
+    snprintf(target, sizeof target, "%s", into_path);
+  int fd = -1;
+  for (int attempt = 0; s == AT_OK && fd < 0 && attempt < 100; attempt++) {
+    snprintf(tmp, sizeof tmp, "%s.merge-%ld-%d", target, (long)getpid(), attempt);
+    fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, out_exists ? (out_st.st_mode & 0777) : 0666);
+    if (fd < 0 && errno != EEXIST)
+      s = at_fail(AT_ERR_IO, "cannot create '%s' for the merge into %s: %s", tmp, into_path, strerror(errno));
+  }
+  if (s == AT_OK && fd < 0) s = at_fail(AT_ERR_IO, "cannot create a new file beside %s for the merge", into_path);
+  if (fd >= 0) {
+    if (out_exists) (void)fchmod(fd, out_st.st_mode & 07777); /* open's mode went through the umask */
+    close(fd);
+  }
+  int made = s == AT_OK;
+  cache_db *into = NULL;
+  if (s == AT_OK && out_exists) {
+    sqlite3 *raw = NULL;
+    int rc = sqlite3_open_v2(tmp, &raw, SQLITE_OPEN_READWRITE, NULL);
+    s = rc == SQLITE_OK ? copy_existing(into_path, raw, into_path)
+                        : at_fail(AT_ERR_CACHE, "%s: %s", tmp, sqlite3_errstr(rc));
+    sqlite3_close(raw);
+  }
+  if (s == AT_OK) s = cache_open(tmp, CACHE_WRITE, &into);
+  for (int i = 0; i < n_inputs && s == AT_OK; i++) s = merge_one(into, inputs[i], params[i], into_path);
+  if (s == AT_OK) {
+    /* One self-contained file before it takes the output's name. */
+    char mode[16];
+    sqlite3_busy_timeout(into->db, 0);
+    s = set_journal_mode(into, "DELETE", mode, sizeof mode);
+    if (s == AT_OK && strcmp(mode, "delete") != 0)
+      s = at_fail(AT_ERR_CACHE, "%s: the merged file stayed in journal mode '%s'", tmp, mode);
+    into->writer = 0;
+  }
   cache_close(into);
+  if (s == AT_OK) s = sync_path(tmp, O_RDONLY);
+  if (s == AT_OK && rename(tmp, target) != 0)
+    s = at_fail(AT_ERR_IO, "cannot rename '%s' to '%s': %s", tmp, target, strerror(errno));
+  if (s == AT_OK) {
+    char dir[PATH_MAX];
+    snprintf(dir, sizeof dir, "%s", target);
+    char *slash = strrchr(dir, '/');
+    if (slash) *(slash == dir ? slash + 1 : slash) = '\0';
+    else snprintf(dir, sizeof dir, ".");
+    (void)sync_path(dir, O_RDONLY | O_DIRECTORY); /* the rename is done; a failed sync is not a failed merge */
+  } else if (made) {
+    remove_with_side_files(tmp);
+  }
+  free(params);
   return s;
 }
 

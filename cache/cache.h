@@ -7,9 +7,19 @@
  * environment they were measured in (GPU model, compute capability, SM count, driver, NVRTC,
  * cuDNN, template version), so stale results are known, never silently mixed.
  *
- * Concurrency: WAL journal and a busy timeout, so several tuning processes (one per GPU) can write
- * one file; every write is its own transaction, committed before the call returns, so a killed
- * run loses at most the trial in flight.
+ * Concurrency: writers use the WAL journal and a busy timeout, so several tuning processes (one
+ * per GPU) can write one file; every write is its own transaction, committed before the call
+ * returns, so a killed run loses at most the trial in flight. The last writer to close a file
+ * checkpoints it and switches it back to rollback mode (journal_mode DELETE), so a closed cache is
+ * one self-contained file with no -wal or -shm beside it: it can be copied alone and read where
+ * its folder cannot be written (a container image, a read-only volume). A file still in WAL mode
+ * (a killed writer, a reader open while the last writer closed, an older attntune) is read there
+ * too: through its -wal and -shm when both are present, else without them when the -wal holds
+ * nothing; a -wal with results but no usable -shm is refused, never silently skipped.
+ *
+ * Only attntune caches are opened: a file that is not SQLite, or a SQLite file without attntune's
+ * tables and schema version, is refused by name before anything is written to it. An empty file
+ * (0 bytes) holds nothing and becomes a cache when opened with CACHE_WRITE.
  *
  * Schema versions (PRAGMA user_version) and their migrations are in cache.c; opening a file with a
  * newer schema than this build knows is refused.
@@ -77,9 +87,17 @@ typedef struct cache_best {
   char updated_at[32];
 } cache_best;
 
-/* Open (creating and migrating when writable). read_only opens with SQLITE_OPEN_READONLY and
- * refuses a file that does not exist or needs migration. */
-at_status cache_open(const char *path, int read_only, cache_db **out);
+/* How cache_open opens a file. The values 0 and 1 are the old read_only flag's. */
+typedef enum cache_mode {
+  CACHE_WRITE = 0,          /* read-write, creating a missing file and migrating an older one
+                             * (tune, a writable library context) */
+  CACHE_READ = 1,           /* read-only; a missing file, or one that needs migration, is refused */
+  CACHE_WRITE_EXISTING = 2, /* read-write, migrating, but a missing or empty file is refused (prune) */
+} cache_mode;
+
+/* Open path as a cache. Refused, with a message naming the file: a missing file (AT_ERR_IO, but
+ * CACHE_WRITE creates it), a file that is not an attntune cache, a newer schema (AT_ERR_CACHE). */
+at_status cache_open(const char *path, cache_mode mode, cache_db **out);
 void cache_close(cache_db *db);
 int cache_schema_version(cache_db *db);
 
@@ -116,7 +134,12 @@ at_status cache_each_trial(cache_db *db, const char *gpu_model, cache_trial_visi
 at_status cache_models(cache_db *db, char *buf, size_t size, int *n_models);
 
 /* Copy every trial of the inputs into `into` (created if needed), and per (GPU model, shape,
- * template version) keep the faster best. */
+ * template version) keep the faster best. All or nothing: the result is written to a new file
+ * beside `into` and renamed over it, so a failure leaves `into` as it was (or absent). Every
+ * input must be a current cache; `into`, when it exists, an attntune cache of any known version.
+ * An output that is also an input (the same file, by device and inode) is refused before anything
+ * is written (AT_ERR_INVALID). Rows written to `into` by another process during the merge are
+ * lost with the old file: do not merge into a cache that a tuning run is writing. */
 at_status cache_merge(const char *const *inputs, int n_inputs, const char *into);
 
 /* Delete rows whose template version is not current_template (and their trials). *removed

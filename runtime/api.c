@@ -81,7 +81,7 @@ at_status at_context_create(int device, const char *cache_path, unsigned flags, 
   if (rt_nvrtc_version(&major, &minor) == AT_OK)
     snprintf(c->nvrtc, sizeof c->nvrtc, "%d.%d", major % 1000, minor % 1000);
   c->cache_writable = (flags & AT_CONTEXT_CACHE_WRITABLE) != 0;
-  if (cache_path && (rc = cache_open(cache_path, !c->cache_writable, &c->cache)) != AT_OK) goto fail;
+  if (cache_path && (rc = cache_open(cache_path, c->cache_writable ? CACHE_WRITE : CACHE_READ, &c->cache)) != AT_OK) goto fail;
   snprintf(c->description, sizeof c->description, "%s (%s)", c->rt.info.name, c->rt.arch);
   *out = c;
   return AT_OK;

@@ -10,6 +10,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <grp.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cache/cache.h"
@@ -40,6 +45,75 @@ static const char *path_in_dir(const char *name)
   snprintf(p, 320, "%s/%s", g_dir, name);
   unlink(p);
   return p;
+}
+
+/* The whole file, malloc'd (NUL-terminated, *size bytes before the NUL); NULL when missing. */
+static char *slurp(const char *path, size_t *size)
+{
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *buf = malloc((size_t)n + 1);
+  assert_non_null(buf);
+  assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+  buf[n] = '\0';
+  fclose(f);
+  *size = (size_t)n;
+  return buf;
+}
+
+/* Fails unless path holds exactly before's bytes (and no -wal/-shm/-journal appeared). */
+static void assert_unchanged(const char *path, const char *before, size_t before_size)
+{
+  size_t n = 0;
+  char *now = slurp(path, &n);
+  assert_non_null(now);
+  assert_int_equal(n, before_size);
+  assert_memory_equal(now, before, n);
+  free(now);
+  static const char *const SUFFIXES[] = {"-wal", "-shm", "-journal"};
+  for (int i = 0; i < 3; i++) {
+    char side[400];
+    snprintf(side, sizeof side, "%s%s", path, SUFFIXES[i]);
+    if (access(side, F_OK) == 0) fail_msg("%s appeared", side);
+  }
+}
+
+/* The file's journal mode as a fresh connection sees it. */
+static void journal_mode(const char *path, char *mode, size_t size)
+{
+  sqlite3 *raw;
+  sqlite3_stmt *st;
+  assert_int_equal(sqlite3_open_v2(path, &raw, SQLITE_OPEN_READONLY, NULL), SQLITE_OK);
+  assert_int_equal(sqlite3_prepare_v2(raw, "PRAGMA journal_mode", -1, &st, NULL), SQLITE_OK);
+  assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+  snprintf(mode, size, "%s", (const char *)sqlite3_column_text(st, 0));
+  sqlite3_finalize(st);
+  sqlite3_close(raw);
+}
+
+static int raw_int(const char *path, const char *sql)
+{
+  sqlite3 *raw;
+  sqlite3_stmt *st;
+  assert_int_equal(sqlite3_open(path, &raw), SQLITE_OK);
+  assert_int_equal(sqlite3_prepare_v2(raw, sql, -1, &st, NULL), SQLITE_OK);
+  assert_int_equal(sqlite3_step(st), SQLITE_ROW);
+  int v = sqlite3_column_int(st, 0);
+  sqlite3_finalize(st);
+  sqlite3_close(raw);
+  return v;
+}
+
+static void raw_exec(const char *path, const char *sql)
+{
+  sqlite3 *raw;
+  assert_int_equal(sqlite3_open(path, &raw), SQLITE_OK);
+  char *err = NULL;
+  if (sqlite3_exec(raw, sql, NULL, NULL, &err) != SQLITE_OK) fail_msg("%s: %s", sql, err);
+  sqlite3_close(raw);
 }
 
 static cache_env h200(void)
@@ -88,22 +162,27 @@ static cache_best best(at_shape s, const char *impl, double ms)
   return b;
 }
 
+/* A writer works in WAL mode (several tuning processes share a file) and leaves the file in
+ * rollback mode when the last writer closes it: one self-contained file, no -wal or -shm, that a
+ * reader can open where it cannot write. */
 static void test_schema_created_with_version_and_wal(void **state)
 {
   (void)state;
   const char *p = path_in_dir("schema.db");
+  char mode[16];
   cache_db *db;
   TU_OK(cache_open(p, 0, &db));
   assert_int_equal(cache_schema_version(db), CACHE_SCHEMA_VERSION);
+  journal_mode(p, mode, sizeof mode);
+  assert_string_equal(mode, "wal");
   cache_close(db);
-  sqlite3 *raw;
-  assert_int_equal(sqlite3_open(p, &raw), SQLITE_OK);
-  sqlite3_stmt *st;
-  assert_int_equal(sqlite3_prepare_v2(raw, "PRAGMA journal_mode", -1, &st, NULL), SQLITE_OK);
-  assert_int_equal(sqlite3_step(st), SQLITE_ROW);
-  assert_string_equal((const char *)sqlite3_column_text(st, 0), "wal");
-  sqlite3_finalize(st);
-  sqlite3_close(raw);
+  journal_mode(p, mode, sizeof mode);
+  assert_string_equal(mode, "delete");
+  char side[400];
+  snprintf(side, sizeof side, "%s-wal", p);
+  assert_int_not_equal(access(side, F_OK), 0);
+  snprintf(side, sizeof side, "%s-shm", p);
+  assert_int_not_equal(access(side, F_OK), 0);
   /* Reopening an up-to-date file migrates nothing and keeps the version. */
   TU_OK(cache_open(p, 1, &db));
   assert_int_equal(cache_schema_version(db), CACHE_SCHEMA_VERSION);
@@ -114,42 +193,102 @@ static void test_newer_schema_and_foreign_files_are_refused(void **state)
 {
   (void)state;
   const char *p = path_in_dir("newer.db");
-  sqlite3 *raw;
-  assert_int_equal(sqlite3_open(p, &raw), SQLITE_OK);
-  assert_int_equal(sqlite3_exec(raw, "PRAGMA user_version = 99", NULL, NULL, NULL), SQLITE_OK);
-  sqlite3_close(raw);
   cache_db *db = NULL;
+  TU_OK(cache_open(p, 0, &db));
+  cache_close(db);
+  raw_exec(p, "PRAGMA user_version = 99");
+  db = NULL;
   assert_int_equal(cache_open(p, 0, &db), AT_ERR_CACHE);
   assert_non_null(strstr(at_last_error(), "schema version 99"));
   assert_null(db);
+  assert_int_equal(cache_open(p, 1, &db), AT_ERR_CACHE);
+  assert_non_null(strstr(at_last_error(), "schema version 99"));
   assert_int_equal(cache_open(path_in_dir("missing.db"), 1, &db), AT_ERR_IO);
   assert_non_null(strstr(at_last_error(), "does not exist"));
-  /* A text file is not a database. */
+  /* A text file is not a database: refused by name, by readers and writers, and left as it was. */
   const char *junk = path_in_dir("junk.db");
   FILE *f = fopen(junk, "w");
   fputs("this is not a database, it is a text file of some length.........................", f);
   fclose(f);
-  assert_int_equal(cache_open(junk, 0, &db), AT_ERR_CACHE);
-  assert_non_null(strstr(at_last_error(), junk));
+  size_t n;
+  char *before = slurp(junk, &n);
+  for (int read_only = 0; read_only < 2; read_only++) {
+    assert_int_equal(cache_open(junk, read_only, &db), AT_ERR_CACHE);
+    assert_non_null(strstr(at_last_error(), junk));
+    assert_non_null(strstr(at_last_error(), "not an attntune cache"));
+    assert_non_null(strstr(at_last_error(), "not a SQLite database"));
+    assert_unchanged(junk, before, n);
+  }
+  free(before);
 }
 
-static void test_migration_from_empty_file(void **state)
+/* Another program's SQLite file is nobody's to take over: a writer (tune, a writable library
+ * context) refuses it before any write, as a reader does. */
+static void test_foreign_sqlite_files_are_refused_and_left_alone(void **state)
 {
   (void)state;
-  const char *p = path_in_dir("v0.db");
-  sqlite3 *raw;
-  assert_int_equal(sqlite3_open(p, &raw), SQLITE_OK);
-  assert_int_equal(sqlite3_exec(raw, "CREATE TABLE unrelated(x)", NULL, NULL, NULL), SQLITE_OK);
-  sqlite3_close(raw);
+  static const char *const SETUPS[] = {
+      "CREATE TABLE unrelated(x); INSERT INTO unrelated VALUES (1)",
+      /* another program that numbers its schema too */
+      "CREATE TABLE trials(id INTEGER PRIMARY KEY, subject TEXT); PRAGMA user_version = 2",
+      "CREATE TABLE notes(x); PRAGMA user_version = 1; PRAGMA journal_mode = WAL",
+  };
+  for (int i = 0; i < 3; i++) {
+    const char *p = path_in_dir("foreign.db");
+    raw_exec(p, SETUPS[i]);
+    size_t n;
+    char *before = slurp(p, &n);
+    cache_db *db = NULL;
+    for (int read_only = 0; read_only < 2; read_only++) {
+      assert_int_equal(cache_open(p, read_only, &db), AT_ERR_CACHE);
+      assert_null(db);
+      assert_non_null(strstr(at_last_error(), p));
+      assert_non_null(strstr(at_last_error(), "not an attntune cache"));
+      assert_unchanged(p, before, n);
+    }
+    free(before);
+  }
+}
+
+/* A file of 0 bytes (mktemp's, or an interrupted first open) holds nothing to lose: a writer
+ * makes it a cache; readers say it holds none. */
+static void test_empty_file_becomes_a_cache(void **state)
+{
+  (void)state;
+  const char *p = path_in_dir("empty.db");
+  FILE *f = fopen(p, "w");
+  fclose(f);
   cache_db *db;
-  assert_int_equal(cache_open(p, 1, &db), AT_ERR_CACHE); /* read-only cannot migrate */
-  assert_non_null(strstr(at_last_error(), "schema version 0"));
+  assert_int_equal(cache_open(p, 1, &db), AT_ERR_CACHE);
+  assert_non_null(strstr(at_last_error(), "empty"));
   TU_OK(cache_open(p, 0, &db));
   assert_int_equal(cache_schema_version(db), CACHE_SCHEMA_VERSION);
   cache_env e = h200();
   cache_trial t = trial(shape(512, AT_MASK_NONE), "cudnn", CACHE_OK, 0.5);
   TU_OK(cache_put_trial(db, &e, &t));
   cache_close(db);
+  TU_OK(cache_open(p, 1, &db));
+  cache_close(db);
+}
+
+/* Writers that must not create: a missing file is an error naming it, as for readers. */
+static void test_open_existing_refuses_a_missing_file(void **state)
+{
+  (void)state;
+  const char *p = path_in_dir("absent.db");
+  cache_db *db = NULL;
+  assert_int_equal(cache_open(p, CACHE_WRITE_EXISTING, &db), AT_ERR_IO);
+  assert_non_null(strstr(at_last_error(), p));
+  assert_non_null(strstr(at_last_error(), "does not exist"));
+  assert_int_not_equal(access(p, F_OK), 0);
+  const char *e = path_in_dir("zero.db");
+  FILE *f = fopen(e, "w");
+  fclose(f);
+  assert_int_equal(cache_open(e, CACHE_WRITE_EXISTING, &db), AT_ERR_CACHE);
+  assert_non_null(strstr(at_last_error(), "empty"));
+  struct stat st;
+  assert_int_equal(stat(e, &st), 0);
+  assert_int_equal(st.st_size, 0);
 }
 
 /* A version-1 file (no cubins table) with data migrates to version 2 and keeps its rows. */
@@ -381,8 +520,300 @@ static void test_two_writers_share_a_file(void **state)
   at_shape s = shape(64 + 49, AT_MASK_NONE);
   TU_OK(cache_count_trials(a, &e, &s, &count));
   assert_int_equal(count, 1);
+  /* The first to close leaves WAL mode to the other, at once (no wait on its lock). */
+  time_t t0 = time(NULL);
   cache_close(a);
+  assert_true(time(NULL) - t0 < 5);
+  char mode[16];
+  journal_mode(p, mode, sizeof mode);
+  assert_string_equal(mode, "wal");
+  cache_trial last = trial(shape(1, AT_MASK_NONE), "w", CACHE_OK, 1.0);
+  TU_OK(cache_put_trial(b, &e, &last));
   cache_close(b);
+  journal_mode(p, mode, sizeof mode);
+  assert_string_equal(mode, "delete");
+  TU_OK(cache_open(p, 1, &a));
+  TU_OK(cache_count_trials(a, &e, &last.shape, &count));
+  assert_int_equal(count, 1);
+  cache_close(a);
+}
+
+/* A writer that closes while a reader still has the file open cannot leave WAL mode, but its
+ * results are in the file itself, the -wal emptied: the file alone can be copied and shipped. */
+static void test_writer_closing_before_a_reader(void **state)
+{
+  (void)state;
+  const char *p = path_in_dir("reader-last.db");
+  cache_db *w, *r;
+  TU_OK(cache_open(p, 0, &w));
+  cache_close(w);
+  TU_OK(cache_open(p, 0, &w));
+  TU_OK(cache_open(p, 1, &r));
+  cache_env e = h200();
+  cache_trial t = trial(shape(96, AT_MASK_NONE), "fa2.before-reader", CACHE_OK, 0.4);
+  TU_OK(cache_put_trial(w, &e, &t));
+  cache_close(w);
+  char mode[16], side[400];
+  journal_mode(p, mode, sizeof mode);
+  assert_string_equal(mode, "wal");
+  snprintf(side, sizeof side, "%s-wal", p);
+  struct stat st;
+  assert_true(stat(side, &st) != 0 || st.st_size == 0);
+  char uri[400];
+  snprintf(uri, sizeof uri, "file:%s?immutable=1", p);
+  sqlite3 *raw;
+  sqlite3_stmt *q;
+  assert_int_equal(sqlite3_open_v2(uri, &raw, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI, NULL), SQLITE_OK);
+  assert_int_equal(sqlite3_prepare_v2(raw, "SELECT count(*) FROM trials WHERE impl = 'fa2.before-reader'", -1, &q, NULL), SQLITE_OK);
+  assert_int_equal(sqlite3_step(q), SQLITE_ROW);
+  assert_int_equal(sqlite3_column_int(q, 0), 1);
+  sqlite3_finalize(q);
+  sqlite3_close(raw);
+  int found = 0;
+  TU_OK(cache_find_trial(r, &e, &t.shape, t.impl, &found, NULL));
+  assert_true(found);
+  cache_close(r);
+}
+
+/* ---- a cache in a folder the reader cannot write (a container image, a read-only volume) ---- */
+
+/* Runs fn(arg) in a child process as a user who cannot write dir: uid and gid 65534 (nobody)
+ * when this process is root, else this user with dir mode 0555. Returns fn's result, or 77 when
+ * no such user could be had (the caller skips). */
+static int as_reader_without_write_access(const char *dir, int (*fn)(void *), void *arg)
+{
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    if (geteuid() == 0 && (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0)) {
+      fprintf(stderr, "SKIP: cannot become uid 65534 to read without write access\n");
+      _exit(77);
+    }
+    if (access(dir, W_OK) == 0) {
+      fprintf(stderr, "SKIP: uid %d can write %s despite mode 0555\n", (int)geteuid(), dir);
+      _exit(77);
+    }
+    _exit(fn(arg));
+  }
+  int status = 0;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status));
+  return WEXITSTATUS(status);
+}
+
+typedef struct ro_case {
+  const char *path;
+  int expect_ok;          /* else cache_open must fail naming expect_in_message */
+  const char *expect_in_message;
+  const char *trial_impl; /* a trial that must be read back ("" for none) */
+} ro_case;
+
+static int read_cases(void *arg)
+{
+  const ro_case *cases = arg;
+  int failures = 0;
+  for (const ro_case *k = cases; k->path; k++) {
+    cache_db *db = NULL;
+    at_status rc = cache_open(k->path, 1, &db);
+    if (!k->expect_ok) {
+      if (rc == AT_OK || !strstr(at_last_error(), k->expect_in_message)) {
+        fprintf(stderr, "%s: expected a refusal naming '%s', got %s: %s\n", k->path, k->expect_in_message,
+                at_status_name(rc), at_last_error());
+        failures++;
+      }
+      cache_close(db);
+      continue;
+    }
+    if (rc != AT_OK) {
+      fprintf(stderr, "%s: %s\n", k->path, at_last_error());
+      failures++;
+      continue;
+    }
+    cache_best got;
+    int found = 0, n = 0;
+    at_shape s = shape(1024, AT_MASK_CAUSAL_TL);
+    void *cubin = NULL;
+    size_t size = 0;
+    if ((rc = cache_get_best(db, "NVIDIA H200", &s, &got, &found)) != AT_OK || !found ||
+        strcmp(got.impl, "fa2.shipped") != 0 || got.cubin_size != 7) {
+      fprintf(stderr, "%s: best row not read back (%s: %s)\n", k->path, at_status_name(rc), at_last_error());
+      failures++;
+    }
+    cache_best_clear(&got);
+    if (cache_each_best(db, NULL, count_best, &n) != AT_OK || n != 1) failures++;
+    if (cache_get_cubin(db, "fa2.shipped", "sm_90a", "t1", &cubin, &size, &found) != AT_OK || !found) {
+      fprintf(stderr, "%s: cubin not read back: %s\n", k->path, at_last_error());
+      failures++;
+    }
+    free(cubin);
+    if (k->trial_impl[0]) {
+      cache_env e = h200();
+      if (cache_find_trial(db, &e, &s, k->trial_impl, &found, NULL) != AT_OK || !found) {
+        fprintf(stderr, "%s: trial %s not read back: %s\n", k->path, k->trial_impl, at_last_error());
+        failures++;
+      }
+    }
+    cache_close(db);
+  }
+  return failures ? 1 : 0;
+}
+
+static void write_shipped(const char *p)
+{
+  cache_db *db;
+  TU_OK(cache_open(p, 0, &db));
+  cache_best b = best(shape(1024, AT_MASK_CAUSAL_TL), "fa2.shipped", 0.5);
+  TU_OK(cache_put_best(db, &b, NULL));
+  cache_close(db);
+}
+
+static void test_read_only_directory(void **state)
+{
+  (void)state;
+  char dir[320], clean[400], wal[400], killed[400], no_shm[400], side[420];
+  snprintf(dir, sizeof dir, "%s/ro", g_dir);
+  assert_int_equal(chmod(g_dir, 0711), 0);
+  assert_int_equal(mkdir(dir, 0755), 0);
+  /* What a writer leaves when it closes the file. */
+  snprintf(clean, sizeof clean, "%s/clean.db", dir);
+  write_shipped(clean);
+  /* A file in WAL mode without -wal or -shm (an older attntune's, or sqlite3's). */
+  snprintf(wal, sizeof wal, "%s/wal.db", dir);
+  write_shipped(wal);
+  raw_exec(wal, "PRAGMA journal_mode = WAL");
+  /* A writer killed with committed rows still in its -wal (and its -shm beside it). */
+  snprintf(killed, sizeof killed, "%s/killed.db", dir);
+  write_shipped(killed);
+  pid_t pid = fork();
+  if (pid == 0) {
+    cache_db *db;
+    cache_env e = h200();
+    cache_trial t = trial(shape(1024, AT_MASK_CAUSAL_TL), "fa2.in-wal", CACHE_OK, 0.6);
+    if (cache_open(killed, 0, &db) != AT_OK || cache_put_trial(db, &e, &t) != AT_OK) _exit(1);
+    _exit(0); /* no close: the row lives in killed.db-wal */
+  }
+  int status = 0;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  snprintf(side, sizeof side, "%s-wal", killed);
+  assert_int_equal(access(side, F_OK), 0);
+  /* The same with its -shm lost: the -wal's rows cannot be read, and are not silently dropped. */
+  snprintf(no_shm, sizeof no_shm, "%s/no-shm.db", dir);
+  char cmd[2048];
+  snprintf(cmd, sizeof cmd, "cp '%s' '%s' && cp '%s-wal' '%s-wal'", killed, no_shm, killed, no_shm);
+  assert_int_equal(system(cmd), 0);
+  snprintf(cmd, sizeof cmd, "chmod 0444 '%s'/* && chmod 0555 '%s'", dir, dir);
+  assert_int_equal(system(cmd), 0);
+  const ro_case cases[] = {{clean, 1, "", ""},
+                           {wal, 1, "", ""},
+                           {killed, 1, "", "fa2.in-wal"},
+                           {no_shm, 0, "no-shm.db-wal", ""},
+                           {NULL, 0, NULL, NULL}};
+  int rc = as_reader_without_write_access(dir, read_cases, (void *)cases);
+  snprintf(cmd, sizeof cmd, "chmod 0755 '%s' && chmod 0644 '%s'/*", dir, dir);
+  assert_int_equal(system(cmd), 0);
+  if (rc == 77) skip();
+  assert_int_equal(rc, 0);
+}
+
+/* ---- merge: all or nothing, never into one of its inputs -------------------------------------- */
+
+static void write_one_best(const char *p, int t, const char *impl, double ms)
+{
+  cache_db *db;
+  TU_OK(cache_open(p, 0, &db));
+  cache_best b = best(shape(t, AT_MASK_NONE), impl, ms);
+  TU_OK(cache_put_best(db, &b, NULL));
+  cache_env e = h200();
+  cache_trial tr = trial(shape(t, AT_MASK_NONE), impl, CACHE_OK, ms);
+  TU_OK(cache_put_trial(db, &e, &tr));
+  cache_close(db);
+}
+
+static void test_merge_refuses_an_input_as_output(void **state)
+{
+  (void)state;
+  const char *a = path_in_dir("in-a.db"), *b = path_in_dir("in-b.db");
+  const char *hard = path_in_dir("in-a-link.db"), *soft = path_in_dir("in-a-symlink.db");
+  write_one_best(a, 64, "from-a", 1.0);
+  write_one_best(b, 128, "from-b", 1.0);
+  assert_int_equal(link(a, hard), 0);
+  assert_int_equal(symlink(a, soft), 0);
+  size_t n;
+  char *before = slurp(a, &n);
+  /* By name, by a hard link among the inputs, and by a symbolic link as the output. */
+  const char *const named[] = {b, a}, *const linked[] = {b, hard}, *const plain[] = {a};
+  struct { const char *const *inputs; int n; const char *into, *named; } cases[] = {
+      {named, 2, a, a}, {linked, 2, a, hard}, {plain, 1, soft, soft}};
+  for (int i = 0; i < 3; i++) {
+    time_t t0 = time(NULL);
+    assert_int_equal(cache_merge(cases[i].inputs, cases[i].n, cases[i].into), AT_ERR_INVALID);
+    assert_true(time(NULL) - t0 < 5);
+    assert_non_null(strstr(at_last_error(), cases[i].named));
+    assert_non_null(strstr(at_last_error(), "is also an input"));
+    assert_unchanged(a, before, n);
+  }
+  free(before);
+}
+
+/* A merge that fails part-way (the second input's pages are damaged) leaves the output as it
+ * was and no temporary file beside it. */
+static void test_merge_is_all_or_nothing(void **state)
+{
+  (void)state;
+  const char *out = path_in_dir("whole.db"), *a = path_in_dir("whole-a.db"), *cut = path_in_dir("damaged.db");
+  write_one_best(out, 32, "already-there", 1.0);
+  write_one_best(a, 64, "from-a", 1.0);
+  cache_db *db;
+  TU_OK(cache_open(cut, 0, &db));
+  cache_close(db);
+  int schema_pages = raw_int(cut, "PRAGMA page_count"), page_size = raw_int(cut, "PRAGMA page_size");
+  TU_OK(cache_open(cut, 0, &db));
+  cache_env e = h200();
+  for (int i = 0; i < 300; i++) {
+    cache_trial t = trial(shape(100 + i, AT_MASK_NONE), "fa2.cut", CACHE_OK, 1.0);
+    memset(t.message, 'x', 400);
+    TU_OK(cache_put_trial(db, &e, &t));
+  }
+  cache_close(db);
+  /* Damaged in transfer: the schema's pages survive, the rows' pages are overwritten. */
+  size_t cut_size;
+  char *bytes = slurp(cut, &cut_size);
+  assert_true(cut_size > (size_t)(schema_pages + 4) * (size_t)page_size);
+  memset(bytes + (size_t)schema_pages * (size_t)page_size, 0xab, cut_size - (size_t)schema_pages * (size_t)page_size);
+  FILE *w = fopen(cut, "wb");
+  assert_non_null(w);
+  assert_int_equal(fwrite(bytes, 1, cut_size, w), cut_size);
+  fclose(w);
+  free(bytes);
+  TU_OK(cache_open(cut, 1, &db));
+  cache_close(db);
+  size_t n;
+  char *before = slurp(out, &n);
+  const char *const inputs[] = {a, cut};
+  assert_int_not_equal(cache_merge(inputs, 2, out), AT_OK);
+  printf("    the merge failed: %s\n", at_last_error());
+  assert_unchanged(out, before, n);
+  assert_non_null(strstr(at_last_error(), cut));
+  free(before);
+  char cmd[600], listing[4096] = "";
+  snprintf(cmd, sizeof cmd, "ls -a '%s' | grep '^whole\\.db' | tr '\\n' ' '", g_dir);
+  FILE *ls = popen(cmd, "r");
+  assert_non_null(ls);
+  size_t got = fread(listing, 1, sizeof listing - 1, ls);
+  listing[got] = '\0';
+  pclose(ls);
+  assert_string_equal(listing, "whole.db ");
+  /* Without the cut file the same merge goes through, keeping what the output held. */
+  const char *const good[] = {a};
+  TU_OK(cache_merge(good, 1, out));
+  TU_OK(cache_open(out, 1, &db));
+  int count = 0;
+  TU_OK(cache_each_best(db, NULL, count_best, &count));
+  assert_int_equal(count, 2);
+  cache_close(db);
 }
 
 int main(void)
@@ -390,7 +821,9 @@ int main(void)
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_schema_created_with_version_and_wal),
       cmocka_unit_test(test_newer_schema_and_foreign_files_are_refused),
-      cmocka_unit_test(test_migration_from_empty_file),
+      cmocka_unit_test(test_foreign_sqlite_files_are_refused_and_left_alone),
+      cmocka_unit_test(test_empty_file_becomes_a_cache),
+      cmocka_unit_test(test_open_existing_refuses_a_missing_file),
       cmocka_unit_test(test_migration_from_version_1_keeps_rows),
       cmocka_unit_test(test_trials_round_trip_and_replace),
       cmocka_unit_test(test_best_keeps_the_faster),
@@ -398,6 +831,10 @@ int main(void)
       cmocka_unit_test(test_merge_keeps_better_per_key),
       cmocka_unit_test(test_prune_drops_stale_template_rows),
       cmocka_unit_test(test_two_writers_share_a_file),
+      cmocka_unit_test(test_writer_closing_before_a_reader),
+      cmocka_unit_test(test_read_only_directory),
+      cmocka_unit_test(test_merge_refuses_an_input_as_output),
+      cmocka_unit_test(test_merge_is_all_or_nothing),
   };
   return cmocka_run_group_tests(tests, make_dir, remove_dir);
 }

@@ -10,7 +10,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <grp.h>
+#include <time.h>
 #include <unistd.h>
+
+#include <sqlite3.h>
 
 #include "cache/cache.h"
 #include "tests/testutil.h"
@@ -152,6 +159,172 @@ static void test_merge_then_prune(void **state)
   assert_non_null(strstr(g_out, "--into"));
 }
 
+/* The whole file, malloc'd; NULL when missing. */
+static char *slurp(const char *path, size_t *size)
+{
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *buf = malloc((size_t)n + 1);
+  assert_non_null(buf);
+  assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+  fclose(f);
+  *size = (size_t)n;
+  return buf;
+}
+
+static void assert_same_file(const char *path, const char *before, size_t n)
+{
+  size_t now_n = 0;
+  char *now = slurp(path, &now_n);
+  assert_non_null(now);
+  assert_int_equal(now_n, n);
+  assert_memory_equal(now, before, n);
+  free(now);
+}
+
+/* `cache list`, `export` and `report` on a cache shipped in a folder the user cannot write: run
+ * as uid 65534 (nobody) when root, else as this user with the folder at mode 0555. */
+static void test_read_only_folder(void **state)
+{
+  (void)state;
+  char top[320], ro[400], db[420], bin[420], self[512], cmd[4096];
+  snprintf(top, sizeof top, "%s/shipped", g_dir);
+  snprintf(ro, sizeof ro, "%s/ro", top);
+  snprintf(db, sizeof db, "%s/report.db", ro);
+  snprintf(bin, sizeof bin, "%s/attntune", top);
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  assert_true(n > 0);
+  self[n] = '\0';
+  *strrchr(self, '/') = '\0';
+  /* The binary is copied out so that the other user need not reach the build folder. */
+  snprintf(cmd, sizeof cmd, "chmod 0711 '%s' && mkdir -m 0777 '%s' && mkdir '%s' && cp '%s' '%s' && "
+           "cp '%s/../attntune' '%s' && chmod 0755 '%s' && chmod 0444 '%s' && chmod 0555 '%s'",
+           g_dir, top, ro, g_a, db, self, bin, bin, db, ro);
+  assert_int_equal(system(cmd), 0);
+  static const char *const COMMANDS[] = {"cache list --db '%s'", "cache export --format csv --db '%s'",
+                                         "report --db '%s'", "cache show b2.t1024.s1024.hq16.hkv16.d128.bf16.causal --db '%s'"};
+  for (int i = 0; i < 4; i++) {
+    char args[1024], run[4096], out_path[440];
+    snprintf(args, sizeof args, COMMANDS[i], db);
+    snprintf(out_path, sizeof out_path, "%s/out.txt", top);
+    snprintf(run, sizeof run, "'%s' %s > '%s' 2>&1", bin, args, out_path);
+    fflush(stdout);
+    pid_t pid = fork();
+    assert_true(pid >= 0);
+    if (pid == 0) {
+      if (geteuid() == 0 && (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0)) {
+        fprintf(stderr, "SKIP: cannot become uid 65534 to read without write access\n");
+        _exit(77);
+      }
+      if (access(ro, W_OK) == 0) {
+        fprintf(stderr, "SKIP: uid %d can write %s despite mode 0555\n", (int)geteuid(), ro);
+        _exit(77);
+      }
+      execl("/bin/sh", "sh", "-c", run, (char *)NULL);
+      _exit(126);
+    }
+    int status = 0;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status));
+    if (WEXITSTATUS(status) == 77) skip();
+    size_t got = 0;
+    char *out = slurp(out_path, &got);
+    assert_non_null(out);
+    out = realloc(out, got + 1);
+    out[got] = '\0';
+    if (WEXITSTATUS(status) != 0) fail_msg("attntune %s as a reader without write access: %s", args, out);
+    assert_non_null(strstr(out, i == 3 ? "fa2.bf16.d128.causal.g1.bm128.bn128.w8.s3" : "b2.t1024.s1024"));
+    free(out);
+  }
+  snprintf(cmd, sizeof cmd, "ls -A '%s'", ro);
+  FILE *ls = popen(cmd, "r");
+  char listing[256] = "";
+  size_t got = fread(listing, 1, sizeof listing - 1, ls);
+  listing[got] = '\0';
+  pclose(ls);
+  assert_string_equal(listing, "report.db\n");
+  snprintf(cmd, sizeof cmd, "chmod 0755 '%s'", ro);
+  assert_int_equal(system(cmd), 0);
+}
+
+/* `merge B A --into A`: refused at once, naming A, and A is left as it was. */
+static void test_merge_into_an_input(void **state)
+{
+  (void)state;
+  size_t n;
+  char *before = slurp(g_a, &n);
+  assert_non_null(before);
+  time_t t0 = time(NULL);
+  assert_int_equal(cli("cache merge '%s' '%s' --into '%s'", g_b, g_a, g_a), 2);
+  assert_true(time(NULL) - t0 < 5);
+  assert_non_null(strstr(g_out, g_a));
+  assert_non_null(strstr(g_out, "is also an input"));
+  assert_same_file(g_a, before, n);
+  free(before);
+  assert_int_equal(cli("cache list --db '%s'", g_a), 0);
+  assert_null(strstr(g_out, "b2.t4096")); /* none of b's rows */
+}
+
+/* Other programs' files are not ours to write; a missing file is an error for every command but
+ * merge's --into. */
+static void test_foreign_and_missing_files(void **state)
+{
+  (void)state;
+  char foreign[400], text[400], missing[400], fresh[400];
+  snprintf(foreign, sizeof foreign, "%s/foreign.db", g_dir);
+  snprintf(text, sizeof text, "%s/notes.txt", g_dir);
+  snprintf(missing, sizeof missing, "%s/missing.db", g_dir);
+  snprintf(fresh, sizeof fresh, "%s/fresh.db", g_dir);
+  sqlite3 *raw;
+  assert_int_equal(sqlite3_open(foreign, &raw), SQLITE_OK);
+  assert_int_equal(sqlite3_exec(raw, "CREATE TABLE contacts(name TEXT); INSERT INTO contacts VALUES ('x')",
+                                NULL, NULL, NULL), SQLITE_OK);
+  sqlite3_close(raw);
+  FILE *f = fopen(text, "w");
+  fputs("shopping list: milk, eggs, a SQLite book, and something long enough to be a header.......\n", f);
+  fclose(f);
+  size_t nf, nt;
+  char *foreign_before = slurp(foreign, &nf), *text_before = slurp(text, &nt);
+  const char *const files[] = {foreign, text};
+  for (int i = 0; i < 2; i++) {
+    const char *p = files[i];
+    assert_int_equal(cli("cache prune --db '%s'", p), 1);
+    assert_non_null(strstr(g_out, p));
+    assert_non_null(strstr(g_out, "not an attntune cache"));
+    assert_int_equal(cli("cache merge '%s' --into '%s'", g_a, p), 1);
+    assert_non_null(strstr(g_out, p));
+    assert_non_null(strstr(g_out, "not an attntune cache"));
+    assert_int_equal(cli("cache merge '%s' --into '%s'", p, fresh), 1);
+    assert_non_null(strstr(g_out, "not an attntune cache"));
+    assert_int_not_equal(access(fresh, F_OK), 0);
+    assert_int_equal(cli("cache list --db '%s'", p), 1);
+    assert_non_null(strstr(g_out, "not an attntune cache"));
+    assert_int_equal(cli("report --db '%s'", p), 1);
+    assert_non_null(strstr(g_out, "not an attntune cache"));
+  }
+  assert_same_file(foreign, foreign_before, nf);
+  assert_same_file(text, text_before, nt);
+  free(foreign_before);
+  free(text_before);
+  static const char *const READERS_AND_PRUNE[] = {"cache prune --db '%s'", "cache list --db '%s'",
+                                                  "cache export --format json --db '%s'", "report --db '%s'"};
+  for (int i = 0; i < 4; i++) {
+    char args[600];
+    snprintf(args, sizeof args, READERS_AND_PRUNE[i], missing);
+    assert_int_equal(cli("%s", args), 1);
+    assert_non_null(strstr(g_out, missing));
+    assert_non_null(strstr(g_out, "does not exist"));
+    assert_int_not_equal(access(missing, F_OK), 0);
+  }
+  /* merge's --into may be new. */
+  assert_int_equal(cli("cache merge '%s' --into '%s'", g_a, fresh), 0);
+  assert_int_equal(cli("cache list --db '%s'", fresh), 0);
+  assert_non_null(strstr(g_out, "b2.t1024.s1024"));
+}
+
 static void test_tune_argument_errors(void **state)
 {
   (void)state;
@@ -180,6 +353,9 @@ int main(void)
       cmocka_unit_test(test_list_and_show),
       cmocka_unit_test(test_export),
       cmocka_unit_test(test_merge_then_prune),
+      cmocka_unit_test(test_read_only_folder),
+      cmocka_unit_test(test_merge_into_an_input),
+      cmocka_unit_test(test_foreign_and_missing_files),
       cmocka_unit_test(test_tune_argument_errors),
   };
   return cmocka_run_group_tests(tests, setup, teardown);

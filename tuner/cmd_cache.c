@@ -23,10 +23,12 @@ static const char USAGE[] =
     "          b2.t1024.s1024.hq16.hkv16.d128.bf16.causal)\n"
     "  export  best rows (or all trials with --trials) as CSV or JSON\n"
     "  merge   copy every trial of the inputs into C and keep the faster best per key (fleet runs:\n"
-    "          one file per shard, merged afterwards)\n"
+    "          one file per shard, merged afterwards). All or nothing: the result is written beside\n"
+    "          C and renamed over it. C may be new; it may not be one of the inputs\n"
     "  prune   delete results measured with other kernel templates than this build's\n"
     "\n"
-    "  --db FILE      the cache (default attntune.db)\n"
+    "  --db FILE      the cache (default attntune.db); it must exist and be an attntune cache. A\n"
+    "                 closed cache is one file that can be read where its folder is not writable\n"
     "  --gpu MODEL    only this GPU model (as 'attntune devices' names it)\n";
 
 typedef struct cache_args {
@@ -87,7 +89,7 @@ static int print_best(void *user, const cache_best *b)
 
 static int open_read(const cache_args *a, cache_db **db)
 {
-  at_status rc = cache_open(a->db, 1, db);
+  at_status rc = cache_open(a->db, CACHE_READ, db);
   return rc == AT_OK ? 0 : tn_fail_exit("cache", rc);
 }
 
@@ -293,7 +295,7 @@ static int cmd_prune(const cache_args *a)
   cache_db *db;
   int removed = 0;
   gen_templates_version(version, sizeof version);
-  at_status rc = cache_open(a->db, 0, &db);
+  at_status rc = cache_open(a->db, CACHE_WRITE_EXISTING, &db); /* never creates */
   if (rc == AT_OK) rc = cache_prune(db, version, &removed);
   cache_close(db);
   if (rc != AT_OK) return tn_fail_exit("cache", rc);

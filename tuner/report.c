@@ -270,7 +270,7 @@ at_status tn_report_load(const char *db_path, const char *gpu_model, tn_report *
   snprintf(out->db_path, sizeof out->db_path, "%s", db_path);
   snprintf(out->gpu_filter, sizeof out->gpu_filter, "%s", gpu_model ? gpu_model : "");
   cache_db *db = NULL;
-  at_status rc = cache_open(db_path, 1, &db);
+  at_status rc = cache_open(db_path, CACHE_READ, &db);
   if (rc != AT_OK) return rc;
   loader l = {.r = out, .rc = AT_OK};
   rc = cache_models(db, out->models_in_cache, sizeof out->models_in_cache, &out->n_models_in_cache);

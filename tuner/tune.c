@@ -780,7 +780,7 @@ static at_status start_device(device_job *job)
 {
   tn_request q;
   tn_response r;
-  at_status rc = cache_open(job->run->opts->db_path, 0, &job->db);
+  at_status rc = cache_open(job->run->opts->db_path, CACHE_WRITE, &job->db);
   if (rc != AT_OK) return rc;
   if ((rc = ensure_worker(job)) != AT_OK) return rc;
   memset(&q, 0, sizeof q);
