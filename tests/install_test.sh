@@ -17,8 +17,10 @@ echo "ok: find_package(attntune) build"
 PKG_CONFIG_PATH="$prefix/lib/pkgconfig" cc -std=c11 -Wall -Wextra -Werror "$src/examples/codelab.c" \
   $(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs attntune) -lm -o "$prefix/codelab-pc"
 echo "ok: pkg-config build"
-# Static: the archive plus the private libraries pkg-config lists for it.
-libs=$(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --static --libs-only-l attntune | sed 's/-lattntune//')
+# Static: the archive plus the private libraries and other link flags (a sanitized build's
+# -fsanitize) pkg-config lists for it.
+libs=$(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --static --libs-only-l --libs-only-other attntune |
+  sed 's/-lattntune//')
 cc -std=c11 -Wall -Wextra -Werror "$src/examples/codelab.c" -I"$prefix/include" "$prefix/lib/libattntune.a" \
   $libs -lm -o "$prefix/codelab-static"
 echo "ok: static build"

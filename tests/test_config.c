@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "tuner/config.h"
 
@@ -880,6 +881,46 @@ static void test_yaml_errors(void **state)
   tn_config_free(&c);
 }
 
+/* libyaml's scanner is quadratic in the nesting depth (100000 '[' took 23 s); the parser refuses
+ * the 33rd level before reading on. The time bound is a loose sanity check, not a benchmark. */
+static void test_deep_nesting_is_refused_fast(void **state)
+{
+  (void)state;
+  enum { DEPTH = 100000 };
+  static const struct {
+    const char *prefix, *open, *message;
+  } cases[] = {
+      {"shapes: ", "[", "t.yaml:1:40: lists and mappings nested deeper than 32 levels"},
+      {"shapes: ", "{a: ", "t.yaml:1:133: lists and mappings nested deeper than 32 levels"},
+      {"shapes: ", "[\n", "t.yaml:32:1: lists and mappings nested deeper than 32 levels"},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    size_t pre = strlen(cases[i].prefix), open = strlen(cases[i].open);
+    char *yaml = malloc(pre + DEPTH * open + 1);
+    assert_non_null(yaml);
+    memcpy(yaml, cases[i].prefix, pre);
+    for (int d = 0; d < DEPTH; d++) memcpy(yaml + pre + (size_t)d * open, cases[i].open, open);
+    yaml[pre + DEPTH * open] = '\0';
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    tn_config c;
+    at_status rc = tn_config_parse(yaml, strlen(yaml), "t.yaml", &c);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    /* Not expect_error: it would print the 100000-level document. */
+    if (rc != AT_ERR_CONFIG || strcmp(at_last_error(), cases[i].message) != 0)
+      fail_msg("case %zu: expected %s, got %s: %s", i, cases[i].message, at_status_name(rc), at_last_error());
+    assert_null(c.shapes);
+    double seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) * 1e-9;
+    if (seconds >= 1.0) fail_msg("case %zu took %.2f s (expected well under 1 s)", i, seconds);
+    free(yaml);
+  }
+  /* 31 levels under the root are allowed through to the usual checks. */
+  expect_error("shapes: [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]\n", AT_ERR_CONFIG,
+               "t.yaml:1:10: shapes[0]: expected a mapping with name, batch, seq_len, q_len, kv_len, "
+               "q_heads, kv_heads, head_dim, dtype, mask, lse, got a list");
+  assert_no_mismatch();
+}
+
 /* ---- keys and shards --------------------------------------------------------------------- */
 
 static void test_shape_key(void **state)
@@ -1023,6 +1064,7 @@ int main(void)
       cmocka_unit_test(test_decode_search),
       cmocka_unit_test(test_decode_search_errors),
       cmocka_unit_test(test_yaml_errors),
+      cmocka_unit_test(test_deep_nesting_is_refused_fast),
       cmocka_unit_test(test_shape_key),
       cmocka_unit_test(test_shard_parse),
       cmocka_unit_test(test_shards_partition_codelab),

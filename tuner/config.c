@@ -4,7 +4,8 @@
  *
  * The whole document is loaded first (yaml_parser_load), so every node keeps its start mark and
  * each error can point at the exact scalar, list item or key that is wrong. Aliases resolve to
- * shared nodes, so a config cannot blow up in memory through them.
+ * shared nodes, so a config cannot blow up in memory through them. An event pass before the load
+ * refuses nesting deeper than MAX_NESTING, which would cost libyaml quadratic time.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -907,18 +908,53 @@ static at_status check_single_document(const char *name, yaml_parser_t *y)
   return rc;
 }
 
+/* Lists and mappings may nest this deep; the deepest config nests 4 (shapes, an entry, a field,
+ * a range). libyaml's scanner spends time proportional to the open levels on every token (100000
+ * '[' took 23 s before the syntax error), so an event pass refuses a deeper document at its 33rd
+ * level, having read little more than that, before the loader reads the whole stream. */
+enum { MAX_NESTING = 32 };
+
+static at_status check_nesting(const char *text, size_t len, const char *name)
+{
+  yaml_parser_t y;
+  if (!yaml_parser_initialize(&y)) return at_fail(AT_ERR_NOMEM, "%s: cannot initialize the YAML parser", name);
+  yaml_parser_set_input_string(&y, (const unsigned char *)text, len);
+  at_status rc = AT_OK;
+  int depth = 0, done = 0;
+  while (!done) {
+    yaml_event_t ev;
+    /* A syntax error: the loader meets it at the same place and reports it. */
+    if (!yaml_parser_parse(&y, &ev)) break;
+    if (ev.type == YAML_SEQUENCE_START_EVENT || ev.type == YAML_MAPPING_START_EVENT) {
+      if (++depth > MAX_NESTING) {
+        rc = at_fail(AT_ERR_CONFIG, "%s:%zu:%zu: lists and mappings nested deeper than %d levels", name,
+                     ev.start_mark.line + 1, ev.start_mark.column + 1, MAX_NESTING);
+        done = 1;
+      }
+    } else if (ev.type == YAML_SEQUENCE_END_EVENT || ev.type == YAML_MAPPING_END_EVENT) {
+      depth--;
+    } else if (ev.type == YAML_STREAM_END_EVENT) {
+      done = 1;
+    }
+    yaml_event_delete(&ev);
+  }
+  yaml_parser_delete(&y);
+  return rc;
+}
+
 at_status tn_config_parse(const char *text, size_t len, const char *name, tn_config *out)
 {
   if (!text || !out) return at_fail(AT_ERR_INVALID, "tn_config_parse: text or out is NULL");
   if (!name) name = "<config>";
   tn_config_init(out);
   snprintf(out->path, sizeof out->path, "%s", name);
+  at_status rc = check_nesting(text, len, name);
+  if (rc != AT_OK) return rc;
   yaml_parser_t y;
   yaml_document_t doc;
   if (!yaml_parser_initialize(&y))
     return at_fail(AT_ERR_NOMEM, "%s: cannot initialize the YAML parser", name);
   yaml_parser_set_input_string(&y, (const unsigned char *)text, len);
-  at_status rc;
   if (!yaml_parser_load(&y, &doc)) {
     rc = yaml_failure(name, &y);
     yaml_parser_delete(&y);
