@@ -155,6 +155,17 @@ static at_status check_identity(cache_db *c, int *version, int *empty, int *sqli
     *empty = 1;
     return AT_OK;
   }
+  /* attntune's schema has tables and indexes only. A view or trigger (say, 'best' as a view over
+   * an endless recursive query) would run someone else's SQL inside every read. */
+  int foreign = 0;
+  if ((rc = query_int(c->db, "SELECT count(*) FROM sqlite_master WHERE type IN ('view', 'trigger')", NULL,
+                      &foreign)) != SQLITE_OK) {
+    *sqlite_rc = rc;
+    return sql_fail(c, rc, "reading the schema", __LINE__);
+  }
+  if (foreign)
+    return at_fail(AT_ERR_CACHE, "%s is not an attntune cache: it holds %d view(s) or trigger(s), which attntune's "
+                   "schema never has; attntune neither reads nor writes it", c->path, foreign);
   for (size_t i = 0; i < sizeof REQUIRED_TABLES / sizeof *REQUIRED_TABLES; i++) {
     if (REQUIRED_TABLES[i].since > (*version ? *version : 1)) continue;
     char sql[256];

@@ -100,7 +100,7 @@ expect 2 "unexpected argument 'extra'" -- gen --head-dim 64 --list extra
 expect 2 "option '--emit' needs a value" -- gen --emit
 expect 2 "empty file name for --db" -- report --db=
 expect 2 "'$tmp' for --db is a directory" -- report --db "$tmp"
-for cmd in devices gen bench tune report; do expect 0 "usage: attntune $cmd" -- $cmd -h; done
+for cmd in devices gen bench tune report cache; do expect 0 "usage: attntune $cmd" -- $cmd -h; done
 expect 0 "fa2, fa3 and decode" -- tune --help
 if "$bin" --help | grep -q "fa2 variants" || "$bin" tune --help | grep -q "fa2 variants"; then
   echo "FAIL: help still says 'fa2 variants'"; fails=$((fails + 1))

@@ -816,12 +816,41 @@ static void test_merge_is_all_or_nothing(void **state)
   cache_close(db);
 }
 
+/* A cache whose schema gained a view or trigger (a hostile file: 'best' replaced by a view over an
+ * endless recursive query hung every reader) is refused before any row is read, writable or not. */
+static void test_views_and_triggers_are_refused(void **state)
+{
+  (void)state;
+  static const char *const EXTRA[] = {
+      "CREATE VIEW extra AS SELECT 1",
+      "CREATE TRIGGER extra AFTER INSERT ON done BEGIN SELECT 1; END",
+      "DROP TABLE best; CREATE VIEW best AS WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r) "
+      "SELECT * FROM r",
+  };
+  for (int i = 0; i < 3; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "hostile-%d.db", i);
+    const char *p = path_in_dir(name);
+    cache_db *db = NULL;
+    TU_OK(cache_open(p, CACHE_WRITE, &db));
+    cache_close(db);
+    sqlite3 *raw = NULL;
+    assert_int_equal(sqlite3_open(p, &raw), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(raw, EXTRA[i], NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(raw);
+    assert_int_equal(cache_open(p, CACHE_READ, &db), AT_ERR_CACHE);
+    assert_non_null(strstr(at_last_error(), "view(s) or trigger(s)"));
+    assert_int_equal(cache_open(p, CACHE_WRITE, &db), AT_ERR_CACHE);
+  }
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_schema_created_with_version_and_wal),
       cmocka_unit_test(test_newer_schema_and_foreign_files_are_refused),
       cmocka_unit_test(test_foreign_sqlite_files_are_refused_and_left_alone),
+      cmocka_unit_test(test_views_and_triggers_are_refused),
       cmocka_unit_test(test_empty_file_becomes_a_cache),
       cmocka_unit_test(test_open_existing_refuses_a_missing_file),
       cmocka_unit_test(test_migration_from_version_1_keeps_rows),

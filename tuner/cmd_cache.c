@@ -59,6 +59,7 @@ static int parse(int argc, char **argv, cache_args *a)
     case O_OUT: a->out = optarg; break;
     case O_INTO: a->into = optarg; break;
     case O_TRIALS: a->trials = 1; break;
+    case 'h':
     case O_HELP: fputs(USAGE, stdout); return 1;
     default:
       if (optopt) return tn_usage_error("cache", "option '%s' needs a value", argv[optind - 1]), -1;

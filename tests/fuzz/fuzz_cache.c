@@ -105,7 +105,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
   if (size && fwrite(data, 1, size, f) != size) abort();
   if (fclose(f) != 0) abort();
   cache_db *db = NULL;
-  if (cache_open(g_path, 1, &db) == AT_OK) {
+  if (cache_open(g_path, CACHE_READ, &db) == AT_OK) {
     if (!cache_is_read_only(db)) abort();
     (void)cache_schema_version(db);
     char models[256];

@@ -44,7 +44,7 @@ static void write_cache(const char *path)
 {
   unlink(path);
   cache_db *db = NULL;
-  check(cache_open(path, 0, &db));
+  check(cache_open(path, CACHE_WRITE, &db));
   cache_env env = {"NVIDIA H200", 9, 0, 132, "580.159.04", "13.0", "9.19.0", "fa2-1.fa3-1.decode-1"};
   const at_shape *s = &SHAPES[0];
   cache_trial t = {*s, "fa3.bf16.d128.causal.g1.bm128.bn128.w8.s2", CACHE_OK, 0.52, 506.0, 1e-3, 2e-3,
