@@ -14,8 +14,6 @@
 
 #include "generator/family.h"
 
-/* Query lengths the family serves; longer queries are prefill (fa2, fa3). */
-#define DECODE_MAX_T 16
 /* Threads of the combine kernel's CTA (one CTA per (head, token) row). */
 #define COMBINE_THREADS 128
 
@@ -146,7 +144,7 @@ static int heuristic_splits(const gen_variant *v, const gen_target *target, cons
 
 /* ---- the space and the default ------------------------------------------------------------------ */
 
-static int serves(const at_shape *shape) { return shape->q_len >= 1 && shape->q_len <= DECODE_MAX_T; }
+static int serves(const at_shape *shape) { return shape->q_len >= 1 && shape->q_len <= GEN_DECODE_MAX_T; }
 
 static at_status append(gen_variant *out, int cap, int *n, const gen_variant *v)
 {

@@ -91,6 +91,9 @@ typedef struct gen_target {
 #define GEN_ENTRY_MAX (GEN_KEY_MAX + 16)
 #define GEN_MAX_VARIANTS 96 /* upper bound on gen_enumerate's output for one shape */
 #define GEN_MAX_KERNELS 2   /* kernels one variant launches, in order (split-KV: partials, combine) */
+/* The longest query the decode family serves (and the tuner and reports rate in TB/s of K/V):
+ * longer queries are prefill (fa2, fa3). */
+#define GEN_DECODE_MAX_T 16
 
 /* A target for an NVRTC arch, with the opt-in shared memory limit of that compute capability
  * (227 KB on sm_90, 163 KB on sm_80/87, 99 KB on sm_86/89/120). */

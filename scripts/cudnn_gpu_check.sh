@@ -8,11 +8,7 @@ set -u
 build=${1:-build}
 out=${OUT:-gpu-logs}
 mkdir -p "$out"
-cudnn919=/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cudnn/lib
-export LD_LIBRARY_PATH="$PWD/$build/devlibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-if [ -d "$cudnn919" ] && [ -z "${ATTNTUNE_CUDNN:-}" ]; then
-  export ATTNTUNE_CUDNN="$cudnn919" LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$cudnn919"
-fi
+. "$(dirname "$0")/gpu_env.sh"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu,power.draw \
   --format=csv >"$out/nvidia-smi.txt" 2>&1
 ls /opt/torch/.venv/lib/python3.12/site-packages/nvidia "$cudnn919" >>"$out/nvidia-smi.txt" 2>&1

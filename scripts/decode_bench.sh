@@ -8,11 +8,7 @@ build=${1:-build}
 out=${OUT:-gpu-logs}
 impls=${IMPLS:-cudnn,default,fused}
 mkdir -p "$out"
-cudnn919=/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cudnn/lib
-export LD_LIBRARY_PATH="$PWD/$build/devlibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-if [ -d "$cudnn919" ] && [ -z "${ATTNTUNE_CUDNN:-}" ]; then
-  export ATTNTUNE_CUDNN="$cudnn919" LD_LIBRARY_PATH="$LD_LIBRARY_PATH:$cudnn919"
-fi
+. "$(dirname "$0")/gpu_env.sh"
 at="$build/attntune"
 log="$out/decode_bench.txt"
 : >"$log"

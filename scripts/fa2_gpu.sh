@@ -8,9 +8,7 @@
 build=${1:-build}
 out=${OUT:-gpu-logs}
 mkdir -p "$out"
-export LD_LIBRARY_PATH="$PWD/$build/devlibs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-cudnn919=/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cudnn/lib
-[ -d "$cudnn919" ] && [ -z "${ATTNTUNE_CUDNN:-}" ] && export ATTNTUNE_CUDNN="$cudnn919"
+. "$(dirname "$0")/gpu_env.sh"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,temperature.gpu,power.draw \
   --format=csv >"$out/nvidia-smi.txt" 2>&1
 rc=0

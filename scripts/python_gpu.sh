@@ -16,10 +16,7 @@
 set -u
 out=${OUT:-gpu-logs}
 mkdir -p "$out"
-cudnn919=/opt/torch/.venv/lib/python3.12/site-packages/nvidia/cudnn/lib
-if [ -d "$cudnn919" ] && [ -z "${ATTNTUNE_CUDNN:-}" ]; then
-  export ATTNTUNE_CUDNN="$cudnn919" LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$cudnn919"
-fi
+. "$(dirname "$0")/gpu_env.sh"
 # JAX and torch share the GPU in one test run: no preallocation of 75% of its memory by XLA.
 export XLA_PYTHON_CLIENT_PREALLOCATE=false
 

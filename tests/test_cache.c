@@ -47,40 +47,6 @@ static const char *path_in_dir(const char *name)
   return p;
 }
 
-/* The whole file, malloc'd (NUL-terminated, *size bytes before the NUL); NULL when missing. */
-static char *slurp(const char *path, size_t *size)
-{
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *buf = malloc((size_t)n + 1);
-  assert_non_null(buf);
-  assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-  buf[n] = '\0';
-  fclose(f);
-  *size = (size_t)n;
-  return buf;
-}
-
-/* Fails unless path holds exactly before's bytes (and no -wal/-shm/-journal appeared). */
-static void assert_unchanged(const char *path, const char *before, size_t before_size)
-{
-  size_t n = 0;
-  char *now = slurp(path, &n);
-  assert_non_null(now);
-  assert_int_equal(n, before_size);
-  assert_memory_equal(now, before, n);
-  free(now);
-  static const char *const SUFFIXES[] = {"-wal", "-shm", "-journal"};
-  for (int i = 0; i < 3; i++) {
-    char side[400];
-    snprintf(side, sizeof side, "%s%s", path, SUFFIXES[i]);
-    if (access(side, F_OK) == 0) fail_msg("%s appeared", side);
-  }
-}
-
 /* The file's journal mode as a fresh connection sees it. */
 static void journal_mode(const char *path, char *mode, size_t size)
 {
@@ -211,13 +177,13 @@ static void test_newer_schema_and_foreign_files_are_refused(void **state)
   fputs("this is not a database, it is a text file of some length.........................", f);
   fclose(f);
   size_t n;
-  char *before = slurp(junk, &n);
+  char *before = tu_slurp(junk, &n);
   for (int read_only = 0; read_only < 2; read_only++) {
     assert_int_equal(cache_open(junk, read_only, &db), AT_ERR_CACHE);
     assert_non_null(strstr(at_last_error(), junk));
     assert_non_null(strstr(at_last_error(), "not an attntune cache"));
     assert_non_null(strstr(at_last_error(), "not a SQLite database"));
-    assert_unchanged(junk, before, n);
+    tu_assert_file_unchanged(junk, before, n);
   }
   free(before);
 }
@@ -237,14 +203,14 @@ static void test_foreign_sqlite_files_are_refused_and_left_alone(void **state)
     const char *p = path_in_dir("foreign.db");
     raw_exec(p, SETUPS[i]);
     size_t n;
-    char *before = slurp(p, &n);
+    char *before = tu_slurp(p, &n);
     cache_db *db = NULL;
     for (int read_only = 0; read_only < 2; read_only++) {
       assert_int_equal(cache_open(p, read_only, &db), AT_ERR_CACHE);
       assert_null(db);
       assert_non_null(strstr(at_last_error(), p));
       assert_non_null(strstr(at_last_error(), "not an attntune cache"));
-      assert_unchanged(p, before, n);
+      tu_assert_file_unchanged(p, before, n);
     }
     free(before);
   }
@@ -577,32 +543,6 @@ static void test_writer_closing_before_a_reader(void **state)
 
 /* ---- a cache in a folder the reader cannot write (a container image, a read-only volume) ---- */
 
-/* Runs fn(arg) in a child process as a user who cannot write dir: uid and gid 65534 (nobody)
- * when this process is root, else this user with dir mode 0555. Returns fn's result, or 77 when
- * no such user could be had (the caller skips). */
-static int as_reader_without_write_access(const char *dir, int (*fn)(void *), void *arg)
-{
-  fflush(stdout);
-  fflush(stderr);
-  pid_t pid = fork();
-  assert_true(pid >= 0);
-  if (pid == 0) {
-    if (geteuid() == 0 && (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0)) {
-      fprintf(stderr, "SKIP: cannot become uid 65534 to read without write access\n");
-      _exit(77);
-    }
-    if (access(dir, W_OK) == 0) {
-      fprintf(stderr, "SKIP: uid %d can write %s despite mode 0555\n", (int)geteuid(), dir);
-      _exit(77);
-    }
-    _exit(fn(arg));
-  }
-  int status = 0;
-  assert_int_equal(waitpid(pid, &status, 0), pid);
-  assert_true(WIFEXITED(status));
-  return WEXITSTATUS(status);
-}
-
 typedef struct ro_case {
   const char *path;
   int expect_ok;          /* else cache_open must fail naming expect_in_message */
@@ -711,7 +651,7 @@ static void test_read_only_directory(void **state)
                            {killed, 1, "", "fa2.in-wal"},
                            {no_shm, 0, "no-shm.db-wal", ""},
                            {NULL, 0, NULL, NULL}};
-  int rc = as_reader_without_write_access(dir, read_cases, (void *)cases);
+  int rc = tu_without_write_access(dir, read_cases, (void *)cases);
   snprintf(cmd, sizeof cmd, "chmod 0755 '%s' && chmod 0644 '%s'/*", dir, dir);
   assert_int_equal(system(cmd), 0);
   if (rc == 77) skip();
@@ -742,7 +682,7 @@ static void test_merge_refuses_an_input_as_output(void **state)
   assert_int_equal(link(a, hard), 0);
   assert_int_equal(symlink(a, soft), 0);
   size_t n;
-  char *before = slurp(a, &n);
+  char *before = tu_slurp(a, &n);
   /* By name, by a hard link among the inputs, and by a symbolic link as the output. */
   const char *const named[] = {b, a}, *const linked[] = {b, hard}, *const plain[] = {a};
   struct { const char *const *inputs; int n; const char *into, *named; } cases[] = {
@@ -753,7 +693,7 @@ static void test_merge_refuses_an_input_as_output(void **state)
     assert_true(time(NULL) - t0 < 5);
     assert_non_null(strstr(at_last_error(), cases[i].named));
     assert_non_null(strstr(at_last_error(), "is also an input"));
-    assert_unchanged(a, before, n);
+    tu_assert_file_unchanged(a, before, n);
   }
   free(before);
 }
@@ -780,7 +720,7 @@ static void test_merge_is_all_or_nothing(void **state)
   cache_close(db);
   /* Damaged in transfer: the schema's pages survive, the rows' pages are overwritten. */
   size_t cut_size;
-  char *bytes = slurp(cut, &cut_size);
+  char *bytes = tu_slurp(cut, &cut_size);
   assert_true(cut_size > (size_t)(schema_pages + 4) * (size_t)page_size);
   memset(bytes + (size_t)schema_pages * (size_t)page_size, 0xab, cut_size - (size_t)schema_pages * (size_t)page_size);
   FILE *w = fopen(cut, "wb");
@@ -791,11 +731,11 @@ static void test_merge_is_all_or_nothing(void **state)
   TU_OK(cache_open(cut, 1, &db));
   cache_close(db);
   size_t n;
-  char *before = slurp(out, &n);
+  char *before = tu_slurp(out, &n);
   const char *const inputs[] = {a, cut};
   assert_int_not_equal(cache_merge(inputs, 2, out), AT_OK);
   printf("    the merge failed: %s\n", at_last_error());
-  assert_unchanged(out, before, n);
+  tu_assert_file_unchanged(out, before, n);
   assert_non_null(strstr(at_last_error(), cut));
   free(before);
   char cmd[600], listing[4096] = "";

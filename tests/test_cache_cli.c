@@ -159,30 +159,11 @@ static void test_merge_then_prune(void **state)
   assert_non_null(strstr(g_out, "--into"));
 }
 
-/* The whole file, malloc'd; NULL when missing. */
-static char *slurp(const char *path, size_t *size)
+/* The shell command arg, in this (child) process. */
+static int run_shell(void *arg)
 {
-  FILE *f = fopen(path, "rb");
-  if (!f) return NULL;
-  fseek(f, 0, SEEK_END);
-  long n = ftell(f);
-  fseek(f, 0, SEEK_SET);
-  char *buf = malloc((size_t)n + 1);
-  assert_non_null(buf);
-  assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-  fclose(f);
-  *size = (size_t)n;
-  return buf;
-}
-
-static void assert_same_file(const char *path, const char *before, size_t n)
-{
-  size_t now_n = 0;
-  char *now = slurp(path, &now_n);
-  assert_non_null(now);
-  assert_int_equal(now_n, n);
-  assert_memory_equal(now, before, n);
-  free(now);
+  execl("/bin/sh", "sh", "-c", (const char *)arg, (char *)NULL);
+  return 126;
 }
 
 /* `cache list`, `export` and `report` on a cache shipped in a folder the user cannot write: run
@@ -211,31 +192,12 @@ static void test_read_only_folder(void **state)
     snprintf(args, sizeof args, COMMANDS[i], db);
     snprintf(out_path, sizeof out_path, "%s/out.txt", top);
     snprintf(run, sizeof run, "'%s' %s > '%s' 2>&1", bin, args, out_path);
-    fflush(stdout);
-    pid_t pid = fork();
-    assert_true(pid >= 0);
-    if (pid == 0) {
-      if (geteuid() == 0 && (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0)) {
-        fprintf(stderr, "SKIP: cannot become uid 65534 to read without write access\n");
-        _exit(77);
-      }
-      if (access(ro, W_OK) == 0) {
-        fprintf(stderr, "SKIP: uid %d can write %s despite mode 0555\n", (int)geteuid(), ro);
-        _exit(77);
-      }
-      execl("/bin/sh", "sh", "-c", run, (char *)NULL);
-      _exit(126);
-    }
-    int status = 0;
-    assert_int_equal(waitpid(pid, &status, 0), pid);
-    assert_true(WIFEXITED(status));
-    if (WEXITSTATUS(status) == 77) skip();
+    const int rc = tu_without_write_access(ro, run_shell, run);
+    if (rc == 77) skip();
     size_t got = 0;
-    char *out = slurp(out_path, &got);
+    char *out = tu_slurp(out_path, &got);
     assert_non_null(out);
-    out = realloc(out, got + 1);
-    out[got] = '\0';
-    if (WEXITSTATUS(status) != 0) fail_msg("attntune %s as a reader without write access: %s", args, out);
+    if (rc != 0) fail_msg("attntune %s as a reader without write access: %s", args, out);
     assert_non_null(strstr(out, i == 3 ? "fa2.bf16.d128.causal.g1.bm128.bn128.w8.s3" : "b2.t1024.s1024"));
     free(out);
   }
@@ -255,14 +217,14 @@ static void test_merge_into_an_input(void **state)
 {
   (void)state;
   size_t n;
-  char *before = slurp(g_a, &n);
+  char *before = tu_slurp(g_a, &n);
   assert_non_null(before);
   time_t t0 = time(NULL);
   assert_int_equal(cli("cache merge '%s' '%s' --into '%s'", g_b, g_a, g_a), 2);
   assert_true(time(NULL) - t0 < 5);
   assert_non_null(strstr(g_out, g_a));
   assert_non_null(strstr(g_out, "is also an input"));
-  assert_same_file(g_a, before, n);
+  tu_assert_file_unchanged(g_a, before, n);
   free(before);
   assert_int_equal(cli("cache list --db '%s'", g_a), 0);
   assert_null(strstr(g_out, "b2.t4096")); /* none of b's rows */
@@ -287,7 +249,7 @@ static void test_foreign_and_missing_files(void **state)
   fputs("shopping list: milk, eggs, a SQLite book, and something long enough to be a header.......\n", f);
   fclose(f);
   size_t nf, nt;
-  char *foreign_before = slurp(foreign, &nf), *text_before = slurp(text, &nt);
+  char *foreign_before = tu_slurp(foreign, &nf), *text_before = tu_slurp(text, &nt);
   const char *const files[] = {foreign, text};
   for (int i = 0; i < 2; i++) {
     const char *p = files[i];
@@ -305,8 +267,8 @@ static void test_foreign_and_missing_files(void **state)
     assert_int_equal(cli("report --db '%s'", p), 1);
     assert_non_null(strstr(g_out, "not an attntune cache"));
   }
-  assert_same_file(foreign, foreign_before, nf);
-  assert_same_file(text, text_before, nt);
+  tu_assert_file_unchanged(foreign, foreign_before, nf);
+  tu_assert_file_unchanged(text, text_before, nt);
   free(foreign_before);
   free(text_before);
   static const char *const READERS_AND_PRUNE[] = {"cache prune --db '%s'", "cache list --db '%s'",

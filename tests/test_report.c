@@ -207,13 +207,13 @@ static int teardown(void **state)
 
 /* ---- helpers ----------------------------------------------------------------------------- */
 
-/* The report of the test cache in one format, as a malloc'd string. */
-static char *render(const char *gpu, tn_report_format format)
+/* The report of a cache (gpu NULL: every model) in one format, as a malloc'd string. */
+static char *render_from(const char *db_path, const char *gpu, tn_report_format format)
 {
   tn_report r;
   char *text = NULL;
   size_t size = 0;
-  TU_OK(tn_report_load(g_db, gpu, &r));
+  TU_OK(tn_report_load(db_path, gpu, &r));
   FILE *f = open_memstream(&text, &size);
   assert_non_null(f);
   TU_OK(tn_report_write(&r, format, f, "memory"));
@@ -221,6 +221,9 @@ static char *render(const char *gpu, tn_report_format format)
   tn_report_free(&r);
   return text;
 }
+
+/* The report of the test cache. */
+static char *render(const char *gpu, tn_report_format format) { return render_from(g_db, gpu, format); }
 
 static int count_of(const char *hay, const char *needle)
 {
@@ -823,19 +826,7 @@ static void build_decode_cache(const char *db_path)
   cache_close(db);
 }
 
-static char *render_db(const char *db_path, tn_report_format format)
-{
-  tn_report r;
-  char *text = NULL;
-  size_t size = 0;
-  TU_OK(tn_report_load(db_path, NULL, &r));
-  FILE *f = open_memstream(&text, &size);
-  assert_non_null(f);
-  TU_OK(tn_report_write(&r, format, f, "memory"));
-  assert_int_equal(fclose(f), 0);
-  tn_report_free(&r);
-  return text;
-}
+static char *render_db(const char *db_path, tn_report_format format) { return render_from(db_path, NULL, format); }
 
 static void test_decode_rows_in_tb_per_s(void **state)
 {
@@ -978,7 +969,7 @@ static void test_no_decode_chart_without_decode_rows(void **state)
 }
 
 /* The report's decode shapes are the ones the decode family serves: gen_enumerate lists decode
- * variants exactly for 1 <= T <= TN_DECODE_MAX_T (generator/decode.c's DECODE_MAX_T). */
+ * variants exactly for 1 <= T <= TN_DECODE_MAX_T (GEN_DECODE_MAX_T). */
 static void test_decode_shape_matches_the_generator(void **state)
 {
   (void)state;

@@ -5,7 +5,9 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <grp.h>
 #include <libgen.h>
+#include <sys/types.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -123,4 +125,59 @@ int tu_check_variants(const gen_variant *vs, int n, const gen_target *target, tu
   rt_compiled_free(comp, n);
   free(comp);
   return failures;
+}
+
+char *tu_slurp(const char *path, size_t *size)
+{
+  FILE *f = fopen(path, "rb");
+  if (!f) return NULL;
+  fseek(f, 0, SEEK_END);
+  long n = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  char *buf = malloc((size_t)n + 1);
+  assert_non_null(buf);
+  assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+  buf[n] = '\0';
+  fclose(f);
+  *size = (size_t)n;
+  return buf;
+}
+
+void tu_assert_file_unchanged(const char *path, const char *before, size_t n)
+{
+  size_t now_n = 0;
+  char *now = tu_slurp(path, &now_n);
+  assert_non_null(now);
+  assert_int_equal(now_n, n);
+  assert_memory_equal(now, before, n);
+  free(now);
+  static const char *const SUFFIXES[] = {"-wal", "-shm", "-journal"};
+  for (int i = 0; i < 3; i++) {
+    char side[1100];
+    snprintf(side, sizeof side, "%s%s", path, SUFFIXES[i]);
+    if (access(side, F_OK) == 0) fail_msg("%s appeared", side);
+  }
+}
+
+int tu_without_write_access(const char *dir, int (*fn)(void *), void *arg)
+{
+  fflush(stdout);
+  fflush(stderr);
+  pid_t pid = fork();
+  assert_true(pid >= 0);
+  if (pid == 0) {
+    if (geteuid() == 0 && (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0)) {
+      fprintf(stderr, "SKIP: cannot become uid 65534 to read without write access\n");
+      _exit(77);
+    }
+    if (access(dir, W_OK) == 0) {
+      fprintf(stderr, "SKIP: uid %d can write %s despite mode 0555\n", (int)geteuid(), dir);
+      _exit(77);
+    }
+    _exit(fn(arg));
+  }
+  int status = 0;
+  assert_int_equal(waitpid(pid, &status, 0), pid);
+  assert_true(WIFEXITED(status));
+  return WEXITSTATUS(status);
 }

@@ -52,4 +52,15 @@ int tu_check_variants(const gen_variant *vs, int n, const gen_target *target, tu
 /* Random fp32 values in [-1, 1), rounded to what dtype holds; the caller frees. */
 float *tu_random_tensor(tn_rng *rng, at_dtype dtype, size_t n);
 
+/* The whole file, malloc'd and NUL-terminated (*size bytes before the NUL); NULL when missing. */
+char *tu_slurp(const char *path, size_t *size);
+/* Fails unless path holds exactly before's n bytes and no -wal, -shm or -journal file appeared
+ * beside it (a refused cache must be left as it was). */
+void tu_assert_file_unchanged(const char *path, const char *before, size_t n);
+
+/* Runs fn(arg) in a child process as a user who cannot write dir: uid and gid 65534 (nobody)
+ * when this process is root, else this user with dir at mode 0555 (the caller's chmod). Returns
+ * fn's result, or 77 when no such user could be had (the caller skips). */
+int tu_without_write_access(const char *dir, int (*fn)(void *), void *arg);
+
 #endif

@@ -8,10 +8,10 @@
 #define AT_TUNER_MEASURE_H
 
 #include "attntune.h"
+#include "generator/generator.h"
 
-/* The longest query that counts as decode: generator/decode.c's DECODE_MAX_T, the queries the
- * decode family serves (tests/test_report.c checks the two agree through gen_enumerate). */
-#define TN_DECODE_MAX_T 16
+/* The longest query that counts as decode: the queries the decode family serves. */
+#define TN_DECODE_MAX_T GEN_DECODE_MAX_T
 
 /* 1 <= T <= TN_DECODE_MAX_T. */
 int tn_is_decode_shape(const at_shape *shape);
