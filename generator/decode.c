@@ -163,7 +163,7 @@ static at_status enumerate(const gen_spec *spec, const gen_target *target, const
   for (int a = 0; a < COUNT(k_block_n); a++)
     for (int b = 0; b < COUNT(k_warps); b++)
       for (int c = 0; c < COUNT(k_stages); c++) {
-        gen_variant v = {GEN_FAMILY_DECODE, *spec, bm, k_block_n[a], k_warps[b], k_stages[c], 1};
+        gen_variant v = {GEN_FAMILY_DECODE, *spec, bm, k_block_n[a], k_warps[b], k_stages[c], 1, 0};
         if (check(&v, target) != AT_OK) continue;
         if (k_block_n[a] > 32 && gen_tile_too_long(k_block_n[a], shape->kv_len)) continue;
         /* The split count that fills one wave, and its neighbours. */
@@ -193,7 +193,7 @@ static int default_variant(const gen_spec *spec, const gen_target *target, const
   for (int i = 0; i < COUNT(prefs); i++) {
     if (shape->q_len < prefs[i].min_t) continue;
     gen_variant v = {GEN_FAMILY_DECODE, *spec, next_pow2(shape->q_len), prefs[i].block_n, prefs[i].warps,
-                     prefs[i].stages, 1};
+                     prefs[i].stages, 1, 0};
     if (check(&v, target) != AT_OK) continue;
     v.splits = heuristic_splits(&v, target, shape);
     *out = v;

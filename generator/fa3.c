@@ -12,6 +12,13 @@
 static const int k_warps[] = {8, 4};     /* block_m = 16 * warps: 128 or 64 */
 static const int k_block_n[] = {128, 64};
 static const int k_stages[] = {2, 3};
+/* Warp-specialized variants: 2 or 3 consumer warpgroups (block_m 128 or 192) and tiles of keys
+ * that need not be powers of two (FA3's table: D64 192x128 and 192x192, D128 128x176 and
+ * 128x192, D256 128x80 and 128x96), pruned by the budgets. */
+static const int k_ws_warps[] = {8, 12};
+static const int k_ws_block_n[] = {192, 176, 128, 112, 96, 80, 64};
+static const int k_ws_stages[] = {2, 3};
+static const int k_ws_kinds[] = {1, 2}; /* without ping-pong, then with */
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 
@@ -22,12 +29,21 @@ static int target_ok(const gen_target *target)
 
 static int elem_size(at_dtype dtype) { return at_dtype_is_fp8(dtype) ? 1 : 2; }
 
-/* Mirrors FA3_SMEM_BYTES: 1 KB to align the tiles, Q, STAGES x (K, V), and two V^T for FP8. */
+/* Columns of a tile row: warp-specialized variants pad D to whole 64-column (128-byte) blocks
+ * (FA3_DP in the template), so D 96 holds 128 columns; otherwise D. */
+static int tile_cols(const gen_variant *v) { return v->ws ? gen_round_up(v->spec.head_dim, 64) : v->spec.head_dim; }
+
+/* Mirrors FA3_SMEM_BYTES: 1 KB to align the tiles, Q, STAGES x (K, V), two V^T for FP8, and
+ * the mbarriers of warp-specialized variants. */
 static int smem_bytes(const gen_variant *v)
 {
-  const int row = v->spec.head_dim * elem_size(v->spec.dtype);
-  return 1024 + v->block_m * row + (2 * v->stages + 2 * at_dtype_is_fp8(v->spec.dtype)) * v->block_n * row;
+  const int row = tile_cols(v) * elem_size(v->spec.dtype);
+  return 1024 + v->block_m * row + (2 * v->stages + 2 * at_dtype_is_fp8(v->spec.dtype)) * v->block_n * row +
+         (v->ws ? 256 : 0);
 }
+
+/* Registers a consumer warpgroup gets from setmaxnreg (templates/fa3.cu, FA3_CONSUMER_REGS). */
+static int ws_consumer_registers(const gen_variant *v) { return v->warps == 8 ? 240 : 160; }
 
 /* O (D/2) and S (BN/2) fp32 accumulators per thread, P (BN/8 words for FP8, BN/4 for 16 bits),
  * about 56 for addresses and softmax state, and for FP8 about 7 per V-transpose unit of the warp
@@ -37,12 +53,41 @@ static int smem_bytes(const gen_variant *v)
 static int register_estimate(const gen_variant *v)
 {
   const int fp8 = at_dtype_is_fp8(v->spec.dtype);
+  /* Consumers of warp-specialized variants hold no load addresses: about 32 besides the tiles. */
+  if (v->ws) return tile_cols(v) / 2 + v->block_n / 2 + v->block_n / 4 + 32;
   const int p_words = v->block_n / (fp8 ? 8 : 4);
   const int transpose_units = fp8 ? (v->spec.head_dim / 32) * (v->block_n / 16) / v->warps : 0;
   return v->spec.head_dim / 2 + v->block_n / 2 + p_words + 56 + 7 * transpose_units;
 }
 
-static int threads(const gen_variant *v) { return 32 * v->warps; }
+/* warps counts the warps that compute; a warp-specialized variant adds its producer warpgroup. */
+static int threads(const gen_variant *v) { return 32 * v->warps + (v->ws ? 128 : 0); }
+
+/* What the warp-specialized kernel needs beyond the common rules. */
+static at_status check_ws(const gen_variant *v, const gen_target *target)
+{
+  const gen_spec *s = &v->spec;
+  if (v->ws != 1 && v->ws != 2) return at_fail(AT_ERR_INVALID, "fa3 ws must be 0, 1 or 2, not %d", v->ws);
+  if (at_dtype_is_fp8(s->dtype))
+    return at_fail(AT_ERR_UNSUPPORTED, "warp-specialized fa3 takes f16/bf16 inputs, not %s", at_dtype_name(s->dtype));
+  if (v->warps != 8 && v->warps != 12)
+    return at_fail(AT_ERR_UNSUPPORTED, "warp-specialized fa3 runs 2 or 3 consumer warpgroups (8 or 12 warps), not %d",
+                   v->warps);
+  if (v->block_m != 16 * v->warps)
+    return at_fail(AT_ERR_UNSUPPORTED, "fa3 block_m must be 16 rows per warp (%d for %d warps), not %d",
+                   16 * v->warps, v->warps, v->block_m);
+  if (v->block_n % 16 != 0 || v->block_n < 16 || v->block_n > 256)
+    return at_fail(AT_ERR_UNSUPPORTED, "warp-specialized fa3 block_n must be a multiple of 16 in 16..256, not %d",
+                   v->block_n);
+  if (v->stages < 2 || v->stages > 4)
+    return at_fail(AT_ERR_UNSUPPORTED, "%d stages (expected 2..4)", v->stages);
+  at_status rc = gen_check_budgets(target, threads(v), smem_bytes(v), 0);
+  if (rc != AT_OK) return rc;
+  if (register_estimate(v) > ws_consumer_registers(v))
+    return at_fail(AT_ERR_UNSUPPORTED, "needs about %d registers per consumer thread, setmaxnreg gives %d (would spill)",
+                   register_estimate(v), ws_consumer_registers(v));
+  return AT_OK;
+}
 
 /* What fa3 runs whatever the tiles: fa2's rules, and O of FP8 inputs in 16 bits. */
 static at_status spec_check(const gen_spec *s)
@@ -66,11 +111,14 @@ static at_status check(const gen_variant *v, const gen_target *target)
                    at_dtype_name(s->dtype), at_dtype_name(s->out_dtype));
   if (!target_ok(target))
     return at_fail(AT_ERR_UNSUPPORTED, "fa3 needs sm_90a (wgmma), not %s", target->arch);
-  if (s->head_dim != 64 && s->head_dim != 128 && s->head_dim != 256)
-    return at_fail(AT_ERR_UNSUPPORTED, "fa3 runs head dim 64, 128 or 256, not %d", s->head_dim);
+  const int ws_dim = v->ws && (s->head_dim == 96 || s->head_dim == 192);
+  if (s->head_dim != 64 && s->head_dim != 128 && s->head_dim != 256 && !ws_dim)
+    return at_fail(AT_ERR_UNSUPPORTED, "fa3 runs head dim 64, 128 or 256 (warp-specialized also 96 and 192), not %d",
+                   s->head_dim);
   if (s->mask != AT_MASK_NONE && s->mask != AT_MASK_CAUSAL_TL && s->mask != AT_MASK_CAUSAL_BR)
     return at_fail(AT_ERR_INVALID, "unknown mask %d", (int)s->mask);
   if (s->gqa < 1 || s->gqa > 1024) return at_fail(AT_ERR_INVALID, "GQA ratio %d is out of range (1..1024)", s->gqa);
+  if (v->ws) return check_ws(v, target);
   if (v->warps != 4 && v->warps != 8)
     return at_fail(AT_ERR_UNSUPPORTED, "fa3 runs 4 or 8 warps (1 or 2 warpgroups), not %d", v->warps);
   if (v->block_m != 16 * v->warps)
@@ -89,11 +137,21 @@ static at_status enumerate(const gen_spec *spec, const gen_target *target, const
   for (int a = 0; a < COUNT(k_warps); a++)
     for (int b = 0; b < COUNT(k_block_n); b++)
       for (int c = 0; c < COUNT(k_stages); c++) {
-        gen_variant v = {GEN_FAMILY_FA3, *spec, 16 * k_warps[a], k_block_n[b], k_warps[a], k_stages[c], 0};
+        gen_variant v = {GEN_FAMILY_FA3, *spec, 16 * k_warps[a], k_block_n[b], k_warps[a], k_stages[c], 0, 0};
         if (check(&v, target) != AT_OK || !gen_tile_makes_sense(&v, shape)) continue;
         if (*n == cap) return at_fail(AT_ERR_INVALID, "more than %d variants for this shape", cap);
         out[(*n)++] = v;
       }
+  for (int a = 0; a < COUNT(k_ws_warps); a++)
+    for (int b = 0; b < COUNT(k_ws_block_n); b++)
+      for (int c = 0; c < COUNT(k_ws_stages); c++)
+        for (int d = 0; d < COUNT(k_ws_kinds); d++) {
+          gen_variant v = {GEN_FAMILY_FA3, *spec,           16 * k_ws_warps[a], k_ws_block_n[b],
+                           k_ws_warps[a],  k_ws_stages[c], 0,                  k_ws_kinds[d]};
+          if (check(&v, target) != AT_OK || !gen_tile_makes_sense(&v, shape)) continue;
+          if (*n == cap) return at_fail(AT_ERR_INVALID, "more than %d variants for this shape", cap);
+          out[(*n)++] = v;
+        }
   return AT_OK;
 }
 
@@ -111,7 +169,7 @@ static int default_variant(const gen_spec *spec, const gen_target *target, const
   for (int i = 0; i < COUNT(prefs); i++) {
     if (spec->head_dim > prefs[i].max_d) continue;
     for (int s = prefs[i].stages + extra_stage; s >= prefs[i].stages; s--) {
-      gen_variant v = {GEN_FAMILY_FA3, *spec, 16 * prefs[i].warps, prefs[i].block_n, prefs[i].warps, s, 0};
+      gen_variant v = {GEN_FAMILY_FA3, *spec, 16 * prefs[i].warps, prefs[i].block_n, prefs[i].warps, s, 0, 0};
       if (check(&v, target) == AT_OK) {
         *out = v;
         return 1;
@@ -149,7 +207,7 @@ static void wgmma_wrappers(const gen_variant *v, gen_text *t)
   /* Trailing immediates: scale-a, scale-b, and for 16-bit types the transpose bits (A and B from
    * shared memory: both K-major; A from registers: B = V read MN-major). */
   const char *qk_tail = fp8 ? "1, 1" : "1, 1, 0, 0", *pv_tail = fp8 ? "1, 1" : "1, 1, 1";
-  const int n_qk = v->block_n, n_pv = v->spec.head_dim;
+  const int n_qk = v->block_n, n_pv = tile_cols(v);
   gen_text_put(t, "/* wgmma wrappers generated by generator/fa3.c for this variant */\n");
   gen_text_put(t,
       "__device__ __forceinline__ void fa3_mma_qk(float *d, unsigned long long desc_a, "
@@ -173,9 +231,33 @@ static void wgmma_wrappers(const gen_variant *v, gen_text *t)
   gen_text_put(t, "\n               : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"l\"(desc_b));\n}\n\n");
 }
 
+/* Warp-specialized variants take fa2's arguments and then the tensor maps of Q, K and V. */
 static at_status describe_launch(const gen_variant *v, const at_shape *shape, gen_launch_desc *out)
 {
-  return gen_describe_fa_launch(v, shape, threads(v), smem_bytes(v), out);
+  at_status rc = gen_describe_fa_launch(v, shape, threads(v), smem_bytes(v), out);
+  if (rc != AT_OK || !v->ws) return rc;
+  gen_kernel_launch *k = &out->kernels[0];
+  if (k->n_args + 3 > GEN_MAX_ARGS) return at_fail(AT_ERR_INVALID, "fa3 launch has too many arguments");
+  k->args[k->n_args++] = GEN_ARG_TMAP_Q;
+  k->args[k->n_args++] = GEN_ARG_TMAP_K;
+  k->args[k->n_args++] = GEN_ARG_TMAP_V;
+  if (v->spec.mask != AT_MASK_NONE && k->grid[0]) { /* (Nq, B, query blocks): the template says why */
+    if (k->grid[0] > 65535 || k->grid[2] > 65535)
+      return at_fail(AT_ERR_UNSUPPORTED,
+                     "causal warp-specialized fa3 launches (Nq, B, T / block_m): %u query blocks or batch %u is over 65535",
+                     k->grid[0], k->grid[2]);
+    const unsigned m = k->grid[0];
+    k->grid[0] = k->grid[1], k->grid[1] = k->grid[2], k->grid[2] = m;
+  }
+  out->tmap_rows[0] = v->block_m;
+  out->tmap_rows[1] = out->tmap_rows[2] = v->block_n;
+  return AT_OK;
+}
+
+static void ws_preamble(const gen_variant *v, const gen_target *target, const char *entry, gen_text *t)
+{
+  (void)target, (void)entry;
+  if (v->ws) gen_text_put(t, "#define FA3_WS 1\n#define FA3_PINGPONG %d\n", v->ws == 2);
 }
 
 const gen_family_ops gen_fa3_family = {
@@ -183,6 +265,7 @@ const gen_family_ops gen_fa3_family = {
     .template_file = "fa3.cu",
     .macro_prefix = "FA3",
     .split_kv = 0,
+    .warp_specialized = 1,
     .target_ok = target_ok,
     .spec_check = spec_check,
     .check = check,
@@ -191,7 +274,7 @@ const gen_family_ops gen_fa3_family = {
     .register_estimate = register_estimate,
     .enumerate = enumerate,
     .default_variant = default_variant,
-    .extra_preamble = NULL,
+    .extra_preamble = ws_preamble,
     .helpers = wgmma_wrappers,
     .extra_entries = NULL,
     .describe_launch = describe_launch,

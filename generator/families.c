@@ -21,6 +21,8 @@ at_status gen_variant_check(const gen_variant *v, const gen_target *target)
   if (!f) return unknown_family(v->family);
   if (!f->split_kv && v->splits != 0)
     return at_fail(AT_ERR_INVALID, "%s variants have no split count (got %d)", f->name, v->splits);
+  if (!f->warp_specialized && v->ws != 0)
+    return at_fail(AT_ERR_INVALID, "%s variants are not warp-specialized (got ws %d)", f->name, v->ws);
   return f->check(v, target);
 }
 

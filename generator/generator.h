@@ -5,9 +5,11 @@
  * GQA ratio, log-sum-exp or not) and the family's tuning parameters. Its key is stable and readable,
  * and parses back into the same variant:
  *
- *     fa2.bf16.d128.causal.g4.bm128.bn64.w4.s2[.sp<N>][.o<dtype>][.lse]
- *         |    |    |      |  |     |    |  |   |        `- output dtype, FP8 inputs only (obf16, of16,
+ *     fa2.bf16.d128.causal.g4.bm128.bn64.w4.s2[.sp<N>][.ws|.wspp][.o<dtype>][.lse]
+ *         |    |    |      |  |     |    |  |   |     |    `- output dtype, FP8 inputs only (obf16, of16,
  *         |    |    |      |  |     |    |  |   |           oe4m3, oe5m2); 16-bit inputs write their own
+ *         |    |    |      |  |     |    |  |   |     `- warp-specialized (fa3: TMA producer warpgroup;
+ *         |    |    |      |  |     |    |  |   |        .wspp: with consumer ping-pong)
  *         |    |    |      |  |     |    |  |   `- split count, split-KV families only (decode)
  *         |    |    |      |  |     |    |  `- K/V pipeline stages in shared memory
  *         |    |    |      |  |     |    `--- warps per CTA
@@ -77,6 +79,8 @@ typedef struct gen_variant {
   int warps;
   int stages; /* K/V tiles resident in shared memory */
   int splits; /* CTAs sharing one row's keys (split-KV families); 0 where the family has none */
+  int ws;     /* fa3: 1 = warp-specialized (a TMA producer warpgroup; .ws in the key), 2 = that
+               * with ping-pong between the consumer warpgroups (.wspp), else 0 */
 } gen_variant;
 
 /* What the variants are built for: an NVRTC arch and the dynamic shared memory a block may use. */
@@ -174,6 +178,7 @@ typedef enum gen_arg {
   GEN_ARG_Q_SB, GEN_ARG_K_SB, GEN_ARG_V_SB, GEN_ARG_O_SB, /* long long: batch strides */
   GEN_ARG_Q_SS, GEN_ARG_Q_SH, GEN_ARG_K_SS, GEN_ARG_K_SH, /* int: seq and head strides */
   GEN_ARG_V_SS, GEN_ARG_V_SH, GEN_ARG_O_SS, GEN_ARG_O_SH,
+  GEN_ARG_TMAP_Q, GEN_ARG_TMAP_K, GEN_ARG_TMAP_V, /* TMA tensor maps (128 bytes each, by value) */
   GEN_ARG_COUNT
 } gen_arg;
 
@@ -198,6 +203,10 @@ typedef struct gen_launch_desc {
   int n_splits, keys_per_split;
   int align_bytes; /* tensors' pointers and seq/head/batch strides: multiples of this many bytes */
   int zero_amax;   /* amax_o must start at 0 (the kernels atomically max into it) */
+  /* TMA variants: box rows of the Q, K and V tensor maps (GEN_ARG_TMAP_*), 0 when unused. A map
+   * views its tensor as (D, seq, heads, B) with the call's strides; a box is 128 bytes of D (one
+   * 128-byte-swizzled column block) by that many rows; rows and columns past the tensor read 0. */
+  int tmap_rows[3];
 } gen_launch_desc;
 
 /* The launch of v for shape (checked to be v's spec; sizes in range of the grid). */

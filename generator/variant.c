@@ -78,12 +78,13 @@ at_status gen_variant_key(const gen_variant *v, char *buf, size_t size)
   if (!family) return at_fail(AT_ERR_INVALID, "unknown kernel family %d", (int)v->family);
   /* The output dtype is spelled only where it is a choice (FP8 inputs). */
   char out[16] = "", splits[16] = "";
+  const char *ws = v->ws == 2 ? ".wspp" : v->ws ? ".ws" : "";
   if (at_dtype_is_fp8(v->spec.dtype)) snprintf(out, sizeof out, ".o%s", at_dtype_name(v->spec.out_dtype));
   /* Only split-KV variants have a split count; a 0 elsewhere keeps the older families' keys. */
   if (v->splits) snprintf(splits, sizeof splits, ".sp%d", v->splits);
-  int n = snprintf(buf, size, "%s.%s.d%d.%s.g%d.bm%d.bn%d.w%d.s%d%s%s%s", family,
+  int n = snprintf(buf, size, "%s.%s.d%d.%s.g%d.bm%d.bn%d.w%d.s%d%s%s%s%s", family,
                    at_dtype_name(v->spec.dtype), v->spec.head_dim, at_mask_name(v->spec.mask),
-                   v->spec.gqa, v->block_m, v->block_n, v->warps, v->stages, splits, out,
+                   v->spec.gqa, v->block_m, v->block_n, v->warps, v->stages, splits, ws, out,
                    v->spec.with_lse ? ".lse" : "");
   if (n < 0 || (size_t)n >= size)
     return at_fail(AT_ERR_INVALID, "variant key needs %d bytes, buffer has %zu", n, size);
@@ -135,14 +136,14 @@ static int parse_field(const char *field, const char *prefix, int *value)
 at_status gen_variant_parse(const char *key, gen_variant *out)
 {
   char buf[GEN_KEY_MAX];
-  char *fields[13];
+  char *fields[14];
   int n = 0;
   memset(out, 0, sizeof *out);
   if (!key || strlen(key) >= sizeof buf)
     return at_fail(AT_ERR_INVALID, "variant key '%s' is too long or missing", key ? key : "(null)");
   strcpy(buf, key);
   for (char *save = NULL, *f = strtok_r(buf, ".", &save); f; f = strtok_r(NULL, ".", &save)) {
-    if (n == 13) return at_fail(AT_ERR_INVALID, "variant key '%s' has too many fields", key);
+    if (n == 14) return at_fail(AT_ERR_INVALID, "variant key '%s' has too many fields", key);
     fields[n++] = f;
   }
   int family = n >= 1 ? gen_family_of_name(fields[0], strlen(fields[0])) : -1;
@@ -152,7 +153,7 @@ at_status gen_variant_parse(const char *key, gen_variant *out)
       len += snprintf(names + len, sizeof names - (size_t)len, "%s%s", f ? "|" : "", gen_family_name((gen_family)f));
     return at_fail(AT_ERR_INVALID,
                    "variant key '%s' is malformed (expected "
-                   "<%s>.<dtype>.d<D>.<mask>.g<G>.bm<M>.bn<N>.w<W>.s<S>[.sp<splits>][.o<dtype>][.lse])",
+                   "<%s>.<dtype>.d<D>.<mask>.g<G>.bm<M>.bn<N>.w<W>.s<S>[.sp<splits>][.ws|.wspp][.o<dtype>][.lse])",
                    key, names);
   }
   out->family = (gen_family)family;
@@ -177,14 +178,19 @@ at_status gen_variant_parse(const char *key, gen_variant *out)
       out->spec.with_lse = 1;
     } else if (strncmp(fields[i], "sp", 2) == 0 && parse_field(fields[i], "sp", &out->splits)) {
       continue;
+    } else if (strcmp(fields[i], "ws") == 0 || strcmp(fields[i], "wspp") == 0) {
+      out->ws = fields[i][2] ? 2 : 1;
     } else if (fields[i][0] == 'o' && at_dtype_parse(fields[i] + 1, &out->spec.out_dtype) == AT_OK) {
       continue;
     } else {
-      return at_fail(AT_ERR_INVALID, "variant key '%s': unknown suffix '%s' (expected o<dtype> or lse)", key,
+      return at_fail(AT_ERR_INVALID, "variant key '%s': unknown suffix '%s' (expected sp<N>, ws, wspp, o<dtype> or lse)", key,
                      fields[i]);
     }
   }
-  if (n > 12) return at_fail(AT_ERR_INVALID, "variant key '%s' has too many fields", key);
+  if (out->ws && !gen_family_row(out->family)->warp_specialized)
+    return at_fail(AT_ERR_INVALID, "variant key '%s': family %s has no warp-specialized variants (.ws)", key,
+                   gen_family_row(out->family)->name);
+  if (n > 13) return at_fail(AT_ERR_INVALID, "variant key '%s' has too many fields", key);
   const int split_kv = gen_family_row(out->family)->split_kv;
   if (split_kv != (out->splits != 0))
     return at_fail(AT_ERR_INVALID, "variant key '%s': %s", key,

@@ -89,6 +89,56 @@ static void fill_slots(rt_launch_frame *f, const gen_variant *v, const at_shape 
   s[GEN_ARG_O_SS].i = (int)t->o_stride.seq, s[GEN_ARG_O_SH].i = (int)t->o_stride.head;
 }
 
+/* The tensor map of one of Q, K, V: (D, seq, heads, B) with the call's strides, boxes of 128
+ * bytes of D by box_rows rows in the 128-byte swizzle the kernels' wgmma descriptors read. */
+static at_status encode_tmap(CUtensorMap *map, const char *name, const void *ptr, const at_strides *st,
+                             at_dtype dtype, const at_shape *shape, int seq, int heads, int box_rows)
+{
+  const size_t es = at_dtype_size(dtype);
+  const CUtensorMapDataType type = dtype == AT_DTYPE_BF16  ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
+                                   : dtype == AT_DTYPE_F16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
+                                                           : CU_TENSOR_MAP_DATA_TYPE_UINT8;
+  const cuuint64_t dims[4] = {(cuuint64_t)shape->head_dim, (cuuint64_t)seq, (cuuint64_t)heads,
+                              (cuuint64_t)shape->batch};
+  const cuuint64_t strides[3] = {(cuuint64_t)st->seq * es, (cuuint64_t)st->head * es, (cuuint64_t)st->batch * es};
+  const cuuint32_t box[4] = {(cuuint32_t)(128 / es), (cuuint32_t)box_rows, 1, 1};
+  const cuuint32_t unit[4] = {1, 1, 1, 1};
+  if (st->seq <= 0 || st->head <= 0 || (shape->batch > 1 && st->batch <= 0))
+    return at_fail(AT_ERR_UNSUPPORTED,
+                   "tensor %s: TMA variants need positive strides (seq %lld, head %lld, batch %lld)", name,
+                   (long long)st->seq, (long long)st->head, (long long)st->batch);
+  const cuuint64_t *stride_arg = strides;
+  cuuint64_t one_batch[3] = {strides[0], strides[1], strides[1] * (cuuint64_t)heads};
+  if (st->batch <= 0) stride_arg = one_batch; /* B = 1: the batch stride is never used */
+  return RT_CU(rt_cu()->cuTensorMapEncodeTiled(map, type, 4, (void *)(uintptr_t)ptr, dims, stride_arg, box, unit,
+                                               CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                               CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
+}
+
+static at_status encode_tmaps(rt_launch_frame *f, const gen_variant *v, const at_shape *shape, const at_tensors *t)
+{
+  const int *rows = f->desc.tmap_rows;
+  at_status rc = AT_OK;
+  if (rows[0] && (rc = encode_tmap(&f->tmaps[0], "q", t->q, &t->q_stride, v->spec.dtype, shape, shape->q_len,
+                                   shape->q_heads, rows[0])) != AT_OK)
+    return rc;
+  if (rows[1] && (rc = encode_tmap(&f->tmaps[1], "k", t->k, &t->k_stride, v->spec.dtype, shape, shape->kv_len,
+                                   shape->kv_heads, rows[1])) != AT_OK)
+    return rc;
+  if (rows[2] && (rc = encode_tmap(&f->tmaps[2], "v", t->v, &t->v_stride, v->spec.dtype, shape, shape->kv_len,
+                                   shape->kv_heads, rows[2])) != AT_OK)
+    return rc;
+  return AT_OK;
+}
+
+/* Where the value of argument a lives in the frame. */
+static void *arg_address(rt_launch_frame *f, gen_arg a)
+{
+  if (a == GEN_ARG_TMAP_Q || a == GEN_ARG_TMAP_K || a == GEN_ARG_TMAP_V) return &f->tmaps[a - GEN_ARG_TMAP_Q];
+  return &f->slots[a];
+}
+
 at_status rt_variant_prepare(const rt_variant *lv, const at_shape *shape, const at_tensors *t,
                              const rt_fp8_args *fp8, CUdeviceptr scratch, rt_launch_frame *f)
 {
@@ -111,6 +161,7 @@ at_status rt_variant_prepare(const rt_variant *lv, const at_shape *shape, const 
     return at_fail(AT_ERR_INVALID, "variant needs %zu bytes of scratch and none was given", d->scratch_bytes);
   if (scratch % 256 != 0) return at_fail(AT_ERR_INVALID, "scratch is not 256-byte aligned");
   fill_slots(f, v, shape, t, fp8, scratch);
+  if ((rc = encode_tmaps(f, v, shape, t)) != AT_OK) return rc;
   for (int k = 0; k < d->n_kernels; k++) {
     const gen_kernel_launch *kl = &d->kernels[k];
     f->fn[k] = lv->fn[kl->entry];
@@ -118,7 +169,7 @@ at_status rt_variant_prepare(const rt_variant *lv, const at_shape *shape, const 
       return rc;
     for (int i = 0; i < 3; i++) f->dims[k].grid[i] = kl->grid[i], f->dims[k].block[i] = kl->block[i];
     f->dims[k].smem_bytes = kl->smem_bytes;
-    for (int a = 0; a < kl->n_args; a++) f->args[k][a] = &f->slots[kl->args[a]];
+    for (int a = 0; a < kl->n_args; a++) f->args[k][a] = arg_address(f, kl->args[a]);
   }
   return AT_OK;
 }

@@ -41,7 +41,8 @@ at_status rt_cu_check(CUresult result, const char *expr, const char *file, int l
   X(cuFuncSetAttribute) X(cuLaunchKernel) X(cuStreamCreate) X(cuStreamDestroy)                  \
   X(cuStreamSynchronize) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord)                    \
   X(cuEventSynchronize) X(cuEventElapsedTime) X(cuStreamBeginCapture) X(cuStreamEndCapture)     \
-  X(cuGraphInstantiate) X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy)
+  X(cuGraphInstantiate) X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy)                \
+  X(cuTensorMapEncodeTiled)
 
 typedef struct rt_driver {
 #define RT_DRIVER_FIELD(name) __typeof__(&name) name;
@@ -211,6 +212,7 @@ typedef struct rt_launch_frame {
   rt_arg_slot slots[GEN_ARG_COUNT];
   void *args[GEN_MAX_KERNELS][GEN_MAX_ARGS];
   CUdeviceptr amax_o; /* zeroed on the stream before the kernels when set */
+  CUtensorMap tmaps[3]; /* GEN_ARG_TMAP_Q, _K, _V of TMA variants (desc.tmap_rows) */
 } rt_launch_frame;
 
 /* The scratch bytes a call of v on shape needs (0 for single-kernel variants). */

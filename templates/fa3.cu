@@ -78,12 +78,18 @@
 #error "fa3 writes O as bf16 or f16"
 #endif
 
+#ifndef FA3_WS
+#define FA3_WS 0
+#endif
 static constexpr int FA3_D = FA3_HEAD_DIM;
+/* Warp-specialized variants keep tiles in whole 128-byte column blocks: head dims 96 and 192
+ * are padded to 128 and 192 columns, which the tensor maps fill with zeros past D. */
+static constexpr int FA3_DP = FA3_WS ? (FA3_D + 63) / 64 * 64 : FA3_D;
 static constexpr int FA3_BM = FA3_BLOCK_M;
 static constexpr int FA3_BN = FA3_BLOCK_N;
 static constexpr int FA3_THREADS = FA3_WARPS * 32;
 static constexpr int FA3_NT = FA3_BN / 8; /* n8 tiles of S per warp */
-static constexpr int FA3_OT = FA3_D / 8;  /* n8 tiles of O per warp */
+static constexpr int FA3_OT = FA3_DP / 8; /* n8 tiles of O per warp */
 static constexpr int FA3_ESIZE = FA3_FP8 ? 1 : 2;  /* bytes per Q/K/V element */
 static constexpr int FA3_ROWB = FA3_D * FA3_ESIZE;  /* bytes per Q/K/V row */
 static constexpr int FA3_KSTEP = 32 / FA3_ESIZE;    /* wgmma k: 32 (FP8) or 16 (16-bit), 32 bytes */
@@ -91,8 +97,9 @@ static constexpr int FA3_PK = FA3_BN / FA3_KSTEP;   /* k steps of P V */
 static constexpr int FA3_QK = FA3_ROWB / 32;        /* k steps of Q K^T */
 static constexpr int FA3_CW_D = FA3_ROWB < 128 ? FA3_ROWB : 128; /* column block of Q, K, V */
 static constexpr int FA3_CW_N = FA3_BN < 128 ? FA3_BN : 128;     /* column block of V^T (FP8) */
-static constexpr int FA3_Q_BYTES = FA3_BM * FA3_ROWB;
-static constexpr int FA3_KV_BYTES = FA3_BN * FA3_ROWB;
+static constexpr int FA3_TILE_ROWB = FA3_DP * FA3_ESIZE; /* bytes per tile row */
+static constexpr int FA3_Q_BYTES = FA3_BM * FA3_TILE_ROWB;
+static constexpr int FA3_KV_BYTES = FA3_BN * FA3_TILE_ROWB;
 /* Overlapped loop (header): P V of tile t-1 runs during tile t's softmax. 16-bit V is read in
  * place by that P V, so its stage must outlive one more tile: the prefetch runs STAGES-2 tiles
  * ahead instead of STAGES-1, which needs 3 stages; 16-bit with 2 stages keeps the in-order loop.
@@ -100,14 +107,19 @@ static constexpr int FA3_KV_BYTES = FA3_BN * FA3_ROWB;
 static constexpr bool FA3_OVERLAP = FA3_FP8 || FA3_STAGES >= 3;
 static constexpr int FA3_AHEAD = FA3_OVERLAP && !FA3_FP8 ? FA3_STAGES - 2 : FA3_STAGES - 1;
 static constexpr int FA3_VT_BUFS = FA3_FP8 ? 2 : 0;
-static constexpr int FA3_SMEM_BYTES = 1024 + FA3_Q_BYTES + (2 * FA3_STAGES + FA3_VT_BUFS) * FA3_KV_BYTES;
+/* Warp-specialized variants (FA3_WS, below): 256 bytes after the tiles hold the mbarriers. */
+static constexpr int FA3_BAR_BYTES = FA3_WS ? 256 : 0;
+static constexpr int FA3_SMEM_BYTES =
+    1024 + FA3_Q_BYTES + (2 * FA3_STAGES + FA3_VT_BUFS) * FA3_KV_BYTES + FA3_BAR_BYTES;
 static constexpr bool FA3_CAUSAL = FA3_MASK != AT_MASK_NONE;
 /* FP8: P is stored as e4m3(p * 448); log2(448) is added in the exponent instead of multiplying.
  * 16-bit: P is stored in the input dtype, unscaled. */
 #define FA3_P_LOG2_SCALE (FA3_FP8 ? 8.8073549220576041f : 0.0f)
 
-static_assert(FA3_D == 64 || FA3_D == 128 || FA3_D == 256, "head dim 64, 128 or 256");
-static_assert(FA3_BN == 64 || FA3_BN == 128, "BLOCK_N 64 or 128");
+static_assert(FA3_D == 64 || FA3_D == 128 || FA3_D == 256 || (FA3_WS && (FA3_D == 96 || FA3_D == 192)),
+              "head dim 64, 128 or 256 (warp-specialized: also 96 and 192)");
+static_assert(FA3_WS ? FA3_BN % 16 == 0 && FA3_BN <= 256 : FA3_BN == 64 || FA3_BN == 128,
+              "BLOCK_N 64 or 128 (warp-specialized: a multiple of 16 up to 256)");
 static_assert(FA3_BM == 16 * FA3_WARPS && FA3_WARPS % 4 == 0, "16 rows per warp, whole warpgroups");
 static_assert(FA3_STAGES >= 2 && FA3_STAGES <= 4, "2..4 K/V stages");
 static_assert(FA3_SMEM_BYTES <= FA3_SMEM_LIMIT, "shared memory over the target's limit");
@@ -333,6 +345,244 @@ __device__ __forceinline__ void fa3_pack_p(const float (*s)[4], unsigned (*p)[4]
   }
 }
 
+/* ---- the warp-specialized kernel (FA3_WS) ---------------------------------------------------- */
+#if FA3_WS
+/* Warpgroup 0 is the producer: one thread issues TMA copies of Q and of each K and V tile into a
+ * ring of STAGES slots, each slot guarded by a "full" mbarrier (the copy engine completes its
+ * bytes there) and an "empty" one (every consumer warp arrives when its wgmma no longer reads the
+ * slot). Warpgroups 1.. are consumers, 64 query rows each, running the overlapped loop above
+ * without any CTA-wide barrier; setmaxnreg hands the producer's registers to them. With
+ * ping-pong, named barriers make the consumers issue their GEMMs in turn, so one warpgroup's
+ * softmax runs while another's MMAs do. */
+static_assert(!FA3_FP8, "the warp-specialized fa3 takes f16/bf16 inputs");
+static_assert(FA3_TILE_ROWB % 128 == 0, "TMA boxes of 128-byte column blocks");
+static constexpr int FA3_CONSUMERS = FA3_WARPS / 4;
+static constexpr int FA3_ALL_THREADS = FA3_THREADS + 128;
+/* 2 consumers: 2*128*240 + 128*24 = 64512 registers; 3 consumers: 3*128*160 + 128*32 = 65536. */
+static constexpr int FA3_CONSUMER_REGS = FA3_CONSUMERS == 2 ? 240 : 160;
+static constexpr int FA3_PRODUCER_REGS = FA3_CONSUMERS == 2 ? 24 : 32;
+static constexpr int FA3_COLS = FA3_TILE_ROWB / 128; /* TMA boxes per tile: one per column block */
+static_assert(FA3_CONSUMERS == 2 || FA3_CONSUMERS == 3, "2 or 3 consumer warpgroups");
+
+#ifndef FA3_PINGPONG
+#define FA3_PINGPONG 1
+#endif
+
+/* A CUtensorMap as the kernel receives it: 128 opaque bytes, 64-byte aligned. */
+struct __align__(64) fa3_tmap {
+  unsigned long long word[16];
+};
+
+__device__ __forceinline__ void fa3_bar_init(unsigned bar, unsigned count)
+{
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+
+/* The producer's arrival on a full barrier, announcing the bytes its copies will complete there. */
+__device__ __forceinline__ void fa3_bar_expect(unsigned bar, unsigned bytes)
+{
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+
+__device__ __forceinline__ void fa3_bar_arrive(unsigned bar)
+{
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+
+/* Wait until the barrier's phase of this parity completed (a fresh barrier counts its phase
+ * before 0, parity 1, as completed: the producer's first pass over the ring does not wait). */
+__device__ __forceinline__ void fa3_bar_wait(unsigned bar, unsigned parity)
+{
+  unsigned done;
+  do {
+    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                 "selp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(done)
+                 : "r"(bar), "r"(parity)
+                 : "memory");
+  } while (!done);
+}
+
+/* One box of a 4-D tensor map (D, rows, heads, batch) into shared memory; rows past the tensor
+ * arrive as zeros. */
+__device__ __forceinline__ void fa3_tma_load(unsigned dst, const fa3_tmap *map, int d, int row, int head, int b,
+                                             unsigned bar)
+{
+  asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes "
+               "[%0], [%1, {%2, %3, %4, %5}], [%6];\n" ::"r"(dst),
+               "l"(map), "r"(d), "r"(row), "r"(head), "r"(b), "r"(bar)
+               : "memory");
+}
+
+/* A tile of R rows from row0: one 64-element box per 128-byte column block. */
+template <int R>
+__device__ __forceinline__ void fa3_tma_tile(unsigned dst, const fa3_tmap *map, int row0, int head, int b,
+                                             unsigned bar)
+{
+#pragma unroll
+  for (int c = 0; c < FA3_COLS; c++) fa3_tma_load(dst + c * R * 128, map, 64 * c, row0, head, b, bar);
+}
+
+__device__ __forceinline__ void fa3_named_sync(int id, int threads)
+{
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
+__device__ __forceinline__ void fa3_named_arrive(int id, int threads)
+{
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
+extern "C" __global__ void __launch_bounds__(FA3_ALL_THREADS, 1)
+FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
+           const at_in_t *__restrict__ v, at_out_t *__restrict__ o, float *__restrict__ lse, int T, int S,
+           float scale_log2, long long q_sb, int q_ss, int q_sh, long long k_sb, int k_ss, int k_sh,
+           long long v_sb, int v_ss, int v_sh, long long o_sb, int o_ss, int o_sh,
+           const float *__restrict__ descale_q, const float *__restrict__ descale_k,
+           const float *__restrict__ descale_v, const float *__restrict__ scale_o, float *__restrict__ amax_o,
+           const __grid_constant__ fa3_tmap tm_q, const __grid_constant__ fa3_tmap tm_k,
+           const __grid_constant__ fa3_tmap tm_v)
+{
+  /* Q, K and V come through the tensor maps, which hold their pointers and strides. */
+  (void)q, (void)k, (void)v, (void)q_sb, (void)q_ss, (void)q_sh, (void)k_sb, (void)k_ss, (void)k_sh;
+  (void)v_sb, (void)v_ss, (void)v_sh, (void)descale_q, (void)descale_k, (void)descale_v, (void)scale_o;
+  (void)amax_o;
+  extern __shared__ __align__(128) unsigned char fa3_smem[];
+  const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, wg = warp / 4;
+  /* Causal masks: grid (Nq, B, query blocks), so the block scheduler starts every head's longest
+   * blocks (the last rows) first and ends on short ones; otherwise (query blocks, Nq, B), so the
+   * CTAs running together share a head's K and V in L2. */
+  const int h = FA3_CAUSAL ? blockIdx.x : blockIdx.y, b = FA3_CAUSAL ? blockIdx.y : blockIdx.z, hk = h / FA3_GQA;
+  const int m_block = FA3_CAUSAL ? (int)(gridDim.z - 1 - blockIdx.z) : (int)blockIdx.x;
+  const int n_heads = FA3_CAUSAL ? gridDim.x : gridDim.y;
+  const int m0 = m_block * FA3_BM;
+
+  const int offset = FA3_MASK == AT_MASK_CAUSAL_BR ? S - T : 0;
+  int n_tiles = (S + FA3_BN - 1) / FA3_BN;
+  int n_full = S / FA3_BN;
+  if (FA3_CAUSAL) {
+    const int last_row = min(m0 + FA3_BM, T) - 1;
+    const int last_key = last_row + offset;
+    n_tiles = last_key < 0 ? 0 : min(n_tiles, last_key / FA3_BN + 1);
+    const int first_row_keys = m0 + offset + 1;
+    n_full = first_row_keys <= 0 ? 0 : min(n_full, first_row_keys / FA3_BN);
+  }
+
+  const unsigned smem_q = (at_smem_addr(fa3_smem) + 1023u) & ~1023u;
+  const unsigned smem_k = smem_q + FA3_Q_BYTES;
+  const unsigned smem_v = smem_k + FA3_STAGES * FA3_KV_BYTES;
+  /* mbarriers: Q's, then full K, full V, empty K, empty V per stage. */
+  const unsigned bar_q = smem_v + FA3_STAGES * FA3_KV_BYTES;
+  const unsigned bar_full_k = bar_q + 8, bar_full_v = bar_full_k + 8 * FA3_STAGES;
+  const unsigned bar_empty_k = bar_full_v + 8 * FA3_STAGES, bar_empty_v = bar_empty_k + 8 * FA3_STAGES;
+  static_assert(8 * (1 + 4 * FA3_STAGES) <= FA3_BAR_BYTES, "mbarriers fit their room");
+  if (tid == 0) {
+    fa3_bar_init(bar_q, 1);
+#pragma unroll
+    for (int s = 0; s < FA3_STAGES; s++) {
+      fa3_bar_init(bar_full_k + 8 * s, 1);
+      fa3_bar_init(bar_full_v + 8 * s, 1);
+      fa3_bar_init(bar_empty_k + 8 * s, FA3_WARPS); /* one arrival per consumer warp */
+      fa3_bar_init(bar_empty_v + 8 * s, FA3_WARPS);
+    }
+    /* The copy engine (async proxy) must see the initialized barriers. */
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    fa3_fence_async_smem();
+  }
+  __syncthreads();
+
+  if (wg == 0) {
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(FA3_PRODUCER_REGS));
+    if (tid == 0) {
+      fa3_bar_expect(bar_q, FA3_Q_BYTES);
+      fa3_tma_tile<FA3_BM>(smem_q, &tm_q, m0, h, b, bar_q);
+      for (int t = 0; t < n_tiles; t++) {
+        const int s = t % FA3_STAGES;
+        const unsigned phase = (unsigned)(t / FA3_STAGES) & 1u;
+        fa3_bar_wait(bar_empty_k + 8 * s, phase ^ 1u);
+        fa3_bar_expect(bar_full_k + 8 * s, FA3_KV_BYTES);
+        fa3_tma_tile<FA3_BN>(smem_k + s * FA3_KV_BYTES, &tm_k, t * FA3_BN, hk, b, bar_full_k + 8 * s);
+        fa3_bar_wait(bar_empty_v + 8 * s, phase ^ 1u);
+        fa3_bar_expect(bar_full_v + 8 * s, FA3_KV_BYTES);
+        fa3_tma_tile<FA3_BN>(smem_v + s * FA3_KV_BYTES, &tm_v, t * FA3_BN, hk, b, bar_full_v + 8 * s);
+      }
+    }
+    return;
+  }
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(FA3_CONSUMER_REGS));
+
+  const int cw = wg - 1, cwarp = warp - 4;
+  const int g = lane >> 2, tq = lane & 3;
+  const unsigned q_wg = smem_q + (unsigned)(cw * 64 * FA3_CW_D);
+  float acc[FA3_OT][4];
+  float row_max[2] = {AT_NEG_INF, AT_NEG_INF}, row_sum[2] = {0.f, 0.f};
+#pragma unroll
+  for (int j = 0; j < FA3_OT; j++) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
+  const int row0 = m0 + cwarp * 16;
+  float alpha[2];
+  unsigned p[FA3_PK][4];
+  /* Ping-pong: consumer c waits on barrier 1 + c before its GEMMs and opens the next consumer's
+   * after issuing them; the last consumer opens the first one's for tile 0, and skips that after
+   * its last tile, so every barrier sees as many arrivals as waits. */
+  const int next_cw = (cw + 1) % FA3_CONSUMERS;
+  if (FA3_PINGPONG && cw == FA3_CONSUMERS - 1 && n_tiles > 0) fa3_named_arrive(1 + next_cw, 256);
+
+  fa3_bar_wait(bar_q, 0);
+  for (int t = 0; t < n_tiles; t++) {
+    const int s = t % FA3_STAGES, sp = (t + FA3_STAGES - 1) % FA3_STAGES;
+    fa3_bar_wait(bar_full_k + 8 * s, (unsigned)(t / FA3_STAGES) & 1u);
+    if (t > 0) fa3_bar_wait(bar_full_v + 8 * sp, (unsigned)((t - 1) / FA3_STAGES) & 1u);
+    if (FA3_PINGPONG) fa3_named_sync(1 + cw, 256);
+    float sacc[FA3_NT][4];
+    fa3_wgmma_fence();
+    fa3_issue_qk(sacc, q_wg, smem_k + s * FA3_KV_BYTES);
+    fa3_wgmma_commit();
+    if (FA3_PINGPONG && !(cw == FA3_CONSUMERS - 1 && t == n_tiles - 1)) fa3_named_arrive(1 + next_cw, 256);
+    /* O += P V of tile t-1 runs behind Q K^T and through this tile's softmax. (Rescaling O here,
+     * under Q K^T, instead of after the wait below measured slower on 4 of 6 shapes.) */
+    if (t > 0) fa3_issue_pv(acc, p, smem_v + sp * FA3_KV_BYTES);
+    fa3_wgmma_commit();
+    asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory"); /* S is in */
+    if (lane == 0) fa3_bar_arrive(bar_empty_k + 8 * s);
+
+    if (t >= n_full) fa3_mask(sacc, row0, t * FA3_BN, S, offset, g, tq);
+    fa3_softmax(sacc, row_max, row_sum, alpha, scale_log2);
+    fa3_wgmma_wait0(); /* P V of tile t-1 is in O; P's registers are free */
+    if (t > 0 && lane == 0) fa3_bar_arrive(bar_empty_v + 8 * sp);
+    fa3_rescale(acc, alpha);
+    fa3_pack_p(sacc, p);
+  }
+  if (n_tiles > 0) {
+    const int last = n_tiles - 1, s = last % FA3_STAGES;
+    fa3_bar_wait(bar_full_v + 8 * s, (unsigned)(last / FA3_STAGES) & 1u);
+    fa3_wgmma_fence();
+    fa3_issue_pv(acc, p, smem_v + s * FA3_KV_BYTES);
+    fa3_wgmma_commit();
+    fa3_wgmma_wait0();
+  }
+
+  /* Epilogue: lane (g,t) holds columns 8j + 2t, 8j + 2t + 1 of rows g and g+8 of its warp. */
+#pragma unroll
+  for (int half = 0; half < 2; half++) {
+    const float sum = at_quad_sum(row_sum[half]);
+    const float inv = sum > 0.f ? 1.f / sum : 0.f;
+    const int r = cwarp * 16 + g + half * 8;
+    if (m0 + r >= T) continue;
+    if (FA3_LSE && tq == 0) {
+      const float m = row_max[half];
+      lse[((long long)b * n_heads + h) * T + m0 + r] =
+          sum > 0.f ? (m * scale_log2 + at_log2(sum)) * 0.69314718055994531f : AT_NEG_INF;
+    }
+    at_out_t *orow = o + b * o_sb + (long long)h * o_sh + (long long)(m0 + r) * o_ss + 2 * tq;
+#pragma unroll
+    for (int j = 0; j < FA3_D / 8; j++) { /* the padding columns of D 96 are left out */
+      const unsigned packed = at_pack_out(acc[j][2 * half] * inv, acc[j][2 * half + 1] * inv);
+      asm volatile("st.global.b32 [%0], %1;\n" ::"l"(orow + 8 * j), "r"(packed) : "memory");
+    }
+  }
+}
+#else /* !FA3_WS */
+
 /* ---- the kernel ------------------------------------------------------------------------------- */
 extern "C" __global__ void __launch_bounds__(FA3_THREADS, 1)
 FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
@@ -498,3 +748,4 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
     }
   }
 }
+#endif /* FA3_WS */
