@@ -159,9 +159,28 @@ static at_status enumerate(const gen_spec *spec, const gen_target *target, const
  * two warpgroups wins at D=128 (FP8 and bf16), 64x128 with one warpgroup at bf16 D=64, and 128x64
  * at D=256, where 128x128 does not fit the registers. FP8 runs faster with a third stage (632
  * against 620 TFLOP/s at D=128, 696 against 664 at D=256, one run); 16-bit runs slower with it. */
+/* 16-bit inputs: the warp-specialized tiles that ran fastest or within the noise of the fastest
+ * at B2 N16 T=S=8192 on the H200 (docs/perf.md, "## fa3", step 6), 2 stages, no ping-pong. */
+static int default_ws_variant(const gen_spec *spec, const gen_target *target, gen_variant *out)
+{
+  static const struct { int max_d, block_n, warps; } prefs[] = {
+      {64, 128, 12}, {128, 176, 8}, {192, 112, 8}, {256, 80, 8}};
+  if (at_dtype_is_fp8(spec->dtype)) return 0;
+  for (int i = 0; i < COUNT(prefs); i++) {
+    if (spec->head_dim > prefs[i].max_d) continue;
+    gen_variant v = {GEN_FAMILY_FA3, *spec, 16 * prefs[i].warps, prefs[i].block_n, prefs[i].warps, 2, 0, 1};
+    if (check(&v, target) == AT_OK) {
+      *out = v;
+      return 1;
+    }
+  }
+  return 0;
+}
+
 static int default_variant(const gen_spec *spec, const gen_target *target, const at_shape *shape,
                            gen_variant *out)
 {
+  if (default_ws_variant(spec, target, out)) return 1;
   static const struct { int max_d, block_n, warps, stages; } prefs[] = {
       {64, 128, 4, 2}, {128, 128, 8, 2}, {256, 64, 8, 2}, {256, 64, 4, 2}};
   const int extra_stage = at_dtype_is_fp8(spec->dtype);

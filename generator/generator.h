@@ -27,7 +27,9 @@
  * fa2 (templates/fa2.cu, generator/fa2.c): mma.sync, f16/bf16/FP8, sm_80 and newer.
  * fa3 (templates/fa3.cu, generator/fa3.c): wgmma, sm_90a only; FP8 inputs with bf16/f16 output,
  * or f16/bf16 in and out; head dim 64/128/256, block_m = 16 * warps (one or two warpgroups), block_n 64 or 128; the same
- * kernel arguments and launch as fa2.
+ * kernel arguments and launch as fa2. Warp-specialized fa3 (.ws, .wspp; f16/bf16): a TMA producer
+ * warpgroup and 2 or 3 consumer warpgroups (warps 8 or 12), block_n a multiple of 16 up to 192,
+ * head dims 64/96/128/192/256; fa2's arguments plus three tensor maps (gen_launch_desc.tmap_rows).
  * decode (templates/decode.cu, generator/decode.c): T <= 16, f16/bf16, sm_80+; the G query heads
  * of a KV head and block_m tokens share one K/V pass; the keys are split over `splits` CTAs
  * (.sp<N> in the key) whose fp32 partials a second kernel combines (scratch the caller owns).

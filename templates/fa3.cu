@@ -18,6 +18,9 @@
  * Accumulator element 4*j + e of a thread is the m16n8 C fragment element e of n8 tile j, for the
  * 16 rows of its warp: rows 16*warp + g (+8 for e >= 2), columns 8j + 2t + (e & 1), lane = 4g + t.
  *
+ * Warp-specialized variants (FA3_WS 1, FA3_PINGPONG 0/1; f16/bf16) have their own kernel at the end:
+ * a producer warpgroup loading by TMA, FA3_WARPS / 4 consumer warpgroups running the loop below.
+ *
  * Work split: grid (ceil(T / BLOCK_M), Nq, B); BLOCK_M = 64 per warpgroup; warp w of the CTA owns
  * query rows 16w..16w+15, so the online softmax is fa2's, per warp, with quad shuffles.
  *
@@ -60,6 +63,13 @@
  *   v3: P V overlapped with the softmax, one barrier per tile: e4m3 D128 495 (s3 509), D256 566.
  *   v4: the transpose's offsets folded at compile time: e4m3 D128 638 (s3), D256 718 (s3).
  *   v5: no fence after the transpose (the next tile's fence publishes V^T): D128 657, D256 737.
+ *   v6 (FA3_WS, 16-bit): a TMA producer warpgroup, 2-3 consumer warpgroups, mbarriers instead of
+ *       CTA barriers, setmaxnreg, block_n any multiple of 16: bf16 D128 491 -> 657 (128x176),
+ *       D256 515 -> 670, D64 430 -> 475 (192x128) in one call; cuDNN 694, 670, 484.
+ *   v7: ping-pong barrier opened after Q K^T's issue (not P V's): .wspp 0.69x -> 0.87-1.06x of
+ *       cuDNN, kept as a choice; O's rescale under Q K^T tried, slower on 4 of 6 shapes.
+ *   v8: causal grid (Nq, B, query blocks), longest blocks first over all heads: 2k causal GQA
+ *       0.88x -> 1.04x of cuDNN, D64 causal 1.04x -> 1.11x (docs/perf.md, "v6").
  * Copies by cp.async and stores by threads are generic-proxy writes; wgmma reads shared memory
  * through the async proxy, hence fence.proxy.async before the barriers that publish them.
  */

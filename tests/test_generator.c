@@ -426,6 +426,81 @@ static void test_fa3_family(void **state)
   assert_int_equal(gen_variant_check(&bad, &t), AT_ERR_INVALID);
 }
 
+/* Warp-specialized fa3: keys .ws/.wspp round-trip, a producer warpgroup on top of the consumers,
+ * tiles padded to whole column blocks (D 96 holds 128 columns), the tensor maps after fa2's
+ * arguments, causal grids (Nq, B, query blocks), and refusals that name what is wrong. */
+static void test_fa3_ws_family(void **state)
+{
+  (void)state;
+  gen_target t = sm90();
+  gen_variant v, back;
+  char key[GEN_KEY_MAX], *src = NULL;
+  TU_OK(gen_variant_parse("fa3.bf16.d128.causal.g4.bm128.bn176.w8.s2.ws.lse", &v));
+  assert_int_equal(v.ws, 1);
+  TU_OK(gen_variant_check(&v, &t));
+  assert_int_equal(gen_threads(&v), 3 * 128);
+  assert_int_equal(gen_smem_bytes(&v), 1024 + 128 * 256 + 4 * 176 * 256 + 256);
+  TU_OK(gen_variant_parse("fa3.f16.d96.none.g1.bm192.bn128.w12.s3.wspp", &back));
+  assert_int_equal(back.ws, 2);
+  TU_OK(gen_variant_key(&back, key, sizeof key));
+  assert_string_equal(key, "fa3.f16.d96.none.g1.bm192.bn128.w12.s3.wspp");
+  assert_int_equal(gen_threads(&back), 4 * 128);
+  assert_int_equal(gen_smem_bytes(&back), 1024 + 192 * 256 + 6 * 128 * 256 + 256); /* 128 columns */
+  TU_OK(gen_emit(&back, &t, &src));
+  assert_non_null(strstr(src, "#define FA3_WS 1\n#define FA3_PINGPONG 1\n"));
+  assert_non_null(strstr(src, "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 ")); /* P V over 128 columns */
+  free(src);
+
+  at_shape s = shape_of(AT_DTYPE_BF16, 128, AT_MASK_CAUSAL_TL, 32, 8, 1);
+  s.batch = 3, s.q_len = s.kv_len = 1000;
+  gen_launch_desc d;
+  TU_OK(gen_launch_describe(&v, &s, &d));
+  const gen_kernel_launch *k = &d.kernels[0];
+  assert_int_equal(k->block[0], 384u);
+  assert_int_equal(k->grid[0], 32u);
+  assert_int_equal(k->grid[1], 3u);
+  assert_int_equal(k->grid[2], 8u); /* ceil(1000 / 128) */
+  assert_int_equal(k->args[k->n_args - 3], GEN_ARG_TMAP_Q);
+  assert_int_equal(k->args[k->n_args - 1], GEN_ARG_TMAP_V);
+  assert_int_equal(d.tmap_rows[0], 128);
+  assert_int_equal(d.tmap_rows[1], 176);
+  s.mask = AT_MASK_NONE, v.spec.mask = AT_MASK_NONE;
+  TU_OK(gen_launch_describe(&v, &s, &d));
+  assert_int_equal(d.kernels[0].grid[0], 8u);
+  assert_int_equal(d.kernels[0].grid[2], 3u);
+
+  /* Refusals. */
+  gen_variant bad = v;
+  bad.spec.dtype = AT_DTYPE_E4M3;
+  assert_int_equal(gen_variant_check(&bad, &t), AT_ERR_UNSUPPORTED);
+  assert_non_null(strstr(at_last_error(), "f16/bf16"));
+  bad = v, bad.warps = 4, bad.block_m = 64;
+  assert_int_equal(gen_variant_check(&bad, &t), AT_ERR_UNSUPPORTED);
+  assert_non_null(strstr(at_last_error(), "consumer warpgroups"));
+  bad = v, bad.block_n = 72;
+  assert_int_equal(gen_variant_check(&bad, &t), AT_ERR_UNSUPPORTED);
+  assert_non_null(strstr(at_last_error(), "multiple of 16"));
+  bad = v, bad.block_n = 256, bad.stages = 3;
+  assert_int_equal(gen_variant_check(&bad, &t), AT_ERR_UNSUPPORTED); /* shared memory */
+  bad = v, bad.ws = 3;
+  assert_int_equal(gen_variant_check(&bad, &t), AT_ERR_INVALID);
+  assert_int_equal(gen_variant_parse("fa2.bf16.d128.none.g1.bm128.bn64.w4.s2.ws", &back), AT_ERR_INVALID);
+  assert_non_null(strstr(at_last_error(), "no warp-specialized"));
+  assert_int_equal(gen_variant_parse("fa3.bf16.d128.none.g1.bm128.bn128.w8.s2.obf16.ws", &back), AT_ERR_INVALID);
+
+  /* 16-bit fa3 defaults are warp-specialized; FP8 keeps the in-CTA pipeline. */
+  gen_variant def;
+  s = shape_of(AT_DTYPE_BF16, 128, AT_MASK_CAUSAL_TL, 32, 8, 0);
+  s.q_len = s.kv_len = 8192;
+  TU_OK(gen_default_variant(&s, &t, &def));
+  assert_int_equal(def.family, GEN_FAMILY_FA3);
+  assert_int_equal(def.ws, 1);
+  s = shape_of(AT_DTYPE_E4M3, 128, AT_MASK_NONE, 16, 16, 0);
+  s.q_len = s.kv_len = 8192;
+  TU_OK(gen_default_variant(&s, &t, &def));
+  assert_int_equal(def.ws, 0);
+}
+
 /* Compile a list of variants for target in parallel; counts errors and spills, prints the
  * register range. */
 static int compile_and_count(const gen_variant *vs, int n, const gen_target *t, const char *what)
@@ -683,7 +758,7 @@ int main(void)
       cmocka_unit_test(test_fp8_emit),
       cmocka_unit_test(test_fa3_family),         cmocka_unit_test(test_fp8_compile_no_spills),
       cmocka_unit_test(test_template_versions),  cmocka_unit_test(test_decode_family),
-      cmocka_unit_test(test_decode_compile_no_spills),
+      cmocka_unit_test(test_decode_compile_no_spills), cmocka_unit_test(test_fa3_ws_family),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }
