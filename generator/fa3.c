@@ -43,7 +43,10 @@ static int smem_bytes(const gen_variant *v)
 }
 
 /* Registers a consumer warpgroup gets from setmaxnreg (templates/fa3.cu, FA3_CONSUMER_REGS). */
-static int ws_consumer_registers(const gen_variant *v) { return v->warps == 8 ? 240 : 160; }
+static int ws_consumer_registers(const gen_variant *v)
+{
+  return at_dtype_is_fp8(v->spec.dtype) ? 232 : v->warps == 8 ? 240 : 160;
+}
 
 /* O (D/2) and S (BN/2) fp32 accumulators per thread, P (BN/8 words for FP8, BN/4 for 16 bits),
  * about 56 for addresses and softmax state, and for FP8 about 7 per V-transpose unit of the warp
@@ -54,8 +57,8 @@ static int register_estimate(const gen_variant *v)
 {
   const int fp8 = at_dtype_is_fp8(v->spec.dtype);
   /* Consumers of warp-specialized variants hold no load addresses: about 32 besides the tiles. */
-  if (v->ws) return tile_cols(v) / 2 + v->block_n / 2 + v->block_n / 4 + 32;
   const int p_words = v->block_n / (fp8 ? 8 : 4);
+  if (v->ws) return tile_cols(v) / 2 + v->block_n / 2 + p_words + 32;
   const int transpose_units = fp8 ? (v->spec.head_dim / 32) * (v->block_n / 16) / v->warps : 0;
   return v->spec.head_dim / 2 + v->block_n / 2 + p_words + 56 + 7 * transpose_units;
 }
@@ -68,8 +71,16 @@ static at_status check_ws(const gen_variant *v, const gen_target *target)
 {
   const gen_spec *s = &v->spec;
   if (v->ws != 1 && v->ws != 2) return at_fail(AT_ERR_INVALID, "fa3 ws must be 0, 1 or 2, not %d", v->ws);
-  if (at_dtype_is_fp8(s->dtype))
-    return at_fail(AT_ERR_UNSUPPORTED, "warp-specialized fa3 takes f16/bf16 inputs, not %s", at_dtype_name(s->dtype));
+  /* FP8: V^T by the producer's 3 idle warps into two buffers of v5's layout (block_n 64 or 128),
+   * beside two consumer warpgroups. */
+  if (at_dtype_is_fp8(s->dtype) && s->head_dim != 128 && s->head_dim != 256)
+    return at_fail(AT_ERR_UNSUPPORTED, "warp-specialized fa3 with %s inputs runs head dim 128 or 256, not %d",
+                   at_dtype_name(s->dtype), s->head_dim);
+  if (at_dtype_is_fp8(s->dtype) && (v->warps != 8 || (v->block_n != 64 && v->block_n != 128)))
+    return at_fail(AT_ERR_UNSUPPORTED,
+                   "warp-specialized fa3 with %s inputs runs 2 consumer warpgroups (8 warps) and block_n 64 or 128, "
+                   "not %d warps and block_n %d",
+                   at_dtype_name(s->dtype), v->warps, v->block_n);
   if (v->warps != 8 && v->warps != 12)
     return at_fail(AT_ERR_UNSUPPORTED, "warp-specialized fa3 runs 2 or 3 consumer warpgroups (8 or 12 warps), not %d",
                    v->warps);

@@ -70,6 +70,8 @@
  *       cuDNN, kept as a choice; O's rescale under Q K^T tried, slower on 4 of 6 shapes.
  *   v8: causal grid (Nq, B, query blocks), longest blocks first over all heads: 2k causal GQA
  *       0.88x -> 1.04x of cuDNN, D64 causal 1.04x -> 1.11x (docs/perf.md, "v6").
+ *   v9: FP8 warp-specialized: the producer's warps 1-3 transpose V into two V^T buffers
+ *       (docs/perf.md, "v9", has the measurement).
  * Copies by cp.async and stores by threads are generic-proxy writes; wgmma reads shared memory
  * through the async proxy, hence fence.proxy.async before the barriers that publish them.
  */
@@ -206,17 +208,42 @@ __device__ __forceinline__ void fa3_load_tile(unsigned tile, const unsigned char
 
 #if FA3_FP8 /* 16-bit V is read MN-major by wgmma, not transposed */
 /* V [BN][D] -> V^T [D][BN] in the key order of P's A fragment (header). Work units: 8 groups of
- * 4 d's x one 16-byte chunk (4 words) of V^T rows, i.e. 16 keys; warp w takes units w + WARPS*i.
- * The unit count per warp is a compile-time constant and a unit's coordinates split into this
- * warp's part and the compile-time part of i, so the offsets fold into a few adds per unit (a
- * loop from `warp` with runtime coordinates cost ~50 integer instructions per unit). */
-__device__ __forceinline__ void fa3_transpose_v(unsigned vt, unsigned v, int warp, int lane)
+ * 4 d's x one 16-byte chunk (4 words) of V^T rows, i.e. 16 keys; warp w of NW takes units
+ * w + NW*i. Where the unit count per warp is a compile-time constant and a unit's coordinates
+ * split into this warp's part and the compile-time part of i (FOLD), the offsets fold into a few
+ * adds per unit (a loop from `warp` with runtime coordinates cost ~50 integer instructions per
+ * unit); the warp-specialized kernel's 3 transposing warps take the runtime form, off the
+ * consumers' path. */
+/* One unit: 16 keys (block wb) x 4 d's of the 32-d block ab, this lane's share. Store e writes
+ * V^T row d0 + drow[e]; pair[] are the permute selectors (fa3_transpose_v). */
+__device__ __forceinline__ void fa3_transpose_unit(unsigned vt, unsigned v, int wb, int ab, int g, int tw,
+                                                   const int *drow, const unsigned *pair)
+{
+  const int d0 = 32 * ab + 4 * g;
+  const int w = 4 * wb + tw;
+  const int key0 = 16 * wb + 2 * tw; /* = 32(w/8) + 16((w/4)%2) + 2(w%4) */
+  unsigned in[4];
+#pragma unroll
+  for (int k = 0; k < 4; k++) {
+    const int key = key0 + (k & 1) + 8 * (k >> 1);
+    asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(in[k]) : "r"(v + fa3_off<FA3_BN, FA3_CW_D>(key, d0)));
+  }
+#pragma unroll
+  for (int e = 0; e < 4; e++) {
+    /* keys 0,1 of d_a and d_b in lo, keys 2,3 in hi; the word of d_a is their low halves */
+    const unsigned lo = fa3_prmt(in[0], in[1], pair[e / 2]), hi = fa3_prmt(in[2], in[3], pair[e / 2]);
+    const unsigned word = fa3_prmt(lo, hi, e % 2 ? 0x7632u : 0x5410u);
+    asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(vt + fa3_off<FA3_D, FA3_CW_N>(d0 + drow[e], 4 * w)), "r"(word)
+                 : "memory");
+  }
+}
+
+template <int NW> __device__ __forceinline__ void fa3_transpose_v(unsigned vt, unsigned v, int warp, int lane)
 {
   constexpr int NB = FA3_BN / 16; /* 16-key units along the keys */
   constexpr int UNITS = (FA3_D / 32) * NB;
-  static_assert(UNITS % FA3_WARPS == 0, "whole units per warp");
+  constexpr bool FOLD = UNITS % NW == 0 && (NB % NW == 0 || NW % NB == 0);
   const int g = lane >> 2, tw = lane & 3, rot = (g >> 1) & 3;
-  const int wb0 = warp % NB, ab0 = warp / NB;
   /* Store e writes V^T row d0 + drow[e], drow[e] = (e + rot) % 4. One permute of two key rows
    * gathers the bytes of two of those d's (pair[0]: stores 0 and 1, pair[1]: stores 2 and 3), so
    * a pair of output words costs 4 permutes instead of 6. */
@@ -229,27 +256,15 @@ __device__ __forceinline__ void fa3_transpose_v(unsigned vt, unsigned v, int war
     const unsigned a = (unsigned)drow[2 * h], b = (unsigned)drow[2 * h + 1];
     pair[h] = a | (a + 4) << 4 | b << 8 | (b + 4) << 12;
   }
+  if constexpr (FOLD) {
+    const int wb0 = warp % NB, ab0 = warp / NB;
 #pragma unroll
-  for (int i = 0; i < UNITS / FA3_WARPS; i++) {
-    const int wb = wb0 + (FA3_WARPS * i) % NB, ab = ab0 + (FA3_WARPS * i) / NB;
-    const int d0 = 32 * ab + 4 * g;
-    const int w = 4 * wb + tw;
-    const int key0 = 16 * wb + 2 * tw; /* = 32(w/8) + 16((w/4)%2) + 2(w%4) */
-    unsigned in[4];
-#pragma unroll
-    for (int k = 0; k < 4; k++) {
-      const int key = key0 + (k & 1) + 8 * (k >> 1);
-      asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(in[k]) : "r"(v + fa3_off<FA3_BN, FA3_CW_D>(key, d0)));
-    }
-#pragma unroll
-    for (int e = 0; e < 4; e++) {
-      /* keys 0,1 of d_a and d_b in lo, keys 2,3 in hi; the word of d_a is their low halves */
-      const unsigned lo = fa3_prmt(in[0], in[1], pair[e / 2]), hi = fa3_prmt(in[2], in[3], pair[e / 2]);
-      const unsigned word = fa3_prmt(lo, hi, e % 2 ? 0x7632u : 0x5410u);
-      asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(vt + fa3_off<FA3_D, FA3_CW_N>(d0 + drow[e], 4 * w)),
-                   "r"(word)
-                   : "memory");
-    }
+    for (int i = 0; i < UNITS / NW; i++)
+      fa3_transpose_unit(vt, v, wb0 + (NW * i) % NB, ab0 + (NW * i) / NB, g, tw, drow, pair);
+  } else {
+    /* Not unrolled: these warps run on few registers, and nothing folds at run time anyway. */
+#pragma unroll 1
+    for (int u = warp; u < UNITS; u += NW) fa3_transpose_unit(vt, v, u % NB, u / NB, g, tw, drow, pair);
   }
 }
 #endif
@@ -363,14 +378,19 @@ __device__ __forceinline__ void fa3_pack_p(const float (*s)[4], unsigned (*p)[4]
  * slot). Warpgroups 1.. are consumers, 64 query rows each, running the overlapped loop above
  * without any CTA-wide barrier; setmaxnreg hands the producer's registers to them. With
  * ping-pong, named barriers make the consumers issue their GEMMs in turn, so one warpgroup's
- * softmax runs while another's MMAs do. */
-static_assert(!FA3_FP8, "the warp-specialized fa3 takes f16/bf16 inputs");
+ * softmax runs while another's MMAs do.
+ * FP8: the producer's warps 1-3 transpose each V tile into one of two V^T buffers (a V^T full
+ * and empty mbarrier each) and release the V stage, so the transpose leaves the consumers. */
+static_assert(!FA3_FP8 || (FA3_WARPS == 8 && (FA3_BN == 64 || FA3_BN == 128)),
+              "warp-specialized FP8: 2 consumer warpgroups, block_n 64 or 128");
 static_assert(FA3_TILE_ROWB % 128 == 0, "TMA boxes of 128-byte column blocks");
 static constexpr int FA3_CONSUMERS = FA3_WARPS / 4;
 static constexpr int FA3_ALL_THREADS = FA3_THREADS + 128;
-/* 2 consumers: 2*128*240 + 128*24 = 64512 registers; 3 consumers: 3*128*160 + 128*32 = 65536. */
-static constexpr int FA3_CONSUMER_REGS = FA3_CONSUMERS == 2 ? 240 : 160;
-static constexpr int FA3_PRODUCER_REGS = FA3_CONSUMERS == 2 ? 24 : 32;
+/* 2 consumers: 2*128*240 + 128*24 = 64512 registers; 3 consumers: 3*128*160 + 128*32 = 65536;
+ * FP8 (the producer transposes): 2*128*232 + 128*40 = 64512. */
+static constexpr int FA3_CONSUMER_REGS = FA3_FP8 ? 232 : FA3_CONSUMERS == 2 ? 240 : 160;
+static constexpr int FA3_PRODUCER_REGS = FA3_FP8 ? 40 : FA3_CONSUMERS == 2 ? 24 : 32;
+static constexpr int FA3_TRANSPOSERS = 3; /* FP8: producer warps 1..3 */
 static constexpr int FA3_COLS = FA3_TILE_ROWB / 128; /* TMA boxes per tile: one per column block */
 static_assert(FA3_CONSUMERS == 2 || FA3_CONSUMERS == 3, "2 or 3 consumer warpgroups");
 
@@ -455,8 +475,13 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
 {
   /* Q, K and V come through the tensor maps, which hold their pointers and strides. */
   (void)q, (void)k, (void)v, (void)q_sb, (void)q_ss, (void)q_sh, (void)k_sb, (void)k_ss, (void)k_sh;
-  (void)v_sb, (void)v_ss, (void)v_sh, (void)descale_q, (void)descale_k, (void)descale_v, (void)scale_o;
-  (void)amax_o;
+  (void)v_sb, (void)v_ss, (void)v_sh, (void)scale_o, (void)amax_o; /* FP8 output is not written by fa3 */
+  float o_descale = 1.f;
+  if (FA3_FP8) {
+    if (descale_q) scale_log2 *= *descale_q;
+    if (descale_k) scale_log2 *= *descale_k;
+    if (descale_v) o_descale = *descale_v;
+  }
   extern __shared__ __align__(128) unsigned char fa3_smem[];
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, wg = warp / 4;
   /* Causal masks: grid (Nq, B, query blocks), so the block scheduler starts every head's longest
@@ -481,11 +506,14 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
   const unsigned smem_q = (at_smem_addr(fa3_smem) + 1023u) & ~1023u;
   const unsigned smem_k = smem_q + FA3_Q_BYTES;
   const unsigned smem_v = smem_k + FA3_STAGES * FA3_KV_BYTES;
-  /* mbarriers: Q's, then full K, full V, empty K, empty V per stage. */
-  const unsigned bar_q = smem_v + FA3_STAGES * FA3_KV_BYTES;
+  const unsigned smem_vt = smem_v + FA3_STAGES * FA3_KV_BYTES; /* FP8: V^T of tile t in buffer t % 2 */
+  /* mbarriers: Q's, then full K, full V, empty K, empty V per stage, then (FP8) V^T full and
+   * empty per buffer. */
+  const unsigned bar_q = smem_vt + FA3_VT_BUFS * FA3_KV_BYTES;
   const unsigned bar_full_k = bar_q + 8, bar_full_v = bar_full_k + 8 * FA3_STAGES;
   const unsigned bar_empty_k = bar_full_v + 8 * FA3_STAGES, bar_empty_v = bar_empty_k + 8 * FA3_STAGES;
-  static_assert(8 * (1 + 4 * FA3_STAGES) <= FA3_BAR_BYTES, "mbarriers fit their room");
+  const unsigned bar_vt_full = bar_empty_v + 8 * FA3_STAGES, bar_vt_empty = bar_vt_full + 16;
+  static_assert(8 * (1 + 4 * FA3_STAGES + 4) <= FA3_BAR_BYTES, "mbarriers fit their room");
   if (tid == 0) {
     fa3_bar_init(bar_q, 1);
 #pragma unroll
@@ -493,8 +521,13 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
       fa3_bar_init(bar_full_k + 8 * s, 1);
       fa3_bar_init(bar_full_v + 8 * s, 1);
       fa3_bar_init(bar_empty_k + 8 * s, FA3_WARPS); /* one arrival per consumer warp */
-      fa3_bar_init(bar_empty_v + 8 * s, FA3_WARPS);
+      fa3_bar_init(bar_empty_v + 8 * s, FA3_FP8 ? FA3_TRANSPOSERS : FA3_WARPS); /* whoever reads V */
     }
+    if (FA3_FP8)
+      for (int i = 0; i < 2; i++) {
+        fa3_bar_init(bar_vt_full + 8 * i, FA3_TRANSPOSERS);
+        fa3_bar_init(bar_vt_empty + 8 * i, FA3_WARPS);
+      }
     /* The copy engine (async proxy) must see the initialized barriers. */
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     fa3_fence_async_smem();
@@ -517,6 +550,22 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
         fa3_tma_tile<FA3_BN>(smem_v + s * FA3_KV_BYTES, &tm_v, t * FA3_BN, hk, b, bar_full_v + 8 * s);
       }
     }
+#if FA3_FP8
+    if (warp > 0) { /* V -> V^T for the consumers; the V stage is free once read */
+      for (int t = 0; t < n_tiles; t++) {
+        const int s = t % FA3_STAGES, buf = t & 1;
+        fa3_bar_wait(bar_full_v + 8 * s, (unsigned)(t / FA3_STAGES) & 1u);
+        fa3_bar_wait(bar_vt_empty + 8 * buf, ((unsigned)(t / 2) & 1u) ^ 1u);
+        fa3_transpose_v<FA3_TRANSPOSERS>(smem_vt + buf * FA3_KV_BYTES, smem_v + s * FA3_KV_BYTES, warp - 1, lane);
+        fa3_fence_async_smem(); /* each writer publishes its stores to wgmma */
+        __syncwarp();
+        if (lane == 0) {
+          fa3_bar_arrive(bar_vt_full + 8 * buf);
+          fa3_bar_arrive(bar_empty_v + 8 * s);
+        }
+      }
+    }
+#endif
     return;
   }
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(FA3_CONSUMER_REGS));
@@ -541,7 +590,16 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
   for (int t = 0; t < n_tiles; t++) {
     const int s = t % FA3_STAGES, sp = (t + FA3_STAGES - 1) % FA3_STAGES;
     fa3_bar_wait(bar_full_k + 8 * s, (unsigned)(t / FA3_STAGES) & 1u);
-    if (t > 0) fa3_bar_wait(bar_full_v + 8 * sp, (unsigned)((t - 1) / FA3_STAGES) & 1u);
+#if FA3_FP8
+    const unsigned v_prev = smem_vt + ((t - 1) & 1) * FA3_KV_BYTES;
+    const unsigned bar_v_prev_full = bar_vt_full + 8 * ((t - 1) & 1), bar_v_prev_empty = bar_vt_empty + 8 * ((t - 1) & 1);
+    const unsigned v_prev_parity = (unsigned)((t - 1) / 2) & 1u;
+#else
+    const unsigned v_prev = smem_v + sp * FA3_KV_BYTES;
+    const unsigned bar_v_prev_full = bar_full_v + 8 * sp, bar_v_prev_empty = bar_empty_v + 8 * sp;
+    const unsigned v_prev_parity = (unsigned)((t - 1) / FA3_STAGES) & 1u;
+#endif
+    if (t > 0) fa3_bar_wait(bar_v_prev_full, v_prev_parity);
     if (FA3_PINGPONG) fa3_named_sync(1 + cw, 256);
     float sacc[FA3_NT][4];
     fa3_wgmma_fence();
@@ -550,7 +608,7 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
     if (FA3_PINGPONG && !(cw == FA3_CONSUMERS - 1 && t == n_tiles - 1)) fa3_named_arrive(1 + next_cw, 256);
     /* O += P V of tile t-1 runs behind Q K^T and through this tile's softmax. (Rescaling O here,
      * under Q K^T, instead of after the wait below measured slower on 4 of 6 shapes.) */
-    if (t > 0) fa3_issue_pv(acc, p, smem_v + sp * FA3_KV_BYTES);
+    if (t > 0) fa3_issue_pv(acc, p, v_prev);
     fa3_wgmma_commit();
     asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory"); /* S is in */
     if (lane == 0) fa3_bar_arrive(bar_empty_k + 8 * s);
@@ -558,15 +616,22 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
     if (t >= n_full) fa3_mask(sacc, row0, t * FA3_BN, S, offset, g, tq);
     fa3_softmax(sacc, row_max, row_sum, alpha, scale_log2);
     fa3_wgmma_wait0(); /* P V of tile t-1 is in O; P's registers are free */
-    if (t > 0 && lane == 0) fa3_bar_arrive(bar_empty_v + 8 * sp);
+    if (t > 0 && lane == 0) fa3_bar_arrive(bar_v_prev_empty);
     fa3_rescale(acc, alpha);
     fa3_pack_p(sacc, p);
   }
   if (n_tiles > 0) {
-    const int last = n_tiles - 1, s = last % FA3_STAGES;
+    const int last = n_tiles - 1;
+#if FA3_FP8
+    fa3_bar_wait(bar_vt_full + 8 * (last & 1), (unsigned)(last / 2) & 1u);
+    const unsigned v_last = smem_vt + (last & 1) * FA3_KV_BYTES;
+#else
+    const int s = last % FA3_STAGES;
     fa3_bar_wait(bar_full_v + 8 * s, (unsigned)(last / FA3_STAGES) & 1u);
+    const unsigned v_last = smem_v + s * FA3_KV_BYTES;
+#endif
     fa3_wgmma_fence();
-    fa3_issue_pv(acc, p, smem_v + s * FA3_KV_BYTES);
+    fa3_issue_pv(acc, p, v_last);
     fa3_wgmma_commit();
     fa3_wgmma_wait0();
   }
@@ -575,13 +640,13 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
 #pragma unroll
   for (int half = 0; half < 2; half++) {
     const float sum = at_quad_sum(row_sum[half]);
-    const float inv = sum > 0.f ? 1.f / sum : 0.f;
+    const float inv = sum > 0.f ? o_descale / sum : 0.f;
     const int r = cwarp * 16 + g + half * 8;
     if (m0 + r >= T) continue;
     if (FA3_LSE && tq == 0) {
       const float m = row_max[half];
       lse[((long long)b * n_heads + h) * T + m0 + r] =
-          sum > 0.f ? (m * scale_log2 + at_log2(sum)) * 0.69314718055994531f : AT_NEG_INF;
+          sum > 0.f ? (m * scale_log2 + at_log2(sum) - FA3_P_LOG2_SCALE) * 0.69314718055994531f : AT_NEG_INF;
     }
     at_out_t *orow = o + b * o_sb + (long long)h * o_sh + (long long)(m0 + r) * o_ss + 2 * tq;
 #pragma unroll
@@ -703,7 +768,7 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
     }
 #if FA3_FP8
     /* V^T_t is read by P V in the next tile, after the fence and barrier at its top. */
-    fa3_transpose_v(vt_now, smem_v + stage * FA3_KV_BYTES, warp, lane);
+    fa3_transpose_v<FA3_WARPS>(vt_now, smem_v + stage * FA3_KV_BYTES, warp, lane);
 #endif
     if (FA3_OVERLAP) asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory"); /* S is in */
     else fa3_wgmma_wait0();

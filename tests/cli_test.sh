@@ -37,7 +37,8 @@ expect 0 "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3" -- gen --emit f
 expect 2 "fa3 runs head dim 64, 128 or 256 (warp-specialized also 96 and 192), not 96" -- gen --emit fa3.bf16.d96.none.g1.bm128.bn128.w8.s2
 expect 0 "cp.async.bulk.tensor.4d" -- gen --emit fa3.bf16.d96.none.g1.bm128.bn128.w8.s2.ws
 expect 2 "family fa2 has no warp-specialized variants" -- gen --emit fa2.bf16.d128.none.g1.bm128.bn64.w4.s2.ws
-expect 2 "warp-specialized fa3 takes f16/bf16 inputs, not e4m3" -- gen --emit fa3.e4m3.d128.none.g1.bm128.bn128.w8.s2.ws.obf16
+expect 0 "fa3_transpose_v<FA3_TRANSPOSERS>" -- gen --emit fa3.e4m3.d128.none.g1.bm128.bn128.w8.s2.ws.obf16
+expect 2 "with e4m3 inputs runs head dim 128 or 256, not 64" -- gen --emit fa3.e4m3.d64.none.g1.bm128.bn128.w8.s2.ws.obf16
 expect 0 "decode family" -- gen --help
 # bench --impl: the list is checked before a GPU is opened, so these need none.
 expect 0 "decode         the same, the split-KV decode family only" -- bench --help
