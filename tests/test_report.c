@@ -28,6 +28,7 @@
 #include "generator/generator.h"
 #include "tests/testutil.h"
 #include "tuner/report.h"
+#include "tuner/tune.h"
 
 /* cmocka 1.1 has no assert_double_equal. */
 #define assert_near(a, b, eps)                                                                  \
@@ -106,7 +107,8 @@ static void put_shape(cache_db *db, const char *gpu, at_shape s, double tuned_ms
   cache_best b;
   memset(&b, 0, sizeof b);
   b.shape = s, b.env = e;
-  int cudnn_wins = isfinite(cudnn_ms) && cudnn_ms < tuned_ms;
+  /* As the tuner decides: cuDNN is never the best of an FP8 shape (tn_tune_cudnn_may_be_best). */
+  int cudnn_wins = isfinite(cudnn_ms) && cudnn_ms < tuned_ms && tn_tune_cudnn_may_be_best(&s);
   snprintf(b.impl, sizeof b.impl, "%s", cudnn_wins ? "cudnn" : variant);
   b.time_ms = cudnn_wins ? cudnn_ms : tuned_ms;
   b.tflops = at_shape_flops(&s) / (b.time_ms * 1e-3) / 1e12;
@@ -375,7 +377,7 @@ static void test_csv_parses_back(void **state)
   assert_int_equal(n_lines, 1 + 20 + 2); /* header, H200, A100 */
   char *head[40], *f[40];
   int n_cols = split_csv(lines[0], head, 40);
-  assert_int_equal(n_cols, 25);
+  assert_int_equal(n_cols, 26);
   int c_shape = column(head, n_cols, "shape"), c_speed = column(head, n_cols, "speedup_tuned");
   int c_cudnn = column(head, n_cols, "cudnn_ms"), c_status = column(head, n_cols, "cudnn_status");
   int c_tuned = column(head, n_cols, "tuned_ms"), c_gpu = column(head, n_cols, "gpu");
@@ -1031,6 +1033,179 @@ static void test_f32_only_cache(void **state)
   }
 }
 
+/* ---- FP8: cuDNN's FP8 graph as the baseline ------------------------------------------------- */
+
+/* A trial of cuDNN with its message, as the tuner records it (worker.c, harness.c). */
+static void put_cudnn_trial(cache_db *db, const cache_env *e, at_shape s, cache_status st, double ms,
+                            const char *message)
+{
+  cache_trial t;
+  memset(&t, 0, sizeof t);
+  t.shape = s;
+  snprintf(t.impl, sizeof t.impl, "cudnn");
+  t.status = st;
+  t.time_ms = ms;
+  t.tflops = isfinite(ms) ? at_shape_flops(&s) / (ms * 1e-3) / 1e12 : NAN;
+  t.err_naive = st == CACHE_OK ? 3.6e-2 : st == CACHE_WRONG ? 6.1e-2 : NAN;
+  t.err_cudnn = NAN;
+  t.registers = t.spill_bytes = t.smem_bytes = -1;
+  t.reps = st == CACHE_OK ? 50 : 0;
+  snprintf(t.message, sizeof t.message, "%s", message);
+  TU_OK(cache_put_trial(db, e, &t));
+}
+
+/* A generated kernel's trial and the best row the tuner stores for an FP8 shape: that kernel,
+ * whatever cuDNN measured, with cuDNN's time as cudnn_ms. */
+static void put_fp8_best(cache_db *db, const cache_env *e, at_shape s, const char *variant, double tuned_ms,
+                         double cudnn_ms)
+{
+  put_trial(db, e, s, variant, CACHE_OK, tuned_ms);
+  cache_best b;
+  memset(&b, 0, sizeof b);
+  b.shape = s, b.env = *e;
+  snprintf(b.impl, sizeof b.impl, "%s", variant);
+  b.time_ms = tuned_ms;
+  b.tflops = at_shape_flops(&s) / (tuned_ms * 1e-3) / 1e12;
+  b.cudnn_ms = cudnn_ms, b.err_naive = 2.6e-2, b.err_cudnn = isfinite(cudnn_ms) ? 4.4e-2 : NAN;
+  snprintf(b.arch, sizeof b.arch, "sm_90a");
+  int stored = 0;
+  TU_OK(cache_put_best(db, &b, &stored));
+  assert_true(stored);
+}
+
+#define FP8_NOTE "cuDNN writes FP8 output (e4m3); attntune writes bf16"
+#define E5M2_WHY "cuDNN's FP8 graph (e5m2, D=128, none, sm_90a): no engine, config 0 of 0"
+#define WRONG_WHY "cuDNN's error vs naive 0.061 over 0.05"
+
+/* e4m3 timed by cuDNN (faster than ours: the best is still ours), e5m2 that cuDNN declines, e4m3
+ * causal whose cuDNN output failed verification, and bf16 of the same shape. */
+static void build_fp8_cache(const char *db_path, at_shape *e4, at_shape *e5, at_shape *e4c, at_shape *b16)
+{
+  cache_db *db;
+  cache_env e = env_of(H200);
+  unlink(db_path);
+  TU_OK(cache_open(db_path, 0, &db));
+  *e4 = mk(2, 2048, 2048, 16, 16, 128, AT_DTYPE_E4M3, AT_MASK_NONE);
+  *e5 = *e4, e5->dtype = AT_DTYPE_E5M2;
+  *e4c = *e4, e4c->mask = AT_MASK_CAUSAL_TL;
+  *b16 = *e4, b16->dtype = AT_DTYPE_BF16;
+  put_cudnn_trial(db, &e, *e4, CACHE_OK, 0.20,
+                  "cudnn 9.19.0 fp8 eng5; writes e4m3 output (O x 448), decoded x 1/448 for the comparisons");
+  put_fp8_best(db, &e, *e4, "fa3.e4m3.d128.none.g1.bm128.bn128.w8.s2.obf16", 0.30, 0.20);
+  put_cudnn_trial(db, &e, *e5, CACHE_UNSUPPORTED, NAN, E5M2_WHY);
+  put_fp8_best(db, &e, *e5, "fa3.e5m2.d128.none.g1.bm128.bn128.w8.s2.obf16", 0.31, NAN);
+  put_cudnn_trial(db, &e, *e4c, CACHE_WRONG, NAN, WRONG_WHY);
+  put_fp8_best(db, &e, *e4c, "fa3.e4m3.d128.causal.g1.bm128.bn128.w8.s2.obf16", 0.17, NAN);
+  put_cudnn_trial(db, &e, *b16, CACHE_OK, 0.45, "cudnn 9.19.0 composite eng4");
+  put_fp8_best(db, &e, *b16, "fa3.bf16.d128.none.g1.bm128.bn128.w8.s2", 0.50, 0.45);
+  cache_close(db);
+}
+
+static const tn_report_row *row_of(const tn_report *r, at_shape s)
+{
+  char key[160];
+  at_shape_key(&s, key, sizeof key);
+  for (int i = 0; i < r->n_rows; i++)
+    if (strcmp(r->rows[i].key, key) == 0) return &r->rows[i];
+  fail_msg("no report row %s", key);
+  return NULL;
+}
+
+/* The FP8 rows have a cuDNN column (its FP8 graph's time) with a note that cuDNN writes FP8
+ * output; where cuDNN has no time the note gives the trial's reason. In every format. */
+static void test_fp8_rows_have_cudnn_and_a_note(void **state)
+{
+  (void)state;
+  char db_path[320], key[160], line[2048], want[256];
+  snprintf(db_path, sizeof db_path, "%s/fp8.db", g_dir);
+  at_shape e4, e5, e4c, b16;
+  build_fp8_cache(db_path, &e4, &e5, &e4c, &b16);
+
+  tn_report r;
+  TU_OK(tn_report_load(db_path, NULL, &r));
+  const tn_report_row *row = row_of(&r, e4);
+  assert_int_equal(row->cudnn, TN_REPORT_CUDNN_OK);
+  assert_near(row->cudnn_ms, 0.20, 1e-12);
+  assert_near(row->speedup_tuned, 0.20 / 0.30, 1e-12);
+  assert_string_equal(row->best_impl, "fa3.e4m3.d128.none.g1.bm128.bn128.w8.s2.obf16");
+  assert_string_equal(row->note, FP8_NOTE);
+  row = row_of(&r, e5);
+  assert_int_equal(row->cudnn, TN_REPORT_CUDNN_UNSUPPORTED);
+  assert_string_equal(row->note, "cuDNN: " E5M2_WHY);
+  row = row_of(&r, e4c);
+  assert_int_equal(row->cudnn, TN_REPORT_CUDNN_FAILED);
+  assert_string_equal(row->note, "cuDNN: " WRONG_WHY);
+  assert_string_equal(row_of(&r, b16)->note, ""); /* bf16: nothing to say */
+  int e4_groups = 0;
+  for (int i = 0; i < r.n_groups; i++)
+    if (r.groups[i].dtype == AT_DTYPE_E4M3 && r.groups[i].mask == AT_MASK_NONE) {
+      e4_groups++;
+      assert_int_equal(r.groups[i].n_compared, 1);
+      assert_near(r.groups[i].geomean, 0.20 / 0.30, 1e-9);
+    }
+  assert_int_equal(e4_groups, 1);
+  tn_report_free(&r);
+
+  /* text and md: the cuDNN time, the speedup and the note on the e4m3 line. */
+  for (int md = 0; md < 2; md++) {
+    char *text = render_from(db_path, NULL, md ? TN_REPORT_MD : TN_REPORT_TEXT);
+    at_shape_key(&e4, key, sizeof key);
+    assert_true(line_with(text, key, line, sizeof line));
+    assert_non_null(strstr(line, " 0.2 "));
+    assert_non_null(strstr(line, "0.67x"));
+    assert_non_null(strstr(line, md ? "| " FP8_NOTE " |" : "  " FP8_NOTE));
+    at_shape_key(&e5, key, sizeof key);
+    assert_true(line_with(text, key, line, sizeof line));
+    assert_non_null(strstr(line, "unsupported"));
+    assert_non_null(strstr(line, "cuDNN: " E5M2_WHY));
+    at_shape_key(&b16, key, sizeof key);
+    assert_true(line_with(text, key, line, sizeof line));
+    assert_null(strstr(line, "cuDNN writes"));
+    if (!md) assert_true(line[strlen(line) - 1] != ' '); /* no note: no trailing blanks */
+    free(text);
+  }
+
+  /* csv: the note is the last field; a note with a comma is quoted. */
+  char *csv = render_from(db_path, NULL, TN_REPORT_CSV);
+  assert_true(line_with(csv, "gpu,", line, sizeof line));
+  assert_non_null(strstr(line, ",err_naive,err_cudnn,note"));
+  at_shape_key(&e4, key, sizeof key);
+  assert_true(line_with(csv, key, line, sizeof line));
+  snprintf(want, sizeof want, ",%s", FP8_NOTE);
+  assert_non_null(strstr(line, want));
+  assert_string_equal(line + strlen(line) - strlen(want), want);
+  at_shape_key(&e5, key, sizeof key);
+  assert_true(line_with(csv, key, line, sizeof line));
+  assert_non_null(strstr(line, ",\"cuDNN: " E5M2_WHY "\""));
+  free(csv);
+
+  /* json: the note as text, null where there is none. */
+  char *json = render_from(db_path, NULL, TN_REPORT_JSON), obj[4096];
+  int objects = 0;
+  assert_true(json_valid(json, &objects));
+  at_shape_key(&e4, key, sizeof key);
+  snprintf(want, sizeof want, "\"%s\"", key);
+  json_object_with(json, want, obj, sizeof obj);
+  assert_non_null(strstr(obj, "\"cudnn_ms\": 0.2,"));
+  assert_non_null(strstr(obj, "\"note\": \"" FP8_NOTE "\""));
+  at_shape_key(&b16, key, sizeof key);
+  snprintf(want, sizeof want, "\"%s\"", key);
+  json_object_with(json, want, obj, sizeof obj);
+  assert_non_null(strstr(obj, "\"note\": null"));
+  free(json);
+
+  /* html: the note cell, cuDNN's bar next to ours in the dtype chart, no overlapping labels. */
+  char *html = render_from(db_path, NULL, TN_REPORT_HTML);
+  assert_non_null(strstr(html, "<th>note</th>"));
+  assert_non_null(strstr(html, "<td class=\"note\">" FP8_NOTE "</td>"));
+  assert_non_null(strstr(html, "<td class=\"note\">cuDNN: " E5M2_WHY "</td>"));
+  at_shape_key(&e4, key, sizeof key);
+  snprintf(want, sizeof want, "<title>cuDNN %s: 0.2 ms</title>", key);
+  assert_non_null(strstr(html, want));
+  assert_no_text_overlap(html);
+  free(html);
+}
+
 /* ---- decode: TB/s of K/V read ------------------------------------------------------------ */
 
 #define DECODE_KEY(mask, bm) "decode.bf16.d128." mask ".g4.bm" #bm ".bn64.w4.s4.sp8"
@@ -1334,6 +1509,7 @@ int main(void)
       cmocka_unit_test(test_html_is_self_contained_with_charts),
       cmocka_unit_test(test_dense_axes_do_not_overlap),
       cmocka_unit_test(test_speedup_line_chart_is_linear),
+      cmocka_unit_test(test_fp8_rows_have_cudnn_and_a_note),
       cmocka_unit_test(test_f32_row_in_every_format),
       cmocka_unit_test(test_f32_only_cache),
       cmocka_unit_test(test_decode_rows_in_tb_per_s),

@@ -133,6 +133,7 @@ static int visit_trial(void *user, const cache_env *env, const cache_trial *t)
     x->has_cudnn_trial = 1;
     row->cudnn_trial_status = t->status;
     x->cudnn_trial_ms = timed ? t->time_ms : NAN;
+    snprintf(row->cudnn_message, sizeof row->cudnn_message, "%s", t->message);
   } else if (strcmp(t->impl, "naive") == 0 && timed && !(t->time_ms >= row->naive_ms)) {
     row->naive_ms = t->time_ms;
   }
@@ -149,6 +150,20 @@ static void settle_cudnn(tn_report_row *row, const row_extra *x)
   else row->cudnn = TN_REPORT_CUDNN_FAILED;
 }
 
+/* The note column (report.h). cuDNN's FP8 graph writes FP8 output (Hopper's FP8 engines write
+ * no other) where attntune's FP8 kernels write bf16: the times compare the same attention, the
+ * outputs differ in precision, and a reader of the cuDNN column must know it. */
+static void settle_note(tn_report_row *row)
+{
+  const char *dtype = at_dtype_name(row->shape.dtype);
+  row->note[0] = '\0';
+  if (row->cudnn == TN_REPORT_CUDNN_OK && at_dtype_is_fp8(row->shape.dtype))
+    snprintf(row->note, sizeof row->note, "cuDNN writes FP8 output (%s); attntune writes bf16", dtype);
+  else if ((row->cudnn == TN_REPORT_CUDNN_UNSUPPORTED || row->cudnn == TN_REPORT_CUDNN_FAILED) &&
+           row->cudnn_message[0])
+    snprintf(row->note, sizeof row->note, "cuDNN: %s", row->cudnn_message);
+}
+
 static void settle_row(tn_report_row *row, const row_extra *x)
 {
   double flops = at_shape_flops(&row->shape);
@@ -160,6 +175,7 @@ static void settle_row(tn_report_row *row, const row_extra *x)
   if (tn_is_decode_shape(&row->shape)) row->best_kv_tbs = tn_kv_tbs(&row->shape, row->best_ms);
   row->speedup_tuned = row->cudnn_ms / row->tuned_ms; /* NaN when either is missing */
   row->speedup_best = row->cudnn_ms / row->best_ms;
+  settle_note(row);
 }
 
 static int compare_rows(const void *pa, const void *pb)
@@ -395,11 +411,17 @@ static void model_range(const tn_report *r, const tn_report_model *m, int *lo, i
 }
 
 /* One row's cells as the text and md tables print them. */
-enum { N_CELLS = 12 };
+enum { N_CELLS = 13 };
 static const char *const CELL_NAMES[N_CELLS] = {
-    "shape",    "best",     "best_ms",     "TFLOP/s",    "TB/s",      "tuned_ms",
-    "cudnn_ms", "naive_ms", "tuned/cuDNN", "best/cuDNN", "err_naive", "err_cudnn"};
-typedef char cells[N_CELLS][160];
+    "shape",    "best",     "best_ms",     "TFLOP/s",    "TB/s",      "tuned_ms", "cudnn_ms",
+    "naive_ms", "tuned/cuDNN", "best/cuDNN", "err_naive", "err_cudnn", "note"};
+typedef char cells[N_CELLS][600];
+
+/* Names and the note are text, read from the left; numbers line up on the right. */
+static int cell_left(int k)
+{
+  return k < 2 || k == N_CELLS - 1;
+}
 
 static void row_cells(const tn_report_row *row, cells c)
 {
@@ -415,6 +437,7 @@ static void row_cells(const tn_report_row *row, cells c)
   fmt_speedup(c[9], sizeof c[9], row->best_ms, row->speedup_best);
   fmt_err(c[10], sizeof c[10], row->err_naive);
   fmt_err(c[11], sizeof c[11], row->err_cudnn);
+  snprintf(c[12], sizeof c[12], "%s", row->note);
 }
 
 static void group_label(const tn_report_group *g, char *buf, size_t size)
@@ -436,6 +459,19 @@ static void text_header(const tn_report *r, const tn_report_model *m, FILE *out,
           r->n_older_best ? " (best rows of older template versions are not shown)" : "");
 }
 
+/* One line of the text table. The last column (the note) is not padded, and a line whose note is
+ * empty ends at err_cudnn's value: no trailing blanks. */
+static void text_line(FILE *out, const int *width, const char *const *cell)
+{
+  for (int k = 0; k < N_CELLS; k++) {
+    if (k + 1 == N_CELLS) {
+      fprintf(out, "%s%s\n", cell[k][0] ? "  " : "", cell[k]);
+      break;
+    }
+    fprintf(out, cell_left(k) ? "%s%-*s" : "%s%*s", k ? "  " : "", width[k], cell[k]);
+  }
+}
+
 static void text_table(const tn_report *r, int lo, int hi, FILE *out)
 {
   int width[N_CELLS];
@@ -446,13 +482,21 @@ static void text_table(const tn_report *r, int lo, int hi, FILE *out)
     for (int k = 0; k < N_CELLS; k++)
       if ((int)strlen(c[k]) > width[k]) width[k] = (int)strlen(c[k]);
   }
-  /* Names left-aligned, numbers right-aligned, as a reader scans them. */
-  for (int k = 0; k < N_CELLS; k++)
-    fprintf(out, k < 2 ? "%-*s  " : k + 1 < N_CELLS ? "%*s  " : "%*s\n", width[k], CELL_NAMES[k]);
+  text_line(out, width, CELL_NAMES);
   for (int i = lo; i < hi; i++) {
     row_cells(&r->rows[i], c);
-    for (int k = 0; k < N_CELLS; k++)
-      fprintf(out, k < 2 ? "%-*s  " : k + 1 < N_CELLS ? "%*s  " : "%*s\n", width[k], c[k]);
+    const char *cell[N_CELLS];
+    for (int k = 0; k < N_CELLS; k++) cell[k] = c[k];
+    text_line(out, width, cell);
+  }
+}
+
+/* Free text in a markdown table cell: a '|' would end the cell, a newline the row. */
+static void md_text(FILE *out, const char *s)
+{
+  for (; *s; s++) {
+    if (*s == '|') fputs("\\|", out);
+    else fputc(*s == '\n' ? ' ' : *s, out);
   }
 }
 
@@ -462,14 +506,16 @@ static void md_table(const tn_report *r, int lo, int hi, FILE *out)
   fputc('|', out);
   for (int k = 0; k < N_CELLS; k++) fprintf(out, " %s |", CELL_NAMES[k]);
   fputs("\n|", out);
-  for (int k = 0; k < N_CELLS; k++) fputs(k < 2 ? "---|" : "---:|", out);
+  for (int k = 0; k < N_CELLS; k++) fputs(cell_left(k) ? "---|" : "---:|", out);
   fputc('\n', out);
   for (int i = lo; i < hi; i++) {
     row_cells(&r->rows[i], c);
     fputc('|', out);
-    for (int k = 0; k < N_CELLS; k++)
+    for (int k = 0; k + 1 < N_CELLS; k++)
       fprintf(out, k == 0 || (k == 1 && r->rows[i].has_best) ? " `%s` |" : " %s |", c[k]);
-    fputc('\n', out);
+    fputc(' ', out);
+    md_text(out, c[N_CELLS - 1]);
+    fputs(" |\n", out);
   }
 }
 
@@ -505,7 +551,9 @@ static void write_text(const tn_report *r, FILE *out, int md)
   }
   fprintf(out, "\ntuned = the fastest verified generated kernel (fa2, fa3, decode); speedups are cuDNN's time / ours (> 1: "
                "faster than cuDNN); TB/s = K/V bytes read per second, for decode shapes (T <= %d); times in ms; "
-               "no fused kernel = only the naive kernels run the shape (f32).\n",
+               "no fused kernel = only the naive kernels run the shape (f32); for FP8 shapes cuDNN times its FP8 graph, "
+               "which writes FP8 output where attntune's kernels write bf16 (never the best: plans for FP8 inputs write "
+               "bf16); note = that cuDNN wrote FP8, or why cuDNN has no time.\n",
           TN_DECODE_MAX_T);
 }
 
@@ -552,7 +600,7 @@ typedef struct field {
   double num;
 } field;
 
-enum { N_FIELDS = 25 };
+enum { N_FIELDS = 26 };
 
 static void row_fields(const tn_report_row *row, field f[N_FIELDS])
 {
@@ -583,6 +631,7 @@ static void row_fields(const tn_report_row *row, field f[N_FIELDS])
   f[i++] = (field){"speedup_best", F_NUM, NULL, row->speedup_best};
   f[i++] = (field){"err_naive", F_NUM, NULL, row->err_naive};
   f[i++] = (field){"err_cudnn", F_NUM, NULL, row->err_cudnn};
+  f[i++] = (field){"note", F_TEXT, row->note[0] ? row->note : NULL, 0};
 }
 
 static void write_field(FILE *out, const field *f, int json)
@@ -1553,7 +1602,7 @@ static void html_rows_table(FILE *out, const tn_report *r, int lo, int hi)
   static const char *const HEAD[] = {"shape", "B", "T", "S", "Nq", "Nkv", "D", "dtype", "mask",
                                      "best", "best ms", "TFLOP/s", "TB/s", "tuned ms", "cuDNN ms",
                                      "naive ms", "tuned / cuDNN", "best / cuDNN", "err naive",
-                                     "err cuDNN"};
+                                     "err cuDNN", "note"};
   char b[64];
   fputs("<div class=\"scroll\"><table>\n<tr>", out);
   for (size_t k = 0; k < sizeof HEAD / sizeof *HEAD; k++) fprintf(out, "<th>%s</th>", HEAD[k]);
@@ -1580,7 +1629,9 @@ static void html_rows_table(FILE *out, const tn_report *r, int lo, int hi)
                     !isfinite(sp[k]) ? NULL : sp[k] >= 1 ? "fast" : "slow");
     html_cell_num(out, fmt_err(b, sizeof b, row->err_naive), NULL);
     html_cell_num(out, fmt_err(b, sizeof b, row->err_cudnn), NULL);
-    fputs("</tr>\n", out);
+    fputs("<td class=\"note\">", out);
+    xml_text(out, row->note);
+    fputs("</td></tr>\n", out);
   }
   fputs("</table></div>\n", out);
 }
@@ -1609,6 +1660,7 @@ static const char HTML_STYLE[] =
     "h3{font-size:16px;margin:26px 0 8px}p{max-width:900px;line-height:1.45}\n"
     "table{border-collapse:collapse;font-size:12px}th,td{border:1px solid #d5d5d5;padding:2px 4px}\n"
     "td{white-space:nowrap}td.impl{white-space:normal;min-width:140px;max-width:200px}\n"
+    "td.note{white-space:normal;min-width:160px;max-width:320px;font-size:11px}\n"
     "th{background:#f2f2f2;text-align:left}td.n{text-align:right;font-variant-numeric:tabular-nums}\n"
     ".k,code{font-family:\"DejaVu Sans Mono\",\"Liberation Mono\",monospace}td.k{font-size:11px}\n"
     "td.fast{color:#005a8c;font-weight:600}td.slow{color:#a63d00;font-weight:600}\n"
@@ -1666,7 +1718,9 @@ static at_status write_html(const tn_report *r, FILE *out)
                "generated (fa2, fa3 or decode family); speedups are cuDNN's time divided by ours, so above 1 means faster "
                "than cuDNN. Times are medians in milliseconds; TB/s (K/V bytes read per second) is shown for decode "
                "shapes, queries of at most %d rows. <b>no fused kernel</b>: only the naive kernels run the shape (f32), so it has a "
-               "naive time and no speedup.</p>\n",
+               "naive time and no speedup. For FP8 shapes the cuDNN column is cuDNN's FP8 graph, which writes FP8 output "
+               "where attntune's FP8 kernels write bf16 (the note says so); it is the baseline, never the best, since "
+               "plans for FP8 inputs write bf16.</p>\n",
           r->n_rows, r->n_rows == 1 ? "" : "s", r->n_models, r->n_models == 1 ? "" : "s",
           r->n_older_best ? " Best rows of older template versions are not shown." : "", TN_DECODE_MAX_T);
   for (int m = 0; m < r->n_models; m++) html_model(out, r, &r->models[m], used, members, xs, labels);
