@@ -738,7 +738,9 @@ static at_status store_best(shape_tuning *st, at_status rc)
     rc = store_naive_only(st);
   } else if (rc == AT_OK && !g_stop) {
     progress(job->run, "gpu%d %s: nothing passed verification%s", job->device, st->key,
-             isfinite(st->cudnn_ms) ? " (cuDNN's FP8 graph, timed as the baseline, writes FP8 output: not a plan)" : "");
+             !tn_tune_cudnn_may_be_best(st->s) && isfinite(st->cudnn_ms)
+                 ? " (cuDNN's FP8 graph, timed as the baseline, writes FP8 output: not a plan)"
+                 : "");
     rc = cache_mark_done(job->db, &job->env, st->s);
     count(job->run, &job->run->stats.shapes_done);
   }
