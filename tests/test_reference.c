@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "attntune_fp8.h"
 #include "runtime/rt.h"
 #include "tests/testutil.h"
 
@@ -298,6 +299,54 @@ static void test_half_conversions_round_to_nearest_even(void **state)
   assert_true(isnan(at_bf16_to_f32(at_f32_to_bf16(NAN))));
 }
 
+/* cuDNN's FP8 output as the harness reads it: an attention output O of the harness's inputs
+ * (values in [-1, 1)), stored as fp8(O · scale_o) with tn_fp8_unit_input_scales and decoded by
+ * tn_decode_output with 1 / scale_o, comes back within the format's own rounding, which takes
+ * about half of the dtype's tolerance (E4M3 2.7e-2 of 5e-2, E5M2 5.2e-2 of 1e-1). The rest holds
+ * cuDNN's rounding of P, about as large (bf16-output FP8 kernels measure 2.6e-2 for E4M3), so
+ * cuDNN's FP8 output is verified with the table's tolerance as ours is: ~3.7e-2 in all predicted
+ * for E4M3 (3.4-3.7e-2 measured on the H200), ~7e-2 for E5M2 (P in E5M2). */
+static void test_fp8_output_decodes_within_tolerance(void **state)
+{
+  (void)state;
+  tn_rng rng = tn_rng_seeded(20261201);
+  problem p = make_problem(&rng, 1, 64, 512, 2, 2, 64, AT_MASK_NONE);
+  run(&p);
+  size_t n = (size_t)64 * 2 * 64;
+  uint8_t *codes = malloc(n);
+  float *got = malloc(n * sizeof *got);
+  assert_non_null(codes);
+  assert_non_null(got);
+  const at_dtype fp8[2] = {AT_DTYPE_E4M3, AT_DTYPE_E5M2};
+  const double lo[2] = {1.5e-2, 3e-2}, hi[2] = {3.5e-2, 7e-2};
+  for (int f = 0; f < 2; f++) {
+    tn_fp8_scales sc;
+    TU_OK(tn_fp8_unit_input_scales(fp8[f], &sc));
+    assert_true(sc.descale_q == 1 && sc.descale_k == 1 && sc.descale_v == 1); /* unit-scale inputs */
+    assert_true(sc.scale_s == at_fp8_max(fp8[f]) && sc.scale_o == at_fp8_max(fp8[f]));
+    assert_true(fabs(sc.scale_s * sc.descale_s - 1.0) < 1e-6);
+    double o_max = 0;
+    for (size_t i = 0; i < n; i++) {
+      o_max = fmax(o_max, fabs(p.o[i]));
+      codes[i] = at_f32_to_fp8((float)p.o[i] * sc.scale_o, fp8[f]);
+    }
+    assert_true(o_max < 1); /* so O · scale_o never saturates */
+    TU_OK(tn_decode_output(fp8[f], 1.0f / sc.scale_o, codes, n, got));
+    tn_error e = tn_compare(p.o, got, n);
+    assert_int_equal(e.n_nonfinite, 0);
+    if (!(e.rel_l2 > lo[f] && e.rel_l2 < hi[f] && e.rel_l2 < 0.7 * at_dtype_tolerance(fp8[f])))
+      fail_msg("%s output rounding %.3g: expected in (%.3g, %.3g) and under 0.7 x tolerance %.3g",
+               at_dtype_name(fp8[f]), e.rel_l2, lo[f], hi[f], at_dtype_tolerance(fp8[f]));
+    /* Read without the descale, the same codes are off by the whole scale. */
+    TU_OK(tn_decode_output(fp8[f], 1.0f, codes, n, got));
+    assert_true(tn_compare(p.o, got, n).rel_l2 > 100);
+  }
+  tn_fp8_scales sc;
+  assert_int_equal(tn_fp8_unit_input_scales(AT_DTYPE_BF16, &sc), AT_ERR_INVALID);
+  free(codes), free(got);
+  free_problem(&p);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -311,6 +360,7 @@ int main(void)
       cmocka_unit_test(test_shape_check_bounds_sizes),
       cmocka_unit_test(test_flops),
       cmocka_unit_test(test_half_conversions_round_to_nearest_even),
+      cmocka_unit_test(test_fp8_output_decodes_within_tolerance),
   };
   return cmocka_run_group_tests(tests, NULL, NULL);
 }

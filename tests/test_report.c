@@ -28,6 +28,7 @@
 #include "generator/generator.h"
 #include "tests/testutil.h"
 #include "tuner/report.h"
+#include "tuner/tune.h"
 
 /* cmocka 1.1 has no assert_double_equal. */
 #define assert_near(a, b, eps)                                                                  \
@@ -106,7 +107,8 @@ static void put_shape(cache_db *db, const char *gpu, at_shape s, double tuned_ms
   cache_best b;
   memset(&b, 0, sizeof b);
   b.shape = s, b.env = e;
-  int cudnn_wins = isfinite(cudnn_ms) && cudnn_ms < tuned_ms;
+  /* As the tuner decides: cuDNN is never the best of an FP8 shape (tn_tune_cudnn_may_be_best). */
+  int cudnn_wins = isfinite(cudnn_ms) && cudnn_ms < tuned_ms && tn_tune_cudnn_may_be_best(&s);
   snprintf(b.impl, sizeof b.impl, "%s", cudnn_wins ? "cudnn" : variant);
   b.time_ms = cudnn_wins ? cudnn_ms : tuned_ms;
   b.tflops = at_shape_flops(&s) / (b.time_ms * 1e-3) / 1e12;
@@ -375,7 +377,7 @@ static void test_csv_parses_back(void **state)
   assert_int_equal(n_lines, 1 + 20 + 2); /* header, H200, A100 */
   char *head[40], *f[40];
   int n_cols = split_csv(lines[0], head, 40);
-  assert_int_equal(n_cols, 25);
+  assert_int_equal(n_cols, 26);
   int c_shape = column(head, n_cols, "shape"), c_speed = column(head, n_cols, "speedup_tuned");
   int c_cudnn = column(head, n_cols, "cudnn_ms"), c_status = column(head, n_cols, "cudnn_status");
   int c_tuned = column(head, n_cols, "tuned_ms"), c_gpu = column(head, n_cols, "gpu");
@@ -545,14 +547,16 @@ static void test_html_is_self_contained_with_charts(void **state)
   assert_null(strstr(html, "<link"));
   assert_null(strstr(html, "@import"));
   assert_null(strstr(html, "url("));
-  /* H200: speedup, 1 T sweep, 1 batch sweep, 1 MHA/GQA/MQA, 2 dtype (e4m3 vs bf16, f32 vs bf16),
-   * 1 decode bandwidth (its one decode shape); A100: speedup, 1 T sweep. */
-  assert_int_equal(count_of(html, "<svg"), 7 + 2);
-  assert_int_equal(count_of(html, "</svg>"), 9);
+  /* H200: speedup, 1 T sweep and 1 batch sweep (a latency and a speedup chart each), 1
+   * MHA/GQA/MQA, 2 dtype (e4m3 vs bf16, f32 vs bf16), 1 decode bandwidth (its one decode shape);
+   * A100: speedup, 1 T sweep (two charts). */
+  assert_int_equal(count_of(html, "<svg"), 9 + 3);
+  assert_int_equal(count_of(html, "</svg>"), 12);
   assert_int_equal(count_of(html, "Decode: K/V bandwidth vs KV length"), 1);
   assert_int_equal(count_of(html, "Speedup of the tuned kernel over cuDNN"), 2 * 3); /* aria, title, text */
-  assert_int_equal(count_of(html, "sequence length T = S (log scale)"), 2);
-  assert_int_equal(count_of(html, "batch size B (log scale)"), 1);
+  assert_int_equal(count_of(html, "sequence length T = S (log scale)"), 2 * 2);
+  assert_int_equal(count_of(html, "batch size B (log scale)"), 2);
+  assert_int_equal(count_of(html, ": speedup over cuDNN</title>"), 3);
   assert_non_null(strstr(html, ">MHA<"));
   assert_non_null(strstr(html, ">GQA<"));
   assert_non_null(strstr(html, ">MQA<"));
@@ -574,6 +578,259 @@ static void test_html_is_self_contained_with_charts(void **state)
     assert_non_null(f);
     fputs(html, f);
     assert_int_equal(fclose(f), 0);
+  }
+  free(html);
+}
+
+/* ---- chart text: no label covers another --------------------------------------------------- */
+
+/* One <text> of a chart, with the box it takes on screen. Widths are counted per character from
+ * the page's fonts (DejaVu Sans: digits 0.64 em, 0.62 em taken for any character; DejaVu Sans
+ * Mono 0.602 em), heights from the cap line to the descender. Rotated text is left out. */
+typedef struct chart_text {
+  char cls[16], text[256], anchor[16];
+  double x, y, x0, x1, y0, y1;
+} chart_text;
+
+static double font_px(const char *cls)
+{
+  if (strcmp(cls, "ct") == 0) return 13;
+  if (strcmp(cls, "ax") == 0) return 12;
+  if (strcmp(cls, "val") == 0 || strcmp(cls, "miss") == 0) return 10;
+  return 11; /* tk, key */
+}
+
+/* The value of attribute name in the tag that starts at tag (up to its '>'), or "" when absent. */
+static void attr_of(const char *tag, const char *name, char *out, size_t size)
+{
+  char want[32];
+  snprintf(want, sizeof want, " %s=\"", name);
+  const char *end = strchr(tag, '>'), *p = strstr(tag, want);
+  out[0] = '\0';
+  if (!p || !end || p > end) return;
+  p += strlen(want);
+  const char *q = strchr(p, '"');
+  if (q) snprintf(out, size, "%.*s", (int)(q - p), p);
+}
+
+/* Characters of XML text: an entity counts once, and so does a UTF-8 sequence. */
+static int xml_chars(const char *s, size_t n)
+{
+  int count = 0;
+  for (size_t i = 0; i < n; i++) {
+    if (s[i] == '&') {
+      while (i < n && s[i] != ';') i++;
+      count++;
+    } else if (((unsigned char)s[i] & 0xC0) != 0x80) {
+      count++;
+    }
+  }
+  return count;
+}
+
+/* The unrotated texts of the svg element that starts at svg (up to its </svg>); returns how many. */
+static int chart_texts(const char *svg, chart_text *out, int max)
+{
+  const char *end = strstr(svg, "</svg>");
+  int n = 0;
+  assert_non_null(end);
+  for (const char *p = svg; (p = strstr(p, "<text ")) != NULL && p < end && n < max; p++) {
+    char tr[64], num[32];
+    attr_of(p, "transform", tr, sizeof tr);
+    if (tr[0]) continue;
+    chart_text *t = &out[n];
+    attr_of(p, "class", t->cls, sizeof t->cls);
+    attr_of(p, "text-anchor", t->anchor, sizeof t->anchor);
+    attr_of(p, "x", num, sizeof num), t->x = strtod(num, NULL);
+    attr_of(p, "y", num, sizeof num), t->y = strtod(num, NULL);
+    const char *body = strchr(p, '>') + 1, *close = strstr(body, "</text>");
+    assert_non_null(close);
+    snprintf(t->text, sizeof t->text, "%.*s", (int)(close - body), body);
+    double fs = font_px(t->cls), w = xml_chars(body, (size_t)(close - body)) * fs *
+                                     (strcmp(t->cls, "key") == 0 ? 0.602 : 0.62);
+    t->x0 = strcmp(t->anchor, "middle") == 0 ? t->x - w / 2 : strcmp(t->anchor, "end") == 0 ? t->x - w : t->x;
+    t->x1 = t->x0 + w;
+    t->y0 = t->y - 0.76 * fs, t->y1 = t->y + 0.24 * fs;
+    n++;
+  }
+  return n;
+}
+
+/* No two texts of any chart of the page cover each other (half a pixel of slack). */
+static void assert_no_text_overlap(const char *html)
+{
+  static chart_text texts[1024];
+  int charts = 0;
+  for (const char *svg = html; (svg = strstr(svg, "<svg ")) != NULL; svg++, charts++) {
+    char title[256];
+    attr_of(svg, "aria-label", title, sizeof title);
+    int n = chart_texts(svg, texts, 1024);
+    for (int i = 0; i < n; i++)
+      for (int j = i + 1; j < n; j++) {
+        const chart_text *a = &texts[i], *b = &texts[j];
+        if (a->x0 < b->x1 - 0.5 && b->x0 < a->x1 - 0.5 && a->y0 < b->y1 - 0.5 && b->y0 < a->y1 - 0.5)
+          fail_msg("chart '%s': '%s' at (%.1f, %.1f) and '%s' at (%.1f, %.1f) overlap", title, a->text, a->x, a->y,
+                   b->text, b->x, b->y);
+      }
+  }
+  assert_true(charts > 0);
+}
+
+/* The x tick labels of the chart titled title: its middle-anchored tick texts. */
+static int x_tick_labels(const char *html, const char *title, chart_text *out, int max)
+{
+  char want[300];
+  snprintf(want, sizeof want, "aria-label=\"%s\"", title);
+  const char *at = strstr(html, want);
+  if (!at) fail_msg("no chart '%s'", title);
+  while (at > html && strncmp(at, "<svg ", 5) != 0) at--;
+  chart_text all[256];
+  int n = chart_texts(at, all, 256), k = 0;
+  for (int i = 0; i < n && k < max; i++)
+    if (strcmp(all[i].cls, "tk") == 0 && strcmp(all[i].anchor, "middle") == 0) out[k++] = all[i];
+  return k;
+}
+
+static int has_label(const chart_text *t, int n, const char *text)
+{
+  for (int i = 0; i < n; i++)
+    if (strcmp(t[i].text, text) == 0) return 1;
+  return 0;
+}
+
+#define H100 "NVIDIA H100 80GB HBM3"
+
+/* Dense sweeps as the codelab runs them: B = 1..16 (two-digit labels 11 px apart on a log axis at
+ * the top) and T = S = 512..8192 in steps of 512 (four-digit labels). Not part of g_exp. */
+static void build_dense_cache(const char *db_path)
+{
+  cache_db *db;
+  int n_exp = g_n_exp;
+  unlink(db_path);
+  TU_OK(cache_open(db_path, 0, &db));
+  for (int b = 1; b <= 16; b++) {
+    at_shape s = mk(b, 256, 256, 8, 8, 64, AT_DTYPE_BF16, AT_MASK_NONE);
+    double tuned = ms_at(s, 150);
+    put_shape(db, H100, s, tuned, tuned * (b < 13 ? 1.2 : 0.95), tuned * 20);
+  }
+  for (int t = 512; t <= 8192; t += 512) {
+    at_shape s = mk(1, t, t, 16, 16, 128, AT_DTYPE_BF16, AT_MASK_CAUSAL_TL);
+    double tuned = ms_at(s, 400);
+    put_shape(db, H100, s, tuned, tuned * 0.9, NAN);
+  }
+  cache_close(db);
+  g_n_exp = n_exp;
+}
+
+static void test_dense_axes_do_not_overlap(void **state)
+{
+  (void)state;
+  char db_path[320];
+  snprintf(db_path, sizeof db_path, "%s/dense.db", g_dir);
+  build_dense_cache(db_path);
+  char *html = render_from(db_path, NULL, TN_REPORT_HTML);
+  assert_no_text_overlap(html);
+  chart_text t[64];
+  /* Batch: both ends and the doublings keep their labels; some of 11..15 give way. */
+  const char *batch[] = {"T=256 S=256 Nq=8 Nkv=8 D=64 bf16 none", "T=256 S=256 Nq=8 Nkv=8 D=64 bf16 none: speedup over cuDNN"};
+  for (int k = 0; k < 2; k++) {
+    int n = x_tick_labels(html, batch[k], t, 64);
+    assert_true(n >= 8 && n < 16);
+    const char *must[] = {"1", "2", "4", "8", "16"};
+    for (int i = 0; i < 5; i++)
+      if (!has_label(t, n, must[i])) fail_msg("chart '%s' has no x label '%s'", batch[k], must[i]);
+  }
+  /* T: the first and last lengths and the doublings are labelled. */
+  int n = x_tick_labels(html, "B=1 Nq=16 Nkv=16 D=128 bf16 causal", t, 64);
+  assert_true(n >= 4 && n < 16);
+  const char *must[] = {"512", "1024", "2048", "4096", "8192"};
+  for (int i = 0; i < 5; i++)
+    if (!has_label(t, n, must[i])) fail_msg("T chart has no x label '%s'", must[i]);
+  /* Every value is in a table even where the chart had no room for its label. */
+  assert_non_null(strstr(html, "<caption>T=256 S=256 Nq=8 Nkv=8 D=64 bf16 none</caption>"));
+  for (int b = 1; b <= 16; b++) {
+    char cell[64];
+    snprintf(cell, sizeof cell, "<tr><td class=\"n\">%d</td>", b);
+    assert_non_null(strstr(html, cell));
+  }
+  const char *table = strstr(html, "<caption>T=256 S=256 Nq=8 Nkv=8 D=64 bf16 none</caption>");
+  char *copy = strndup(table, (size_t)(strstr(table, "</table>") - table));
+  assert_int_equal(count_of(copy, "<td class=\"n fast\">1.20x</td>"), 12); /* B = 1..12 */
+  assert_int_equal(count_of(copy, "<td class=\"n slow\">0.95x</td>"), 4);  /* B = 13..16 */
+  free(copy);
+  free(html);
+}
+
+/* The pixel coordinates of the circles (the tuned series' markers) of the chart titled title. */
+static int circles_of(const char *html, const char *title, double *cx, double *cy, int max)
+{
+  char want[300], num[32];
+  snprintf(want, sizeof want, "aria-label=\"%s\"", title);
+  const char *at = strstr(html, want);
+  if (!at) fail_msg("no chart '%s'", title);
+  const char *end = strstr(at, "</svg>");
+  int n = 0;
+  for (const char *p = at; (p = strstr(p, "<circle ")) != NULL && p < end && n < max; p++, n++) {
+    attr_of(p, "cx", num, sizeof num), cx[n] = strtod(num, NULL);
+    attr_of(p, "cy", num, sizeof num), cy[n] = strtod(num, NULL);
+  }
+  return n;
+}
+
+/* The speedup against T is a linear axis with the line at 1.0 where the points say it is, and each
+ * point's value printed; the table under the charts holds them all. */
+static void test_speedup_line_chart_is_linear(void **state)
+{
+  (void)state;
+  char *html = render(H200, TN_REPORT_HTML);
+  assert_no_text_overlap(html);
+  const char *title = "B=2 Nq=16 Nkv=16 D=64 bf16 none: speedup over cuDNN";
+  double cx[16], cy[16], sp[6];
+  /* The first circle is the legend's marker; then one per T = 64..2048. */
+  int n = circles_of(html, title, cx, cy, 16);
+  assert_int_equal(n, 1 + 6);
+  for (int i = 0; i < 6; i++) {
+    const expected *e = find_exp(mk(2, 64 << i, 64 << i, 16, 16, 64, AT_DTYPE_BF16, AT_MASK_NONE));
+    sp[i] = e->cudnn_ms / e->tuned_ms;
+  }
+  double slope = (cy[6] - cy[1]) / (sp[5] - sp[0]); /* pixels per unit of speedup: negative, up is faster */
+  assert_true(slope < 0);
+  for (int i = 0; i < 6; i++) assert_near(cy[1 + i], cy[1] + slope * (sp[i] - sp[0]), 0.15);
+  /* The 1.0 line: the longest dashed line of the chart (the legend has a short one). */
+  const char *at = strstr(html, title), *end = strstr(at, "</svg>");
+  double one_y = NAN, longest = 0;
+  for (const char *p = at; (p = strstr(p, "<line ")) != NULL && p < end; p++) {
+    char cls[16], num[32];
+    attr_of(p, "class", cls, sizeof cls);
+    if (strcmp(cls, "one") != 0) continue;
+    attr_of(p, "x1", num, sizeof num);
+    double x1 = strtod(num, NULL);
+    attr_of(p, "x2", num, sizeof num);
+    double len = strtod(num, NULL) - x1;
+    attr_of(p, "y1", num, sizeof num);
+    if (len > longest) longest = len, one_y = strtod(num, NULL);
+  }
+  assert_true(longest > 400);
+  assert_near(one_y, cy[1] + slope * (1.0 - sp[0]), 0.15);
+  /* A 10% gap is tall on this axis: 0.85 to 0.95 spans 26 px of the 264 px plot. On the latency
+   * chart's log axis over four decades it is 3 px, and its two lines at T = 64, 15% apart, touch. */
+  assert_true(fabs(slope) * 0.1 > 20);
+  char label[32];
+  for (int i = 0; i < 6; i++) {
+    snprintf(label, sizeof label, ">%.2f×</text>", sp[i]);
+    if (!strstr(at, label) || strstr(at, label) > end) fail_msg("no value label %s on the speedup chart", label);
+  }
+  const char *table = strstr(html, "<caption>B=2 Nq=16 Nkv=16 D=64 bf16 none</caption>");
+  assert_non_null(table);
+  const char *table_end = strstr(table, "</table>");
+  for (int i = 0; i < 6; i++) {
+    char row[128];
+    snprintf(row, sizeof row, "<tr><td class=\"n\">%d</td>", 64 << i);
+    const char *r = strstr(table, row);
+    assert_true(r && r < table_end);
+    snprintf(label, sizeof label, ">%.2fx</td></tr>", sp[i]);
+    const char *v = strstr(r, label);
+    assert_true(v && v < strstr(r, "</tr>") + 5);
   }
   free(html);
 }
@@ -774,6 +1031,179 @@ static void test_f32_only_cache(void **state)
     }
     free(text);
   }
+}
+
+/* ---- FP8: cuDNN's FP8 graph as the baseline ------------------------------------------------- */
+
+/* A trial of cuDNN with its message, as the tuner records it (worker.c, harness.c). */
+static void put_cudnn_trial(cache_db *db, const cache_env *e, at_shape s, cache_status st, double ms,
+                            const char *message)
+{
+  cache_trial t;
+  memset(&t, 0, sizeof t);
+  t.shape = s;
+  snprintf(t.impl, sizeof t.impl, "cudnn");
+  t.status = st;
+  t.time_ms = ms;
+  t.tflops = isfinite(ms) ? at_shape_flops(&s) / (ms * 1e-3) / 1e12 : NAN;
+  t.err_naive = st == CACHE_OK ? 3.6e-2 : st == CACHE_WRONG ? 6.1e-2 : NAN;
+  t.err_cudnn = NAN;
+  t.registers = t.spill_bytes = t.smem_bytes = -1;
+  t.reps = st == CACHE_OK ? 50 : 0;
+  snprintf(t.message, sizeof t.message, "%s", message);
+  TU_OK(cache_put_trial(db, e, &t));
+}
+
+/* A generated kernel's trial and the best row the tuner stores for an FP8 shape: that kernel,
+ * whatever cuDNN measured, with cuDNN's time as cudnn_ms. */
+static void put_fp8_best(cache_db *db, const cache_env *e, at_shape s, const char *variant, double tuned_ms,
+                         double cudnn_ms)
+{
+  put_trial(db, e, s, variant, CACHE_OK, tuned_ms);
+  cache_best b;
+  memset(&b, 0, sizeof b);
+  b.shape = s, b.env = *e;
+  snprintf(b.impl, sizeof b.impl, "%s", variant);
+  b.time_ms = tuned_ms;
+  b.tflops = at_shape_flops(&s) / (tuned_ms * 1e-3) / 1e12;
+  b.cudnn_ms = cudnn_ms, b.err_naive = 2.6e-2, b.err_cudnn = isfinite(cudnn_ms) ? 4.4e-2 : NAN;
+  snprintf(b.arch, sizeof b.arch, "sm_90a");
+  int stored = 0;
+  TU_OK(cache_put_best(db, &b, &stored));
+  assert_true(stored);
+}
+
+#define FP8_NOTE "cuDNN writes FP8 output (e4m3); attntune writes bf16"
+#define E5M2_WHY "cuDNN's FP8 graph (e5m2, D=128, none, sm_90a): no engine, config 0 of 0"
+#define WRONG_WHY "cuDNN's error vs naive 0.061 over 0.05"
+
+/* e4m3 timed by cuDNN (faster than ours: the best is still ours), e5m2 that cuDNN declines, e4m3
+ * causal whose cuDNN output failed verification, and bf16 of the same shape. */
+static void build_fp8_cache(const char *db_path, at_shape *e4, at_shape *e5, at_shape *e4c, at_shape *b16)
+{
+  cache_db *db;
+  cache_env e = env_of(H200);
+  unlink(db_path);
+  TU_OK(cache_open(db_path, 0, &db));
+  *e4 = mk(2, 2048, 2048, 16, 16, 128, AT_DTYPE_E4M3, AT_MASK_NONE);
+  *e5 = *e4, e5->dtype = AT_DTYPE_E5M2;
+  *e4c = *e4, e4c->mask = AT_MASK_CAUSAL_TL;
+  *b16 = *e4, b16->dtype = AT_DTYPE_BF16;
+  put_cudnn_trial(db, &e, *e4, CACHE_OK, 0.20,
+                  "cudnn 9.19.0 fp8 eng5; writes e4m3 output (O x 448), decoded x 1/448 for the comparisons");
+  put_fp8_best(db, &e, *e4, "fa3.e4m3.d128.none.g1.bm128.bn128.w8.s2.obf16", 0.30, 0.20);
+  put_cudnn_trial(db, &e, *e5, CACHE_UNSUPPORTED, NAN, E5M2_WHY);
+  put_fp8_best(db, &e, *e5, "fa3.e5m2.d128.none.g1.bm128.bn128.w8.s2.obf16", 0.31, NAN);
+  put_cudnn_trial(db, &e, *e4c, CACHE_WRONG, NAN, WRONG_WHY);
+  put_fp8_best(db, &e, *e4c, "fa3.e4m3.d128.causal.g1.bm128.bn128.w8.s2.obf16", 0.17, NAN);
+  put_cudnn_trial(db, &e, *b16, CACHE_OK, 0.45, "cudnn 9.19.0 composite eng4");
+  put_fp8_best(db, &e, *b16, "fa3.bf16.d128.none.g1.bm128.bn128.w8.s2", 0.50, 0.45);
+  cache_close(db);
+}
+
+static const tn_report_row *row_of(const tn_report *r, at_shape s)
+{
+  char key[160];
+  at_shape_key(&s, key, sizeof key);
+  for (int i = 0; i < r->n_rows; i++)
+    if (strcmp(r->rows[i].key, key) == 0) return &r->rows[i];
+  fail_msg("no report row %s", key);
+  return NULL;
+}
+
+/* The FP8 rows have a cuDNN column (its FP8 graph's time) with a note that cuDNN writes FP8
+ * output; where cuDNN has no time the note gives the trial's reason. In every format. */
+static void test_fp8_rows_have_cudnn_and_a_note(void **state)
+{
+  (void)state;
+  char db_path[320], key[160], line[2048], want[256];
+  snprintf(db_path, sizeof db_path, "%s/fp8.db", g_dir);
+  at_shape e4, e5, e4c, b16;
+  build_fp8_cache(db_path, &e4, &e5, &e4c, &b16);
+
+  tn_report r;
+  TU_OK(tn_report_load(db_path, NULL, &r));
+  const tn_report_row *row = row_of(&r, e4);
+  assert_int_equal(row->cudnn, TN_REPORT_CUDNN_OK);
+  assert_near(row->cudnn_ms, 0.20, 1e-12);
+  assert_near(row->speedup_tuned, 0.20 / 0.30, 1e-12);
+  assert_string_equal(row->best_impl, "fa3.e4m3.d128.none.g1.bm128.bn128.w8.s2.obf16");
+  assert_string_equal(row->note, FP8_NOTE);
+  row = row_of(&r, e5);
+  assert_int_equal(row->cudnn, TN_REPORT_CUDNN_UNSUPPORTED);
+  assert_string_equal(row->note, "cuDNN: " E5M2_WHY);
+  row = row_of(&r, e4c);
+  assert_int_equal(row->cudnn, TN_REPORT_CUDNN_FAILED);
+  assert_string_equal(row->note, "cuDNN: " WRONG_WHY);
+  assert_string_equal(row_of(&r, b16)->note, ""); /* bf16: nothing to say */
+  int e4_groups = 0;
+  for (int i = 0; i < r.n_groups; i++)
+    if (r.groups[i].dtype == AT_DTYPE_E4M3 && r.groups[i].mask == AT_MASK_NONE) {
+      e4_groups++;
+      assert_int_equal(r.groups[i].n_compared, 1);
+      assert_near(r.groups[i].geomean, 0.20 / 0.30, 1e-9);
+    }
+  assert_int_equal(e4_groups, 1);
+  tn_report_free(&r);
+
+  /* text and md: the cuDNN time, the speedup and the note on the e4m3 line. */
+  for (int md = 0; md < 2; md++) {
+    char *text = render_from(db_path, NULL, md ? TN_REPORT_MD : TN_REPORT_TEXT);
+    at_shape_key(&e4, key, sizeof key);
+    assert_true(line_with(text, key, line, sizeof line));
+    assert_non_null(strstr(line, " 0.2 "));
+    assert_non_null(strstr(line, "0.67x"));
+    assert_non_null(strstr(line, md ? "| " FP8_NOTE " |" : "  " FP8_NOTE));
+    at_shape_key(&e5, key, sizeof key);
+    assert_true(line_with(text, key, line, sizeof line));
+    assert_non_null(strstr(line, "unsupported"));
+    assert_non_null(strstr(line, "cuDNN: " E5M2_WHY));
+    at_shape_key(&b16, key, sizeof key);
+    assert_true(line_with(text, key, line, sizeof line));
+    assert_null(strstr(line, "cuDNN writes"));
+    if (!md) assert_true(line[strlen(line) - 1] != ' '); /* no note: no trailing blanks */
+    free(text);
+  }
+
+  /* csv: the note is the last field; a note with a comma is quoted. */
+  char *csv = render_from(db_path, NULL, TN_REPORT_CSV);
+  assert_true(line_with(csv, "gpu,", line, sizeof line));
+  assert_non_null(strstr(line, ",err_naive,err_cudnn,note"));
+  at_shape_key(&e4, key, sizeof key);
+  assert_true(line_with(csv, key, line, sizeof line));
+  snprintf(want, sizeof want, ",%s", FP8_NOTE);
+  assert_non_null(strstr(line, want));
+  assert_string_equal(line + strlen(line) - strlen(want), want);
+  at_shape_key(&e5, key, sizeof key);
+  assert_true(line_with(csv, key, line, sizeof line));
+  assert_non_null(strstr(line, ",\"cuDNN: " E5M2_WHY "\""));
+  free(csv);
+
+  /* json: the note as text, null where there is none. */
+  char *json = render_from(db_path, NULL, TN_REPORT_JSON), obj[4096];
+  int objects = 0;
+  assert_true(json_valid(json, &objects));
+  at_shape_key(&e4, key, sizeof key);
+  snprintf(want, sizeof want, "\"%s\"", key);
+  json_object_with(json, want, obj, sizeof obj);
+  assert_non_null(strstr(obj, "\"cudnn_ms\": 0.2,"));
+  assert_non_null(strstr(obj, "\"note\": \"" FP8_NOTE "\""));
+  at_shape_key(&b16, key, sizeof key);
+  snprintf(want, sizeof want, "\"%s\"", key);
+  json_object_with(json, want, obj, sizeof obj);
+  assert_non_null(strstr(obj, "\"note\": null"));
+  free(json);
+
+  /* html: the note cell, cuDNN's bar next to ours in the dtype chart, no overlapping labels. */
+  char *html = render_from(db_path, NULL, TN_REPORT_HTML);
+  assert_non_null(strstr(html, "<th>note</th>"));
+  assert_non_null(strstr(html, "<td class=\"note\">" FP8_NOTE "</td>"));
+  assert_non_null(strstr(html, "<td class=\"note\">cuDNN: " E5M2_WHY "</td>"));
+  at_shape_key(&e4, key, sizeof key);
+  snprintf(want, sizeof want, "<title>cuDNN %s: 0.2 ms</title>", key);
+  assert_non_null(strstr(html, want));
+  assert_no_text_overlap(html);
+  free(html);
 }
 
 /* ---- decode: TB/s of K/V read ------------------------------------------------------------ */
@@ -1077,6 +1507,9 @@ int main(void)
       cmocka_unit_test(test_csv_parses_back),
       cmocka_unit_test(test_json_parses_back),
       cmocka_unit_test(test_html_is_self_contained_with_charts),
+      cmocka_unit_test(test_dense_axes_do_not_overlap),
+      cmocka_unit_test(test_speedup_line_chart_is_linear),
+      cmocka_unit_test(test_fp8_rows_have_cudnn_and_a_note),
       cmocka_unit_test(test_f32_row_in_every_format),
       cmocka_unit_test(test_f32_only_cache),
       cmocka_unit_test(test_decode_rows_in_tb_per_s),

@@ -94,5 +94,31 @@ pgrep -f "attntune __worker" >/dev/null && fail "Ctrl-C left a worker running"
 "$bin" tune "$config" --db "$dir/int.db" >/dev/null 2>"$dir/int2.err" || fail "rerun after Ctrl-C"
 [ "$("$bin" cache list --db "$dir/int.db" | grep -c '^NVIDIA')" -eq 16 ] || fail "rerun after Ctrl-C did not finish"
 echo "ok: Ctrl-C exited 130 after the trial in flight, and a rerun finished"
+
+# 4. FP8: cuDNN's FP8 graph is the shape's baseline (a timed "cudnn" trial where cuDNN runs FP8,
+# Hopper and newer; else a trial that says why not), never its best (it writes FP8 output, plans
+# for FP8 inputs write bf16), and the report's note says which it was.
+fp8=$here/data/tune-fp8.yaml
+"$bin" tune "$fp8" --db "$dir/fp8.db" >"$dir/fp8.out" 2>"$dir/fp8.err" || { cat "$dir/fp8.err"; fail "FP8 tune exited $?"; }
+"$bin" cache export --trials --format csv --db "$dir/fp8.db" >"$dir/fp8.csv" || fail "FP8 export"
+"$bin" report --db "$dir/fp8.db" --format csv >"$dir/fp8-report.csv" || fail "FP8 report"
+cudnn=$(grep ',e4m3,none,0,cudnn,' "$dir/fp8.csv")
+[ -n "$cudnn" ] || fail "FP8: no cuDNN trial"
+if echo "$cudnn" | grep -q ',cudnn,ok,'; then
+  grep -q 'cuDNN writes FP8 output (e4m3); attntune writes bf16' "$dir/fp8-report.csv" ||
+    fail "FP8: cuDNN timed, but the report has no note that it writes FP8 output"
+  echo "FP8: cuDNN baseline $(echo "$cudnn" | cut -d, -f14) ms, err vs naive $(echo "$cudnn" | cut -d, -f16)"
+else
+  grep -q '"*cuDNN: ' "$dir/fp8-report.csv" || fail "FP8: cuDNN has no time and the report does not say why"
+  echo "FP8: cuDNN has no FP8 time here: $(grep -o '"*cuDNN: [^"]*' "$dir/fp8-report.csv" | head -1)"
+fi
+if grep -v ',cudnn,' "$dir/fp8.csv" | grep -q ',ok,'; then
+  # the report's csv: ...,dtype,mask,lse,best_impl,...
+  grep -q ',e4m3,none,0,cudnn,' "$dir/fp8-report.csv" && fail "FP8: cuDNN was stored as the best"
+  grep -q ',e4m3,none,0,fa[23]\.e4m3\.' "$dir/fp8-report.csv" || fail "FP8: no generated kernel is the best"
+  echo "ok: FP8 best is a generated kernel, cuDNN's FP8 graph the baseline"
+else
+  echo "FP8: no generated FP8 kernel passed on this GPU (FP8 needs sm_89 or newer); best not checked"
+fi
 echo "ok: crash recorded and run completed; kill -9 + rerun lost nothing and redid nothing"
 cat "$dir/kill2.out"

@@ -2,7 +2,7 @@
  * cmd_bench.c — `attntune bench`: time implementations of one attention shape with the same
  * timing code (tuner/timing.c), after verifying each against the naive reference on the same
  * inputs. Implementations: naive (the three-kernel path, output in the input dtype), cudnn
- * (composite graph), cudnn-unified (the single fused op), fused (every variant the generator lists,
+ * (composite graph; FP8 graph with FP8 output for FP8 inputs), cudnn-unified (the single fused op), fused (every variant the generator lists,
  * every family; the fastest is marked), fa2, fa3 or decode (one family's), default (fa2-default),
  * or a variant key. f32 inputs run the naive kernels only:
  * every other implementation is refused on its own row (TN_F32_NO_FUSED, TN_F32_NO_CUDNN).
@@ -53,7 +53,8 @@ static const char USAGE[] =
     "\n"
     "  --impl LIST        comma-separated, in order (default naive,cudnn,default; naive for f32):\n"
     "                       naive          the three-kernel reference path (output in the dtype)\n"
-    "                       cudnn          cuDNN's fused attention, composite graph\n"
+    "                       cudnn          cuDNN's fused attention, composite graph; for e4m3/e5m2\n"
+    "                                      its FP8 graph, which writes FP8 output (decoded to verify)\n"
     "                       cudnn-unified  cuDNN's single SDPA op (no masks; cuDNN >= 9.13.1)\n"
     "                       fused          every generated variant listed for the shape (fa2; fa3 on\n"
     "                                      sm_90a; decode for T <= 16); * marks the best\n"
@@ -72,7 +73,8 @@ static const char USAGE[] =
     "  --kv-heads N       Nkv, divides Nq (default Nq)\n"
     "  --head-dim N       D (default 128)\n"
     "  --dtype T          f32, f16, bf16, e4m3 or e5m2 (default bf16); FP8 inputs are random values\n"
-    "                     in [-1, 1) rounded to the format, unit descales, bf16 output; f32\n"
+    "                     in [-1, 1) rounded to the format, unit descales, bf16 output (cuDNN:\n"
+    "                     FP8 output scaled by the format's largest value); f32\n"
     "                     runs only the naive kernels (attntune has no fused f32 kernel and\n"
     "                     cuDNN no fp32 attention)\n"
     "  --causal           causal mask, top-left\n"
@@ -240,8 +242,12 @@ static int bench_one(tn_harness *h, const bench_opts *o, const char *name)
       print_failure(name, rc == AT_ERR_UNSUPPORTED ? "unsupported" : "failed", at_last_error());
       return rc != AT_ERR_UNSUPPORTED;
     }
-    char note[256];
+    char note[320];
     rt_cudnn_plan_info_format(&info, note, sizeof note);
+    if (at_dtype_is_fp8(h->shape.dtype)) { /* its error includes its FP8 output's rounding */
+      size_t used = strlen(note);
+      snprintf(note + used, sizeof note - used, "; writes %s output", at_dtype_name(impl.out_dtype));
+    }
     return measure(h, &impl, o, note, &ms) != AT_OK;
   }
   if (h->shape.dtype == AT_DTYPE_F32) { /* fused, fa2, fa3, default or a variant key */

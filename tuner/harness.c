@@ -71,7 +71,7 @@ at_status tn_harness_open(tn_harness *h, const rt_ctx *ctx, const at_shape *shap
 void tn_harness_close(tn_harness *h)
 {
   for (int i = 0; i < h->n_sets; i++) rt_free(h->q[i]), rt_free(h->k[i]), rt_free(h->v[i]);
-  rt_free(h->o), rt_free(h->lse), rt_free(h->scratch), rt_free(h->cover);
+  rt_free(h->o), rt_free(h->lse), rt_free(h->scratch), rt_free(h->cover), rt_free(h->fp8_scalars);
   if (h->cudnn) rt_cudnn_sdpa_destroy(h->cudnn);
   free(h->ref_o), free(h->ref_lse), free(h->cudnn_o), free(h->got);
   memset(h, 0, sizeof *h);
@@ -116,38 +116,86 @@ at_status tn_harness_make_reference(tn_harness *h)
 
 /* ---- implementations --------------------------------------------------------------------- */
 
-at_status tn_impl_naive(tn_harness *h, tn_impl *impl)
+/* A fresh impl of kind: writes the dtype's default output at unit scale until told otherwise. */
+static void impl_init(const tn_harness *h, tn_impl *impl, tn_impl_kind kind)
 {
   memset(impl, 0, sizeof *impl);
-  impl->kind = TN_IMPL_NAIVE;
+  impl->kind = kind;
+  impl->out_dtype = at_dtype_default_out(h->shape.dtype);
+  impl->out_descale = 1.0f;
+}
+
+at_status tn_impl_naive(tn_harness *h, tn_impl *impl)
+{
+  impl_init(h, impl, TN_IMPL_NAIVE);
   snprintf(impl->name, sizeof impl->name, "naive");
   at_status rc = ensure_scratch(h);
   if (rc != AT_OK) return rc;
   return rt_naive_create(h->ctx->arch, h->shape.dtype, at_dtype_default_out(h->shape.dtype), &impl->naive);
 }
 
+/* cuDNN's FP8 scalars on the device (see harness.h), made once per harness. */
+static at_status ensure_fp8_scalars(tn_harness *h)
+{
+  if (h->fp8_scalars) return AT_OK;
+  tn_fp8_scales sc;
+  at_status rc = tn_fp8_unit_input_scales(h->shape.dtype, &sc);
+  if (rc != AT_OK) return rc;
+  /* descale q, k, v, scale_s, descale_s, scale_o, then amax_s and amax_o (written by cuDNN) */
+  enum { STRIDE = 4, N_SCALARS = 8 };
+  float host[N_SCALARS * STRIDE] = {0};
+  const float in[6] = {sc.descale_q, sc.descale_k, sc.descale_v, sc.scale_s, sc.descale_s, sc.scale_o};
+  for (int i = 0; i < 6; i++) host[i * STRIDE] = in[i];
+  if ((rc = rt_alloc(&h->fp8_scalars, sizeof host)) != AT_OK) return rc;
+  if ((rc = rt_upload(h->fp8_scalars, host, sizeof host)) != AT_OK) return rc;
+  const CUdeviceptr b = h->fp8_scalars;
+  const size_t step = STRIDE * sizeof(float);
+  h->cudnn_fp8 = (rt_cudnn_fp8_args){.descale_q = b, .descale_k = b + step, .descale_v = b + 2 * step,
+                                     .scale_s = b + 3 * step, .descale_s = b + 4 * step, .scale_o = b + 5 * step,
+                                     .amax_s = b + 6 * step, .amax_o = b + 7 * step};
+  h->cudnn_o_descale = 1.0f / sc.scale_o;
+  return AT_OK;
+}
+
+/* FP8 shapes take cuDNN's FP8 graph, which the composite and auto paths name; the single fused
+ * op has no FP8 form. */
+static at_status cudnn_path_for(const at_shape *s, rt_cudnn_path asked, rt_cudnn_path *out)
+{
+  *out = asked;
+  if (!at_dtype_is_fp8(s->dtype)) return AT_OK;
+  if (asked == RT_CUDNN_PATH_UNIFIED)
+    return at_fail(AT_ERR_UNSUPPORTED, "cuDNN's single SDPA_FWD op takes f16 and bf16; %s inputs run its FP8 "
+                   "graph (implementation 'cudnn')", at_dtype_name(s->dtype));
+  *out = RT_CUDNN_PATH_FP8;
+  return AT_OK;
+}
+
 at_status tn_impl_cudnn(tn_harness *h, rt_cudnn_path path, tn_impl *impl, rt_cudnn_plan_info *info)
 {
-  memset(impl, 0, sizeof *impl);
-  impl->kind = TN_IMPL_CUDNN;
-  impl->path = path;
+  impl_init(h, impl, TN_IMPL_CUDNN);
   snprintf(impl->name, sizeof impl->name, "%s", path == RT_CUDNN_PATH_UNIFIED ? "cudnn-unified" : "cudnn");
   if (h->shape.dtype == AT_DTYPE_F32) return at_fail(AT_ERR_UNSUPPORTED, "%s", TN_F32_NO_CUDNN);
-  if (at_dtype_default_out(h->shape.dtype) != h->shape.dtype)
-    return at_fail(AT_ERR_UNSUPPORTED, "cuDNN's FP8 attention writes FP8 output, compared here with bf16; "
-                   "build/tests/bench_cudnn times it");
-  at_status rc;
+  const int fp8 = at_dtype_is_fp8(h->shape.dtype);
+  at_status rc = cudnn_path_for(&h->shape, path, &impl->path);
+  if (rc != AT_OK) return rc;
   if (!h->cudnn && (rc = rt_cudnn_sdpa_create(h->ctx, &h->cudnn)) != AT_OK) return rc;
-  rt_cudnn_sdpa_set_path(h->cudnn, path);
+  if (fp8 && (rc = ensure_fp8_scalars(h)) != AT_OK) return rc;
+  rt_cudnn_sdpa_set_path(h->cudnn, impl->path);
   at_tensors t = tensors_for(h, 0);
   rt_cudnn_plan_info local;
-  return rt_cudnn_sdpa_plan(h->cudnn, &h->shape, &t, NULL, info ? info : &local);
+  rc = rt_cudnn_sdpa_plan(h->cudnn, &h->shape, &t, fp8 ? &h->cudnn_fp8 : NULL, info ? info : &local);
+  if (rc != AT_OK && fp8)
+    return at_fail_context(rc, "cuDNN's FP8 graph (%s, D=%d, %s, %s)", at_dtype_name(h->shape.dtype),
+                           h->shape.head_dim, at_mask_name(h->shape.mask), h->ctx->arch);
+  if (rc != AT_OK) return rc;
+  if (fp8) impl->out_dtype = h->shape.dtype, impl->out_descale = h->cudnn_o_descale;
+  return AT_OK;
 }
 
 at_status tn_impl_variant(tn_harness *h, const gen_variant *v, const void *cubin, tn_impl *impl)
 {
-  memset(impl, 0, sizeof *impl);
-  impl->kind = TN_IMPL_FA2;
+  impl_init(h, impl, TN_IMPL_FA2);
+  impl->out_dtype = v->spec.out_dtype; /* an FP8 output is written at unit scale (no rt_fp8_args) */
   size_t scratch = 0;
   at_status rc = gen_variant_key(v, impl->name, sizeof impl->name);
   if (rc == AT_OK) rc = rt_variant_scratch_bytes(v, &h->shape, &scratch);
@@ -174,21 +222,23 @@ at_status tn_impl_launch(tn_harness *h, tn_impl *impl, int set, CUstream stream)
   case TN_IMPL_NAIVE: return rt_naive_run(&impl->naive, &h->shape, &t, h->scratch, stream);
   case TN_IMPL_CUDNN:
     rt_cudnn_sdpa_set_path(h->cudnn, impl->path);
-    if ((rc = rt_cudnn_sdpa_bind(h->cudnn, &h->shape, &t, NULL)) != AT_OK) return rc;
+    if ((rc = rt_cudnn_sdpa_bind(h->cudnn, &h->shape, &t, at_dtype_is_fp8(h->shape.dtype) ? &h->cudnn_fp8 : NULL)) !=
+        AT_OK)
+      return rc;
     return rt_cudnn_sdpa_launch(h->cudnn, stream);
   case TN_IMPL_FA2: return rt_variant_launch(&impl->kernel, &h->shape, &t, NULL, impl->scratch, stream);
   }
   return at_fail(AT_ERR_INVALID, "unknown implementation kind %d", (int)impl->kind);
 }
 
-static at_status download_output(tn_harness *h)
+/* O as the values impl wrote, in h->got: its output dtype decoded with its descale. */
+static at_status download_output(tn_harness *h, const tn_impl *impl)
 {
-  at_dtype out = at_dtype_default_out(h->shape.dtype);
-  size_t bytes = h->n_q * at_dtype_size(out);
+  size_t bytes = h->n_q * at_dtype_size(impl->out_dtype);
   void *packed = malloc(bytes);
   if (!packed) return at_fail(AT_ERR_NOMEM, "no host memory for the output");
   at_status rc = rt_download(packed, h->o, bytes);
-  if (rc == AT_OK) rc = tn_unpack(out, packed, h->n_q, h->got);
+  if (rc == AT_OK) rc = tn_decode_output(impl->out_dtype, impl->out_descale, packed, h->n_q, h->got);
   free(packed);
   return rc;
 }
@@ -202,7 +252,7 @@ at_status tn_harness_verify(tn_harness *h, tn_impl *impl, double *err_naive, dou
   if ((rc = rt_fill_u8(h->lse, 0xFF, h->n_lse * sizeof(float))) != AT_OK) return rc;
   if ((rc = tn_impl_launch(h, impl, 0, NULL)) != AT_OK) return rc;
   if ((rc = rt_ctx_sync(h->ctx)) != AT_OK) return rc;
-  if ((rc = download_output(h)) != AT_OK) return rc;
+  if ((rc = download_output(h, impl)) != AT_OK) return rc;
   *err_naive = tn_compare(h->ref_o, h->got, h->n_q).rel_l2;
   if (h->cudnn_o) *err_cudnn = tn_compare(h->cudnn_o, h->got, h->n_q).rel_l2;
   if (h->shape.with_lse) {
@@ -213,9 +263,9 @@ at_status tn_harness_verify(tn_harness *h, tn_impl *impl, double *err_naive, dou
   return AT_OK;
 }
 
-at_status tn_harness_keep_cudnn_output(tn_harness *h)
+at_status tn_harness_keep_cudnn_output(tn_harness *h, const tn_impl *cudnn)
 {
-  at_status rc = download_output(h);
+  at_status rc = download_output(h, cudnn);
   if (rc != AT_OK) return rc;
   return to_double(h->got, h->n_q, &h->cudnn_o);
 }

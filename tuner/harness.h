@@ -27,9 +27,14 @@ typedef struct tn_harness {
   size_t cover_words;
   size_t n_q, n_kv, n_lse;
   double *ref_o, *ref_lse; /* naive fp32 reference on set 0 (host); NULL until made */
-  double *cudnn_o;         /* cuDNN's output on set 0 (host); NULL when cuDNN did not run */
+  double *cudnn_o;         /* cuDNN's output on set 0 (host, decoded); NULL when cuDNN did not run */
   float *got;              /* host staging */
   rt_cudnn_sdpa *cudnn;    /* created on first use */
+  /* FP8 shapes: cuDNN's scales and amax outputs, one fp32 each 16 bytes apart (cuDNN aligns its
+   * tensors), and the arguments pointing into them; allocated with the first cuDNN FP8 plan. */
+  CUdeviceptr fp8_scalars;
+  rt_cudnn_fp8_args cudnn_fp8;
+  float cudnn_o_descale; /* 1 / scale_o of cuDNN's FP8 output */
 } tn_harness;
 
 /* Allocate and fill inputs for shape (fresh random values from seed, in [-1, 1)). */
@@ -52,6 +57,8 @@ typedef enum tn_impl_kind { TN_IMPL_NAIVE, TN_IMPL_CUDNN, TN_IMPL_FA2 } tn_impl_
 typedef struct tn_impl {
   tn_impl_kind kind;
   char name[GEN_KEY_MAX];
+  at_dtype out_dtype; /* what it writes to O: the dtype's default, but the input FP8 for cuDNN */
+  float out_descale;  /* O's values are the decoded output times this (1 but for cuDNN FP8) */
   rt_naive naive;     /* TN_IMPL_NAIVE */
   rt_cudnn_path path; /* TN_IMPL_CUDNN */
   rt_variant kernel;   /* TN_IMPL_FA2: any generated variant */
@@ -60,7 +67,14 @@ typedef struct tn_impl {
 } tn_impl;
 
 /* Prepare an implementation by name: "naive", "cudnn", "cudnn-unified", or a variant whose
- * cubin is given (module loaded here). tn_impl_close undoes it. */
+ * cubin is given (module loaded here). tn_impl_close undoes it.
+ *
+ * cuDNN on FP8 inputs runs its FP8 graph (path composite or auto; the single fused op takes no
+ * FP8) with the scales of tn_fp8_unit_input_scales, and writes FP8 output: Hopper's FP8 engines
+ * write no other. Its output is decoded with 1 / scale_o before any comparison, and it is
+ * verified against the naive reference with the dtype's tolerance, as ours is (the table's FP8
+ * tolerances allow for an FP8 output: tests/test_reference.c). A shape cuDNN declines is
+ * AT_ERR_UNSUPPORTED with cuDNN's reason after the graph's name, dtype, head dim and arch. */
 at_status tn_impl_naive(tn_harness *h, tn_impl *impl);
 at_status tn_impl_cudnn(tn_harness *h, rt_cudnn_path path, tn_impl *impl,
                         rt_cudnn_plan_info *info);
@@ -73,8 +87,8 @@ at_status tn_impl_launch(tn_harness *h, tn_impl *impl, int set, CUstream stream)
  * LSE, the larger) against the naive reference, and of O against cuDNN's output where that is
  * kept (else NaN). A kernel fault comes back as AT_ERR_CUDA. */
 at_status tn_harness_verify(tn_harness *h, tn_impl *impl, double *err_naive, double *err_cudnn);
-/* After verifying cuDNN: keep the output now in O as the cuDNN yardstick. */
-at_status tn_harness_keep_cudnn_output(tn_harness *h);
+/* After verifying cuDNN (impl): keep the output now in O, decoded, as the cuDNN yardstick. */
+at_status tn_harness_keep_cudnn_output(tn_harness *h, const tn_impl *cudnn);
 
 at_status tn_harness_time(tn_harness *h, tn_impl *impl, const rt_timing_opts *opts, rt_timing *out);
 

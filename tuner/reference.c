@@ -5,6 +5,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "attntune_fp8.h"
 #include "runtime/rt.h"
 #include "tuner/reference.h"
 
@@ -136,6 +137,22 @@ float tn_rng_uniform(tn_rng *rng, float lo, float hi)
 void tn_rng_fill(tn_rng *rng, float *x, size_t n, float lo, float hi)
 {
   for (size_t i = 0; i < n; i++) x[i] = tn_rng_uniform(rng, lo, hi);
+}
+
+at_status tn_decode_output(at_dtype dtype, float descale, const void *in, size_t n, float *out)
+{
+  at_status rc = tn_unpack(dtype, in, n, out);
+  if (rc != AT_OK || descale == 1.0f) return rc;
+  for (size_t i = 0; i < n; i++) out[i] *= descale;
+  return AT_OK;
+}
+
+at_status tn_fp8_unit_input_scales(at_dtype fp8, tn_fp8_scales *out)
+{
+  if (!at_dtype_is_fp8(fp8)) return at_fail(AT_ERR_INVALID, "FP8 scales asked for %s", at_dtype_name(fp8));
+  float top = at_fp8_max(fp8);
+  *out = (tn_fp8_scales){1.0f, 1.0f, 1.0f, top, 1.0f / top, top};
+  return AT_OK;
 }
 
 void tn_round_to_dtype(at_dtype dtype, float *x, size_t n)

@@ -47,5 +47,22 @@ void tn_round_to_dtype(at_dtype dtype, float *x, size_t n);
 at_status tn_pack(at_dtype dtype, const float *x, size_t n, void *out);
 /* Widen packed storage back to fp32. */
 at_status tn_unpack(at_dtype dtype, const void *in, size_t n, float *out);
+/* An output as the values it stands for: tn_unpack, times descale (1 for outputs written at unit
+ * scale; 1 / scale_o for an FP8 output written as fp8(O · scale_o), as cuDNN's FP8 graph does). */
+at_status tn_decode_output(at_dtype dtype, float descale, const void *in, size_t n, float *out);
+
+/* The per-tensor scales cuDNN's FP8 graph is given for the inputs tests and benchmarks draw
+ * (values in [-1, 1) encoded at unit scale; attntune_fp8.h's convention, x ~= fp8 · descale):
+ * Q, K and V descale by 1; P in [0, 1] and O, whose |O| <= max |V| < 1 (each row a convex
+ * combination of V's rows), are stored times the format's largest finite value, so neither
+ * saturates and as few values as possible fall to subnormals. */
+typedef struct tn_fp8_scales {
+  float descale_q, descale_k, descale_v;
+  float scale_s, descale_s; /* P is stored as fp8(P · scale_s) */
+  float scale_o;            /* O is stored as fp8(O · scale_o): decode with 1 / scale_o */
+} tn_fp8_scales;
+
+/* AT_ERR_INVALID for a dtype that is not FP8. */
+at_status tn_fp8_unit_input_scales(at_dtype fp8, tn_fp8_scales *out);
 
 #endif

@@ -133,6 +133,7 @@ static int visit_trial(void *user, const cache_env *env, const cache_trial *t)
     x->has_cudnn_trial = 1;
     row->cudnn_trial_status = t->status;
     x->cudnn_trial_ms = timed ? t->time_ms : NAN;
+    snprintf(row->cudnn_message, sizeof row->cudnn_message, "%s", t->message);
   } else if (strcmp(t->impl, "naive") == 0 && timed && !(t->time_ms >= row->naive_ms)) {
     row->naive_ms = t->time_ms;
   }
@@ -149,6 +150,20 @@ static void settle_cudnn(tn_report_row *row, const row_extra *x)
   else row->cudnn = TN_REPORT_CUDNN_FAILED;
 }
 
+/* The note column (report.h). cuDNN's FP8 graph writes FP8 output (Hopper's FP8 engines write
+ * no other) where attntune's FP8 kernels write bf16: the times compare the same attention, the
+ * outputs differ in precision, and a reader of the cuDNN column must know it. */
+static void settle_note(tn_report_row *row)
+{
+  const char *dtype = at_dtype_name(row->shape.dtype);
+  row->note[0] = '\0';
+  if (row->cudnn == TN_REPORT_CUDNN_OK && at_dtype_is_fp8(row->shape.dtype))
+    snprintf(row->note, sizeof row->note, "cuDNN writes FP8 output (%s); attntune writes bf16", dtype);
+  else if ((row->cudnn == TN_REPORT_CUDNN_UNSUPPORTED || row->cudnn == TN_REPORT_CUDNN_FAILED) &&
+           row->cudnn_message[0])
+    snprintf(row->note, sizeof row->note, "cuDNN: %s", row->cudnn_message);
+}
+
 static void settle_row(tn_report_row *row, const row_extra *x)
 {
   double flops = at_shape_flops(&row->shape);
@@ -160,6 +175,7 @@ static void settle_row(tn_report_row *row, const row_extra *x)
   if (tn_is_decode_shape(&row->shape)) row->best_kv_tbs = tn_kv_tbs(&row->shape, row->best_ms);
   row->speedup_tuned = row->cudnn_ms / row->tuned_ms; /* NaN when either is missing */
   row->speedup_best = row->cudnn_ms / row->best_ms;
+  settle_note(row);
 }
 
 static int compare_rows(const void *pa, const void *pb)
@@ -395,11 +411,17 @@ static void model_range(const tn_report *r, const tn_report_model *m, int *lo, i
 }
 
 /* One row's cells as the text and md tables print them. */
-enum { N_CELLS = 12 };
+enum { N_CELLS = 13 };
 static const char *const CELL_NAMES[N_CELLS] = {
-    "shape",    "best",     "best_ms",     "TFLOP/s",    "TB/s",      "tuned_ms",
-    "cudnn_ms", "naive_ms", "tuned/cuDNN", "best/cuDNN", "err_naive", "err_cudnn"};
-typedef char cells[N_CELLS][160];
+    "shape",    "best",     "best_ms",     "TFLOP/s",    "TB/s",      "tuned_ms", "cudnn_ms",
+    "naive_ms", "tuned/cuDNN", "best/cuDNN", "err_naive", "err_cudnn", "note"};
+typedef char cells[N_CELLS][600];
+
+/* Names and the note are text, read from the left; numbers line up on the right. */
+static int cell_left(int k)
+{
+  return k < 2 || k == N_CELLS - 1;
+}
 
 static void row_cells(const tn_report_row *row, cells c)
 {
@@ -415,6 +437,7 @@ static void row_cells(const tn_report_row *row, cells c)
   fmt_speedup(c[9], sizeof c[9], row->best_ms, row->speedup_best);
   fmt_err(c[10], sizeof c[10], row->err_naive);
   fmt_err(c[11], sizeof c[11], row->err_cudnn);
+  snprintf(c[12], sizeof c[12], "%s", row->note);
 }
 
 static void group_label(const tn_report_group *g, char *buf, size_t size)
@@ -436,6 +459,19 @@ static void text_header(const tn_report *r, const tn_report_model *m, FILE *out,
           r->n_older_best ? " (best rows of older template versions are not shown)" : "");
 }
 
+/* One line of the text table. The last column (the note) is not padded, and a line whose note is
+ * empty ends at err_cudnn's value: no trailing blanks. */
+static void text_line(FILE *out, const int *width, const char *const *cell)
+{
+  for (int k = 0; k < N_CELLS; k++) {
+    if (k + 1 == N_CELLS) {
+      fprintf(out, "%s%s\n", cell[k][0] ? "  " : "", cell[k]);
+      break;
+    }
+    fprintf(out, cell_left(k) ? "%s%-*s" : "%s%*s", k ? "  " : "", width[k], cell[k]);
+  }
+}
+
 static void text_table(const tn_report *r, int lo, int hi, FILE *out)
 {
   int width[N_CELLS];
@@ -446,13 +482,21 @@ static void text_table(const tn_report *r, int lo, int hi, FILE *out)
     for (int k = 0; k < N_CELLS; k++)
       if ((int)strlen(c[k]) > width[k]) width[k] = (int)strlen(c[k]);
   }
-  /* Names left-aligned, numbers right-aligned, as a reader scans them. */
-  for (int k = 0; k < N_CELLS; k++)
-    fprintf(out, k < 2 ? "%-*s  " : k + 1 < N_CELLS ? "%*s  " : "%*s\n", width[k], CELL_NAMES[k]);
+  text_line(out, width, CELL_NAMES);
   for (int i = lo; i < hi; i++) {
     row_cells(&r->rows[i], c);
-    for (int k = 0; k < N_CELLS; k++)
-      fprintf(out, k < 2 ? "%-*s  " : k + 1 < N_CELLS ? "%*s  " : "%*s\n", width[k], c[k]);
+    const char *cell[N_CELLS];
+    for (int k = 0; k < N_CELLS; k++) cell[k] = c[k];
+    text_line(out, width, cell);
+  }
+}
+
+/* Free text in a markdown table cell: a '|' would end the cell, a newline the row. */
+static void md_text(FILE *out, const char *s)
+{
+  for (; *s; s++) {
+    if (*s == '|') fputs("\\|", out);
+    else fputc(*s == '\n' ? ' ' : *s, out);
   }
 }
 
@@ -462,14 +506,16 @@ static void md_table(const tn_report *r, int lo, int hi, FILE *out)
   fputc('|', out);
   for (int k = 0; k < N_CELLS; k++) fprintf(out, " %s |", CELL_NAMES[k]);
   fputs("\n|", out);
-  for (int k = 0; k < N_CELLS; k++) fputs(k < 2 ? "---|" : "---:|", out);
+  for (int k = 0; k < N_CELLS; k++) fputs(cell_left(k) ? "---|" : "---:|", out);
   fputc('\n', out);
   for (int i = lo; i < hi; i++) {
     row_cells(&r->rows[i], c);
     fputc('|', out);
-    for (int k = 0; k < N_CELLS; k++)
+    for (int k = 0; k + 1 < N_CELLS; k++)
       fprintf(out, k == 0 || (k == 1 && r->rows[i].has_best) ? " `%s` |" : " %s |", c[k]);
-    fputc('\n', out);
+    fputc(' ', out);
+    md_text(out, c[N_CELLS - 1]);
+    fputs(" |\n", out);
   }
 }
 
@@ -505,7 +551,9 @@ static void write_text(const tn_report *r, FILE *out, int md)
   }
   fprintf(out, "\ntuned = the fastest verified generated kernel (fa2, fa3, decode); speedups are cuDNN's time / ours (> 1: "
                "faster than cuDNN); TB/s = K/V bytes read per second, for decode shapes (T <= %d); times in ms; "
-               "no fused kernel = only the naive kernels run the shape (f32).\n",
+               "no fused kernel = only the naive kernels run the shape (f32); for FP8 shapes cuDNN times its FP8 graph, "
+               "which writes FP8 output where attntune's kernels write bf16 (never the best: plans for FP8 inputs write "
+               "bf16); note = that cuDNN wrote FP8, or why cuDNN has no time.\n",
           TN_DECODE_MAX_T);
 }
 
@@ -552,7 +600,7 @@ typedef struct field {
   double num;
 } field;
 
-enum { N_FIELDS = 25 };
+enum { N_FIELDS = 26 };
 
 static void row_fields(const tn_report_row *row, field f[N_FIELDS])
 {
@@ -583,6 +631,7 @@ static void row_fields(const tn_report_row *row, field f[N_FIELDS])
   f[i++] = (field){"speedup_best", F_NUM, NULL, row->speedup_best};
   f[i++] = (field){"err_naive", F_NUM, NULL, row->err_naive};
   f[i++] = (field){"err_cudnn", F_NUM, NULL, row->err_cudnn};
+  f[i++] = (field){"note", F_TEXT, row->note[0] ? row->note : NULL, 0};
 }
 
 static void write_field(FILE *out, const field *f, int json)
@@ -829,27 +878,84 @@ static void fmt_tick(char *buf, size_t size, double v)
 
 typedef enum { AXIS_X, AXIS_Y } axis_kind;
 
-/* A grid line across the plot at value v, and its label: left of the plot for y, under it for x,
- * where the line pokes 4 px out of the frame as a tick mark. */
-static void svg_tick(FILE *out, const canvas *c, axis_kind which, const axis *a, double v)
+/* A grid line across the plot at value v, and its label unless `labelled` is 0: left of the plot
+ * for y, under it for x, where the line pokes 4 px out of the frame as a tick mark. */
+static void svg_tick_at(FILE *out, const canvas *c, axis_kind which, const axis *a, double v, int labelled)
 {
   char label[32];
   double p = axis_px(a, v);
   fmt_tick(label, sizeof label, v);
   if (which == AXIS_Y) {
     svg_line(out, c->left, p, plot_right(c), p, "grid");
-    svg_text(out, "tk", c->left - 6, p + 4, "end", label);
+    if (labelled) svg_text(out, "tk", c->left - 6, p + 4, "end", label);
   } else {
     svg_line(out, p, c->top, p, plot_bottom(c) + 4, "grid");
-    svg_text(out, "tk", p, plot_bottom(c) + 18, "middle", label);
+    if (labelled) svg_text(out, "tk", p, plot_bottom(c) + 18, "middle", label);
   }
 }
 
-/* Ticks at 0, step, 2·step... to the end of a linear axis; the slack keeps the last tick when
- * the summed steps overshoot it by rounding. */
+static void svg_tick(FILE *out, const canvas *c, axis_kind which, const axis *a, double v)
+{
+  svg_tick_at(out, c, which, a, v, 1);
+}
+
+/* Ticks at the multiples of step from the start of a linear axis to its end (lo is 0 for times,
+ * not for speedups). Counted in whole steps, so rounding neither skips nor adds one; the slack
+ * keeps the last tick when lo + k·step overshoots hi by rounding. */
 static void svg_linear_ticks(FILE *out, const canvas *c, axis_kind which, const axis *a, double step)
 {
-  for (double v = 0; v <= a->hi * 1.0001; v += step) svg_tick(out, c, which, a, v);
+  double first = ceil(a->lo / step - 1e-9) * step;
+  for (int k = 0; first + k * step <= a->hi + step * 1e-4; k++) svg_tick(out, c, which, a, first + k * step);
+}
+
+/* Tick labels are 11 px text. A digit of DejaVu Sans is 0.64 em, 7.0 px, so 7 px per character
+ * never counts a label narrower than it is, and 6 px keep two labels apart. */
+#define TICK_CHAR_PX 7.0
+#define TICK_GAP_PX 6.0
+
+static int is_power_of_two(double v)
+{
+  if (!(v >= 1 && v < 9.0e15) || v != floor(v)) return 0;
+  long long n = (long long)v;
+  return (n & (n - 1)) == 0;
+}
+
+/* One x tick's label box, for choose_x_labels. */
+typedef struct tick_box {
+  double centre, half; /* pixels */
+  char show;
+} tick_box;
+
+/* Which of the n x ticks get a label (t[i].show): the first and the last, then powers of two
+ * (sweeps double their sizes), then the rest from the left, each only where its label keeps
+ * clear of the labels already placed. A dense axis loses labels but never overlaps them: a batch
+ * sweep B = 1..16 on a log axis puts 15 and 16 eleven pixels apart, less than two digits. */
+static void choose_x_labels(const axis *x, const double *xs, int n, tick_box *t)
+{
+  for (int i = 0; i < n; i++) {
+    char label[32];
+    fmt_tick(label, sizeof label, xs[i]);
+    t[i] = (tick_box){axis_px(x, xs[i]), TICK_CHAR_PX * (double)strlen(label) / 2, 0};
+  }
+  for (int pass = 0; pass < 3; pass++)
+    for (int i = 0; i < n; i++) {
+      int first_or_last = i == 0 || i == n - 1;
+      if (t[i].show || (pass == 0 && !first_or_last) || (pass == 1 && !is_power_of_two(xs[i]))) continue;
+      int clear = 1;
+      for (int k = 0; k < n && clear; k++)
+        clear = !t[k].show || fabs(t[i].centre - t[k].centre) >= t[i].half + t[k].half + TICK_GAP_PX;
+      t[i].show = (char)clear;
+    }
+}
+
+/* A grid line at every measured x; labels where choose_x_labels finds room for them. Without
+ * memory for the layout the grid is drawn unlabelled rather than with labels that may collide. */
+static void svg_x_ticks(FILE *out, const canvas *c, const axis *x, const double *xs, int n)
+{
+  tick_box *t = malloc((size_t)(n > 0 ? n : 1) * sizeof *t);
+  if (t) choose_x_labels(x, xs, n, t);
+  for (int i = 0; i < n; i++) svg_tick_at(out, c, AXIS_X, x, xs[i], t && t[i].show);
+  free(t);
 }
 
 /* Log-scale y ticks: every decade, plus 2 and 5 when the range spans few decades. */
@@ -929,12 +1035,134 @@ static void svg_line_chart(FILE *out, const char *title, const char *x_label, co
   svg_begin(out, &c, title);
   svg_legend(out, present, c.left, 42, 0);
   svg_log_yticks(out, &c, &y);
-  for (int i = 0; i < n; i++) svg_tick(out, &c, AXIS_X, &x, xs[i]);
+  svg_x_ticks(out, &c, &x, xs, n);
   svg_frame(out, &c);
   for (int s = 0; s < N_SERIES; s++)
     if (present[s]) svg_series_line(out, s, rows, xs, n, &x, &y, log_plottable_ms, "ms");
   svg_axis_title(out, &c, AXIS_X, x_label);
   svg_axis_title(out, &c, AXIS_Y, "latency (ms, log scale)");
+  svg_end(out);
+}
+
+/* ---- speedup against T or B --------------------------------------------------------------- */
+
+/* The tuned kernel's speedup over cuDNN (cuDNN time / tuned time; NaN where either is missing),
+ * as a series_value, so svg_series_line draws it as it draws a latency. */
+static double speedup_of(const tn_report_row *row, int s)
+{
+  (void)s;
+  return row->speedup_tuned;
+}
+
+static int has_any_speedup(const tn_report_row *const *m, int n)
+{
+  for (int i = 0; i < n; i++)
+    if (isfinite(m[i]->speedup_tuned)) return 1;
+  return 0;
+}
+
+/* Characters in UTF-8 text (the speedup labels hold a multiplication sign). */
+static size_t utf8_chars(const char *s)
+{
+  size_t n = 0;
+  for (; *s; s++) n += ((unsigned char)*s & 0xC0) != 0x80;
+  return n;
+}
+
+/* A label's box in pixels, for placing value labels clear of one another. */
+typedef struct text_box {
+  double x0, x1, y0, y1;
+} text_box;
+
+static int boxes_meet(const text_box *a, const text_box *b)
+{
+  return a->x0 < b->x1 && b->x0 < a->x1 && a->y0 < b->y1 && b->y0 < a->y1;
+}
+
+/* Value labels are 10 px text: 6.5 px per character holds a digit (0.64 em) with room to spare;
+ * the box runs from the cap height to below the baseline. */
+#define VAL_CHAR_PX 6.5
+
+static text_box val_box(double x, double baseline, const char *text)
+{
+  double half = VAL_CHAR_PX * (double)utf8_chars(text) / 2 + 1;
+  return (text_box){x - half, x + half, baseline - 9, baseline + 3};
+}
+
+/* Each point's value printed next to it, above the marker or else below, where the label stays
+ * inside the plot and clear of the 1.0 line and of the labels already placed; a point without
+ * room keeps its value in the table under the charts (html_family_table) and its tooltip. */
+static void svg_point_values(FILE *out, const canvas *c, const tn_report_row *const *rows, const double *xs,
+                             int n, const axis *x, const axis *y)
+{
+  text_box *placed = malloc((size_t)(n + 1) * sizeof *placed);
+  if (!placed) return; /* the table and the tooltips still hold every value */
+  double one = axis_px(y, 1.0);
+  placed[0] = (text_box){c->left, plot_right(c), one - 1.5, one + 1.5}; /* text across the line is hard to read */
+  int n_placed = 1;
+  for (int i = 0; i < n; i++) {
+    double v = rows[i]->speedup_tuned;
+    if (!isfinite(v)) continue;
+    char text[32];
+    snprintf(text, sizeof text, "%.2f×", v);
+    double px = axis_px(x, xs[i]), py = axis_px(y, v);
+    const double baselines[2] = {py - 9, py + 17};
+    for (int k = 0; k < 2; k++) {
+      text_box b = val_box(px, baselines[k], text);
+      int clear = b.y0 >= c->top && b.y1 <= plot_bottom(c) && b.x0 >= c->left && b.x1 <= plot_right(c);
+      for (int j = 0; j < n_placed && clear; j++) clear = !boxes_meet(&b, &placed[j]);
+      if (!clear) continue;
+      placed[n_placed++] = b;
+      svg_text(out, "val", px, baselines[k], "middle", text);
+      break;
+    }
+  }
+  free(placed);
+}
+
+/* The legend of a speedup chart: the tuned kernel's line and the dashed 1.0 line. It stands above
+ * the plot rather than next to the 1.0 line, where points near 1.0 would cover it. */
+static void svg_speedup_legend(FILE *out, double x, double y)
+{
+  const char *tuned = "tuned (attntune) vs cuDNN";
+  fprintf(out, "<line x1=\"%.1f\" y1=\"%.1f\" x2=\"%.1f\" y2=\"%.1f\" stroke=\"%s\" stroke-width=\"2\"/>", x, y,
+          x + 24, y, SERIES[S_TUNED].color);
+  svg_marker(out, SERIES[S_TUNED].marker, x + 12, y, SERIES[S_TUNED].color);
+  svg_text(out, "tk", x + 30, y + 4, NULL, tuned);
+  x += 40 + TICK_CHAR_PX * (double)strlen(tuned);
+  svg_line(out, x, y, x + 24, y, "one");
+  svg_text(out, "tk", x + 30, y + 4, NULL, "1.0 = as fast as cuDNN");
+}
+
+/* Speedup of the tuned kernel over cuDNN (linear) against x (log), with the line at 1.0 and each
+ * point's value. The axis spans the speedups and 1.0 with a margin rather than starting at 0, so
+ * that a 10% gap takes a good part of the plot's height: on the latency chart's log axis over
+ * decades it is a few pixels. rows are ordered by x. */
+static void svg_speedup_line_chart(FILE *out, const char *title, const char *x_label,
+                                   const tn_report_row *const *rows, const double *xs, int n)
+{
+  const canvas c = {.width = 640, .height = 380, .left = 78, .right = 24, .top = 62, .bottom = 54};
+  double lo = 1, hi = 1;
+  for (int i = 0; i < n; i++)
+    if (isfinite(rows[i]->speedup_tuned)) lo = fmin(lo, rows[i]->speedup_tuned), hi = fmax(hi, rows[i]->speedup_tuned);
+  double pad = fmax(0.05, (hi - lo) * 0.15), step = nice_step(hi - lo + 2 * pad, 5);
+  axis x = {xs[0] / 1.25, xs[n - 1] * 1.25, c.left, plot_right(&c), 1};
+  axis y = {fmax(0, floor((lo - pad) / step + 1e-9) * step), ceil((hi + pad) / step - 1e-9) * step, plot_bottom(&c),
+            c.top, 0};
+  char full[256];
+  snprintf(full, sizeof full, "%s: speedup over cuDNN", title);
+  svg_begin(out, &c, full);
+  svg_speedup_legend(out, c.left, 42);
+  svg_linear_ticks(out, &c, AXIS_Y, &y, step);
+  svg_x_ticks(out, &c, &x, xs, n);
+  svg_frame(out, &c);
+  double one = axis_px(&y, 1.0);
+  svg_line(out, c.left, one, plot_right(&c), one, "one");
+  fputc('\n', out);
+  svg_series_line(out, S_TUNED, rows, xs, n, &x, &y, speedup_of, "x (cuDNN time / tuned time)");
+  svg_point_values(out, &c, rows, xs, n, &x, &y);
+  svg_axis_title(out, &c, AXIS_X, x_label);
+  svg_axis_title(out, &c, AXIS_Y, "speedup = cuDNN time / tuned time (linear)");
   svg_end(out);
 }
 
@@ -982,7 +1210,7 @@ static void svg_bandwidth_chart(FILE *out, const char *title, const tn_report_ro
   svg_begin(out, &c, title);
   svg_legend(out, present, c.left, 42, 0);
   svg_linear_ticks(out, &c, AXIS_Y, &y, step);
-  for (int i = 0; i < n; i++) svg_tick(out, &c, AXIS_X, &x, xs[i]);
+  svg_x_ticks(out, &c, &x, xs, n);
   svg_frame(out, &c);
   svg_ceiling(out, &c, &y, HBM_COPY_TBS, HBM_COPY_LABEL);
   for (int s = 0; s < N_SERIES; s++)
@@ -1123,13 +1351,15 @@ static void svg_speedup_chart(FILE *out, const tn_report *r, int lo, int hi, con
 /* Which shape field a family of charts varies. */
 typedef enum vary { VARY_SEQ, VARY_BATCH, VARY_KV_HEADS, VARY_DTYPE, N_VARY } vary;
 
+/* x_label NULL: a bar chart per family; else a latency and a speedup line chart with a table. */
 static const struct {
-  const char *heading, *what, *x_label;
+  const char *heading, *what, *x_label, *x_head;
 } VARY[N_VARY] = {
-    {"Latency vs sequence length", "sequence length (T = S)", "sequence length T = S (log scale)"},
-    {"Latency vs batch size", "batch size", "batch size B (log scale)"},
-    {"MHA vs GQA vs MQA", "the number of K/V heads", NULL},
-    {"FP8 vs bf16 (and other dtypes)", "dtype", NULL},
+    {"Latency and speedup vs sequence length", "sequence length (T = S)", "sequence length T = S (log scale)",
+     "T = S"},
+    {"Latency and speedup vs batch size", "batch size", "batch size B (log scale)", "B"},
+    {"MHA vs GQA vs MQA", "the number of K/V heads", NULL, NULL},
+    {"FP8 vs bf16 (and other dtypes)", "dtype", NULL, NULL},
 };
 
 static int same_except(const at_shape *a, const at_shape *b, vary v)
@@ -1197,8 +1427,56 @@ static int has_any_time(const tn_report_row *const *m, int n)
   return 0;
 }
 
-/* One chart per family of shapes that differ only in v; a sentence when there is none. The
- * scratch arrays hold n_rows entries. */
+static void html_cell_num(FILE *out, const char *text, const char *cls);
+
+/* The numbers behind a family's charts, one row per shape, so that no value is only in a tooltip:
+ * the varying value, each implementation's time (cuDNN's, or why there is none), for decode
+ * families the K/V rates, and the speedup. */
+static void html_family_table(FILE *out, const char *caption, const char *x_head, const tn_report_row *const *rows,
+                              const double *xs, int n, int kv_rates)
+{
+  char b[64];
+  fputs("<table class=\"vals\"><caption>", out);
+  xml_text(out, caption);
+  fprintf(out, "</caption>\n<tr><th>%s</th><th>naive ms</th><th>tuned ms</th><th>cuDNN ms</th>%s"
+               "<th>tuned / cuDNN</th></tr>\n", x_head, kv_rates ? "<th>tuned TB/s</th><th>cuDNN TB/s</th>" : "");
+  for (int i = 0; i < n; i++) {
+    const tn_report_row *row = rows[i];
+    snprintf(b, sizeof b, "%g", xs[i]);
+    fputs("<tr>", out);
+    html_cell_num(out, b, NULL);
+    html_cell_num(out, fmt_ms(b, sizeof b, row->naive_ms), NULL);
+    html_cell_num(out, fmt_ms(b, sizeof b, row->tuned_ms), NULL);
+    html_cell_num(out, fmt_cudnn(b, sizeof b, row), row->cudnn == TN_REPORT_CUDNN_OK ? NULL : "miss");
+    if (kv_rates) {
+      html_cell_num(out, fmt_fixed(b, sizeof b, series_kv_tbs(row, S_TUNED), 2, ""), NULL);
+      html_cell_num(out, fmt_fixed(b, sizeof b, series_kv_tbs(row, S_CUDNN), 2, ""), NULL);
+    }
+    double sp = row->speedup_tuned;
+    html_cell_num(out, fmt_speedup(b, sizeof b, row->tuned_ms, sp), !isfinite(sp) ? NULL : sp >= 1 ? "fast" : "slow");
+    fputs("</tr>\n", out);
+  }
+  fputs("</table>\n", out);
+}
+
+/* A family of a sweep: its latency chart, its speedup chart (when any shape has both times) and
+ * the table of their values. */
+static void html_sweep_family(FILE *out, vary v, const char *title, const tn_report_row *const *m, const double *xs,
+                              int n)
+{
+  int speedups = has_any_speedup(m, n);
+  fputs("<div class=\"family\">\n<div class=\"charts\">\n", out);
+  svg_line_chart(out, title, VARY[v].x_label, m, xs, n);
+  if (speedups) svg_speedup_line_chart(out, title, VARY[v].x_label, m, xs, n);
+  fputs("</div>\n", out);
+  if (!speedups)
+    fputs("<p class=\"none\">No speedup line: no shape of this family has both a tuned and a cuDNN time.</p>\n", out);
+  html_family_table(out, title, VARY[v].x_head, m, xs, n, 0);
+  fputs("</div>\n", out);
+}
+
+/* One chart (bars) or one family of charts (sweeps) per family of shapes that differ only in v;
+ * a sentence when there is none. The scratch arrays hold n_rows entries. */
 static void html_vary_section(FILE *out, const tn_report *r, int lo, int hi, vary v, char *used,
                               const tn_report_row **members, double *xs, char (*labels)[2][32])
 {
@@ -1223,7 +1501,7 @@ static void html_vary_section(FILE *out, const tn_report *r, int lo, int hi, var
       xs[k] = vary_value(&members[k]->shape, v);
       category_label(&members[k]->shape, v, labels[k]);
     }
-    if (VARY[v].x_label) svg_line_chart(out, title, VARY[v].x_label, members, xs, n);
+    if (VARY[v].x_label) html_sweep_family(out, v, title, members, xs, n);
     else svg_bar_chart(out, title, members, labels, n);
     charts++;
   }
@@ -1292,7 +1570,10 @@ static void html_decode_section(FILE *out, const tn_report *r, int lo, int hi, c
     snprintf(title, sizeof title, "B=%d T=%d Nq=%d Nkv=%d D=%d %s %s%s", s->batch, s->q_len, s->q_heads, s->kv_heads,
              s->head_dim, at_dtype_name(s->dtype), at_mask_name(s->mask), s->with_lse ? " lse" : "");
     for (int k = 0; k < n; k++) xs[k] = members[k]->shape.kv_len;
+    fputs("<div class=\"family\">\n", out);
     svg_bandwidth_chart(out, title, members, xs, n);
+    html_family_table(out, title, "S", members, xs, n, 1);
+    fputs("</div>\n", out);
     charts++;
   }
   fputs("</div>\n", out);
@@ -1321,7 +1602,7 @@ static void html_rows_table(FILE *out, const tn_report *r, int lo, int hi)
   static const char *const HEAD[] = {"shape", "B", "T", "S", "Nq", "Nkv", "D", "dtype", "mask",
                                      "best", "best ms", "TFLOP/s", "TB/s", "tuned ms", "cuDNN ms",
                                      "naive ms", "tuned / cuDNN", "best / cuDNN", "err naive",
-                                     "err cuDNN"};
+                                     "err cuDNN", "note"};
   char b[64];
   fputs("<div class=\"scroll\"><table>\n<tr>", out);
   for (size_t k = 0; k < sizeof HEAD / sizeof *HEAD; k++) fprintf(out, "<th>%s</th>", HEAD[k]);
@@ -1348,7 +1629,9 @@ static void html_rows_table(FILE *out, const tn_report *r, int lo, int hi)
                     !isfinite(sp[k]) ? NULL : sp[k] >= 1 ? "fast" : "slow");
     html_cell_num(out, fmt_err(b, sizeof b, row->err_naive), NULL);
     html_cell_num(out, fmt_err(b, sizeof b, row->err_cudnn), NULL);
-    fputs("</tr>\n", out);
+    fputs("<td class=\"note\">", out);
+    xml_text(out, row->note);
+    fputs("</td></tr>\n", out);
   }
   fputs("</table></div>\n", out);
 }
@@ -1377,12 +1660,15 @@ static const char HTML_STYLE[] =
     "h3{font-size:16px;margin:26px 0 8px}p{max-width:900px;line-height:1.45}\n"
     "table{border-collapse:collapse;font-size:12px}th,td{border:1px solid #d5d5d5;padding:2px 4px}\n"
     "td{white-space:nowrap}td.impl{white-space:normal;min-width:140px;max-width:200px}\n"
+    "td.note{white-space:normal;min-width:160px;max-width:320px;font-size:11px}\n"
     "th{background:#f2f2f2;text-align:left}td.n{text-align:right;font-variant-numeric:tabular-nums}\n"
     ".k,code{font-family:\"DejaVu Sans Mono\",\"Liberation Mono\",monospace}td.k{font-size:11px}\n"
     "td.fast{color:#005a8c;font-weight:600}td.slow{color:#a63d00;font-weight:600}\n"
     "td.miss{color:#666;font-style:italic}\n"
     ".scroll{overflow-x:auto}.charts{display:flex;flex-wrap:wrap;gap:14px}\n"
     ".sweeps{display:flex;flex-wrap:wrap;gap:0 28px;align-items:flex-start}.sweep{max-width:100%}\n"
+    ".family{display:flex;flex-direction:column;align-items:flex-start;gap:6px;margin-bottom:10px}\n"
+    "table.vals caption{text-align:left;font-size:12px;padding:2px 0}\n"
     "svg{background:#fff;border:1px solid #e0e0e0}.none{color:#555;font-style:italic}\n"
     "svg text{font-family:system-ui,\"DejaVu Sans\",sans-serif;fill:#222}\n"
     "svg .ct{font-size:13px;font-weight:600}svg .ax{font-size:12px}svg .tk{font-size:11px}\n"
@@ -1432,7 +1718,9 @@ static at_status write_html(const tn_report *r, FILE *out)
                "generated (fa2, fa3 or decode family); speedups are cuDNN's time divided by ours, so above 1 means faster "
                "than cuDNN. Times are medians in milliseconds; TB/s (K/V bytes read per second) is shown for decode "
                "shapes, queries of at most %d rows. <b>no fused kernel</b>: only the naive kernels run the shape (f32), so it has a "
-               "naive time and no speedup.</p>\n",
+               "naive time and no speedup. For FP8 shapes the cuDNN column is cuDNN's FP8 graph, which writes FP8 output "
+               "where attntune's FP8 kernels write bf16 (the note says so); it is the baseline, never the best, since "
+               "plans for FP8 inputs write bf16.</p>\n",
           r->n_rows, r->n_rows == 1 ? "" : "s", r->n_models, r->n_models == 1 ? "" : "s",
           r->n_older_best ? " Best rows of older template versions are not shown." : "", TN_DECODE_MAX_T);
   for (int m = 0; m < r->n_models; m++) html_model(out, r, &r->models[m], used, members, xs, labels);

@@ -55,6 +55,10 @@ typedef struct tn_report_row {
   double speedup_best;  /* cudnn_ms / best_ms */
   double err_naive, err_cudnn; /* of the tuned kernel, else of the best row */
   int n_fused_trials; /* trials of generated kernels (variant keys), any status */
+  char cudnn_message[512]; /* the cuDNN trial's message: its plan, or why it has no time */
+  /* What the cuDNN column needs said: "cuDNN writes FP8 output (e4m3); attntune writes bf16" for
+   * FP8 shapes cuDNN timed, "cuDNN: <reason>" where it has no time; "" otherwise. */
+  char note[600];
 } tn_report_row;
 
 /* The geometric mean of speedup_tuned over a group's rows that have both times. */

@@ -22,6 +22,13 @@
  * and would name the naive kernels "tuned"). The shape is marked done; `attntune report` shows
  * the naive time with "no fused kernel".
  *
+ * FP8 shapes time cuDNN's FP8 graph as their baseline (trial "cudnn", its time the best row's
+ * cudnn_ms; verified and kept as the yardstick as for f16/bf16, harness.h). It writes FP8 output
+ * where a plan for FP8 inputs writes bf16 (runtime/api.c refuses cuDNN there), so it is never the
+ * best of an FP8 shape: the best is the fastest generated kernel, which the library can run. Had
+ * cuDNN won, the exact step of the lookup would name an implementation plans refuse, and every
+ * application would fall through to the nearest shape or the default instead of its tuned kernel.
+ *
  * A trial's recorded states: ok with first-pass repetitions → ok with full repetitions, or →
  * dropped; every other status is final when first recorded (assert_second_pass checks this).
  * Every trial is committed as it finishes; a rerun skips shapes marked done and trials already
@@ -638,8 +645,14 @@ static at_status second_pass(shape_tuning *st)
   return rc;
 }
 
-/* Best of the full-pass results, cuDNN included: *winner is the candidate's index, -2 for cuDNN,
- * -1 for none; *fa2_ms the fastest of attntune's own kernels (NaN: none passed). */
+int tn_tune_cudnn_may_be_best(const at_shape *s)
+{
+  return !at_dtype_is_fp8(s->dtype); /* see the header comment */
+}
+
+/* Best of the full-pass results, cuDNN included where it may be best: *winner is the candidate's
+ * index, -2 for cuDNN, -1 for none; *fa2_ms the fastest of attntune's own kernels (NaN: none
+ * passed). */
 static void pick_best(const shape_tuning *st, cache_best *best, int *winner, double *fa2_ms)
 {
   const tn_config *cfg = st->job->run->config;
@@ -652,7 +665,8 @@ static void pick_best(const shape_tuning *st, cache_best *best, int *winner, dou
         st->trials[i].time_ms < best->time_ms)
       best->time_ms = st->trials[i].time_ms, *winner = i;
   *fa2_ms = *winner >= 0 ? best->time_ms : NAN;
-  if (isfinite(st->cudnn_ms) && st->cudnn_ms < best->time_ms) best->time_ms = st->cudnn_ms, *winner = -2;
+  if (tn_tune_cudnn_may_be_best(st->s) && isfinite(st->cudnn_ms) && st->cudnn_ms < best->time_ms)
+    best->time_ms = st->cudnn_ms, *winner = -2;
 }
 
 /* The best row, with the winning candidate's cubin (none for cuDNN), and the shape marked done. */
@@ -723,7 +737,10 @@ static at_status store_best(shape_tuning *st, at_status rc)
   } else if (rc == AT_OK && !g_stop && st->f32) {
     rc = store_naive_only(st);
   } else if (rc == AT_OK && !g_stop) {
-    progress(job->run, "gpu%d %s: nothing passed verification", job->device, st->key);
+    progress(job->run, "gpu%d %s: nothing passed verification%s", job->device, st->key,
+             !tn_tune_cudnn_may_be_best(st->s) && isfinite(st->cudnn_ms)
+                 ? " (cuDNN's FP8 graph, timed as the baseline, writes FP8 output: not a plan)"
+                 : "");
     rc = cache_mark_done(job->db, &job->env, st->s);
     count(job->run, &job->run->stats.shapes_done);
   }

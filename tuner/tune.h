@@ -23,6 +23,10 @@ typedef struct tn_tune_opts {
 at_status tn_tune_candidates(const tn_config *cfg, const at_shape *s, const gen_target *target, gen_variant *out,
                              int *n_out);
 
+/* 1 when cuDNN, measured fastest, may be stored as shape s's best: not for FP8 inputs, whose
+ * cuDNN baseline writes FP8 output where plans write bf16 (tune.c's header). */
+int tn_tune_cudnn_may_be_best(const at_shape *s);
+
 /* Tune cfg's shapes on the given GPUs (one worker each); prints progress on stderr and the
  * best-vs-cuDNN table on stdout. Returns the exit code (130 when interrupted). */
 int tn_tune_run(const tn_config *cfg, const tn_tune_opts *opts, const int *devices, int n_devices);

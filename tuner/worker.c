@@ -198,7 +198,20 @@ static void close_shape(serve_state *st)
   memset(&st->cudnn, 0, sizeof st->cudnn);
 }
 
-/* Inputs and the naive reference; then cuDNN, verified, as the second yardstick. The response's
+/* What the message of cuDNN's trial says after its plan: for FP8, that it writes FP8 output and
+ * how that output was read for the comparisons. */
+static void describe_cudnn(const serve_state *st, const rt_cudnn_plan_info *info, tn_response *r)
+{
+  rt_cudnn_plan_info_format(info, r->message, sizeof r->message);
+  if (st->cudnn.out_dtype == st->h.shape.dtype && at_dtype_is_fp8(st->h.shape.dtype)) {
+    size_t used = strlen(r->message);
+    snprintf(r->message + used, sizeof r->message - used, "; writes %s output (O x %g), decoded x 1/%g for the "
+             "comparisons", at_dtype_name(st->h.shape.dtype), 1.0 / st->cudnn.out_descale, 1.0 / st->cudnn.out_descale);
+  }
+}
+
+/* Inputs and the naive reference; then cuDNN, verified, as the second yardstick (FP8 too: its FP8
+ * graph, FP8 output decoded, the same tolerance; harness.h). The response's
  * status/err_naive/message describe cuDNN. Returns 0 when the worker must exit. */
 static int serve_shape(serve_state *st, const tn_request *q, tn_response *r)
 {
@@ -214,9 +227,9 @@ static int serve_shape(serve_state *st, const tn_request *q, tn_response *r)
     return rc != AT_ERR_CUDA;
   }
   rt_cudnn_plan_info info;
-  if (q->shape.dtype != AT_DTYPE_F16 && q->shape.dtype != AT_DTYPE_BF16) {
+  if (q->shape.dtype == AT_DTYPE_F32) {
     r->status = CACHE_UNSUPPORTED;
-    set_message(r, q->shape.dtype == AT_DTYPE_F32 ? TN_F32_NO_CUDNN : "cuDNN baseline runs f16 and bf16 here");
+    set_message(r, TN_F32_NO_CUDNN);
     return 1;
   }
   rc = tn_impl_cudnn(&st->h, RT_CUDNN_PATH_COMPOSITE, &st->cudnn, &info);
@@ -231,14 +244,14 @@ static int serve_shape(serve_state *st, const tn_request *q, tn_response *r)
     snprintf(r->message, sizeof r->message, "cuDNN's error vs naive %.3g over %.3g", r->err_naive, q->tolerance);
     return 1;
   }
-  if ((rc = tn_harness_keep_cudnn_output(&st->h)) != AT_OK) {
+  if ((rc = tn_harness_keep_cudnn_output(&st->h, &st->cudnn)) != AT_OK) {
     r->status = CACHE_CRASHED;
     set_message(r, at_last_error());
     return 0;
   }
   st->cudnn_ok = 1;
   r->status = CACHE_OK;
-  rt_cudnn_plan_info_format(&info, r->message, sizeof r->message);
+  describe_cudnn(st, &info, r);
   return 1;
 }
 
