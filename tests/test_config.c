@@ -571,6 +571,24 @@ static void test_decode_search(void **state)
   tn_config_free(&c);
 }
 
+/* fa3's ws (0 in-CTA, 1 warp-specialized, 2 with ping-pong) starts at 0, unlike the tile sizes. */
+static void test_fa3_ws_search(void **state)
+{
+  (void)state;
+  tn_config c = parse_ok(ONE_SHAPE "search:\n  fa3: {ws: [0, 2, 0]}\n");
+  const tn_values *ws = tn_config_search(&c, "fa3", "ws");
+  assert_non_null(ws);
+  assert_int_equal(ws->n, 2);
+  assert_int_equal(ws->v[0], 0);
+  assert_int_equal(ws->v[1], 2);
+  assert_null(tn_config_search(&c, "fa2", "ws"));
+  tn_config_free(&c);
+  expect_error(ONE_SHAPE "search:\n  fa3: {ws: 3}\n", AT_ERR_CONFIG,
+               "t.yaml:4:13: search.fa3.ws: 3 is too large (at most 2)");
+  expect_error(ONE_SHAPE "search:\n  fa2: {ws: 0}\n", AT_ERR_CONFIG,
+               "t.yaml:4:9: search.fa2: unknown key 'ws' (expected block_m, block_n, warps, stages)");
+}
+
 static void test_decode_search_errors(void **state)
 {
   (void)state;
@@ -820,7 +838,7 @@ static void test_errors_in_other_sections(void **state)
   expect_error(ONE_SHAPE "search:\n  fa4: {block_m: [64]}\n", AT_ERR_CONFIG,
                "t.yaml:4:3: search: unknown key 'fa4' (expected fa2, fa3, decode)");
   expect_error(ONE_SHAPE "search:\n  fa3: {tile: [64]}\n", AT_ERR_CONFIG,
-               "t.yaml:4:9: search.fa3: unknown key 'tile' (expected block_m, block_n, warps, stages)");
+               "t.yaml:4:9: search.fa3: unknown key 'tile' (expected block_m, block_n, warps, stages, ws)");
   expect_error(ONE_SHAPE "search:\n  fa2: {block_m: [64, 0]}\n", AT_ERR_CONFIG,
                "t.yaml:4:23: search.fa2.block_m[1]: 0 must be at least 1");
   expect_error(ONE_SHAPE "search:\n  fa2: [64]\n", AT_ERR_CONFIG,
@@ -1062,7 +1080,7 @@ int main(void)
       cmocka_unit_test(test_errors_in_ranges),
       cmocka_unit_test(test_errors_in_other_sections),
       cmocka_unit_test(test_decode_search),
-      cmocka_unit_test(test_decode_search_errors),
+      cmocka_unit_test(test_decode_search_errors), cmocka_unit_test(test_fa3_ws_search),
       cmocka_unit_test(test_yaml_errors),
       cmocka_unit_test(test_deep_nesting_is_refused_fast),
       cmocka_unit_test(test_shape_key),

@@ -338,6 +338,12 @@ static at_status read_search_int(const parser *p, const yaml_node_t *n, const ch
   return read_int(p, n, field, 1, 1024, out);
 }
 
+/* fa3's ws: 0 in-CTA pipeline, 1 warp-specialized, 2 warp-specialized with ping-pong. */
+static at_status read_search_ws(const parser *p, const yaml_node_t *n, const char *field, int *out)
+{
+  return read_int(p, n, field, 0, 2, out);
+}
+
 static at_status read_dtype(const parser *p, const yaml_node_t *n, const char *field, int *out)
 {
   at_dtype d;
@@ -693,6 +699,7 @@ static const struct search_param {
     {GEN_FAMILY_FA3, "block_n", offsetof(tn_family_search, block_n)},
     {GEN_FAMILY_FA3, "warps", offsetof(tn_family_search, warps)},
     {GEN_FAMILY_FA3, "stages", offsetof(tn_family_search, stages)},
+    {GEN_FAMILY_FA3, "ws", offsetof(tn_family_search, ws)},
     {GEN_FAMILY_DECODE, "block_m", offsetof(tn_family_search, block_m)},
     {GEN_FAMILY_DECODE, "block_n", offsetof(tn_family_search, block_n)},
     {GEN_FAMILY_DECODE, "warps", offsetof(tn_family_search, warps)},
@@ -719,10 +726,11 @@ const tn_values *tn_config_search(const tn_config *c, const char *family, const 
 }
 
 /* Values of one parameter, repeats dropped, at most TN_SEARCH_MAX_VALUES. */
-static at_status parse_search_param(const parser *p, const yaml_node_t *n, const char *field, tn_values *out)
+static at_status parse_search_param(const parser *p, const yaml_node_t *n, const char *field, const char *param,
+                                    tn_values *out)
 {
   vlist l = {0};
-  at_status rc = read_values(p, n, field, read_search_int, 1, &l);
+  at_status rc = read_values(p, n, field, strcmp(param, "ws") == 0 ? read_search_ws : read_search_int, 1, &l);
   out->n = 0;
   for (int i = 0; rc == AT_OK && i < l.n; i++) {
     int seen = 0;
@@ -752,7 +760,7 @@ static at_status parse_family(const parser *p, const char *family, const yaml_no
     yaml_node_pair_t *pair = &n->data.mapping.pairs.start[i];
     const char *param = text_of(node_at(p, pair->key));
     join_key(sub, field, param);
-    if ((rc = parse_search_param(p, node_at(p, pair->value), sub,
+    if ((rc = parse_search_param(p, node_at(p, pair->value), sub, param,
                                  search_slot(&p->cfg->search, family, param))) != AT_OK)
       return rc;
   }
