@@ -450,12 +450,12 @@ static void test_fa3_ws_family(void **state)
   TU_OK(gen_variant_check(&v, &t));
   assert_int_equal(gen_threads(&v), 3 * 128);
   assert_int_equal(gen_smem_bytes(&v), 1024 + 128 * 256 + 4 * 176 * 256 + 256);
-  TU_OK(gen_variant_parse("fa3.f16.d96.none.g1.bm192.bn128.w12.s2.wspp", &back));
+  TU_OK(gen_variant_parse("fa3.f16.d96.none.g1.bm128.bn128.w8.s2.wspp", &back));
   assert_int_equal(back.ws, 2);
   TU_OK(gen_variant_key(&back, key, sizeof key));
-  assert_string_equal(key, "fa3.f16.d96.none.g1.bm192.bn128.w12.s2.wspp");
-  assert_int_equal(gen_threads(&back), 4 * 128);
-  assert_int_equal(gen_smem_bytes(&back), 1024 + 192 * 256 + 4 * 128 * 256 + 256); /* 128 columns */
+  assert_string_equal(key, "fa3.f16.d96.none.g1.bm128.bn128.w8.s2.wspp");
+  assert_int_equal(gen_threads(&back), 3 * 128);
+  assert_int_equal(gen_smem_bytes(&back), 1024 + 128 * 256 + 4 * 128 * 256 + 256); /* 128 columns */
   TU_OK(gen_emit(&back, &t, &src));
   assert_non_null(strstr(src, "#define FA3_WS 1\n#define FA3_PINGPONG 1\n"));
   assert_non_null(strstr(src, "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 ")); /* P V over 128 columns */
