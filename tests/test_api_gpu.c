@@ -91,7 +91,7 @@ typedef struct io {
 
 static void make_io(at_context *ctx, const at_shape *s, io *x)
 {
-  tn_rng rng = tn_rng_seeded(tn_fresh_seed());
+  tn_rng rng = tu_rng();
   at_layout l = at_layout_bshd(s);
   size_t nkv = (size_t)s->batch * s->kv_len * s->kv_heads * s->head_dim;
   memset(x, 0, sizeof *x);
@@ -313,5 +313,5 @@ int main(void)
       cmocka_unit_test(test_writable_cache_keeps_compiled_cubins),
       cmocka_unit_test(test_one_context_many_threads),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return TU_RUN_GROUP(tests, setup, teardown);
 }

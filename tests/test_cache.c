@@ -805,5 +805,5 @@ int main(void)
       cmocka_unit_test(test_merge_refuses_an_input_as_output),
       cmocka_unit_test(test_merge_is_all_or_nothing),
   };
-  return cmocka_run_group_tests(tests, make_dir, remove_dir);
+  return TU_RUN_GROUP(tests, make_dir, remove_dir);
 }

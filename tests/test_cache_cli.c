@@ -320,5 +320,5 @@ int main(void)
       cmocka_unit_test(test_foreign_and_missing_files),
       cmocka_unit_test(test_tune_argument_errors),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return TU_RUN_GROUP(tests, setup, teardown);
 }

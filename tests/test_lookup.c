@@ -212,5 +212,5 @@ int main(void)
       cmocka_unit_test(test_stale_rows_are_not_used),
       cmocka_unit_test(test_no_cache),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return TU_RUN_GROUP(tests, setup, teardown);
 }
