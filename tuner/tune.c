@@ -405,7 +405,7 @@ static at_status tune_cudnn(device_job *job, const tn_response *shape_resp, cach
   const at_shape *s = &job->shape_req.shape;
   const tn_config *cfg = job->run->config;
   int found = 0;
-  at_status rc = cache_find_trial(job->db, &job->env, s, "cudnn", &found, t);
+  at_status rc = cache_find_trial(job->db, &job->env, s, "cudnn", &found, t, NULL);
   if (rc != AT_OK) return rc;
   if (found && (t->status != CACHE_OK || t->reps >= cfg->reps)) return AT_OK;
   trial_init(t, s, "cudnn");
@@ -432,7 +432,7 @@ static at_status tune_naive(device_job *job, cache_trial *t)
   const tn_config *cfg = job->run->config;
   tn_response r;
   int found = 0;
-  at_status rc = cache_find_trial(job->db, &job->env, s, "naive", &found, t);
+  at_status rc = cache_find_trial(job->db, &job->env, s, "naive", &found, t, NULL);
   if (rc != AT_OK || (found && (t->status != CACHE_OK || t->reps >= cfg->reps))) return rc;
   if (!job->shape_loaded && (rc = load_shape(job, &r)) != AT_OK) return rc;
   tn_request q = job->shape_req;
@@ -502,7 +502,7 @@ static at_status skip_if_done_earlier(shape_tuning *st, int *skipped)
   if (cache_get_best(job->db, job->env.gpu_model, st->s, &b, &found) == AT_OK && found) {
     record_result(job, st->index, &b, b.cudnn_ms, gen_is_variant_key(b.impl) ? b.time_ms : NAN);
     cache_best_clear(&b);
-  } else if (st->f32 && cache_find_trial(job->db, &job->env, st->s, "naive", &found, &st->naive) == AT_OK &&
+  } else if (st->f32 && cache_find_trial(job->db, &job->env, st->s, "naive", &found, &st->naive, NULL) == AT_OK &&
              found) {
     record_naive_only(job, st->index, &st->naive);
   }
@@ -570,7 +570,7 @@ static at_status choose_candidates(shape_tuning *st)
     char vkey[GEN_KEY_MAX];
     int found = 0;
     gen_variant_key(&st->vs[i], vkey, sizeof vkey);
-    rc = cache_find_trial(job->db, &job->env, st->s, vkey, &found, &st->trials[i]);
+    rc = cache_find_trial(job->db, &job->env, st->s, vkey, &found, &st->trials[i], NULL);
     st->known[i] = (char)found;
     st->wanted[i] = (char)!found;
   }
