@@ -159,6 +159,39 @@ static void test_merge_then_prune(void **state)
   assert_non_null(strstr(g_out, "--into"));
 }
 
+/* `cache list` says which rows a library here would not use (other templates) and which it
+ * would use but calls stale (another NVRTC), and why. cuDNN is made unloadable so that this
+ * machine's cuDNN, whatever it is, judges nothing. */
+static void test_list_marks_stale_rows(void **state)
+{
+  (void)state;
+  char nvrtc[16], current[96], path[400];
+  rt_nvrtc_version_text(nvrtc, sizeof nvrtc);
+  if (!nvrtc[0]) skip(); /* no NVRTC here: nothing can be judged by it */
+  gen_templates_version(current, sizeof current);
+  snprintf(path, sizeof path, "%s/stale.db", g_dir);
+  cache_env now = env(current), old_nvrtc = env(current), old_templates = env("tpl-000000000000");
+  snprintf(now.nvrtc, sizeof now.nvrtc, "%s", nvrtc);
+  snprintf(old_nvrtc.nvrtc, sizeof old_nvrtc.nvrtc, "1.0");
+  add(path, &now, 512, "fa2.bf16.d128.causal.g1.bm128.bn64.w8.s2", 0.01, 0.02);
+  add(path, &old_nvrtc, 1536, "fa2.bf16.d128.causal.g1.bm128.bn64.w8.s2", 0.1, 0.2);
+  add(path, &old_templates, 2560, "fa2.bf16.d128.causal.g1.bm128.bn64.w8.s2", 0.3, 0.4);
+  assert_int_equal(setenv("ATTNTUNE_CUDNN", "/nonexistent/libcudnn.so.9", 1), 0);
+  int rc = cli("cache list --db '%s'", path);
+  unsetenv("ATTNTUNE_CUDNN");
+  assert_int_equal(rc, 0);
+  char want[200];
+  snprintf(want, sizeof want, "stale: kernels compiled with NVRTC 1.0, this process has NVRTC %s", nvrtc);
+  int rows = 0;
+  for (char *line = strtok(g_out, "\n"); line; line = strtok(NULL, "\n")) {
+    if (strstr(line, "b2.t512.s512")) rows++, assert_null(strstr(line, "stale"));
+    if (strstr(line, "b2.t1536.s1536")) rows++, assert_non_null(strstr(line, want));
+    if (strstr(line, "b2.t2560.s2560"))
+      rows++, assert_non_null(strstr(line, "not used: tuned with templates tpl-000000000000"));
+  }
+  assert_int_equal(rows, 3);
+}
+
 /* The shell command arg, in this (child) process. */
 static int run_shell(void *arg)
 {
@@ -315,6 +348,7 @@ int main(void)
       cmocka_unit_test(test_list_and_show),
       cmocka_unit_test(test_export),
       cmocka_unit_test(test_merge_then_prune),
+      cmocka_unit_test(test_list_marks_stale_rows),
       cmocka_unit_test(test_read_only_folder),
       cmocka_unit_test(test_merge_into_an_input),
       cmocka_unit_test(test_foreign_and_missing_files),

@@ -9,6 +9,8 @@
 #include "tuner/cli.h"
 #include "tuner/commands.h"
 #include "generator/generator.h"
+#include "runtime/lookup.h"
+#include "runtime/rt.h"
 #include "tuner/tune.h"
 
 static const char USAGE[] =
@@ -18,7 +20,9 @@ static const char USAGE[] =
     "       attntune cache merge  A.db B.db ... --into C.db\n"
     "       attntune cache prune  [--db FILE]\n"
     "\n"
-    "  list    the best implementation per (GPU model, shape) with cuDNN's time and the speedup\n"
+    "  list    the best implementation per (GPU model, shape) with cuDNN's time and the speedup;\n"
+    "          rows of other kernel templates are marked 'not used', rows measured with another\n"
+    "          cuDNN or NVRTC than this machine's 'stale' (tune retimes them), with what changed\n"
     "  show    every trial of one shape (keys as 'list' prints them, e.g.\n"
     "          b2.t1024.s1024.hq16.hkv16.d128.bf16.causal)\n"
     "  export  best rows (or all trials with --trials) as CSV or JSON\n"
@@ -78,13 +82,24 @@ static double speedup(const cache_best *b)
 
 /* ---- list ------------------------------------------------------------------------------------ */
 
+/* What `list` judges rows against: this build's templates and this machine's NVRTC and cuDNN,
+ * as a library context here would (rt_row_usable). */
+typedef struct list_ctx {
+  cache_env now;
+  int n;
+} list_ctx;
+
 static int print_best(void *user, const cache_best *b)
 {
-  char key[160];
+  list_ctx *l = user;
+  char key[160], why[384], note[400] = "";
+  int stale = 0;
   at_shape_key(&b->shape, key, sizeof key);
-  ++*(int *)user;
-  printf("%-14s %-46s %-44s %10.4f %9.1f %10.4f %7.2fx\n", b->env.gpu_model, key, b->impl,
-         b->time_ms, b->tflops, b->cudnn_ms, speedup(b));
+  l->n++;
+  if (!rt_row_usable(b, &l->now, &stale, why, sizeof why)) snprintf(note, sizeof note, "  not used: %s", why);
+  else if (stale) snprintf(note, sizeof note, "  stale: %s", why);
+  printf("%-14s %-46s %-44s %10.4f %9.1f %10.4f %7.2fx%s\n", b->env.gpu_model, key, b->impl, b->time_ms, b->tflops,
+         b->cudnn_ms, speedup(b), note);
   return 0;
 }
 
@@ -109,13 +124,18 @@ static int empty_message(cache_db *db, const cache_args *a)
 static int cmd_list(const cache_args *a)
 {
   cache_db *db;
-  int n = 0, code = open_read(a, &db);
+  list_ctx l;
+  int code = open_read(a, &db);
   if (code) return code;
+  memset(&l, 0, sizeof l);
+  gen_templates_version(l.now.template_version, sizeof l.now.template_version);
+  rt_nvrtc_version_text(l.now.nvrtc, sizeof l.now.nvrtc);
+  rt_cudnn_version_text(l.now.cudnn, sizeof l.now.cudnn);
   printf("%-14s %-46s %-44s %10s %9s %10s %8s\n", "gpu", "shape", "best", "best_ms", "TFLOP/s",
          "cudnn_ms", "speedup");
-  at_status rc = cache_each_best(db, a->gpu, print_best, &n);
+  at_status rc = cache_each_best(db, a->gpu, print_best, &l);
   if (rc != AT_OK) code = tn_fail_exit("cache", rc);
-  else if (n == 0) code = empty_message(db, a);
+  else if (l.n == 0) code = empty_message(db, a);
   cache_close(db);
   return code;
 }
