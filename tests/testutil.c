@@ -9,6 +9,7 @@
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <grp.h>
 #include <libgen.h>
 #include <sys/types.h>
@@ -67,13 +68,14 @@ int tu_run_group(const char *group, const struct CMUnitTest *tests, size_t n, CM
   free(wrapped);
   if (failed != 0) return failed;
   size_t skipped = g_begun - g_returned;
+  const char *name = strrchr(group, '/') ? strrchr(group, '/') + 1 : group;
   if (n > 0 && g_begun == n && skipped == n) {
-    printf("%s: all %zu tests skipped (exit %d: ctest lists the program as skipped)\n", group, n, TU_SKIPPED);
+    printf("%s: all %zu tests skipped (exit %d: ctest lists the program as skipped)\n", name, n, TU_SKIPPED);
     return TU_SKIPPED;
   }
   if (g_begun < n) {
     /* The group setup failed (cmocka then runs no test) and cmocka still said 0. */
-    printf("%s: only %zu of %zu tests ran\n", group, g_begun, n);
+    printf("%s: only %zu of %zu tests ran\n", name, g_begun, n);
     return 1;
   }
   return 0;

@@ -19,7 +19,7 @@ enum { TU_SKIPPED = 77 };
 int tu_run_group(const char *group, const struct CMUnitTest *tests, size_t n, CMFixtureFunction setup,
                  CMFixtureFunction teardown);
 #define TU_RUN_GROUP(tests, setup, teardown) \
-  tu_run_group(#tests, (tests), sizeof(tests) / sizeof((tests)[0]), (setup), (teardown))
+  tu_run_group(__FILE__, (tests), sizeof(tests) / sizeof((tests)[0]), (setup), (teardown))
 
 /* The seed of this program's random inputs: ATTNTUNE_TEST_SEED when set (to replay a failure),
  * else a fresh one. The first call prints it on stderr with the line that replays it; a value
