@@ -165,7 +165,10 @@ AT_API float at_e5m2_to_f32(uint8_t code);
  *
  * Threads: a context may be shared; plan creation is serialized inside it. A plan may be run
  * from one thread at a time (cuDNN plans bind pointers per run); create one per thread for
- * concurrent runs. The context makes its GPU's primary context current on the calling thread. */
+ * concurrent runs, each on its own stream if you like. A plan may be destroyed on another thread
+ * than the one that made it. Every call that touches the GPU (creating, running and destroying
+ * plans and contexts, the memory helpers) makes the context's primary context current on the
+ * calling thread. at_last_error() is per thread. */
 
 typedef struct at_context at_context;
 typedef struct at_plan at_plan;

@@ -66,6 +66,8 @@ const char *at_choice_name(at_choice c)
   return (unsigned)c < sizeof NAMES / sizeof *NAMES ? NAMES[c] : "?";
 }
 
+static at_status bind_context(const at_context *c);
+
 /* ---- contexts -------------------------------------------------------------------------------- */
 
 at_status at_context_create(int device, const char *cache_path, unsigned flags, at_context **out)
@@ -96,6 +98,9 @@ fail:
 void at_context_destroy(at_context *c)
 {
   if (!c) return;
+  /* cuModuleUnload works on the current context, and the caller's thread may never have used
+   * this one (or have another current): bind it, or the unloads may fail and leak the modules. */
+  if (c->rt.context) (void)bind_context(c);
   for (int i = 0; i < c->n_loaded; i++) rt_variant_unload(&c->loaded[i].lv);
   free(c->loaded);
   cache_close(c->cache);
@@ -335,6 +340,9 @@ at_status at_plan_create(at_context *c, const at_shape *shape, const at_layout *
 void at_plan_destroy(at_plan *p)
 {
   if (!p) return;
+  /* A plan may be destroyed on another thread than the one that made it: its naive module and
+   * scratch belong to the context's GPU, which must be current for the unload and the free. */
+  (void)bind_context(p->ctx);
   if (p->cudnn) rt_cudnn_sdpa_destroy(p->cudnn);
   if (p->kind == PLAN_NAIVE) rt_naive_destroy(&p->naive);
   rt_free(p->scratch);
