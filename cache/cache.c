@@ -20,6 +20,7 @@ struct cache_db {
   char path[1024];
   int read_only;
   int writer;          /* opened for writing and accepted: leaves rollback mode on close */
+  int opened_version;  /* the schema version the file had when opened (before any migration) */
   char uri_params[32]; /* a reader's: "mode=ro" or "immutable=1" (merge attaches inputs so) */
 };
 
@@ -331,6 +332,8 @@ at_status cache_open(const char *path, cache_mode mode, cache_db **out)
   if (stat(path, &st) != 0) {
     if (errno != ENOENT) s = at_fail(AT_ERR_IO, "cannot open cache file '%s': %s", path, strerror(errno));
     else if (mode != CACHE_WRITE) s = at_fail(AT_ERR_IO, "cache file '%s' does not exist", path);
+  } else if (S_ISDIR(st.st_mode)) {
+    s = at_fail(AT_ERR_IO, "cache file '%s' is a directory; give a file in it (e.g. '%s/attntune.db')", path, path);
   } else if (!S_ISREG(st.st_mode)) {
     s = at_fail(AT_ERR_IO, "cache file '%s' is not a regular file", path);
   }
@@ -339,9 +342,11 @@ at_status cache_open(const char *path, cache_mode mode, cache_db **out)
     s = open_reader(c, &version, &empty);
     if (s == AT_OK && empty)
       s = at_fail(AT_ERR_CACHE, "%s is empty, not an attntune cache yet ('attntune tune' writes one)", path);
-    else if (s == AT_OK && version != CACHE_SCHEMA_VERSION)
-      s = at_fail(AT_ERR_CACHE, "%s has cache schema version %d, this attntune reads %d; open it writable "
-                  "once to migrate", path, version, CACHE_SCHEMA_VERSION);
+    else if (s == AT_OK && version < CACHE_SCHEMA_VERSION)
+      s = at_fail(AT_ERR_CACHE, "%s has cache schema version %d, written by an older attntune; this one reads "
+                  "version %d and does not change a file it opens read-only: upgrade it once where it can be "
+                  "written with 'attntune cache migrate --db %s' (or open it with AT_CONTEXT_CACHE_WRITABLE)",
+                  path, version, CACHE_SCHEMA_VERSION, path);
   } else if (s == AT_OK) {
     /* Whose file it is is settled before anything is written: switching to WAL writes the
      * header, migrating adds tables. */
@@ -349,6 +354,7 @@ at_status cache_open(const char *path, cache_mode mode, cache_db **out)
     if (s == AT_OK) s = check_identity(c, &version, &empty, &sqlite_rc);
     if (s == AT_OK && empty && mode == CACHE_WRITE_EXISTING)
       s = at_fail(AT_ERR_CACHE, "%s is empty, not an attntune cache", path);
+    c->opened_version = version;
     if (s == AT_OK) s = enter_wal(c);
     if (s == AT_OK) s = exec(c, "PRAGMA synchronous = NORMAL", "setting synchronous");
     if (s == AT_OK) s = migrate(c);
@@ -395,6 +401,8 @@ void cache_close(cache_db *c)
   if (c->db) sqlite3_close(c->db);
   free(c);
 }
+
+int cache_opened_version(const cache_db *c) { return c->opened_version; }
 
 int cache_schema_version(cache_db *c)
 {

@@ -22,7 +22,8 @@
  * (0 bytes) holds nothing and becomes a cache when opened with CACHE_WRITE.
  *
  * Schema versions (PRAGMA user_version) and their migrations are in cache.c; opening a file with a
- * newer schema than this build knows is refused.
+ * newer schema than this build knows is refused. A writer migrates an older file in place; a
+ * reader never writes, so it refuses an older file and says how to migrate it.
  */
 #ifndef AT_CACHE_CACHE_H
 #define AT_CACHE_CACHE_H
@@ -114,6 +115,9 @@ typedef enum cache_mode {
 at_status cache_open(const char *path, cache_mode mode, cache_db **out);
 void cache_close(cache_db *db);
 int cache_schema_version(cache_db *db);
+/* The schema version the file had when cache_open opened it for writing, before it migrated
+ * (0: it was new or empty); `attntune cache migrate` reports it. */
+int cache_opened_version(const cache_db *db);
 
 /* Record one trial (committed on return). */
 at_status cache_put_trial(cache_db *db, const cache_env *env, const cache_trial *trial);

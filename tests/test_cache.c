@@ -171,6 +171,24 @@ static void test_newer_schema_and_foreign_files_are_refused(void **state)
   assert_non_null(strstr(at_last_error(), "schema version 99"));
   assert_int_equal(cache_open(path_in_dir("missing.db"), 1, &db), AT_ERR_IO);
   assert_non_null(strstr(at_last_error(), "does not exist"));
+  /* A directory is named as one, by readers and writers (SQLite alone said "disk I/O error"). */
+  for (int mode = 0; mode < 3; mode++) {
+    assert_int_equal(cache_open(g_dir, (cache_mode)mode, &db), AT_ERR_IO);
+    assert_non_null(strstr(at_last_error(), "is a directory; give a file in it"));
+  }
+  /* An older schema opened read-only: not changed, and the message says how to upgrade it. */
+  const char *old = path_in_dir("older.db");
+  TU_OK(cache_open(old, 0, &db));
+  cache_close(db);
+  raw_exec(old, "DROP TABLE cubins; PRAGMA user_version = 1");
+  assert_int_equal(cache_open(old, 1, &db), AT_ERR_CACHE);
+  assert_non_null(strstr(at_last_error(), "schema version 1, written by an older attntune"));
+  assert_non_null(strstr(at_last_error(), "attntune cache migrate --db"));
+  assert_null(strstr(at_last_error(), "open it writable once"));
+  TU_OK(cache_open(old, CACHE_WRITE_EXISTING, &db));
+  assert_int_equal(cache_opened_version(db), 1);
+  assert_int_equal(cache_schema_version(db), CACHE_SCHEMA_VERSION);
+  cache_close(db);
   /* A text file is not a database: refused by name, by readers and writers, and left as it was. */
   const char *junk = path_in_dir("junk.db");
   FILE *f = fopen(junk, "w");

@@ -192,6 +192,49 @@ static void test_list_marks_stale_rows(void **state)
   assert_int_equal(rows, 3);
 }
 
+/* Caches of other schema versions: a newer one is refused with no talk of migrating (this
+ * attntune cannot read it however it is opened); an older one, which readers do not change,
+ * names the command that upgrades it, and that command does. */
+static void test_other_schema_versions(void **state)
+{
+  (void)state;
+  char newer[400], older[400];
+  snprintf(newer, sizeof newer, "%s/newer.db", g_dir);
+  snprintf(older, sizeof older, "%s/older.db", g_dir);
+  cache_env now = env("t1");
+  add(newer, &now, 1024, "fa2.x", 0.1, 0.2);
+  add(older, &now, 1024, "fa2.y", 0.1, 0.2);
+  sqlite3 *raw;
+  assert_int_equal(sqlite3_open(newer, &raw), SQLITE_OK);
+  assert_int_equal(sqlite3_exec(raw, "PRAGMA user_version = 99", NULL, NULL, NULL), SQLITE_OK);
+  sqlite3_close(raw);
+  assert_int_equal(sqlite3_open(older, &raw), SQLITE_OK);
+  assert_int_equal(sqlite3_exec(raw, "DROP TABLE cubins; PRAGMA user_version = 1", NULL, NULL, NULL), SQLITE_OK);
+  sqlite3_close(raw);
+  static const char *const READERS[] = {"cache list --db '%s'", "cache export --format csv --db '%s'",
+                                        "report --db '%s'", "cache migrate --db '%s'"};
+  for (int i = 0; i < 4; i++) {
+    assert_int_equal(cli(READERS[i], newer), 1);
+    assert_non_null(strstr(g_out, "has cache schema version 99, newer than this attntune knows"));
+    assert_non_null(strstr(g_out, "use a newer attntune"));
+    assert_null(strstr(g_out, "migrate"));
+  }
+  assert_int_equal(cli("cache list --db '%s'", older), 1);
+  assert_non_null(strstr(g_out, "has cache schema version 1, written by an older attntune"));
+  char want[600];
+  snprintf(want, sizeof want, "'attntune cache migrate --db %s'", older);
+  assert_non_null(strstr(g_out, want));
+  assert_int_equal(cli("cache migrate --db '%s'", older), 0);
+  assert_non_null(strstr(g_out, "from cache schema version 1 to 2"));
+  assert_int_equal(cli("cache list --db '%s'", older), 0);
+  assert_non_null(strstr(g_out, "fa2.y")); /* the rows survived */
+  assert_int_equal(cli("cache migrate --db '%s'", older), 0);
+  assert_non_null(strstr(g_out, "at cache schema version 2 already"));
+  /* migrate, like prune, never creates a file. */
+  assert_int_equal(cli("cache migrate --db '%s/absent.db'", g_dir), 1);
+  assert_non_null(strstr(g_out, "does not exist"));
+}
+
 /* The shell command arg, in this (child) process. */
 static int run_shell(void *arg)
 {
@@ -349,6 +392,7 @@ int main(void)
       cmocka_unit_test(test_export),
       cmocka_unit_test(test_merge_then_prune),
       cmocka_unit_test(test_list_marks_stale_rows),
+      cmocka_unit_test(test_other_schema_versions),
       cmocka_unit_test(test_read_only_folder),
       cmocka_unit_test(test_merge_into_an_input),
       cmocka_unit_test(test_foreign_and_missing_files),

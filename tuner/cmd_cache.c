@@ -1,4 +1,4 @@
-/* cmd_cache.c — `attntune cache list|show|export|merge|prune`. */
+/* cmd_cache.c — `attntune cache list|show|export|merge|prune|migrate`. */
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -19,6 +19,7 @@ static const char USAGE[] =
     "       attntune cache export --format csv|json [--trials] [--db FILE] [--gpu MODEL] [--out FILE]\n"
     "       attntune cache merge  A.db B.db ... --into C.db\n"
     "       attntune cache prune  [--db FILE]\n"
+    "       attntune cache migrate [--db FILE]\n"
     "\n"
     "  list    the best implementation per (GPU model, shape) with cuDNN's time and the speedup;\n"
     "          rows of other kernel templates are marked 'not used', rows measured with another\n"
@@ -30,6 +31,8 @@ static const char USAGE[] =
     "          one file per shard, merged afterwards). All or nothing: the result is written beside\n"
     "          C and renamed over it. C may be new; it may not be one of the inputs\n"
     "  prune   delete results measured with other kernel templates than this build's\n"
+    "  migrate upgrade a cache written by an older attntune to this one's schema, in place (readers\n"
+    "          refuse an older file rather than change it; writers migrate it themselves)\n"
     "\n"
     "  --db FILE      the cache (default attntune.db); it must exist and be an attntune cache. A\n"
     "                 closed cache is one file that can be read where its folder is not writable\n"
@@ -324,18 +327,37 @@ static int cmd_prune(const cache_args *a)
   return TN_EXIT_OK;
 }
 
+static int cmd_migrate(const cache_args *a)
+{
+  cache_db *db;
+  at_status rc = cache_open(a->db, CACHE_WRITE_EXISTING, &db); /* migrates; never creates */
+  if (rc != AT_OK) return tn_fail_exit("cache", rc);
+  int was = cache_opened_version(db), now = cache_schema_version(db);
+  cache_close(db);
+  if (was == now) printf("%s is at cache schema version %d already\n", a->db, now);
+  else printf("migrated %s from cache schema version %d to %d\n", a->db, was, now);
+  return TN_EXIT_OK;
+}
+
 int tn_cmd_cache(int argc, char **argv)
 {
-  if (argc < 2) return tn_usage_error("cache", "which action? (list, show, export, merge, prune)");
+  if (argc < 2) return tn_usage_error("cache", "which action? (list, show, export, merge, prune, migrate)");
   const char *action = argv[1];
   if (strcmp(action, "--help") == 0 || strcmp(action, "-h") == 0) return fputs(USAGE, stdout), TN_EXIT_OK;
   cache_args a;
   int parsed = parse(argc - 1, argv + 1, &a);
   if (parsed) return parsed > 0 ? TN_EXIT_OK : TN_EXIT_USAGE;
+  /* --db empty or a directory is a usage error, as for tune and report (merge names its files
+   * without --db). */
+  static const char *const DB_ACTIONS[] = {"list", "show", "export", "prune", "migrate"};
+  for (size_t i = 0; i < sizeof DB_ACTIONS / sizeof *DB_ACTIONS; i++)
+    if (strcmp(action, DB_ACTIONS[i]) == 0 && !tn_check_db_path("cache", a.db)) return TN_EXIT_USAGE;
   if (strcmp(action, "list") == 0) return a.n_rest ? tn_usage_error("cache", "unexpected argument '%s'", a.rest[0]) : cmd_list(&a);
   if (strcmp(action, "show") == 0) return cmd_show(&a);
   if (strcmp(action, "export") == 0) return cmd_export(&a);
   if (strcmp(action, "merge") == 0) return cmd_merge(&a);
   if (strcmp(action, "prune") == 0) return cmd_prune(&a);
-  return tn_usage_error("cache", "unknown action '%s' (expected list, show, export, merge, prune)", action);
+  if (strcmp(action, "migrate") == 0)
+    return a.n_rest ? tn_usage_error("cache", "unexpected argument '%s'", a.rest[0]) : cmd_migrate(&a);
+  return tn_usage_error("cache", "unknown action '%s' (expected list, show, export, merge, prune, migrate)", action);
 }
