@@ -1023,16 +1023,23 @@ static at_status merge_one(cache_db *into, const char *input, const char *params
     sqlite3_free(err);
     return st;
   }
-  /* Trials: keep what `into` has, add the rest. Best: the faster row wins per key. */
+  /* Trials: keep what `into` has, add the rest. Best: the faster row wins per key. But two rows
+   * of one key measured with different cuDNN or NVRTC versions do not compare (one of them is
+   * stale wherever the other is current): the later measurement wins, trial or best. */
   rc = sqlite3_exec(into->db,
                     "BEGIN IMMEDIATE;\n"
-                    "INSERT OR IGNORE INTO main.trials (" ENV_SHAPE_COLUMNS ", impl, status, time_ms, "
+                    "INSERT OR REPLACE INTO main.trials (" ENV_SHAPE_COLUMNS ", impl, status, time_ms, "
                     "tflops, err_naive, err_cudnn, registers, spill_bytes, smem_bytes, reps, message, "
                     "created_at) SELECT " ENV_SHAPE_COLUMNS ", impl, status, time_ms, tflops, err_naive, "
-                    "err_cudnn, registers, spill_bytes, smem_bytes, reps, message, created_at FROM src.trials;\n"
+                    "err_cudnn, registers, spill_bytes, smem_bytes, reps, message, created_at FROM src.trials s "
+                    "WHERE NOT EXISTS (SELECT 1 FROM main.trials m WHERE m.gpu_model = s.gpu_model AND "
+                    "m.template_version = s.template_version AND m.shape_key = s.shape_key AND m.impl = s.impl "
+                    "AND NOT ((m.cudnn <> s.cudnn OR m.nvrtc <> s.nvrtc) AND s.created_at > m.created_at));\n"
                     "INSERT OR REPLACE INTO main.best SELECT s.* FROM src.best s LEFT JOIN main.best m "
                     "ON m.gpu_model = s.gpu_model AND m.template_version = s.template_version AND "
-                    "m.shape_key = s.shape_key WHERE m.time_ms IS NULL OR s.time_ms < m.time_ms;\n"
+                    "m.shape_key = s.shape_key WHERE m.time_ms IS NULL OR (m.cudnn = s.cudnn AND m.nvrtc = "
+                    "s.nvrtc AND s.time_ms < m.time_ms) OR ((m.cudnn <> s.cudnn OR m.nvrtc <> s.nvrtc) AND "
+                    "s.updated_at > m.updated_at);\n"
                     "INSERT OR IGNORE INTO main.done SELECT * FROM src.done;\n"
                     "INSERT OR IGNORE INTO main.cubins SELECT * FROM src.cubins;\n"
                     "COMMIT;",

@@ -164,7 +164,8 @@ at_status cache_each_trial(cache_db *db, const char *gpu_model, cache_trial_visi
 at_status cache_models(cache_db *db, char *buf, size_t size, int *n_models);
 
 /* Copy every trial of the inputs into `into` (created if needed), and per (GPU model, shape,
- * template version) keep the faster best. All or nothing: the result is written to a new file
+ * template version) keep the faster best; of two rows (best or trial) of one key measured with
+ * different cuDNN or NVRTC versions, the later measurement. All or nothing: the result is written to a new file
  * beside `into` and renamed over it, so a failure leaves `into` as it was (or absent). Every
  * input must be a current cache; `into`, when it exists, an attntune cache of any known version.
  * An output that is also an input (the same file, by device and inode) is refused before anything

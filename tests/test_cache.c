@@ -578,6 +578,64 @@ static void test_merge_keeps_better_per_key(void **state)
   assert_non_null(strstr(at_last_error(), "nope.db"));
 }
 
+/* Rows of one key measured with different cuDNN versions do not compare: the later one wins a
+ * merge, even when slower; rows of one cuDNN still compare by time. */
+static void test_merge_prefers_the_later_of_other_versions(void **state)
+{
+  (void)state;
+  const char *old_path = path_in_dir("old-cudnn.db"), *new_path = path_in_dir("new-cudnn.db");
+  cache_db *db;
+  at_shape s1 = shape(1536, AT_MASK_NONE), s2 = shape(2560, AT_MASK_NONE);
+  cache_env old_env = h200(), new_env = h200();
+  snprintf(old_env.cudnn, sizeof old_env.cudnn, "9.14.0");
+  cache_best x;
+  cache_trial t;
+  TU_OK(cache_open(old_path, 0, &db));
+  x = best(s1, "cudnn", 1.0), x.env = old_env; /* fast, under the old cuDNN */
+  TU_OK(cache_put_best(db, &x, NULL));
+  t = trial(s1, "cudnn", CACHE_OK, 1.0);
+  TU_OK(cache_put_trial(db, &old_env, &t));
+  x = best(s2, "fa2.same-version-slow", 2.0);
+  TU_OK(cache_put_best(db, &x, NULL));
+  cache_close(db);
+  raw_exec(old_path, "UPDATE best SET updated_at = '2020-01-01T00:00:00Z'; "
+                     "UPDATE trials SET created_at = '2020-01-01T00:00:00Z'");
+  TU_OK(cache_open(new_path, 0, &db));
+  x = best(s1, "fa2.retuned", 1.2), x.env = new_env; /* slower, under the new cuDNN, later */
+  TU_OK(cache_put_best(db, &x, NULL));
+  t = trial(s1, "cudnn", CACHE_OK, 1.3);
+  TU_OK(cache_put_trial(db, &new_env, &t));
+  x = best(s2, "fa2.same-version-fast", 1.5);
+  TU_OK(cache_put_best(db, &x, NULL));
+  cache_close(db);
+  /* Both directions: into the old file, and the old file into a copy of the new one. */
+  const char *ins[] = {new_path};
+  TU_OK(cache_merge(ins, 1, old_path));
+  const char *other = path_in_dir("merged-other-way.db"), *ins2[] = {new_path, old_path};
+  TU_OK(cache_merge(ins2, 2, other));
+  const char *outs[] = {old_path, other};
+  for (int i = 0; i < 2; i++) {
+    cache_best got;
+    cache_trial tr;
+    cache_env measured;
+    int found = 0;
+    TU_OK(cache_open(outs[i], 1, &db));
+    TU_OK(cache_get_best(db, "NVIDIA H200", &s1, &got, &found));
+    assert_true(found);
+    assert_string_equal(got.impl, "fa2.retuned");
+    assert_string_equal(got.env.cudnn, "9.19.0");
+    cache_best_clear(&got);
+    TU_OK(cache_get_best(db, "NVIDIA H200", &s2, &got, &found));
+    assert_string_equal(got.impl, "fa2.same-version-fast");
+    cache_best_clear(&got);
+    TU_OK(cache_find_trial(db, &new_env, &s1, "cudnn", &found, &tr, &measured));
+    assert_true(found);
+    assert_string_equal(measured.cudnn, "9.19.0");
+    assert_true(fabs(tr.time_ms - 1.3) < 1e-12);
+    cache_close(db);
+  }
+}
+
 static void test_prune_drops_stale_template_rows(void **state)
 {
   (void)state;
@@ -936,6 +994,7 @@ int main(void)
       cmocka_unit_test(test_shape_staleness_names_the_result),
       cmocka_unit_test(test_resume_marks),
       cmocka_unit_test(test_merge_keeps_better_per_key),
+      cmocka_unit_test(test_merge_prefers_the_later_of_other_versions),
       cmocka_unit_test(test_prune_drops_stale_template_rows),
       cmocka_unit_test(test_two_writers_share_a_file),
       cmocka_unit_test(test_writer_closing_before_a_reader),
