@@ -125,6 +125,8 @@ tn_rng tu_rng_for(uint64_t stream) { return tn_rng_seeded(mix(tu_seed() ^ mix(st
 
 tn_rng tu_rng(void) { return tu_rng_for(atomic_fetch_add(&g_next_stream, 1)); }
 
+uint64_t tu_next_seed(void) { return tu_rng().state; }
+
 /* ---- GPU ------------------------------------------------------------------------------------- */
 
 int tu_open_gpu(rt_ctx *ctx)

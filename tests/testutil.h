@@ -31,6 +31,8 @@ tn_rng tu_rng_for(uint64_t stream);
 /* tu_rng_for of a counter that each call advances: the streams of a program whose cases run
  * in a fixed order (one thread) replay in that order. */
 tn_rng tu_rng(void);
+/* The next such stream as a seed, for functions that take one (tn_harness_open). */
+uint64_t tu_next_seed(void);
 
 /* Opens GPU 0 into *ctx. Returns 1 on success; 0 when there is no driver or GPU (the reason is
  * printed once), after which the caller should skip(). Any other failure fails the test. */
