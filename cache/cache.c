@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,7 @@ struct cache_db {
   char path[1024];
   int read_only;
   int writer;          /* opened for writing and accepted: leaves rollback mode on close */
+  int opened_version;  /* the schema version the file had when opened (before any migration) */
   char uri_params[32]; /* a reader's: "mode=ro" or "immutable=1" (merge attaches inputs so) */
 };
 
@@ -330,6 +332,8 @@ at_status cache_open(const char *path, cache_mode mode, cache_db **out)
   if (stat(path, &st) != 0) {
     if (errno != ENOENT) s = at_fail(AT_ERR_IO, "cannot open cache file '%s': %s", path, strerror(errno));
     else if (mode != CACHE_WRITE) s = at_fail(AT_ERR_IO, "cache file '%s' does not exist", path);
+  } else if (S_ISDIR(st.st_mode)) {
+    s = at_fail(AT_ERR_IO, "cache file '%s' is a directory; give a file in it (e.g. '%s/attntune.db')", path, path);
   } else if (!S_ISREG(st.st_mode)) {
     s = at_fail(AT_ERR_IO, "cache file '%s' is not a regular file", path);
   }
@@ -338,9 +342,11 @@ at_status cache_open(const char *path, cache_mode mode, cache_db **out)
     s = open_reader(c, &version, &empty);
     if (s == AT_OK && empty)
       s = at_fail(AT_ERR_CACHE, "%s is empty, not an attntune cache yet ('attntune tune' writes one)", path);
-    else if (s == AT_OK && version != CACHE_SCHEMA_VERSION)
-      s = at_fail(AT_ERR_CACHE, "%s has cache schema version %d, this attntune reads %d; open it writable "
-                  "once to migrate", path, version, CACHE_SCHEMA_VERSION);
+    else if (s == AT_OK && version < CACHE_SCHEMA_VERSION)
+      s = at_fail(AT_ERR_CACHE, "%s has cache schema version %d, written by an older attntune; this one reads "
+                  "version %d and does not change a file it opens read-only: upgrade it once where it can be "
+                  "written with 'attntune cache migrate --db %s' (or open it with AT_CONTEXT_CACHE_WRITABLE)",
+                  path, version, CACHE_SCHEMA_VERSION, path);
   } else if (s == AT_OK) {
     /* Whose file it is is settled before anything is written: switching to WAL writes the
      * header, migrating adds tables. */
@@ -348,6 +354,7 @@ at_status cache_open(const char *path, cache_mode mode, cache_db **out)
     if (s == AT_OK) s = check_identity(c, &version, &empty, &sqlite_rc);
     if (s == AT_OK && empty && mode == CACHE_WRITE_EXISTING)
       s = at_fail(AT_ERR_CACHE, "%s is empty, not an attntune cache", path);
+    c->opened_version = version;
     if (s == AT_OK) s = enter_wal(c);
     if (s == AT_OK) s = exec(c, "PRAGMA synchronous = NORMAL", "setting synchronous");
     if (s == AT_OK) s = migrate(c);
@@ -395,10 +402,79 @@ void cache_close(cache_db *c)
   free(c);
 }
 
+int cache_opened_version(const cache_db *c) { return c->opened_version; }
+
 int cache_schema_version(cache_db *c)
 {
   int v = -1;
   return read_version(c, &v) == AT_OK ? v : -1;
+}
+
+/* ---- staleness against cuDNN and NVRTC ---------------------------------------------------- */
+
+/* A version this process knows and the measurement does not share. */
+static int changed(const char *measured, const char *now) { return now[0] && strcmp(measured, now) != 0; }
+
+/* "cuDNN 9.19.0", or "no cuDNN" for a measurement made without it. */
+static const char *lib_text(const char *lib, const char *version, char *buf, size_t size)
+{
+  if (version[0]) snprintf(buf, size, "%s %s", lib, version);
+  else snprintf(buf, size, "no %s", lib);
+  return buf;
+}
+
+static void say(char *why, size_t size, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static void say(char *why, size_t size, const char *fmt, ...)
+{
+  if (!why || !size) return;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(why, size, fmt, ap);
+  va_end(ap);
+}
+
+int cache_trial_stale(const cache_env *measured, const cache_env *now, const char *impl, char *why,
+                      size_t why_size)
+{
+  char had[48], has[48];
+  if (why && why_size) why[0] = '\0';
+  if (strcmp(impl, "cudnn") == 0) {
+    if (!changed(measured->cudnn, now->cudnn)) return 0;
+    say(why, why_size, "timed with %s, this process has cuDNN %s", lib_text("cuDNN", measured->cudnn, had, sizeof had),
+        now->cudnn);
+    return 1;
+  }
+  if (!changed(measured->nvrtc, now->nvrtc)) return 0;
+  say(why, why_size, "compiled with %s, this process has NVRTC %s", lib_text("NVRTC", measured->nvrtc, has, sizeof has),
+      now->nvrtc);
+  return 1;
+}
+
+int cache_best_stale(const cache_env *measured, const cache_env *now, const char *impl, char *why,
+                     size_t why_size)
+{
+  char had[48];
+  int cudnn_won = strcmp(impl, "cudnn") == 0;
+  if (why && why_size) why[0] = '\0';
+  if (changed(measured->cudnn, now->cudnn)) {
+    lib_text("cuDNN", measured->cudnn, had, sizeof had);
+    if (cudnn_won)
+      say(why, why_size, "cuDNN measured fastest with %s, this process has cuDNN %s", had, now->cudnn);
+    else
+      say(why, why_size, "compared with %s, this process has cuDNN %s", had, now->cudnn);
+    return 1;
+  }
+  if (changed(measured->nvrtc, now->nvrtc)) {
+    lib_text("NVRTC", measured->nvrtc, had, sizeof had);
+    if (cudnn_won)
+      say(why, why_size, "cuDNN measured fastest against kernels compiled with %s, this process has NVRTC %s",
+          had, now->nvrtc);
+    else
+      say(why, why_size, "kernels compiled with %s, this process has NVRTC %s", had, now->nvrtc);
+    return 1;
+  }
+  return 0;
 }
 
 /* ---- statuses ---------------------------------------------------------------------------- */
@@ -590,7 +666,7 @@ static int bind_identity(sqlite3_stmt *st, const cache_env *env, const at_shape 
 }
 
 at_status cache_find_trial(cache_db *c, const cache_env *env, const at_shape *shape,
-                           const char *impl, int *found, cache_trial *out)
+                           const char *impl, int *found, cache_trial *out, cache_env *measured)
 {
   static const char SQL[] = "SELECT " TRIAL_COLUMNS " FROM trials WHERE gpu_model = ? AND "
                             "template_version = ? AND shape_key = ? AND impl = ?";
@@ -603,8 +679,11 @@ at_status cache_find_trial(cache_db *c, const cache_env *env, const at_shape *sh
     rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) {
       cache_env e;
+      cache_trial t;
       *found = 1;
-      if (out) s = read_trial(c, st, &e, out);
+      s = read_trial(c, st, &e, &t);
+      if (s == AT_OK && out) *out = t;
+      if (s == AT_OK && measured) *measured = e;
     } else if (rc != SQLITE_DONE) {
       s = sql_fail(c, rc, "looking up a trial", __LINE__);
     }
@@ -661,18 +740,30 @@ static at_status put_best_row(cache_db *c, const cache_best *b)
   return step_done(c, st, rc, "storing a best result");
 }
 
-static at_status best_time(cache_db *c, const cache_env *env, const at_shape *shape, double *ms)
+/* The time of the stored best row with best's identity, and whether that row is stale against
+ * best's environment (INFINITY and 0 when there is none). */
+static at_status best_time(cache_db *c, const cache_best *best, double *ms, int *stale)
 {
-  static const char SQL[] = "SELECT time_ms FROM best WHERE gpu_model = ? AND template_version = ? "
-                            "AND shape_key = ?";
+  static const char SQL[] = "SELECT time_ms, impl, nvrtc, cudnn FROM best WHERE gpu_model = ? AND "
+                            "template_version = ? AND shape_key = ?";
   sqlite3_stmt *st = NULL;
   *ms = INFINITY;
+  *stale = 0;
   at_status s = prepare(c, SQL, &st);
   if (s != AT_OK) return s;
-  if ((s = SQL_CHECK(c, bind_identity(st, env, shape), "reading a best time")) == AT_OK) {
+  if ((s = SQL_CHECK(c, bind_identity(st, &best->env, &best->shape), "reading a best time")) == AT_OK) {
     int rc = sqlite3_step(st);
-    if (rc == SQLITE_ROW) *ms = sqlite3_column_double(st, 0);
-    else if (rc != SQLITE_DONE) s = sql_fail(c, rc, "reading a best time", __LINE__);
+    if (rc == SQLITE_ROW) {
+      cache_env had = best->env;
+      char impl[96];
+      *ms = sqlite3_column_double(st, 0);
+      copy_column(st, 1, impl, sizeof impl);
+      copy_column(st, 2, had.nvrtc, sizeof had.nvrtc);
+      copy_column(st, 3, had.cudnn, sizeof had.cudnn);
+      *stale = cache_best_stale(&had, &best->env, impl, NULL, 0);
+    } else if (rc != SQLITE_DONE) {
+      s = sql_fail(c, rc, "reading a best time", __LINE__);
+    }
   }
   sqlite3_finalize(st);
   return s;
@@ -681,7 +772,7 @@ static at_status best_time(cache_db *c, const cache_env *env, const at_shape *sh
 at_status cache_put_best(cache_db *c, const cache_best *b, int *stored)
 {
   double current;
-  int dummy;
+  int dummy, stale = 0;
   if (!stored) stored = &dummy;
   *stored = 0;
   if (!isfinite(b->time_ms) || b->time_ms <= 0)
@@ -689,7 +780,7 @@ at_status cache_put_best(cache_db *c, const cache_best *b, int *stored)
   /* Read and write in one transaction so two writers cannot both think they are faster. */
   at_status s = exec(c, "BEGIN IMMEDIATE", "starting a best update");
   if (s != AT_OK) return s;
-  if ((s = best_time(c, &b->env, &b->shape, &current)) == AT_OK && b->time_ms < current) {
+  if ((s = best_time(c, b, &current, &stale)) == AT_OK && (stale || b->time_ms < current)) {
     s = put_best_row(c, b);
     *stored = s == AT_OK;
   }
@@ -799,6 +890,53 @@ at_status cache_forget_shape(cache_db *c, const cache_env *env, const at_shape *
   return exec(c, "COMMIT", "committing a forgotten shape");
 }
 
+at_status cache_forget_best(cache_db *c, const cache_env *env, const at_shape *shape)
+{
+  sqlite3_stmt *st = NULL;
+  at_status s = prepare(c, "DELETE FROM best WHERE gpu_model = ? AND template_version = ? AND shape_key = ?", &st);
+  if (s != AT_OK) return s;
+  return step_done(c, st, bind_identity(st, env, shape), "forgetting a best result");
+}
+
+/* One row of the best row and trials of a shape: what was measured, and in which environment. */
+static at_status first_stale_row(cache_db *c, const char *sql, int is_best, const cache_env *env,
+                                 const at_shape *shape, int *stale, char *why, size_t why_size)
+{
+  sqlite3_stmt *st = NULL;
+  at_status s = prepare(c, sql, &st);
+  if (s != AT_OK) return s;
+  if ((s = SQL_CHECK(c, bind_identity(st, env, shape), "checking a shape for stale results")) != AT_OK) goto out;
+  int rc = SQLITE_DONE;
+  while (!*stale && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+    cache_env had = *env;
+    char impl[96], reason[384];
+    copy_column(st, 0, impl, sizeof impl);
+    copy_column(st, 1, had.nvrtc, sizeof had.nvrtc);
+    copy_column(st, 2, had.cudnn, sizeof had.cudnn);
+    *stale = is_best ? cache_best_stale(&had, env, impl, reason, sizeof reason)
+                     : cache_trial_stale(&had, env, impl, reason, sizeof reason);
+    if (*stale) say(why, why_size, "%s %s: %s", is_best ? "best" : "trial", impl, reason);
+  }
+  if (!*stale && rc != SQLITE_DONE) s = sql_fail(c, rc, "checking a shape for stale results", __LINE__);
+out:
+  sqlite3_finalize(st);
+  return s;
+}
+
+at_status cache_shape_stale(cache_db *c, const cache_env *env, const at_shape *shape, int *stale, char *why,
+                            size_t why_size)
+{
+  *stale = 0;
+  if (why && why_size) why[0] = '\0';
+  at_status s = first_stale_row(c, "SELECT impl, nvrtc, cudnn FROM best WHERE gpu_model = ? AND "
+                                   "template_version = ? AND shape_key = ?", 1, env, shape, stale, why, why_size);
+  if (s == AT_OK && !*stale)
+    s = first_stale_row(c, "SELECT impl, nvrtc, cudnn FROM trials WHERE gpu_model = ? AND "
+                           "template_version = ? AND shape_key = ? AND impl IN ('cudnn', 'naive') ORDER BY impl",
+                        0, env, shape, stale, why, why_size);
+  return s;
+}
+
 /* ---- iteration --------------------------------------------------------------------------- */
 
 at_status cache_each_best(cache_db *c, const char *gpu_model, cache_best_visitor visit, void *user)
@@ -885,16 +1023,23 @@ static at_status merge_one(cache_db *into, const char *input, const char *params
     sqlite3_free(err);
     return st;
   }
-  /* Trials: keep what `into` has, add the rest. Best: the faster row wins per key. */
+  /* Trials: keep what `into` has, add the rest. Best: the faster row wins per key. But two rows
+   * of one key measured with different cuDNN or NVRTC versions do not compare (one of them is
+   * stale wherever the other is current): the later measurement wins, trial or best. */
   rc = sqlite3_exec(into->db,
                     "BEGIN IMMEDIATE;\n"
-                    "INSERT OR IGNORE INTO main.trials (" ENV_SHAPE_COLUMNS ", impl, status, time_ms, "
+                    "INSERT OR REPLACE INTO main.trials (" ENV_SHAPE_COLUMNS ", impl, status, time_ms, "
                     "tflops, err_naive, err_cudnn, registers, spill_bytes, smem_bytes, reps, message, "
                     "created_at) SELECT " ENV_SHAPE_COLUMNS ", impl, status, time_ms, tflops, err_naive, "
-                    "err_cudnn, registers, spill_bytes, smem_bytes, reps, message, created_at FROM src.trials;\n"
+                    "err_cudnn, registers, spill_bytes, smem_bytes, reps, message, created_at FROM src.trials s "
+                    "WHERE NOT EXISTS (SELECT 1 FROM main.trials m WHERE m.gpu_model = s.gpu_model AND "
+                    "m.template_version = s.template_version AND m.shape_key = s.shape_key AND m.impl = s.impl "
+                    "AND NOT ((m.cudnn <> s.cudnn OR m.nvrtc <> s.nvrtc) AND s.created_at > m.created_at));\n"
                     "INSERT OR REPLACE INTO main.best SELECT s.* FROM src.best s LEFT JOIN main.best m "
                     "ON m.gpu_model = s.gpu_model AND m.template_version = s.template_version AND "
-                    "m.shape_key = s.shape_key WHERE m.time_ms IS NULL OR s.time_ms < m.time_ms;\n"
+                    "m.shape_key = s.shape_key WHERE m.time_ms IS NULL OR (m.cudnn = s.cudnn AND m.nvrtc = "
+                    "s.nvrtc AND s.time_ms < m.time_ms) OR ((m.cudnn <> s.cudnn OR m.nvrtc <> s.nvrtc) AND "
+                    "s.updated_at > m.updated_at);\n"
                     "INSERT OR IGNORE INTO main.done SELECT * FROM src.done;\n"
                     "INSERT OR IGNORE INTO main.cubins SELECT * FROM src.cubins;\n"
                     "COMMIT;",

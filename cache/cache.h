@@ -22,7 +22,8 @@
  * (0 bytes) holds nothing and becomes a cache when opened with CACHE_WRITE.
  *
  * Schema versions (PRAGMA user_version) and their migrations are in cache.c; opening a file with a
- * newer schema than this build knows is refused.
+ * newer schema than this build knows is refused. A writer migrates an older file in place; a
+ * reader never writes, so it refuses an older file and says how to migrate it.
  */
 #ifndef AT_CACHE_CACHE_H
 #define AT_CACHE_CACHE_H
@@ -45,6 +46,20 @@ typedef struct cache_env {
   char cudnn[16];            /* "9.19.0" or "" */
   char template_version[96]; /* of the kernel templates, every family's part joined by '.' (gen_templates_version) */
 } cache_env;
+
+/* Results depend on the libraries they were measured with, beside the kernel templates (which
+ * are part of a row's identity; generator/ judges them). A cuDNN trial is stale under another
+ * cuDNN version; any other trial (a generated kernel or the naive kernels, both compiled by
+ * NVRTC) under another NVRTC version. A best row is the outcome of a comparison between
+ * generated kernels and cuDNN, so it goes stale when either version changed, whichever won: a
+ * new cuDNN may now beat the kernel that beat the old one, and kernels from a new NVRTC may now
+ * beat cuDNN. A side that `now` does not know ("": cuDNN or NVRTC not loadable in this process)
+ * cannot judge and makes nothing stale; the driver version is recorded but makes nothing stale.
+ * Each returns 1 when stale, with why in words naming both versions (why may be NULL), else 0. */
+int cache_trial_stale(const cache_env *measured, const cache_env *now, const char *impl, char *why,
+                      size_t why_size);
+int cache_best_stale(const cache_env *measured, const cache_env *now, const char *impl, char *why,
+                     size_t why_size);
 
 /* How a trial ended. The order is the tuning job's state machine's final states. */
 typedef enum cache_status {
@@ -100,17 +115,23 @@ typedef enum cache_mode {
 at_status cache_open(const char *path, cache_mode mode, cache_db **out);
 void cache_close(cache_db *db);
 int cache_schema_version(cache_db *db);
+/* The schema version the file had when cache_open opened it for writing, before it migrated
+ * (0: it was new or empty); `attntune cache migrate` reports it. */
+int cache_opened_version(const cache_db *db);
 
 /* Record one trial (committed on return). */
 at_status cache_put_trial(cache_db *db, const cache_env *env, const cache_trial *trial);
-/* Was impl already tried for shape in this environment's GPU model and template version? */
+/* Was impl already tried for shape in this environment's GPU model and template version? out
+ * and measured (the environment it was measured in), when not NULL, receive the trial. */
 at_status cache_find_trial(cache_db *db, const cache_env *env, const at_shape *shape,
-                           const char *impl, int *found, cache_trial *out);
+                           const char *impl, int *found, cache_trial *out, cache_env *measured);
 /* Count trials of a shape (all statuses) for the environment's GPU model and template version. */
 at_status cache_count_trials(cache_db *db, const cache_env *env, const at_shape *shape, int *count);
 
 /* Store best unless the file already holds a faster one for the same GPU model, shape and
- * template version (*stored says which happened). Committed on return. */
+ * template version, measured with the same cuDNN and NVRTC: a row that is stale against best's
+ * environment (cache_best_stale) is replaced whatever its time (*stored says which happened).
+ * Committed on return. */
 at_status cache_put_best(cache_db *db, const cache_best *best, int *stored);
 /* The best for (gpu_model, shape), any template version but the newest first. */
 at_status cache_get_best(cache_db *db, const char *gpu_model, const at_shape *shape,
@@ -122,6 +143,15 @@ at_status cache_mark_done(cache_db *db, const cache_env *env, const at_shape *sh
 at_status cache_is_done(cache_db *db, const cache_env *env, const at_shape *shape, int *done);
 /* Forget a shape's trials, best and done mark for this environment (tune --force). */
 at_status cache_forget_shape(cache_db *db, const cache_env *env, const at_shape *shape);
+/* Forget only its best row (a retune of a stale shape in which nothing passed). */
+at_status cache_forget_best(cache_db *db, const cache_env *env, const at_shape *shape);
+/* Is the outcome of tuning shape (under env's GPU model and template version) stale against
+ * env's cuDNN and NVRTC? That is its best row, which carries both versions, and its baseline
+ * trials (cuDNN's, and the naive kernels' that an f32 shape has instead of a best row); a
+ * generated kernel's trial is judged when a retune finds it (cache_trial_stale), since one that
+ * the config no longer lists would never be redone. *stale says so, why says which and how. */
+at_status cache_shape_stale(cache_db *db, const cache_env *env, const at_shape *shape, int *stale, char *why,
+                            size_t why_size);
 
 /* Visit every best row (ordered by GPU model, dtype, head dim, mask, shape); stop when visit
  * returns non-zero. gpu_model NULL: all models. */
@@ -134,7 +164,8 @@ at_status cache_each_trial(cache_db *db, const char *gpu_model, cache_trial_visi
 at_status cache_models(cache_db *db, char *buf, size_t size, int *n_models);
 
 /* Copy every trial of the inputs into `into` (created if needed), and per (GPU model, shape,
- * template version) keep the faster best. All or nothing: the result is written to a new file
+ * template version) keep the faster best; of two rows (best or trial) of one key measured with
+ * different cuDNN or NVRTC versions, the later measurement. All or nothing: the result is written to a new file
  * beside `into` and renamed over it, so a failure leaves `into` as it was (or absent). Every
  * input must be a current cache; `into`, when it exists, an attntune cache of any known version.
  * An output that is also an input (the same file, by device and inode) is refused before anything

@@ -8,7 +8,7 @@
  *
  *     if (head_dim % 8 != 0) return at_fail(AT_ERR_INVALID, "head dim %d is not a multiple of 8", head_dim);
  *
- * Layers (DESIGN.md): core/ and include/ at the bottom; generator/ and cache/ include only these;
+ * Layers (docs/design.md): core/ and include/ at the bottom; generator/ and cache/ include only these;
  * runtime/ adds CUDA; tuner/ is on top. tests/layers_test.sh enforces it.
  */
 #ifndef AT_CORE_CORE_H
@@ -34,7 +34,7 @@ typedef struct at_dtype_info {
   const char *name;      /* "bf16": keys, configs, messages */
   size_t size;           /* bytes per element */
   int is_fp8;            /* e4m3 / e5m2: per-tensor descales, FP8 MMAs */
-  double tolerance;      /* default relative L2 error against the naive reference (DESIGN.md) */
+  double tolerance;      /* default relative L2 error against the naive reference (docs/design.md) */
   at_dtype default_out;  /* output dtype when none is asked for */
 } at_dtype_info;
 

@@ -5,7 +5,7 @@
 
 #include "core/core.h"
 
-/* Indexed by at_dtype. Tolerances are DESIGN.md's; f32 runs only the naive kernels, which are
+/* Indexed by at_dtype. Tolerances are docs/design.md's; f32 runs only the naive kernels, which are
  * the reference itself, so its bound is a sanity check, not a setting. */
 static const at_dtype_info DTYPES[] = {
     [AT_DTYPE_F32] = {"f32", 4, 0, 1e-4, AT_DTYPE_F32},

@@ -158,13 +158,17 @@ AT_API float at_e5m2_to_f32(uint8_t code);
  * the same dtype, head dim, mask, GQA ratio and log-sum-exp -> the generator's default for the
  * architecture (fa3 on sm_90a for head dims 64/128/256, else fa2) -> cuDNN -> the naive reference
  * kernels. Cache rows measured with other kernel templates than this library's are not used
- * (at_plan_describe says so). Kernels come from the cache's cubins when present; otherwise the
+ * (at_plan_describe says so); rows measured with another cuDNN or NVRTC than this process loads
+ * are used, and info.reason calls them stale and names both versions (retune to refresh them). Kernels come from the cache's cubins when present; otherwise the
  * plan compiles once (NVRTC) and, when the cache was opened writable, stores the cubin for the
  * next process.
  *
  * Threads: a context may be shared; plan creation is serialized inside it. A plan may be run
  * from one thread at a time (cuDNN plans bind pointers per run); create one per thread for
- * concurrent runs. The context makes its GPU's primary context current on the calling thread. */
+ * concurrent runs, each on its own stream if you like. A plan may be destroyed on another thread
+ * than the one that made it. Every call that touches the GPU (creating, running and destroying
+ * plans and contexts, the memory helpers) makes the context's primary context current on the
+ * calling thread. at_last_error() is per thread. */
 
 typedef struct at_context at_context;
 typedef struct at_plan at_plan;

@@ -29,8 +29,9 @@ struct at_context {
   cache_db *cache;
   int cache_writable;
   gen_target target;
-  char template_version[96]; /* joined: every family's part (gen_templates_version) */
-  char nvrtc[16];
+  /* What cache rows are judged against (rt_lookup_chain): the GPU model, the joined template
+   * version (every family's part, gen_templates_version), and this process's NVRTC and cuDNN. */
+  cache_env now;
   char description[320];
   pthread_mutex_t lock; /* plan creation, the cache handle, the module table */
   loaded_variant *loaded;
@@ -65,6 +66,8 @@ const char *at_choice_name(at_choice c)
   return (unsigned)c < sizeof NAMES / sizeof *NAMES ? NAMES[c] : "?";
 }
 
+static at_status bind_context(const at_context *c);
+
 /* ---- contexts -------------------------------------------------------------------------------- */
 
 at_status at_context_create(int device, const char *cache_path, unsigned flags, at_context **out)
@@ -76,10 +79,12 @@ at_status at_context_create(int device, const char *cache_path, unsigned flags, 
   pthread_mutex_init(&c->lock, NULL);
   if ((rc = rt_ctx_open(device, &c->rt)) != AT_OK) goto fail;
   if ((rc = gen_target_make(c->rt.arch, c->rt.info.smem_per_block_optin, &c->target)) != AT_OK) goto fail;
-  gen_templates_version(c->template_version, sizeof c->template_version);
-  int major = 0, minor = 0;
-  if (rt_nvrtc_version(&major, &minor) == AT_OK)
-    snprintf(c->nvrtc, sizeof c->nvrtc, "%d.%d", major % 1000, minor % 1000);
+  snprintf(c->now.gpu_model, sizeof c->now.gpu_model, "%.127s", c->rt.info.name);
+  gen_templates_version(c->now.template_version, sizeof c->now.template_version);
+  rt_nvrtc_version_text(c->now.nvrtc, sizeof c->now.nvrtc);
+  /* cuDNN's version judges cache rows (a row that compared against another cuDNN is stale);
+   * without a cache nothing needs it, and cuDNN is loaded when a plan first uses it. */
+  if (cache_path) rt_cudnn_version_text(c->now.cudnn, sizeof c->now.cudnn);
   c->cache_writable = (flags & AT_CONTEXT_CACHE_WRITABLE) != 0;
   if (cache_path && (rc = cache_open(cache_path, c->cache_writable ? CACHE_WRITE : CACHE_READ, &c->cache)) != AT_OK) goto fail;
   snprintf(c->description, sizeof c->description, "%s (%s)", c->rt.info.name, c->rt.arch);
@@ -93,6 +98,9 @@ fail:
 void at_context_destroy(at_context *c)
 {
   if (!c) return;
+  /* cuModuleUnload works on the current context, and the caller's thread may never have used
+   * this one (or have another current): bind it, or the unloads may fail and leak the modules. */
+  if (c->rt.context) (void)bind_context(c);
   for (int i = 0; i < c->n_loaded; i++) rt_variant_unload(&c->loaded[i].lv);
   free(c->loaded);
   cache_close(c->cache);
@@ -159,7 +167,7 @@ static at_status variant_cubin(at_context *c, const gen_variant *v, const char *
     char entry[GEN_KEY_MAX];
     gen_entry_name(v, entry, sizeof entry);
     /* A cache that cannot take the cubin costs the next process a compile, nothing more. */
-    cache_put_cubin(c->cache, key, c->rt.arch, version, c->nvrtc, entry, out.binary.cubin,
+    cache_put_cubin(c->cache, key, c->rt.arch, version, c->now.nvrtc, entry, out.binary.cubin,
                     out.binary.cubin_size);
   }
   *cubin = out.binary.cubin;
@@ -276,7 +284,7 @@ static at_status choose(at_plan *p, const char *impl)
     return rc;
   }
   rt_lookup chain;
-  rc = rt_lookup_chain(c->cache, c->rt.info.name, c->template_version, &c->target, &p->shape, fused_only, &chain);
+  rc = rt_lookup_chain(c->cache, &c->now, &c->target, &p->shape, fused_only, &chain);
   if (rc != AT_OK) return rc;
   if (chain.skipped[0]) note(p, "%s", chain.skipped);
   for (int i = 0; i < chain.n_steps; i++) {
@@ -332,6 +340,9 @@ at_status at_plan_create(at_context *c, const at_shape *shape, const at_layout *
 void at_plan_destroy(at_plan *p)
 {
   if (!p) return;
+  /* A plan may be destroyed on another thread than the one that made it: its naive module and
+   * scratch belong to the context's GPU, which must be current for the unload and the free. */
+  (void)bind_context(p->ctx);
   if (p->cudnn) rt_cudnn_sdpa_destroy(p->cudnn);
   if (p->kind == PLAN_NAIVE) rt_naive_destroy(&p->naive);
   rt_free(p->scratch);

@@ -96,6 +96,16 @@ at_status rt_cudnn_version(size_t *version, const char **path)
   return AT_OK;
 }
 
+void rt_cudnn_version_text(char *buf, size_t size)
+{
+  size_t version = 0;
+  if (!size) return;
+  buf[0] = '\0';
+  if (rt_cudnn_version(&version, NULL) != AT_OK) return;
+  unsigned v = (unsigned)(version % 1000000); /* cuDNN 9 numbers itself major * 10000 + minor * 100 + patch */
+  snprintf(buf, size, "%u.%u.%u", v / 10000, (v % 10000) / 100, v % 100);
+}
+
 const rt_cudnn_api *rt_cudnn(void) { return &g_api; }
 
 /* Append "; " (between items), a prefix and text[0..len) to out, within cap. */

@@ -22,7 +22,8 @@ void rt_driver_release(char *out, size_t cap)
   if (fgets(line, sizeof line, f)) {
     /* "NVRM version: NVIDIA UNIX [Open] Kernel Module [for x86_64]  580.159.04  Release ..."
      * The wording varies; the release is the first token that starts digits-dot-digit. */
-    for (char *tok = strtok(line, " \t\n"); tok; tok = strtok(NULL, " \t\n")) {
+    char *save = NULL; /* strtok_r: strtok's hidden state is shared by every thread */
+    for (char *tok = strtok_r(line, " \t\n", &save); tok; tok = strtok_r(NULL, " \t\n", &save)) {
       int major = 0, minor = 0;
       if (sscanf(tok, "%d.%d", &major, &minor) == 2 && tok[0] >= '0' && tok[0] <= '9') {
         snprintf(out, cap, "%s", tok);

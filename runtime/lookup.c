@@ -52,13 +52,45 @@ static double shape_distance(const at_shape *a, const at_shape *b)
          0.5 * fabs(log((double)a->batch * a->q_heads / ((double)b->batch * b->q_heads)));
 }
 
+int rt_row_usable(const cache_best *row, const cache_env *now, int *stale, char *why, size_t why_size)
+{
+  *stale = 0;
+  if (!gen_version_current(row->env.template_version, now->template_version, row->impl, why, why_size)) return 0;
+  *stale = cache_best_stale(&row->env, now, row->impl, why, why_size);
+  return 1;
+}
+
+/* Appends text to buf (size bytes), cutting it where the buffer ends. */
+static void append(char *buf, size_t size, const char *text)
+{
+  size_t used = strnlen(buf, size), n = strlen(text);
+  if (used + 1 >= size) return;
+  if (n > size - used - 1) n = size - used - 1;
+  memcpy(buf + used, text, n);
+  buf[used + n] = '\0';
+}
+
+/* The row's words, and for a row measured with another cuDNN or NVRTC what changed. */
+static void describe_row(rt_lookup_step *s, const char *said, int stale, const char *stale_why)
+{
+  s->why[0] = '\0';
+  append(s->why, sizeof s->why, said);
+  if (stale) {
+    append(s->why, sizeof s->why, "; stale: ");
+    append(s->why, sizeof s->why, stale_why);
+    append(s->why, sizeof s->why, " ('attntune tune' retimes it)");
+  }
+  s->stale = stale;
+}
+
 typedef struct nearest {
   const at_shape *shape;
-  const char *template_version;
+  const cache_env *now;
   int fused_only;
   double distance;
   cache_best row;
-  int found, stale;
+  int found, skipped_templates, stale;
+  char stale_why[384];
 } nearest;
 
 static int visit(void *user, const cache_best *b)
@@ -68,9 +100,9 @@ static int visit(void *user, const cache_best *b)
   at_shape_key(&b->shape, key_a, sizeof key_a);
   at_shape_key(n->shape, key_b, sizeof key_b);
   if (!same_kind(&b->shape, n->shape) || strcmp(key_a, key_b) == 0) return 0;
-  char why[256];
-  if (!gen_version_current(b->env.template_version, n->template_version, b->impl, why, sizeof why))
-    return n->stale++, 0;
+  char why[384];
+  int stale = 0;
+  if (!rt_row_usable(b, n->now, &stale, why, sizeof why)) return n->skipped_templates++, 0;
   if (n->fused_only && strcmp(b->impl, "cudnn") == 0) return 0;
   double d = shape_distance(&b->shape, n->shape);
   if (n->found && d >= n->distance) return 0;
@@ -79,63 +111,66 @@ static int visit(void *user, const cache_best *b)
   n->row.cubin_size = 0;
   n->distance = d;
   n->found = 1;
+  n->stale = stale;
+  snprintf(n->stale_why, sizeof n->stale_why, "%s", why);
   return 0;
 }
 
-static at_status exact_step(cache_db *cache, const char *gpu_model, const char *template_version,
-                            const at_shape *shape, int fused_only, rt_lookup *l)
+static at_status exact_step(cache_db *cache, const cache_env *now, const at_shape *shape, int fused_only,
+                            rt_lookup *l)
 {
   cache_best b;
-  int found = 0;
-  at_status rc = cache_get_best(cache, gpu_model, shape, &b, &found);
+  int found = 0, stale = 0;
+  at_status rc = cache_get_best(cache, now->gpu_model, shape, &b, &found);
   if (rc != AT_OK) return rc;
-  char why[256];
-  if (!found) skip(l, "exact: no tuned kernel stored for this shape on %s", gpu_model);
-  else if (!gen_version_current(b.env.template_version, template_version, b.impl, why, sizeof why))
+  char why[384], said[384];
+  if (!found) skip(l, "exact: no tuned kernel stored for this shape on %s", now->gpu_model);
+  else if (!rt_row_usable(&b, now, &stale, why, sizeof why))
     skip(l, "exact: %s", why);
   else if (fused_only && strcmp(b.impl, "cudnn") == 0)
     skip(l, "exact: cuDNN measured fastest, and generated kernels were asked for");
   else {
     rt_lookup_step *s = add(l, AT_CHOICE_EXACT, b.impl);
     from_row(s, &b);
-    snprintf(s->why, sizeof s->why, "tuned for this shape on %s: %s %.4f ms%s", gpu_model, b.impl,
-             b.time_ms, strcmp(b.impl, "cudnn") == 0 ? " (cuDNN measured fastest)" : "");
+    snprintf(said, sizeof said, "tuned for this shape on %s: %s %.4f ms%s", now->gpu_model, b.impl, b.time_ms,
+             strcmp(b.impl, "cudnn") == 0 ? " (cuDNN measured fastest)" : "");
+    describe_row(s, said, stale, why);
   }
   cache_best_clear(&b);
   return AT_OK;
 }
 
-static at_status nearest_step(cache_db *cache, const char *gpu_model, const char *template_version,
-                              const at_shape *shape, int fused_only, rt_lookup *l)
+static at_status nearest_step(cache_db *cache, const cache_env *now, const at_shape *shape, int fused_only,
+                              rt_lookup *l)
 {
   nearest n;
   memset(&n, 0, sizeof n);
-  n.shape = shape, n.template_version = template_version, n.fused_only = fused_only;
-  at_status rc = cache_each_best(cache, gpu_model, visit, &n);
+  n.shape = shape, n.now = now, n.fused_only = fused_only;
+  at_status rc = cache_each_best(cache, now->gpu_model, visit, &n);
   if (rc != AT_OK) return rc;
   if (!n.found) {
-    skip(l, "nearest: no other tuned shape of the same kind on %s%s", gpu_model,
-         n.stale ? " with this library's templates" : "");
+    skip(l, "nearest: no other tuned shape of the same kind on %s%s", now->gpu_model,
+         n.skipped_templates ? " with this library's templates" : "");
     return AT_OK;
   }
   rt_lookup_step *s = add(l, AT_CHOICE_NEAREST, n.row.impl);
   from_row(s, &n.row);
-  char row_key[160];
+  char row_key[160], said[384];
   at_shape_key(&n.row.shape, row_key, sizeof row_key);
-  snprintf(s->why, sizeof s->why, "nearest tuned shape %s: %s %.4f ms there", row_key, n.row.impl,
-           n.row.time_ms);
+  snprintf(said, sizeof said, "nearest tuned shape %s: %s %.4f ms there", row_key, n.row.impl, n.row.time_ms);
+  describe_row(s, said, n.stale, n.stale_why);
   return AT_OK;
 }
 
-at_status rt_lookup_chain(cache_db *cache, const char *gpu_model, const char *template_version,
-                          const gen_target *target, const at_shape *shape, int fused_only, rt_lookup *l)
+at_status rt_lookup_chain(cache_db *cache, const cache_env *now, const gen_target *target, const at_shape *shape,
+                          int fused_only, rt_lookup *l)
 {
   at_status rc;
   memset(l, 0, sizeof *l);
   if ((rc = at_shape_check(shape)) != AT_OK) return rc;
   if (cache) {
-    if ((rc = exact_step(cache, gpu_model, template_version, shape, fused_only, l)) != AT_OK) return rc;
-    if ((rc = nearest_step(cache, gpu_model, template_version, shape, fused_only, l)) != AT_OK) return rc;
+    if ((rc = exact_step(cache, now, shape, fused_only, l)) != AT_OK) return rc;
+    if ((rc = nearest_step(cache, now, shape, fused_only, l)) != AT_OK) return rc;
   } else {
     skip(l, "no cache");
   }

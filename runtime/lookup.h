@@ -18,6 +18,7 @@ typedef struct rt_lookup_step {
   char why[512];
   char tuned_shape[160];  /* the cache row behind an exact or nearest step */
   double tuned_ms, cudnn_ms;
+  int stale;              /* that row was measured with another cuDNN or NVRTC (why says which) */
 } rt_lookup_step;
 
 typedef struct rt_lookup {
@@ -26,11 +27,21 @@ typedef struct rt_lookup {
   char skipped[768]; /* the steps that did not apply, and why */
 } rt_lookup;
 
-/* The chain for shape on a GPU model: exact row -> nearest row of the same kind -> generator default
- * -> cuDNN -> naive; fused_only drops cuDNN and naive (and rows whose best is cuDNN). Rows measured
- * with another template version are skipped (named in `skipped`). cache may be NULL. */
-at_status rt_lookup_chain(cache_db *cache, const char *gpu_model, const char *template_version,
-                          const gen_target *target, const at_shape *shape, int fused_only,
-                          rt_lookup *out);
+/* The chain for shape on now's GPU model: exact row -> nearest row of the same kind -> generator
+ * default -> cuDNN -> naive; fused_only drops cuDNN and naive (and rows whose best is cuDNN).
+ * now names the GPU model, this library's template version and the cuDNN and NVRTC versions of
+ * this process ("" where one cannot be loaded).
+ *
+ * Rows measured with other kernel templates are skipped (named in `skipped`): the key's kernel
+ * is no longer the one that was timed. Rows measured with another cuDNN or NVRTC
+ * (cache_best_stale) are still used, since the implementation they name is the one that was
+ * verified, but the step is marked stale and its why says what changed: the timing, or the
+ * comparison with cuDNN it won, is old, and 'attntune tune' retimes it. cache may be NULL. */
+at_status rt_lookup_chain(cache_db *cache, const cache_env *now, const gen_target *target, const at_shape *shape,
+                          int fused_only, rt_lookup *out);
+
+/* Is row current for now? 0 when its templates are another build's (why says so: skip it);
+ * else 1, with *stale and why saying whether, and how, its cuDNN or NVRTC differs from now's. */
+int rt_row_usable(const cache_best *row, const cache_env *now, int *stale, char *why, size_t why_size);
 
 #endif

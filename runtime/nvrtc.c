@@ -79,6 +79,14 @@ at_status rt_nvrtc_version(int *major, int *minor)
   return NVRTC(g_nvrtc.nvrtcVersion(major, minor), "version");
 }
 
+void rt_nvrtc_version_text(char *buf, size_t size)
+{
+  int major = 0, minor = 0;
+  if (!size) return;
+  buf[0] = '\0';
+  if (rt_nvrtc_version(&major, &minor) == AT_OK) snprintf(buf, size, "%d.%d", major % 1000, minor % 1000);
+}
+
 static rt_kernel_resources *begin_kernel(rt_binary *bin, const char *name, size_t len)
 {
   if (bin->n_kernels >= (int)(sizeof bin->kernels / sizeof *bin->kernels)) return NULL;

@@ -134,6 +134,8 @@ void rt_binary_free(rt_binary *bin);
 /* Resources of the named kernel in a compiled binary, or NULL. */
 const rt_kernel_resources *rt_binary_kernel(const rt_binary *bin, const char *kernel);
 at_status rt_nvrtc_version(int *major, int *minor);
+/* The NVRTC version as the cache records it ("13.0"), or "" when NVRTC cannot be loaded. */
+void rt_nvrtc_version_text(char *buf, size_t size);
 /* Load NVRTC (once; rt_compile does it). AT_ERR_COMPILE with a message when it is missing. */
 at_status rt_nvrtc_load(void);
 
@@ -271,6 +273,8 @@ int rt_rotation_sets(size_t bytes, size_t l2_bytes, int max_sets);
  * file actually loaded. */
 at_status rt_cudnn_load(void);
 at_status rt_cudnn_version(size_t *version, const char **path);
+/* The cuDNN version as the cache records it ("9.19.0"), or "" when cuDNN cannot be loaded. */
+void rt_cudnn_version_text(char *buf, size_t size);
 
 /* ---- the naive reference ------------------------------------------------------------------ */
 

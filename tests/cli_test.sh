@@ -104,6 +104,15 @@ expect 2 "unexpected argument 'extra'" -- gen --head-dim 64 --list extra
 expect 2 "option '--emit' needs a value" -- gen --emit
 expect 2 "empty file name for --db" -- report --db=
 expect 2 "'$tmp' for --db is a directory" -- report --db "$tmp"
+# A directory or nothing as the cache is a usage error naming it, for every cache action that
+# reads --db (SQLite alone said "disk I/O error"); migrate is listed.
+for action in list "show b2.t1.s1.hq1.hkv1.d64.bf16.none" "export --format csv" prune migrate; do
+  expect 2 "'$tmp' for --db is a directory (give a file, e.g. --db $tmp/attntune.db)" -- cache $action --db "$tmp"
+  expect 2 "empty file name for --db" -- cache $action --db=
+done
+expect 0 "migrate upgrade a cache written by an older attntune" -- cache --help
+expect 1 "cache file '$tmp/none.db' does not exist" -- cache migrate --db "$tmp/none.db"
+expect 2 "unknown action 'frob' (expected list, show, export, merge, prune, migrate)" -- cache frob
 for cmd in devices gen bench tune report cache; do expect 0 "usage: attntune $cmd" -- $cmd -h; done
 expect 0 "fa2, fa3 and decode" -- tune --help
 if "$bin" --help | grep -q "fa2 variants" || "$bin" tune --help | grep -q "fa2 variants"; then

@@ -1,5 +1,5 @@
 #!/bin/sh
-# layers_test.sh — DESIGN.md's layer rule: imports run one way, top to bottom.
+# layers_test.sh — the layer rule of docs/design.md: imports run one way, top to bottom.
 #
 #     tuner/ python/  ->  runtime/  ->  generator/ | cache/  ->  core/ include/
 #

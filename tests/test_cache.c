@@ -171,6 +171,24 @@ static void test_newer_schema_and_foreign_files_are_refused(void **state)
   assert_non_null(strstr(at_last_error(), "schema version 99"));
   assert_int_equal(cache_open(path_in_dir("missing.db"), 1, &db), AT_ERR_IO);
   assert_non_null(strstr(at_last_error(), "does not exist"));
+  /* A directory is named as one, by readers and writers (SQLite alone said "disk I/O error"). */
+  for (int mode = 0; mode < 3; mode++) {
+    assert_int_equal(cache_open(g_dir, (cache_mode)mode, &db), AT_ERR_IO);
+    assert_non_null(strstr(at_last_error(), "is a directory; give a file in it"));
+  }
+  /* An older schema opened read-only: not changed, and the message says how to upgrade it. */
+  const char *old = path_in_dir("older.db");
+  TU_OK(cache_open(old, 0, &db));
+  cache_close(db);
+  raw_exec(old, "DROP TABLE cubins; PRAGMA user_version = 1");
+  assert_int_equal(cache_open(old, 1, &db), AT_ERR_CACHE);
+  assert_non_null(strstr(at_last_error(), "schema version 1, written by an older attntune"));
+  assert_non_null(strstr(at_last_error(), "attntune cache migrate --db"));
+  assert_null(strstr(at_last_error(), "open it writable once"));
+  TU_OK(cache_open(old, CACHE_WRITE_EXISTING, &db));
+  assert_int_equal(cache_opened_version(db), 1);
+  assert_int_equal(cache_schema_version(db), CACHE_SCHEMA_VERSION);
+  cache_close(db);
   /* A text file is not a database: refused by name, by readers and writers, and left as it was. */
   const char *junk = path_in_dir("junk.db");
   FILE *f = fopen(junk, "w");
@@ -276,7 +294,7 @@ static void test_migration_from_version_1_keeps_rows(void **state)
   TU_OK(cache_open(p, 0, &db));
   assert_int_equal(cache_schema_version(db), 2);
   int found = 0;
-  TU_OK(cache_find_trial(db, &e, &s, "fa2.kept", &found, NULL));
+  TU_OK(cache_find_trial(db, &e, &s, "fa2.kept", &found, NULL, NULL));
   assert_true(found);
   static const unsigned char bin[] = {0x7f, 'E', 'L', 'F', 9};
   TU_OK(cache_put_cubin(db, "fa2.x", "sm_90a", "t1", "13.0", "fa2_x", bin, sizeof bin));
@@ -312,21 +330,21 @@ static void test_trials_round_trip_and_replace(void **state)
   TU_OK(cache_put_trial(db, &e, &b));
   int found = 0, count = 0;
   cache_trial got;
-  TU_OK(cache_find_trial(db, &e, &s, b.impl, &found, &got));
+  TU_OK(cache_find_trial(db, &e, &s, b.impl, &found, &got, NULL));
   assert_true(found);
   assert_int_equal(got.status, CACHE_CRASHED);
   assert_true(isnan(got.time_ms));
   assert_string_equal(got.message, "CUDA_ERROR_ILLEGAL_ADDRESS");
   assert_int_equal(got.shape.mask, AT_MASK_CAUSAL_TL);
   assert_int_equal(got.shape.kv_heads, 4);
-  TU_OK(cache_find_trial(db, &e, &s, a.impl, &found, &got));
+  TU_OK(cache_find_trial(db, &e, &s, a.impl, &found, &got, NULL));
   assert_true(found && got.status == CACHE_OK && fabs(got.time_ms - 0.25) < 1e-12);
   TU_OK(cache_count_trials(db, &e, &s, &count));
   assert_int_equal(count, 2);
   /* Another template version does not see these rows. */
   cache_env e2 = e;
   snprintf(e2.template_version, sizeof e2.template_version, "t2");
-  TU_OK(cache_find_trial(db, &e2, &s, a.impl, &found, NULL));
+  TU_OK(cache_find_trial(db, &e2, &s, a.impl, &found, NULL, NULL));
   assert_false(found);
   /* Rewriting a trial (a --force rerun) replaces it. */
   a.time_ms = 0.2;
@@ -365,6 +383,123 @@ static void test_best_keeps_the_faster(void **state)
   cache_close(db);
 }
 
+/* Which results another cuDNN or NVRTC makes stale, and the words that say so. */
+static void test_staleness_against_cudnn_and_nvrtc(void **state)
+{
+  (void)state;
+  cache_env now = h200(), old_cudnn = h200(), old_nvrtc = h200(), no_cudnn = h200(), unknown = h200();
+  snprintf(old_cudnn.cudnn, sizeof old_cudnn.cudnn, "9.14.0");
+  snprintf(old_nvrtc.nvrtc, sizeof old_nvrtc.nvrtc, "12.8");
+  no_cudnn.cudnn[0] = '\0';
+  char why[256];
+  const char *fa2 = "fa2.bf16.d128.none.g1.bm128.bn64.w4.s2";
+  /* Trials: cuDNN's by the cuDNN version, every other by the NVRTC version. */
+  assert_true(cache_trial_stale(&old_cudnn, &now, "cudnn", why, sizeof why));
+  assert_non_null(strstr(why, "timed with cuDNN 9.14.0, this process has cuDNN 9.19.0"));
+  assert_false(cache_trial_stale(&old_nvrtc, &now, "cudnn", why, sizeof why));
+  assert_true(cache_trial_stale(&old_nvrtc, &now, fa2, why, sizeof why));
+  assert_non_null(strstr(why, "compiled with NVRTC 12.8, this process has NVRTC 13.0"));
+  assert_true(cache_trial_stale(&old_nvrtc, &now, "naive", why, sizeof why));
+  assert_false(cache_trial_stale(&old_cudnn, &now, fa2, why, sizeof why));
+  assert_string_equal(why, "");
+  /* Best rows: either library changed, whichever won. */
+  assert_true(cache_best_stale(&old_cudnn, &now, "cudnn", why, sizeof why));
+  assert_non_null(strstr(why, "cuDNN measured fastest with cuDNN 9.14.0, this process has cuDNN 9.19.0"));
+  assert_true(cache_best_stale(&old_cudnn, &now, fa2, why, sizeof why));
+  assert_non_null(strstr(why, "compared with cuDNN 9.14.0, this process has cuDNN 9.19.0"));
+  assert_true(cache_best_stale(&old_nvrtc, &now, fa2, why, sizeof why));
+  assert_non_null(strstr(why, "kernels compiled with NVRTC 12.8, this process has NVRTC 13.0"));
+  assert_true(cache_best_stale(&old_nvrtc, &now, "cudnn", why, sizeof why));
+  assert_non_null(strstr(why, "against kernels compiled with NVRTC 12.8"));
+  /* Tuned without cuDNN, now with it: never compared. */
+  assert_true(cache_best_stale(&no_cudnn, &now, fa2, why, sizeof why));
+  assert_non_null(strstr(why, "compared with no cuDNN"));
+  /* A process without cuDNN or NVRTC cannot judge: nothing is stale. The driver never counts. */
+  unknown.cudnn[0] = unknown.nvrtc[0] = '\0';
+  assert_false(cache_best_stale(&old_cudnn, &unknown, "cudnn", NULL, 0));
+  assert_false(cache_best_stale(&old_nvrtc, &unknown, fa2, NULL, 0));
+  cache_env other_driver = h200();
+  snprintf(other_driver.driver, sizeof other_driver.driver, "570.1");
+  assert_false(cache_best_stale(&other_driver, &now, fa2, NULL, 0));
+  assert_false(cache_best_stale(&now, &now, "cudnn", why, sizeof why));
+}
+
+/* A best row measured under another cuDNN is replaced by a retune even when the new time is
+ * slower (the old time is not one this environment can have); among rows of one environment the
+ * faster still wins. */
+static void test_stale_best_is_replaced_by_a_slower_retune(void **state)
+{
+  (void)state;
+  cache_db *db;
+  TU_OK(cache_open(path_in_dir("stale-best.db"), 0, &db));
+  at_shape s = shape(3072, AT_MASK_NONE);
+  int stored = 0, found = 0;
+  cache_best b = best(s, "cudnn", 1.0);
+  snprintf(b.env.cudnn, sizeof b.env.cudnn, "9.14.0");
+  TU_OK(cache_put_best(db, &b, &stored));
+  assert_true(stored);
+  b = best(s, "fa2.now-fastest", 1.2); /* h200(): cuDNN 9.19.0 */
+  TU_OK(cache_put_best(db, &b, &stored));
+  assert_true(stored);
+  b = best(s, "fa2.slower", 1.3);
+  TU_OK(cache_put_best(db, &b, &stored));
+  assert_false(stored);
+  cache_best got;
+  TU_OK(cache_get_best(db, "NVIDIA H200", &s, &got, &found));
+  assert_true(found);
+  assert_string_equal(got.impl, "fa2.now-fastest");
+  assert_string_equal(got.env.cudnn, "9.19.0");
+  cache_best_clear(&got);
+  TU_OK(cache_forget_best(db, &b.env, &s));
+  TU_OK(cache_get_best(db, "NVIDIA H200", &s, &got, &found));
+  assert_false(found);
+  cache_close(db);
+}
+
+/* What tune asks of a shape done earlier: is any of its results stale here? */
+static void test_shape_staleness_names_the_result(void **state)
+{
+  (void)state;
+  cache_db *db;
+  TU_OK(cache_open(path_in_dir("stale-shape.db"), 0, &db));
+  cache_env now = h200(), old = h200();
+  snprintf(old.cudnn, sizeof old.cudnn, "9.14.0");
+  snprintf(old.nvrtc, sizeof old.nvrtc, "12.8");
+  at_shape s = shape(640, AT_MASK_CAUSAL_TL);
+  cache_trial variant = trial(s, "fa2.v", CACHE_OK, 0.4), cudnn = trial(s, "cudnn", CACHE_OK, 0.3);
+  TU_OK(cache_put_trial(db, &old, &variant));
+  int stale = 0, found = 0;
+  char why[256];
+  /* A generated kernel's trial alone is judged when a retune meets it, not here. */
+  TU_OK(cache_shape_stale(db, &now, &s, &stale, why, sizeof why));
+  assert_false(stale);
+  TU_OK(cache_put_trial(db, &old, &cudnn));
+  TU_OK(cache_shape_stale(db, &now, &s, &stale, why, sizeof why));
+  assert_true(stale);
+  assert_non_null(strstr(why, "trial cudnn: timed with cuDNN 9.14.0"));
+  /* find_trial says where a trial was measured. */
+  cache_env measured;
+  TU_OK(cache_find_trial(db, &now, &s, "cudnn", &found, NULL, &measured));
+  assert_true(found);
+  assert_string_equal(measured.cudnn, "9.14.0");
+  assert_string_equal(measured.nvrtc, "12.8");
+  TU_OK(cache_put_trial(db, &now, &cudnn)); /* retimed */
+  TU_OK(cache_shape_stale(db, &now, &s, &stale, why, sizeof why));
+  assert_false(stale);
+  /* The best row counts too, and a process that knows neither library judges nothing. */
+  cache_best b = best(s, "cudnn", 0.3);
+  b.env = old;
+  TU_OK(cache_put_best(db, &b, NULL));
+  TU_OK(cache_shape_stale(db, &now, &s, &stale, why, sizeof why));
+  assert_true(stale);
+  assert_non_null(strstr(why, "best cudnn: cuDNN measured fastest with cuDNN 9.14.0"));
+  cache_env blind = now;
+  blind.cudnn[0] = blind.nvrtc[0] = '\0';
+  TU_OK(cache_shape_stale(db, &blind, &s, &stale, why, sizeof why));
+  assert_false(stale);
+  cache_close(db);
+}
+
 static void test_resume_marks(void **state)
 {
   (void)state;
@@ -383,10 +518,10 @@ static void test_resume_marks(void **state)
   assert_int_equal(done, 1);
   TU_OK(cache_is_done(db, &e, &s2, &done));
   assert_int_equal(done, 0);
-  TU_OK(cache_find_trial(db, &e, &s2, "fa2.x", &found, NULL));
+  TU_OK(cache_find_trial(db, &e, &s2, "fa2.x", &found, NULL, NULL));
   assert_true(found);
   TU_OK(cache_forget_shape(db, &e, &s2));
-  TU_OK(cache_find_trial(db, &e, &s2, "fa2.x", &found, NULL));
+  TU_OK(cache_find_trial(db, &e, &s2, "fa2.x", &found, NULL, NULL));
   assert_false(found);
   cache_close(db);
 }
@@ -432,15 +567,73 @@ static void test_merge_keeps_better_per_key(void **state)
   cache_best_clear(&got);
   TU_OK(cache_each_best(db, NULL, count_best, &n));
   assert_int_equal(n, 3);
-  TU_OK(cache_find_trial(db, &e, &s1, "from-a-fast", &found, NULL));
+  TU_OK(cache_find_trial(db, &e, &s1, "from-a-fast", &found, NULL, NULL));
   assert_true(found);
-  TU_OK(cache_find_trial(db, &e, &s2, "from-b-fast", &found, NULL));
+  TU_OK(cache_find_trial(db, &e, &s2, "from-b-fast", &found, NULL, NULL));
   assert_true(found);
   cache_close(db);
   /* Merging a missing file names it. */
   const char *bad[] = {path_in_dir("nope.db")};
   assert_int_equal(cache_merge(bad, 1, c), AT_ERR_IO);
   assert_non_null(strstr(at_last_error(), "nope.db"));
+}
+
+/* Rows of one key measured with different cuDNN versions do not compare: the later one wins a
+ * merge, even when slower; rows of one cuDNN still compare by time. */
+static void test_merge_prefers_the_later_of_other_versions(void **state)
+{
+  (void)state;
+  const char *old_path = path_in_dir("old-cudnn.db"), *new_path = path_in_dir("new-cudnn.db");
+  cache_db *db;
+  at_shape s1 = shape(1536, AT_MASK_NONE), s2 = shape(2560, AT_MASK_NONE);
+  cache_env old_env = h200(), new_env = h200();
+  snprintf(old_env.cudnn, sizeof old_env.cudnn, "9.14.0");
+  cache_best x;
+  cache_trial t;
+  TU_OK(cache_open(old_path, 0, &db));
+  x = best(s1, "cudnn", 1.0), x.env = old_env; /* fast, under the old cuDNN */
+  TU_OK(cache_put_best(db, &x, NULL));
+  t = trial(s1, "cudnn", CACHE_OK, 1.0);
+  TU_OK(cache_put_trial(db, &old_env, &t));
+  x = best(s2, "fa2.same-version-slow", 2.0);
+  TU_OK(cache_put_best(db, &x, NULL));
+  cache_close(db);
+  raw_exec(old_path, "UPDATE best SET updated_at = '2020-01-01T00:00:00Z'; "
+                     "UPDATE trials SET created_at = '2020-01-01T00:00:00Z'");
+  TU_OK(cache_open(new_path, 0, &db));
+  x = best(s1, "fa2.retuned", 1.2), x.env = new_env; /* slower, under the new cuDNN, later */
+  TU_OK(cache_put_best(db, &x, NULL));
+  t = trial(s1, "cudnn", CACHE_OK, 1.3);
+  TU_OK(cache_put_trial(db, &new_env, &t));
+  x = best(s2, "fa2.same-version-fast", 1.5);
+  TU_OK(cache_put_best(db, &x, NULL));
+  cache_close(db);
+  /* Both directions: into the old file, and the old file into a copy of the new one. */
+  const char *ins[] = {new_path};
+  TU_OK(cache_merge(ins, 1, old_path));
+  const char *other = path_in_dir("merged-other-way.db"), *ins2[] = {new_path, old_path};
+  TU_OK(cache_merge(ins2, 2, other));
+  const char *outs[] = {old_path, other};
+  for (int i = 0; i < 2; i++) {
+    cache_best got;
+    cache_trial tr;
+    cache_env measured;
+    int found = 0;
+    TU_OK(cache_open(outs[i], 1, &db));
+    TU_OK(cache_get_best(db, "NVIDIA H200", &s1, &got, &found));
+    assert_true(found);
+    assert_string_equal(got.impl, "fa2.retuned");
+    assert_string_equal(got.env.cudnn, "9.19.0");
+    cache_best_clear(&got);
+    TU_OK(cache_get_best(db, "NVIDIA H200", &s2, &got, &found));
+    assert_string_equal(got.impl, "fa2.same-version-fast");
+    cache_best_clear(&got);
+    TU_OK(cache_find_trial(db, &new_env, &s1, "cudnn", &found, &tr, &measured));
+    assert_true(found);
+    assert_string_equal(measured.cudnn, "9.19.0");
+    assert_true(fabs(tr.time_ms - 1.3) < 1e-12);
+    cache_close(db);
+  }
 }
 
 static void test_prune_drops_stale_template_rows(void **state)
@@ -457,9 +650,9 @@ static void test_prune_drops_stale_template_rows(void **state)
   int removed = 0, found = 0;
   TU_OK(cache_prune(db, "t1", &removed));
   assert_int_equal(removed, 1);
-  TU_OK(cache_find_trial(db, &cur, &s, "fa2.y", &found, NULL));
+  TU_OK(cache_find_trial(db, &cur, &s, "fa2.y", &found, NULL, NULL));
   assert_true(found);
-  TU_OK(cache_find_trial(db, &old, &s, "fa2.y", &found, NULL));
+  TU_OK(cache_find_trial(db, &old, &s, "fa2.y", &found, NULL, NULL));
   assert_false(found);
   char models[256];
   int n_models = 0;
@@ -536,7 +729,7 @@ static void test_writer_closing_before_a_reader(void **state)
   sqlite3_finalize(q);
   sqlite3_close(raw);
   int found = 0;
-  TU_OK(cache_find_trial(r, &e, &t.shape, t.impl, &found, NULL));
+  TU_OK(cache_find_trial(r, &e, &t.shape, t.impl, &found, NULL, NULL));
   assert_true(found);
   cache_close(r);
 }
@@ -590,7 +783,7 @@ static int read_cases(void *arg)
     free(cubin);
     if (k->trial_impl[0]) {
       cache_env e = h200();
-      if (cache_find_trial(db, &e, &s, k->trial_impl, &found, NULL) != AT_OK || !found) {
+      if (cache_find_trial(db, &e, &s, k->trial_impl, &found, NULL, NULL) != AT_OK || !found) {
         fprintf(stderr, "%s: trial %s not read back: %s\n", k->path, k->trial_impl, at_last_error());
         failures++;
       }
@@ -796,8 +989,12 @@ int main(void)
       cmocka_unit_test(test_migration_from_version_1_keeps_rows),
       cmocka_unit_test(test_trials_round_trip_and_replace),
       cmocka_unit_test(test_best_keeps_the_faster),
+      cmocka_unit_test(test_staleness_against_cudnn_and_nvrtc),
+      cmocka_unit_test(test_stale_best_is_replaced_by_a_slower_retune),
+      cmocka_unit_test(test_shape_staleness_names_the_result),
       cmocka_unit_test(test_resume_marks),
       cmocka_unit_test(test_merge_keeps_better_per_key),
+      cmocka_unit_test(test_merge_prefers_the_later_of_other_versions),
       cmocka_unit_test(test_prune_drops_stale_template_rows),
       cmocka_unit_test(test_two_writers_share_a_file),
       cmocka_unit_test(test_writer_closing_before_a_reader),
@@ -805,5 +1002,5 @@ int main(void)
       cmocka_unit_test(test_merge_refuses_an_input_as_output),
       cmocka_unit_test(test_merge_is_all_or_nothing),
   };
-  return cmocka_run_group_tests(tests, make_dir, remove_dir);
+  return TU_RUN_GROUP(tests, make_dir, remove_dir);
 }

@@ -159,6 +159,82 @@ static void test_merge_then_prune(void **state)
   assert_non_null(strstr(g_out, "--into"));
 }
 
+/* `cache list` says which rows a library here would not use (other templates) and which it
+ * would use but calls stale (another NVRTC), and why. cuDNN is made unloadable so that this
+ * machine's cuDNN, whatever it is, judges nothing. */
+static void test_list_marks_stale_rows(void **state)
+{
+  (void)state;
+  char nvrtc[16], current[96], path[400];
+  rt_nvrtc_version_text(nvrtc, sizeof nvrtc);
+  if (!nvrtc[0]) skip(); /* no NVRTC here: nothing can be judged by it */
+  gen_templates_version(current, sizeof current);
+  snprintf(path, sizeof path, "%s/stale.db", g_dir);
+  cache_env now = env(current), old_nvrtc = env(current), old_templates = env("tpl-000000000000");
+  snprintf(now.nvrtc, sizeof now.nvrtc, "%s", nvrtc);
+  snprintf(old_nvrtc.nvrtc, sizeof old_nvrtc.nvrtc, "1.0");
+  add(path, &now, 512, "fa2.bf16.d128.causal.g1.bm128.bn64.w8.s2", 0.01, 0.02);
+  add(path, &old_nvrtc, 1536, "fa2.bf16.d128.causal.g1.bm128.bn64.w8.s2", 0.1, 0.2);
+  add(path, &old_templates, 2560, "fa2.bf16.d128.causal.g1.bm128.bn64.w8.s2", 0.3, 0.4);
+  assert_int_equal(setenv("ATTNTUNE_CUDNN", "/nonexistent/libcudnn.so.9", 1), 0);
+  int rc = cli("cache list --db '%s'", path);
+  unsetenv("ATTNTUNE_CUDNN");
+  assert_int_equal(rc, 0);
+  char want[200];
+  snprintf(want, sizeof want, "stale: kernels compiled with NVRTC 1.0, this process has NVRTC %s", nvrtc);
+  int rows = 0;
+  for (char *line = strtok(g_out, "\n"); line; line = strtok(NULL, "\n")) {
+    if (strstr(line, "b2.t512.s512")) rows++, assert_null(strstr(line, "stale"));
+    if (strstr(line, "b2.t1536.s1536")) rows++, assert_non_null(strstr(line, want));
+    if (strstr(line, "b2.t2560.s2560"))
+      rows++, assert_non_null(strstr(line, "not used: tuned with templates tpl-000000000000"));
+  }
+  assert_int_equal(rows, 3);
+}
+
+/* Caches of other schema versions: a newer one is refused with no talk of migrating (this
+ * attntune cannot read it however it is opened); an older one, which readers do not change,
+ * names the command that upgrades it, and that command does. */
+static void test_other_schema_versions(void **state)
+{
+  (void)state;
+  char newer[400], older[400];
+  snprintf(newer, sizeof newer, "%s/newer.db", g_dir);
+  snprintf(older, sizeof older, "%s/older.db", g_dir);
+  cache_env now = env("t1");
+  add(newer, &now, 1024, "fa2.x", 0.1, 0.2);
+  add(older, &now, 1024, "fa2.y", 0.1, 0.2);
+  sqlite3 *raw;
+  assert_int_equal(sqlite3_open(newer, &raw), SQLITE_OK);
+  assert_int_equal(sqlite3_exec(raw, "PRAGMA user_version = 99", NULL, NULL, NULL), SQLITE_OK);
+  sqlite3_close(raw);
+  assert_int_equal(sqlite3_open(older, &raw), SQLITE_OK);
+  assert_int_equal(sqlite3_exec(raw, "DROP TABLE cubins; PRAGMA user_version = 1", NULL, NULL, NULL), SQLITE_OK);
+  sqlite3_close(raw);
+  static const char *const READERS[] = {"cache list --db '%s'", "cache export --format csv --db '%s'",
+                                        "report --db '%s'", "cache migrate --db '%s'"};
+  for (int i = 0; i < 4; i++) {
+    assert_int_equal(cli(READERS[i], newer), 1);
+    assert_non_null(strstr(g_out, "has cache schema version 99, newer than this attntune knows"));
+    assert_non_null(strstr(g_out, "use a newer attntune"));
+    assert_null(strstr(g_out, "migrate"));
+  }
+  assert_int_equal(cli("cache list --db '%s'", older), 1);
+  assert_non_null(strstr(g_out, "has cache schema version 1, written by an older attntune"));
+  char want[600];
+  snprintf(want, sizeof want, "'attntune cache migrate --db %s'", older);
+  assert_non_null(strstr(g_out, want));
+  assert_int_equal(cli("cache migrate --db '%s'", older), 0);
+  assert_non_null(strstr(g_out, "from cache schema version 1 to 2"));
+  assert_int_equal(cli("cache list --db '%s'", older), 0);
+  assert_non_null(strstr(g_out, "fa2.y")); /* the rows survived */
+  assert_int_equal(cli("cache migrate --db '%s'", older), 0);
+  assert_non_null(strstr(g_out, "at cache schema version 2 already"));
+  /* migrate, like prune, never creates a file. */
+  assert_int_equal(cli("cache migrate --db '%s/absent.db'", g_dir), 1);
+  assert_non_null(strstr(g_out, "does not exist"));
+}
+
 /* The shell command arg, in this (child) process. */
 static int run_shell(void *arg)
 {
@@ -315,10 +391,12 @@ int main(void)
       cmocka_unit_test(test_list_and_show),
       cmocka_unit_test(test_export),
       cmocka_unit_test(test_merge_then_prune),
+      cmocka_unit_test(test_list_marks_stale_rows),
+      cmocka_unit_test(test_other_schema_versions),
       cmocka_unit_test(test_read_only_folder),
       cmocka_unit_test(test_merge_into_an_input),
       cmocka_unit_test(test_foreign_and_missing_files),
       cmocka_unit_test(test_tune_argument_errors),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return TU_RUN_GROUP(tests, setup, teardown);
 }

@@ -18,6 +18,7 @@
 #include <time.h>
 
 #include "tuner/config.h"
+#include "tests/testutil.h"
 
 /* ---- helpers ----------------------------------------------------------------------------- */
 
@@ -1088,5 +1089,5 @@ int main(void)
       cmocka_unit_test(test_shards_partition_codelab),
       cmocka_unit_test(test_shards_ignore_order),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return TU_RUN_GROUP(tests, NULL, NULL);
 }

@@ -143,7 +143,7 @@ static float download_scalar(CUdeviceptr dev)
 static int check_case(const sdpa_case *c)
 {
   const int fp8 = c->dtype == AT_DTYPE_E4M3 || c->dtype == AT_DTYPE_E5M2;
-  tn_rng rng = tn_rng_seeded(tn_fresh_seed());
+  tn_rng rng = tu_rng();
   at_shape s = {.batch = c->b, .q_len = c->t, .kv_len = c->s, .q_heads = c->nq, .kv_heads = c->nkv,
                 .head_dim = c->d, .dtype = c->dtype, .mask = c->mask, .with_lse = 1};
   size_t nq = (size_t)c->b * c->t * c->nq * c->d, nkv = (size_t)c->b * c->s * c->nkv * c->d;
@@ -408,7 +408,7 @@ static void test_plan_reuse(void **state)
   at_shape s = {.batch = b, .q_len = n, .kv_len = n, .q_heads = h, .kv_heads = h, .head_dim = d,
                 .dtype = AT_DTYPE_F16, .mask = AT_MASK_CAUSAL_TL};
   size_t count = (size_t)b * n * h * d;
-  tn_rng rng = tn_rng_seeded(tn_fresh_seed());
+  tn_rng rng = tu_rng();
   float *x = tu_random_tensor(&rng, AT_DTYPE_F16, count);
   CUdeviceptr buf[4];
   for (int i = 0; i < 4; i++) buf[i] = tu_upload(AT_DTYPE_F16, x, count);
@@ -451,5 +451,5 @@ int main(void)
       cmocka_unit_test(test_auto_path),
       cmocka_unit_test(test_plan_reuse),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return TU_RUN_GROUP(tests, setup, teardown);
 }

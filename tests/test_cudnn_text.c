@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "runtime/cudnn_sdpa.h"
+#include "tests/testutil.h"
 
 static const char SAMPLE_D12[] =
     "{\"engineId\":0,\"smVersion\":900,\"knobChoices\":{\"CUDNN_KNOB_TYPE_KERNEL_CFG\":-1}}\n"
@@ -99,5 +100,5 @@ int main(void)
       cmocka_unit_test(test_plain_text_and_small_buffers),
       cmocka_unit_test(test_path_names),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return TU_RUN_GROUP(tests, NULL, NULL);
 }

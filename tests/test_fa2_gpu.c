@@ -108,7 +108,7 @@ static int check_case(const fa2_case *c)
   int n = 0, failures = 0;
   TU_OK(gen_enumerate(&s, &target, vs, GEN_MAX_VARIANTS, &n));
 
-  tn_rng rng = tn_rng_seeded(tn_fresh_seed());
+  tn_rng rng = tu_rng();
   size_t nq = (size_t)c->b * c->t * c->nq * c->d, nkv = (size_t)c->b * c->s * c->nkv * c->d;
   size_t nlse = (size_t)c->b * c->nq * c->t;
   float *q = tu_random_tensor(&rng, c->dtype, nq), *k = tu_random_tensor(&rng, c->dtype, nkv);
@@ -176,5 +176,5 @@ int main(void)
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_fa2_variants),
   };
-  return cmocka_run_group_tests(tests, tu_gpu_setup, tu_gpu_teardown);
+  return TU_RUN_GROUP(tests, tu_gpu_setup, tu_gpu_teardown);
 }

@@ -18,6 +18,7 @@
 
 #include "attntune.h"
 #include "attntune_fp8.h"
+#include "tests/testutil.h"
 
 /* The spec's value of a code: E4M3 has bias 7 and NaN at S.1111.111; E5M2 has bias 15, inf at
  * S.11111.00 and NaN at S.11111.{01,10,11}. Subnormals have exponent field 0. */
@@ -228,5 +229,5 @@ int main(void)
     cmocka_unit_test(test_saturation_and_specials),
     cmocka_unit_test(test_quantize),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return TU_RUN_GROUP(tests, NULL, NULL);
 }

@@ -168,7 +168,7 @@ static int check_case(const fp8_case *c)
   TU_OK(rc);
   printf("%d variants\n", n);
 
-  tn_rng rng = tn_rng_seeded(tn_fresh_seed());
+  tn_rng rng = tu_rng();
   size_t nq = (size_t)c->b * c->t * c->nq * c->d, nkv = (size_t)c->b * c->s * c->nkv * c->d;
   size_t nlse = (size_t)c->b * c->nq * c->t;
   qtensor q = make_input(&rng, c->dtype, nq, 3.0f), k = make_input(&rng, c->dtype, nkv, 0.5f);
@@ -309,5 +309,5 @@ int main(void)
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_fp8_variants),
   };
-  return cmocka_run_group_tests(tests, tu_gpu_setup, tu_gpu_teardown);
+  return TU_RUN_GROUP(tests, tu_gpu_setup, tu_gpu_teardown);
 }

@@ -807,5 +807,5 @@ int main(void)
       cmocka_unit_test(test_decode_compile_no_spills), cmocka_unit_test(test_fa3_ws_family),
       cmocka_unit_test(test_ws_compile_no_spills),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return TU_RUN_GROUP(tests, NULL, NULL);
 }

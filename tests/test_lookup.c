@@ -39,13 +39,30 @@ static void variant_key_for(const at_shape *s, int block_n, int stages, char *ke
   TU_OK(gen_variant_key(&v, key, GEN_KEY_MAX));
 }
 
-static void put_best(cache_db *db, const at_shape *s, const char *impl, double ms, const char *templates)
+/* This process as the lookup sees it: cuDNN 9.19.0 and NVRTC 13.0. */
+static cache_env now_env(void)
+{
+  cache_env e;
+  memset(&e, 0, sizeof e);
+  snprintf(e.gpu_model, sizeof e.gpu_model, "%s", GPU);
+  e.cc_major = 9, e.sm_count = 132;
+  snprintf(e.driver, sizeof e.driver, "580.159.04");
+  snprintf(e.nvrtc, sizeof e.nvrtc, "13.0");
+  snprintf(e.cudnn, sizeof e.cudnn, "9.19.0");
+  snprintf(e.template_version, sizeof e.template_version, "%s", g_templates);
+  return e;
+}
+
+/* A best row measured under cudnn and nvrtc. */
+static void put_best_measured(cache_db *db, const at_shape *s, const char *impl, double ms, const char *templates,
+                              const char *cudnn, const char *nvrtc)
 {
   cache_best b;
   memset(&b, 0, sizeof b);
   b.shape = *s;
-  snprintf(b.env.gpu_model, sizeof b.env.gpu_model, "%s", GPU);
-  b.env.cc_major = 9, b.env.sm_count = 132;
+  b.env = now_env();
+  snprintf(b.env.cudnn, sizeof b.env.cudnn, "%s", cudnn);
+  snprintf(b.env.nvrtc, sizeof b.env.nvrtc, "%s", nvrtc);
   snprintf(b.env.template_version, sizeof b.env.template_version, "%s", templates);
   snprintf(b.impl, sizeof b.impl, "%s", impl);
   b.time_ms = ms, b.tflops = 1, b.cudnn_ms = 2 * ms, b.err_naive = 1e-3, b.err_cudnn = NAN;
@@ -53,7 +70,13 @@ static void put_best(cache_db *db, const at_shape *s, const char *impl, double m
   TU_OK(cache_put_best(db, &b, NULL));
 }
 
+static void put_best(cache_db *db, const at_shape *s, const char *impl, double ms, const char *templates)
+{
+  put_best_measured(db, s, impl, ms, templates, "9.19.0", "13.0");
+}
+
 static char g_exact_key[GEN_KEY_MAX], g_far_key[GEN_KEY_MAX], g_near_key[GEN_KEY_MAX];
+static char g_old_compare_key[GEN_KEY_MAX], g_old_nvrtc_key[GEN_KEY_MAX];
 
 static int setup(void **state)
 {
@@ -75,6 +98,15 @@ static int setup(void **state)
   put_best(db, &c, "cudnn", 0.02, g_templates); /* cuDNN measured fastest here */
   put_best(db, &stale, g_exact_key, 0.05, "tpl-000000000000");
   put_best(db, &g, g_far_key, 0.01, g_templates); /* GQA 4: another kind */
+  /* Measured under an older cuDNN: a cuDNN winner, and a generated winner compared with it. */
+  at_shape old_cudnn = bf16(64, 2048, AT_MASK_NONE, 16, 16), old_compare = bf16(64, 8192, AT_MASK_NONE, 16, 16);
+  variant_key_for(&old_compare, 64, 3, g_old_compare_key);
+  put_best_measured(db, &old_cudnn, "cudnn", 0.2, g_templates, "9.14.0", "13.0");
+  put_best_measured(db, &old_compare, g_old_compare_key, 1.5, g_templates, "9.14.0", "13.0");
+  /* A generated winner compiled by an older NVRTC, of a kind of its own. */
+  at_shape old_nvrtc = bf16(128, 1024, AT_MASK_CAUSAL_BR, 8, 8);
+  variant_key_for(&old_nvrtc, 64, 2, g_old_nvrtc_key);
+  put_best_measured(db, &old_nvrtc, g_old_nvrtc_key, 0.1, g_templates, "9.19.0", "12.8");
   cache_close(db);
   return 0;
 }
@@ -86,12 +118,18 @@ static int teardown(void **state)
   return 0;
 }
 
-static void chain(const at_shape *s, int fused_only, rt_lookup *l)
+static void chain_in(const cache_env *now, const at_shape *s, int fused_only, rt_lookup *l)
 {
   cache_db *db;
   TU_OK(cache_open(g_path, 1, &db)); /* read-only is enough */
-  TU_OK(rt_lookup_chain(db, GPU, g_templates, &g_target, s, fused_only, l));
+  TU_OK(rt_lookup_chain(db, now, &g_target, s, fused_only, l));
   cache_close(db);
+}
+
+static void chain(const at_shape *s, int fused_only, rt_lookup *l)
+{
+  cache_env now = now_env();
+  chain_in(&now, s, fused_only, l);
 }
 
 static void test_exact_row_first(void **state)
@@ -185,18 +223,90 @@ static void test_stale_rows_are_not_used(void **state)
   assert_non_null(strstr(l.skipped, "tpl-000000000000"));
 }
 
+/* A row that says cuDNN is fastest, measured with another cuDNN, is served but marked stale,
+ * with the versions in words (before, it was served as current). */
+static void test_rows_of_another_cudnn_are_marked_stale(void **state)
+{
+  (void)state;
+  rt_lookup l;
+  at_shape s = bf16(64, 2048, AT_MASK_NONE, 16, 16);
+  chain(&s, 0, &l);
+  assert_int_equal(l.steps[0].choice, AT_CHOICE_EXACT);
+  assert_string_equal(l.steps[0].impl, "cudnn");
+  assert_true(l.steps[0].stale);
+  assert_non_null(strstr(l.steps[0].why, "stale: cuDNN measured fastest with cuDNN 9.14.0, this process has cuDNN 9.19.0"));
+  assert_non_null(strstr(l.steps[0].why, "'attntune tune' retimes it"));
+  /* A generated kernel that beat the old cuDNN: the comparison is stale too. */
+  s = bf16(64, 8192, AT_MASK_NONE, 16, 16);
+  chain(&s, 0, &l);
+  assert_int_equal(l.steps[0].choice, AT_CHOICE_EXACT);
+  assert_string_equal(l.steps[0].impl, g_old_compare_key);
+  assert_true(l.steps[0].stale);
+  assert_non_null(strstr(l.steps[0].why, "compared with cuDNN 9.14.0, this process has cuDNN 9.19.0"));
+  /* The nearest step says the same of the row it takes. */
+  s = bf16(64, 6000, AT_MASK_NONE, 16, 16);
+  chain(&s, 0, &l);
+  assert_int_equal(l.steps[0].choice, AT_CHOICE_NEAREST);
+  assert_string_equal(l.steps[0].impl, g_old_compare_key);
+  assert_true(l.steps[0].stale);
+  assert_non_null(strstr(l.steps[0].why, "stale: compared with cuDNN 9.14.0"));
+  /* Current rows are not marked; under cuDNN 9.14.0 the old rows are current. */
+  s = bf16(64, 512, AT_MASK_CAUSAL_TL, 16, 16);
+  chain(&s, 0, &l);
+  assert_false(l.steps[0].stale);
+  assert_null(strstr(l.steps[0].why, "stale"));
+  cache_env then = now_env();
+  snprintf(then.cudnn, sizeof then.cudnn, "9.14.0");
+  s = bf16(64, 2048, AT_MASK_NONE, 16, 16);
+  chain_in(&then, &s, 0, &l);
+  assert_false(l.steps[0].stale);
+  /* A process without cuDNN cannot tell: the row is not called stale. */
+  cache_env blind = now_env();
+  blind.cudnn[0] = '\0';
+  chain_in(&blind, &s, 0, &l);
+  assert_false(l.steps[0].stale);
+}
+
+static void test_rows_of_another_nvrtc_are_marked_stale(void **state)
+{
+  (void)state;
+  rt_lookup l;
+  at_shape s = bf16(128, 1024, AT_MASK_CAUSAL_BR, 8, 8);
+  chain(&s, 0, &l);
+  assert_int_equal(l.steps[0].choice, AT_CHOICE_EXACT);
+  assert_string_equal(l.steps[0].impl, g_old_nvrtc_key);
+  assert_true(l.steps[0].stale);
+  assert_non_null(strstr(l.steps[0].why, "kernels compiled with NVRTC 12.8, this process has NVRTC 13.0"));
+  /* And the row helper says so directly; another template version is not usable at all. */
+  cache_best b;
+  memset(&b, 0, sizeof b);
+  b.env = now_env();
+  snprintf(b.env.nvrtc, sizeof b.env.nvrtc, "12.8");
+  snprintf(b.impl, sizeof b.impl, "%s", g_old_nvrtc_key);
+  cache_env now = now_env();
+  int stale = 0;
+  char why[256];
+  assert_true(rt_row_usable(&b, &now, &stale, why, sizeof why));
+  assert_true(stale);
+  snprintf(b.env.template_version, sizeof b.env.template_version, "tpl-000000000000");
+  assert_false(rt_row_usable(&b, &now, &stale, why, sizeof why));
+  assert_non_null(strstr(why, "tpl-000000000000"));
+}
+
 static void test_no_cache(void **state)
 {
   (void)state;
   rt_lookup l;
   at_shape s = bf16(128, 1024, AT_MASK_NONE, 16, 16);
-  TU_OK(rt_lookup_chain(NULL, GPU, g_templates, &g_target, &s, 0, &l));
+  cache_env now = now_env(), a100 = now_env();
+  TU_OK(rt_lookup_chain(NULL, &now, &g_target, &s, 0, &l));
   assert_int_equal(l.steps[0].choice, AT_CHOICE_DEFAULT);
   assert_non_null(strstr(l.skipped, "no cache"));
   /* Another GPU model's rows are not this GPU's. */
   cache_db *db;
   TU_OK(cache_open(g_path, 1, &db));
-  TU_OK(rt_lookup_chain(db, "NVIDIA A100-SXM4-80GB", g_templates, &g_target, &s, 0, &l));
+  snprintf(a100.gpu_model, sizeof a100.gpu_model, "NVIDIA A100-SXM4-80GB");
+  TU_OK(rt_lookup_chain(db, &a100, &g_target, &s, 0, &l));
   cache_close(db);
   assert_int_equal(l.steps[0].choice, AT_CHOICE_DEFAULT);
 }
@@ -210,7 +320,9 @@ int main(void)
       cmocka_unit_test(test_cudnn_when_it_measured_fastest),
       cmocka_unit_test(test_cudnn_then_naive_when_fa2_cannot),
       cmocka_unit_test(test_stale_rows_are_not_used),
+      cmocka_unit_test(test_rows_of_another_cudnn_are_marked_stale),
+      cmocka_unit_test(test_rows_of_another_nvrtc_are_marked_stale),
       cmocka_unit_test(test_no_cache),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return TU_RUN_GROUP(tests, setup, teardown);
 }

@@ -28,7 +28,7 @@ static at_strides strides_for(const layout_case *c, int seq, int heads)
 /* Runs the naive kernels for one case and dtype pair; returns the relative L2 errors. */
 static void check_case(const layout_case *c, at_dtype in, at_dtype out, const rt_naive *naive)
 {
-  tn_rng rng = tn_rng_seeded(tn_fresh_seed());
+  tn_rng rng = tu_rng();
   at_shape s = {.batch = c->b, .q_len = c->t, .kv_len = c->s, .q_heads = c->nq,
                 .kv_heads = c->nkv, .head_dim = c->d, .dtype = in, .mask = c->mask, .with_lse = 1};
   size_t nq = (size_t)c->b * c->t * c->nq * c->d, nkv = (size_t)c->b * c->s * c->nkv * c->d;
@@ -114,7 +114,7 @@ static float *quantize_input(tn_rng *rng, at_dtype dtype, size_t n, float magnit
 
 static void check_fp8_case(const layout_case *c, at_dtype in, at_dtype out, const rt_naive *naive)
 {
-  tn_rng rng = tn_rng_seeded(tn_fresh_seed());
+  tn_rng rng = tu_rng();
   at_shape s = {.batch = c->b, .q_len = c->t, .kv_len = c->s, .q_heads = c->nq,
                 .kv_heads = c->nkv, .head_dim = c->d, .dtype = in, .mask = c->mask, .with_lse = 1};
   size_t nq = (size_t)c->b * c->t * c->nq * c->d, nkv = (size_t)c->b * c->s * c->nkv * c->d;
@@ -201,5 +201,5 @@ int main(void)
       cmocka_unit_test(test_naive_e4m3),
       cmocka_unit_test(test_naive_e5m2),
   };
-  return cmocka_run_group_tests(tests, tu_gpu_setup, tu_gpu_teardown);
+  return TU_RUN_GROUP(tests, tu_gpu_setup, tu_gpu_teardown);
 }

@@ -102,5 +102,5 @@ int main(void)
       cmocka_unit_test(test_bad_architecture_is_refused),
       cmocka_unit_test(test_nvrtc_version),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return TU_RUN_GROUP(tests, NULL, NULL);
 }

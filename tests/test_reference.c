@@ -61,7 +61,7 @@ static double *o_row(problem *p, int b, int t, int h)
 static void test_uniform_scores_give_mean_of_v(void **state)
 {
   (void)state;
-  tn_rng rng = tn_rng_seeded(tn_fresh_seed());
+  tn_rng rng = tu_rng();
   problem p = make_problem(&rng, 1, 5, 7, 2, 2, 16, AT_MASK_NONE);
   for (int h = 0; h < 2; h++)
     for (int j = 1; j < 7; j++)
@@ -86,7 +86,7 @@ static void test_uniform_scores_give_mean_of_v(void **state)
 static void test_one_hot_scores_select_a_row(void **state)
 {
   (void)state;
-  tn_rng rng = tn_rng_seeded(tn_fresh_seed());
+  tn_rng rng = tu_rng();
   problem p = make_problem(&rng, 1, 3, 6, 1, 1, 8, AT_MASK_NONE);
   p.s.scale = 1.0f;
   memset(p.k, 0, 6 * 8 * sizeof(float));
@@ -106,7 +106,7 @@ static void test_one_hot_scores_select_a_row(void **state)
 static void test_causal_first_and_last_rows(void **state)
 {
   (void)state;
-  tn_rng rng = tn_rng_seeded(tn_fresh_seed());
+  tn_rng rng = tu_rng();
   problem c = make_problem(&rng, 2, 9, 9, 3, 3, 16, AT_MASK_CAUSAL_TL);
   problem n = c;
   n.s.mask = AT_MASK_NONE;
@@ -132,7 +132,7 @@ static void test_causal_first_and_last_rows(void **state)
 static void test_gqa_equals_repeated_mha(void **state)
 {
   (void)state;
-  tn_rng rng = tn_rng_seeded(tn_fresh_seed());
+  tn_rng rng = tu_rng();
   const int nq = 6, nkv = 2, g = 3, t = 5, s = 11, d = 8;
   problem gq = make_problem(&rng, 2, t, s, nq, nkv, d, AT_MASK_CAUSAL_BR);
   problem mh = make_problem(&rng, 2, t, s, nq, nq, d, AT_MASK_CAUSAL_BR);
@@ -157,7 +157,7 @@ static void test_gqa_equals_repeated_mha(void **state)
  * i + 1 for top-left, i + 1 + S - T for bottom-right. */
 static void check_mask_prefix(at_mask mask)
 {
-  tn_rng rng = tn_rng_seeded(tn_fresh_seed());
+  tn_rng rng = tu_rng();
   const int t = 4, s = 10, d = 8;
   problem m = make_problem(&rng, 1, t, s, 1, 1, d, mask);
   run(&m);
@@ -184,7 +184,7 @@ static void test_bottom_right_and_top_left_masks(void **state)
 static void test_rows_without_keys(void **state)
 {
   (void)state;
-  tn_rng rng = tn_rng_seeded(tn_fresh_seed());
+  tn_rng rng = tu_rng();
   problem p = make_problem(&rng, 1, 6, 4, 1, 1, 8, AT_MASK_CAUSAL_BR);
   run(&p);
   for (int t = 0; t < 2; t++) {
@@ -362,5 +362,5 @@ int main(void)
       cmocka_unit_test(test_half_conversions_round_to_nearest_even),
       cmocka_unit_test(test_fp8_output_decodes_within_tolerance),
   };
-  return cmocka_run_group_tests(tests, NULL, NULL);
+  return TU_RUN_GROUP(tests, NULL, NULL);
 }

@@ -1518,5 +1518,5 @@ int main(void)
       cmocka_unit_test(test_gpu_filter_and_messages),
       cmocka_unit_test(test_cli_exit_codes),
   };
-  return cmocka_run_group_tests(tests, setup, teardown);
+  return TU_RUN_GROUP(tests, setup, teardown);
 }

@@ -1,6 +1,7 @@
 /*
- * testutil.h — helpers for the cmocka tests: opening a GPU (or learning there is none), moving
- * fp32 host data to and from the device in a given dtype, and poisoning outputs.
+ * testutil.h — helpers for the cmocka tests: running a test group so that ctest sees skips,
+ * seeding random inputs so that a failure can be replayed, opening a GPU (or learning there is
+ * none), moving fp32 host data to and from the device in a given dtype, and poisoning outputs.
  * Include after <setjmp.h>, <stdarg.h>, <stddef.h>, <stdint.h> and <cmocka.h>.
  */
 #ifndef AT_TESTS_TESTUTIL_H
@@ -9,6 +10,29 @@
 #include "generator/generator.h"
 #include "runtime/rt.h"
 #include "tuner/reference.h"
+
+/* Runs a group as cmocka_run_group_tests does and returns the program's exit code: the number
+ * of failed tests; or TU_SKIPPED (ctest's SKIP_RETURN_CODE) when none failed and every test
+ * skipped, so that ctest lists a GPU program on a machine without a GPU as skipped, not passed
+ * (cmocka itself returns 0 for skips). A group with some tests passed and some skipped is 0. */
+enum { TU_SKIPPED = 77 };
+int tu_run_group(const char *group, const struct CMUnitTest *tests, size_t n, CMFixtureFunction setup,
+                 CMFixtureFunction teardown);
+#define TU_RUN_GROUP(tests, setup, teardown) \
+  tu_run_group(__FILE__, (tests), sizeof(tests) / sizeof((tests)[0]), (setup), (teardown))
+
+/* The seed of this program's random inputs: ATTNTUNE_TEST_SEED when set (to replay a failure),
+ * else a fresh one. The first call prints it on stderr with the line that replays it; a value
+ * that is not an unsigned integer ends the program with a message. Thread-safe. */
+uint64_t tu_seed(void);
+/* A generator for one stream of inputs: the program's seed mixed with stream, so cases (or
+ * threads) numbered alike draw the same inputs again when the seed is replayed. */
+tn_rng tu_rng_for(uint64_t stream);
+/* tu_rng_for of a counter that each call advances: the streams of a program whose cases run
+ * in a fixed order (one thread) replay in that order. */
+tn_rng tu_rng(void);
+/* The next such stream as a seed, for functions that take one (tn_harness_open). */
+uint64_t tu_next_seed(void);
 
 /* Opens GPU 0 into *ctx. Returns 1 on success; 0 when there is no driver or GPU (the reason is
  * printed once), after which the caller should skip(). Any other failure fails the test. */

@@ -1,8 +1,11 @@
 #!/bin/sh
-# tune_gpu_test.sh ATTNTUNE — the tuning run end to end on a GPU (skips, exit 77, without one):
+# tune_gpu_test.sh ATTNTUNE SQL_EXEC — the tuning run end to end on a GPU (skips, exit 77, without one):
 #  1. a planted crashing candidate is recorded as crashed and the run still completes;
-#  2. kill -9 in the middle, rerun: trials committed before the kill are kept and not redone.
-bin=$1
+#  2. kill -9 in the middle, rerun: trials committed before the kill are kept and not redone;
+#  3. Ctrl-C: the trial in flight finishes and a rerun completes;
+#  4. FP8: cuDNN's FP8 graph is the baseline, never the best;
+#  5. results that say another cuDNN or NVRTC measured them are retuned, and only those.
+bin=$1 sql=$2
 here=$(dirname "$0")
 config=$here/data/tune-small.yaml
 dir=$(mktemp -d /tmp/attntune-tune-test.XXXXXX)
@@ -120,5 +123,34 @@ if grep -v ',cudnn,' "$dir/fp8.csv" | grep -q ',ok,'; then
 else
   echo "FP8: no generated FP8 kernel passed on this GPU (FP8 needs sm_89 or newer); best not checked"
 fi
+
+# 5. Stale rows. The rows of a finished run are rewritten to say that another cuDNN timed the
+# cuDNN baseline (and that the best row compared with it); `cache list` calls them stale, a rerun
+# retunes the shape (the cuDNN trial again, the kernels' trials reused) and a third run skips it.
+"$bin" tune "$one" --db "$dir/stale.db" >/dev/null 2>"$dir/stale1.err" || { cat "$dir/stale1.err"; fail "stale: first run"; }
+if "$bin" devices 2>/dev/null | grep -q '^cuDNN  *[0-9]'; then
+  "$sql" "$dir/stale.db" "UPDATE best SET cudnn = '9.0.0'; UPDATE trials SET cudnn = '9.0.0' WHERE impl = 'cudnn'" ||
+    fail "stale: rewriting the cuDNN version"
+  "$bin" cache list --db "$dir/stale.db" | grep -q "stale: .*cuDNN 9.0.0, this process has cuDNN" ||
+    { "$bin" cache list --db "$dir/stale.db"; fail "stale: cache list does not call the row stale"; }
+  "$bin" tune "$one" --db "$dir/stale.db" >"$dir/stale2.out" 2>"$dir/stale2.err" || fail "stale: rerun"
+  grep -q "done earlier, but stale (.*cuDNN 9.0.0" "$dir/stale2.err" || { cat "$dir/stale2.err"; fail "stale: rerun did not retune"; }
+  grep -q " 0 compiled" "$dir/stale2.out" || { cat "$dir/stale2.out"; fail "stale: a cuDNN change recompiled kernels"; }
+  "$bin" cache list --db "$dir/stale.db" | grep -q "stale" && fail "stale: still stale after the retune"
+  "$bin" tune "$one" --db "$dir/stale.db" >/dev/null 2>"$dir/stale3.err" || fail "stale: third run"
+  grep -q "done earlier, skipped" "$dir/stale3.err" || { cat "$dir/stale3.err"; fail "stale: third run retuned"; }
+  echo "ok: a row of another cuDNN was called stale, retuned once, and current after"
+else
+  echo "no cuDNN here: the cuDNN part of 5 is skipped"
+fi
+# Another NVRTC: the kernels' trials and the best row; the kernels are compiled and timed again.
+"$sql" "$dir/stale.db" "UPDATE best SET nvrtc = '1.0'; UPDATE trials SET nvrtc = '1.0' WHERE impl <> 'cudnn'" ||
+  fail "stale: rewriting the NVRTC version"
+"$bin" tune "$one" --db "$dir/stale.db" >"$dir/stale4.out" 2>"$dir/stale4.err" || fail "stale: NVRTC rerun"
+grep -q "done earlier, but stale (best .*compiled with NVRTC 1.0" "$dir/stale4.err" ||
+  { cat "$dir/stale4.err"; fail "stale: another NVRTC did not retune"; }
+grep -q " 0 compiled" "$dir/stale4.out" && { cat "$dir/stale4.out"; fail "stale: another NVRTC recompiled nothing"; }
+"$bin" cache list --db "$dir/stale.db" | grep -q "stale" && fail "stale: still stale after the NVRTC retune"
+echo "ok: rows of another NVRTC were recompiled and retimed"
 echo "ok: crash recorded and run completed; kill -9 + rerun lost nothing and redid nothing"
 cat "$dir/kill2.out"

@@ -88,7 +88,7 @@ static const char USAGE[] =
     "  --no-verify        skip the reference check\n"
     "  --seed N           input seed (default: fresh each run)\n"
     "\n"
-    "TFLOP/s = 4*B*Nq*T*S*D / time, halved for causal with T = S (DESIGN.md). Decode shapes\n"
+    "TFLOP/s = 4*B*Nq*T*S*D / time, halved for causal with T = S (docs/design.md). Decode shapes\n"
     "(1 <= T <= 16) are memory bound: their rows give KV TB/s = 2*B*Nkv*S*D*sizeof(dtype) / time,\n"
     "the K/V bytes read per second, in place of TFLOP/s.\n";
 

@@ -1,4 +1,4 @@
-/* cmd_cache.c — `attntune cache list|show|export|merge|prune`. */
+/* cmd_cache.c — `attntune cache list|show|export|merge|prune|migrate`. */
 #include <getopt.h>
 #include <math.h>
 #include <stdio.h>
@@ -9,6 +9,8 @@
 #include "tuner/cli.h"
 #include "tuner/commands.h"
 #include "generator/generator.h"
+#include "runtime/lookup.h"
+#include "runtime/rt.h"
 #include "tuner/tune.h"
 
 static const char USAGE[] =
@@ -17,15 +19,21 @@ static const char USAGE[] =
     "       attntune cache export --format csv|json [--trials] [--db FILE] [--gpu MODEL] [--out FILE]\n"
     "       attntune cache merge  A.db B.db ... --into C.db\n"
     "       attntune cache prune  [--db FILE]\n"
+    "       attntune cache migrate [--db FILE]\n"
     "\n"
-    "  list    the best implementation per (GPU model, shape) with cuDNN's time and the speedup\n"
+    "  list    the best implementation per (GPU model, shape) with cuDNN's time and the speedup;\n"
+    "          rows of other kernel templates are marked 'not used', rows measured with another\n"
+    "          cuDNN or NVRTC than this machine's 'stale' (tune retimes them), with what changed\n"
     "  show    every trial of one shape (keys as 'list' prints them, e.g.\n"
     "          b2.t1024.s1024.hq16.hkv16.d128.bf16.causal)\n"
     "  export  best rows (or all trials with --trials) as CSV or JSON\n"
     "  merge   copy every trial of the inputs into C and keep the faster best per key (fleet runs:\n"
-    "          one file per shard, merged afterwards). All or nothing: the result is written beside\n"
-    "          C and renamed over it. C may be new; it may not be one of the inputs\n"
+    "          one file per shard, merged afterwards); of rows measured with different cuDNN or\n"
+    "          NVRTC versions, the later. All or nothing: the result is written beside C and renamed\n"
+    "          over it. C may be new; it may not be one of the inputs\n"
     "  prune   delete results measured with other kernel templates than this build's\n"
+    "  migrate upgrade a cache written by an older attntune to this one's schema, in place (readers\n"
+    "          refuse an older file rather than change it; writers migrate it themselves)\n"
     "\n"
     "  --db FILE      the cache (default attntune.db); it must exist and be an attntune cache. A\n"
     "                 closed cache is one file that can be read where its folder is not writable\n"
@@ -78,13 +86,24 @@ static double speedup(const cache_best *b)
 
 /* ---- list ------------------------------------------------------------------------------------ */
 
+/* What `list` judges rows against: this build's templates and this machine's NVRTC and cuDNN,
+ * as a library context here would (rt_row_usable). */
+typedef struct list_ctx {
+  cache_env now;
+  int n;
+} list_ctx;
+
 static int print_best(void *user, const cache_best *b)
 {
-  char key[160];
+  list_ctx *l = user;
+  char key[160], why[384], note[400] = "";
+  int stale = 0;
   at_shape_key(&b->shape, key, sizeof key);
-  ++*(int *)user;
-  printf("%-14s %-46s %-44s %10.4f %9.1f %10.4f %7.2fx\n", b->env.gpu_model, key, b->impl,
-         b->time_ms, b->tflops, b->cudnn_ms, speedup(b));
+  l->n++;
+  if (!rt_row_usable(b, &l->now, &stale, why, sizeof why)) snprintf(note, sizeof note, "  not used: %s", why);
+  else if (stale) snprintf(note, sizeof note, "  stale: %s", why);
+  printf("%-14s %-46s %-44s %10.4f %9.1f %10.4f %7.2fx%s\n", b->env.gpu_model, key, b->impl, b->time_ms, b->tflops,
+         b->cudnn_ms, speedup(b), note);
   return 0;
 }
 
@@ -109,13 +128,18 @@ static int empty_message(cache_db *db, const cache_args *a)
 static int cmd_list(const cache_args *a)
 {
   cache_db *db;
-  int n = 0, code = open_read(a, &db);
+  list_ctx l;
+  int code = open_read(a, &db);
   if (code) return code;
+  memset(&l, 0, sizeof l);
+  gen_templates_version(l.now.template_version, sizeof l.now.template_version);
+  rt_nvrtc_version_text(l.now.nvrtc, sizeof l.now.nvrtc);
+  rt_cudnn_version_text(l.now.cudnn, sizeof l.now.cudnn);
   printf("%-14s %-46s %-44s %10s %9s %10s %8s\n", "gpu", "shape", "best", "best_ms", "TFLOP/s",
          "cudnn_ms", "speedup");
-  at_status rc = cache_each_best(db, a->gpu, print_best, &n);
+  at_status rc = cache_each_best(db, a->gpu, print_best, &l);
   if (rc != AT_OK) code = tn_fail_exit("cache", rc);
-  else if (n == 0) code = empty_message(db, a);
+  else if (l.n == 0) code = empty_message(db, a);
   cache_close(db);
   return code;
 }
@@ -304,18 +328,37 @@ static int cmd_prune(const cache_args *a)
   return TN_EXIT_OK;
 }
 
+static int cmd_migrate(const cache_args *a)
+{
+  cache_db *db;
+  at_status rc = cache_open(a->db, CACHE_WRITE_EXISTING, &db); /* migrates; never creates */
+  if (rc != AT_OK) return tn_fail_exit("cache", rc);
+  int was = cache_opened_version(db), now = cache_schema_version(db);
+  cache_close(db);
+  if (was == now) printf("%s is at cache schema version %d already\n", a->db, now);
+  else printf("migrated %s from cache schema version %d to %d\n", a->db, was, now);
+  return TN_EXIT_OK;
+}
+
 int tn_cmd_cache(int argc, char **argv)
 {
-  if (argc < 2) return tn_usage_error("cache", "which action? (list, show, export, merge, prune)");
+  if (argc < 2) return tn_usage_error("cache", "which action? (list, show, export, merge, prune, migrate)");
   const char *action = argv[1];
   if (strcmp(action, "--help") == 0 || strcmp(action, "-h") == 0) return fputs(USAGE, stdout), TN_EXIT_OK;
   cache_args a;
   int parsed = parse(argc - 1, argv + 1, &a);
   if (parsed) return parsed > 0 ? TN_EXIT_OK : TN_EXIT_USAGE;
+  /* --db empty or a directory is a usage error, as for tune and report (merge names its files
+   * without --db). */
+  static const char *const DB_ACTIONS[] = {"list", "show", "export", "prune", "migrate"};
+  for (size_t i = 0; i < sizeof DB_ACTIONS / sizeof *DB_ACTIONS; i++)
+    if (strcmp(action, DB_ACTIONS[i]) == 0 && !tn_check_db_path("cache", a.db)) return TN_EXIT_USAGE;
   if (strcmp(action, "list") == 0) return a.n_rest ? tn_usage_error("cache", "unexpected argument '%s'", a.rest[0]) : cmd_list(&a);
   if (strcmp(action, "show") == 0) return cmd_show(&a);
   if (strcmp(action, "export") == 0) return cmd_export(&a);
   if (strcmp(action, "merge") == 0) return cmd_merge(&a);
   if (strcmp(action, "prune") == 0) return cmd_prune(&a);
-  return tn_usage_error("cache", "unknown action '%s' (expected list, show, export, merge, prune)", action);
+  if (strcmp(action, "migrate") == 0)
+    return a.n_rest ? tn_usage_error("cache", "unexpected argument '%s'", a.rest[0]) : cmd_migrate(&a);
+  return tn_usage_error("cache", "unknown action '%s' (expected list, show, export, merge, prune, migrate)", action);
 }

@@ -30,7 +30,7 @@ void tn_config_init(tn_config *c)
 {
   memset(c, 0, sizeof *c);
   c->all_devices = 1;
-  /* DESIGN.md's verification tolerances, from core's dtype table (f32's is a sanity bound of
+  /* docs/design.md's verification tolerances, from core's dtype table (f32's is a sanity bound of
    * the naive kernels, not a setting: tolerance.f32 is refused). */
   for (int d = 0; d <= AT_DTYPE_E5M2; d++) c->tolerance[d] = at_dtype_tolerance((at_dtype)d);
   c->warmup = 10;

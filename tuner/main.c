@@ -21,7 +21,7 @@ static const struct command COMMANDS[] = {
     {"gen", tn_cmd_gen, "list, emit and compile the kernel variants for a shape (no GPU needed)"},
     {"bench", tn_cmd_bench, "verify and time naive, cuDNN and generated (fa2, fa3, decode) kernels on one shape"},
     {"tune", tn_cmd_tune, "tune a YAML config's shapes (fa2, fa3, decode kernels) into the SQLite cache (the main job)"},
-    {"cache", tn_cmd_cache, "list, show, export, merge and prune tuning caches"},
+    {"cache", tn_cmd_cache, "list, show, export, merge, prune and migrate tuning caches"},
     {"report", tn_cmd_report, "tuned-vs-cuDNN results of a cache as text, md, csv, json or html with charts"},
     {"__worker", tn_cmd_worker, NULL},
 };

@@ -1,7 +1,7 @@
 /*
  * measure.h — how fast a shape ran, in the unit that says how close it came to its limit. Prefix
  * tn_. Prefill is compute bound and reported in TFLOP/s (at_shape_flops); decode is memory bound
- * and reported in TB/s of K/V read (DESIGN: "Decode (T small) is reported in TB/s of K/V read").
+ * and reported in TB/s of K/V read (docs/design.md, "Rates").
  * bench, the tuning summary and the report all ask here, so they agree on what a decode shape is.
  */
 #ifndef AT_TUNER_MEASURE_H

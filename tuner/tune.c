@@ -33,6 +33,9 @@
  * dropped; every other status is final when first recorded (assert_second_pass checks this).
  * Every trial is committed as it finishes; a rerun skips shapes marked done and trials already
  * final (full repetitions, or a failure), so a killed run loses at most the trial in flight.
+ * Results measured with another cuDNN or NVRTC than this run's are stale (cache_trial_stale,
+ * cache_best_stale): a done shape holding one is tuned again, its stale trials are redone and
+ * its best row replaced.
  */
 #include <assert.h>
 #include <math.h>
@@ -399,13 +402,24 @@ static void assert_second_pass(const cache_trial *t, int full_reps)
   (void)t, (void)full_reps;
 }
 
+/* A trial an earlier run recorded for s, as cache_find_trial finds it; but one measured with
+ * another cuDNN (a cuDNN trial) or NVRTC (any other) than this run's is not found, so that it is
+ * done again (cache_trial_stale). */
+static at_status find_current_trial(device_job *job, const at_shape *s, const char *impl, int *found, cache_trial *t)
+{
+  cache_env measured;
+  at_status rc = cache_find_trial(job->db, &job->env, s, impl, found, t, &measured);
+  if (rc == AT_OK && *found && cache_trial_stale(&measured, &job->env, impl, NULL, 0)) *found = 0;
+  return rc;
+}
+
 /* The cuDNN trial of this shape: reuse a final one, else time it now. */
 static at_status tune_cudnn(device_job *job, const tn_response *shape_resp, cache_trial *t)
 {
   const at_shape *s = &job->shape_req.shape;
   const tn_config *cfg = job->run->config;
   int found = 0;
-  at_status rc = cache_find_trial(job->db, &job->env, s, "cudnn", &found, t);
+  at_status rc = find_current_trial(job, s, "cudnn", &found, t);
   if (rc != AT_OK) return rc;
   if (found && (t->status != CACHE_OK || t->reps >= cfg->reps)) return AT_OK;
   trial_init(t, s, "cudnn");
@@ -432,7 +446,7 @@ static at_status tune_naive(device_job *job, cache_trial *t)
   const tn_config *cfg = job->run->config;
   tn_response r;
   int found = 0;
-  at_status rc = cache_find_trial(job->db, &job->env, s, "naive", &found, t);
+  at_status rc = find_current_trial(job, s, "naive", &found, t);
   if (rc != AT_OK || (found && (t->status != CACHE_OK || t->reps >= cfg->reps))) return rc;
   if (!job->shape_loaded && (rc = load_shape(job, &r)) != AT_OK) return rc;
   tn_request q = job->shape_req;
@@ -487,22 +501,30 @@ typedef struct shape_tuning {
 } shape_tuning;
 
 /* A shape an earlier run marked done (forgotten first with --force) is skipped; its stored
- * result still goes into the summary. *skipped says whether it was. */
+ * result still goes into the summary. A done shape with a result measured under another cuDNN or
+ * NVRTC than this run's (cache_shape_stale) is tuned again: its stale trials are redone, the
+ * others reused, and the new best replaces the stale row. *skipped says whether it was. */
 static at_status skip_if_done_earlier(shape_tuning *st, int *skipped)
 {
   device_job *job = st->job;
-  int done = 0;
+  int done = 0, stale = 0;
+  char why[512];
   at_status rc;
   *skipped = 0;
   if (job->run->opts->force && (rc = cache_forget_shape(job->db, &job->env, st->s)) != AT_OK) return rc;
   if ((rc = cache_is_done(job->db, &job->env, st->s, &done)) != AT_OK) return rc;
   if (!done) return AT_OK;
+  if ((rc = cache_shape_stale(job->db, &job->env, st->s, &stale, why, sizeof why)) != AT_OK) return rc;
+  if (stale) {
+    progress(job->run, "gpu%d %s: done earlier, but stale (%s): retuning", job->device, st->key, why);
+    return AT_OK;
+  }
   cache_best b;
   int found = 0;
   if (cache_get_best(job->db, job->env.gpu_model, st->s, &b, &found) == AT_OK && found) {
     record_result(job, st->index, &b, b.cudnn_ms, gen_is_variant_key(b.impl) ? b.time_ms : NAN);
     cache_best_clear(&b);
-  } else if (st->f32 && cache_find_trial(job->db, &job->env, st->s, "naive", &found, &st->naive) == AT_OK &&
+  } else if (st->f32 && cache_find_trial(job->db, &job->env, st->s, "naive", &found, &st->naive, NULL) == AT_OK &&
              found) {
     record_naive_only(job, st->index, &st->naive);
   }
@@ -570,7 +592,7 @@ static at_status choose_candidates(shape_tuning *st)
     char vkey[GEN_KEY_MAX];
     int found = 0;
     gen_variant_key(&st->vs[i], vkey, sizeof vkey);
-    rc = cache_find_trial(job->db, &job->env, st->s, vkey, &found, &st->trials[i]);
+    rc = find_current_trial(job, st->s, vkey, &found, &st->trials[i]);
     st->known[i] = (char)found;
     st->wanted[i] = (char)!found;
   }
@@ -742,7 +764,10 @@ static at_status store_best(shape_tuning *st, at_status rc)
              !tn_tune_cudnn_may_be_best(st->s) && isfinite(st->cudnn_ms)
                  ? " (cuDNN's FP8 graph, timed as the baseline, writes FP8 output: not a plan)"
                  : "");
-    rc = cache_mark_done(job->db, &job->env, st->s);
+    /* A best row from an earlier run (now stale: this run retuned the shape) would still be
+     * served, and found stale by every later run. */
+    rc = cache_forget_best(job->db, &job->env, st->s);
+    if (rc == AT_OK) rc = cache_mark_done(job->db, &job->env, st->s);
     count(job->run, &job->run->stats.shapes_done);
   }
   return rc;

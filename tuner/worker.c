@@ -168,19 +168,13 @@ typedef struct serve_state {
 
 static void fill_env(serve_state *st, tn_response *r)
 {
-  int major = 0, minor = 0;
-  size_t cudnn = 0;
   const rt_device_info *d = &st->ctx.info;
   snprintf(r->env.gpu_model, sizeof r->env.gpu_model, "%.127s", d->name);
   snprintf(r->device_name, sizeof r->device_name, "%s", d->name);
   r->env.cc_major = d->cc_major, r->env.cc_minor = d->cc_minor, r->env.sm_count = d->sm_count;
   rt_driver_release(r->env.driver, sizeof r->env.driver);
-  if (rt_nvrtc_version(&major, &minor) == AT_OK)
-    snprintf(r->env.nvrtc, sizeof r->env.nvrtc, "%d.%d", major % 1000, minor % 1000);
-  if (rt_cudnn_version(&cudnn, NULL) == AT_OK) {
-    unsigned v = (unsigned)(cudnn % 1000000);
-    snprintf(r->env.cudnn, sizeof r->env.cudnn, "%u.%u.%u", v / 10000, (v % 10000) / 100, v % 100);
-  }
+  rt_nvrtc_version_text(r->env.nvrtc, sizeof r->env.nvrtc);
+  rt_cudnn_version_text(r->env.cudnn, sizeof r->env.cudnn);
   r->smem_optin = d->smem_per_block_optin;
   snprintf(r->arch, sizeof r->arch, "%s", st->ctx.arch);
 }

@@ -10,7 +10,7 @@ import time
 import numpy as np
 import pytest
 
-from conftest import needs_jax_gpu
+from conftest import needs_jax_gpu, seed_for
 
 pytestmark = [pytest.mark.gpu, needs_jax_gpu]
 
@@ -59,7 +59,7 @@ CASES = [
                          f"{jnp.dtype(c[6]).name}{'-causal' if c[7] else ''}{'-br' if c[8] else ''}")
 def test_matches_jax_nn(case):
     b, t, s, n, k, h, dtype, causal, br = case
-    q, kk, v = inputs(b, t, s, n, k, h, dtype, seed=hash(case) % 2**32)
+    q, kk, v = inputs(b, t, s, n, k, h, dtype, seed=seed_for(case))
     fn = jax.jit(lambda q, k, v: atj.dot_product_attention(
         q, k, v, is_causal=causal, causal_alignment="bottom_right" if br else "top_left"))
     out = fn(q, kk, v)
@@ -70,7 +70,7 @@ def test_matches_jax_nn(case):
 
 @pytest.mark.parametrize("impl", ["naive", "cudnn", "fused"])
 def test_forced_implementations(impl):
-    q, k, v = inputs(2, 128, 128, 8, 2, 64, jnp.bfloat16, seed=7)
+    q, k, v = inputs(2, 128, 128, 8, 2, 64, jnp.bfloat16, seed=seed_for(7))
     try:
         out = jax.jit(lambda q, k, v: atj.dot_product_attention(
             q, k, v, is_causal=True, implementation=impl))(q, k, v)
@@ -83,7 +83,7 @@ def test_forced_implementations(impl):
 
 
 def test_scale_and_unbatched():
-    q, k, v = inputs(1, 64, 80, 4, 4, 64, jnp.bfloat16, seed=3)
+    q, k, v = inputs(1, 64, 80, 4, 4, 64, jnp.bfloat16, seed=seed_for(3))
     out = atj.dot_product_attention(q[0], k[0], v[0], scale=0.3)
     ref = reference(q, k, v, scale=0.3)[0]
     np.testing.assert_allclose(np.asarray(out, np.float32), np.asarray(ref), atol=2e-2, rtol=2e-2)
@@ -91,7 +91,7 @@ def test_scale_and_unbatched():
 
 @pytest.mark.parametrize("fp8", [jnp.float8_e4m3fn, jnp.float8_e5m2])
 def test_fp8_with_descales(fp8):
-    q, k, v = inputs(1, 128, 128, 4, 4, 128, jnp.float32, seed=11)
+    q, k, v = inputs(1, 128, 128, 4, 4, 128, jnp.float32, seed=seed_for(11))
     fmax = float(jnp.finfo(fp8).max)
     codes, descales = [], []
     for x in (q, k, v):
@@ -108,7 +108,7 @@ def test_fp8_with_descales(fp8):
 
 def test_plan_created_once_and_described():
     attntune.clear_plans()
-    q, k, v = inputs(2, 256, 256, 8, 2, 64, jnp.bfloat16, seed=5)
+    q, k, v = inputs(2, 256, 256, 8, 2, 64, jnp.bfloat16, seed=seed_for(5))
     fn = jax.jit(lambda q, k, v: atj.dot_product_attention(q, k, v, is_causal=True))
     fn(q, k, v).block_until_ready()
     assert attntune.cached_plans() == 1
@@ -122,7 +122,7 @@ def test_plan_created_once_and_described():
 
 
 def test_jit_inside_larger_program_and_vmap():
-    q, k, v = inputs(2, 64, 64, 4, 4, 64, jnp.bfloat16, seed=9)
+    q, k, v = inputs(2, 64, 64, 4, 4, 64, jnp.bfloat16, seed=seed_for(9))
 
     @jax.jit
     def f(q, k, v):
@@ -140,7 +140,8 @@ def test_jit_inside_larger_program_and_vmap():
 COMMAND_BUFFER_SCRIPT = r"""
 import jax, jax.numpy as jnp, numpy as np
 import attntune.jax as atj
-rng = np.random.default_rng(0)
+import os
+rng = np.random.default_rng(int(os.environ["ATTNTUNE_CASE_SEED"]))
 q, k, v = (jnp.asarray(rng.standard_normal((2, 128, 8, 64)), jnp.bfloat16) for _ in range(3))
 f = jax.jit(lambda q, k, v: atj.dot_product_attention(q, k, v, is_causal=True) * 2 + 1)
 ref = jax.nn.dot_product_attention(*(x.astype(jnp.float32) for x in (q, k, v)), is_causal=True) * 2 + 1
@@ -155,6 +156,7 @@ def test_inside_xla_command_buffers():
     env = dict(os.environ)
     env["XLA_FLAGS"] = (env.get("XLA_FLAGS", "") + " --xla_gpu_enable_command_buffer=FUSION,CUSTOM_CALL"
                         " --xla_gpu_graph_min_graph_size=1").strip()
+    env["ATTNTUNE_CASE_SEED"] = str(seed_for("command buffers"))
     r = subprocess.run([sys.executable, "-c", COMMAND_BUFFER_SCRIPT], env=env, capture_output=True,
                        text=True, timeout=300)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -164,7 +166,7 @@ def test_inside_xla_command_buffers():
 def test_time_against_the_c_plan():
     """The JAX call against at_plan_benchmark of the same plan (printed; pytest -s shows it)."""
     b, t, n, h = 2, 4096, 16, 128
-    q, k, v = inputs(b, t, t, n, n, h, jnp.bfloat16, seed=1)
+    q, k, v = inputs(b, t, t, n, n, h, jnp.bfloat16, seed=seed_for(1))
     fn = jax.jit(lambda q, k, v: atj.dot_product_attention(q, k, v, is_causal=True))
     out = fn(q, k, v).block_until_ready()
     reps = 50

@@ -3,7 +3,7 @@ layouts, FP8, streams) and torch.library.opcheck. Skipped without a GPU visible 
 
 import pytest
 
-from conftest import needs_torch_gpu
+from conftest import needs_torch_gpu, seed_for
 
 pytestmark = [pytest.mark.gpu, needs_torch_gpu]
 
@@ -52,7 +52,7 @@ CASES = [
                          f"{str(c[6])[6:]}{'-causal' if c[7] else ''}{'-br' if c[8] else ''}-{c[9]}")
 def test_matches_torch_sdpa(case):
     b, t, s, n, k, h, dtype, causal, br, layout = case
-    q, kk, v = inputs(b, t, s, n, k, h, dtype, seed=abs(hash(case)) % 2**31, layout=layout)
+    q, kk, v = inputs(b, t, s, n, k, h, dtype, seed=seed_for(case), layout=layout)
     out = att.scaled_dot_product_attention(q, kk, v, is_causal=causal, enable_gqa=k != n,
                                            causal_alignment="bottom_right" if br else "top_left")
     ref = reference(q, kk, v, is_causal=causal, bottom_right=br)
@@ -61,14 +61,14 @@ def test_matches_torch_sdpa(case):
 
 
 def test_non_contiguous_head_dim_is_copied():
-    q, k, v = inputs(1, 64, 64, 4, 4, 64, torch.bfloat16, seed=2)
+    q, k, v = inputs(1, 64, 64, 4, 4, 64, torch.bfloat16, seed=seed_for(2))
     qs = torch.cat([q, q], dim=-1)[..., ::2]  # stride 2 along H
     out = att.scaled_dot_product_attention(qs, k, v)
     torch.testing.assert_close(out.float(), reference(qs, k, v), atol=2e-2, rtol=2e-2)
 
 
 def test_runs_on_the_current_stream():
-    q, k, v = inputs(2, 512, 512, 8, 8, 64, torch.bfloat16, seed=4)
+    q, k, v = inputs(2, 512, 512, 8, 8, 64, torch.bfloat16, seed=seed_for(4))
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
@@ -79,7 +79,7 @@ def test_runs_on_the_current_stream():
 
 
 def test_fp8_with_descales():
-    q, k, v = inputs(1, 128, 128, 4, 4, 128, torch.float32, seed=6)
+    q, k, v = inputs(1, 128, 128, 4, 4, 128, torch.float32, seed=seed_for(6))
     fmax = torch.finfo(torch.float8_e4m3fn).max
     codes, descales = [], []
     for x in (q, k, v):
@@ -94,14 +94,14 @@ def test_fp8_with_descales():
 
 
 def test_opcheck():
-    q, k, v = inputs(2, 128, 128, 8, 2, 64, torch.bfloat16, seed=8)
+    q, k, v = inputs(2, 128, 128, 8, 2, 64, torch.bfloat16, seed=seed_for(8))
     torch.library.opcheck(torch.ops.attntune.sdpa.default, (q, k, v, None, None, None, 1, 0.0, "", ""))
-    qt, kt, vt = inputs(1, 64, 96, 4, 4, 64, torch.float16, seed=9, layout="btnh")
+    qt, kt, vt = inputs(1, 64, 96, 4, 4, 64, torch.float16, seed=seed_for(9), layout="btnh")
     torch.library.opcheck(torch.ops.attntune.sdpa.default, (qt, kt, vt, None, None, None, 0, 0.125, "", ""))
 
 
 def test_torch_compile_fullgraph():
-    q, k, v = inputs(2, 128, 128, 8, 8, 64, torch.bfloat16, seed=10)
+    q, k, v = inputs(2, 128, 128, 8, 8, 64, torch.bfloat16, seed=seed_for(10))
     f = torch.compile(lambda q, k, v: att.scaled_dot_product_attention(q, k, v, is_causal=True) * 2,
                       fullgraph=True)
     torch.testing.assert_close(f(q, k, v).float(), reference(q, k, v, is_causal=True) * 2,
@@ -110,7 +110,7 @@ def test_torch_compile_fullgraph():
 
 def test_plan_info_matches_the_op():
     attntune.clear_plans()
-    q, k, v = inputs(1, 256, 256, 8, 8, 64, torch.bfloat16, seed=12)
+    q, k, v = inputs(1, 256, 256, 8, 8, 64, torch.bfloat16, seed=seed_for(12))
     att.scaled_dot_product_attention(q, k, v, is_causal=True)
     assert attntune.cached_plans() == 1
     info = attntune.plan_info(q, k, v, is_causal=True, layout="BNTH")

@@ -83,7 +83,7 @@ static void look_up(cache_db *db, const rows *r)
   for (int i = 0; i < r->n_trials; i++) {
     cache_trial again;
     int found = 0, count = 0, done = 0;
-    (void)cache_find_trial(db, &r->env[i], &r->trial[i].shape, r->trial[i].impl, &found, &again);
+    (void)cache_find_trial(db, &r->env[i], &r->trial[i].shape, r->trial[i].impl, &found, &again, NULL);
     (void)cache_count_trials(db, &r->env[i], &r->trial[i].shape, &count);
     (void)cache_is_done(db, &r->env[i], &r->trial[i].shape, &done);
   }
