@@ -41,7 +41,7 @@ expect 2 "warp-specialized fa3 takes f16/bf16 inputs, not e4m3" -- gen --emit fa
 expect 0 "decode family" -- gen --help
 # bench --impl: the list is checked before a GPU is opened, so these need none.
 expect 0 "decode         the same, the split-KV decode family only" -- bench --help
-expect 0 "KV TB/s = 2\*B\*Nkv\*S\*D\*sizeof(dtype) / time" -- bench --help
+expect 0 "KV TB/s = 2\*B\*Nkv\*S\*D\*sizeof(K/V dtype) / time" -- bench --help
 expect 2 "the decode family runs queries of 1 to 16 tokens, not T = 1024" -- bench --impl decode
 expect 2 "the decode family runs queries of 1 to 16 tokens, not T = 17" -- bench --impl naive,decode --q-len 17 --kv-len 4096
 expect 2 "runs queries of 1 to 16 tokens, not T = 64" -- bench --impl decode.bf16.d128.none.g1.bm16.bn64.w4.s4.sp4 --seq-len 64

@@ -472,6 +472,61 @@ static void test_f32_shapes(void **state)
   tn_config_free(&c);
 }
 
+/* kv_dtype: the K/V dtype of an FP8 KV cache, sweepable like dtype; absent or equal to the dtype,
+ * K and V are in the dtype (one shape either way, the first entry keeps it); a pairing the shape
+ * check refuses points at kv_dtype. */
+static void test_kv_dtype_shapes(void **state)
+{
+  (void)state;
+  tn_config c = parse_ok("shapes:\n"
+                         "  - name: fp8-kv\n"
+                         "    batch: 8\n"
+                         "    q_len: 1\n"
+                         "    kv_len: 16384\n"
+                         "    q_heads: 32\n"
+                         "    kv_heads: 8\n"
+                         "    head_dim: 128\n"
+                         "    dtype: bf16\n"
+                         "    kv_dtype: [bf16, e4m3, e5m2]\n"
+                         "  - {name: again, batch: 8, q_len: 1, kv_len: 16384, q_heads: 32, kv_heads: 8, head_dim: 128}\n"
+                         "  - {batch: 8, q_len: 1, kv_len: 16384, q_heads: 32, kv_heads: 8, head_dim: 128, dtype: f16,\n"
+                         "     kv_dtype: e4m3, mask: causal-br, lse: true}\n"
+                         "  - {batch: 8, q_len: 1, kv_len: 16384, q_heads: 32, kv_heads: 8, head_dim: 128, dtype: f16,\n"
+                         "     kv_dtype: f16}\n");
+  static const char *const keys[] = {
+      "b8.t1.s16384.hq32.hkv8.d128.bf16.none",
+      "b8.t1.s16384.hq32.hkv8.d128.bf16.kve4m3.none",
+      "b8.t1.s16384.hq32.hkv8.d128.bf16.kve5m2.none",
+      "b8.t1.s16384.hq32.hkv8.d128.f16.kve4m3.causal-br.lse",
+      "b8.t1.s16384.hq32.hkv8.d128.f16.none",
+  };
+  assert_keys(&c, keys, 5);
+  assert_string_equal(c.groups[0], "fp8-kv");
+  assert_int_equal(c.shapes[0].kv_dtype, AT_KV_SAME); /* kv_dtype: bf16 with dtype bf16 */
+  assert_int_equal(c.shapes[1].kv_dtype, AT_DTYPE_E4M3);
+  assert_int_equal(c.shapes[3].dtype, AT_DTYPE_F16);
+  assert_int_equal(c.shapes[3].kv_dtype, AT_DTYPE_E4M3);
+  assert_int_equal(c.shapes[4].kv_dtype, AT_KV_SAME);
+  for (int i = 0; i < c.n_shapes; i++) assert_int_equal(at_shape_check(&c.shapes[i]), AT_OK);
+  tn_config_free(&c);
+
+  expect_error("shapes:\n"
+               "  - {seq_len: 128, q_heads: 8, head_dim: 64, dtype: f16, kv_dtype: [f16, bf16]}\n",
+               AT_ERR_CONFIG,
+               "t.yaml:2:74: shapes[0].kv_dtype: kv_dtype bf16 with dtype f16: K and V may differ from Q only as FP8 "
+               "(e4m3, e5m2) with f16 or bf16 Q, an FP8 KV cache");
+  expect_error("shapes:\n"
+               "  - {seq_len: 128, q_heads: 8, head_dim: 64, dtype: e4m3, kv_dtype: e5m2}\n",
+               AT_ERR_CONFIG,
+               "t.yaml:2:69: shapes[0].kv_dtype: kv_dtype e5m2 with dtype e4m3: K and V may differ from Q only as FP8 "
+               "(e4m3, e5m2) with f16 or bf16 Q, an FP8 KV cache");
+  expect_error("shapes:\n"
+               "  - {seq_len: 128, q_heads: 8, head_dim: 64, kv_dtype: e6m1}\n",
+               AT_ERR_CONFIG,
+               "t.yaml:2:56: shapes[0].kv_dtype: unknown dtype 'e6m1' (expected f32, f16, bf16, e4m3, e5m2)");
+  assert_no_mismatch();
+}
+
 /* Enough shapes to grow the dedup table several times. */
 static void test_large_sweep_with_dedup(void **state)
 {
@@ -667,7 +722,7 @@ static void test_errors_in_shapes(void **state)
                "  - {seq_len: 128, q_heads: 8, head_dim: 64, heads: 8}\n",
                AT_ERR_CONFIG,
                "t.yaml:2:46: shapes[0]: unknown key 'heads' (expected name, batch, seq_len, q_len, kv_len, "
-               "q_heads, kv_heads, head_dim, dtype, mask, lse)");
+               "q_heads, kv_heads, head_dim, dtype, kv_dtype, mask, lse)");
   expect_error("shapes:\n"
                "  - seq_len: 128\n"
                "    q_heads: 8\n"
@@ -691,7 +746,7 @@ static void test_errors_in_shapes(void **state)
                "  - 128\n",
                AT_ERR_CONFIG,
                "t.yaml:2:5: shapes[0]: expected a mapping with name, batch, seq_len, q_len, kv_len, q_heads, "
-               "kv_heads, head_dim, dtype, mask, lse, got a value");
+               "kv_heads, head_dim, dtype, kv_dtype, mask, lse, got a value");
   expect_error("shapes:\n"
                "  - {seq_len: 128, q_heads: 8, head_dim: 64, name: [a]}\n",
                AT_ERR_CONFIG, "t.yaml:2:52: shapes[0].name: expected a group name, got a list");
@@ -917,7 +972,7 @@ static void test_deep_nesting_is_refused_fast(void **state)
   /* 31 levels under the root are allowed through to the usual checks. */
   expect_error("shapes: [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]\n", AT_ERR_CONFIG,
                "t.yaml:1:10: shapes[0]: expected a mapping with name, batch, seq_len, q_len, kv_len, "
-               "q_heads, kv_heads, head_dim, dtype, mask, lse, got a list");
+               "q_heads, kv_heads, head_dim, dtype, kv_dtype, mask, lse, got a list");
   assert_no_mismatch();
 }
 
@@ -1055,6 +1110,7 @@ int main(void)
       cmocka_unit_test(test_ranges),
       cmocka_unit_test(test_dedup_keeps_first_occurrence),
       cmocka_unit_test(test_f32_shapes),
+      cmocka_unit_test(test_kv_dtype_shapes),
       cmocka_unit_test(test_large_sweep_with_dedup),
       cmocka_unit_test(test_other_sections),
       cmocka_unit_test(test_errors_in_shapes),
