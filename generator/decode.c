@@ -169,30 +169,45 @@ static at_status append(gen_variant *out, int cap, int *n, const gen_variant *v)
   return AT_OK;
 }
 
+/* The variants of one tile size (warps, stages, and the split counts around one wave). */
+static at_status enumerate_block_n(const gen_spec *spec, const gen_target *target, const at_shape *shape,
+                                   int block_n, gen_variant *out, int cap, int *n)
+{
+  const int bm = next_pow2(shape->q_len);
+  for (int b = 0; b < COUNT(k_warps); b++)
+    for (int c = 0; c < COUNT(k_stages); c++) {
+      gen_variant v = {GEN_FAMILY_DECODE, *spec, bm, block_n, k_warps[b], k_stages[c], 1, 0};
+      if (check(&v, target) != AT_OK) continue;
+      /* The split count that fills one wave, and its neighbours. */
+      const int h = heuristic_splits(&v, target, shape);
+      const int tries[] = {h, h > 1 ? (h + 1) / 2 : 0, 2 * h};
+      for (int s = 0; s < COUNT(tries); s++) {
+        if (tries[s] < 1) continue;
+        v.splits = tries[s];
+        if (check(&v, target) != AT_OK) continue;
+        at_status rc = append(out, cap, n, &v);
+        if (rc != AT_OK) return rc;
+      }
+    }
+  return AT_OK;
+}
+
 static at_status enumerate(const gen_spec *spec, const gen_target *target, const at_shape *shape,
                            gen_variant *out, int cap, int *n)
 {
   if (!serves(shape)) return AT_OK;
-  const int bm = next_pow2(shape->q_len);
   const int *block_n = kv8(spec) ? k_block_n_kv8 : k_block_n;
   const int n_block_n = kv8(spec) ? COUNT(k_block_n_kv8) : COUNT(k_block_n);
-  for (int a = 0; a < n_block_n; a++)
-    for (int b = 0; b < COUNT(k_warps); b++)
-      for (int c = 0; c < COUNT(k_stages); c++) {
-        gen_variant v = {GEN_FAMILY_DECODE, *spec, bm, block_n[a], k_warps[b], k_stages[c], 1, 0};
-        if (check(&v, target) != AT_OK) continue;
-        if (block_n[a] > 32 && gen_tile_too_long(block_n[a], shape->kv_len)) continue;
-        /* The split count that fills one wave, and its neighbours. */
-        const int h = heuristic_splits(&v, target, shape);
-        const int tries[] = {h, h > 1 ? (h + 1) / 2 : 0, 2 * h};
-        for (int s = 0; s < COUNT(tries); s++) {
-          if (tries[s] < 1) continue;
-          v.splits = tries[s];
-          if (check(&v, target) != AT_OK) continue;
-          at_status rc = append(out, cap, n, &v);
-          if (rc != AT_OK) return rc;
-        }
-      }
+  const int first = *n;
+  at_status rc;
+  for (int a = 0; a < n_block_n; a++) {
+    if (block_n[a] > 32 && gen_tile_too_long(block_n[a], shape->kv_len)) continue; /* far longer than S */
+    if ((rc = enumerate_block_n(spec, target, shape, block_n[a], out, cap, n)) != AT_OK) return rc;
+  }
+  /* An FP8 KV cache has no other family: where S is shorter than every tile that fits (MHA with
+   * a few tokens and S < 32), the shortest tile that fits, however long for S. */
+  for (int len = 32; kv8(spec) && *n == first && len <= 256; len *= 2)
+    if ((rc = enumerate_block_n(spec, target, shape, len, out, cap, n)) != AT_OK) return rc;
   return AT_OK;
 }
 

@@ -118,11 +118,12 @@ at_status gen_default_variant(const at_shape *shape, const gen_target *target, g
       return AT_OK;
     }
   }
-  /* No family prefers a tile: the first variant any family lists, for any sequence length. */
+  /* No family prefers a tile: the first variant any family lists, for any sequence length (but
+   * an FP8 KV cache's own: decode, its one family, lists variants only for T <= 16). */
   gen_variant all[GEN_MAX_VARIANTS];
   int n = 0;
   at_shape any_len = *shape;
-  any_len.q_len = any_len.kv_len = 0;
+  if (at_shape_kv_dtype(shape) == shape->dtype) any_len.q_len = any_len.kv_len = 0;
   if ((rc = gen_enumerate(&any_len, target, all, GEN_MAX_VARIANTS, &n)) != AT_OK) return rc;
   *out = all[0];
   return AT_OK;
