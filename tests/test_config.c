@@ -213,15 +213,16 @@ static void test_llm_prefill_and_quick(void **state)
   tn_config_free(&c);
 }
 
-/* configs/decode.yaml (issue #15) and its quick check: short queries only, bf16 D = 128, GQA 4
- * and 8, no mask for T = 1 and bottom-right causal above, B 1..128 and S 1k..128k covered, and
- * the search narrowed so the budget goes to decode. */
+/* configs/decode.yaml (issue #15) and its quick check: short queries only, bf16 D = 128 (K/V bf16
+ * or e4m3), GQA 4 and 8, no mask for T = 1 and bottom-right causal above, B 1..128 and S 1k..128k
+ * covered, and the search narrowed so the budget goes to decode. */
 static void check_decode_shapes(const tn_config *c)
 {
   for (int i = 0; i < c->n_shapes; i++) {
     const at_shape *s = &c->shapes[i];
     assert_true(s->q_len >= 1 && s->q_len <= 16);
-    assert_int_equal(s->dtype, AT_DTYPE_BF16); /* no FP8 K/V: the decode kernels take f16 and bf16 */
+    assert_int_equal(s->dtype, AT_DTYPE_BF16);
+    assert_true(s->kv_dtype == AT_KV_SAME || s->kv_dtype == AT_DTYPE_E4M3);
     assert_int_equal(s->head_dim, 128);
     assert_int_equal(s->q_heads, 32);
     assert_true(s->kv_heads == 8 || s->kv_heads == 4);
@@ -236,8 +237,15 @@ static void test_decode_configs(void **state)
   (void)state;
   tn_config c;
   load_sample("decode.yaml", &c);
-  assert_int_equal(c.n_shapes, 5 * 2 + (4 * 2 - 2) + 4 * 2 * 2); /* decode-batch repeats B=8 S=16k */
+  /* decode-batch repeats B=8 S=16k; each sweep twice: bf16 K/V and an e4m3 KV cache */
+  assert_int_equal(c.n_shapes, 2 * (5 * 2 + (4 * 2 - 2) + 4 * 2 * 2));
   check_decode_shapes(&c);
+  int kv8 = 0;
+  for (int i = 0; i < c.n_shapes; i++) kv8 += c.shapes[i].kv_dtype == AT_DTYPE_E4M3;
+  assert_int_equal(kv8, c.n_shapes / 2);
+  assert_true(find_key(&c, "b8.t1.s16384.hq32.hkv8.d128.bf16.kve4m3.none") >= 0);
+  assert_true(find_key(&c, "b128.t1.s16384.hq32.hkv4.d128.bf16.kve4m3.none") >= 0);
+  assert_true(find_key(&c, "b8.t16.s65536.hq32.hkv8.d128.bf16.kve4m3.causal-br") >= 0);
   assert_true(find_key(&c, "b8.t1.s131072.hq32.hkv4.d128.bf16.none") >= 0);
   assert_true(find_key(&c, "b128.t1.s16384.hq32.hkv8.d128.bf16.none") >= 0);
   assert_true(find_key(&c, "b1.t1.s16384.hq32.hkv4.d128.bf16.none") >= 0);
@@ -251,7 +259,8 @@ static void test_decode_configs(void **state)
   tn_config_free(&c);
 
   load_sample("decode-quick.yaml", &c);
-  assert_true(c.n_shapes >= 6 && c.n_shapes <= 8);
+  assert_true(c.n_shapes >= 6 && c.n_shapes <= 10);
+  assert_true(find_key(&c, "b8.t1.s65536.hq32.hkv8.d128.bf16.kve4m3.none") >= 0);
   check_decode_shapes(&c);
   assert_true(c.budget_candidates > 0);
   tn_config_free(&c);
