@@ -543,7 +543,7 @@ static int bind_env_shape(sqlite3_stmt *st, int first, const cache_env *e, const
   r |= sqlite3_bind_int(st, i++, s->q_heads);
   r |= sqlite3_bind_int(st, i++, s->kv_heads);
   r |= sqlite3_bind_int(st, i++, s->head_dim);
-  r |= bind_text(st, i++, at_dtype_name(s->dtype));
+  r |= bind_text(st, i++, at_dtypes_name(s->dtype, s->kv_dtype)); /* "bf16", "bf16.kve4m3" */
   r |= bind_text(st, i++, at_mask_name(s->mask));
   r |= sqlite3_bind_int(st, i++, s->with_lse);
   *rc = r;
@@ -585,7 +585,7 @@ static at_status read_env_shape(cache_db *c, const char *table, sqlite3_stmt *st
   s->kv_heads = sqlite3_column_int(st, i++);
   s->head_dim = sqlite3_column_int(st, i++);
   copy_column(st, i++, text, sizeof text);
-  if (at_dtype_parse(text, &s->dtype) != AT_OK) return bad_column(c, table, "dtype", text);
+  if (at_dtypes_parse(text, &s->dtype, &s->kv_dtype) != AT_OK) return bad_column(c, table, "dtype", text);
   copy_column(st, i++, text, sizeof text);
   if (at_mask_parse(text, &s->mask) != AT_OK) return bad_column(c, table, "mask", text);
   s->with_lse = sqlite3_column_int(st, i++);

@@ -46,6 +46,14 @@ at_dtype at_dtype_default_out(at_dtype dtype);
 /* "f16, bf16, e4m3, e5m2" style list of every name, for messages. */
 const char *at_dtype_names(void);
 
+/* The dtypes of a shape as one word, the spelling of shape keys, variant keys and the cache's
+ * dtype column: "bf16", or "bf16.kve4m3" where K and V are in another dtype than Q
+ * (at_shape.kv_dtype; AT_KV_SAME or the dtype itself: the plain name). A static string; "?" for
+ * values that are not at_dtypes. */
+const char *at_dtypes_name(at_dtype dtype, at_dtype kv_dtype);
+/* Parse that word back: dtype, and kv_dtype AT_KV_SAME unless ".kv<dtype>" names another one. */
+at_status at_dtypes_parse(const char *text, at_dtype *dtype, at_dtype *kv_dtype);
+
 /* ---- arch names -------------------------------------------------------------------------- */
 
 /* The NVRTC target for a compute capability: "sm_90a" for 9.0 (wgmma and setmaxnreg exist only

@@ -69,6 +69,38 @@ at_status at_dtype_parse(const char *text, at_dtype *out)
   return at_fail(AT_ERR_INVALID, "unknown dtype '%s' (expected %s)", text, at_dtype_names());
 }
 
+/* [dtype][kv_dtype]: the plain name on the diagonal, "<dtype>.kv<kv_dtype>" elsewhere. */
+static const char *const DTYPE_PAIRS[][N_DTYPES] = {
+    {"f32", "f32.kvf16", "f32.kvbf16", "f32.kve4m3", "f32.kve5m2"},
+    {"f16.kvf32", "f16", "f16.kvbf16", "f16.kve4m3", "f16.kve5m2"},
+    {"bf16.kvf32", "bf16.kvf16", "bf16", "bf16.kve4m3", "bf16.kve5m2"},
+    {"e4m3.kvf32", "e4m3.kvf16", "e4m3.kvbf16", "e4m3", "e4m3.kve5m2"},
+    {"e5m2.kvf32", "e5m2.kvf16", "e5m2.kvbf16", "e5m2.kve4m3", "e5m2"},
+};
+
+const char *at_dtypes_name(at_dtype dtype, at_dtype kv_dtype)
+{
+  if (kv_dtype == AT_KV_SAME) kv_dtype = dtype;
+  if ((unsigned)dtype >= (unsigned)N_DTYPES || (unsigned)kv_dtype >= (unsigned)N_DTYPES) return "?";
+  return DTYPE_PAIRS[dtype][kv_dtype];
+}
+
+at_status at_dtypes_parse(const char *text, at_dtype *dtype, at_dtype *kv_dtype)
+{
+  char q[16];
+  const char *dot = text ? strchr(text, '.') : NULL;
+  *kv_dtype = AT_KV_SAME;
+  if (!dot) return at_dtype_parse(text, dtype);
+  if ((size_t)(dot - text) >= sizeof q || strncmp(dot + 1, "kv", 2) != 0)
+    return at_fail(AT_ERR_INVALID, "unknown dtypes '%s' (expected a dtype, or <dtype>.kv<dtype> as bf16.kve4m3)",
+                   text);
+  snprintf(q, sizeof q, "%.*s", (int)(dot - text), text);
+  at_status rc = at_dtype_parse(q, dtype);
+  if (rc == AT_OK) rc = at_dtype_parse(dot + 3, kv_dtype);
+  if (rc == AT_OK && *kv_dtype == *dtype) *kv_dtype = AT_KV_SAME;
+  return rc;
+}
+
 const char *at_mask_name(at_mask mask)
 {
   return (unsigned)mask < sizeof MASK_NAMES / sizeof *MASK_NAMES ? MASK_NAMES[mask] : "?";
@@ -130,11 +162,23 @@ at_status at_shape_check(const at_shape *s)
       (rc = check_tensor_size(s, "K and V", "kv_len", s->kv_len, "kv_heads", s->kv_heads)) != AT_OK)
     return rc;
   if ((unsigned)s->dtype > AT_DTYPE_E5M2) return at_fail(AT_ERR_INVALID, "dtype %d unknown", s->dtype);
+  if ((unsigned)s->kv_dtype > AT_DTYPE_E5M2) return at_fail(AT_ERR_INVALID, "kv_dtype %d unknown", s->kv_dtype);
+  const at_dtype kv = at_shape_kv_dtype(s);
+  if (kv != s->dtype && !((s->dtype == AT_DTYPE_F16 || s->dtype == AT_DTYPE_BF16) && at_dtype_is_fp8(kv)))
+    return at_fail(AT_ERR_INVALID,
+                   "kv_dtype %s with dtype %s: K and V may differ from Q only as FP8 (e4m3, e5m2) with f16 or bf16 "
+                   "Q, an FP8 KV cache",
+                   at_dtype_name(kv), at_dtype_name(s->dtype));
   if ((unsigned)s->mask > AT_MASK_CAUSAL_BR) return at_fail(AT_ERR_INVALID, "mask %d unknown", s->mask);
   if (!(s->scale >= 0.0f) || isinf(s->scale))
     return at_fail(AT_ERR_INVALID, "scale %g must be finite and >= 0 (0 means 1/sqrt(D))",
                    (double)s->scale);
   return AT_OK;
+}
+
+at_dtype at_shape_kv_dtype(const at_shape *s)
+{
+  return s->kv_dtype == AT_KV_SAME ? s->dtype : s->kv_dtype;
 }
 
 float at_shape_scale(const at_shape *s)
@@ -176,6 +220,6 @@ at_strides at_strides_bshd(int seq_len, int heads, int head_dim)
 void at_shape_key(const at_shape *s, char *buf, size_t size)
 {
   snprintf(buf, size, "b%d.t%d.s%d.hq%d.hkv%d.d%d.%s.%s%s", s->batch, s->q_len, s->kv_len,
-           s->q_heads, s->kv_heads, s->head_dim, at_dtype_name(s->dtype), at_mask_name(s->mask),
+           s->q_heads, s->kv_heads, s->head_dim, at_dtypes_name(s->dtype, s->kv_dtype), at_mask_name(s->mask),
            s->with_lse ? ".lse" : "");
 }

@@ -6,7 +6,10 @@
  * combine kernel. One row of the family table (gen_decode_family, at the end).
  *
  * Key: decode.bf16.d128.causal-br.g4.bm16.bn64.w4.s4.sp4 — bm = query tokens per CTA (a power of
- * two >= T), sp = the split count asked for (the launch caps it by the K/V tiles there are).
+ * two >= T), sp = the split count asked for (the launch caps it by the K/V tiles there are). An
+ * FP8 KV cache (K and V e4m3 or e5m2, Q and O f16 or bf16) adds .kv<dtype> after the dtype:
+ * decode.bf16.kve4m3.d128.none.g4.bm1.bn256.w4.s3.sp8; its tiles are bytes, so block_n goes to
+ * 256 at the shared memory of a 128-key 16-bit tile.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +21,7 @@
 #define COMBINE_THREADS 128
 
 static const int k_block_n[] = {64, 128, 32};
+static const int k_block_n_kv8[] = {256, 128, 64, 32}; /* FP8 K/V: a key is half the bytes */
 static const int k_warps[] = {4, 8};
 static const int k_stages[] = {4, 3, 2};
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
@@ -44,10 +48,13 @@ static int warps_n(const gen_variant *v) { return v->warps / warps_m(v); }
 
 static int threads(const gen_variant *v) { return 32 * v->warps; }
 
+/* K and V are FP8 (KV8 in templates/decode.cu): byte tiles, widened in registers. */
+static int kv8(const gen_spec *s) { return at_dtype_is_fp8(gen_spec_kv_dtype(s)); }
+
 static int smem_bytes(const gen_variant *v)
 {
   const int d = v->spec.head_dim, mt = m_tiles(v->spec.gqa, v->block_m, v->warps), wn = warps_n(v);
-  const int kv_elem = (int)at_dtype_size(v->spec.dtype);
+  const int kv_elem = (int)at_dtype_size(gen_spec_kv_dtype(&v->spec));
   const int q_bytes = mt * 16 * gen_round_up(2 * d, 128);
   const int stage_bytes = 2 * v->stages * v->block_n * gen_round_up(kv_elem * d, 128);
   const int merge_bytes = wn > 1 ? wn * mt * 16 * 8 + (wn - 1) * mt * 16 * (d + 8) * 4 : 0;
@@ -55,15 +62,17 @@ static int smem_bytes(const gen_variant *v)
 }
 
 /* DEC_REG_ESTIMATE: O and S accumulators, Q fragments where they fit, 8 for a cross-warp merge
- * and 111 for addresses, softmax state and loads in flight (calibrated on sm_90a ptxas; the
- * template's header lists the points). Q moves to shared memory when keeping it would exceed 255. */
+ * and a base for addresses, softmax state and loads in flight: 111 (calibrated on sm_90a ptxas;
+ * the template's header lists the points), KV8_REG_BASE with FP8 K/V (the widening's
+ * temporaries). Q moves to shared memory when keeping it would exceed 255. */
+#define KV8_REG_BASE 111
 static int register_estimate(const gen_variant *v)
 {
   const int d = v->spec.head_dim, mt = m_tiles(v->spec.gqa, v->block_m, v->warps);
   const int mtw = mt / warps_m(v), nw = v->block_n / warps_n(v);
   const int acc = mtw * (d / 2 + nw / 2) + (warps_n(v) > 1 ? 8 : 0);
-  const int qfrag = mtw * d / 4;
-  return acc + (acc + qfrag + 111 <= 255 ? qfrag : 0) + 111;
+  const int qfrag = mtw * d / 4, base = kv8(&v->spec) ? KV8_REG_BASE : 111;
+  return acc + (acc + qfrag + base <= 255 ? qfrag : 0) + base;
 }
 
 static int target_ok(const gen_target *target) { return target->cc_major >= 8; }
@@ -72,6 +81,10 @@ static at_status spec_check(const gen_spec *s)
 {
   if (s->dtype != AT_DTYPE_F16 && s->dtype != AT_DTYPE_BF16)
     return at_fail(AT_ERR_UNSUPPORTED, "decode runs f16 or bf16 inputs, not %s", at_dtype_name(s->dtype));
+  const at_dtype kv = gen_spec_kv_dtype(s);
+  if (kv != s->dtype && !at_dtype_is_fp8(kv))
+    return at_fail(AT_ERR_UNSUPPORTED, "decode reads K and V in the dtype of Q (%s) or as FP8 (e4m3, e5m2), not %s",
+                   at_dtype_name(s->dtype), at_dtype_name(kv));
   if (s->out_dtype != s->dtype)
     return at_fail(AT_ERR_UNSUPPORTED, "decode writes O of %s inputs as %s, not %s", at_dtype_name(s->dtype),
                    at_dtype_name(s->dtype), at_dtype_name(s->out_dtype));
@@ -92,8 +105,9 @@ static at_status check(const gen_variant *v, const gen_target *target)
   if (v->block_m != 1 && v->block_m != 2 && v->block_m != 4 && v->block_m != 8 && v->block_m != 16)
     return at_fail(AT_ERR_UNSUPPORTED, "decode block_m (query tokens per CTA) must be 1, 2, 4, 8 or 16, not %d",
                    v->block_m);
-  if (v->block_n != 32 && v->block_n != 64 && v->block_n != 128)
-    return at_fail(AT_ERR_UNSUPPORTED, "decode block_n must be 32, 64 or 128, not %d", v->block_n);
+  if (v->block_n != 32 && v->block_n != 64 && v->block_n != 128 && !(kv8(&v->spec) && v->block_n == 256))
+    return at_fail(AT_ERR_UNSUPPORTED, "decode block_n must be 32, 64 or 128 (or 256 with FP8 K/V), not %d",
+                   v->block_n);
   if (v->warps != 4 && v->warps != 8)
     return at_fail(AT_ERR_UNSUPPORTED, "decode runs 4 or 8 warps, not %d", v->warps);
   if (v->stages < 2 || v->stages > 6)
@@ -155,43 +169,73 @@ static at_status append(gen_variant *out, int cap, int *n, const gen_variant *v)
   return AT_OK;
 }
 
+/* The variants of one tile size (warps, stages, and the split counts around one wave). */
+static at_status enumerate_block_n(const gen_spec *spec, const gen_target *target, const at_shape *shape,
+                                   int block_n, gen_variant *out, int cap, int *n)
+{
+  const int bm = next_pow2(shape->q_len);
+  for (int b = 0; b < COUNT(k_warps); b++)
+    for (int c = 0; c < COUNT(k_stages); c++) {
+      gen_variant v = {GEN_FAMILY_DECODE, *spec, bm, block_n, k_warps[b], k_stages[c], 1, 0};
+      if (check(&v, target) != AT_OK) continue;
+      /* The split count that fills one wave, and its neighbours. */
+      const int h = heuristic_splits(&v, target, shape);
+      const int tries[] = {h, h > 1 ? (h + 1) / 2 : 0, 2 * h};
+      for (int s = 0; s < COUNT(tries); s++) {
+        if (tries[s] < 1) continue;
+        v.splits = tries[s];
+        if (check(&v, target) != AT_OK) continue;
+        at_status rc = append(out, cap, n, &v);
+        if (rc != AT_OK) return rc;
+      }
+    }
+  return AT_OK;
+}
+
 static at_status enumerate(const gen_spec *spec, const gen_target *target, const at_shape *shape,
                            gen_variant *out, int cap, int *n)
 {
   if (!serves(shape)) return AT_OK;
-  const int bm = next_pow2(shape->q_len);
-  for (int a = 0; a < COUNT(k_block_n); a++)
-    for (int b = 0; b < COUNT(k_warps); b++)
-      for (int c = 0; c < COUNT(k_stages); c++) {
-        gen_variant v = {GEN_FAMILY_DECODE, *spec, bm, k_block_n[a], k_warps[b], k_stages[c], 1, 0};
-        if (check(&v, target) != AT_OK) continue;
-        if (k_block_n[a] > 32 && gen_tile_too_long(k_block_n[a], shape->kv_len)) continue;
-        /* The split count that fills one wave, and its neighbours. */
-        const int h = heuristic_splits(&v, target, shape);
-        const int tries[] = {h, h > 1 ? (h + 1) / 2 : 0, 2 * h};
-        for (int s = 0; s < COUNT(tries); s++) {
-          if (tries[s] < 1) continue;
-          v.splits = tries[s];
-          if (check(&v, target) != AT_OK) continue;
-          at_status rc = append(out, cap, n, &v);
-          if (rc != AT_OK) return rc;
-        }
-      }
+  const int *block_n = kv8(spec) ? k_block_n_kv8 : k_block_n;
+  const int n_block_n = kv8(spec) ? COUNT(k_block_n_kv8) : COUNT(k_block_n);
+  const int first = *n;
+  at_status rc;
+  for (int a = 0; a < n_block_n; a++) {
+    if (block_n[a] > 32 && gen_tile_too_long(block_n[a], shape->kv_len)) continue; /* far longer than S */
+    if ((rc = enumerate_block_n(spec, target, shape, block_n[a], out, cap, n)) != AT_OK) return rc;
+  }
+  /* An FP8 KV cache has no other family: where S is shorter than every tile that fits (MHA with
+   * a few tokens and S < 32), the shortest tile that fits, however long for S. */
+  for (int len = 32; kv8(spec) && *n == first && len <= 256; len *= 2)
+    if ((rc = enumerate_block_n(spec, target, shape, len, out, cap, n)) != AT_OK) return rc;
   return AT_OK;
 }
 
 /* Best first, from the H200 runs in docs/perf.md ("## decode"): 128-key tiles won every measured
  * shape (B 1-64, S 4k-16k, T 1 and 16): 4 warps and 3 stages for one token, 8 warps and 2 stages
  * for 16 tokens (64 packed rows). */
+typedef struct pref {
+  int min_t, block_n, warps, stages;
+} pref;
+
+/* FP8 K/V (not measured yet): the same bytes per stage as the 16-bit choice, twice the keys
+ * (256-key tiles; 128 where 256 does not fit or is too long for S). */
+static const pref k_prefs_kv8[] = {{9, 256, 8, 2}, {9, 128, 8, 2}, {1, 256, 4, 3}, {1, 256, 4, 2},
+                                   {1, 128, 4, 3}, {1, 128, 8, 2}, {1, 128, 4, 2}, {1, 64, 4, 3},
+                                   {1, 64, 8, 2},  {1, 64, 4, 2},  {1, 32, 8, 2}};
+
 static int default_variant(const gen_spec *spec, const gen_target *target, const at_shape *shape,
                            gen_variant *out)
 {
-  static const struct { int min_t, block_n, warps, stages; } prefs[] = {
+  static const pref k_prefs[] = {
       {9, 128, 8, 2}, {1, 128, 4, 3}, {1, 128, 4, 2}, {1, 128, 8, 2}, {1, 64, 4, 4},
       {1, 64, 4, 3},  {1, 64, 8, 3},  {1, 32, 8, 2},  {1, 64, 4, 2}};
+  const pref *prefs = kv8(spec) ? k_prefs_kv8 : k_prefs;
+  const int n_prefs = kv8(spec) ? COUNT(k_prefs_kv8) : COUNT(k_prefs);
   if (!serves(shape)) return 0;
-  for (int i = 0; i < COUNT(prefs); i++) {
+  for (int i = 0; i < n_prefs; i++) {
     if (shape->q_len < prefs[i].min_t) continue;
+    if (prefs[i].block_n > 128 && gen_tile_too_long(prefs[i].block_n, shape->kv_len)) continue;
     gen_variant v = {GEN_FAMILY_DECODE, *spec, next_pow2(shape->q_len), prefs[i].block_n, prefs[i].warps,
                      prefs[i].stages, 1, 0};
     if (check(&v, target) != AT_OK) continue;
@@ -208,9 +252,13 @@ static const char *const EXTRA_ENTRIES[] = {"_combine", NULL};
 
 static void extra_preamble(const gen_variant *v, const gen_target *target, const char *entry, gen_text *t)
 {
-  (void)v, (void)target;
+  (void)target;
+  const at_dtype kv = gen_spec_kv_dtype(&v->spec);
   gen_text_put(t, "#define DEC_COMBINE %s%s\n#define DEC_COMBINE_THREADS %d\n", entry, EXTRA_ENTRIES[0],
                COMBINE_THREADS);
+  if (kv != v->spec.dtype)
+    gen_text_put(t, "#define DEC_KV_DTYPE %d /* %s */\n#define DEC_KV8_REG_BASE %d\n", (int)kv, at_dtype_name(kv),
+                 KV8_REG_BASE);
 }
 
 static const gen_arg SPLIT_ARGS[] = {

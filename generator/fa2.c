@@ -68,6 +68,7 @@ static int target_ok(const gen_target *target) { return target->cc_major >= 8; }
 /* What fa2 runs whatever the tiles (gen_spec_from_shape's family rules). */
 static at_status spec_check(const gen_spec *s)
 {
+  if (s->kv_dtype != AT_KV_SAME) return gen_refuse_kv_dtype("fa2", s);
   if (s->dtype != AT_DTYPE_F16 && s->dtype != AT_DTYPE_BF16 && !at_dtype_is_fp8(s->dtype))
     return at_fail(AT_ERR_UNSUPPORTED, "dtype %s is not supported by fa2 (expected f16, bf16, e4m3 or e5m2)",
                    at_dtype_name(s->dtype));

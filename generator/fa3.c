@@ -103,6 +103,7 @@ static at_status check_ws(const gen_variant *v, const gen_target *target)
 /* What fa3 runs whatever the tiles: fa2's rules, and O of FP8 inputs in 16 bits. */
 static at_status spec_check(const gen_spec *s)
 {
+  if (s->kv_dtype != AT_KV_SAME) return gen_refuse_kv_dtype("fa3", s);
   if (at_dtype_is_fp8(s->dtype) && s->out_dtype != AT_DTYPE_BF16 && s->out_dtype != AT_DTYPE_F16)
     return at_fail(AT_ERR_UNSUPPORTED, "fa3 writes O of %s inputs as bf16 or f16, not %s",
                    at_dtype_name(s->dtype), at_dtype_name(s->out_dtype));

@@ -23,6 +23,8 @@ at_status gen_variant_check(const gen_variant *v, const gen_target *target)
     return at_fail(AT_ERR_INVALID, "%s variants have no split count (got %d)", f->name, v->splits);
   if (!f->warp_specialized && v->ws != 0)
     return at_fail(AT_ERR_INVALID, "%s variants are not warp-specialized (got ws %d)", f->name, v->ws);
+  /* K and V in another dtype than Q: only where the family's spec allows it (decode). */
+  if (v->spec.kv_dtype != AT_KV_SAME && f->spec_check(&v->spec) != AT_OK) return AT_ERR_INVALID;
   return f->check(v, target);
 }
 
@@ -65,9 +67,11 @@ at_status gen_enumerate_out(const at_shape *shape, at_dtype out_dtype, const gen
     if (!f->target_ok(target)) continue;
     if ((rc = gen_spec_from_shape_out(order[i], shape, out_dtype, &spec)) != AT_OK) {
       /* The family declines the shape; another may run it. Keep the reason of the last (the most
-       * general family, fa2) for the end. */
+       * general family, fa2) for the end; for an FP8 KV cache the first's (decode, the one
+       * family that reads it: the others only say they do not). */
+      if (last_refusal == AT_OK || at_shape_kv_dtype(shape) == shape->dtype)
+        snprintf(refusal, sizeof refusal, "%s", at_last_error());
       last_refusal = rc;
-      snprintf(refusal, sizeof refusal, "%s", at_last_error());
       continue;
     }
     any_spec = 1;
@@ -76,6 +80,15 @@ at_status gen_enumerate_out(const at_shape *shape, at_dtype out_dtype, const gen
   at_clear_error(); /* the refusals above are expected, not errors */
   if (!any_spec && last_refusal != AT_OK) return at_fail(last_refusal, "%s", refusal);
   if (n == 0) {
+    const at_dtype kv = at_shape_kv_dtype(shape);
+    if (kv != shape->dtype && !(shape->q_len >= 1 && shape->q_len <= GEN_DECODE_MAX_T)) {
+      char t[48] = "without a query length (T unknown)";
+      if (shape->q_len > 0) snprintf(t, sizeof t, "for T = %d", shape->q_len);
+      return at_fail(AT_ERR_UNSUPPORTED,
+                     "no generated variant reads %s K/V with %s Q %s: an FP8 KV cache runs on the decode family "
+                     "only, for queries of 1 to %d tokens (fa2 and fa3 read K and V in the dtype of Q)",
+                     at_dtype_name(kv), at_dtype_name(shape->dtype), t, GEN_DECODE_MAX_T);
+    }
     if (at_dtype_is_fp8(shape->dtype) && !gen_target_has_fp8(target))
       return at_fail(AT_ERR_UNSUPPORTED,
                      "no %s variants for %s: FP8 needs sm_89 or newer (mma.sync m16n8k32 with FP8 operands)",
@@ -83,7 +96,8 @@ at_status gen_enumerate_out(const at_shape *shape, at_dtype out_dtype, const gen
     return at_fail(AT_ERR_UNSUPPORTED,
                    "no generated variant fits head dim %d %s on %s (shared memory %d bytes, at most 255 "
                    "registers per thread without spills)",
-                   shape->head_dim, at_dtype_name(shape->dtype), target->arch, target->smem_limit);
+                   shape->head_dim, at_dtypes_name(shape->dtype, shape->kv_dtype), target->arch,
+                   target->smem_limit);
   }
   *n_out = n;
   return AT_OK;
@@ -104,11 +118,12 @@ at_status gen_default_variant(const at_shape *shape, const gen_target *target, g
       return AT_OK;
     }
   }
-  /* No family prefers a tile: the first variant any family lists, for any sequence length. */
+  /* No family prefers a tile: the first variant any family lists, for any sequence length (but
+   * an FP8 KV cache's own: decode, its one family, lists variants only for T <= 16). */
   gen_variant all[GEN_MAX_VARIANTS];
   int n = 0;
   at_shape any_len = *shape;
-  any_len.q_len = any_len.kv_len = 0;
+  if (at_shape_kv_dtype(shape) == shape->dtype) any_len.q_len = any_len.kv_len = 0;
   if ((rc = gen_enumerate(&any_len, target, all, GEN_MAX_VARIANTS, &n)) != AT_OK) return rc;
   *out = all[0];
   return AT_OK;

@@ -59,6 +59,9 @@ long long gen_tiles(int len, int tile);
 int gen_tile_makes_sense(const gen_variant *v, const at_shape *shape);
 /* The register budget per thread of a variant with `threads` threads: 64K / threads, at most 255. */
 int gen_register_budget(int threads);
+/* The refusal of a family that reads K and V in Q's dtype, for a spec with an FP8 KV cache
+ * (AT_ERR_UNSUPPORTED, naming the family that runs it). */
+at_status gen_refuse_kv_dtype(const char *family, const gen_spec *spec);
 /* The constraints every family states the same way: shared memory and register budget. */
 at_status gen_check_budgets(const gen_target *target, int threads, int smem, int regs);
 /* The single-kernel launch fa2 and fa3 share: grid (ceil(T / block_m), Nq, B), their argument list. */

@@ -18,9 +18,12 @@
  *         |    |    |      `----------------- GQA ratio Nq / Nkv (1: MHA)
  *         |    |    `------------------------ mask: none, causal (top-left), causal-br (bottom-right)
  *         |    `----------------------------- head dim
- *         `---------------------------------- family
+ *         `---------------------------------- family; then the dtype of Q (and of K and V), and
+ *                                             .kv<dtype> after it where K and V differ (decode's
+ *                                             FP8 KV cache: decode.bf16.kve4m3.d128...)
  *
- *     e.g. fa2.e4m3.d128.none.g1.bm128.bn64.w4.s2.obf16
+ *     e.g. fa2.e4m3.d128.none.g1.bm128.bn64.w4.s2.obf16,
+ *          decode.bf16.kve4m3.d128.none.g4.bm1.bn256.w4.s3.sp8
  *
  * Families, one file and one row of the family table each (generator/table.c; the row type is
  * generator/family.h):
@@ -30,9 +33,10 @@
  * kernel arguments and launch as fa2. Warp-specialized fa3 (.ws, .wspp; f16/bf16): a TMA producer
  * warpgroup and 2 or 3 consumer warpgroups (warps 8 or 12), block_n a multiple of 16 up to 192,
  * head dims 64/96/128/192/256; fa2's arguments plus three tensor maps (gen_launch_desc.tmap_rows).
- * decode (templates/decode.cu, generator/decode.c): T <= 16, f16/bf16, sm_80+; the G query heads
- * of a KV head and block_m tokens share one K/V pass; the keys are split over `splits` CTAs
- * (.sp<N> in the key) whose fp32 partials a second kernel combines (scratch the caller owns).
+ * decode (templates/decode.cu, generator/decode.c): T <= 16, f16/bf16, and f16/bf16 Q with FP8
+ * K/V (an FP8 KV cache, .kve4m3/.kve5m2 in the key), sm_80+; the G query heads of a KV head and
+ * block_m tokens share one K/V pass; the keys are split over `splits` CTAs (.sp<N> in the key)
+ * whose fp32 partials a second kernel combines (scratch the caller owns).
  * gen_enumerate lists every family that applies, decode first; the tuner picks.
  *
  * FP8 (e4m3, e5m2): Q, K and V in one FP8 type with per-tensor fp32 descales (device scalars,
@@ -71,7 +75,13 @@ typedef struct gen_spec {
   int gqa;      /* Nq / Nkv */
   int with_lse; /* also writes the log-sum-exp */
   at_dtype out_dtype; /* of O: dtype for f16/bf16; bf16 (default), f16, e4m3 or e5m2 for FP8 */
+  /* of K and V where it differs from dtype (e4m3 or e5m2 with f16/bf16 Q, decode only); AT_KV_SAME
+   * (0) otherwise, so a spec written without it and a spec from a shape compare equal */
+  at_dtype kv_dtype;
 } gen_spec;
+
+/* The dtype K and V are in: kv_dtype, or dtype where it is AT_KV_SAME. */
+at_dtype gen_spec_kv_dtype(const gen_spec *spec);
 
 typedef struct gen_variant {
   gen_family family;

@@ -35,6 +35,14 @@ int gen_register_budget(int threads)
   return share < 255 ? share : 255;
 }
 
+at_status gen_refuse_kv_dtype(const char *family, const gen_spec *s)
+{
+  return at_fail(AT_ERR_UNSUPPORTED,
+                 "%s reads K and V in the dtype of Q (%s), not %s: an FP8 KV cache with 16-bit Q runs on the decode "
+                 "family (queries of 1 to %d tokens)",
+                 family, at_dtype_name(s->dtype), at_dtype_name(gen_spec_kv_dtype(s)), GEN_DECODE_MAX_T);
+}
+
 at_status gen_check_budgets(const gen_target *target, int threads, int smem, int regs)
 {
   if (smem > target->smem_limit)

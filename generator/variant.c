@@ -26,12 +26,18 @@ at_status gen_spec_from_shape_out(gen_family family, const at_shape *shape, at_d
                    shape->kv_heads);
   if (shape->mask != AT_MASK_NONE && shape->mask != AT_MASK_CAUSAL_TL && shape->mask != AT_MASK_CAUSAL_BR)
     return at_fail(AT_ERR_INVALID, "unknown mask %d", (int)shape->mask);
+  const at_dtype kv = at_shape_kv_dtype(shape);
   gen_spec spec = {shape->dtype, shape->head_dim, shape->mask, shape->q_heads / shape->kv_heads,
-                   shape->with_lse ? 1 : 0, out_dtype};
+                   shape->with_lse ? 1 : 0, out_dtype, kv == shape->dtype ? AT_KV_SAME : kv};
   at_status rc = f->spec_check(&spec);
   if (rc != AT_OK) return rc;
   *out = spec;
   return AT_OK;
+}
+
+at_dtype gen_spec_kv_dtype(const gen_spec *spec)
+{
+  return spec->kv_dtype == AT_KV_SAME ? spec->dtype : spec->kv_dtype;
 }
 
 at_status gen_variant_matches(const gen_variant *v, const at_shape *shape)
@@ -44,8 +50,8 @@ at_status gen_variant_matches(const gen_variant *v, const at_shape *shape)
     gen_variant_key(v, key, sizeof key);
     return at_fail(AT_ERR_INVALID,
                    "variant %s does not fit shape (dtype %s, head dim %d, mask %s, GQA %d, lse %d)", key,
-                   at_dtype_name(spec.dtype), spec.head_dim, at_mask_name(spec.mask), spec.gqa,
-                   spec.with_lse);
+                   at_dtypes_name(spec.dtype, spec.kv_dtype), spec.head_dim, at_mask_name(spec.mask),
+                   spec.gqa, spec.with_lse);
   }
   return AT_OK;
 }
@@ -83,7 +89,8 @@ at_status gen_variant_key(const gen_variant *v, char *buf, size_t size)
   /* Only split-KV variants have a split count; a 0 elsewhere keeps the older families' keys. */
   if (v->splits) snprintf(splits, sizeof splits, ".sp%d", v->splits);
   int n = snprintf(buf, size, "%s.%s.d%d.%s.g%d.bm%d.bn%d.w%d.s%d%s%s%s%s", family,
-                   at_dtype_name(v->spec.dtype), v->spec.head_dim, at_mask_name(v->spec.mask),
+                   at_dtypes_name(v->spec.dtype, v->spec.kv_dtype), v->spec.head_dim,
+                   at_mask_name(v->spec.mask),
                    v->spec.gqa, v->block_m, v->block_n, v->warps, v->stages, splits, ws, out,
                    v->spec.with_lse ? ".lse" : "");
   if (n < 0 || (size_t)n >= size)
@@ -146,6 +153,15 @@ at_status gen_variant_parse(const char *key, gen_variant *out)
     if (n == 14) return at_fail(AT_ERR_INVALID, "variant key '%s' has too many fields", key);
     fields[n++] = f;
   }
+  /* K and V in another dtype (kv<dtype> after the dtype): read, then the rest as without it. */
+  int has_kv = n >= 3 && strncmp(fields[2], "kv", 2) == 0;
+  if (has_kv && at_dtype_parse(fields[2] + 2, &out->spec.kv_dtype) != AT_OK)
+    return at_fail(AT_ERR_INVALID, "variant key '%s': unknown K/V dtype '%s' (expected kv<dtype>, e.g. kve4m3)",
+                   key, fields[2]);
+  if (has_kv) {
+    for (int i = 2; i + 1 < n; i++) fields[i] = fields[i + 1];
+    n--;
+  }
   int family = n >= 1 ? gen_family_of_name(fields[0], strlen(fields[0])) : -1;
   if (n < 9 || family < 0) {
     char names[64] = "";
@@ -153,7 +169,7 @@ at_status gen_variant_parse(const char *key, gen_variant *out)
       len += snprintf(names + len, sizeof names - (size_t)len, "%s%s", f ? "|" : "", gen_family_name((gen_family)f));
     return at_fail(AT_ERR_INVALID,
                    "variant key '%s' is malformed (expected "
-                   "<%s>.<dtype>.d<D>.<mask>.g<G>.bm<M>.bn<N>.w<W>.s<S>[.sp<splits>][.ws|.wspp][.o<dtype>][.lse])",
+                   "<%s>.<dtype>[.kv<dtype>].d<D>.<mask>.g<G>.bm<M>.bn<N>.w<W>.s<S>[.sp<splits>][.ws|.wspp][.o<dtype>][.lse])",
                    key, names);
   }
   out->family = (gen_family)family;
@@ -196,7 +212,8 @@ at_status gen_variant_parse(const char *key, gen_variant *out)
     return at_fail(AT_ERR_INVALID, "variant key '%s': %s", key,
                    split_kv ? "a split-KV family needs .sp<splits> after the stages"
                             : "this family has no split count (.sp<N>)");
-  /* Only canonical spellings round-trip (no "d064", no "bf16" spelled another way). */
+  /* Only canonical spellings round-trip (no "d064", no "bf16" spelled another way, no kv<dtype>
+   * that repeats the dtype). */
   char again[GEN_KEY_MAX];
   at_status rc = gen_variant_key(out, again, sizeof again);
   if (rc != AT_OK) return rc;

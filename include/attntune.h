@@ -73,11 +73,22 @@ typedef struct at_shape {
   int q_heads;  /* Nq */
   int kv_heads; /* Nkv, divides Nq */
   int head_dim; /* D */
-  at_dtype dtype; /* of Q, K and V */
+  at_dtype dtype; /* of Q, and of K and V unless kv_dtype says otherwise */
   at_mask mask;
   float scale;  /* softmax scale; 0 means 1/sqrt(D) */
   int with_lse; /* also write the row log-sum-exp */
+  /* The dtype of K and V where it differs from dtype: an FP8 KV cache, AT_DTYPE_E4M3 or
+   * AT_DTYPE_E5M2 with f16 or bf16 Q (the decode family runs it, T <= 16; fa2, fa3 and cuDNN do
+   * not). O is then in Q's dtype, and at_fp8_args gives descale_k and descale_v (descale_q is
+   * not read: Q is 16-bit). AT_KV_SAME (0, what a zeroed struct and a designated initializer
+   * without this field hold) means K and V are in dtype, as before the field existed; so is
+   * kv_dtype == dtype. at_shape_kv_dtype() gives the dtype K and V are in either way. */
+  at_dtype kv_dtype;
 } at_shape;
+
+/* at_shape.kv_dtype: K and V are in the shape's dtype. The value 0 is also AT_DTYPE_F32's, which
+ * is never a K/V dtype of its own: f32 K and V come only with f32 Q (dtype = AT_DTYPE_F32). */
+#define AT_KV_SAME 0
 
 /* Element strides of a [B, seq, heads, D] tensor; the D stride is 1. */
 typedef struct at_strides {
@@ -110,15 +121,19 @@ typedef struct at_tensors {
 #define AT_MAX_TENSOR_ELEMENTS (1ull << 61)
 
 /* Shape helpers. at_shape_check explains the first problem it finds: every field in range (B, T,
- * S, Nq, Nkv >= 1, Nkv divides Nq, D in 1..512, a known dtype and mask, a finite scale >= 0) and
- * the size limits above; its message names the fields, their values and the limit. */
+ * S, Nq, Nkv >= 1, Nkv divides Nq, D in 1..512, a known dtype and mask, a finite scale >= 0; a
+ * kv_dtype other than dtype only e4m3 or e5m2 with f16 or bf16 dtype) and the size limits above;
+ * its message names the fields, their values and the limit. */
 AT_API at_status at_shape_check(const at_shape *shape);
+/* The dtype K and V are in: kv_dtype, or dtype where kv_dtype is AT_KV_SAME. */
+AT_API at_dtype at_shape_kv_dtype(const at_shape *shape);
 AT_API float at_shape_scale(const at_shape *shape);
 AT_API double at_shape_flops(const at_shape *shape);
 AT_API at_strides at_strides_bshd(int seq_len, int heads, int head_dim);
 /* Stable text key of a shape, as the cache and reports use it:
- * "b2.t8192.s8192.hq16.hkv16.d128.bf16.causal" (+ ".lse"). The scale is not part of it: it is
- * a run-time argument that no kernel choice depends on. */
+ * "b2.t8192.s8192.hq16.hkv16.d128.bf16.causal" (+ ".lse"); K and V in another dtype than Q add
+ * ".kv<dtype>" after the dtype: "b8.t1.s16384.hq32.hkv8.d128.bf16.kve4m3.none". The scale is not
+ * part of it: it is a run-time argument that no kernel choice depends on. */
 AT_API void at_shape_key(const at_shape *shape, char *buf, size_t size);
 
 AT_API const char *at_dtype_name(at_dtype dtype); /* "f32", "f16", "bf16", "e4m3", "e5m2" */
@@ -155,11 +170,13 @@ AT_API float at_e5m2_to_f32(uint8_t code);
  *
  * How a plan chooses (auto): the best verified implementation tuned for exactly this shape on
  * this GPU model (cuDNN when it measured fastest) -> the winner of the nearest tuned shape with
- * the same dtype, head dim, mask, GQA ratio and log-sum-exp -> the generator's default for the
- * architecture (fa3 on sm_90a for head dims 64/128/256, else fa2) -> cuDNN -> the naive reference
- * kernels. Cache rows measured with other kernel templates than this library's are not used
- * (at_plan_describe says so); rows measured with another cuDNN or NVRTC than this process loads
- * are used, and info.reason calls them stale and names both versions (retune to refresh them). Kernels come from the cache's cubins when present; otherwise the
+ * the same dtypes, head dim, mask, GQA ratio and log-sum-exp -> the generator's default for the
+ * architecture (decode for T <= 16; fa3 on sm_90a for head dims 64/128/256, else fa2) -> cuDNN ->
+ * the naive reference kernels (an FP8 KV cache with T > 16 has no generated kernel and no cuDNN
+ * graph: the naive kernels run it). Cache rows measured with other kernel templates than this
+ * library's are not used (at_plan_describe says so); rows measured with another cuDNN or NVRTC
+ * than this process loads are used, and info.reason calls them stale and names both versions
+ * (retune to refresh them). Kernels come from the cache's cubins when present; otherwise the
  * plan compiles once (NVRTC) and, when the cache was opened writable, stores the cubin for the
  * next process.
  *
@@ -198,7 +215,9 @@ typedef struct at_plan_options {
 } at_plan_options;
 
 /* Per-tensor FP8 scaling of FP8 inputs, device pointers to one fp32 each (x_real = code *
- * descale; attntune_fp8.h makes them). Plans for FP8 inputs write bf16 output. */
+ * descale; attntune_fp8.h makes them). Plans for FP8 inputs write bf16 output. With an FP8 KV
+ * cache (at_shape.kv_dtype e4m3 or e5m2, 16-bit Q) only descale_k and descale_v are read;
+ * descale_q may be NULL, and O is in Q's dtype. */
 typedef struct at_fp8_args {
   const float *descale_q, *descale_k, *descale_v;
 } at_fp8_args;
@@ -206,7 +225,8 @@ typedef struct at_fp8_args {
 AT_API at_status at_plan_create(at_context *ctx, const at_shape *shape, const at_layout *layout,
                                 const at_plan_options *opts, at_plan **out);
 /* Enqueue the attention on stream (a CUstream; NULL: the default stream). t's strides must be
- * the plan's layout; pointers must be 16-byte aligned; fp8 is required for FP8 shapes. */
+ * the plan's layout; pointers must be 16-byte aligned; fp8 is required for FP8 shapes (FP8 Q, K
+ * and V, or an FP8 KV cache). */
 AT_API at_status at_plan_run(at_plan *plan, const at_tensors *t, const at_fp8_args *fp8, void *stream);
 AT_API void at_plan_destroy(at_plan *plan);
 

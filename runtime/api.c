@@ -212,6 +212,9 @@ static at_status use_cudnn(at_plan *p)
 {
   if (at_dtype_is_fp8(p->shape.dtype))
     return at_fail(AT_ERR_UNSUPPORTED, "cuDNN's FP8 attention writes FP8 output; plans for FP8 inputs write bf16");
+  if (at_shape_kv_dtype(&p->shape) != p->shape.dtype)
+    return at_fail(AT_ERR_UNSUPPORTED, "attntune's cuDNN graphs take Q, K and V in one dtype, not %s Q with %s K/V",
+                   at_dtype_name(p->shape.dtype), at_dtype_name(at_shape_kv_dtype(&p->shape)));
   at_status rc = rt_cudnn_sdpa_create(&p->ctx->rt, &p->cudnn);
   if (rc != AT_OK) return rc;
   at_tensors t;
@@ -231,10 +234,12 @@ static at_status use_cudnn(at_plan *p)
 static at_status use_naive(at_plan *p)
 {
   at_status rc;
-  /* Output in the input dtype, but bf16 for FP8 inputs, as the FP8 fa2 variants write. */
+  /* Output in the input dtype, but bf16 for FP8 inputs, as the FP8 fa2 variants write (Q's dtype
+   * with an FP8 KV cache). */
   at_dtype out = at_dtype_default_out(p->shape.dtype);
   if ((rc = rt_alloc(&p->scratch, rt_naive_scratch_bytes(&p->shape))) != AT_OK) return rc;
-  if ((rc = rt_naive_create(p->ctx->rt.arch, p->shape.dtype, out, &p->naive)) != AT_OK) {
+  if ((rc = rt_naive_create_kv(p->ctx->rt.arch, p->shape.dtype, at_shape_kv_dtype(&p->shape), out, &p->naive)) !=
+      AT_OK) {
     rt_free(p->scratch);
     p->scratch = 0;
     return rc;
@@ -388,6 +393,8 @@ static at_status check_run(const at_plan *p, const at_tensors *t, const at_fp8_a
                      (long long)want[i]->batch, (long long)want[i]->seq, (long long)want[i]->head);
   if (at_dtype_is_fp8(p->shape.dtype) && !fp8)
     return at_fail(AT_ERR_INVALID, "an FP8 shape needs its descale pointers (at_fp8_args)");
+  if (at_dtype_is_fp8(at_shape_kv_dtype(&p->shape)) && !fp8)
+    return at_fail(AT_ERR_INVALID, "an FP8 KV cache needs its descale pointers (at_fp8_args: descale_k, descale_v)");
   return AT_OK;
 }
 
@@ -401,7 +408,8 @@ static at_status launch(at_plan *p, const at_tensors *t, const at_fp8_args *fp8,
   }
   case PLAN_NAIVE: {
     if (!fp8) return rt_naive_run(&p->naive, &p->shape, t, p->scratch, stream);
-    rt_naive_descales d = {fp8->descale_q, fp8->descale_k, fp8->descale_v};
+    /* descale_q only for FP8 Q: with an FP8 KV cache it is not read (attntune.h) */
+    rt_naive_descales d = {at_dtype_is_fp8(p->shape.dtype) ? fp8->descale_q : NULL, fp8->descale_k, fp8->descale_v};
     return rt_naive_run_fp8(&p->naive, &p->shape, t, &d, p->scratch, stream);
   }
   case PLAN_CUDNN: return rt_cudnn_sdpa_run(p->cudnn, &p->shape, t, NULL, stream);

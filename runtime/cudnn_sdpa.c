@@ -704,6 +704,9 @@ static at_status make_key(const rt_cudnn_sdpa *cd, const at_shape *s, const at_t
   if (!t) return at_fail(AT_ERR_INVALID, "cuDNN SDPA: tensors are NULL");
   if (s->dtype == AT_DTYPE_F32)
     return at_fail(AT_ERR_UNSUPPORTED, "cuDNN SDPA takes f16, bf16, e4m3 or e5m2 inputs (got f32)");
+  if (at_shape_kv_dtype(s) != s->dtype)
+    return at_fail(AT_ERR_UNSUPPORTED, "cuDNN SDPA here takes Q, K and V in one dtype (got %s Q with %s K/V: an FP8 "
+                   "KV cache runs on the decode family)", at_dtype_name(s->dtype), at_dtype_name(at_shape_kv_dtype(s)));
   if (at_dtype_is_fp8(s->dtype) != (fp8 != NULL))
     return at_fail(AT_ERR_INVALID, "cuDNN SDPA: %s inputs %s FP8 scaling arguments", at_dtype_name(s->dtype),
                    fp8 ? "take no" : "need");

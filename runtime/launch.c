@@ -74,6 +74,8 @@ static void fill_slots(rt_launch_frame *f, const gen_variant *v, const at_shape 
     s[GEN_ARG_DESCALE_Q].ptr = dptr(fp8->descale_q), s[GEN_ARG_DESCALE_K].ptr = dptr(fp8->descale_k);
     s[GEN_ARG_DESCALE_V].ptr = dptr(fp8->descale_v);
     if (at_dtype_is_fp8(v->spec.out_dtype)) s[GEN_ARG_SCALE_O].ptr = dptr(fp8->scale_o);
+  } else if (fp8 && at_dtype_is_fp8(gen_spec_kv_dtype(&v->spec))) { /* FP8 KV cache: 16-bit Q has no descale */
+    s[GEN_ARG_DESCALE_K].ptr = dptr(fp8->descale_k), s[GEN_ARG_DESCALE_V].ptr = dptr(fp8->descale_v);
   }
   s[GEN_ARG_AMAX_O].ptr = f->amax_o;
   s[GEN_ARG_O_PART].ptr = scratch;
@@ -151,9 +153,10 @@ at_status rt_variant_prepare(const rt_variant *lv, const at_shape *shape, const 
     return at_fail(AT_ERR_INVALID, "the variant launches %d kernels, its module has %d", d->n_kernels, lv->n_fn);
   f->amax_o = fp8 && d->zero_amax ? dptr(fp8->amax_o) : 0;
   if (shape->batch == 0 || shape->q_len == 0) return AT_OK; /* dims stay empty: nothing to launch */
+  const at_dtype kv = gen_spec_kv_dtype(&v->spec);
   if ((rc = check_tensor("q", t->q, &t->q_stride, v->spec.dtype, d->align_bytes)) != AT_OK ||
-      (rc = check_tensor("k", t->k, &t->k_stride, v->spec.dtype, d->align_bytes)) != AT_OK ||
-      (rc = check_tensor("v", t->v, &t->v_stride, v->spec.dtype, d->align_bytes)) != AT_OK ||
+      (rc = check_tensor("k", t->k, &t->k_stride, kv, d->align_bytes)) != AT_OK ||
+      (rc = check_tensor("v", t->v, &t->v_stride, kv, d->align_bytes)) != AT_OK ||
       (rc = check_tensor("o", t->o, &t->o_stride, v->spec.out_dtype, d->align_bytes)) != AT_OK)
     return rc;
   if (v->spec.with_lse && !t->lse) return at_fail(AT_ERR_INVALID, "variant writes lse but the lse pointer is NULL");

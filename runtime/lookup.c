@@ -37,11 +37,12 @@ static void from_row(rt_lookup_step *s, const cache_best *b)
   s->cudnn_ms = b->cudnn_ms;
 }
 
-/* Same kind of problem: what a variant is specialized for (dtype, head dim, mask, GQA ratio,
- * log-sum-exp); the sizes may differ. */
+/* Same kind of problem: what a variant is specialized for (dtypes of Q and of K/V, head dim, mask,
+ * GQA ratio, log-sum-exp); the sizes may differ. */
 static int same_kind(const at_shape *a, const at_shape *b)
 {
-  return a->dtype == b->dtype && a->head_dim == b->head_dim && a->mask == b->mask &&
+  return a->dtype == b->dtype && at_shape_kv_dtype(a) == at_shape_kv_dtype(b) && a->head_dim == b->head_dim &&
+         a->mask == b->mask &&
          a->with_lse == b->with_lse && a->q_heads / a->kv_heads == b->q_heads / b->kv_heads;
 }
 
@@ -185,6 +186,8 @@ at_status rt_lookup_chain(cache_db *cache, const cache_env *now, const gen_targe
   if (fused_only) return AT_OK;
   if (at_dtype_is_fp8(shape->dtype))
     skip(l, "cuDNN: its FP8 attention writes FP8, and plans for FP8 inputs write bf16");
+  else if (at_shape_kv_dtype(shape) != shape->dtype)
+    skip(l, "cuDNN: attntune's cuDNN graphs take Q, K and V in one dtype (not an FP8 KV cache)");
   else
     snprintf(add(l, AT_CHOICE_CUDNN, "cudnn")->why, sizeof l->steps[0].why, "cuDNN");
   snprintf(add(l, AT_CHOICE_NAIVE, "naive")->why, sizeof l->steps[0].why, "the naive kernels");

@@ -25,6 +25,11 @@ enum { NAIVE_TILE = 16, NAIVE_ROW_THREADS = 256 };
 
 at_status rt_naive_source(at_dtype in_dtype, at_dtype out_dtype, char **source)
 {
+  return rt_naive_source_kv(in_dtype, in_dtype, out_dtype, source);
+}
+
+at_status rt_naive_source_kv(at_dtype in_dtype, at_dtype kv_dtype, at_dtype out_dtype, char **source)
+{
   size_t n_common = 0, n_body = 0;
   const char *common = at_template_text("common.cuh", &n_common);
   const char *body = at_template_text("naive.cu", &n_body);
@@ -35,10 +40,17 @@ at_status rt_naive_source(at_dtype in_dtype, at_dtype out_dtype, char **source)
     return at_fail(AT_ERR_INVALID, "naive output dtype %s unsupported (expected f32, f16, bf16)",
                    at_dtype_name(out_dtype));
   if ((unsigned)in_dtype > AT_DTYPE_E5M2) return at_fail(AT_ERR_INVALID, "unknown input dtype %d", in_dtype);
+  if (kv_dtype != in_dtype &&
+      !((in_dtype == AT_DTYPE_F16 || in_dtype == AT_DTYPE_BF16) && at_dtype_is_fp8(kv_dtype)))
+    return at_fail(AT_ERR_INVALID, "naive K/V dtype %s with %s Q unsupported (expected the Q dtype, or e4m3/e5m2 "
+                   "with f16/bf16 Q)", at_dtype_name(kv_dtype), at_dtype_name(in_dtype));
   int n_pre = snprintf(preamble, sizeof preamble,
                        "/* attntune naive reference: in %s, out %s */\n#define AT_IN_DTYPE %d\n"
                        "#define AT_OUT_DTYPE %d\n",
                        at_dtype_name(in_dtype), at_dtype_name(out_dtype), (int)in_dtype, (int)out_dtype);
+  if (kv_dtype != in_dtype)
+    n_pre += snprintf(preamble + n_pre, sizeof preamble - (size_t)n_pre, "#define AT_KV_DTYPE %d /* K, V: %s */\n",
+                      (int)kv_dtype, at_dtype_name(kv_dtype));
   char *text = malloc((size_t)n_pre + n_common + n_body + 2);
   if (!text) return at_fail(AT_ERR_NOMEM, "no memory for the naive kernel source");
   memcpy(text, preamble, (size_t)n_pre);
@@ -52,18 +64,25 @@ at_status rt_naive_source(at_dtype in_dtype, at_dtype out_dtype, char **source)
 
 at_status rt_naive_create(const char *arch, at_dtype in_dtype, at_dtype out_dtype, rt_naive *naive)
 {
+  return rt_naive_create_kv(arch, in_dtype, in_dtype, out_dtype, naive);
+}
+
+at_status rt_naive_create_kv(const char *arch, at_dtype in_dtype, at_dtype kv_dtype, at_dtype out_dtype,
+                             rt_naive *naive)
+{
   char *source = NULL;
   rt_binary bin;
   at_status rc;
   memset(naive, 0, sizeof *naive);
   memset(&bin, 0, sizeof bin);
-  if ((rc = rt_naive_source(in_dtype, out_dtype, &source)) != AT_OK) return rc;
+  if ((rc = rt_naive_source_kv(in_dtype, kv_dtype, out_dtype, &source)) != AT_OK) return rc;
   if ((rc = rt_compile(source, "naive.cu", arch, NULL, 0, &bin)) != AT_OK) goto out;
   if ((rc = rt_module_load(bin.cubin, &naive->module)) != AT_OK) goto out;
   if ((rc = rt_module_function(naive->module, "naive_scores", &naive->scores)) != AT_OK) goto out;
   if ((rc = rt_module_function(naive->module, "naive_softmax", &naive->softmax)) != AT_OK) goto out;
   if ((rc = rt_module_function(naive->module, "naive_pv", &naive->pv)) != AT_OK) goto out;
   naive->in_dtype = in_dtype;
+  naive->kv_dtype = kv_dtype;
   naive->out_dtype = out_dtype;
 out:
   if (rc != AT_OK) {
@@ -105,13 +124,16 @@ at_status rt_naive_run_fp8(const rt_naive *naive, const at_shape *s, const at_te
 {
   at_status rc;
   if ((rc = at_shape_check(s)) != AT_OK) return rc;
-  if (s->dtype != naive->in_dtype)
+  if (s->dtype != naive->in_dtype || at_shape_kv_dtype(s) != naive->kv_dtype) {
     return at_fail(AT_ERR_INVALID, "naive reference compiled for %s inputs, shape has %s",
-                   at_dtype_name(naive->in_dtype), at_dtype_name(s->dtype));
-  if (fp8 && !at_dtype_is_fp8(s->dtype) &&
-      (fp8->descale_q || fp8->descale_k || fp8->descale_v))
-    return at_fail(AT_ERR_INVALID, "descales given for %s inputs (only e4m3/e5m2 inputs take them)",
+                   at_dtypes_name(naive->in_dtype, naive->kv_dtype), at_dtypes_name(s->dtype, s->kv_dtype));
+  }
+  if (fp8 && !at_dtype_is_fp8(s->dtype) && fp8->descale_q)
+    return at_fail(AT_ERR_INVALID, "descale_q given for %s Q (only e4m3/e5m2 inputs take descales)",
                    at_dtype_name(s->dtype));
+  if (fp8 && !at_dtype_is_fp8(naive->kv_dtype) && (fp8->descale_k || fp8->descale_v))
+    return at_fail(AT_ERR_INVALID, "descales given for %s K/V (only e4m3/e5m2 inputs take them)",
+                   at_dtype_name(naive->kv_dtype));
   if (!t->q || !t->k || !t->v || !t->o || !scratch)
     return at_fail(AT_ERR_INVALID, "naive reference needs q, k, v, o and scratch pointers");
   if (s->with_lse && !t->lse) return at_fail(AT_ERR_INVALID, "shape asks for lse but lse is NULL");

@@ -282,6 +282,7 @@ void rt_cudnn_version_text(char *buf, size_t size);
  * One rt_naive holds the module compiled for an input and an output dtype on the current context. */
 typedef struct rt_naive {
   at_dtype in_dtype, out_dtype;
+  at_dtype kv_dtype; /* of K and V: in_dtype, or e4m3/e5m2 with 16-bit Q */
   CUmodule module;
   CUfunction scores, softmax, pv;
 } rt_naive;
@@ -290,6 +291,10 @@ typedef struct rt_naive {
 at_status rt_naive_source(at_dtype in_dtype, at_dtype out_dtype, char **source);
 /* Compile and load for the current context's arch. out_dtype: F32, F16 or BF16. */
 at_status rt_naive_create(const char *arch, at_dtype in_dtype, at_dtype out_dtype, rt_naive *naive);
+/* The same with K and V in kv_dtype (at_shape_kv_dtype: in_dtype, or e4m3/e5m2 with f16/bf16 Q). */
+at_status rt_naive_source_kv(at_dtype in_dtype, at_dtype kv_dtype, at_dtype out_dtype, char **source);
+at_status rt_naive_create_kv(const char *arch, at_dtype in_dtype, at_dtype kv_dtype, at_dtype out_dtype,
+                             rt_naive *naive);
 void rt_naive_destroy(rt_naive *naive);
 /* Bytes of scratch (the score matrix) a call needs. */
 size_t rt_naive_scratch_bytes(const at_shape *shape);
@@ -304,7 +309,7 @@ typedef struct rt_naive_descales {
 } rt_naive_descales;
 
 /* rt_naive_run with descales (fp8 NULL: all ones, which is rt_naive_run). Descales are refused for
- * inputs that are not e4m3/e5m2. */
+ * inputs that are not e4m3/e5m2: descale_q with 16-bit Q, descale_k and descale_v with 16-bit K/V. */
 at_status rt_naive_run_fp8(const rt_naive *naive, const at_shape *shape, const at_tensors *t,
                            const rt_naive_descales *fp8, CUdeviceptr scratch, CUstream stream);
 

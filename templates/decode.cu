@@ -1,6 +1,7 @@
 /*
- * decode.cu — split-KV decode attention (mma.sync m16n8k16, fp32 accumulate, 16-bit Q/K/V): the
- * G query heads of one KV head and BLOCK_M query tokens share one pass over a slice of K/V.
+ * decode.cu — split-KV decode attention (mma.sync m16n8k16, fp32 accumulate, 16-bit Q; K/V 16-bit
+ * or FP8, an FP8 KV cache): the G query heads of one KV head and BLOCK_M query tokens share one
+ * pass over a slice of K/V.
  *
  * What it computes (JAX, BSHD: jax.nn.dot_product_attention(q, k, v, scale=scale,
  * is_causal=mask == 1); mask 2 is the same call with mask=jnp.tril(jnp.ones((T, S), bool), S - T)):
@@ -11,14 +12,17 @@
  *   Scores enter the exp2 domain as s * scale_log2 (scale_log2 = scale * log2 e), as in fa2.cu.
  *
  * The generator's preamble defines, before common.cuh:
- *   AT_IN_DTYPE, AT_OUT_DTYPE   f16 -> f16 or bf16 -> bf16 (K/V: dec_kv_t, the same type for now)
+ *   AT_IN_DTYPE, AT_OUT_DTYPE   f16 -> f16 or bf16 -> bf16 (Q and O)
+ *   DEC_KV_DTYPE                K and V: AT_IN_DTYPE, or AT_DTYPE_E4M3 / AT_DTYPE_E5M2 (FP8 K/V,
+ *                               "KV8" below; default AT_IN_DTYPE)
  *   DEC_KERNEL, DEC_COMBINE     entry point names (split kernel, combine kernel)
  *   DEC_HEAD_DIM                D, a multiple of 16 in 32..256
  *   DEC_MASK                    AT_MASK_NONE / AT_MASK_CAUSAL_TL / AT_MASK_CAUSAL_BR
  *   DEC_GQA                     G = Nq / Nkv, 1..64 (q head h reads kv head h / G)
  *   DEC_LSE                     1: also write the log-sum-exp
  *   DEC_BLOCK_M                 query tokens per CTA: 1, 2, 4, 8 or 16
- *   DEC_BLOCK_N                 keys per K/V tile in shared memory: 32, 64 or 128
+ *   DEC_BLOCK_N                 keys per K/V tile in shared memory: 32, 64 or 128 (and 256 for
+ *                               KV8: a tile of bytes is half as large)
  *   DEC_WARPS, DEC_STAGES       warps per CTA (4 or 8), K/V tiles in flight (2..6)
  *   DEC_SMEM_LIMIT              dynamic shared memory a block may have on the target
  *   optional: DEC_Q_IN_REGS (0/1; default: chosen below from the register estimate),
@@ -48,9 +52,11 @@
  * M tile merges them (m = max m_w, O = sum 2^(m_w - m) O_w, l likewise) and writes.
  *
  * Shared memory (dynamic), rows padded to whole 128-byte lines, 16-byte chunk c of row r stored at
- * chunk c ^ (r % 8) (the 128-byte swizzle of fa2.cu: conflict-free ldmatrix and cp.async):
+ * chunk c ^ (r % 8) (the 128-byte swizzle of fa2.cu: conflict-free ldmatrix and cp.async; KV8's
+ * Q rows at chunk c ^ (2r % 8), conflict-free for its 8-byte fragment loads, below):
  *   Q      [MT*16][QROW]                      QROW  = roundup(2 * D, 128)
- *   K      STAGES x [BLOCK_N][KVROW]          KVROW = roundup(sizeof(dec_kv_t) * D, 128)
+ *   K      STAGES x [BLOCK_N][KVROW]          KVROW = roundup(sizeof(dec_kv_t) * D, 128), bytes
+ *                                             of the K/V dtype (16 FP8 or 8 16-bit elements per chunk)
  *   V      STAGES x [BLOCK_N][KVROW]
  *   after the K/V loop the K/V area is reused for the merge (WARPS_N > 1 only):
  *   ml     fp32 [WARPS_N][MT*16][2]           (m in log2 units, l)
@@ -68,6 +74,31 @@
  * registers (DEC_Q_IN_REGS 1), or re-read from shared memory by ldmatrix each tile where the
  * registers would not fit (D=256, or two tiles per warp).
  *
+ * KV8 (FP8 K/V, 16-bit Q, O and MMAs). The K/V tiles arrive as bytes by the same 16-byte cp.async
+ * (half the bytes per key of a 16-bit tile) and are widened in registers, after ldmatrix and
+ * before each MMA; ldmatrix moves 16-bit units, so a unit is two FP8 elements:
+ *   - K: ldmatrix.x4 of 8 keys x one 16-byte chunk per matrix (32 keys of one 16-element d block)
+ *     gives lane (g, t) K[key g][16c + 4t .. 4t+3]; bytes 0,1 become b0 and bytes 2,3 b1 of
+ *     the m16n8k16 B fragment. So the MMA's k index runs over d permuted in each 16-block: k = 2t,
+ *     2t+1, 2t+8, 2t+9 are d = 4t .. 4t+3. Q takes the same permutation: its A fragment is read
+ *     with 8-byte loads, a0|a2 = Q[row g][16c + 4t .. 4t+3] (a1|a3 the same for row g+8), which
+ *     the Q swizzle c ^ (2r % 8) keeps free of bank conflicts.
+ *   - V: ldmatrix.x4.trans of 8 keys x one chunk per matrix gives lane (g, t) the bytes
+ *     V[2t][16c+2g], V[2t][16c+2g+1], V[2t+1][16c+2g], V[2t+1][16c+2g+1]: bytes 0,2 are keys 2t,
+ *     2t+1 of d = 16c+2g (one B fragment half), bytes 1,3 the same of d = 16c+2g+1. So O's n8
+ *     tiles come in pairs per chunk c: tile 2c holds d = 16c + 2n, tile 2c+1 d = 16c + 2n + 1,
+ *     and a lane's accumulators of one row are d = 16c + 4t .. 4t+3, written as one 8-byte (16-bit
+ *     O) or 16-byte (fp32 partials) store.
+ *   - widening two bytes to a 16-bit pair (dec_kv_pair): a byte permute that sign-extends each
+ *     byte to 16 bits, a shift and a mask that put its exponent and mantissa in the low bits of
+ *     the 16-bit exponent and the top of its mantissa (the sign at bit 15), and one fma by
+ *     2^(bias difference): e4m3 -> bf16 shift 4 and 2^120, e5m2 -> bf16 shift 5 and 2^112,
+ *     e4m3 -> f16 shift 7 and 2^8; e5m2 is f16's top byte (the permute alone). Exact for every
+ *     finite code, FP8 subnormals included (they are 16-bit subnormals until the fma, which
+ *     keeps subnormals); NaN codes of e4m3 read as +-480 and e5m2's inf/NaN as finite values
+ *     with bf16 Q (a KV cache holds neither).
+ *   descale_k multiplies scale_log2 and descale_v the final normalization, as for 16-bit K/V.
+ *
  * Outputs. n_splits == 1: o = O / l * descale_v (16-bit), lse (if DEC_LSE) = (m + log2 l) * ln 2.
  * n_splits > 1, p = (b*Nq + h)*T + t:
  *   o_part[(p*n_splits + split)*D + d] = fp32 NORMALIZED partial O of the split (O_i / l_i, times
@@ -77,7 +108,7 @@
  *   m = max_i lse_i, w_i = exp(lse_i - m), o = sum_i w_i O_i / sum_i w_i, lse = m + log sum_i w_i;
  *   all -inf: o = 0, lse = -inf. o_part rows are read as float4 (D is a multiple of 16).
  *
- * descale_k / descale_v: NULL means 1 (for FP8 K/V later): descale_k folds into scale_log2,
+ * descale_k / descale_v: NULL means 1 (16-bit K/V pass NULL): descale_k folds into scale_log2,
  * descale_v into the final normalization.
  *
  * Budgets (static_asserts): DEC_SMEM_BYTES <= DEC_SMEM_LIMIT, and the register estimate (below,
@@ -108,9 +139,21 @@
 #error "decode writes O in the input dtype"
 #endif
 
-/* The K/V element (FP8 K/V later: a byte type, and K/V conversion before the MMAs). */
+/* The K/V element: the 16-bit input type, or a byte (KV8: widened before the MMAs). */
+#ifndef DEC_KV_DTYPE
+#define DEC_KV_DTYPE AT_IN_DTYPE
+#endif
+#if DEC_KV_DTYPE == AT_IN_DTYPE
 typedef at_in_t dec_kv_t;
 #define DEC_KV_ESIZE 2
+#define DEC_KV8 0
+#elif DEC_KV_DTYPE == AT_DTYPE_E4M3 || DEC_KV_DTYPE == AT_DTYPE_E5M2
+typedef unsigned char dec_kv_t;
+#define DEC_KV_ESIZE 1
+#define DEC_KV8 1
+#else
+#error "decode reads K and V in the input dtype or as FP8 (e4m3, e5m2)"
+#endif
 
 #ifndef DEC_COMBINE_THREADS
 #define DEC_COMBINE_THREADS 128
@@ -157,7 +200,10 @@ static constexpr int DEC_NT = DEC_NW / 8;                        /* n8 tiles of 
 static constexpr int DEC_PK = DEC_NW / 16;                       /* k16 steps of P V per warp */
 static constexpr int DEC_OT = DEC_D / 8;                         /* n8 tiles of O */
 static constexpr int DEC_KS = DEC_D / 16;                        /* k16 steps of Q K^T */
-static constexpr int DEC_CPR = DEC_D / 8;                        /* 16-byte chunks per 16-bit row */
+static constexpr int DEC_CPR = DEC_D / 8;                        /* 16-byte chunks per Q row */
+static constexpr int DEC_KV_CPR = DEC_D * DEC_KV_ESIZE / 16;      /* 16-byte chunks per K/V row */
+static constexpr int DEC_KV_EPC = 16 / DEC_KV_ESIZE;              /* K/V elements per chunk */
+static constexpr bool DEC_K8 = DEC_KV8;
 static constexpr int DEC_QROW = DEC_QROW_BYTES_OF(DEC_D);
 static constexpr int DEC_KVROW = DEC_KVROW_BYTES_OF(DEC_D, DEC_KV_ESIZE);
 static constexpr int DEC_Q_BYTES = DEC_Q_BYTES_OF(DEC_D, DEC_G, DEC_BM, DEC_W);
@@ -178,7 +224,10 @@ static constexpr bool DEC_CAUSAL = DEC_MASK != AT_MASK_NONE;
  *   est = MTW*(D/2 + NW/2) + (Q_IN_REGS ? MTW*D/4 : 0) + (WARPS_N > 1 ? 8 : 0) + 111 <= 255. */
 static constexpr int DEC_REG_ACC = DEC_MTW * (DEC_D / 2 + DEC_NW / 2) + (DEC_WN > 1 ? 8 : 0);
 static constexpr int DEC_REG_QFRAG = DEC_MTW * DEC_D / 4;
-static constexpr int DEC_REG_BASE = 111;
+#ifndef DEC_KV8_REG_BASE
+#define DEC_KV8_REG_BASE 111 /* KV8: the same terms; the widening's temporaries (calibrated below) */
+#endif
+static constexpr int DEC_REG_BASE = DEC_KV8 ? DEC_KV8_REG_BASE : 111;
 #ifndef DEC_Q_IN_REGS
 #define DEC_Q_IN_REGS (DEC_REG_ACC + DEC_REG_QFRAG + DEC_REG_BASE <= 255)
 #endif
@@ -189,7 +238,9 @@ static_assert(DEC_D % 16 == 0 && DEC_D >= 32 && DEC_D <= 256, "head dim: a multi
 static_assert(DEC_G >= 1 && DEC_G <= 64, "GQA group: 1..64");
 static_assert(DEC_BM == 1 || DEC_BM == 2 || DEC_BM == 4 || DEC_BM == 8 || DEC_BM == 16,
               "BLOCK_M: 1, 2, 4, 8 or 16 tokens");
-static_assert(DEC_BN == 32 || DEC_BN == 64 || DEC_BN == 128, "BLOCK_N: 32, 64 or 128");
+static_assert(DEC_BN == 32 || DEC_BN == 64 || DEC_BN == 128 || (DEC_KV8 && DEC_BN == 256),
+              "BLOCK_N: 32, 64 or 128 (256 with FP8 K/V)");
+static_assert(DEC_D % 16 == 0 && DEC_KV_CPR * DEC_KV_EPC == DEC_D, "K/V rows are whole 16-byte chunks");
 static_assert(DEC_W == 4 || DEC_W == 8, "4 or 8 warps");
 static_assert(DEC_STAGES >= 2 && DEC_STAGES <= 6, "2..6 K/V stages");
 static_assert(DEC_WM * DEC_WN == DEC_W && DEC_MT % DEC_WM == 0, "warp layout");
@@ -200,6 +251,24 @@ static_assert(DEC_REG_ESTIMATE <= 255, "accumulators do not fit the register bud
 #endif
 
 /* ---- PTX wrappers ----------------------------------------------------------------------------- */
+
+__device__ __forceinline__ void dec_ldmatrix_x2(unsigned r[2], unsigned addr)
+{
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0, %1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "r"(addr));
+}
+
+__device__ __forceinline__ void dec_ldmatrix_x2_trans(unsigned r[2], unsigned addr)
+{
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];\n"
+               : "=r"(r[0]), "=r"(r[1])
+               : "r"(addr));
+}
+
+/* 8 bytes of shared memory as two 32-bit words (KV8's Q fragments). */
+__device__ __forceinline__ void dec_ld_shared_u2(unsigned addr, unsigned &x, unsigned &y)
+{
+  asm volatile("ld.shared.v2.b32 {%0, %1}, [%2];\n" : "=r"(x), "=r"(y) : "r"(addr) : "memory");
+}
 
 __device__ __forceinline__ void dec_ldmatrix_x4(unsigned r[4], unsigned addr)
 {
@@ -238,10 +307,76 @@ __device__ __forceinline__ void dec_st_global_f2(float *p, float x, float y)
   asm volatile("st.global.v2.f32 [%0], {%1, %2};\n" ::"l"(p), "f"(x), "f"(y) : "memory");
 }
 
+__device__ __forceinline__ void dec_st_global_f4(float *p, float x, float y, float z, float w)
+{
+  asm volatile("st.global.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(p), "f"(x), "f"(y), "f"(z), "f"(w) : "memory");
+}
+
+/* Two packed 16-bit pairs, 8 bytes (KV8's O rows: four consecutive d). */
+__device__ __forceinline__ void dec_st_global_u2(at_out_t *p, unsigned lo, unsigned hi)
+{
+  asm volatile("st.global.v2.b32 [%0], {%1, %2};\n" ::"l"(p), "r"(lo), "r"(hi) : "memory");
+}
+
 /* Byte offset of 16-byte chunk c of row r in a swizzled tile with rows of ROW bytes. */
 template <int ROW> __device__ __forceinline__ unsigned dec_swz(int r, int c)
 {
   return (unsigned)(r * ROW + ((c ^ (r & 7)) << 4));
+}
+
+/* Q's swizzle: that one for 16-bit K/V (ldmatrix reads Q); for KV8, chunk c ^ (2r % 8), where the
+ * half-warp of an 8-byte fragment load (rows g = 0..3, chunks 2ks and 2ks+1) meets 8 distinct
+ * chunk slots. */
+__device__ __forceinline__ unsigned dec_swz_q(int r, int c)
+{
+  if constexpr (DEC_K8) return (unsigned)(r * DEC_QROW + ((c ^ ((2 * r) & 7)) << 4));
+  else return dec_swz<DEC_QROW>(r, c);
+}
+
+/* ---- KV8: FP8 pairs to 16-bit pairs ----------------------------------------------------------- */
+
+/* Bytes I and J of w as the 16-bit pair (lo = byte I) of the MMA's type; see the header. The
+ * permute's selector takes byte I into bits 0..7 and sign-fills bits 8..15 (nibble 8 | I), then
+ * the same for J in the upper half; e5m2 -> f16 takes the bytes into bits 8..15 instead, over
+ * zeros (nibble 4: a byte of the zero operand). */
+#if DEC_KV8
+#if AT_IN_DTYPE == AT_DTYPE_BF16 && DEC_KV_DTYPE == AT_DTYPE_E4M3
+#define DEC_KV_SHIFT 4
+#define DEC_KV_MASK 0x87f087f0u
+#define DEC_KV_BIAS 0x7b807b80u /* 2^120 in bf16: 2^(127 - 7) */
+#define DEC_KV_FMA "fma.rn.bf16x2"
+#elif AT_IN_DTYPE == AT_DTYPE_BF16 && DEC_KV_DTYPE == AT_DTYPE_E5M2
+#define DEC_KV_SHIFT 5
+#define DEC_KV_MASK 0x8fe08fe0u
+#define DEC_KV_BIAS 0x77807780u /* 2^112 in bf16: 2^(127 - 15) */
+#define DEC_KV_FMA "fma.rn.bf16x2"
+#elif AT_IN_DTYPE == AT_DTYPE_F16 && DEC_KV_DTYPE == AT_DTYPE_E4M3
+#define DEC_KV_SHIFT 7
+#define DEC_KV_MASK 0xbf80bf80u
+#define DEC_KV_BIAS 0x5c005c00u /* 2^8 in f16: 2^(15 - 7) */
+#define DEC_KV_FMA "fma.rn.f16x2"
+#else /* e5m2 -> f16: the byte is the top half of the f16 */
+#define DEC_KV_SHIFT 0
+#endif
+#endif
+
+template <int I, int J> __device__ __forceinline__ unsigned dec_kv_pair(unsigned w)
+{
+#if DEC_KV8 && DEC_KV_SHIFT == 0
+  constexpr unsigned SEL = 4u | (unsigned)I << 4 | 4u << 8 | (unsigned)J << 12;
+  unsigned r;
+  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(w), "r"(0u), "n"(SEL));
+  return r;
+#elif DEC_KV8
+  constexpr unsigned SEL = (unsigned)I | (8u | I) << 4 | (unsigned)J << 8 | (8u | J) << 12;
+  unsigned x, r;
+  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(x) : "r"(w), "r"(0u), "n"(SEL));
+  x = (x << DEC_KV_SHIFT) & DEC_KV_MASK;
+  asm(DEC_KV_FMA " %0, %1, %2, %3;" : "=r"(r) : "r"(x), "r"(DEC_KV_BIAS), "r"(0x80008000u));
+  return r;
+#else
+  return w; /* not used for 16-bit K/V */
+#endif
 }
 
 /* ---- global -> shared K/V tile ---------------------------------------------------------------- */
@@ -253,11 +388,11 @@ template <int ROW> __device__ __forceinline__ unsigned dec_swz(int r, int c)
 __device__ __forceinline__ void dec_load_kv(unsigned tile, const dec_kv_t *base, int stride, int j0,
                                             int j_end, int tid)
 {
-  constexpr int TOTAL = DEC_BN * DEC_CPR;
-  if constexpr (DEC_THREADS % DEC_CPR == 0 && TOTAL % DEC_THREADS == 0) {
-    constexpr int STEP = DEC_THREADS / DEC_CPR; /* rows per pass */
-    const int c = tid % DEC_CPR, r = tid / DEC_CPR;
-    const dec_kv_t *src = base + (long long)(j0 + r) * stride + c * 8;
+  constexpr int TOTAL = DEC_BN * DEC_KV_CPR;
+  if constexpr (DEC_THREADS % DEC_KV_CPR == 0 && TOTAL % DEC_THREADS == 0) {
+    constexpr int STEP = DEC_THREADS / DEC_KV_CPR; /* rows per pass */
+    const int c = tid % DEC_KV_CPR, r = tid / DEC_KV_CPR;
+    const dec_kv_t *src = base + (long long)(j0 + r) * stride + c * DEC_KV_EPC;
     const long long step = (long long)STEP * stride * (long long)sizeof(dec_kv_t);
     const int rem = j_end - j0 - r; /* rows of this thread's column still in range: i*STEP < rem */
 #pragma unroll
@@ -273,9 +408,9 @@ __device__ __forceinline__ void dec_load_kv(unsigned tile, const dec_kv_t *base,
     for (int i = 0; i < (TOTAL + DEC_THREADS - 1) / DEC_THREADS; i++) {
       const int idx = tid + i * DEC_THREADS;
       if (TOTAL % DEC_THREADS == 0 || idx < TOTAL) {
-        const int r = idx / DEC_CPR, c = idx % DEC_CPR;
+        const int r = idx / DEC_KV_CPR, c = idx % DEC_KV_CPR;
         const bool valid = j0 + r < j_end;
-        const dec_kv_t *src = valid ? base + (long long)(j0 + r) * stride + c * 8 : base;
+        const dec_kv_t *src = valid ? base + (long long)(j0 + r) * stride + c * DEC_KV_EPC : base;
         at_cp_async16(tile + dec_swz<DEC_KVROW>(r, c), src, valid ? 16 : 0);
       }
     }
@@ -335,7 +470,7 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
         const int tl = r / DEC_G, g = r % DEC_G;
         const bool valid = r < DEC_ROWS && t0 + tl < T;
         const at_in_t *src = valid ? qb + (long long)tl * q_ss + (long long)g * q_sh + c * 8 : q;
-        at_cp_async16(smem_q + dec_swz<DEC_QROW>(r, c), src, valid ? 16 : 0);
+        at_cp_async16(smem_q + dec_swz_q(r, c), src, valid ? 16 : 0);
       }
     }
     at_cp_async_commit();
@@ -367,6 +502,16 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
   const unsigned v_x = (unsigned)((quad >> 1) ^ r8) << 4;
 
   const int g = lane >> 2, tq = lane & 3;
+  /* KV8 (header): Q fragments by 8-byte loads, lane (g, t) at Q[row g][16ks + 4t] (chunk 2ks +
+   * t/2, half t%2; row g+8 the same chunk slot); K by x4 over 32 keys of one chunk (matrix quad:
+   * keys 8*quad..), or x2 over 16 for the last n8 pair; V by x4.trans over 16 keys of two chunks
+   * (matrix quad: keys 8*(quad&1).., chunk +quad/2), or x2.trans over one chunk for the last. */
+  const unsigned q8_lane = smem_q + (row0 + g) * DEC_QROW + (tq & 1) * 8;
+  const int q8_h = tq >> 1, q8_x = (2 * g) & 7;
+  const unsigned k8_lane = (wn * DEC_NW + quad * 8 + r8) * DEC_KVROW;
+  const unsigned k8_lane2 = (wn * DEC_NW + (quad & 1) * 8 + r8) * DEC_KVROW;
+  const unsigned v8_lane = (wn * DEC_NW + (quad & 1) * 8 + r8) * DEC_KVROW;
+  const int v8_c = quad >> 1;
   /* Token of each accumulator row of this lane (causal mask). */
   int tok[DEC_MTW][2];
 #pragma unroll
@@ -382,8 +527,15 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
 #pragma unroll
     for (int i = 0; i < DEC_MTW; i++)
 #pragma unroll
-      for (int ks = 0; ks < DEC_KS; ks++)
-        dec_ldmatrix_x4(qf[i][ks], q_lane + i * 16 * DEC_QROW + (((unsigned)(2 * ks) << 4) ^ q_x));
+      for (int ks = 0; ks < DEC_KS; ks++) {
+        if constexpr (DEC_K8) {
+          const unsigned at = q8_lane + i * 16 * DEC_QROW + ((unsigned)((2 * ks + q8_h) ^ q8_x) << 4);
+          dec_ld_shared_u2(at, qf[i][ks][0], qf[i][ks][2]);
+          dec_ld_shared_u2(at + 8 * DEC_QROW, qf[i][ks][1], qf[i][ks][3]);
+        } else {
+          dec_ldmatrix_x4(qf[i][ks], q_lane + i * 16 * DEC_QROW + (((unsigned)(2 * ks) << 4) ^ q_x));
+        }
+      }
   }
 
   float acc[DEC_MTW][DEC_OT][4];
@@ -427,18 +579,49 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
       for (int i = 0; i < DEC_MTW; i++) {
         if constexpr (DEC_QR) {
           a[i][0] = qf[i][ks][0], a[i][1] = qf[i][ks][1], a[i][2] = qf[i][ks][2], a[i][3] = qf[i][ks][3];
+        } else if constexpr (DEC_K8) {
+          const unsigned at = q8_lane + i * 16 * DEC_QROW + ((unsigned)((2 * ks + q8_h) ^ q8_x) << 4);
+          dec_ld_shared_u2(at, a[i][0], a[i][2]);
+          dec_ld_shared_u2(at + 8 * DEC_QROW, a[i][1], a[i][3]);
         } else {
           dec_ldmatrix_x4(a[i], q_lane + i * 16 * DEC_QROW + (((unsigned)(2 * ks) << 4) ^ q_x));
         }
       }
+      if constexpr (DEC_K8) {
+        /* 4 n8 tiles (32 keys) of chunk ks per x4: kr[m] = K[key 8m + g][16ks + 4t ..] */
+        const unsigned k8_tile = smem_k + stage * DEC_KV_BYTES;
+        const unsigned k8_chunk = (unsigned)(ks ^ r8) << 4;
 #pragma unroll
-      for (int np = 0; np < DEC_NT / 2; np++) {
-        unsigned kb[4];
-        dec_ldmatrix_x4(kb, k_tile + np * 16 * DEC_KVROW + (((unsigned)(2 * ks) << 4) ^ k_x));
+        for (int n4 = 0; n4 < DEC_NT / 4; n4++) {
+          unsigned kr[4];
+          dec_ldmatrix_x4(kr, k8_tile + k8_lane + n4 * 32 * DEC_KVROW + k8_chunk);
 #pragma unroll
-        for (int i = 0; i < DEC_MTW; i++) {
-          dec_mma(s[i][2 * np], a[i], kb[0], kb[1]);
-          dec_mma(s[i][2 * np + 1], a[i], kb[2], kb[3]);
+          for (int m = 0; m < 4; m++) {
+            const unsigned b0 = dec_kv_pair<0, 1>(kr[m]), b1 = dec_kv_pair<2, 3>(kr[m]);
+#pragma unroll
+            for (int i = 0; i < DEC_MTW; i++) dec_mma(s[i][4 * n4 + m], a[i], b0, b1);
+          }
+        }
+        if constexpr (DEC_NT % 4 != 0) {
+          unsigned kr[2];
+          dec_ldmatrix_x2(kr, k8_tile + k8_lane2 + (DEC_NT / 4) * 32 * DEC_KVROW + k8_chunk);
+#pragma unroll
+          for (int m = 0; m < 2; m++) {
+            const unsigned b0 = dec_kv_pair<0, 1>(kr[m]), b1 = dec_kv_pair<2, 3>(kr[m]);
+#pragma unroll
+            for (int i = 0; i < DEC_MTW; i++) dec_mma(s[i][4 * (DEC_NT / 4) + m], a[i], b0, b1);
+          }
+        }
+      } else {
+#pragma unroll
+        for (int np = 0; np < DEC_NT / 2; np++) {
+          unsigned kb[4];
+          dec_ldmatrix_x4(kb, k_tile + np * 16 * DEC_KVROW + (((unsigned)(2 * ks) << 4) ^ k_x));
+#pragma unroll
+          for (int i = 0; i < DEC_MTW; i++) {
+            dec_mma(s[i][2 * np], a[i], kb[0], kb[1]);
+            dec_mma(s[i][2 * np + 1], a[i], kb[2], kb[3]);
+          }
         }
       }
     }
@@ -496,17 +679,53 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
     }
 
     /* O += P V_t. */
-    const unsigned v_tile = smem_v + stage * DEC_KV_BYTES + v_lane;
+    if constexpr (DEC_K8) {
+      /* Per chunk c: vr = V[keys 2t, 2t+1 (+8)][16c + 2g, 2g+1]; bytes 0,2 feed O tile 2c (even d),
+       * bytes 1,3 tile 2c+1 (odd d). */
+      const unsigned v8_tile = smem_v + stage * DEC_KV_BYTES + v8_lane;
 #pragma unroll
-    for (int kk = 0; kk < DEC_PK; kk++) {
+      for (int kk = 0; kk < DEC_PK; kk++) {
 #pragma unroll
-      for (int dp = 0; dp < DEC_OT / 2; dp++) {
-        unsigned vb[4];
-        dec_ldmatrix_x4_trans(vb, v_tile + kk * 16 * DEC_KVROW + (((unsigned)(2 * dp) << 4) ^ v_x));
+        for (int cp = 0; cp < DEC_KV_CPR / 2; cp++) {
+          unsigned vr[4];
+          dec_ldmatrix_x4_trans(vr, v8_tile + kk * 16 * DEC_KVROW + ((unsigned)((2 * cp + v8_c) ^ r8) << 4));
 #pragma unroll
-        for (int i = 0; i < DEC_MTW; i++) {
-          dec_mma(acc[i][2 * dp], p[i][kk], vb[0], vb[1]);
-          dec_mma(acc[i][2 * dp + 1], p[i][kk], vb[2], vb[3]);
+          for (int h2 = 0; h2 < 2; h2++) {
+            const unsigned e0 = dec_kv_pair<0, 2>(vr[2 * h2]), e1 = dec_kv_pair<0, 2>(vr[2 * h2 + 1]);
+            const unsigned o0 = dec_kv_pair<1, 3>(vr[2 * h2]), o1 = dec_kv_pair<1, 3>(vr[2 * h2 + 1]);
+#pragma unroll
+            for (int i = 0; i < DEC_MTW; i++) {
+              dec_mma(acc[i][4 * cp + 2 * h2], p[i][kk], e0, e1);
+              dec_mma(acc[i][4 * cp + 2 * h2 + 1], p[i][kk], o0, o1);
+            }
+          }
+        }
+        if constexpr (DEC_KV_CPR % 2 != 0) {
+          constexpr int C = DEC_KV_CPR - 1;
+          unsigned vr[2];
+          dec_ldmatrix_x2_trans(vr, v8_tile + kk * 16 * DEC_KVROW + ((unsigned)(C ^ r8) << 4));
+          const unsigned e0 = dec_kv_pair<0, 2>(vr[0]), e1 = dec_kv_pair<0, 2>(vr[1]);
+          const unsigned o0 = dec_kv_pair<1, 3>(vr[0]), o1 = dec_kv_pair<1, 3>(vr[1]);
+#pragma unroll
+          for (int i = 0; i < DEC_MTW; i++) {
+            dec_mma(acc[i][2 * C], p[i][kk], e0, e1);
+            dec_mma(acc[i][2 * C + 1], p[i][kk], o0, o1);
+          }
+        }
+      }
+    } else {
+      const unsigned v_tile = smem_v + stage * DEC_KV_BYTES + v_lane;
+#pragma unroll
+      for (int kk = 0; kk < DEC_PK; kk++) {
+#pragma unroll
+        for (int dp = 0; dp < DEC_OT / 2; dp++) {
+          unsigned vb[4];
+          dec_ldmatrix_x4_trans(vb, v_tile + kk * 16 * DEC_KVROW + (((unsigned)(2 * dp) << 4) ^ v_x));
+#pragma unroll
+          for (int i = 0; i < DEC_MTW; i++) {
+            dec_mma(acc[i][2 * dp], p[i][kk], vb[0], vb[1]);
+            dec_mma(acc[i][2 * dp + 1], p[i][kk], vb[2], vb[3]);
+          }
         }
       }
     }
@@ -592,17 +811,36 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
       const long long prow = ((long long)b * n_q + h) * T + tok_i;
       if (n_splits == 1) {
         if (DEC_LSE && tq == 0) lse[prow] = lse_val;
-        at_out_t *orow = o + b * o_sb + (long long)tok_i * o_ss + (long long)h * o_sh + 2 * tq;
+        at_out_t *orow = o + b * o_sb + (long long)tok_i * o_ss + (long long)h * o_sh;
+        if constexpr (DEC_K8) { /* tiles 2c, 2c+1: d = 16c + 4t .. 4t+3 (header) */
 #pragma unroll
-        for (int j = 0; j < DEC_OT; j++)
-          *(unsigned *)(orow + 8 * j) = at_pack_out(acc[i][j][2 * half] * inv, acc[i][j][2 * half + 1] * inv);
+          for (int c = 0; c < DEC_OT / 2; c++) {
+            const float *e = acc[i][2 * c], *od = acc[i][2 * c + 1];
+            dec_st_global_u2(orow + 16 * c + 4 * tq, at_pack_out(e[2 * half] * inv, od[2 * half] * inv),
+                             at_pack_out(e[2 * half + 1] * inv, od[2 * half + 1] * inv));
+          }
+        } else {
+#pragma unroll
+          for (int j = 0; j < DEC_OT; j++)
+            *(unsigned *)(orow + 8 * j + 2 * tq) =
+                at_pack_out(acc[i][j][2 * half] * inv, acc[i][j][2 * half + 1] * inv);
+        }
       } else {
         const long long pidx = prow * n_splits + split;
         if (tq == 0) lse_part[pidx] = lse_val;
-        float *orow = o_part + pidx * DEC_D + 2 * tq;
+        float *orow = o_part + pidx * DEC_D;
+        if constexpr (DEC_K8) {
 #pragma unroll
-        for (int j = 0; j < DEC_OT; j++)
-          dec_st_global_f2(orow + 8 * j, acc[i][j][2 * half] * inv, acc[i][j][2 * half + 1] * inv);
+          for (int c = 0; c < DEC_OT / 2; c++) {
+            const float *e = acc[i][2 * c], *od = acc[i][2 * c + 1];
+            dec_st_global_f4(orow + 16 * c + 4 * tq, e[2 * half] * inv, od[2 * half] * inv, e[2 * half + 1] * inv,
+                             od[2 * half + 1] * inv);
+          }
+        } else {
+#pragma unroll
+          for (int j = 0; j < DEC_OT; j++)
+            dec_st_global_f2(orow + 8 * j + 2 * tq, acc[i][j][2 * half] * inv, acc[i][j][2 * half + 1] * inv);
+        }
       }
     }
   }

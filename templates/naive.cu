@@ -16,11 +16,46 @@
  * is dequantized as it is read, q = decode(q8) * descale_q (likewise k, v), so the kernels compute
  * exactly the fp32 attention of the dequantized tensors:
  *   scores = (q * descale_q) @ (k * descale_k)^T * scale,  o = p @ (v * descale_v).
+ * K and V may be FP8 with 16-bit Q (AT_KV_DTYPE e4m3 or e5m2, an FP8 KV cache; the preamble sets
+ * it, else it is AT_IN_DTYPE): they are decoded exactly in integer arithmetic (any arch) and take
+ * descale_k and descale_v; Q then has no descale (the runtime passes NULL).
  */
+
+#ifndef AT_KV_DTYPE
+#define AT_KV_DTYPE AT_IN_DTYPE
+#endif
+#if AT_KV_DTYPE == AT_IN_DTYPE
+typedef at_in_t naive_kv_t;
+__device__ __forceinline__ float naive_kv_to_float(naive_kv_t x) { return at_in_to_float(x); }
+#elif AT_KV_DTYPE == AT_DTYPE_E4M3 || AT_KV_DTYPE == AT_DTYPE_E5M2
+typedef unsigned char naive_kv_t;
+/* OCP FP8: e4m3 2^(e-7) (1 + m/8), subnormal m 2^-9, S.1111.111 NaN; e5m2 2^(e-15) (1 + m/4),
+ * subnormal m 2^-16, exponent 31 inf (m = 0) or NaN. */
+__device__ __forceinline__ float naive_kv_to_float(naive_kv_t x)
+{
+  const unsigned code = x;
+  float v;
+#if AT_KV_DTYPE == AT_DTYPE_E4M3
+  const unsigned e = (code >> 3) & 15u, m = code & 7u;
+  if (e == 15u && m == 7u) v = __int_as_float(0x7fc00000);
+  else if (e == 0u) v = (float)m * 0.001953125f;
+  else v = __int_as_float((int)(((e + 120u) << 23) | (m << 20)));
+#else
+  const unsigned e = (code >> 2) & 31u, m = code & 3u;
+  if (e == 31u) v = m ? __int_as_float(0x7fc00000) : __int_as_float(0x7f800000);
+  else if (e == 0u) v = (float)m * 1.52587890625e-05f;
+  else v = __int_as_float((int)(((e + 112u) << 23) | (m << 21)));
+#endif
+  return code & 0x80u ? -v : v;
+}
+#else
+#error "naive K/V: the input dtype, or e4m3/e5m2 with 16-bit Q"
+#endif
 
 /* Must match struct naive_params in runtime/naive.c field for field. */
 struct at_naive_params {
-  const at_in_t *q, *k, *v;
+  const at_in_t *q;
+  const naive_kv_t *k, *v;
   at_out_t *o;
   float *lse;    /* may be null */
   float *scores; /* B * Nq * T * S floats */
@@ -49,13 +84,13 @@ extern "C" __global__ void naive_scores(at_naive_params p)
   const int t0 = blockIdx.y * NAIVE_TILE, s0 = blockIdx.x * NAIVE_TILE;
   const int tx = threadIdx.x, ty = threadIdx.y;
   const at_in_t *q = p.q + b * p.q_sb + h * p.q_sh;
-  const at_in_t *k = p.k + b * p.k_sb + hk * p.k_sh;
+  const naive_kv_t *k = p.k + b * p.k_sb + hk * p.k_sh;
   const float dq = naive_descale(p.descale_q), dk = naive_descale(p.descale_k);
   float acc = 0.0f;
   for (int d0 = 0; d0 < p.D; d0 += NAIVE_TILE) {
     int d = d0 + tx, tq = t0 + ty, sk = s0 + ty;
     q_tile[ty][tx] = (tq < p.T && d < p.D) ? at_in_to_float(q[tq * p.q_ss + d]) * dq : 0.0f;
-    k_tile[ty][tx] = (sk < p.S && d < p.D) ? at_in_to_float(k[sk * p.k_ss + d]) * dk : 0.0f;
+    k_tile[ty][tx] = (sk < p.S && d < p.D) ? naive_kv_to_float(k[sk * p.k_ss + d]) * dk : 0.0f;
     __syncthreads();
     for (int i = 0; i < NAIVE_TILE; i++) acc += q_tile[ty][i] * k_tile[tx][i];
     __syncthreads();
@@ -116,13 +151,13 @@ extern "C" __global__ void naive_pv(at_naive_params p)
   const int t0 = blockIdx.y * NAIVE_TILE, d0 = blockIdx.x * NAIVE_TILE;
   const int tx = threadIdx.x, ty = threadIdx.y;
   const float *prow = p.scores + (long long)bh * p.T * p.S;
-  const at_in_t *v = p.v + b * p.v_sb + hk * p.v_sh;
+  const naive_kv_t *v = p.v + b * p.v_sb + hk * p.v_sh;
   const float dv = naive_descale(p.descale_v);
   float acc = 0.0f;
   for (int s0 = 0; s0 < p.S; s0 += NAIVE_TILE) {
     int tp = t0 + ty, sp = s0 + tx, sv = s0 + ty, d = d0 + tx;
     p_tile[ty][tx] = (tp < p.T && sp < p.S) ? prow[(long long)tp * p.S + sp] : 0.0f;
-    v_tile[ty][tx] = (sv < p.S && d < p.D) ? at_in_to_float(v[sv * p.v_ss + d]) * dv : 0.0f;
+    v_tile[ty][tx] = (sv < p.S && d < p.D) ? naive_kv_to_float(v[sv * p.v_ss + d]) * dv : 0.0f;
     __syncthreads();
     for (int i = 0; i < NAIVE_TILE; i++) acc += p_tile[ty][i] * v_tile[i][tx];
     __syncthreads();

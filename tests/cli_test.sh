@@ -40,9 +40,18 @@ expect 2 "family fa2 has no warp-specialized variants" -- gen --emit fa2.bf16.d1
 expect 0 "fa3_transpose_v<FA3_TRANSPOSERS>" -- gen --emit fa3.e4m3.d128.none.g1.bm128.bn128.w8.s2.ws.obf16
 expect 2 "with e4m3 inputs runs head dim 128 or 256, not 64" -- gen --emit fa3.e4m3.d64.none.g1.bm128.bn128.w8.s2.ws.obf16
 expect 0 "decode family" -- gen --help
+# An FP8 KV cache (--kv-dtype): decode variants with .kv<dtype> for T <= 16, a reason otherwise.
+first=$("$bin" gen --head-dim 128 --q-heads 32 --kv-heads 8 --q-len 1 --kv-len 16384 --kv-dtype e4m3 --list 2>&1 | head -n 1)
+case $first in decode.bf16.kve4m3.d128.none.g4.bm1.*) echo "ok: gen --kv-dtype e4m3 --list starts with $first" ;;
+  *) echo "FAIL: gen --kv-dtype e4m3 --list starts with '$first', expected a decode.bf16.kve4m3 key"; fails=$((fails + 1)) ;; esac
+expect 2 "no generated variant reads e5m2 K/V with f16 Q for T = 1024: an FP8 KV cache runs on the decode family only" -- gen --head-dim 128 --seq-len 1024 --dtype f16 --kv-dtype e5m2 --list
+expect 2 "unknown dtype 'f32' for --kv-dtype" -- gen --head-dim 128 --kv-dtype f32 --list
+expect 2 "kv_dtype bf16 with dtype f16: K and V may differ from Q only as FP8" -- bench --dtype f16 --kv-dtype bf16 --q-len 1
+expect 0 "#define DEC_KV_DTYPE 4 /\* e5m2 \*/" -- gen --emit decode.f16.kve5m2.d64.causal-br.g7.bm16.bn64.w8.s2.sp3.lse
+expect 0 "--kv-dtype T       K and V: e4m3 or e5m2" -- bench --help
 # bench --impl: the list is checked before a GPU is opened, so these need none.
 expect 0 "decode         the same, the split-KV decode family only" -- bench --help
-expect 0 "KV TB/s = 2\*B\*Nkv\*S\*D\*sizeof(dtype) / time" -- bench --help
+expect 0 "KV TB/s = 2\*B\*Nkv\*S\*D\*sizeof(K/V dtype) / time" -- bench --help
 expect 2 "the decode family runs queries of 1 to 16 tokens, not T = 1024" -- bench --impl decode
 expect 2 "the decode family runs queries of 1 to 16 tokens, not T = 17" -- bench --impl naive,decode --q-len 17 --kv-len 4096
 expect 2 "runs queries of 1 to 16 tokens, not T = 64" -- bench --impl decode.bf16.d128.none.g1.bm16.bn64.w4.s4.sp4 --seq-len 64

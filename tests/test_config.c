@@ -214,15 +214,16 @@ static void test_llm_prefill_and_quick(void **state)
   tn_config_free(&c);
 }
 
-/* configs/decode.yaml (issue #15) and its quick check: short queries only, bf16 D = 128, GQA 4
- * and 8, no mask for T = 1 and bottom-right causal above, B 1..128 and S 1k..128k covered, and
- * the search narrowed so the budget goes to decode. */
+/* configs/decode.yaml (issue #15) and its quick check: short queries only, bf16 D = 128 (K/V bf16
+ * or e4m3), GQA 4 and 8, no mask for T = 1 and bottom-right causal above, B 1..128 and S 1k..128k
+ * covered, and the search narrowed so the budget goes to decode. */
 static void check_decode_shapes(const tn_config *c)
 {
   for (int i = 0; i < c->n_shapes; i++) {
     const at_shape *s = &c->shapes[i];
     assert_true(s->q_len >= 1 && s->q_len <= 16);
-    assert_int_equal(s->dtype, AT_DTYPE_BF16); /* no FP8 K/V: the decode kernels take f16 and bf16 */
+    assert_int_equal(s->dtype, AT_DTYPE_BF16);
+    assert_true(s->kv_dtype == AT_KV_SAME || s->kv_dtype == AT_DTYPE_E4M3);
     assert_int_equal(s->head_dim, 128);
     assert_int_equal(s->q_heads, 32);
     assert_true(s->kv_heads == 8 || s->kv_heads == 4);
@@ -237,8 +238,15 @@ static void test_decode_configs(void **state)
   (void)state;
   tn_config c;
   load_sample("decode.yaml", &c);
-  assert_int_equal(c.n_shapes, 5 * 2 + (4 * 2 - 2) + 4 * 2 * 2); /* decode-batch repeats B=8 S=16k */
+  /* decode-batch repeats B=8 S=16k; each sweep twice: bf16 K/V and an e4m3 KV cache */
+  assert_int_equal(c.n_shapes, 2 * (5 * 2 + (4 * 2 - 2) + 4 * 2 * 2));
   check_decode_shapes(&c);
+  int kv8 = 0;
+  for (int i = 0; i < c.n_shapes; i++) kv8 += c.shapes[i].kv_dtype == AT_DTYPE_E4M3;
+  assert_int_equal(kv8, c.n_shapes / 2);
+  assert_true(find_key(&c, "b8.t1.s16384.hq32.hkv8.d128.bf16.kve4m3.none") >= 0);
+  assert_true(find_key(&c, "b128.t1.s16384.hq32.hkv4.d128.bf16.kve4m3.none") >= 0);
+  assert_true(find_key(&c, "b8.t16.s65536.hq32.hkv8.d128.bf16.kve4m3.causal-br") >= 0);
   assert_true(find_key(&c, "b8.t1.s131072.hq32.hkv4.d128.bf16.none") >= 0);
   assert_true(find_key(&c, "b128.t1.s16384.hq32.hkv8.d128.bf16.none") >= 0);
   assert_true(find_key(&c, "b1.t1.s16384.hq32.hkv4.d128.bf16.none") >= 0);
@@ -252,7 +260,8 @@ static void test_decode_configs(void **state)
   tn_config_free(&c);
 
   load_sample("decode-quick.yaml", &c);
-  assert_true(c.n_shapes >= 6 && c.n_shapes <= 8);
+  assert_true(c.n_shapes >= 6 && c.n_shapes <= 10);
+  assert_true(find_key(&c, "b8.t1.s65536.hq32.hkv8.d128.bf16.kve4m3.none") >= 0);
   check_decode_shapes(&c);
   assert_true(c.budget_candidates > 0);
   tn_config_free(&c);
@@ -473,6 +482,61 @@ static void test_f32_shapes(void **state)
   tn_config_free(&c);
 }
 
+/* kv_dtype: the K/V dtype of an FP8 KV cache, sweepable like dtype; absent or equal to the dtype,
+ * K and V are in the dtype (one shape either way, the first entry keeps it); a pairing the shape
+ * check refuses points at kv_dtype. */
+static void test_kv_dtype_shapes(void **state)
+{
+  (void)state;
+  tn_config c = parse_ok("shapes:\n"
+                         "  - name: fp8-kv\n"
+                         "    batch: 8\n"
+                         "    q_len: 1\n"
+                         "    kv_len: 16384\n"
+                         "    q_heads: 32\n"
+                         "    kv_heads: 8\n"
+                         "    head_dim: 128\n"
+                         "    dtype: bf16\n"
+                         "    kv_dtype: [bf16, e4m3, e5m2]\n"
+                         "  - {name: again, batch: 8, q_len: 1, kv_len: 16384, q_heads: 32, kv_heads: 8, head_dim: 128}\n"
+                         "  - {batch: 8, q_len: 1, kv_len: 16384, q_heads: 32, kv_heads: 8, head_dim: 128, dtype: f16,\n"
+                         "     kv_dtype: e4m3, mask: causal-br, lse: true}\n"
+                         "  - {batch: 8, q_len: 1, kv_len: 16384, q_heads: 32, kv_heads: 8, head_dim: 128, dtype: f16,\n"
+                         "     kv_dtype: f16}\n");
+  static const char *const keys[] = {
+      "b8.t1.s16384.hq32.hkv8.d128.bf16.none",
+      "b8.t1.s16384.hq32.hkv8.d128.bf16.kve4m3.none",
+      "b8.t1.s16384.hq32.hkv8.d128.bf16.kve5m2.none",
+      "b8.t1.s16384.hq32.hkv8.d128.f16.kve4m3.causal-br.lse",
+      "b8.t1.s16384.hq32.hkv8.d128.f16.none",
+  };
+  assert_keys(&c, keys, 5);
+  assert_string_equal(c.groups[0], "fp8-kv");
+  assert_int_equal(c.shapes[0].kv_dtype, AT_KV_SAME); /* kv_dtype: bf16 with dtype bf16 */
+  assert_int_equal(c.shapes[1].kv_dtype, AT_DTYPE_E4M3);
+  assert_int_equal(c.shapes[3].dtype, AT_DTYPE_F16);
+  assert_int_equal(c.shapes[3].kv_dtype, AT_DTYPE_E4M3);
+  assert_int_equal(c.shapes[4].kv_dtype, AT_KV_SAME);
+  for (int i = 0; i < c.n_shapes; i++) assert_int_equal(at_shape_check(&c.shapes[i]), AT_OK);
+  tn_config_free(&c);
+
+  expect_error("shapes:\n"
+               "  - {seq_len: 128, q_heads: 8, head_dim: 64, dtype: f16, kv_dtype: [f16, bf16]}\n",
+               AT_ERR_CONFIG,
+               "t.yaml:2:74: shapes[0].kv_dtype: kv_dtype bf16 with dtype f16: K and V may differ from Q only as FP8 "
+               "(e4m3, e5m2) with f16 or bf16 Q, an FP8 KV cache");
+  expect_error("shapes:\n"
+               "  - {seq_len: 128, q_heads: 8, head_dim: 64, dtype: e4m3, kv_dtype: e5m2}\n",
+               AT_ERR_CONFIG,
+               "t.yaml:2:69: shapes[0].kv_dtype: kv_dtype e5m2 with dtype e4m3: K and V may differ from Q only as FP8 "
+               "(e4m3, e5m2) with f16 or bf16 Q, an FP8 KV cache");
+  expect_error("shapes:\n"
+               "  - {seq_len: 128, q_heads: 8, head_dim: 64, kv_dtype: e6m1}\n",
+               AT_ERR_CONFIG,
+               "t.yaml:2:56: shapes[0].kv_dtype: unknown dtype 'e6m1' (expected f32, f16, bf16, e4m3, e5m2)");
+  assert_no_mismatch();
+}
+
 /* Enough shapes to grow the dedup table several times. */
 static void test_large_sweep_with_dedup(void **state)
 {
@@ -686,7 +750,7 @@ static void test_errors_in_shapes(void **state)
                "  - {seq_len: 128, q_heads: 8, head_dim: 64, heads: 8}\n",
                AT_ERR_CONFIG,
                "t.yaml:2:46: shapes[0]: unknown key 'heads' (expected name, batch, seq_len, q_len, kv_len, "
-               "q_heads, kv_heads, head_dim, dtype, mask, lse)");
+               "q_heads, kv_heads, head_dim, dtype, kv_dtype, mask, lse)");
   expect_error("shapes:\n"
                "  - seq_len: 128\n"
                "    q_heads: 8\n"
@@ -710,7 +774,7 @@ static void test_errors_in_shapes(void **state)
                "  - 128\n",
                AT_ERR_CONFIG,
                "t.yaml:2:5: shapes[0]: expected a mapping with name, batch, seq_len, q_len, kv_len, q_heads, "
-               "kv_heads, head_dim, dtype, mask, lse, got a value");
+               "kv_heads, head_dim, dtype, kv_dtype, mask, lse, got a value");
   expect_error("shapes:\n"
                "  - {seq_len: 128, q_heads: 8, head_dim: 64, name: [a]}\n",
                AT_ERR_CONFIG, "t.yaml:2:52: shapes[0].name: expected a group name, got a list");
@@ -936,7 +1000,7 @@ static void test_deep_nesting_is_refused_fast(void **state)
   /* 31 levels under the root are allowed through to the usual checks. */
   expect_error("shapes: [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]\n", AT_ERR_CONFIG,
                "t.yaml:1:10: shapes[0]: expected a mapping with name, batch, seq_len, q_len, kv_len, "
-               "q_heads, kv_heads, head_dim, dtype, mask, lse, got a list");
+               "q_heads, kv_heads, head_dim, dtype, kv_dtype, mask, lse, got a list");
   assert_no_mismatch();
 }
 
@@ -1074,6 +1138,7 @@ int main(void)
       cmocka_unit_test(test_ranges),
       cmocka_unit_test(test_dedup_keeps_first_occurrence),
       cmocka_unit_test(test_f32_shapes),
+      cmocka_unit_test(test_kv_dtype_shapes),
       cmocka_unit_test(test_large_sweep_with_dedup),
       cmocka_unit_test(test_other_sections),
       cmocka_unit_test(test_errors_in_shapes),

@@ -30,13 +30,13 @@ static void test_literal_keys(void **state)
 {
   (void)state;
   char key[GEN_KEY_MAX], entry[GEN_KEY_MAX];
-  gen_variant v = {GEN_FAMILY_FA2, {AT_DTYPE_BF16, 128, AT_MASK_CAUSAL_TL, 4, 0, AT_DTYPE_BF16}, 128, 64, 4, 2, 0, 0};
+  gen_variant v = {GEN_FAMILY_FA2, {AT_DTYPE_BF16, 128, AT_MASK_CAUSAL_TL, 4, 0, AT_DTYPE_BF16, AT_KV_SAME}, 128, 64, 4, 2, 0, 0};
   TU_OK(gen_variant_key(&v, key, sizeof key));
   assert_string_equal(key, "fa2.bf16.d128.causal.g4.bm128.bn64.w4.s2");
   TU_OK(gen_entry_name(&v, entry, sizeof entry));
   assert_string_equal(entry, "fa2_bf16_d128_causal_g4_bm128_bn64_w4_s2");
 
-  gen_variant w = {GEN_FAMILY_FA2, {AT_DTYPE_F16, 80, AT_MASK_CAUSAL_BR, 6, 1, AT_DTYPE_F16}, 64, 32, 4, 3, 0, 0};
+  gen_variant w = {GEN_FAMILY_FA2, {AT_DTYPE_F16, 80, AT_MASK_CAUSAL_BR, 6, 1, AT_DTYPE_F16, AT_KV_SAME}, 64, 32, 4, 3, 0, 0};
   TU_OK(gen_variant_key(&w, key, sizeof key));
   assert_string_equal(key, "fa2.f16.d80.causal-br.g6.bm64.bn32.w4.s3.lse");
   TU_OK(gen_entry_name(&w, entry, sizeof entry));
@@ -154,7 +154,7 @@ static void test_smem_limit_prunes(void **state)
   assert_true(nb > 0 && nb < na);
   for (int i = 0; i < nb; i++) assert_true(gen_smem_bytes(&b[i]) <= small.smem_limit);
   /* A variant over the limit is refused with the numbers. */
-  gen_variant v = {GEN_FAMILY_FA2, {AT_DTYPE_BF16, 256, AT_MASK_NONE, 1, 0, AT_DTYPE_BF16}, 128, 128, 8, 3, 0, 0};
+  gen_variant v = {GEN_FAMILY_FA2, {AT_DTYPE_BF16, 256, AT_MASK_NONE, 1, 0, AT_DTYPE_BF16, AT_KV_SAME}, 128, 128, 8, 3, 0, 0};
   assert_int_not_equal(gen_variant_check(&v, &big), AT_OK);
   assert_non_null(strstr(at_last_error(), "shared memory"));
 }
@@ -239,7 +239,7 @@ static void test_fp8_keys(void **state)
 {
   (void)state;
   char key[GEN_KEY_MAX], entry[GEN_KEY_MAX];
-  gen_variant v = {GEN_FAMILY_FA2, {AT_DTYPE_E4M3, 128, AT_MASK_NONE, 1, 0, AT_DTYPE_BF16}, 128, 64, 8, 2, 0, 0};
+  gen_variant v = {GEN_FAMILY_FA2, {AT_DTYPE_E4M3, 128, AT_MASK_NONE, 1, 0, AT_DTYPE_BF16, AT_KV_SAME}, 128, 64, 8, 2, 0, 0};
   TU_OK(gen_variant_key(&v, key, sizeof key));
   assert_string_equal(key, "fa2.e4m3.d128.none.g1.bm128.bn64.w8.s2.obf16");
   TU_OK(gen_entry_name(&v, entry, sizeof entry));
@@ -248,7 +248,7 @@ static void test_fp8_keys(void **state)
   TU_OK(gen_variant_parse(key, &back));
   assert_memory_equal(&back, &v, sizeof v);
 
-  gen_variant w = {GEN_FAMILY_FA2, {AT_DTYPE_E5M2, 80, AT_MASK_CAUSAL_BR, 6, 1, AT_DTYPE_E5M2}, 64, 32, 4, 3, 0, 0};
+  gen_variant w = {GEN_FAMILY_FA2, {AT_DTYPE_E5M2, 80, AT_MASK_CAUSAL_BR, 6, 1, AT_DTYPE_E5M2, AT_KV_SAME}, 64, 32, 4, 3, 0, 0};
   TU_OK(gen_variant_key(&w, key, sizeof key));
   assert_string_equal(key, "fa2.e5m2.d80.causal-br.g6.bm64.bn32.w4.s3.oe5m2.lse");
   TU_OK(gen_variant_parse(key, &back));
@@ -721,7 +721,7 @@ static void test_decode_family(void **state)
   assert_int_not_equal(def.family, GEN_FAMILY_DECODE);
 
   /* Refusals name the field. */
-  gen_variant bad = {GEN_FAMILY_DECODE, {AT_DTYPE_BF16, 128, AT_MASK_NONE, 4, 0, AT_DTYPE_BF16}, 1, 32, 4, 2, 4, 0};
+  gen_variant bad = {GEN_FAMILY_DECODE, {AT_DTYPE_BF16, 128, AT_MASK_NONE, 4, 0, AT_DTYPE_BF16, AT_KV_SAME}, 1, 32, 4, 2, 4, 0};
   assert_int_equal(gen_variant_check(&bad, &t), AT_ERR_UNSUPPORTED);
   assert_non_null(strstr(at_last_error(), "keys per warp"));
   bad.block_n = 64, bad.splits = 0;
@@ -793,6 +793,211 @@ static void test_ws_compile_no_spills(void **state)
   assert_int_equal(bad, 0);
 }
 
+/* ---- decode with an FP8 KV cache ---------------------------------------------------------- */
+
+static at_shape kv8_shape(at_dtype q, at_dtype kv, int d, at_mask mask, int nq, int nkv, int t, int s, int lse)
+{
+  at_shape x = decode_shape(q, d, mask, nq, nkv, t, s);
+  x.kv_dtype = kv, x.with_lse = lse;
+  return x;
+}
+
+/* Keys spell the K/V dtype after Q's and round-trip; only decode takes it; malformed spellings
+ * and pairings are refused. */
+static void test_fp8_kv_keys(void **state)
+{
+  (void)state;
+  gen_target t = sm90();
+  char key[GEN_KEY_MAX], entry[GEN_KEY_MAX];
+  gen_variant v = {GEN_FAMILY_DECODE, {AT_DTYPE_BF16, 128, AT_MASK_NONE, 4, 0, AT_DTYPE_BF16, AT_DTYPE_E4M3},
+                   1, 256, 4, 3, 8, 0};
+  TU_OK(gen_variant_key(&v, key, sizeof key));
+  assert_string_equal(key, "decode.bf16.kve4m3.d128.none.g4.bm1.bn256.w4.s3.sp8");
+  TU_OK(gen_entry_name(&v, entry, sizeof entry));
+  assert_string_equal(entry, "decode_bf16_kve4m3_d128_none_g4_bm1_bn256_w4_s3_sp8");
+  TU_OK(gen_variant_check(&v, &t));
+  gen_variant back;
+  TU_OK(gen_variant_parse(key, &back));
+  assert_memory_equal(&back, &v, sizeof v);
+  TU_OK(gen_variant_parse("decode.f16.kve5m2.d64.causal-br.g7.bm16.bn64.w8.s2.sp3.lse", &back));
+  assert_int_equal(back.spec.dtype, AT_DTYPE_F16);
+  assert_int_equal(back.spec.kv_dtype, AT_DTYPE_E5M2);
+  assert_int_equal(gen_spec_kv_dtype(&back.spec), AT_DTYPE_E5M2);
+  assert_int_equal(back.spec.with_lse, 1);
+  assert_int_equal(back.splits, 3);
+  TU_OK(gen_variant_check(&back, &t));
+
+  static const char *const bad[] = {
+      "decode.bf16.kvbf16.d128.none.g4.bm1.bn128.w4.s3.sp8", /* the dtype repeated: not canonical */
+      "decode.bf16.kvf32.d128.none.g4.bm1.bn128.w4.s3.sp8",
+      "decode.bf16.kvx.d128.none.g4.bm1.bn128.w4.s3.sp8",
+      "decode.bf16.d128.kve4m3.none.g4.bm1.bn128.w4.s3.sp8", /* out of order */
+      "decode.kve4m3.bf16.d128.none.g4.bm1.bn128.w4.s3.sp8",
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+    if (gen_variant_parse(bad[i], &back) == AT_OK) fail_msg("key '%s' was accepted", bad[i]);
+  /* Well-formed, but no family runs them: fa2 and fa3 read K/V in Q's dtype, decode 16-bit Q. */
+  static const char *const refused[] = {
+      "fa2.bf16.kve4m3.d128.none.g4.bm64.bn64.w4.s2",
+      "fa3.bf16.kve4m3.d128.none.g4.bm64.bn64.w4.s2",
+      "decode.e4m3.kve5m2.d128.none.g4.bm1.bn128.w4.s3.sp8.obf16",
+      "decode.bf16.kvf16.d128.none.g4.bm1.bn128.w4.s3.sp8",
+  };
+  for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+    TU_OK(gen_variant_parse(refused[i], &back));
+    if (gen_variant_check(&back, &t) != AT_ERR_INVALID) fail_msg("key '%s' passed the check", refused[i]);
+  }
+  TU_OK(gen_variant_parse(refused[0], &back));
+  gen_variant_check(&back, &t);
+  assert_non_null(strstr(at_last_error(), "fa2 reads K and V in the dtype of Q (bf16), not e4m3"));
+  /* 256-key tiles are FP8 K/V's alone */
+  v.spec.kv_dtype = AT_KV_SAME;
+  assert_int_equal(gen_variant_check(&v, &t), AT_ERR_UNSUPPORTED);
+  assert_non_null(strstr(at_last_error(), "block_n must be 32, 64 or 128 (or 256 with FP8 K/V)"));
+}
+
+/* An FP8 KV cache lists decode variants only (fa2 and fa3 say why not), with FP8-K/V keys that
+ * round-trip and fit; tiles are bytes (block_n up to 256 at the smem of 128 16-bit keys); the
+ * default is decode's; the source defines DEC_KV_DTYPE; T > 16 has no variant, in words. */
+static void test_fp8_kv_enumeration(void **state)
+{
+  (void)state;
+  gen_target t = sm90();
+  gen_variant vs[GEN_MAX_VARIANTS], back, def;
+  char key[GEN_KEY_MAX];
+  int n = 0, n16 = 0, seen256 = 0;
+  const at_dtype qs[] = {AT_DTYPE_BF16, AT_DTYPE_F16}, kvs[] = {AT_DTYPE_E4M3, AT_DTYPE_E5M2};
+  for (int a = 0; a < 2; a++)
+    for (int b = 0; b < 2; b++) {
+      at_shape s = kv8_shape(qs[a], kvs[b], 128, AT_MASK_NONE, 32, 8, 1, 16384, 0);
+      TU_OK(gen_enumerate(&s, &t, vs, GEN_MAX_VARIANTS, &n));
+      assert_true(n > 0);
+      for (int i = 0; i < n; i++) {
+        assert_int_equal(vs[i].family, GEN_FAMILY_DECODE);
+        assert_int_equal(vs[i].spec.kv_dtype, kvs[b]);
+        TU_OK(gen_variant_key(&vs[i], key, sizeof key));
+        assert_non_null(strstr(key, b ? ".kve5m2.d128." : ".kve4m3.d128."));
+        TU_OK(gen_variant_parse(key, &back));
+        assert_memory_equal(&back, &vs[i], sizeof back);
+        TU_OK(gen_variant_check(&vs[i], &t));
+        TU_OK(gen_variant_matches(&vs[i], &s));
+        assert_true(gen_smem_bytes(&vs[i]) <= t.smem_limit);
+        seen256 += vs[i].block_n == 256;
+        gen_launch_desc d;
+        TU_OK(gen_launch_describe(&vs[i], &s, &d));
+        int descales = 0;
+        for (int k = 0; k < d.kernels[0].n_args; k++)
+          descales += d.kernels[0].args[k] == GEN_ARG_DESCALE_K || d.kernels[0].args[k] == GEN_ARG_DESCALE_V;
+        assert_int_equal(descales, 2);
+      }
+      TU_OK(gen_default_variant(&s, &t, &def));
+      assert_int_equal(def.family, GEN_FAMILY_DECODE);
+      assert_int_equal(def.spec.kv_dtype, kvs[b]);
+      assert_int_equal(def.block_n, 256);
+    }
+  assert_true(seen256 > 0);
+  /* the same shape with bf16 K/V: no 256-key tile, and twice the bytes per 128-key stage */
+  at_shape s16 = decode_shape(AT_DTYPE_BF16, 128, AT_MASK_NONE, 32, 8, 1, 16384);
+  TU_OK(gen_enumerate(&s16, &t, vs, GEN_MAX_VARIANTS, &n16));
+  for (int i = 0; i < n16; i++) assert_int_not_equal(vs[i].block_n, 256);
+  gen_variant a = {GEN_FAMILY_DECODE, {AT_DTYPE_BF16, 128, AT_MASK_NONE, 4, 0, AT_DTYPE_BF16, AT_DTYPE_E4M3},
+                   1, 128, 4, 3, 1, 0};
+  gen_variant b16 = a;
+  b16.spec.kv_dtype = AT_KV_SAME;
+  /* Q: 16 rows x 256 B; K and V: 3 stages x 128 keys x 128 B (FP8) or 256 B (bf16) */
+  assert_int_equal(gen_smem_bytes(&a), 16 * 256 + 2 * 3 * 128 * 128);
+  assert_int_equal(gen_smem_bytes(&b16), 16 * 256 + 2 * 3 * 128 * 256);
+
+  /* GQA 7 at T = 16, D = 80 (odd chunk count), MQA: decode lists variants */
+  const at_shape more[] = {kv8_shape(AT_DTYPE_F16, AT_DTYPE_E5M2, 64, AT_MASK_CAUSAL_BR, 14, 2, 16, 777, 1),
+                           kv8_shape(AT_DTYPE_F16, AT_DTYPE_E4M3, 80, AT_MASK_CAUSAL_BR, 12, 2, 2, 3333, 1),
+                           kv8_shape(AT_DTYPE_BF16, AT_DTYPE_E4M3, 128, AT_MASK_NONE, 8, 1, 1, 1000, 1)};
+  for (int i = 0; i < 3; i++) {
+    TU_OK(gen_enumerate(&more[i], &t, vs, GEN_MAX_VARIANTS, &n));
+    assert_true(n > 0);
+    assert_int_equal(count_family(vs, n, GEN_FAMILY_DECODE), n);
+  }
+
+  char *src = NULL;
+  TU_OK(gen_emit(&a, &t, &src));
+  assert_non_null(strstr(src, "#define DEC_KV_DTYPE 3 /* e4m3 */"));
+  assert_non_null(strstr(src, "#define AT_IN_DTYPE 2 /* bf16 */"));
+  free(src);
+  TU_OK(gen_emit(&b16, &t, &src));
+  /* no preamble line: the first definition is the template's default (K/V in Q's dtype) */
+  assert_true(strstr(src, "#define DEC_KV_DTYPE ") == strstr(src, "#define DEC_KV_DTYPE AT_IN_DTYPE"));
+  free(src);
+
+  /* fa2 and fa3 refuse the spec and say which family runs it */
+  at_shape s = kv8_shape(AT_DTYPE_BF16, AT_DTYPE_E4M3, 128, AT_MASK_NONE, 32, 8, 1, 16384, 0);
+  gen_spec spec;
+  assert_int_equal(gen_spec_from_shape(GEN_FAMILY_FA2, &s, &spec), AT_ERR_UNSUPPORTED);
+  assert_non_null(strstr(at_last_error(), "fa2 reads K and V in the dtype of Q (bf16), not e4m3: an FP8 KV cache with "
+                                          "16-bit Q runs on the decode family (queries of 1 to 16 tokens)"));
+  assert_int_equal(gen_spec_from_shape(GEN_FAMILY_FA3, &s, &spec), AT_ERR_UNSUPPORTED);
+  assert_non_null(strstr(at_last_error(), "fa3 reads K and V"));
+  TU_OK(gen_spec_from_shape(GEN_FAMILY_DECODE, &s, &spec));
+  /* T > 16, and T unknown: no variant, in words */
+  s.q_len = 17;
+  assert_int_equal(gen_enumerate(&s, &t, vs, GEN_MAX_VARIANTS, &n), AT_ERR_UNSUPPORTED);
+  assert_int_equal(n, 0);
+  assert_non_null(strstr(at_last_error(), "no generated variant reads e4m3 K/V with bf16 Q for T = 17: an FP8 KV cache "
+                                          "runs on the decode family only, for queries of 1 to 16 tokens"));
+  assert_int_equal(gen_default_variant(&s, &t, &def), AT_ERR_UNSUPPORTED);
+  assert_non_null(strstr(at_last_error(), "for T = 17"));
+  s.q_len = 0;
+  assert_int_equal(gen_enumerate(&s, &t, vs, GEN_MAX_VARIANTS, &n), AT_ERR_UNSUPPORTED);
+  assert_non_null(strstr(at_last_error(), "without a query length"));
+  /* decode's own limits come first for an FP8 KV cache (not fa2's refusal) */
+  s = kv8_shape(AT_DTYPE_BF16, AT_DTYPE_E4M3, 72, AT_MASK_NONE, 8, 8, 1, 1000, 0);
+  assert_int_equal(gen_enumerate(&s, &t, vs, GEN_MAX_VARIANTS, &n), AT_ERR_UNSUPPORTED);
+  assert_non_null(strstr(at_last_error(), "decode runs head dims that are multiples of 16 in 32..256, not 72"));
+}
+
+/* Every FP8-K/V decode variant of the GPU test's shapes (tests/test_decode_fp8kv_gpu.c), of
+ * configs/decode.yaml's FP8 rows and of the register-heaviest layouts compiles for sm_90a without
+ * spills (one variant per tile: the split count changes no code). */
+static void test_fp8_kv_compile_no_spills(void **state)
+{
+  (void)state;
+  gen_target t = sm90();
+  const at_shape shapes[] = {
+      /* test_decode_fp8kv_gpu.c's cases */
+      kv8_shape(AT_DTYPE_BF16, AT_DTYPE_E4M3, 128, AT_MASK_NONE, 8, 1, 1, 1000, 1),
+      kv8_shape(AT_DTYPE_F16, AT_DTYPE_E5M2, 64, AT_MASK_CAUSAL_BR, 14, 2, 16, 777, 1),
+      kv8_shape(AT_DTYPE_BF16, AT_DTYPE_E5M2, 128, AT_MASK_CAUSAL_BR, 8, 8, 3, 20, 1),
+      kv8_shape(AT_DTYPE_BF16, AT_DTYPE_E4M3, 128, AT_MASK_NONE, 32, 8, 1, 5000, 0),
+      kv8_shape(AT_DTYPE_BF16, AT_DTYPE_E4M3, 256, AT_MASK_CAUSAL_TL, 16, 2, 8, 2000, 1),
+      kv8_shape(AT_DTYPE_BF16, AT_DTYPE_E4M3, 128, AT_MASK_CAUSAL_BR, 32, 8, 16, 4099, 1),
+      kv8_shape(AT_DTYPE_F16, AT_DTYPE_E4M3, 80, AT_MASK_CAUSAL_BR, 12, 2, 2, 3333, 1),
+      kv8_shape(AT_DTYPE_BF16, AT_DTYPE_E5M2, 48, AT_MASK_NONE, 4, 4, 1, 1500, 1),
+      /* configs/decode.yaml's FP8 K/V rows: GQA 4 and 8 at T 1, 4 and 16 */
+      kv8_shape(AT_DTYPE_BF16, AT_DTYPE_E4M3, 128, AT_MASK_NONE, 32, 4, 1, 16384, 0),
+      kv8_shape(AT_DTYPE_BF16, AT_DTYPE_E4M3, 128, AT_MASK_CAUSAL_BR, 32, 8, 4, 65536, 0),
+      kv8_shape(AT_DTYPE_BF16, AT_DTYPE_E4M3, 128, AT_MASK_CAUSAL_BR, 32, 4, 16, 65536, 0),
+      /* the register-heaviest: D 256 with 16-row tiles, 128 packed rows at D 144, D 192 at T 1 */
+      kv8_shape(AT_DTYPE_BF16, AT_DTYPE_E5M2, 256, AT_MASK_CAUSAL_BR, 16, 16, 16, 5000, 1),
+      kv8_shape(AT_DTYPE_F16, AT_DTYPE_E5M2, 144, AT_MASK_CAUSAL_BR, 16, 2, 16, 5000, 1),
+      kv8_shape(AT_DTYPE_F16, AT_DTYPE_E5M2, 192, AT_MASK_CAUSAL_BR, 32, 8, 1, 5000, 1),
+  };
+  enum { N_SHAPES = sizeof shapes / sizeof *shapes };
+  int cap = N_SHAPES * GEN_MAX_VARIANTS, n = 0;
+  gen_variant *all = calloc((size_t)cap, sizeof *all);
+  assert_non_null(all);
+  for (int i = 0; i < N_SHAPES; i++) {
+    gen_variant vs[GEN_MAX_VARIANTS];
+    int k = 0;
+    TU_OK(gen_enumerate(&shapes[i], &t, vs, GEN_MAX_VARIANTS, &k));
+    for (int j = 0; j < k; j++)
+      if (j == 0 || vs[j - 1].stages != vs[j].stages || vs[j - 1].block_n != vs[j].block_n ||
+          vs[j - 1].warps != vs[j].warps)
+        all[n++] = vs[j];
+  }
+  int bad = compile_and_count(all, n, &t, "decode with FP8 K/V");
+  free(all);
+  assert_int_equal(bad, 0);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -806,6 +1011,8 @@ int main(void)
       cmocka_unit_test(test_template_versions),  cmocka_unit_test(test_decode_family),
       cmocka_unit_test(test_decode_compile_no_spills), cmocka_unit_test(test_fa3_ws_family),
       cmocka_unit_test(test_ws_compile_no_spills),
+      cmocka_unit_test(test_fp8_kv_keys),        cmocka_unit_test(test_fp8_kv_enumeration),
+      cmocka_unit_test(test_fp8_kv_compile_no_spills),
   };
   return TU_RUN_GROUP(tests, NULL, NULL);
 }

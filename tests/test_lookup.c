@@ -77,6 +77,14 @@ static void put_best(cache_db *db, const at_shape *s, const char *impl, double m
 
 static char g_exact_key[GEN_KEY_MAX], g_far_key[GEN_KEY_MAX], g_near_key[GEN_KEY_MAX];
 static char g_old_compare_key[GEN_KEY_MAX], g_old_nvrtc_key[GEN_KEY_MAX];
+static char g_kv8_key[GEN_KEY_MAX], g_decode_key[GEN_KEY_MAX];
+
+/* Decode, Nq 32 Nkv 8 D 128 T 1, bf16 Q; kv e4m3 for an FP8 KV cache, AT_KV_SAME for bf16 K/V. */
+static at_shape decode_shape(int s, at_dtype kv)
+{
+  return (at_shape){.batch = 8, .q_len = 1, .kv_len = s, .q_heads = 32, .kv_heads = 8, .head_dim = 128,
+                    .dtype = AT_DTYPE_BF16, .kv_dtype = kv};
+}
 
 static int setup(void **state)
 {
@@ -107,6 +115,12 @@ static int setup(void **state)
   at_shape old_nvrtc = bf16(128, 1024, AT_MASK_CAUSAL_BR, 8, 8);
   variant_key_for(&old_nvrtc, 64, 2, g_old_nvrtc_key);
   put_best_measured(db, &old_nvrtc, g_old_nvrtc_key, 0.1, g_templates, "9.19.0", "12.8");
+  /* An FP8 KV cache and the same shape with bf16 K/V: two kinds (the cache keeps the K/V dtype). */
+  at_shape kv8 = decode_shape(16384, AT_DTYPE_E4M3), dec = decode_shape(16384, AT_KV_SAME);
+  variant_key_for(&kv8, 128, 2, g_kv8_key);
+  variant_key_for(&dec, 64, 3, g_decode_key);
+  put_best(db, &kv8, g_kv8_key, 0.03, g_templates);
+  put_best(db, &dec, g_decode_key, 0.06, g_templates);
   cache_close(db);
   return 0;
 }
@@ -311,6 +325,46 @@ static void test_no_cache(void **state)
   assert_int_equal(l.steps[0].choice, AT_CHOICE_DEFAULT);
 }
 
+/* The FP8 KV cache: its own rows (never the bf16 one's), decode's FP8-K/V default, no cuDNN step
+ * (with the reason), and for T > 16 only the naive kernels, with the generator's reason. */
+static void test_fp8_kv_cache(void **state)
+{
+  (void)state;
+  rt_lookup l;
+  at_shape s = decode_shape(16384, AT_DTYPE_E4M3);
+  chain(&s, 0, &l);
+  assert_int_equal(l.steps[0].choice, AT_CHOICE_EXACT);
+  assert_string_equal(l.steps[0].impl, g_kv8_key);
+  assert_string_equal(l.steps[0].tuned_shape, "b8.t1.s16384.hq32.hkv8.d128.bf16.kve4m3.none");
+  assert_non_null(strstr(g_kv8_key, "decode.bf16.kve4m3.d128.none.g4."));
+  s = decode_shape(8192, AT_DTYPE_E4M3);
+  chain(&s, 0, &l);
+  assert_int_equal(l.steps[0].choice, AT_CHOICE_NEAREST);
+  assert_string_equal(l.steps[0].impl, g_kv8_key);
+  assert_int_equal(l.steps[1].choice, AT_CHOICE_DEFAULT);
+  assert_non_null(strstr(l.steps[1].impl, "decode.bf16.kve4m3.d128.none.g4.bm1."));
+  assert_int_equal(l.steps[2].choice, AT_CHOICE_NAIVE);
+  assert_int_equal(l.n_steps, 3);
+  assert_non_null(strstr(l.skipped, "cuDNN: attntune's cuDNN graphs take Q, K and V in one dtype"));
+  /* the same shape with bf16 K/V finds the bf16 row, and e5m2 neither */
+  s = decode_shape(8192, AT_KV_SAME);
+  chain(&s, 0, &l);
+  assert_int_equal(l.steps[0].choice, AT_CHOICE_NEAREST);
+  assert_string_equal(l.steps[0].impl, g_decode_key);
+  s = decode_shape(8192, AT_DTYPE_E5M2);
+  chain(&s, 0, &l);
+  assert_int_equal(l.steps[0].choice, AT_CHOICE_DEFAULT);
+  assert_non_null(strstr(l.steps[0].impl, "decode.bf16.kve5m2."));
+  /* T > 16: decode does not serve it, fa2/fa3 read K/V in Q's dtype, cuDNN neither: naive */
+  s.q_len = 100;
+  chain(&s, 0, &l);
+  assert_int_equal(l.n_steps, 1);
+  assert_int_equal(l.steps[0].choice, AT_CHOICE_NAIVE);
+  assert_non_null(strstr(l.skipped, "generator default: no generated variant reads e5m2 K/V with bf16 Q for T = 100"));
+  chain(&s, 1, &l);
+  assert_int_equal(l.n_steps, 0);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -323,6 +377,7 @@ int main(void)
       cmocka_unit_test(test_rows_of_another_cudnn_are_marked_stale),
       cmocka_unit_test(test_rows_of_another_nvrtc_are_marked_stale),
       cmocka_unit_test(test_no_cache),
+      cmocka_unit_test(test_fp8_kv_cache),
   };
   return TU_RUN_GROUP(tests, setup, teardown);
 }

@@ -11,11 +11,11 @@
 
 #include "tests/testutil.h"
 
-static void compile_naive(const char *arch, at_dtype in, at_dtype out)
+static void compile_naive_kv(const char *arch, at_dtype in, at_dtype kv, at_dtype out)
 {
   char *source = NULL;
   rt_binary bin;
-  TU_OK(rt_naive_source(in, out, &source));
+  TU_OK(rt_naive_source_kv(in, kv, out, &source));
   TU_OK(rt_compile(source, "naive.cu", arch, NULL, 0, &bin));
   assert_non_null(bin.cubin);
   assert_true(bin.cubin_size > 1000);
@@ -32,6 +32,8 @@ static void compile_naive(const char *arch, at_dtype in, at_dtype out)
   rt_binary_free(&bin);
   free(source);
 }
+
+static void compile_naive(const char *arch, at_dtype in, at_dtype out) { compile_naive_kv(arch, in, in, out); }
 
 static void test_naive_compiles_for_sm80_and_sm90a(void **state)
 {
@@ -50,6 +52,19 @@ static void test_fp8_naive_compiles_for_sm90a(void **state)
   (void)state;
   compile_naive("sm_90a", AT_DTYPE_E4M3, AT_DTYPE_F32);
   compile_naive("sm_89", AT_DTYPE_E5M2, AT_DTYPE_BF16);
+}
+
+/* An FP8 KV cache with 16-bit Q: K and V decoded in integer arithmetic, so sm_80 too. */
+static void test_fp8_kv_naive_compiles(void **state)
+{
+  (void)state;
+  compile_naive_kv("sm_80", AT_DTYPE_BF16, AT_DTYPE_E4M3, AT_DTYPE_F32);
+  compile_naive_kv("sm_90a", AT_DTYPE_BF16, AT_DTYPE_E4M3, AT_DTYPE_BF16);
+  compile_naive_kv("sm_90a", AT_DTYPE_F16, AT_DTYPE_E5M2, AT_DTYPE_F16);
+  char *source = NULL;
+  assert_int_equal(rt_naive_source_kv(AT_DTYPE_E4M3, AT_DTYPE_E5M2, AT_DTYPE_BF16, &source), AT_ERR_INVALID);
+  assert_non_null(strstr(at_last_error(), "naive K/V dtype e5m2 with e4m3 Q unsupported"));
+  assert_null(source);
 }
 
 static void test_compile_error_keeps_the_log(void **state)
@@ -98,6 +113,7 @@ int main(void)
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_naive_compiles_for_sm80_and_sm90a),
       cmocka_unit_test(test_fp8_naive_compiles_for_sm90a),
+      cmocka_unit_test(test_fp8_kv_naive_compiles),
       cmocka_unit_test(test_compile_error_keeps_the_log),
       cmocka_unit_test(test_bad_architecture_is_refused),
       cmocka_unit_test(test_nvrtc_version),

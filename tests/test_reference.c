@@ -218,6 +218,93 @@ static void test_shape_check_names_the_problem(void **state)
   assert_int_equal(m, AT_MASK_CAUSAL_BR);
 }
 
+/* An FP8 KV cache: at_shape.kv_dtype e4m3 or e5m2 with 16-bit Q; 0 (a designated initializer
+ * without the field) and kv_dtype == dtype mean K and V are in Q's dtype; every other pairing is
+ * refused in words. The shape key spells the K/V dtype after Q's. */
+static void test_fp8_kv_shapes(void **state)
+{
+  (void)state;
+  char key[160];
+  at_shape s = {.batch = 8, .q_len = 1, .kv_len = 16384, .q_heads = 32, .kv_heads = 8, .head_dim = 128,
+                .dtype = AT_DTYPE_BF16};
+  assert_int_equal(s.kv_dtype, AT_KV_SAME);
+  assert_int_equal(at_shape_kv_dtype(&s), AT_DTYPE_BF16);
+  at_shape_key(&s, key, sizeof key);
+  assert_string_equal(key, "b8.t1.s16384.hq32.hkv8.d128.bf16.none");
+  s.kv_dtype = AT_DTYPE_BF16; /* spelled out: the same shape */
+  TU_OK(at_shape_check(&s));
+  at_shape_key(&s, key, sizeof key);
+  assert_string_equal(key, "b8.t1.s16384.hq32.hkv8.d128.bf16.none");
+  s.kv_dtype = AT_DTYPE_E4M3;
+  TU_OK(at_shape_check(&s));
+  assert_int_equal(at_shape_kv_dtype(&s), AT_DTYPE_E4M3);
+  at_shape_key(&s, key, sizeof key);
+  assert_string_equal(key, "b8.t1.s16384.hq32.hkv8.d128.bf16.kve4m3.none");
+  s.dtype = AT_DTYPE_F16, s.kv_dtype = AT_DTYPE_E5M2, s.mask = AT_MASK_CAUSAL_BR, s.with_lse = 1;
+  TU_OK(at_shape_check(&s));
+  at_shape_key(&s, key, sizeof key);
+  assert_string_equal(key, "b8.t1.s16384.hq32.hkv8.d128.f16.kve5m2.causal-br.lse");
+
+  static const struct { at_dtype q, kv; } bad[] = {
+      {AT_DTYPE_E4M3, AT_DTYPE_E5M2}, {AT_DTYPE_E4M3, AT_DTYPE_BF16}, {AT_DTYPE_BF16, AT_DTYPE_F16},
+      {AT_DTYPE_F32, AT_DTYPE_E4M3}, {AT_DTYPE_F16, AT_DTYPE_BF16}};
+  for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+    s.dtype = bad[i].q, s.kv_dtype = bad[i].kv;
+    assert_int_equal(at_shape_check(&s), AT_ERR_INVALID);
+    assert_non_null(strstr(at_last_error(), "K and V may differ from Q only as FP8 (e4m3, e5m2) with f16 or bf16 Q"));
+  }
+  s.dtype = AT_DTYPE_BF16, s.kv_dtype = (at_dtype)9;
+  assert_int_equal(at_shape_check(&s), AT_ERR_INVALID);
+  assert_non_null(strstr(at_last_error(), "kv_dtype 9 unknown"));
+
+  /* The one-word spelling of the cache's dtype column, both ways. */
+  at_dtype q, kv;
+  assert_string_equal(at_dtypes_name(AT_DTYPE_BF16, AT_KV_SAME), "bf16");
+  assert_string_equal(at_dtypes_name(AT_DTYPE_BF16, AT_DTYPE_BF16), "bf16");
+  assert_string_equal(at_dtypes_name(AT_DTYPE_BF16, AT_DTYPE_E4M3), "bf16.kve4m3");
+  TU_OK(at_dtypes_parse("bf16.kve4m3", &q, &kv));
+  assert_int_equal(q, AT_DTYPE_BF16);
+  assert_int_equal(kv, AT_DTYPE_E4M3);
+  TU_OK(at_dtypes_parse("e5m2", &q, &kv));
+  assert_int_equal(q, AT_DTYPE_E5M2);
+  assert_int_equal(kv, AT_KV_SAME);
+  assert_int_equal(at_dtypes_parse("bf16.e4m3", &q, &kv), AT_ERR_INVALID);
+  assert_int_equal(at_dtypes_parse("bf16.kvx", &q, &kv), AT_ERR_INVALID);
+}
+
+/* The arithmetic behind decode's FP8 K/V: with K = codes * descale_k and V = codes * descale_v
+ * (dequantized as the references read them), the attention equals the one of the raw codes with
+ * the softmax scale times descale_k and O times descale_v, which is how the kernel folds them. The
+ * CPU reference runs an FP8-K/V shape (bf16 Q, e4m3 K/V) on those values. */
+static void test_fp8_kv_descales_fold_into_scale_and_output(void **state)
+{
+  (void)state;
+  tn_rng rng = tn_rng_seeded(7);
+  problem p = make_problem(&rng, 2, 3, 50, 8, 2, 32, AT_MASK_CAUSAL_BR);
+  const size_t nkv = (size_t)2 * 50 * 2 * 32, nq = (size_t)2 * 3 * 8 * 32, nlse = (size_t)2 * 8 * 3;
+  const float dk = 0.03125f * 3, dv = 0.5f * 5; /* not powers of two */
+  tn_round_to_dtype(AT_DTYPE_BF16, p.q, nq);
+  float *kq = malloc(nkv * sizeof(float)), *vq = malloc(nkv * sizeof(float));
+  assert_true(kq && vq);
+  for (size_t i = 0; i < nkv; i++) { /* codes as their values (exact in float), then dequantized */
+    kq[i] = at_e4m3_to_f32(at_f32_to_e4m3(p.k[i] * 8)), vq[i] = at_e4m3_to_f32(at_f32_to_e4m3(p.v[i] * 8));
+    p.k[i] = kq[i] * dk, p.v[i] = vq[i] * dv;
+  }
+  p.s.dtype = AT_DTYPE_BF16, p.s.kv_dtype = AT_DTYPE_E4M3;
+  run(&p);
+  double *o = malloc(nq * sizeof(double)), *lse = malloc(nlse * sizeof(double));
+  assert_true(o && lse);
+  at_shape raw = p.s;
+  raw.scale = at_shape_scale(&p.s) * dk;
+  TU_OK(tn_ref_attention(&raw, p.q, p.qs, kq, p.ks, vq, p.vs, o, lse));
+  /* scale * descale_k rounds once more in float: 1e-6, not exact */
+  for (size_t i = 0; i < nq; i++) assert_true(fabs(o[i] * dv - p.o[i]) <= 1e-6 * (1 + fabs(p.o[i])));
+  for (size_t i = 0; i < nlse; i++)
+    assert_true((isinf(lse[i]) && isinf(p.lse[i])) || fabs(lse[i] - p.lse[i]) <= 1e-6 * (1 + fabs(p.lse[i])));
+  free(o), free(lse), free(kq), free(vq);
+  free_problem(&p);
+}
+
 /* The size limits of include/attntune.h: lengths up to 2^30, a row (heads x D) up to INT_MAX
  * elements, each tensor up to 2^61 elements; the message names the fields, values and limit. */
 static void test_shape_check_bounds_sizes(void **state)
@@ -357,6 +444,8 @@ int main(void)
       cmocka_unit_test(test_bottom_right_and_top_left_masks),
       cmocka_unit_test(test_rows_without_keys),
       cmocka_unit_test(test_shape_check_names_the_problem),
+      cmocka_unit_test(test_fp8_kv_shapes),
+      cmocka_unit_test(test_fp8_kv_descales_fold_into_scale_and_output),
       cmocka_unit_test(test_shape_check_bounds_sizes),
       cmocka_unit_test(test_flops),
       cmocka_unit_test(test_half_conversions_round_to_nearest_even),

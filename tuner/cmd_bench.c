@@ -77,6 +77,9 @@ static const char USAGE[] =
     "                     FP8 output scaled by the format's largest value); f32\n"
     "                     runs only the naive kernels (attntune has no fused f32 kernel and\n"
     "                     cuDNN no fp32 attention)\n"
+    "  --kv-dtype T       K and V: e4m3 or e5m2 with f16/bf16 --dtype, an FP8 KV cache (random\n"
+    "                     values rounded to the format, unit descales, output in the dtype; the\n"
+    "                     decode family for T <= 16, no cuDNN baseline); default: the dtype\n"
     "  --causal           causal mask, top-left\n"
     "  --causal-br        causal mask, bottom-right\n"
     "  --lse              also write and check the log-sum-exp\n"
@@ -89,8 +92,8 @@ static const char USAGE[] =
     "  --seed N           input seed (default: fresh each run)\n"
     "\n"
     "TFLOP/s = 4*B*Nq*T*S*D / time, halved for causal with T = S (docs/design.md). Decode shapes\n"
-    "(1 <= T <= 16) are memory bound: their rows give KV TB/s = 2*B*Nkv*S*D*sizeof(dtype) / time,\n"
-    "the K/V bytes read per second, in place of TFLOP/s.\n";
+    "(1 <= T <= 16) are memory bound: their rows give KV TB/s = 2*B*Nkv*S*D*sizeof(K/V dtype) / time\n"
+    "(1 byte per element for an FP8 KV cache), the K/V bytes read per second, in place of TFLOP/s.\n";
 
 typedef struct bench_opts {
   at_shape shape;
@@ -214,8 +217,8 @@ static const char *why_family_lists_none(gen_family family)
   switch (family) {
   case GEN_FAMILY_FA3: return "fa3 lists variants on sm_90a only, for head dims 64, 128, 256";
   case GEN_FAMILY_DECODE:
-    return "decode lists variants for f16 and bf16, head dims that are multiples of 16 in 32..256, GQA groups "
-           "of up to 64 heads, on sm_80 and newer";
+    return "decode lists variants for f16 and bf16 (K/V the same or e4m3/e5m2), head dims that are multiples of "
+           "16 in 32..256, GQA groups of up to 64 heads, on sm_80 and newer";
   default: return "no fa2 variant for this shape on this GPU";
   }
 }
@@ -334,7 +337,7 @@ static int check_impls(const char *list, const at_shape *s)
 
 static int parse_options(int argc, char **argv, bench_opts *o)
 {
-  enum { O_IMPL = 256, O_BATCH, O_SEQ, O_QLEN, O_KVLEN, O_QH, O_KVH, O_D, O_DTYPE, O_CAUSAL,
+  enum { O_IMPL = 256, O_BATCH, O_SEQ, O_QLEN, O_KVLEN, O_QH, O_KVH, O_D, O_DTYPE, O_KV_DTYPE, O_CAUSAL,
          O_CAUSAL_BR, O_LSE, O_SCALE, O_WARMUP, O_REPS, O_DEVICE, O_NOVERIFY, O_SEED, O_OVERHEAD, O_HELP };
   static const struct option options[] = {
       {"impl", required_argument, NULL, O_IMPL},       {"batch", required_argument, NULL, O_BATCH},
@@ -347,7 +350,7 @@ static int parse_options(int argc, char **argv, bench_opts *o)
       {"reps", required_argument, NULL, O_REPS},       {"device", required_argument, NULL, O_DEVICE},
       {"no-verify", no_argument, NULL, O_NOVERIFY},    {"seed", required_argument, NULL, O_SEED},
       {"overhead", no_argument, NULL, O_OVERHEAD},     {"help", no_argument, NULL, O_HELP},
-      {NULL, 0, NULL, 0}};
+      {"kv-dtype", required_argument, NULL, O_KV_DTYPE}, {NULL, 0, NULL, 0}};
   const int big = 1 << 30;
   int kv_heads = 0, impl_given = 0, c;
   at_shape *s = &o->shape;
@@ -375,6 +378,9 @@ static int parse_options(int argc, char **argv, bench_opts *o)
     case O_D: if (!tn_parse_int("bench", "--head-dim", a, 1, 512, &s->head_dim)) return -1; break;
     case O_DTYPE:
       if (at_dtype_parse(a, &s->dtype) != AT_OK) return tn_usage_error("bench", "%s", at_last_error()), -1;
+      break;
+    case O_KV_DTYPE:
+      if (at_dtype_parse(a, &s->kv_dtype) != AT_OK) return tn_usage_error("bench", "%s", at_last_error()), -1;
       break;
     case O_CAUSAL: s->mask = AT_MASK_CAUSAL_TL; break;
     case O_CAUSAL_BR: s->mask = AT_MASK_CAUSAL_BR; break;
@@ -576,10 +582,10 @@ static int run_overhead(const bench_opts *o)
   at_plan *plan = NULL;
   void *bufs[4] = {NULL, NULL, NULL, NULL};
   at_layout l = at_layout_bshd(&o->shape);
-  size_t esz = at_dtype_size(o->shape.dtype);
+  size_t esz = at_dtype_size(o->shape.dtype), esz_kv = at_dtype_size(at_shape_kv_dtype(&o->shape));
   size_t nq = (size_t)o->shape.batch * o->shape.q_len * o->shape.q_heads * o->shape.head_dim;
   size_t nkv = (size_t)o->shape.batch * o->shape.kv_len * o->shape.kv_heads * o->shape.head_dim;
-  size_t sizes[4] = {nq * esz, nkv * esz, nkv * esz, nq * esz};
+  size_t sizes[4] = {nq * esz, nkv * esz_kv, nkv * esz_kv, nq * esz};
   if (rc == AT_OK) rc = at_context_create(o->device, db, 0, &ctx);
   if (rc == AT_OK) rc = at_plan_create(ctx, &o->shape, NULL, NULL, &plan);
   for (int i = 0; i < 4 && rc == AT_OK; i++) {
@@ -603,7 +609,8 @@ static int run_overhead(const bench_opts *o)
   if (rc != AT_OK) return tn_fail_exit("bench", rc);
   const at_shape *s = &o->shape;
   printf("shape: B=%d T=%d S=%d Nq=%d Nkv=%d D=%d %s mask=%s; kernel %s\n", s->batch, s->q_len, s->kv_len,
-         s->q_heads, s->kv_heads, s->head_dim, at_dtype_name(s->dtype), at_mask_name(s->mask), impl);
+         s->q_heads, s->kv_heads, s->head_dim, at_dtypes_name(s->dtype, s->kv_dtype), at_mask_name(s->mask),
+         impl);
   printf("%-44s %12s  %s\n", "measure", "value", "target");
   printf("%-44s %9.2f ms\n", "plan from scratch (NVRTC compile)", scratch_ms);
   printf("%-44s %9.2f ms  <= 5 ms\n", "plan from the cached cubin (new context)", cached_ms);
@@ -629,7 +636,7 @@ int tn_cmd_bench(int argc, char **argv)
   if (rc != AT_OK) return tn_fail_exit("bench", rc);
   const at_shape *s = &o.shape;
   printf("shape: B=%d T=%d S=%d Nq=%d Nkv=%d D=%d %s mask=%s%s  (%.3g GFLOP", s->batch,
-         s->q_len, s->kv_len, s->q_heads, s->kv_heads, s->head_dim, at_dtype_name(s->dtype),
+         s->q_len, s->kv_len, s->q_heads, s->kv_heads, s->head_dim, at_dtypes_name(s->dtype, s->kv_dtype),
          at_mask_name(s->mask), s->with_lse ? " lse" : "", at_shape_flops(s) / 1e9);
   if (tn_is_decode_shape(s)) printf(", %.3g MB of K/V: decode, rated in TB/s", tn_kv_bytes(s) / 1e6);
   fputs(")\n", stdout);

@@ -197,16 +197,18 @@ static void print_number(FILE *f, double x, int json)
   else fputs(json ? "null" : "", f);
 }
 
+/* dtype is the cache's one word for the dtypes: "bf16", or "bf16.kve4m3" for an FP8 KV cache. */
 static void print_shape_fields(FILE *f, const at_shape *s, int json)
 {
+  const char *dtypes = at_dtypes_name(s->dtype, s->kv_dtype);
   if (json)
     fprintf(f, "\"batch\": %d, \"q_len\": %d, \"kv_len\": %d, \"q_heads\": %d, \"kv_heads\": %d, "
                "\"head_dim\": %d, \"dtype\": \"%s\", \"mask\": \"%s\", \"lse\": %s",
-            s->batch, s->q_len, s->kv_len, s->q_heads, s->kv_heads, s->head_dim,
-            at_dtype_name(s->dtype), at_mask_name(s->mask), s->with_lse ? "true" : "false");
+            s->batch, s->q_len, s->kv_len, s->q_heads, s->kv_heads, s->head_dim, dtypes, at_mask_name(s->mask),
+            s->with_lse ? "true" : "false");
   else
     fprintf(f, "%d,%d,%d,%d,%d,%d,%s,%s,%d", s->batch, s->q_len, s->kv_len, s->q_heads,
-            s->kv_heads, s->head_dim, at_dtype_name(s->dtype), at_mask_name(s->mask), s->with_lse);
+            s->kv_heads, s->head_dim, dtypes, at_mask_name(s->mask), s->with_lse);
 }
 
 static int export_best(void *user, const cache_best *b)

@@ -19,11 +19,14 @@ static const char USAGE[] =
     "mma.sync; f16, bf16, FP8), on sm_90a the fa3 family (wgmma; head dims 64/128/256, and with\n"
     "f16/bf16 also 96/192 in its warp-specialized .ws/.wspp variants: TMA producer), and for\n"
     "queries of 1 to 16 tokens the decode family (split-KV: the keys split over .sp<N> CTAs whose\n"
-    "partials a second kernel combines; f16, bf16; listed first, the default there).\n"
+    "partials a second kernel combines; f16, bf16, and an FP8 KV cache with f16/bf16 Q; listed\n"
+    "first, the default there).\n"
     "\n"
     "shape flags:\n"
     "  --head-dim N        head dim D, a multiple of 8 in 32..256 (required but for --emit)\n"
     "  --dtype T           f16, bf16 (output the same) or e4m3, e5m2 (output bf16); default bf16\n"
+    "  --kv-dtype T        K and V: e4m3 or e5m2 with f16/bf16 --dtype (an FP8 KV cache, output the\n"
+    "                      dtype; the decode family, give --q-len 1..16); default: the dtype\n"
     "  --causal            causal mask, top-left (key j visible from row i iff j <= i)\n"
     "  --causal-br         causal mask, bottom-right (j <= i + S - T)\n"
     "  --q-heads N         query heads Nq (default 16)\n"
@@ -71,10 +74,11 @@ static int set_action(gen_opts *o, action a, const char *flag)
 /* Returns TN_EXIT_OK to go on, -1 after --help, or the exit code to return now. */
 static int parse_args(int argc, char **argv, gen_opts *o)
 {
-  enum { O_HEAD_DIM = 256, O_DTYPE, O_CAUSAL, O_CAUSAL_BR, O_QH, O_KVH, O_LSE, O_SEQ, O_QLEN, O_KVLEN, O_ARCH,
+  enum { O_HEAD_DIM = 256, O_DTYPE, O_KV_DTYPE, O_CAUSAL, O_CAUSAL_BR, O_QH, O_KVH, O_LSE, O_SEQ, O_QLEN, O_KVLEN, O_ARCH,
          O_SMEM, O_LIST, O_EMIT, O_COMPILE, O_JOBS, O_HELP };
   static const struct option options[] = {
       {"head-dim", required_argument, NULL, O_HEAD_DIM}, {"dtype", required_argument, NULL, O_DTYPE},
+      {"kv-dtype", required_argument, NULL, O_KV_DTYPE},
       {"causal", no_argument, NULL, O_CAUSAL},           {"causal-br", no_argument, NULL, O_CAUSAL_BR},
       {"q-heads", required_argument, NULL, O_QH},        {"kv-heads", required_argument, NULL, O_KVH},
       {"lse", no_argument, NULL, O_LSE},                 {"seq-len", required_argument, NULL, O_SEQ},
@@ -131,6 +135,10 @@ static int parse_args(int argc, char **argv, gen_opts *o)
     case O_DTYPE:
       if (at_dtype_parse(a, &s->dtype) != AT_OK || s->dtype == AT_DTYPE_F32)
         return tn_usage_error("gen", "unknown dtype '%s' for --dtype (expected f16, bf16, e4m3, e5m2)", a);
+      break;
+    case O_KV_DTYPE:
+      if (at_dtype_parse(a, &s->kv_dtype) != AT_OK || s->kv_dtype == AT_DTYPE_F32)
+        return tn_usage_error("gen", "unknown dtype '%s' for --kv-dtype (expected e4m3, e5m2, or the --dtype)", a);
       break;
     case O_ARCH: o->arch = a; break;
     default:

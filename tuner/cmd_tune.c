@@ -45,12 +45,13 @@ static const char USAGE[] =
     "loaded: errors there exit 2 on any machine. The config format is described in\n"
     "docs/config.md; configs/ has examples.\n";
 
-/* Q, K and V of one shape in bytes (as double: a shape may hold up to 3 x 2^61 elements). */
+/* Q, K and V of one shape in bytes (as double: a shape may hold up to 3 x 2^61 elements); K and V
+ * in their own dtype (1 byte per element for an FP8 KV cache). */
 static double qkv_bytes(const at_shape *s)
 {
   double q = (double)s->batch * s->q_len * s->q_heads * s->head_dim;
   double kv = (double)s->batch * s->kv_len * s->kv_heads * s->head_dim;
-  return (q + 2 * kv) * (double)at_dtype_size(s->dtype);
+  return q * (double)at_dtype_size(s->dtype) + 2 * kv * (double)at_dtype_size(at_shape_kv_dtype(s));
 }
 
 static void format_bytes(double bytes, char *buf, size_t size)

@@ -380,6 +380,7 @@ enum field_id {
   F_KV_HEADS,
   F_HEAD_DIM,
   F_DTYPE,
+  F_KV_DTYPE,
   F_MASK,
   F_LSE,
   F_COUNT
@@ -398,12 +399,13 @@ static const struct shape_field {
     [F_KV_HEADS] = {"kv_heads", read_any_int, 1},
     [F_HEAD_DIM] = {"head_dim", read_any_int, 1},
     [F_DTYPE] = {"dtype", read_dtype, 0},
+    [F_KV_DTYPE] = {"kv_dtype", read_dtype, 0}, /* K and V; absent: the dtype */
     [F_MASK] = {"mask", read_mask, 0},
     [F_LSE] = {"lse", read_bool, 0},
 };
 
-static const char *const ENTRY_KEYS[] = {"name",     "batch",    "seq_len", "q_len", "kv_len", "q_heads",
-                                         "kv_heads", "head_dim", "dtype",   "mask",  "lse"};
+static const char *const ENTRY_KEYS[] = {"name",     "batch",    "seq_len", "q_len",    "kv_len", "q_heads",
+                                         "kv_heads", "head_dim", "dtype",   "kv_dtype", "mask",   "lse"};
 enum { N_ENTRY_KEYS = sizeof ENTRY_KEYS / sizeof *ENTRY_KEYS };
 
 /* One value of an int field on its own, so the message (at_shape_check's own) points at it. */
@@ -437,6 +439,7 @@ static int shape_equal(const at_shape *a, const at_shape *b)
 {
   return a->batch == b->batch && a->q_len == b->q_len && a->kv_len == b->kv_len && a->q_heads == b->q_heads &&
          a->kv_heads == b->kv_heads && a->head_dim == b->head_dim && a->dtype == b->dtype &&
+         at_shape_kv_dtype(a) == at_shape_kv_dtype(b) &&
          a->mask == b->mask && a->scale == b->scale && !a->with_lse == !b->with_lse;
 }
 
@@ -580,19 +583,23 @@ static at_shape combination(const entry *e, const int *idx)
                 .head_dim = val[F_HEAD_DIM],
                 .dtype = (at_dtype)val[F_DTYPE],
                 .mask = (at_mask)val[F_MASK],
-                .with_lse = val[F_LSE]};
+                .with_lse = val[F_LSE],
+                .kv_dtype = (at_dtype)val[F_KV_DTYPE]};
+  if (s.kv_dtype == s.dtype) s.kv_dtype = AT_KV_SAME; /* one spelling of "K and V in the dtype" */
   if (e->vals[F_SEQ_LEN].n) s.q_len = s.kv_len = val[F_SEQ_LEN];
   if (!e->vals[F_KV_HEADS].n) s.kv_heads = s.q_heads;
   return s;
 }
 
-/* A combination at_shape_check refuses; after the per-value checks only Nq % Nkv is left. */
+/* A combination at_shape_check refuses; after the per-value checks only Nq % Nkv and the pairing
+ * of dtype and kv_dtype are left. */
 static at_status fail_combination(const parser *p, const entry *e, const int *idx, const at_shape *s)
 {
   char sub[FIELD_CAP];
   enum field_id f = F_COUNT;
   if (s->kv_heads > 0 && s->q_heads % s->kv_heads != 0) f = e->vals[F_KV_HEADS].n ? F_KV_HEADS : F_Q_HEADS;
-  if (f == F_COUNT) return fail_at(p, e->node, e->field, "%s", at_last_error());
+  else if (at_shape_kv_dtype(s) != s->dtype) f = e->vals[F_KV_DTYPE].n ? F_KV_DTYPE : F_DTYPE;
+  if (f == F_COUNT || !e->vals[f].n) return fail_at(p, e->node, e->field, "%s", at_last_error());
   join_key(sub, e->field, FIELDS[f].name);
   return fail_at(p, e->vals[f].at[idx[f]], sub, "%s", at_last_error());
 }

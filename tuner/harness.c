@@ -41,20 +41,22 @@ at_status tn_harness_open(tn_harness *h, const rt_ctx *ctx, const at_shape *shap
   at_status rc = at_shape_check(shape);
   if (rc != AT_OK) return rc;
   const at_shape *s = &h->shape;
-  size_t esz = at_dtype_size(s->dtype);
+  /* K and V in their own dtype (an FP8 KV cache: 1 byte each, unit descales like FP8 inputs). */
+  const at_dtype kv = at_shape_kv_dtype(s);
+  size_t esz = at_dtype_size(s->dtype), esz_kv = at_dtype_size(kv);
   h->n_q = (size_t)s->batch * s->q_len * s->q_heads * s->head_dim;
   h->n_kv = (size_t)s->batch * s->kv_len * s->kv_heads * s->head_dim;
   h->n_lse = (size_t)s->batch * s->q_heads * s->q_len;
-  h->n_sets = rt_rotation_sets((h->n_q + 2 * h->n_kv) * esz, (size_t)ctx->info.l2_bytes, TN_MAX_SETS);
+  h->n_sets = rt_rotation_sets(h->n_q * esz + 2 * h->n_kv * esz_kv, (size_t)ctx->info.l2_bytes, TN_MAX_SETS);
   size_t n_max = h->n_q > h->n_kv ? h->n_q : h->n_kv;
   float *staging = malloc(n_max * sizeof(float));
-  void *packed = malloc(n_max * esz);
+  void *packed = malloc(n_max * (esz > esz_kv ? esz : esz_kv));
   tn_rng rng = tn_rng_seeded(seed);
   if (!staging || !packed) rc = at_fail(AT_ERR_NOMEM, "no host memory for %zu inputs", n_max);
   for (int i = 0; i < h->n_sets && rc == AT_OK; i++) {
     if ((rc = upload_random(&rng, s->dtype, h->n_q, staging, packed, &h->q[i])) != AT_OK) break;
-    if ((rc = upload_random(&rng, s->dtype, h->n_kv, staging, packed, &h->k[i])) != AT_OK) break;
-    rc = upload_random(&rng, s->dtype, h->n_kv, staging, packed, &h->v[i]);
+    if ((rc = upload_random(&rng, kv, h->n_kv, staging, packed, &h->k[i])) != AT_OK) break;
+    rc = upload_random(&rng, kv, h->n_kv, staging, packed, &h->v[i]);
   }
   free(staging);
   free(packed);
@@ -103,7 +105,7 @@ at_status tn_harness_make_reference(tn_harness *h)
   s.with_lse = 1;
   t.lse = (float *)(uintptr_t)h->lse;
   if ((rc = ensure_scratch(h)) != AT_OK) return rc;
-  if ((rc = rt_naive_create(h->ctx->arch, s.dtype, AT_DTYPE_F32, &ref)) != AT_OK) return rc;
+  if ((rc = rt_naive_create_kv(h->ctx->arch, s.dtype, at_shape_kv_dtype(&s), AT_DTYPE_F32, &ref)) != AT_OK) return rc;
   rc = rt_naive_run(&ref, &s, &t, h->scratch, NULL);
   if (rc == AT_OK) rc = rt_ctx_sync(h->ctx);
   rt_naive_destroy(&ref);
@@ -131,7 +133,8 @@ at_status tn_impl_naive(tn_harness *h, tn_impl *impl)
   snprintf(impl->name, sizeof impl->name, "naive");
   at_status rc = ensure_scratch(h);
   if (rc != AT_OK) return rc;
-  return rt_naive_create(h->ctx->arch, h->shape.dtype, at_dtype_default_out(h->shape.dtype), &impl->naive);
+  return rt_naive_create_kv(h->ctx->arch, h->shape.dtype, at_shape_kv_dtype(&h->shape),
+                            at_dtype_default_out(h->shape.dtype), &impl->naive);
 }
 
 /* cuDNN's FP8 scalars on the device (see harness.h), made once per harness. */
@@ -175,6 +178,7 @@ at_status tn_impl_cudnn(tn_harness *h, rt_cudnn_path path, tn_impl *impl, rt_cud
   impl_init(h, impl, TN_IMPL_CUDNN);
   snprintf(impl->name, sizeof impl->name, "%s", path == RT_CUDNN_PATH_UNIFIED ? "cudnn-unified" : "cudnn");
   if (h->shape.dtype == AT_DTYPE_F32) return at_fail(AT_ERR_UNSUPPORTED, "%s", TN_F32_NO_CUDNN);
+  if (at_shape_kv_dtype(&h->shape) != h->shape.dtype) return at_fail(AT_ERR_UNSUPPORTED, "%s", TN_KV8_NO_CUDNN);
   const int fp8 = at_dtype_is_fp8(h->shape.dtype);
   at_status rc = cudnn_path_for(&h->shape, path, &impl->path);
   if (rc != AT_OK) return rc;

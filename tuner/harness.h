@@ -16,6 +16,10 @@ enum { TN_MAX_SETS = 16 };
  * tuner and the worker say it in these words. */
 #define TN_F32_NO_FUSED "attntune has no fused f32 kernel (its kernels take f16, bf16, e4m3 and e5m2)"
 #define TN_F32_NO_CUDNN "cuDNN has no fp32 attention (its SDPA takes f16, bf16 and FP8 inputs)"
+/* Why an FP8 KV cache (16-bit Q, FP8 K/V) has no cuDNN baseline. */
+#define TN_KV8_NO_CUDNN                                                                            \
+  "no cuDNN baseline for an FP8 KV cache: attntune's cuDNN graphs take Q, K and V in one dtype"
+
 
 typedef struct tn_harness {
   const rt_ctx *ctx;
@@ -37,7 +41,8 @@ typedef struct tn_harness {
   float cudnn_o_descale; /* 1 / scale_o of cuDNN's FP8 output */
 } tn_harness;
 
-/* Allocate and fill inputs for shape (fresh random values from seed, in [-1, 1)). */
+/* Allocate and fill inputs for shape (fresh random values from seed, in [-1, 1), rounded to the
+ * dtype; K and V to at_shape_kv_dtype's; FP8 with unit descales). */
 at_status tn_harness_open(tn_harness *h, const rt_ctx *ctx, const at_shape *shape,
                           unsigned long long seed);
 void tn_harness_close(tn_harness *h);

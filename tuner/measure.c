@@ -10,7 +10,7 @@ int tn_is_decode_shape(const at_shape *s)
 
 double tn_kv_bytes(const at_shape *s)
 {
-  return 2.0 * s->batch * s->kv_heads * (double)s->kv_len * s->head_dim * (double)at_dtype_size(s->dtype);
+  return 2.0 * s->batch * s->kv_heads * (double)s->kv_len * s->head_dim * (double)at_dtype_size(at_shape_kv_dtype(s));
 }
 
 double tn_kv_tbs(const at_shape *s, double ms)

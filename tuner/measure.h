@@ -15,7 +15,8 @@
 
 /* 1 <= T <= TN_DECODE_MAX_T. */
 int tn_is_decode_shape(const at_shape *shape);
-/* Bytes of K and V one call reads once: 2·B·Nkv·S·D·sizeof(dtype). */
+/* Bytes of K and V one call reads once: 2·B·Nkv·S·D·sizeof(K/V dtype), 1 byte per element for
+ * an FP8 KV cache. */
 double tn_kv_bytes(const at_shape *shape);
 /* TB/s of K/V read at ms per call (10^12 bytes per second); NaN unless ms is a positive time. */
 double tn_kv_tbs(const at_shape *shape, double ms);

@@ -184,10 +184,10 @@ static int compare_rows(const void *pa, const void *pb)
   int c = strcmp(a->gpu_model, b->gpu_model);
   if (c) return c;
   const at_shape *x = &a->shape, *y = &b->shape;
-  const int ka[] = {(int)x->dtype, x->head_dim, (int)x->mask, x->q_heads, x->kv_heads,
-                    x->batch, x->q_len, x->kv_len, x->with_lse};
-  const int kb[] = {(int)y->dtype, y->head_dim, (int)y->mask, y->q_heads, y->kv_heads,
-                    y->batch, y->q_len, y->kv_len, y->with_lse};
+  const int ka[] = {(int)x->dtype, (int)at_shape_kv_dtype(x), x->head_dim, (int)x->mask, x->q_heads,
+                    x->kv_heads, x->batch, x->q_len, x->kv_len, x->with_lse};
+  const int kb[] = {(int)y->dtype, (int)at_shape_kv_dtype(y), y->head_dim, (int)y->mask, y->q_heads,
+                    y->kv_heads, y->batch, y->q_len, y->kv_len, y->with_lse};
   for (size_t i = 0; i < sizeof ka / sizeof *ka; i++)
     if (ka[i] != kb[i]) return ka[i] < kb[i] ? -1 : 1;
   return 0;
@@ -196,7 +196,8 @@ static int compare_rows(const void *pa, const void *pb)
 static int same_group(const tn_report_row *a, const tn_report_row *b)
 {
   return strcmp(a->gpu_model, b->gpu_model) == 0 && a->shape.dtype == b->shape.dtype &&
-         a->shape.head_dim == b->shape.head_dim && a->shape.mask == b->shape.mask;
+         at_shape_kv_dtype(&a->shape) == at_shape_kv_dtype(&b->shape) && a->shape.head_dim == b->shape.head_dim &&
+         a->shape.mask == b->shape.mask;
 }
 
 /* Groups are contiguous runs of sorted rows; the mean is taken in log space. */
@@ -210,6 +211,7 @@ static at_status build_groups(tn_report *r)
     double sum_log = 0;
     snprintf(g->gpu_model, sizeof g->gpu_model, "%s", first->gpu_model);
     g->dtype = first->shape.dtype, g->head_dim = first->shape.head_dim, g->mask = first->shape.mask;
+    g->kv_dtype = first->shape.kv_dtype;
     for (; i < r->n_rows && same_group(first, &r->rows[i]); i++) {
       g->n_shapes++;
       if (isfinite(r->rows[i].speedup_tuned) && r->rows[i].speedup_tuned > 0) {
@@ -442,7 +444,7 @@ static void row_cells(const tn_report_row *row, cells c)
 
 static void group_label(const tn_report_group *g, char *buf, size_t size)
 {
-  snprintf(buf, size, "%s d%d %s", at_dtype_name(g->dtype), g->head_dim, at_mask_name(g->mask));
+  snprintf(buf, size, "%s d%d %s", at_dtypes_name(g->dtype, g->kv_dtype), g->head_dim, at_mask_name(g->mask));
 }
 
 /* ---- text and markdown ------------------------------------------------------------------- */
@@ -614,7 +616,7 @@ static void row_fields(const tn_report_row *row, field f[N_FIELDS])
   f[i++] = (field){"q_heads", F_INT, NULL, s->q_heads};
   f[i++] = (field){"kv_heads", F_INT, NULL, s->kv_heads};
   f[i++] = (field){"head_dim", F_INT, NULL, s->head_dim};
-  f[i++] = (field){"dtype", F_TEXT, at_dtype_name(s->dtype), 0};
+  f[i++] = (field){"dtype", F_TEXT, at_dtypes_name(s->dtype, s->kv_dtype), 0};
   f[i++] = (field){"mask", F_TEXT, at_mask_name(s->mask), 0};
   f[i++] = (field){"lse", F_BOOL, NULL, s->with_lse};
   f[i++] = (field){"best_impl", F_TEXT, row->has_best ? row->best_impl : NULL, 0};
@@ -691,7 +693,7 @@ static void json_groups(const tn_report *r, FILE *out)
     json_text(out, g->gpu_model);
     fprintf(out, ", \"dtype\": \"%s\", \"head_dim\": %d, \"mask\": \"%s\", \"n_shapes\": %d, "
                  "\"n_compared\": %d, \"geomean_speedup_tuned\": ",
-            at_dtype_name(g->dtype), g->head_dim, at_mask_name(g->mask), g->n_shapes, g->n_compared);
+            at_dtypes_name(g->dtype, g->kv_dtype), g->head_dim, at_mask_name(g->mask), g->n_shapes, g->n_compared);
     number(out, g->geomean, 1);
     fputc('}', out);
   }
@@ -1367,7 +1369,8 @@ static int same_except(const at_shape *a, const at_shape *b, vary v)
   return (v == VARY_BATCH || a->batch == b->batch) &&
          (v == VARY_SEQ || (a->q_len == b->q_len && a->kv_len == b->kv_len)) &&
          a->q_heads == b->q_heads && (v == VARY_KV_HEADS || a->kv_heads == b->kv_heads) &&
-         a->head_dim == b->head_dim && (v == VARY_DTYPE || a->dtype == b->dtype) &&
+         a->head_dim == b->head_dim &&
+         (v == VARY_DTYPE || (a->dtype == b->dtype && at_shape_kv_dtype(a) == at_shape_kv_dtype(b))) &&
          a->mask == b->mask && a->with_lse == b->with_lse;
 }
 
@@ -1377,7 +1380,7 @@ static double vary_value(const at_shape *s, vary v)
   case VARY_SEQ: return s->q_len;
   case VARY_BATCH: return s->batch;
   case VARY_KV_HEADS: return -s->kv_heads; /* MHA first, MQA last */
-  default: return s->dtype;
+  default: return 8 * s->dtype + at_shape_kv_dtype(s);
   }
 }
 
@@ -1392,7 +1395,7 @@ static void describe_fixed(const at_shape *s, vary v, char *buf, size_t size)
   ADD("Nq=%d ", s->q_heads);
   if (v != VARY_KV_HEADS) ADD("Nkv=%d ", s->kv_heads);
   ADD("D=%d ", s->head_dim);
-  if (v != VARY_DTYPE) ADD("%s ", at_dtype_name(s->dtype));
+  if (v != VARY_DTYPE) ADD("%s ", at_dtypes_name(s->dtype, s->kv_dtype));
   ADD("%s%s", at_mask_name(s->mask), s->with_lse ? " lse" : "");
 #undef ADD
 }
@@ -1400,8 +1403,8 @@ static void describe_fixed(const at_shape *s, vary v, char *buf, size_t size)
 static void category_label(const at_shape *s, vary v, char out[2][32])
 {
   if (v == VARY_DTYPE) {
-    snprintf(out[0], 32, "%s", at_dtype_name(s->dtype));
-    snprintf(out[1], 32, "%s", s->dtype >= AT_DTYPE_E4M3 ? "FP8" : "");
+    snprintf(out[0], 32, "%s", at_dtypes_name(s->dtype, s->kv_dtype));
+    snprintf(out[1], 32, "%s", s->dtype >= AT_DTYPE_E4M3 ? "FP8" : at_dtype_is_fp8(at_shape_kv_dtype(s)) ? "FP8 K/V" : "");
     return;
   }
   const char *kind = s->kv_heads == s->q_heads ? "MHA" : s->kv_heads == 1 ? "MQA" : "GQA";
@@ -1517,7 +1520,8 @@ static void html_vary_section(FILE *out, const tn_report *r, int lo, int hi, var
 static int same_but_kv_len(const at_shape *a, const at_shape *b)
 {
   return a->batch == b->batch && a->q_len == b->q_len && a->q_heads == b->q_heads && a->kv_heads == b->kv_heads &&
-         a->head_dim == b->head_dim && a->dtype == b->dtype && a->mask == b->mask && a->with_lse == b->with_lse;
+         a->head_dim == b->head_dim && a->dtype == b->dtype && at_shape_kv_dtype(a) == at_shape_kv_dtype(b) &&
+         a->mask == b->mask && a->with_lse == b->with_lse;
 }
 
 static int has_decode_rows(const tn_report *r, int lo, int hi)
@@ -1555,7 +1559,7 @@ static void html_decode_section(FILE *out, const tn_report *r, int lo, int hi, c
   int charts = 0;
   fprintf(out, "<h3>Decode: K/V bandwidth vs KV length</h3>\n<p>Decode shapes (1 &le; T &le; %d) read the K/V "
                "cache once per call, so they are rated in TB/s of K/V read, 2&middot;B&middot;Nkv&middot;S&middot;D"
-               "&middot;sizeof(dtype) / time; the dashed line is the HBM copy rate, the ceiling for such a "
+               "&middot;sizeof(K/V dtype) / time (1 byte per element for an FP8 KV cache); the dashed line is the HBM copy rate, the ceiling for such a "
                "kernel.</p>\n<div class=\"charts\">\n", TN_DECODE_MAX_T);
   memset(used, 0, (size_t)r->n_rows);
   for (int i = lo; i < hi; i++) {
@@ -1568,7 +1572,7 @@ static void html_decode_section(FILE *out, const tn_report *r, int lo, int hi, c
     sort_by_kv_len(members, n);
     char title[200];
     snprintf(title, sizeof title, "B=%d T=%d Nq=%d Nkv=%d D=%d %s %s%s", s->batch, s->q_len, s->q_heads, s->kv_heads,
-             s->head_dim, at_dtype_name(s->dtype), at_mask_name(s->mask), s->with_lse ? " lse" : "");
+             s->head_dim, at_dtypes_name(s->dtype, s->kv_dtype), at_mask_name(s->mask), s->with_lse ? " lse" : "");
     for (int k = 0; k < n; k++) xs[k] = members[k]->shape.kv_len;
     fputs("<div class=\"family\">\n", out);
     svg_bandwidth_chart(out, title, members, xs, n);
@@ -1614,7 +1618,7 @@ static void html_rows_table(FILE *out, const tn_report *r, int lo, int hi)
                  "<td class=\"n\">%d</td><td class=\"n\">%d</td><td class=\"n\">%d</td><td>%s</td><td>%s</td>"
                  "<td class=\"k impl\" title=\"tuned: %s\">",
             row->key, s->batch, s->q_len, s->kv_len, s->q_heads, s->kv_heads, s->head_dim,
-            at_dtype_name(s->dtype), at_mask_name(s->mask), row->tuned_impl[0] ? row->tuned_impl : "none");
+            at_dtypes_name(s->dtype, s->kv_dtype), at_mask_name(s->mask), row->tuned_impl[0] ? row->tuned_impl : "none");
     html_breakable(out, best_label(row));
     fputs("</td>", out);
     html_cell_num(out, fmt_ms(b, sizeof b, row->best_ms), NULL);

@@ -65,6 +65,7 @@ typedef struct tn_report_row {
 typedef struct tn_report_group {
   char gpu_model[128];
   at_dtype dtype;
+  at_dtype kv_dtype; /* at_shape.kv_dtype of the group's rows (AT_KV_SAME: K and V in dtype) */
   int head_dim;
   at_mask mask;
   int n_shapes;   /* rows in the group */

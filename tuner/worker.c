@@ -226,6 +226,11 @@ static int serve_shape(serve_state *st, const tn_request *q, tn_response *r)
     set_message(r, TN_F32_NO_CUDNN);
     return 1;
   }
+  if (at_shape_kv_dtype(&q->shape) != q->shape.dtype) {
+    r->status = CACHE_UNSUPPORTED;
+    set_message(r, TN_KV8_NO_CUDNN);
+    return 1;
+  }
   rc = tn_impl_cudnn(&st->h, RT_CUDNN_PATH_COMPOSITE, &st->cudnn, &info);
   if (rc == AT_OK) rc = tn_harness_verify(&st->h, &st->cudnn, &r->err_naive, &r->err_cudnn);
   if (rc != AT_OK) {

@@ -41,6 +41,7 @@ class Shape(ctypes.Structure):
         ("mask", c_int),  # at_mask
         ("scale", c_float),
         ("with_lse", c_int),
+        ("kv_dtype", c_int),  # at_dtype of K and V; 0 (AT_KV_SAME): the same as dtype
     ]
 
 

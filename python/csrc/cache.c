@@ -58,7 +58,8 @@ static int shape_equal(const at_shape *a, const at_shape *b)
 {
   return a->batch == b->batch && a->q_len == b->q_len && a->kv_len == b->kv_len &&
          a->q_heads == b->q_heads && a->kv_heads == b->kv_heads && a->head_dim == b->head_dim &&
-         a->dtype == b->dtype && a->mask == b->mask && a->scale == b->scale && a->with_lse == b->with_lse;
+         a->dtype == b->dtype && at_shape_kv_dtype(a) == at_shape_kv_dtype(b) && a->mask == b->mask &&
+         a->scale == b->scale && a->with_lse == b->with_lse;
 }
 
 static int layout_equal(const at_layout *a, const at_layout *b)

@@ -24,6 +24,7 @@ static const atpy_field ROWS[] = {
     FIELD(at_shape, mask),
     FIELD(at_shape, scale),
     FIELD(at_shape, with_lse),
+    FIELD(at_shape, kv_dtype),
 
     STRUCT(at_strides),
     FIELD(at_strides, batch),

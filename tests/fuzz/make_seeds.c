@@ -34,10 +34,11 @@ static void check(at_status rc)
 }
 
 static const at_shape SHAPES[] = {
-    {2, 8192, 8192, 16, 16, 128, AT_DTYPE_BF16, AT_MASK_CAUSAL_TL, 0.0f, 0},
-    {1, 1, 4096, 32, 8, 128, AT_DTYPE_F16, AT_MASK_NONE, 0.0f, 1},
-    {4, 512, 1024, 8, 1, 64, AT_DTYPE_E4M3, AT_MASK_CAUSAL_BR, 0.125f, 0},
-    {1, 128, 128, 4, 4, 256, AT_DTYPE_F32, AT_MASK_NONE, 0.0f, 0},
+    {2, 8192, 8192, 16, 16, 128, AT_DTYPE_BF16, AT_MASK_CAUSAL_TL, 0.0f, 0, AT_KV_SAME},
+    {1, 1, 4096, 32, 8, 128, AT_DTYPE_F16, AT_MASK_NONE, 0.0f, 1, AT_KV_SAME},
+    {4, 512, 1024, 8, 1, 64, AT_DTYPE_E4M3, AT_MASK_CAUSAL_BR, 0.125f, 0, AT_KV_SAME},
+    {1, 128, 128, 4, 4, 256, AT_DTYPE_F32, AT_MASK_NONE, 0.0f, 0, AT_KV_SAME},
+    {8, 1, 16384, 32, 8, 128, AT_DTYPE_BF16, AT_MASK_NONE, 0.0f, 0, AT_DTYPE_E4M3}, /* an FP8 KV cache */
 };
 
 static void write_cache(const char *path)
