@@ -143,11 +143,9 @@ static at_status check(const gen_variant *v, const gen_target *target)
   return gen_check_budgets(target, threads(v), smem_bytes(v), register_estimate(v));
 }
 
-static at_status enumerate(const gen_spec *spec, const gen_target *target, const at_shape *shape,
-                           gen_variant *out, int cap, int *n)
+static at_status enumerate_ws(const gen_spec *spec, const gen_target *target, const at_shape *shape,
+                              gen_variant *out, int cap, int *n)
 {
-  /* Warp-specialized first (16-bit: faster on every shape measured), so a config's candidate
-   * budget, which takes the first ones listed, gets them. */
   for (int a = 0; a < COUNT(k_ws_warps); a++)
     for (int b = 0; b < COUNT(k_ws_block_n); b++)
       for (int c = 0; c < COUNT(k_ws_stages); c++)
@@ -158,6 +156,12 @@ static at_status enumerate(const gen_spec *spec, const gen_target *target, const
           if (*n == cap) return at_fail(AT_ERR_INVALID, "more than %d variants for this shape", cap);
           out[(*n)++] = v;
         }
+  return AT_OK;
+}
+
+static at_status enumerate_in_cta(const gen_spec *spec, const gen_target *target, const at_shape *shape,
+                                  gen_variant *out, int cap, int *n)
+{
   for (int a = 0; a < COUNT(k_warps); a++)
     for (int b = 0; b < COUNT(k_block_n); b++)
       for (int c = 0; c < COUNT(k_stages); c++) {
@@ -167,6 +171,18 @@ static at_status enumerate(const gen_spec *spec, const gen_target *target, const
         out[(*n)++] = v;
       }
   return AT_OK;
+}
+
+/* The faster kind first, so a config's candidate budget (the first ones listed) gets it:
+ * warp-specialized for 16-bit inputs, the in-CTA pipeline for FP8 (its warp-specialized form
+ * measured 0.79-0.88x of it, docs/perf.md "v9"). */
+static at_status enumerate(const gen_spec *spec, const gen_target *target, const at_shape *shape,
+                           gen_variant *out, int cap, int *n)
+{
+  const int fp8 = at_dtype_is_fp8(spec->dtype);
+  at_status rc = fp8 ? enumerate_in_cta(spec, target, shape, out, cap, n) : enumerate_ws(spec, target, shape, out, cap, n);
+  if (rc != AT_OK) return rc;
+  return fp8 ? enumerate_ws(spec, target, shape, out, cap, n) : enumerate_in_cta(spec, target, shape, out, cap, n);
 }
 
 /* Best first, from the H200 sweeps in docs/perf.md ("## fa3"): at T=S=8192 the 128x128 tile with

@@ -70,8 +70,8 @@
  *       cuDNN, kept as a choice; O's rescale under Q K^T tried, slower on 4 of 6 shapes.
  *   v8: causal grid (Nq, B, query blocks), longest blocks first over all heads: 2k causal GQA
  *       0.88x -> 1.04x of cuDNN, D64 causal 1.04x -> 1.11x (docs/perf.md, "v6").
- *   v9: FP8 warp-specialized: the producer's warps 1-3 transpose V into two V^T buffers
- *       (docs/perf.md, "v9", has the measurement).
+ *   v9: FP8 warp-specialized: the producer's warps 1-3 transpose V into two V^T buffers:
+ *       e4m3 D128 577 (v5 657), D256 583 (v5 736): slower, listed after v5 (docs/perf.md, "v9").
  * Copies by cp.async and stores by threads are generic-proxy writes; wgmma reads shared memory
  * through the async proxy, hence fence.proxy.async before the barriers that publish them.
  */
@@ -444,13 +444,13 @@ __device__ __forceinline__ void fa3_tma_load(unsigned dst, const fa3_tmap *map, 
                : "memory");
 }
 
-/* A tile of R rows from row0: one 64-element box per 128-byte column block. */
+/* A tile of R rows from row0: one box per 128-byte column block (64 16-bit or 128 FP8 elements). */
 template <int R>
 __device__ __forceinline__ void fa3_tma_tile(unsigned dst, const fa3_tmap *map, int row0, int head, int b,
                                              unsigned bar)
 {
 #pragma unroll
-  for (int c = 0; c < FA3_COLS; c++) fa3_tma_load(dst + c * R * 128, map, 64 * c, row0, head, b, bar);
+  for (int c = 0; c < FA3_COLS; c++) fa3_tma_load(dst + c * R * 128, map, c * (128 / FA3_ESIZE), row0, head, b, bar);
 }
 
 __device__ __forceinline__ void fa3_named_sync(int id, int threads)
