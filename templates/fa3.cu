@@ -370,6 +370,52 @@ __device__ __forceinline__ void fa3_pack_p(const float (*s)[4], unsigned (*p)[4]
   }
 }
 
+/* The K/V tiles a block of query rows from m0 visits, and how many of them (from the first) no
+ * key of which is masked for any of its rows: every tile of S, cut at the last row's diagonal
+ * for causal masks (offset = S - T bottom-right, else 0). */
+__device__ __forceinline__ void fa3_key_tiles(int m0, int T, int S, int offset, int *n_tiles, int *n_full)
+{
+  *n_tiles = (S + FA3_BN - 1) / FA3_BN;
+  *n_full = S / FA3_BN;
+  if (FA3_CAUSAL) {
+    const int last_row = min(m0 + FA3_BM, T) - 1;
+    const int last_key = last_row + offset;
+    *n_tiles = last_key < 0 ? 0 : min(*n_tiles, last_key / FA3_BN + 1);
+    const int first_row_keys = m0 + offset + 1;
+    *n_full = first_row_keys <= 0 ? 0 : min(*n_full, first_row_keys / FA3_BN);
+  }
+}
+
+/* The warp-specialized kernel's epilogue: O = acc / row sum (times V's descale) of this warp's
+ * 16 rows, m0 + wrow on, and their lse; lane (g,t) holds columns 8j + 2t, 8j + 2t + 1 of rows g
+ * and g+8. Only D's columns are stored (a D 96 tile holds 128). The in-CTA kernel keeps the same
+ * lines inline: called through here, ptxas schedules its causal variants differently, and its
+ * machine code is what docs/perf.md measured. */
+__device__ __forceinline__ void fa3_store_o(at_out_t *__restrict__ o, float *__restrict__ lse, const float (*acc)[4],
+                                            const float *row_max, const float *row_sum, float o_descale,
+                                            float scale_log2, int T, int b, int h, int n_heads, int m0, int wrow,
+                                            long long o_sb, int o_ss, int o_sh, int g, int tq)
+{
+#pragma unroll
+  for (int half = 0; half < 2; half++) {
+    const float sum = at_quad_sum(row_sum[half]);
+    const float inv = sum > 0.f ? o_descale / sum : 0.f;
+    const int r = wrow + g + half * 8;
+    if (m0 + r >= T) continue;
+    if (FA3_LSE && tq == 0) {
+      const float m = row_max[half];
+      lse[((long long)b * n_heads + h) * T + m0 + r] =
+          sum > 0.f ? (m * scale_log2 + at_log2(sum) - FA3_P_LOG2_SCALE) * 0.69314718055994531f : AT_NEG_INF;
+    }
+    at_out_t *orow = o + b * o_sb + (long long)h * o_sh + (long long)(m0 + r) * o_ss + 2 * tq;
+#pragma unroll
+    for (int j = 0; j < FA3_D / 8; j++) {
+      const unsigned packed = at_pack_out(acc[j][2 * half] * inv, acc[j][2 * half + 1] * inv);
+      asm volatile("st.global.b32 [%0], %1;\n" ::"l"(orow + 8 * j), "r"(packed) : "memory");
+    }
+  }
+}
+
 /* ---- the warp-specialized kernel (FA3_WS) ---------------------------------------------------- */
 #if FA3_WS
 /* Warpgroup 0 is the producer: one thread issues TMA copies of Q and of each K and V tile into a
@@ -493,15 +539,8 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
   const int m0 = m_block * FA3_BM;
 
   const int offset = FA3_MASK == AT_MASK_CAUSAL_BR ? S - T : 0;
-  int n_tiles = (S + FA3_BN - 1) / FA3_BN;
-  int n_full = S / FA3_BN;
-  if (FA3_CAUSAL) {
-    const int last_row = min(m0 + FA3_BM, T) - 1;
-    const int last_key = last_row + offset;
-    n_tiles = last_key < 0 ? 0 : min(n_tiles, last_key / FA3_BN + 1);
-    const int first_row_keys = m0 + offset + 1;
-    n_full = first_row_keys <= 0 ? 0 : min(n_full, first_row_keys / FA3_BN);
-  }
+  int n_tiles, n_full;
+  fa3_key_tiles(m0, T, S, offset, &n_tiles, &n_full);
 
   const unsigned smem_q = (at_smem_addr(fa3_smem) + 1023u) & ~1023u;
   const unsigned smem_k = smem_q + FA3_Q_BYTES;
@@ -636,25 +675,8 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
     fa3_wgmma_wait0();
   }
 
-  /* Epilogue: lane (g,t) holds columns 8j + 2t, 8j + 2t + 1 of rows g and g+8 of its warp. */
-#pragma unroll
-  for (int half = 0; half < 2; half++) {
-    const float sum = at_quad_sum(row_sum[half]);
-    const float inv = sum > 0.f ? o_descale / sum : 0.f;
-    const int r = cwarp * 16 + g + half * 8;
-    if (m0 + r >= T) continue;
-    if (FA3_LSE && tq == 0) {
-      const float m = row_max[half];
-      lse[((long long)b * n_heads + h) * T + m0 + r] =
-          sum > 0.f ? (m * scale_log2 + at_log2(sum) - FA3_P_LOG2_SCALE) * 0.69314718055994531f : AT_NEG_INF;
-    }
-    at_out_t *orow = o + b * o_sb + (long long)h * o_sh + (long long)(m0 + r) * o_ss + 2 * tq;
-#pragma unroll
-    for (int j = 0; j < FA3_D / 8; j++) { /* the padding columns of D 96 are left out */
-      const unsigned packed = at_pack_out(acc[j][2 * half] * inv, acc[j][2 * half + 1] * inv);
-      asm volatile("st.global.b32 [%0], %1;\n" ::"l"(orow + 8 * j), "r"(packed) : "memory");
-    }
-  }
+  fa3_store_o(o, lse, acc, row_max, row_sum, o_descale, scale_log2, T, b, h, n_heads, m0, cwarp * 16, o_sb, o_ss,
+              o_sh, g, tq);
 }
 #else /* !FA3_WS */
 
@@ -688,15 +710,8 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
   q_ss *= FA3_ESIZE, k_ss *= FA3_ESIZE, v_ss *= FA3_ESIZE;
 
   const int offset = FA3_MASK == AT_MASK_CAUSAL_BR ? S - T : 0;
-  int n_tiles = (S + FA3_BN - 1) / FA3_BN;
-  int n_full = S / FA3_BN;
-  if (FA3_CAUSAL) {
-    const int last_row = min(m0 + FA3_BM, T) - 1;
-    const int last_key = last_row + offset;
-    n_tiles = last_key < 0 ? 0 : min(n_tiles, last_key / FA3_BN + 1);
-    const int first_row_keys = m0 + offset + 1;
-    n_full = first_row_keys <= 0 ? 0 : min(n_full, first_row_keys / FA3_BN);
-  }
+  int n_tiles, n_full;
+  fa3_key_tiles(m0, T, S, offset, &n_tiles, &n_full);
 
   /* Tiles start on 1024-byte boundaries (the swizzle atoms' alignment). */
   const unsigned smem_q = (at_smem_addr(fa3_smem) + 1023u) & ~1023u;
