@@ -73,49 +73,6 @@ static at_shape shape_of(const kv8_case *c)
                     .head_dim = c->d, .dtype = c->q, .mask = c->mask, .with_lse = c->lse, .kv_dtype = c->kv};
 }
 
-/* One FP8 tensor: codes on the device, the descale, and the dequantized values on the host. */
-typedef struct qtensor {
-  float *deq;
-  float descale;
-  CUdeviceptr dev;
-} qtensor;
-
-static qtensor quantized(tn_rng *rng, at_dtype fp8, size_t n, float magnitude)
-{
-  qtensor x;
-  float *real = malloc(n * sizeof *real);
-  uint8_t *codes = malloc(n);
-  x.deq = malloc(n * sizeof *x.deq);
-  assert_true(real && codes && x.deq);
-  tn_rng_fill(rng, real, n, -magnitude, magnitude);
-  float scale = 0.f;
-  TU_OK(at_quantize_fp8(real, n, fp8, codes, &scale));
-  assert_true(scale > 0.f && isfinite(scale));
-  x.descale = 1.0f / scale;
-  for (size_t i = 0; i < n; i++) x.deq[i] = at_fp8_to_f32(codes[i], fp8) * x.descale;
-  TU_OK(rt_alloc(&x.dev, n));
-  TU_OK(rt_upload(x.dev, codes, n));
-  free(real), free(codes);
-  return x;
-}
-
-static CUdeviceptr upload_f32(const float *x, size_t n)
-{
-  CUdeviceptr d = 0;
-  TU_OK(rt_alloc(&d, n * sizeof(float)));
-  TU_OK(rt_upload(d, x, n * sizeof(float)));
-  return d;
-}
-
-static void download_f32(CUdeviceptr d, size_t n, double *out)
-{
-  float *host = malloc(n * sizeof *host);
-  assert_non_null(host);
-  TU_OK(rt_download(host, d, n * sizeof(float)));
-  for (size_t i = 0; i < n; i++) out[i] = host[i];
-  free(host);
-}
-
 /* Everything one case holds: inputs, device scalars, the reference. */
 typedef struct kv8_data {
   const kv8_case *c;
@@ -123,7 +80,7 @@ typedef struct kv8_data {
   size_t nq, nkv, nlse;
   float *q;        /* host values of Q (already in its dtype) */
   CUdeviceptr dq;  /* Q in its dtype */
-  qtensor k, v;
+  tu_fp8_tensor k, v;
   CUdeviceptr dscal; /* fp32 descale_k, descale_v */
   at_tensors t;      /* q, k, v set; o and lse per run */
   double *ref_o, *ref_lse;
@@ -140,10 +97,10 @@ static void data_open(kv8_data *x, const kv8_case *c, int *failures)
   tn_rng rng = tn_rng_seeded(tu_next_seed());
   x->q = tu_random_tensor(&rng, c->q, x->nq);
   x->dq = tu_upload(c->q, x->q, x->nq);
-  x->k = quantized(&rng, c->kv, x->nkv, 0.5f);
-  x->v = quantized(&rng, c->kv, x->nkv, 2.0f);
+  x->k = tu_fp8_tensor_make(&rng, c->kv, x->nkv, 0.5f);
+  x->v = tu_fp8_tensor_make(&rng, c->kv, x->nkv, 2.0f);
   float scalars[2] = {x->k.descale, x->v.descale};
-  x->dscal = upload_f32(scalars, 2);
+  x->dscal = tu_upload(AT_DTYPE_F32, scalars, 2);
   x->t.q_stride = x->t.o_stride = strides_for(c, c->t, c->nq);
   x->t.k_stride = x->t.v_stride = strides_for(c, c->s, c->nkv);
   x->t.q = (void *)(uintptr_t)x->dq, x->t.k = (void *)(uintptr_t)x->k.dev, x->t.v = (void *)(uintptr_t)x->v.dev;
@@ -163,13 +120,13 @@ static void data_open(kv8_data *x, const kv8_case *c, int *failures)
   rt_naive_descales ds = {NULL, d_descale_k, d_descale_k + 1};
   TU_OK(rt_naive_run_fp8(&naive, &sl, &tr, &ds, scratch, NULL));
   TU_OK(rt_ctx_sync(&tu_gpu));
-  download_f32(o32, x->nq, x->ref_o);
-  download_f32(l32, x->nlse, x->ref_lse);
+  tu_download_f64(o32, x->nq, x->ref_o);
+  tu_download_f64(l32, x->nlse, x->ref_lse);
   rt_naive_destroy(&naive);
 
   /* Reference 2: the naive f32 kernels on the host-dequantized values; must agree with 1. */
   TU_OK(rt_naive_create(tu_gpu.arch, AT_DTYPE_F32, AT_DTYPE_F32, &naive));
-  CUdeviceptr fq = upload_f32(x->q, x->nq), fk = upload_f32(x->k.deq, x->nkv), fv = upload_f32(x->v.deq, x->nkv);
+  CUdeviceptr fq = tu_upload(AT_DTYPE_F32, x->q, x->nq), fk = tu_upload(AT_DTYPE_F32, x->k.deq, x->nkv), fv = tu_upload(AT_DTYPE_F32, x->v.deq, x->nkv);
   at_shape s32 = sl;
   s32.dtype = AT_DTYPE_F32, s32.kv_dtype = AT_KV_SAME;
   tr.q = (void *)(uintptr_t)fq, tr.k = (void *)(uintptr_t)fk, tr.v = (void *)(uintptr_t)fv;
@@ -179,8 +136,8 @@ static void data_open(kv8_data *x, const kv8_case *c, int *failures)
   double *o2 = malloc(x->nq * sizeof(double)), *l2 = malloc(x->nlse * sizeof(double));
   float *tmp = malloc((x->nq > x->nlse ? x->nq : x->nlse) * sizeof(float));
   assert_true(o2 && l2 && tmp);
-  download_f32(o32, x->nq, o2);
-  download_f32(l32, x->nlse, l2);
+  tu_download_f64(o32, x->nq, o2);
+  tu_download_f64(l32, x->nlse, l2);
   for (size_t i = 0; i < x->nq; i++) tmp[i] = (float)x->ref_o[i];
   tn_error e = tn_compare(o2, tmp, x->nq);
   for (size_t i = 0; i < x->nlse; i++) tmp[i] = (float)x->ref_lse[i];
@@ -197,8 +154,9 @@ static void data_open(kv8_data *x, const kv8_case *c, int *failures)
 
 static void data_close(kv8_data *x)
 {
-  rt_free(x->dq), rt_free(x->k.dev), rt_free(x->v.dev), rt_free(x->dscal);
-  free(x->q), free(x->k.deq), free(x->v.deq), free(x->ref_o), free(x->ref_lse);
+  rt_free(x->dq), rt_free(x->dscal);
+  tu_fp8_tensor_free(&x->k), tu_fp8_tensor_free(&x->v);
+  free(x->q), free(x->ref_o), free(x->ref_lse);
 }
 
 /* O (in Q's dtype) and lse of a run against the reference; prints and returns 1 when wrong. */

@@ -35,56 +35,6 @@ typedef struct fp8_case {
 
 static double tolerance(at_dtype dtype) { return at_dtype_tolerance(dtype); }
 
-/* One quantized input: codes on the device, the descale on the host, dequantized values on host. */
-typedef struct qtensor {
-  uint8_t *codes;
-  float *deq;
-  float descale;
-  CUdeviceptr dev;
-} qtensor;
-
-static qtensor make_input(tn_rng *rng, at_dtype dtype, size_t n, float magnitude)
-{
-  qtensor x;
-  float *real = malloc(n * sizeof *real);
-  x.codes = malloc(n);
-  x.deq = malloc(n * sizeof *x.deq);
-  assert_true(real && x.codes && x.deq);
-  tn_rng_fill(rng, real, n, -magnitude, magnitude);
-  float scale = 0.f;
-  TU_OK(at_quantize_fp8(real, n, dtype, x.codes, &scale));
-  assert_true(scale > 0.f && isfinite(scale));
-  x.descale = 1.0f / scale;
-  for (size_t i = 0; i < n; i++) x.deq[i] = at_fp8_to_f32(x.codes[i], dtype) * x.descale;
-  TU_OK(rt_alloc(&x.dev, n));
-  TU_OK(rt_upload(x.dev, x.codes, n));
-  free(real);
-  return x;
-}
-
-static void free_input(qtensor *x)
-{
-  rt_free(x->dev);
-  free(x->codes), free(x->deq);
-}
-
-static CUdeviceptr upload_f32(const float *x, size_t n)
-{
-  CUdeviceptr d = 0;
-  TU_OK(rt_alloc(&d, n * sizeof(float)));
-  TU_OK(rt_upload(d, x, n * sizeof(float)));
-  return d;
-}
-
-static void download_f32(CUdeviceptr d, size_t n, double *out)
-{
-  float *host = malloc(n * sizeof *host);
-  assert_non_null(host);
-  TU_OK(rt_download(host, d, n * sizeof(float)));
-  for (size_t i = 0; i < n; i++) out[i] = host[i];
-  free(host);
-}
-
 /* Output of n elements of dtype as real values: FP8 codes decoded and multiplied by descale_o. */
 static void download_out(at_dtype dtype, CUdeviceptr d, size_t n, float descale_o, float *out)
 {
@@ -171,8 +121,8 @@ static int check_case(const fp8_case *c)
   tn_rng rng = tu_rng();
   size_t nq = (size_t)c->b * c->t * c->nq * c->d, nkv = (size_t)c->b * c->s * c->nkv * c->d;
   size_t nlse = (size_t)c->b * c->nq * c->t;
-  qtensor q = make_input(&rng, c->dtype, nq, 3.0f), k = make_input(&rng, c->dtype, nkv, 0.5f);
-  qtensor v = make_input(&rng, c->dtype, nkv, 2.0f);
+  tu_fp8_tensor q = tu_fp8_tensor_make(&rng, c->dtype, nq, 3.0f), k = tu_fp8_tensor_make(&rng, c->dtype, nkv, 0.5f);
+  tu_fp8_tensor v = tu_fp8_tensor_make(&rng, c->dtype, nkv, 2.0f);
 
   at_tensors t = {0};
   t.q_stride = t.o_stride = at_strides_bshd(c->t, c->nq, c->d);
@@ -180,7 +130,7 @@ static int check_case(const fp8_case *c)
 
   /* Device scalars: descale q, k, v; scale_o; amax_o. */
   float scalars[5] = {q.descale, k.descale, v.descale, 1.0f, NAN};
-  CUdeviceptr dscal = upload_f32(scalars, 5);
+  CUdeviceptr dscal = tu_upload(AT_DTYPE_F32, scalars, 5);
   const float *d_descale_q = (const float *)(uintptr_t)dscal, *d_descale_k = d_descale_q + 1;
   const float *d_descale_v = d_descale_q + 2;
   float *d_scale_o = (float *)(uintptr_t)dscal + 3, *d_amax = (float *)(uintptr_t)dscal + 4;
@@ -203,15 +153,15 @@ static int check_case(const fp8_case *c)
     rt_naive_descales ds = {d_descale_q, d_descale_k, d_descale_v};
     TU_OK(rt_naive_run_fp8(&naive, &sl, &tr, &ds, scratch, NULL));
     TU_OK(rt_ctx_sync(&tu_gpu));
-    download_f32(o32, nq, ref_o);
-    download_f32(l32, nlse, ref_lse);
+    tu_download_f64(o32, nq, ref_o);
+    tu_download_f64(l32, nlse, ref_lse);
     rt_naive_destroy(&naive);
   }
   /* Reference 2: the naive f32 path on the host-dequantized values; must agree with 1. */
   {
     rt_naive naive;
     TU_OK(rt_naive_create(tu_gpu.arch, AT_DTYPE_F32, AT_DTYPE_F32, &naive));
-    CUdeviceptr fq = upload_f32(q.deq, nq), fk = upload_f32(k.deq, nkv), fv = upload_f32(v.deq, nkv);
+    CUdeviceptr fq = tu_upload(AT_DTYPE_F32, q.deq, nq), fk = tu_upload(AT_DTYPE_F32, k.deq, nkv), fv = tu_upload(AT_DTYPE_F32, v.deq, nkv);
     at_shape s32 = sl;
     s32.dtype = AT_DTYPE_F32;
     at_tensors tr = t;
@@ -220,8 +170,8 @@ static int check_case(const fp8_case *c)
     TU_OK(rt_fill_u8(o32, 0xFF, nq * sizeof(float)));
     TU_OK(rt_naive_run(&naive, &s32, &tr, scratch, NULL));
     TU_OK(rt_ctx_sync(&tu_gpu));
-    download_f32(o32, nq, ref32_o);
-    download_f32(l32, nlse, ref32_lse);
+    tu_download_f64(o32, nq, ref32_o);
+    tu_download_f64(l32, nlse, ref32_lse);
     rt_free(fq), rt_free(fk), rt_free(fv);
     rt_naive_destroy(&naive);
     float *tmp = malloc(nq * sizeof(float));
@@ -261,7 +211,7 @@ static int check_case(const fp8_case *c)
                  .got_lse = got_lse};
   failures += tu_check_variants(vs, n, &target, check_variant, &run);
   rt_free(dout), rt_free(dlse), rt_free(dscal), rt_free(o32), rt_free(l32), rt_free(scratch);
-  free_input(&q), free_input(&k), free_input(&v);
+  tu_fp8_tensor_free(&q), tu_fp8_tensor_free(&k), tu_fp8_tensor_free(&v);
   free(ref_o), free(ref_lse), free(ref32_o), free(ref32_lse), free(got_o), free(got_lse);
   return failures;
 }

@@ -5,6 +5,7 @@
 #include <stdint.h>
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -19,6 +20,7 @@
 #include <cmocka.h>
 
 #include "tests/testutil.h"
+#include "attntune_fp8.h"
 
 /* ---- a group whose tests all skipped is a skipped program -------------------------------------
  *
@@ -294,4 +296,38 @@ int tu_without_write_access(const char *dir, int (*fn)(void *), void *arg)
   assert_int_equal(waitpid(pid, &status, 0), pid);
   assert_true(WIFEXITED(status));
   return WEXITSTATUS(status);
+}
+
+tu_fp8_tensor tu_fp8_tensor_make(tn_rng *rng, at_dtype fp8, size_t n, float magnitude)
+{
+  tu_fp8_tensor x;
+  float *real = malloc(n * sizeof *real);
+  x.codes = malloc(n);
+  x.deq = malloc(n * sizeof *x.deq);
+  assert_true(real && x.codes && x.deq);
+  tn_rng_fill(rng, real, n, -magnitude, magnitude);
+  float scale = 0.f;
+  TU_OK(at_quantize_fp8(real, n, fp8, x.codes, &scale));
+  assert_true(scale > 0.f && isfinite(scale));
+  x.descale = 1.0f / scale;
+  for (size_t i = 0; i < n; i++) x.deq[i] = at_fp8_to_f32(x.codes[i], fp8) * x.descale;
+  TU_OK(rt_alloc(&x.dev, n));
+  TU_OK(rt_upload(x.dev, x.codes, n));
+  free(real);
+  return x;
+}
+
+void tu_fp8_tensor_free(tu_fp8_tensor *x)
+{
+  rt_free(x->dev);
+  free(x->codes), free(x->deq);
+}
+
+void tu_download_f64(CUdeviceptr dev, size_t n, double *host)
+{
+  float *f = malloc(n * sizeof *f);
+  assert_non_null(f);
+  TU_OK(rt_download(f, dev, n * sizeof(float)));
+  for (size_t i = 0; i < n; i++) host[i] = f[i];
+  free(f);
 }

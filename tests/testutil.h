@@ -73,6 +73,20 @@ typedef int (*tu_variant_check)(const rt_variant *lv, const char *key, int i, vo
 int tu_check_variants(const gen_variant *vs, int n, const gen_target *target, tu_variant_check check,
                       void *ctx);
 
+/* One FP8 input tensor: random values in [-magnitude, magnitude) quantized per tensor
+ * (at_quantize_fp8), its codes on the device, the descale, and the dequantized values on the
+ * host (what the references compute with). */
+typedef struct tu_fp8_tensor {
+  uint8_t *codes;
+  float *deq;
+  float descale;
+  CUdeviceptr dev;
+} tu_fp8_tensor;
+tu_fp8_tensor tu_fp8_tensor_make(tn_rng *rng, at_dtype fp8, size_t n, float magnitude);
+void tu_fp8_tensor_free(tu_fp8_tensor *x);
+/* Download n fp32 values into doubles (a reference's output). */
+void tu_download_f64(CUdeviceptr dev, size_t n, double *host);
+
 /* Random fp32 values in [-1, 1), rounded to what dtype holds; the caller frees. */
 float *tu_random_tensor(tn_rng *rng, at_dtype dtype, size_t n);
 
