@@ -66,8 +66,18 @@ static int register_estimate(const gen_variant *v)
 /* warps counts the warps that compute; a warp-specialized variant adds its producer warpgroup. */
 static int threads(const gen_variant *v) { return 32 * v->warps + (v->ws ? 128 : 0); }
 
-/* What the warp-specialized kernel needs beyond the common rules. */
-static at_status check_ws(const gen_variant *v, const gen_target *target)
+/* What fa3 runs whatever the tiles: fa2's rules, and O of FP8 inputs in 16 bits. */
+static at_status spec_check(const gen_spec *s)
+{
+  if (s->kv_dtype != AT_KV_SAME) return gen_refuse_kv_dtype("fa3", s);
+  if (at_dtype_is_fp8(s->dtype) && s->out_dtype != AT_DTYPE_BF16 && s->out_dtype != AT_DTYPE_F16)
+    return at_fail(AT_ERR_UNSUPPORTED, "fa3 writes O of %s inputs as bf16 or f16, not %s",
+                   at_dtype_name(s->dtype), at_dtype_name(s->out_dtype));
+  return gen_fa2_family.spec_check(s);
+}
+
+/* The warp-specialized kernel's warps and tiles (check() has the rules both kernels share). */
+static at_status check_ws_tiles(const gen_variant *v)
 {
   const gen_spec *s = &v->spec;
   if (v->ws != 1 && v->ws != 2) return at_fail(AT_ERR_INVALID, "fa3 ws must be 0, 1 or 2, not %d", v->ws);
@@ -84,30 +94,19 @@ static at_status check_ws(const gen_variant *v, const gen_target *target)
   if (v->warps != 8 && v->warps != 12)
     return at_fail(AT_ERR_UNSUPPORTED, "warp-specialized fa3 runs 2 or 3 consumer warpgroups (8 or 12 warps), not %d",
                    v->warps);
-  if (v->block_m != 16 * v->warps)
-    return at_fail(AT_ERR_UNSUPPORTED, "fa3 block_m must be 16 rows per warp (%d for %d warps), not %d",
-                   16 * v->warps, v->warps, v->block_m);
   if (v->block_n % 16 != 0 || v->block_n < 16 || v->block_n > 256)
     return at_fail(AT_ERR_UNSUPPORTED, "warp-specialized fa3 block_n must be a multiple of 16 in 16..256, not %d",
                    v->block_n);
-  if (v->stages < 2 || v->stages > 4)
-    return at_fail(AT_ERR_UNSUPPORTED, "%d stages (expected 2..4)", v->stages);
-  at_status rc = gen_check_budgets(target, threads(v), smem_bytes(v), 0);
-  if (rc != AT_OK) return rc;
-  if (register_estimate(v) > ws_consumer_registers(v))
-    return at_fail(AT_ERR_UNSUPPORTED, "needs about %d registers per consumer thread, setmaxnreg gives %d (would spill)",
-                   register_estimate(v), ws_consumer_registers(v));
   return AT_OK;
 }
 
-/* What fa3 runs whatever the tiles: fa2's rules, and O of FP8 inputs in 16 bits. */
-static at_status spec_check(const gen_spec *s)
+static at_status check_in_cta_tiles(const gen_variant *v)
 {
-  if (s->kv_dtype != AT_KV_SAME) return gen_refuse_kv_dtype("fa3", s);
-  if (at_dtype_is_fp8(s->dtype) && s->out_dtype != AT_DTYPE_BF16 && s->out_dtype != AT_DTYPE_F16)
-    return at_fail(AT_ERR_UNSUPPORTED, "fa3 writes O of %s inputs as bf16 or f16, not %s",
-                   at_dtype_name(s->dtype), at_dtype_name(s->out_dtype));
-  return gen_fa2_family.spec_check(s);
+  if (v->warps != 4 && v->warps != 8)
+    return at_fail(AT_ERR_UNSUPPORTED, "fa3 runs 4 or 8 warps (1 or 2 warpgroups), not %d", v->warps);
+  if (v->block_n != 64 && v->block_n != 128)
+    return at_fail(AT_ERR_UNSUPPORTED, "fa3 block_n must be 64 or 128, not %d", v->block_n);
+  return AT_OK;
 }
 
 static at_status check(const gen_variant *v, const gen_target *target)
@@ -130,17 +129,20 @@ static at_status check(const gen_variant *v, const gen_target *target)
   if (s->mask != AT_MASK_NONE && s->mask != AT_MASK_CAUSAL_TL && s->mask != AT_MASK_CAUSAL_BR)
     return at_fail(AT_ERR_INVALID, "unknown mask %d", (int)s->mask);
   if (s->gqa < 1 || s->gqa > 1024) return at_fail(AT_ERR_INVALID, "GQA ratio %d is out of range (1..1024)", s->gqa);
-  if (v->ws) return check_ws(v, target);
-  if (v->warps != 4 && v->warps != 8)
-    return at_fail(AT_ERR_UNSUPPORTED, "fa3 runs 4 or 8 warps (1 or 2 warpgroups), not %d", v->warps);
+  at_status rc = v->ws ? check_ws_tiles(v) : check_in_cta_tiles(v);
+  if (rc != AT_OK) return rc;
   if (v->block_m != 16 * v->warps)
     return at_fail(AT_ERR_UNSUPPORTED, "fa3 block_m must be 16 rows per warp (%d for %d warps), not %d",
                    16 * v->warps, v->warps, v->block_m);
-  if (v->block_n != 64 && v->block_n != 128)
-    return at_fail(AT_ERR_UNSUPPORTED, "fa3 block_n must be 64 or 128, not %d", v->block_n);
   if (v->stages < 2 || v->stages > 4)
     return at_fail(AT_ERR_UNSUPPORTED, "%d stages (expected 2..4)", v->stages);
-  return gen_check_budgets(target, threads(v), smem_bytes(v), register_estimate(v));
+  if (!v->ws) return gen_check_budgets(target, threads(v), smem_bytes(v), register_estimate(v));
+  /* Warp-specialized: the consumers' registers are setmaxnreg's, not 64K / threads. */
+  if ((rc = gen_check_budgets(target, threads(v), smem_bytes(v), 0)) != AT_OK) return rc;
+  if (register_estimate(v) > ws_consumer_registers(v))
+    return at_fail(AT_ERR_UNSUPPORTED, "needs about %d registers per consumer thread, setmaxnreg gives %d (would spill)",
+                   register_estimate(v), ws_consumer_registers(v));
+  return AT_OK;
 }
 
 static at_status enumerate_ws(const gen_spec *spec, const gen_target *target, const at_shape *shape,
