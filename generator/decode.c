@@ -6,7 +6,9 @@
  * combine kernel. One row of the family table (gen_decode_family, at the end).
  *
  * Key: decode.bf16.d128.causal-br.g4.bm16.bn64.w4.s4.sp4 — bm = query tokens per CTA (a power of
- * two >= T), sp = the split count asked for (the launch caps it by the K/V tiles there are). An
+ * two >= T), sp = the split count asked for (the launch caps it by the K/V tiles there are);
+ * .lc after it: no combine kernel, the last split of each row group to finish merges the
+ * group's partials (one warp per row; listed where a group has at most 2 rows per warp). An
  * FP8 KV cache (K and V e4m3 or e5m2, Q and O f16 or bf16) adds .kv<dtype> after the dtype:
  * decode.bf16.kve4m3.d128.none.g4.bm1.bn256.w4.s3.sp8; its tiles are bytes, so block_n goes to
  * 256 at the shared memory of a 128-key 16-bit tile.
@@ -19,6 +21,9 @@
 
 /* Threads of the combine kernel's CTA (one CTA per (head, token) row). */
 #define COMBINE_THREADS 128
+/* A last-CTA merge runs one warp per row, its rows one after another: past a few rows per warp
+ * the combine kernel, one CTA per row over the whole GPU, is the faster merge. */
+#define LAST_CTA_ROWS_PER_WARP 2
 
 static const int k_block_n[] = {64, 128, 32};
 static const int k_block_n_kv8[] = {256, 128, 64, 32}; /* FP8 K/V: a key is half the bytes */
@@ -114,6 +119,10 @@ static at_status check(const gen_variant *v, const gen_target *target)
     return at_fail(AT_ERR_UNSUPPORTED, "%d stages (expected 2..6)", v->stages);
   if (v->splits < 1 || v->splits > 1024)
     return at_fail(AT_ERR_UNSUPPORTED, "decode split count %d is out of range (1..1024)", v->splits);
+  if (v->last_cta && v->spec.gqa * v->block_m > LAST_CTA_ROWS_PER_WARP * v->warps)
+    return at_fail(AT_ERR_UNSUPPORTED,
+                   "a last-CTA merge (.lc) takes at most %d rows per warp: %d query heads x %d tokens over %d warps",
+                   LAST_CTA_ROWS_PER_WARP, v->spec.gqa, v->block_m, v->warps);
   if ((v->block_n / warps_n(v)) % 16 != 0)
     return at_fail(AT_ERR_UNSUPPORTED,
                    "block_n %d over %d warps along the keys gives %d keys per warp (a multiple of 16 is needed)",
@@ -158,6 +167,17 @@ static int heuristic_splits(const gen_variant *v, const gen_target *target, cons
 
 /* ---- the space and the default ------------------------------------------------------------------ */
 
+/* The last-CTA merge saves the combine kernel's launch, which matters only where the whole call
+ * is a few microseconds: grids of at most an eighth of the SMs before splitting (B x Nkv x token
+ * blocks; B=1, Nkv=8 on 132 SMs). On the H200 it ran 0.4-1.0 us slower than the combine kernel
+ * launched as a programmatic dependent (docs/perf.md, "## decode", step 4), so it is listed
+ * there for the tuner to check, and never the default. */
+static int last_cta_worth_trying(const gen_variant *v, const gen_target *target, const at_shape *shape)
+{
+  const long long base = (long long)shape->batch * shape->kv_heads * gen_tiles(shape->q_len, v->block_m);
+  return gen_tiles(shape->kv_len, v->block_n) > 1 && base * 8 <= target->sm_count;
+}
+
 static int serves(const at_shape *shape) { return shape->q_len >= 1 && shape->q_len <= GEN_DECODE_MAX_T; }
 
 static at_status append(gen_variant *out, int cap, int *n, const gen_variant *v)
@@ -176,7 +196,7 @@ static at_status enumerate_block_n(const gen_spec *spec, const gen_target *targe
   const int bm = next_pow2(shape->q_len);
   for (int b = 0; b < COUNT(k_warps); b++)
     for (int c = 0; c < COUNT(k_stages); c++) {
-      gen_variant v = {GEN_FAMILY_DECODE, *spec, bm, block_n, k_warps[b], k_stages[c], 1, 0};
+      gen_variant v = {GEN_FAMILY_DECODE, *spec, bm, block_n, k_warps[b], k_stages[c], 1, 0, 0};
       if (check(&v, target) != AT_OK) continue;
       /* The split count that fills one wave, and its neighbours. */
       const int h = heuristic_splits(&v, target, shape);
@@ -184,10 +204,14 @@ static at_status enumerate_block_n(const gen_spec *spec, const gen_target *targe
       for (int s = 0; s < COUNT(tries); s++) {
         if (tries[s] < 1) continue;
         v.splits = tries[s];
-        if (check(&v, target) != AT_OK) continue;
-        at_status rc = append(out, cap, n, &v);
-        if (rc != AT_OK) return rc;
+        for (int lc = 0; lc <= (tries[s] > 1 && last_cta_worth_trying(&v, target, shape)); lc++) {
+          v.last_cta = lc;
+          if (check(&v, target) != AT_OK) continue;
+          at_status rc = append(out, cap, n, &v);
+          if (rc != AT_OK) return rc;
+        }
       }
+      v.last_cta = 0;
     }
   return AT_OK;
 }
@@ -237,7 +261,7 @@ static int default_variant(const gen_spec *spec, const gen_target *target, const
     if (shape->q_len < prefs[i].min_t) continue;
     if (prefs[i].block_n > 128 && gen_tile_too_long(prefs[i].block_n, shape->kv_len)) continue;
     gen_variant v = {GEN_FAMILY_DECODE, *spec, next_pow2(shape->q_len), prefs[i].block_n, prefs[i].warps,
-                     prefs[i].stages, 1, 0};
+                     prefs[i].stages, 1, 0, 0};
     if (check(&v, target) != AT_OK) continue;
     v.splits = heuristic_splits(&v, target, shape);
     *out = v;
@@ -254,8 +278,8 @@ static void extra_preamble(const gen_variant *v, const gen_target *target, const
 {
   (void)target;
   const at_dtype kv = gen_spec_kv_dtype(&v->spec);
-  gen_text_put(t, "#define DEC_COMBINE %s%s\n#define DEC_COMBINE_THREADS %d\n", entry, EXTRA_ENTRIES[0],
-               COMBINE_THREADS);
+  gen_text_put(t, "#define DEC_COMBINE %s%s\n#define DEC_COMBINE_THREADS %d\n#define DEC_LAST_CTA %d\n", entry,
+               EXTRA_ENTRIES[0], COMBINE_THREADS, v->last_cta);
   if (kv != v->spec.dtype)
     gen_text_put(t, "#define DEC_KV_DTYPE %d /* %s */\n#define DEC_KV8_REG_BASE %d\n", (int)kv, at_dtype_name(kv),
                  KV8_REG_BASE);
@@ -266,7 +290,7 @@ static const gen_arg SPLIT_ARGS[] = {
     GEN_ARG_LSE_PART, GEN_ARG_T, GEN_ARG_S,        GEN_ARG_SPLITS,     GEN_ARG_KEYS_PER_SPLIT,
     GEN_ARG_SCALE_LOG2, GEN_ARG_Q_SB, GEN_ARG_Q_SS, GEN_ARG_Q_SH,      GEN_ARG_K_SB,       GEN_ARG_K_SS,
     GEN_ARG_K_SH, GEN_ARG_V_SB, GEN_ARG_V_SS,      GEN_ARG_V_SH,       GEN_ARG_O_SB,       GEN_ARG_O_SS,
-    GEN_ARG_O_SH, GEN_ARG_DESCALE_K, GEN_ARG_DESCALE_V,
+    GEN_ARG_O_SH, GEN_ARG_DESCALE_K, GEN_ARG_DESCALE_V, GEN_ARG_SPLIT_COUNTERS,
 };
 static const gen_arg COMBINE_ARGS[] = {
     GEN_ARG_O_PART, GEN_ARG_LSE_PART, GEN_ARG_O,    GEN_ARG_LSE,  GEN_ARG_T,
@@ -279,9 +303,10 @@ static void set_args(gen_kernel_launch *k, const gen_arg *args, int n)
   memcpy(k->args, args, (size_t)n * sizeof *args);
 }
 
-/* Split kernel grid (splits, Nkv * ceil(T / block_m), B); combine grid (Nq * T, B).
- * The split count is the variant's, capped by the K/V tiles there are, and then trimmed so no
- * split is empty: keys_per_split = ceil(tiles / splits) tiles. */
+/* Split kernel grid (splits, Nkv * ceil(T / block_m), B); combine grid (Nq * T, B), or with
+ * .lc no combine and one int32 counter per row group (B x Nkv x ceil(T / block_m)) after the
+ * partials. The split count is the variant's, capped by the K/V tiles there are, and then
+ * trimmed so no split is empty: keys_per_split = ceil(tiles / splits) tiles. */
 static at_status describe_launch(const gen_variant *v, const at_shape *shape, gen_launch_desc *out)
 {
   const long long tiles = shape->kv_len > 0 ? gen_tiles(shape->kv_len, v->block_n) : 1;
@@ -310,6 +335,12 @@ static at_status describe_launch(const gen_variant *v, const at_shape *shape, ge
     const size_t rows = (size_t)shape->batch * shape->q_heads * shape->q_len * (size_t)splits;
     out->lse_part_offset = (rows * v->spec.head_dim * sizeof(float) + 255) / 256 * 256;
     out->scratch_bytes = out->lse_part_offset + (rows * sizeof(float) + 255) / 256 * 256;
+    if (v->last_cta) {
+      const size_t groups = (size_t)shape->batch * shape->kv_heads * (size_t)token_blocks;
+      out->counters_offset = out->scratch_bytes;
+      out->scratch_bytes += (groups * sizeof(int) + 255) / 256 * 256;
+      return AT_OK;
+    }
     gen_kernel_launch *c = &out->kernels[1];
     c->entry = 1;
     if (!empty) {
@@ -317,6 +348,7 @@ static at_status describe_launch(const gen_variant *v, const at_shape *shape, ge
       c->grid[2] = 1;
     }
     c->block[0] = COMBINE_THREADS, c->block[1] = c->block[2] = 1;
+    c->waits_for_previous = 1; /* its launch overlaps the split kernel's tail (sm_90+) */
     set_args(c, COMBINE_ARGS, COUNT(COMBINE_ARGS));
     out->n_kernels = 2;
   }

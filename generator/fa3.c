@@ -153,7 +153,7 @@ static at_status enumerate_ws(const gen_spec *spec, const gen_target *target, co
       for (int c = 0; c < COUNT(k_ws_stages); c++)
         for (int d = 0; d < COUNT(k_ws_kinds); d++) {
           gen_variant v = {GEN_FAMILY_FA3, *spec,           16 * k_ws_warps[a], k_ws_block_n[b],
-                           k_ws_warps[a],  k_ws_stages[c], 0,                  k_ws_kinds[d]};
+                           k_ws_warps[a],  k_ws_stages[c], 0,                  k_ws_kinds[d], 0};
           if (check(&v, target) != AT_OK || !gen_tile_makes_sense(&v, shape)) continue;
           if (*n == cap) return at_fail(AT_ERR_INVALID, "more than %d variants for this shape", cap);
           out[(*n)++] = v;
@@ -167,7 +167,7 @@ static at_status enumerate_in_cta(const gen_spec *spec, const gen_target *target
   for (int a = 0; a < COUNT(k_warps); a++)
     for (int b = 0; b < COUNT(k_block_n); b++)
       for (int c = 0; c < COUNT(k_stages); c++) {
-        gen_variant v = {GEN_FAMILY_FA3, *spec, 16 * k_warps[a], k_block_n[b], k_warps[a], k_stages[c], 0, 0};
+        gen_variant v = {GEN_FAMILY_FA3, *spec, 16 * k_warps[a], k_block_n[b], k_warps[a], k_stages[c], 0, 0, 0};
         if (check(&v, target) != AT_OK || !gen_tile_makes_sense(&v, shape)) continue;
         if (*n == cap) return at_fail(AT_ERR_INVALID, "more than %d variants for this shape", cap);
         out[(*n)++] = v;
@@ -200,7 +200,7 @@ static int default_ws_variant(const gen_spec *spec, const gen_target *target, ge
   if (at_dtype_is_fp8(spec->dtype)) return 0;
   for (int i = 0; i < COUNT(prefs); i++) {
     if (spec->head_dim > prefs[i].max_d) continue;
-    gen_variant v = {GEN_FAMILY_FA3, *spec, 16 * prefs[i].warps, prefs[i].block_n, prefs[i].warps, 2, 0, 1};
+    gen_variant v = {GEN_FAMILY_FA3, *spec, 16 * prefs[i].warps, prefs[i].block_n, prefs[i].warps, 2, 0, 1, 0};
     if (check(&v, target) == AT_OK) {
       *out = v;
       return 1;
@@ -220,7 +220,7 @@ static int default_variant(const gen_spec *spec, const gen_target *target, const
   for (int i = 0; i < COUNT(prefs); i++) {
     if (spec->head_dim > prefs[i].max_d) continue;
     for (int s = prefs[i].stages + extra_stage; s >= prefs[i].stages; s--) {
-      gen_variant v = {GEN_FAMILY_FA3, *spec, 16 * prefs[i].warps, prefs[i].block_n, prefs[i].warps, s, 0, 0};
+      gen_variant v = {GEN_FAMILY_FA3, *spec, 16 * prefs[i].warps, prefs[i].block_n, prefs[i].warps, s, 0, 0, 0};
       if (check(&v, target) == AT_OK) {
         *out = v;
         return 1;

@@ -36,7 +36,8 @@
  * decode (templates/decode.cu, generator/decode.c): T <= 16, f16/bf16, and f16/bf16 Q with FP8
  * K/V (an FP8 KV cache, .kve4m3/.kve5m2 in the key), sm_80+; the G query heads of a KV head and
  * block_m tokens share one K/V pass; the keys are split over `splits` CTAs (.sp<N> in the key)
- * whose fp32 partials a second kernel combines (scratch the caller owns).
+ * whose fp32 partials a second kernel combines (scratch the caller owns), or, with .lc, the last
+ * split of each row group to finish (counters in the scratch, which starts zeroed).
  * gen_enumerate lists every family that applies, decode first; the tuner picks.
  *
  * FP8 (e4m3, e5m2): Q, K and V in one FP8 type with per-tensor fp32 descales (device scalars,
@@ -93,6 +94,8 @@ typedef struct gen_variant {
   int splits; /* CTAs sharing one row's keys (split-KV families); 0 where the family has none */
   int ws;     /* fa3: 1 = warp-specialized (a TMA producer warpgroup; .ws in the key), 2 = that
                * with ping-pong between the consumer warpgroups (.wspp), else 0 */
+  int last_cta; /* split-KV: 1 = the last CTA of a row group to finish merges the group's partials
+                 * in the split kernel (no combine kernel; .lc in the key after .sp<N>), else 0 */
 } gen_variant;
 
 /* What the variants are built for: an NVRTC arch and the dynamic shared memory a block may use. */
@@ -185,6 +188,8 @@ typedef enum gen_arg {
   GEN_ARG_Q, GEN_ARG_K, GEN_ARG_V, GEN_ARG_O, GEN_ARG_LSE, /* device pointers */
   GEN_ARG_DESCALE_Q, GEN_ARG_DESCALE_K, GEN_ARG_DESCALE_V, GEN_ARG_SCALE_O, GEN_ARG_AMAX_O,
   GEN_ARG_O_PART, GEN_ARG_LSE_PART, /* scratch: fp32 partials of split-KV variants */
+  GEN_ARG_SPLIT_COUNTERS, /* scratch: int32 per row group, the splits done (last-CTA merge; zeroed
+                           * when the scratch is allocated, reset by the merging CTA) */
   GEN_ARG_T, GEN_ARG_S, GEN_ARG_Q_HEADS, GEN_ARG_SPLITS, GEN_ARG_KEYS_PER_SPLIT, /* int */
   GEN_ARG_SCALE_LOG2, /* float: softmax scale times log2(e) */
   GEN_ARG_Q_SB, GEN_ARG_K_SB, GEN_ARG_V_SB, GEN_ARG_O_SB, /* long long: batch strides */
@@ -202,6 +207,9 @@ typedef struct gen_kernel_launch {
   unsigned smem_bytes; /* dynamic */
   int n_args;
   gen_arg args[GEN_MAX_ARGS]; /* in the kernel's parameter order */
+  /* 1: the kernel waits for the one before it (griddepcontrol.wait, sm_90+) before reading what
+   * it wrote, so it may be launched while that one runs (programmatic dependent launch) */
+  int waits_for_previous;
 } gen_kernel_launch;
 
 /* How one call of a variant runs: its kernels in order on one stream, the scratch they share
@@ -212,6 +220,7 @@ typedef struct gen_launch_desc {
   gen_kernel_launch kernels[GEN_MAX_KERNELS];
   size_t scratch_bytes;
   size_t lse_part_offset; /* GEN_ARG_LSE_PART = scratch + this; GEN_ARG_O_PART = scratch */
+  size_t counters_offset; /* GEN_ARG_SPLIT_COUNTERS = scratch + this (last-CTA variants) */
   int n_splits, keys_per_split;
   int align_bytes; /* tensors' pointers and seq/head/batch strides: multiples of this many bytes */
   int zero_amax;   /* amax_o must start at 0 (the kernels atomically max into it) */

@@ -183,7 +183,7 @@ static at_status use_variant(at_context *c, at_plan *p, const gen_variant *v)
   if ((rc = gen_variant_matches(v, &p->shape)) != AT_OK) return rc;
   if ((rc = gen_variant_check(v, &c->target)) != AT_OK) return rc;
   if ((rc = gen_variant_key(v, key, sizeof key)) != AT_OK) return rc;
-  /* Scratch (split-KV partials) is sized here: at_plan_run allocates nothing. */
+  /* Scratch (split-KV partials) is sized here, allocated below: at_plan_run allocates nothing. */
   size_t scratch = 0;
   if ((rc = rt_variant_scratch_bytes(v, &p->shape, &scratch)) != AT_OK) return rc;
   loaded_variant *l = find_loaded(c, key);
@@ -201,7 +201,7 @@ static at_status use_variant(at_context *c, at_plan *p, const gen_variant *v)
     }
     l = &c->loaded[c->n_loaded - 1];
   }
-  if (scratch && (rc = rt_alloc(&p->scratch, scratch)) != AT_OK) return rc;
+  if (scratch && (rc = rt_variant_scratch_alloc(v, &p->shape, &p->scratch)) != AT_OK) return rc;
   p->kind = PLAN_FA2;
   p->kernel = l->lv;
   snprintf(p->info.impl, sizeof p->info.impl, "%s", key);

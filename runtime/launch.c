@@ -6,6 +6,7 @@
 #include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "runtime/rt.h"
@@ -19,6 +20,8 @@ at_status rt_variant_load(const gen_variant *v, const void *cubin, rt_variant *o
   at_status rc = gen_entry_names(v, names, &n);
   if (rc == AT_OK) rc = rt_module_load(cubin, &out->module);
   for (int i = 0; rc == AT_OK && i < n; i++) rc = rt_module_function(out->module, names[i], &out->fn[i]);
+  if (rc == AT_OK)
+    rc = RT_CU(rt_cu()->cuFuncGetAttribute(&out->binary_version, CU_FUNC_ATTRIBUTE_BINARY_VERSION, out->fn[0]));
   if (rc != AT_OK) {
     rt_variant_unload(out);
     return rc;
@@ -61,6 +64,24 @@ at_status rt_variant_scratch_bytes(const gen_variant *v, const at_shape *shape, 
   return rc;
 }
 
+at_status rt_variant_scratch_alloc(const gen_variant *v, const at_shape *shape, CUdeviceptr *scratch)
+{
+  size_t bytes = 0;
+  *scratch = 0;
+  at_status rc = rt_variant_scratch_bytes(v, shape, &bytes);
+  if (rc != AT_OK || bytes == 0) return rc;
+  if ((rc = rt_alloc(scratch, bytes)) != AT_OK) return rc;
+  /* Zeroed once, and finished before any stream's kernels read it: a last-CTA merge counts the
+   * splits done per row group there, and the merging CTA puts its counter back to 0. */
+  rc = rt_fill_u8(*scratch, 0, bytes);
+  if (rc == AT_OK) rc = RT_CU(rt_cu()->cuCtxSynchronize());
+  if (rc != AT_OK) {
+    rt_free(*scratch);
+    *scratch = 0;
+  }
+  return rc;
+}
+
 static CUdeviceptr dptr(const void *p) { return (CUdeviceptr)(uintptr_t)p; }
 
 /* Every slot an argument list may name, from the call. */
@@ -80,6 +101,7 @@ static void fill_slots(rt_launch_frame *f, const gen_variant *v, const at_shape 
   s[GEN_ARG_AMAX_O].ptr = f->amax_o;
   s[GEN_ARG_O_PART].ptr = scratch;
   s[GEN_ARG_LSE_PART].ptr = scratch ? scratch + f->desc.lse_part_offset : 0;
+  s[GEN_ARG_SPLIT_COUNTERS].ptr = scratch && f->desc.counters_offset ? scratch + f->desc.counters_offset : 0;
   s[GEN_ARG_T].i = shape->q_len, s[GEN_ARG_S].i = shape->kv_len, s[GEN_ARG_Q_HEADS].i = shape->q_heads;
   s[GEN_ARG_SPLITS].i = f->desc.n_splits, s[GEN_ARG_KEYS_PER_SPLIT].i = f->desc.keys_per_split;
   s[GEN_ARG_SCALE_LOG2].f = at_shape_scale(shape) * 1.4426950408889634f;
@@ -141,6 +163,14 @@ static void *arg_address(rt_launch_frame *f, gen_arg a)
   return &f->slots[a];
 }
 
+/* Kernels that wait with griddepcontrol.wait (compiled in for sm_90 and newer) may start while
+ * the kernel before them runs. ATTNTUNE_PDL=0 launches them plainly, to measure what it gains. */
+static int programmatic_launch_ok(const rt_variant *lv)
+{
+  const char *env = getenv("ATTNTUNE_PDL");
+  return lv->binary_version >= 90 && !(env && strcmp(env, "0") == 0);
+}
+
 at_status rt_variant_prepare(const rt_variant *lv, const at_shape *shape, const at_tensors *t,
                              const rt_fp8_args *fp8, CUdeviceptr scratch, rt_launch_frame *f)
 {
@@ -172,6 +202,7 @@ at_status rt_variant_prepare(const rt_variant *lv, const at_shape *shape, const 
       return rc;
     for (int i = 0; i < 3; i++) f->dims[k].grid[i] = kl->grid[i], f->dims[k].block[i] = kl->block[i];
     f->dims[k].smem_bytes = kl->smem_bytes;
+    f->dims[k].programmatic = kl->waits_for_previous && k > 0 && programmatic_launch_ok(lv);
     for (int a = 0; a < kl->n_args; a++) f->args[k][a] = arg_address(f, kl->args[a]);
   }
   return AT_OK;

@@ -33,9 +33,22 @@ at_status rt_launch(CUfunction fn, const rt_launch_dims *d, CUstream stream, voi
     if (d->grid[i] == 0 || d->block[i] == 0)
       return at_fail(AT_ERR_INVALID, "launch with an empty grid or block (%ux%ux%u, %ux%ux%u)",
                      d->grid[0], d->grid[1], d->grid[2], d->block[0], d->block[1], d->block[2]);
-  at_status rc = RT_CU(rt_cu()->cuLaunchKernel(fn, d->grid[0], d->grid[1], d->grid[2], d->block[0],
-                                               d->block[1], d->block[2], d->smem_bytes, stream,
-                                               args, NULL));
+  at_status rc;
+  if (d->programmatic) {
+    CUlaunchAttribute attr;
+    memset(&attr, 0, sizeof attr);
+    attr.id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    attr.value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig cfg;
+    memset(&cfg, 0, sizeof cfg);
+    cfg.gridDimX = d->grid[0], cfg.gridDimY = d->grid[1], cfg.gridDimZ = d->grid[2];
+    cfg.blockDimX = d->block[0], cfg.blockDimY = d->block[1], cfg.blockDimZ = d->block[2];
+    cfg.sharedMemBytes = d->smem_bytes, cfg.hStream = stream, cfg.attrs = &attr, cfg.numAttrs = 1;
+    rc = RT_CU(rt_cu()->cuLaunchKernelEx(&cfg, fn, args, NULL));
+  } else {
+    rc = RT_CU(rt_cu()->cuLaunchKernel(fn, d->grid[0], d->grid[1], d->grid[2], d->block[0], d->block[1],
+                                       d->block[2], d->smem_bytes, stream, args, NULL));
+  }
   if (rc != AT_OK)
     return at_fail_context(rc, "launching grid %ux%ux%u block %ux%ux%u smem %u", d->grid[0],
                            d->grid[1], d->grid[2], d->block[0], d->block[1], d->block[2],

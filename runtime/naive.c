@@ -158,10 +158,10 @@ at_status rt_naive_run_fp8(const rt_naive *naive, const at_shape *s, const at_te
   void *args[] = {&p};
   unsigned bh = (unsigned)(s->batch * s->q_heads);
   rt_launch_dims scores = {{ceil_div(s->kv_len, NAIVE_TILE), ceil_div(s->q_len, NAIVE_TILE), bh},
-                           {NAIVE_TILE, NAIVE_TILE, 1}, 0};
-  rt_launch_dims softmax = {{(unsigned)s->q_len, bh, 1}, {NAIVE_ROW_THREADS, 1, 1}, 0};
+                           {NAIVE_TILE, NAIVE_TILE, 1}, 0, 0};
+  rt_launch_dims softmax = {{(unsigned)s->q_len, bh, 1}, {NAIVE_ROW_THREADS, 1, 1}, 0, 0};
   rt_launch_dims pv = {{ceil_div(s->head_dim, NAIVE_TILE), ceil_div(s->q_len, NAIVE_TILE), bh},
-                       {NAIVE_TILE, NAIVE_TILE, 1}, 0};
+                       {NAIVE_TILE, NAIVE_TILE, 1}, 0, 0};
   if (bh > 65535 || ceil_div(s->q_len, NAIVE_TILE) > 65535)
     return at_fail(AT_ERR_INVALID, "shape too large for the naive reference grid");
   if ((rc = rt_launch(naive->scores, &scores, stream, args)) != AT_OK) return rc;

@@ -42,7 +42,7 @@ at_status rt_cu_check(CUresult result, const char *expr, const char *file, int l
   X(cuStreamSynchronize) X(cuEventCreate) X(cuEventDestroy) X(cuEventRecord)                    \
   X(cuEventSynchronize) X(cuEventElapsedTime) X(cuStreamBeginCapture) X(cuStreamEndCapture)     \
   X(cuGraphInstantiate) X(cuGraphLaunch) X(cuGraphExecDestroy) X(cuGraphDestroy)                \
-  X(cuTensorMapEncodeTiled)
+  X(cuTensorMapEncodeTiled) X(cuLaunchKernelEx)
 
 typedef struct rt_driver {
 #define RT_DRIVER_FIELD(name) __typeof__(&name) name;
@@ -151,6 +151,7 @@ typedef struct rt_launch_dims {
   unsigned grid[3];
   unsigned block[3];
   unsigned smem_bytes;
+  int programmatic; /* launch as a programmatic dependent of the stream's previous kernel */
 } rt_launch_dims;
 
 at_status rt_launch(CUfunction fn, const rt_launch_dims *dims, CUstream stream, void **args);
@@ -180,6 +181,7 @@ typedef struct rt_variant {
   CUmodule module;
   CUfunction fn[GEN_MAX_KERNELS];
   int n_fn;
+  int binary_version; /* of the cubin, 10 * major + minor (90: sm_90a) */
 } rt_variant;
 
 /* Load a variant's cubin and find every entry point. On failure nothing stays loaded. */
@@ -219,6 +221,9 @@ typedef struct rt_launch_frame {
 
 /* The scratch bytes a call of v on shape needs (0 for single-kernel variants). */
 at_status rt_variant_scratch_bytes(const gen_variant *v, const at_shape *shape, size_t *bytes);
+/* That scratch, allocated on the current context's GPU and zeroed (0 and AT_OK where none is
+ * needed); every owner of a variant's scratch allocates it here. */
+at_status rt_variant_scratch_alloc(const gen_variant *v, const at_shape *shape, CUdeviceptr *scratch);
 /* Checks that the shape is the variant's spec and that pointers and strides allow the copies the
  * kernels make (rows a multiple of 16 bytes: 8 elements of 16 bits, 16 of FP8). fp8 may be NULL
  * (unit descales, no amax); scratch holds rt_variant_scratch_bytes. */

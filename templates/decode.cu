@@ -107,6 +107,14 @@
  * Combine (DEC_COMBINE, grid (Nq*T, B), one CTA of DEC_COMBINE_THREADS per (h, t) row):
  *   m = max_i lse_i, w_i = exp(lse_i - m), o = sum_i w_i O_i / sum_i w_i, lse = m + log sum_i w_i;
  *   all -inf: o = 0, lse = -inf. o_part rows are read as float4 (D is a multiple of 16).
+ *   On sm_90 the host launches it as a programmatic dependent of the split kernel: the split
+ *   kernel lets it launch at once (griddepcontrol.launch_dependents), and it waits for the
+ *   split grid's results (griddepcontrol.wait), so its launch overlaps the split kernel.
+ * Last-CTA merge (DEC_LAST_CTA 1, .lc; no combine kernel): after writing its partials a CTA
+ *   counts its split done in split_counters[b * gridDim.y + blockIdx.y] (int32 in the scratch,
+ *   zeroed when the scratch is allocated); the CTA that counts n_splits merges the group's
+ *   ROWS rows as the combine does (one warp per row, 8 splits' loads in flight) and puts the
+ *   counter back to 0. split_counters is unused (may be 0) otherwise.
  *
  * descale_k / descale_v: NULL means 1 (16-bit K/V pass NULL): descale_k folds into scale_log2,
  * descale_v into the final normalization.
@@ -126,6 +134,12 @@
  *   3. combine with one CTA per row and the splits' loads in flight (ncu: the warp-per-row
  *      combine took 6.4 us of 27 at B1 S16k); the host's split count rounds down to one wave:
  *      9.3, 20.6 (3.26 TB/s), 119.2 (4.50), 919 (4.68), 71.6 us (3.75 TB/s, 2.8x cuDNN).
+ *   4. the combine launched as a programmatic dependent (predicted: its launch latency, about
+ *      1 us, off the B1 shapes). Measured in one run against ATTNTUNE_PDL=0: B1 S4k 9.3 -> 8.6,
+ *      B1 S16k 20.9 -> 20.2 us (3.32 TB/s), T16 72.9 -> 72.2; FP8 K/V B1 8.9 -> 7.8, 14.8 -> 13.6.
+ *   5. the last-CTA merge (.lc), predicted to save the combine's launch and tail at B1: 9.2 and
+ *      20.5 us, slower than step 4 (the merging CTA's fence, atomic and two L2 round trips run
+ *      after the grid's last split); kept in the space for small grids, never the default.
  */
 
 #if AT_IN_DTYPE == AT_DTYPE_BF16
@@ -157,6 +171,9 @@ typedef unsigned char dec_kv_t;
 
 #ifndef DEC_COMBINE_THREADS
 #define DEC_COMBINE_THREADS 128
+#endif
+#ifndef DEC_LAST_CTA
+#define DEC_LAST_CTA 0
 #endif
 
 /* ---- sizes as integer macros (mirrored by the host generator) -------------------------------- */
@@ -417,6 +434,116 @@ __device__ __forceinline__ void dec_load_kv(unsigned tile, const dec_kv_t *base,
   }
 }
 
+/* ---- the last-CTA merge (DEC_LAST_CTA) --------------------------------------------------------- */
+
+/* Loads at L2 (.cg): the partials were written by other CTAs of this launch, after which no
+ * L1 copy may be trusted. volatile keeps them after the fence and the barrier. */
+__device__ __forceinline__ float dec_ld_cg_f(const float *p)
+{
+  float x;
+  asm volatile("ld.global.cg.f32 %0, [%1];\n" : "=f"(x) : "l"(p) : "memory");
+  return x;
+}
+
+__device__ __forceinline__ void dec_ld_cg_f4(const float *p, float x[4])
+{
+  asm volatile("ld.global.cg.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+               : "=f"(x[0]), "=f"(x[1]), "=f"(x[2]), "=f"(x[3])
+               : "l"(p)
+               : "memory");
+}
+
+static constexpr int DEC_MC = (DEC_D / 4 + 31) / 32; /* 16-byte chunks of a row per lane */
+static constexpr int DEC_MB = 8;                     /* splits per batch of loads */
+
+/* One warp merges the n_splits partials of row prow into orow (and *lse_out): lane l takes the
+ * 16-byte chunks l, l + 32, ... of the row; DEC_MB splits' lse and chunks are loaded together,
+ * then merged online (running max of the splits' lse), so a row costs n_splits / DEC_MB round
+ * trips to L2, not n_splits. */
+__device__ __forceinline__ void dec_merge_row(const float *o_part, const float *lse_part, long long prow,
+                                              int n_splits, at_out_t *orow, float *lse_out, int lane)
+{
+  const float LOG2E = 1.4426950408889634f;
+  const float *lp = lse_part + prow * n_splits, *op = o_part + prow * n_splits * DEC_D;
+  float m = AT_NEG_INF, l = 0.f, acc[DEC_MC][4];
+#pragma unroll
+  for (int c = 0; c < DEC_MC; c++) acc[c][0] = acc[c][1] = acc[c][2] = acc[c][3] = 0.f;
+  for (int s0 = 0; s0 < n_splits; s0 += DEC_MB) {
+    float ls[DEC_MB], x[DEC_MB][DEC_MC][4];
+#pragma unroll
+    for (int u = 0; u < DEC_MB; u++) { /* loads first, then the arithmetic */
+      const int s = s0 + u;
+      ls[u] = s < n_splits ? dec_ld_cg_f(lp + s) : AT_NEG_INF;
+#pragma unroll
+      for (int c = 0; c < DEC_MC; c++) {
+        const int ch = lane + 32 * c;
+        if (s < n_splits && ch < DEC_D / 4) dec_ld_cg_f4(op + (long long)s * DEC_D + 4 * ch, x[u][c]);
+        else x[u][c][0] = x[u][c][1] = x[u][c][2] = x[u][c][3] = 0.f;
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < DEC_MB; u++) {
+      if (ls[u] == AT_NEG_INF) continue; /* an empty split (or past the end) weighs 0 */
+      if (ls[u] > m) {
+        const float shrink = m == AT_NEG_INF ? 0.f : at_exp2((m - ls[u]) * LOG2E);
+        l *= shrink;
+#pragma unroll
+        for (int c = 0; c < DEC_MC; c++)
+#pragma unroll
+          for (int e = 0; e < 4; e++) acc[c][e] *= shrink;
+        m = ls[u];
+      }
+      const float w = at_exp2((ls[u] - m) * LOG2E);
+      l += w;
+#pragma unroll
+      for (int c = 0; c < DEC_MC; c++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) acc[c][e] = fmaf(w, x[u][c][e], acc[c][e]);
+    }
+  }
+  const float inv = l > 0.f ? 1.f / l : 0.f;
+#pragma unroll
+  for (int c = 0; c < DEC_MC; c++) {
+    const int ch = lane + 32 * c;
+    if (ch < DEC_D / 4)
+      dec_st_global_u2(orow + 4 * ch, at_pack_out(acc[c][0] * inv, acc[c][1] * inv),
+                       at_pack_out(acc[c][2] * inv, acc[c][3] * inv));
+  }
+  if (lse_out && lane == 0) *lse_out = l > 0.f ? m + at_log2(l) * 0.69314718055994531f : AT_NEG_INF;
+}
+
+/* After a CTA wrote its split's partials: count the split done for its row group (b, blockIdx.y);
+ * the CTA that counts last merges the group's rows, one warp per row, and puts the counter back
+ * to 0 for the next launch (the scratch starts zeroed). Each thread's fence orders its partial
+ * stores before the count; the merging CTA's fence orders the count before its loads. is_last:
+ * a word of the dynamic shared memory, free once every warp passed the first barrier (a static
+ * __shared__ word would add to a block that may already use the whole opt-in limit). */
+__device__ __forceinline__ void dec_merge_if_last(const float *o_part, const float *lse_part, at_out_t *o, float *lse,
+                                               int *split_counters, int b, int hk, int t0, int T, int n_q,
+                                               int n_splits, long long o_sb, int o_ss, int o_sh,
+                                               volatile int *is_last)
+{
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    int *counter = split_counters + (long long)blockIdx.z * gridDim.y + blockIdx.y;
+    const int done = atomicAdd(counter, 1) + 1;
+    *is_last = done == n_splits;
+    if (done == n_splits) *counter = 0; /* every split of this launch has counted */
+  }
+  __syncthreads();
+  if (!*is_last) return;
+  __threadfence();
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  for (int r = warp; r < DEC_ROWS; r += DEC_W) {
+    const int tok = t0 + r / DEC_G, h = hk * DEC_G + r % DEC_G;
+    if (tok >= T) continue;
+    const long long prow = ((long long)b * n_q + h) * T + tok;
+    at_out_t *orow = o + b * o_sb + (long long)tok * o_ss + (long long)h * o_sh;
+    dec_merge_row(o_part, lse_part, prow, n_splits, orow, DEC_LSE ? lse + prow : (float *)0, lane);
+  }
+}
+
 /* ---- the split kernel ------------------------------------------------------------------------- */
 
 extern "C" __global__ void __launch_bounds__(DEC_THREADS, 1)
@@ -425,8 +552,13 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
            float *__restrict__ lse_part, int T, int S, int n_splits, int keys_per_split, float scale_log2,
            long long q_sb, int q_ss, int q_sh, long long k_sb, int k_ss, int k_sh, long long v_sb,
            int v_ss, int v_sh, long long o_sb, int o_ss, int o_sh, const float *__restrict__ descale_k,
-           const float *__restrict__ descale_v)
+           const float *__restrict__ descale_v, int *__restrict__ split_counters)
 {
+#if __CUDA_ARCH__ >= 900
+  /* The combine kernel may launch now and wait (griddepcontrol.wait) for this grid's results:
+   * its launch runs under this kernel instead of after it. */
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
   float o_descale = 1.f;
   if (descale_k) scale_log2 *= *descale_k;
   if (descale_v) o_descale = *descale_v;
@@ -744,6 +876,7 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
       m_fin[i][half] = row_max[i][half] == AT_NEG_INF ? AT_NEG_INF : row_max[i][half] * scale_log2;
     }
 
+  bool writer = true; /* this warp writes rows: all warps, or after a column merge those with wn 0 */
   if constexpr (DEC_WN > 1) {
     /* Merge the WARPS_N key columns of each M tile (MTW == 1 here) in the K/V area. */
     constexpr int MR = DEC_MT * 16;
@@ -762,7 +895,11 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
       }
     }
     __syncthreads();
-    if (wn != 0) return;
+    if (wn != 0) {
+      if constexpr (!DEC_LAST_CTA) return;
+      writer = false; /* stays for the last-CTA merge's barriers */
+    }
+    if (writer)
 #pragma unroll
     for (int half = 0; half < 2; half++) {
       const int rr = row0 + g + half * 8;
@@ -798,6 +935,7 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
   }
 
   /* Write: o (and lse) for one split, else the normalized partial O and the split's natural lse. */
+  if (writer)
 #pragma unroll
   for (int i = 0; i < DEC_MTW; i++) {
 #pragma unroll
@@ -844,6 +982,11 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
       }
     }
   }
+  if constexpr (DEC_LAST_CTA) {
+    if (n_splits > 1)
+      dec_merge_if_last(o_part, lse_part, o, lse, split_counters, b, hk, t0, T, n_q, n_splits, o_sb, o_ss, o_sh,
+                        (volatile int *)dec_smem);
+  }
 }
 
 /* ---- the combine kernel ----------------------------------------------------------------------- */
@@ -875,6 +1018,11 @@ extern "C" __global__ void __launch_bounds__(DEC_COMBINE_THREADS)
 DEC_COMBINE(const float *__restrict__ o_part, const float *__restrict__ lse_part, at_out_t *__restrict__ o,
             float *__restrict__ lse, int T, int n_q_heads, int n_splits, long long o_sb, int o_ss, int o_sh)
 {
+#if __CUDA_ARCH__ >= 900
+  /* Launched as a programmatic dependent of the split kernel (runtime/launch.c): its partials
+   * are complete and visible after this wait; a plain launch returns at once. */
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
   __shared__ float grp_m[DEC_SG], grp_l[DEC_SG];
   __shared__ float grp_o[DEC_SG][DEC_C4][4];
   const int tid = threadIdx.x, ch = tid % DEC_C4, sg = tid / DEC_C4;

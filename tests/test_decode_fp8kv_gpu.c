@@ -197,16 +197,14 @@ static int check_variant(const rt_variant *lv, const char *key, int i, void *ctx
   }
   TU_OK(rt_fill_u8(r->dout, 0xFF, x->nq * at_dtype_size(x->c->q)));
   TU_OK(rt_fill_u8(r->dlse, 0xFF, x->nlse * sizeof(float)));
-  size_t scratch_bytes = 0;
-  TU_OK(rt_variant_scratch_bytes(&lv->variant, &x->s, &scratch_bytes));
-  CUdeviceptr scratch = scratch_bytes ? tu_alloc_poisoned(scratch_bytes) : 0;
+  CUdeviceptr scratch = tu_variant_scratch(&lv->variant, &x->s);
   at_tensors t = x->t;
   t.o = (void *)(uintptr_t)r->dout, t.lse = x->c->lse ? (float *)(uintptr_t)r->dlse : NULL;
   const float *d_descale_k = (const float *)(uintptr_t)x->dscal;
   rt_fp8_args fp8 = {NULL, d_descale_k, d_descale_k + 1, NULL, NULL};
   TU_OK(rt_variant_launch(lv, &x->s, &t, &fp8, scratch, NULL));
   TU_OK(rt_ctx_sync(&tu_gpu));
-  if (scratch) rt_free(scratch);
+  tu_variant_scratch_done(&lv->variant, &x->s, scratch);
   return compare_run(x, key, r->dout, r->dlse, i == 0);
 }
 

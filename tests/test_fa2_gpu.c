@@ -73,12 +73,10 @@ static int check_variant(const rt_variant *lv, const char *key, int i, void *ctx
   const fa2_case *c = r->c;
   TU_OK(rt_fill_u8(r->dout, 0xFF, r->nq * at_dtype_size(c->dtype)));
   TU_OK(rt_fill_u8(r->dlse, 0xFF, r->nlse * sizeof(float)));
-  size_t scratch_bytes = 0;
-  TU_OK(rt_variant_scratch_bytes(&lv->variant, r->s, &scratch_bytes));
-  CUdeviceptr scratch = scratch_bytes ? tu_alloc_poisoned(scratch_bytes) : 0;
+  CUdeviceptr scratch = tu_variant_scratch(&lv->variant, r->s);
   TU_OK(rt_variant_launch(lv, r->s, r->t, NULL, scratch, NULL));
   TU_OK(rt_ctx_sync(&tu_gpu));
-  if (scratch) rt_free(scratch);
+  tu_variant_scratch_done(&lv->variant, r->s, scratch);
   tu_download(c->dtype, r->dout, r->nq, r->got_o);
   tn_error eo = tn_compare(r->ref_o, r->got_o, r->nq);
   tn_error el = {0};

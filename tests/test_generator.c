@@ -30,13 +30,13 @@ static void test_literal_keys(void **state)
 {
   (void)state;
   char key[GEN_KEY_MAX], entry[GEN_KEY_MAX];
-  gen_variant v = {GEN_FAMILY_FA2, {AT_DTYPE_BF16, 128, AT_MASK_CAUSAL_TL, 4, 0, AT_DTYPE_BF16, AT_KV_SAME}, 128, 64, 4, 2, 0, 0};
+  gen_variant v = {GEN_FAMILY_FA2, {AT_DTYPE_BF16, 128, AT_MASK_CAUSAL_TL, 4, 0, AT_DTYPE_BF16, AT_KV_SAME}, 128, 64, 4, 2, 0, 0, 0};
   TU_OK(gen_variant_key(&v, key, sizeof key));
   assert_string_equal(key, "fa2.bf16.d128.causal.g4.bm128.bn64.w4.s2");
   TU_OK(gen_entry_name(&v, entry, sizeof entry));
   assert_string_equal(entry, "fa2_bf16_d128_causal_g4_bm128_bn64_w4_s2");
 
-  gen_variant w = {GEN_FAMILY_FA2, {AT_DTYPE_F16, 80, AT_MASK_CAUSAL_BR, 6, 1, AT_DTYPE_F16, AT_KV_SAME}, 64, 32, 4, 3, 0, 0};
+  gen_variant w = {GEN_FAMILY_FA2, {AT_DTYPE_F16, 80, AT_MASK_CAUSAL_BR, 6, 1, AT_DTYPE_F16, AT_KV_SAME}, 64, 32, 4, 3, 0, 0, 0};
   TU_OK(gen_variant_key(&w, key, sizeof key));
   assert_string_equal(key, "fa2.f16.d80.causal-br.g6.bm64.bn32.w4.s3.lse");
   TU_OK(gen_entry_name(&w, entry, sizeof entry));
@@ -154,7 +154,7 @@ static void test_smem_limit_prunes(void **state)
   assert_true(nb > 0 && nb < na);
   for (int i = 0; i < nb; i++) assert_true(gen_smem_bytes(&b[i]) <= small.smem_limit);
   /* A variant over the limit is refused with the numbers. */
-  gen_variant v = {GEN_FAMILY_FA2, {AT_DTYPE_BF16, 256, AT_MASK_NONE, 1, 0, AT_DTYPE_BF16, AT_KV_SAME}, 128, 128, 8, 3, 0, 0};
+  gen_variant v = {GEN_FAMILY_FA2, {AT_DTYPE_BF16, 256, AT_MASK_NONE, 1, 0, AT_DTYPE_BF16, AT_KV_SAME}, 128, 128, 8, 3, 0, 0, 0};
   assert_int_not_equal(gen_variant_check(&v, &big), AT_OK);
   assert_non_null(strstr(at_last_error(), "shared memory"));
 }
@@ -239,7 +239,7 @@ static void test_fp8_keys(void **state)
 {
   (void)state;
   char key[GEN_KEY_MAX], entry[GEN_KEY_MAX];
-  gen_variant v = {GEN_FAMILY_FA2, {AT_DTYPE_E4M3, 128, AT_MASK_NONE, 1, 0, AT_DTYPE_BF16, AT_KV_SAME}, 128, 64, 8, 2, 0, 0};
+  gen_variant v = {GEN_FAMILY_FA2, {AT_DTYPE_E4M3, 128, AT_MASK_NONE, 1, 0, AT_DTYPE_BF16, AT_KV_SAME}, 128, 64, 8, 2, 0, 0, 0};
   TU_OK(gen_variant_key(&v, key, sizeof key));
   assert_string_equal(key, "fa2.e4m3.d128.none.g1.bm128.bn64.w8.s2.obf16");
   TU_OK(gen_entry_name(&v, entry, sizeof entry));
@@ -248,7 +248,7 @@ static void test_fp8_keys(void **state)
   TU_OK(gen_variant_parse(key, &back));
   assert_memory_equal(&back, &v, sizeof v);
 
-  gen_variant w = {GEN_FAMILY_FA2, {AT_DTYPE_E5M2, 80, AT_MASK_CAUSAL_BR, 6, 1, AT_DTYPE_E5M2, AT_KV_SAME}, 64, 32, 4, 3, 0, 0};
+  gen_variant w = {GEN_FAMILY_FA2, {AT_DTYPE_E5M2, 80, AT_MASK_CAUSAL_BR, 6, 1, AT_DTYPE_E5M2, AT_KV_SAME}, 64, 32, 4, 3, 0, 0, 0};
   TU_OK(gen_variant_key(&w, key, sizeof key));
   assert_string_equal(key, "fa2.e5m2.d80.causal-br.g6.bm64.bn32.w4.s3.oe5m2.lse");
   TU_OK(gen_variant_parse(key, &back));
@@ -703,6 +703,23 @@ static void test_decode_family(void **state)
   assert_int_equal(d.kernels[0].grid[0], (unsigned)d.n_splits);
   assert_int_equal(d.kernels[0].grid[1], 8u);
   assert_true(d.scratch_bytes >= (size_t)2 * 32 * d.n_splits * (128 + 1) * sizeof(float));
+  assert_int_equal(d.counters_offset, 0);
+  /* .lc: one kernel, the partials as before, then one int32 counter per row group (B x Nkv) */
+  gen_variant lc = split;
+  lc.last_cta = 1;
+  gen_launch_desc dl;
+  TU_OK(gen_launch_describe(&lc, &s, &dl));
+  assert_int_equal(dl.n_kernels, 1);
+  assert_int_equal(dl.counters_offset, d.scratch_bytes);
+  assert_true(dl.scratch_bytes >= dl.counters_offset + (size_t)s.batch * s.kv_heads * sizeof(int));
+  assert_int_equal(dl.kernels[0].args[dl.kernels[0].n_args - 1], GEN_ARG_SPLIT_COUNTERS);
+  TU_OK(gen_variant_key(&lc, key, sizeof key));
+  assert_non_null(strstr(key, ".lc"));
+  TU_OK(gen_variant_parse(key, &back));
+  assert_memory_equal(&back, &lc, sizeof back);
+  int listed_lc = 0;
+  for (int i = 0; i < n; i++) listed_lc += vs[i].last_cta;
+  assert_true(listed_lc > 0);
   split.splits = 1;
   TU_OK(gen_launch_describe(&split, &s, &d));
   assert_int_equal(d.n_kernels, 1);
@@ -721,7 +738,7 @@ static void test_decode_family(void **state)
   assert_int_not_equal(def.family, GEN_FAMILY_DECODE);
 
   /* Refusals name the field. */
-  gen_variant bad = {GEN_FAMILY_DECODE, {AT_DTYPE_BF16, 128, AT_MASK_NONE, 4, 0, AT_DTYPE_BF16, AT_KV_SAME}, 1, 32, 4, 2, 4, 0};
+  gen_variant bad = {GEN_FAMILY_DECODE, {AT_DTYPE_BF16, 128, AT_MASK_NONE, 4, 0, AT_DTYPE_BF16, AT_KV_SAME}, 1, 32, 4, 2, 4, 0, 0};
   assert_int_equal(gen_variant_check(&bad, &t), AT_ERR_UNSUPPORTED);
   assert_non_null(strstr(at_last_error(), "keys per warp"));
   bad.block_n = 64, bad.splits = 0;
@@ -730,6 +747,13 @@ static void test_decode_family(void **state)
   assert_int_equal(gen_variant_parse("decode.e4m3.d128.none.g4.bm1.bn64.w4.s2.sp4.obf16", &back), AT_OK);
   assert_int_equal(gen_variant_check(&back, &t), AT_ERR_INVALID);
   assert_int_not_equal(gen_variant_parse("fa2.bf16.d128.none.g4.bm128.bn64.w4.s2.sp4", &back), AT_OK);
+  /* .lc: split-KV families only, right after the split count, and at most 2 rows per warp */
+  assert_int_not_equal(gen_variant_parse("fa2.bf16.d128.none.g4.bm128.bn64.w4.s2.lc", &back), AT_OK);
+  assert_non_null(strstr(at_last_error(), "no split-KV merge"));
+  assert_int_not_equal(gen_variant_parse("decode.bf16.d128.none.g4.bm1.bn64.w4.s2.lc.sp4", &back), AT_OK);
+  TU_OK(gen_variant_parse("decode.bf16.d128.causal-br.g8.bm4.bn64.w8.s2.sp4.lc", &back));
+  assert_int_equal(gen_variant_check(&back, &t), AT_ERR_UNSUPPORTED);
+  assert_non_null(strstr(at_last_error(), "at most 2 rows per warp"));
 }
 
 /* Every decode variant the shapes of the decode tests list compiles for sm_90a without spills. */
@@ -810,7 +834,7 @@ static void test_fp8_kv_keys(void **state)
   gen_target t = sm90();
   char key[GEN_KEY_MAX], entry[GEN_KEY_MAX];
   gen_variant v = {GEN_FAMILY_DECODE, {AT_DTYPE_BF16, 128, AT_MASK_NONE, 4, 0, AT_DTYPE_BF16, AT_DTYPE_E4M3},
-                   1, 256, 4, 3, 8, 0};
+                   1, 256, 4, 3, 8, 0, 0};
   TU_OK(gen_variant_key(&v, key, sizeof key));
   assert_string_equal(key, "decode.bf16.kve4m3.d128.none.g4.bm1.bn256.w4.s3.sp8");
   TU_OK(gen_entry_name(&v, entry, sizeof entry));
@@ -901,7 +925,7 @@ static void test_fp8_kv_enumeration(void **state)
   TU_OK(gen_enumerate(&s16, &t, vs, GEN_MAX_VARIANTS, &n16));
   for (int i = 0; i < n16; i++) assert_int_not_equal(vs[i].block_n, 256);
   gen_variant a = {GEN_FAMILY_DECODE, {AT_DTYPE_BF16, 128, AT_MASK_NONE, 4, 0, AT_DTYPE_BF16, AT_DTYPE_E4M3},
-                   1, 128, 4, 3, 1, 0};
+                   1, 128, 4, 3, 1, 0, 0};
   gen_variant b16 = a;
   b16.spec.kv_dtype = AT_KV_SAME;
   /* Q: 16 rows x 256 B; K and V: 3 stages x 128 keys x 128 B (FP8) or 256 B (bf16) */

@@ -193,6 +193,33 @@ CUdeviceptr tu_alloc_poisoned(size_t bytes)
   return dev;
 }
 
+CUdeviceptr tu_variant_scratch(const gen_variant *v, const at_shape *shape)
+{
+  CUdeviceptr scratch = 0;
+  gen_launch_desc d;
+  TU_OK(gen_launch_describe(v, shape, &d));
+  TU_OK(rt_variant_scratch_alloc(v, shape, &scratch));
+  const size_t partials = d.counters_offset ? d.counters_offset : d.scratch_bytes;
+  if (scratch && partials) TU_OK(rt_fill_u8(scratch, 0xFF, partials));
+  return scratch;
+}
+
+void tu_variant_scratch_done(const gen_variant *v, const at_shape *shape, CUdeviceptr scratch)
+{
+  gen_launch_desc d;
+  TU_OK(gen_launch_describe(v, shape, &d));
+  if (scratch && d.counters_offset) {
+    const size_t n = (d.scratch_bytes - d.counters_offset) / sizeof(int);
+    int *counters = malloc(n * sizeof *counters);
+    assert_non_null(counters);
+    TU_OK(rt_download(counters, scratch + d.counters_offset, n * sizeof *counters));
+    for (size_t i = 0; i < n; i++)
+      if (counters[i] != 0) fail_msg("split counter %zu is %d after the launch, not 0", i, counters[i]);
+    free(counters);
+  }
+  if (scratch) rt_free(scratch);
+}
+
 int tu_run_attntune(const char *args, const char *dir, char *output, size_t size)
 {
   char self[512], cmd[4096], out_path[600];

@@ -61,6 +61,12 @@ CUdeviceptr tu_alloc_poisoned(size_t bytes);
 
 /* Run the attntune binary of this build (next to the tests' folder) with args, through the
  * shell; its stdout and stderr land in output (scratch file in dir). Returns the exit code. */
+/* A variant's scratch for one launch of shape (0 where it needs none): allocated and zeroed by
+ * the runtime, then its fp32 partials poisoned (0xFF: NaN), its split counters left at 0. */
+CUdeviceptr tu_variant_scratch(const gen_variant *v, const at_shape *shape);
+/* After a launch: the counters of a last-CTA merge are back at 0 (the next launch needs that);
+ * frees the scratch. */
+void tu_variant_scratch_done(const gen_variant *v, const at_shape *shape, CUdeviceptr scratch);
 int tu_run_attntune(const char *args, const char *dir, char *output, size_t size);
 
 /* Checks one loaded variant (index i of the list): poison, launch, compare. Returns 0 when it is

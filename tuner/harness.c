@@ -200,10 +200,8 @@ at_status tn_impl_variant(tn_harness *h, const gen_variant *v, const void *cubin
 {
   impl_init(h, impl, TN_IMPL_FA2);
   impl->out_dtype = v->spec.out_dtype; /* an FP8 output is written at unit scale (no rt_fp8_args) */
-  size_t scratch = 0;
   at_status rc = gen_variant_key(v, impl->name, sizeof impl->name);
-  if (rc == AT_OK) rc = rt_variant_scratch_bytes(v, &h->shape, &scratch);
-  if (rc == AT_OK && scratch) rc = rt_alloc(&impl->scratch, scratch);
+  if (rc == AT_OK) rc = rt_variant_scratch_alloc(v, &h->shape, &impl->scratch);
   if (rc == AT_OK) rc = rt_variant_load(v, cubin, &impl->kernel);
   return rc;
 }
