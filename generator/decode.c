@@ -8,7 +8,9 @@
  * Key: decode.bf16.d128.causal-br.g4.bm16.bn64.w4.s4.sp4 — bm = query tokens per CTA (a power of
  * two >= T), sp = the split count asked for (the launch caps it by the K/V tiles there are);
  * .lc after it: no combine kernel, the last split of each row group to finish merges the
- * group's partials (one warp per row; listed where a group has at most 2 rows per warp). An
+ * group's partials (one warp per row; listed where a group has at most 2 rows per warp); .cl:
+ * the splits of a row group are one thread block cluster (sm_90) and merge in distributed
+ * shared memory, no scratch at all. An
  * FP8 KV cache (K and V e4m3 or e5m2, Q and O f16 or bf16) adds .kv<dtype> after the dtype:
  * decode.bf16.kve4m3.d128.none.g4.bm1.bn256.w4.s3.sp8; its tiles are bytes, so block_n goes to
  * 256 at the shared memory of a 128-key 16-bit tile.
@@ -21,9 +23,12 @@
 
 /* Threads of the combine kernel's CTA (one CTA per (head, token) row). */
 #define COMBINE_THREADS 128
-/* A last-CTA merge runs one warp per row, its rows one after another: past a few rows per warp
- * the combine kernel, one CTA per row over the whole GPU, is the faster merge. */
-#define LAST_CTA_ROWS_PER_WARP 2
+/* The in-kernel merges (last CTA, cluster) run a few rows per CTA, one after another: past a
+ * few rows per warp the combine kernel, one CTA per row over the whole GPU, is the faster merge. */
+#define MERGE_ROWS_PER_WARP 2
+/* A cluster's splits: at most the portable cluster size. */
+#define CLUSTER_MAX 8
+static const int k_cluster_splits[] = {8, 4};
 
 static const int k_block_n[] = {64, 128, 32};
 static const int k_block_n_kv8[] = {256, 128, 64, 32}; /* FP8 K/V: a key is half the bytes */
@@ -101,6 +106,37 @@ static at_status spec_check(const gen_spec *s)
   return AT_OK;
 }
 
+/* The cluster merge's partials (fp32 O rows of D + 4 floats and their lse) in the K/V area of
+ * shared memory (DEC_PART_BYTES in the template). */
+static int cluster_part_bytes(const gen_variant *v)
+{
+  const int rows = v->spec.gqa * v->block_m;
+  return rows * (v->spec.head_dim + 4) * 4 + rows * 4;
+}
+
+static at_status check_merge(const gen_variant *v, const gen_target *target)
+{
+  static const char *const names[] = {"combine kernel", "last-CTA merge (.lc)", "cluster merge (.cl)"};
+  if (v->merge < GEN_MERGE_KERNEL || v->merge > GEN_MERGE_CLUSTER)
+    return at_fail(AT_ERR_INVALID, "decode merge %d is not 0 (kernel), 1 (.lc) or 2 (.cl)", v->merge);
+  if (v->merge == GEN_MERGE_KERNEL) return AT_OK;
+  if (v->spec.gqa * v->block_m > MERGE_ROWS_PER_WARP * v->warps)
+    return at_fail(AT_ERR_UNSUPPORTED,
+                   "a %s takes at most %d rows per warp: %d query heads x %d tokens over %d warps",
+                   names[v->merge], MERGE_ROWS_PER_WARP, v->spec.gqa, v->block_m, v->warps);
+  if (v->merge != GEN_MERGE_CLUSTER) return AT_OK;
+  if (target->cc_major < 9)
+    return at_fail(AT_ERR_UNSUPPORTED, "a cluster merge (.cl) needs sm_90 or newer, not %s", target->arch);
+  if (v->splits < 2 || v->splits > CLUSTER_MAX)
+    return at_fail(AT_ERR_UNSUPPORTED, "a cluster merge (.cl) takes 2..%d splits (one cluster), not %d", CLUSTER_MAX,
+                   v->splits);
+  const int stage_bytes = 2 * v->stages * v->block_n * gen_round_up((int)at_dtype_size(gen_spec_kv_dtype(&v->spec)) * v->spec.head_dim, 128);
+  if (cluster_part_bytes(v) > stage_bytes)
+    return at_fail(AT_ERR_UNSUPPORTED, "a cluster merge's %d bytes of partials exceed the %d-byte K/V area",
+                   cluster_part_bytes(v), stage_bytes);
+  return AT_OK;
+}
+
 static at_status check(const gen_variant *v, const gen_target *target)
 {
   at_status rc = spec_check(&v->spec);
@@ -119,10 +155,7 @@ static at_status check(const gen_variant *v, const gen_target *target)
     return at_fail(AT_ERR_UNSUPPORTED, "%d stages (expected 2..6)", v->stages);
   if (v->splits < 1 || v->splits > 1024)
     return at_fail(AT_ERR_UNSUPPORTED, "decode split count %d is out of range (1..1024)", v->splits);
-  if (v->last_cta && v->spec.gqa * v->block_m > LAST_CTA_ROWS_PER_WARP * v->warps)
-    return at_fail(AT_ERR_UNSUPPORTED,
-                   "a last-CTA merge (.lc) takes at most %d rows per warp: %d query heads x %d tokens over %d warps",
-                   LAST_CTA_ROWS_PER_WARP, v->spec.gqa, v->block_m, v->warps);
+  if ((rc = check_merge(v, target)) != AT_OK) return rc;
   if ((v->block_n / warps_n(v)) % 16 != 0)
     return at_fail(AT_ERR_UNSUPPORTED,
                    "block_n %d over %d warps along the keys gives %d keys per warp (a multiple of 16 is needed)",
@@ -167,12 +200,12 @@ static int heuristic_splits(const gen_variant *v, const gen_target *target, cons
 
 /* ---- the space and the default ------------------------------------------------------------------ */
 
-/* The last-CTA merge saves the combine kernel's launch, which matters only where the whole call
- * is a few microseconds: grids of at most an eighth of the SMs before splitting (B x Nkv x token
- * blocks; B=1, Nkv=8 on 132 SMs). On the H200 it ran 0.4-1.0 us slower than the combine kernel
- * launched as a programmatic dependent (docs/perf.md, "## decode", step 4), so it is listed
- * there for the tuner to check, and never the default. */
-static int last_cta_worth_trying(const gen_variant *v, const gen_target *target, const at_shape *shape)
+/* The in-kernel merges save the combine kernel's launch and tail, which matter only where the
+ * whole call is a few microseconds: grids of at most an eighth of the SMs before splitting (B x
+ * Nkv x token blocks; B=1, Nkv=8 on 132 SMs). On the H200 the last-CTA merge ran 0.4-1.0 us
+ * slower than the combine kernel launched as a programmatic dependent (docs/perf.md, "##
+ * decode", steps 4 and 5); both are listed there for the tuner to check. */
+static int in_kernel_merge_worth_trying(const gen_variant *v, const gen_target *target, const at_shape *shape)
 {
   const long long base = (long long)shape->batch * shape->kv_heads * gen_tiles(shape->q_len, v->block_m);
   return gen_tiles(shape->kv_len, v->block_n) > 1 && base * 8 <= target->sm_count;
@@ -204,14 +237,25 @@ static at_status enumerate_block_n(const gen_spec *spec, const gen_target *targe
       for (int s = 0; s < COUNT(tries); s++) {
         if (tries[s] < 1) continue;
         v.splits = tries[s];
-        for (int lc = 0; lc <= (tries[s] > 1 && last_cta_worth_trying(&v, target, shape)); lc++) {
-          v.last_cta = lc;
+        for (int m = GEN_MERGE_KERNEL; m <= GEN_MERGE_LAST_CTA; m++) {
+          /* the last-CTA merge at the one-wave split count only: the space stays under GEN_MAX_VARIANTS */
+          if (m != GEN_MERGE_KERNEL && (s > 0 || tries[s] < 2 || !in_kernel_merge_worth_trying(&v, target, shape)))
+            continue;
+          v.merge = m;
           if (check(&v, target) != AT_OK) continue;
           at_status rc = append(out, cap, n, &v);
           if (rc != AT_OK) return rc;
         }
       }
-      v.last_cta = 0;
+      /* One cluster per row group: its splits merge on chip. */
+      v.merge = GEN_MERGE_CLUSTER;
+      for (int s = 0; s < COUNT(k_cluster_splits) && in_kernel_merge_worth_trying(&v, target, shape); s++) {
+        v.splits = k_cluster_splits[s];
+        if (gen_tiles(shape->kv_len, block_n) < v.splits || check(&v, target) != AT_OK) continue;
+        at_status rc = append(out, cap, n, &v);
+        if (rc != AT_OK) return rc;
+      }
+      v.merge = GEN_MERGE_KERNEL;
     }
   return AT_OK;
 }
@@ -279,7 +323,8 @@ static void extra_preamble(const gen_variant *v, const gen_target *target, const
   (void)target;
   const at_dtype kv = gen_spec_kv_dtype(&v->spec);
   gen_text_put(t, "#define DEC_COMBINE %s%s\n#define DEC_COMBINE_THREADS %d\n#define DEC_LAST_CTA %d\n", entry,
-               EXTRA_ENTRIES[0], COMBINE_THREADS, v->last_cta);
+               EXTRA_ENTRIES[0], COMBINE_THREADS, v->merge == GEN_MERGE_LAST_CTA);
+  if (v->merge == GEN_MERGE_CLUSTER) gen_text_put(t, "#define DEC_CLUSTER %d\n", v->splits);
   if (kv != v->spec.dtype)
     gen_text_put(t, "#define DEC_KV_DTYPE %d /* %s */\n#define DEC_KV8_REG_BASE %d\n", (int)kv, at_dtype_name(kv),
                  KV8_REG_BASE);
@@ -313,6 +358,9 @@ static at_status describe_launch(const gen_variant *v, const at_shape *shape, ge
   long long splits = v->splits < tiles ? v->splits : tiles;
   const long long tiles_per_split = (tiles + splits - 1) / splits;
   splits = (tiles + tiles_per_split - 1) / tiles_per_split;
+  /* A cluster is compiled for exactly v->splits CTAs: trailing splits may be empty (they count
+   * as -inf in the merge). */
+  if (v->merge == GEN_MERGE_CLUSTER) splits = v->splits;
   const long long token_blocks = ((long long)shape->q_len + v->block_m - 1) / v->block_m;
   if ((long long)shape->kv_heads * token_blocks > 65535)
     return at_fail(AT_ERR_UNSUPPORTED, "%d kv heads x %lld token blocks exceed the grid's y limit 65535",
@@ -331,11 +379,12 @@ static at_status describe_launch(const gen_variant *v, const at_shape *shape, ge
   k->smem_bytes = (unsigned)smem_bytes(v);
   set_args(k, SPLIT_ARGS, COUNT(SPLIT_ARGS));
   out->n_kernels = 1;
+  if (splits > 1 && v->merge == GEN_MERGE_CLUSTER) return AT_OK; /* partials stay on chip */
   if (splits > 1) {
     const size_t rows = (size_t)shape->batch * shape->q_heads * shape->q_len * (size_t)splits;
     out->lse_part_offset = (rows * v->spec.head_dim * sizeof(float) + 255) / 256 * 256;
     out->scratch_bytes = out->lse_part_offset + (rows * sizeof(float) + 255) / 256 * 256;
-    if (v->last_cta) {
+    if (v->merge == GEN_MERGE_LAST_CTA) {
       const size_t groups = (size_t)shape->batch * shape->kv_heads * (size_t)token_blocks;
       out->counters_offset = out->scratch_bytes;
       out->scratch_bytes += (groups * sizeof(int) + 255) / 256 * 256;

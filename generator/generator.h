@@ -68,6 +68,14 @@ typedef enum gen_family {
   GEN_FAMILY_COUNT
 } gen_family;
 
+/* How the splits of a split-KV variant merge their partials. */
+typedef enum gen_merge {
+  GEN_MERGE_KERNEL = 0,   /* a combine kernel reads them from the scratch (no suffix) */
+  GEN_MERGE_LAST_CTA = 1, /* the last split of each row group to finish, from the scratch (.lc) */
+  GEN_MERGE_CLUSTER = 2,  /* the splits of a row group are one thread block cluster and merge
+                           * through distributed shared memory; sm_90+, 2-8 splits (.cl) */
+} gen_merge;
+
 /* What a variant is specialized for; a variant runs exactly the shapes with this spec. */
 typedef struct gen_spec {
   at_dtype dtype; /* of Q, K, V */
@@ -94,8 +102,7 @@ typedef struct gen_variant {
   int splits; /* CTAs sharing one row's keys (split-KV families); 0 where the family has none */
   int ws;     /* fa3: 1 = warp-specialized (a TMA producer warpgroup; .ws in the key), 2 = that
                * with ping-pong between the consumer warpgroups (.wspp), else 0 */
-  int last_cta; /* split-KV: 1 = the last CTA of a row group to finish merges the group's partials
-                 * in the split kernel (no combine kernel; .lc in the key after .sp<N>), else 0 */
+  int merge; /* split-KV: how the splits' partials merge (gen_merge; its suffix after .sp<N>) */
 } gen_variant;
 
 /* What the variants are built for: an NVRTC arch and the dynamic shared memory a block may use. */

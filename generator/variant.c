@@ -87,7 +87,9 @@ at_status gen_variant_key(const gen_variant *v, char *buf, size_t size)
   const char *ws = v->ws == 2 ? ".wspp" : v->ws ? ".ws" : "";
   if (at_dtype_is_fp8(v->spec.dtype)) snprintf(out, sizeof out, ".o%s", at_dtype_name(v->spec.out_dtype));
   /* Only split-KV variants have a split count; a 0 elsewhere keeps the older families' keys. */
-  if (v->splits) snprintf(splits, sizeof splits, ".sp%d%s", v->splits, v->last_cta ? ".lc" : "");
+  static const char *const merge_suffix[] = {"", ".lc", ".cl"};
+  const char *merge = v->merge >= 0 && v->merge < 3 ? merge_suffix[v->merge] : ".merge?";
+  if (v->splits) snprintf(splits, sizeof splits, ".sp%d%s", v->splits, merge);
   int n = snprintf(buf, size, "%s.%s.d%d.%s.g%d.bm%d.bn%d.w%d.s%d%s%s%s%s", family,
                    at_dtypes_name(v->spec.dtype, v->spec.kv_dtype), v->spec.head_dim,
                    at_mask_name(v->spec.mask),
@@ -169,7 +171,7 @@ at_status gen_variant_parse(const char *key, gen_variant *out)
       len += snprintf(names + len, sizeof names - (size_t)len, "%s%s", f ? "|" : "", gen_family_name((gen_family)f));
     return at_fail(AT_ERR_INVALID,
                    "variant key '%s' is malformed (expected "
-                   "<%s>.<dtype>[.kv<dtype>].d<D>.<mask>.g<G>.bm<M>.bn<N>.w<W>.s<S>[.sp<splits>[.lc]][.ws|.wspp][.o<dtype>][.lse])",
+                   "<%s>.<dtype>[.kv<dtype>].d<D>.<mask>.g<G>.bm<M>.bn<N>.w<W>.s<S>[.sp<splits>[.lc|.cl]][.ws|.wspp][.o<dtype>][.lse])",
                    key, names);
   }
   out->family = (gen_family)family;
@@ -194,22 +196,22 @@ at_status gen_variant_parse(const char *key, gen_variant *out)
       out->spec.with_lse = 1;
     } else if (strncmp(fields[i], "sp", 2) == 0 && parse_field(fields[i], "sp", &out->splits)) {
       continue;
-    } else if (strcmp(fields[i], "lc") == 0) {
-      out->last_cta = 1;
+    } else if (strcmp(fields[i], "lc") == 0 || strcmp(fields[i], "cl") == 0) {
+      out->merge = fields[i][0] == 'l' ? GEN_MERGE_LAST_CTA : GEN_MERGE_CLUSTER;
     } else if (strcmp(fields[i], "ws") == 0 || strcmp(fields[i], "wspp") == 0) {
       out->ws = fields[i][2] ? 2 : 1;
     } else if (fields[i][0] == 'o' && at_dtype_parse(fields[i] + 1, &out->spec.out_dtype) == AT_OK) {
       continue;
     } else {
-      return at_fail(AT_ERR_INVALID, "variant key '%s': unknown suffix '%s' (expected sp<N>, lc, ws, wspp, o<dtype> or lse)", key,
+      return at_fail(AT_ERR_INVALID, "variant key '%s': unknown suffix '%s' (expected sp<N>, lc, cl, ws, wspp, o<dtype> or lse)", key,
                      fields[i]);
     }
   }
   if (out->ws && !gen_family_row(out->family)->warp_specialized)
     return at_fail(AT_ERR_INVALID, "variant key '%s': family %s has no warp-specialized variants (.ws)", key,
                    gen_family_row(out->family)->name);
-  if (out->last_cta && !gen_family_row(out->family)->split_kv)
-    return at_fail(AT_ERR_INVALID, "variant key '%s': family %s has no split-KV merge to move (.lc)", key,
+  if (out->merge && !gen_family_row(out->family)->split_kv)
+    return at_fail(AT_ERR_INVALID, "variant key '%s': family %s has no split-KV merge to choose (.lc, .cl)", key,
                    gen_family_row(out->family)->name);
   if (n > 13) return at_fail(AT_ERR_INVALID, "variant key '%s' has too many fields", key);
   const int split_kv = gen_family_row(out->family)->split_kv;

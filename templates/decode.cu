@@ -115,6 +115,13 @@
  *   zeroed when the scratch is allocated); the CTA that counts n_splits merges the group's
  *   ROWS rows as the combine does (one warp per row, 8 splits' loads in flight) and puts the
  *   counter back to 0. split_counters is unused (may be 0) otherwise.
+ * Cluster merge (DEC_CLUSTER = n_splits, 2..8, .cl; sm_90; no scratch, no combine kernel): the
+ *   n_splits CTAs of a row group are one thread block cluster; each writes its rows' partials
+ *   (O / l * descale_v, and the lse) into its own K/V area, PART below, and after a cluster
+ *   barrier every CTA merges a share of the (row, 16-byte chunk) items, reading that chunk and
+ *   the lse of every split through distributed shared memory (mapa + ld.shared::cluster); a
+ *   second cluster barrier keeps each CTA's shared memory alive until all reads are done.
+ *   PART: fp32 [ROWS][D + 4] rows, then fp32 lse [ROWS] (DEC_PART_BYTES, within the K/V area).
  *
  * descale_k / descale_v: NULL means 1 (16-bit K/V pass NULL): descale_k folds into scale_log2,
  * descale_v into the final normalization.
@@ -140,6 +147,11 @@
  *   5. the last-CTA merge (.lc), predicted to save the combine's launch and tail at B1: 9.2 and
  *      20.5 us, slower than step 4 (the merging CTA's fence, atomic and two L2 round trips run
  *      after the grid's last split); kept in the space for small grids, never the default.
+ *   6. the cluster merge (.cl): a row group's splits are one cluster and merge through
+ *      distributed shared memory (no partials in HBM, no atomics, no second kernel). Predicted:
+ *      the ~1 us tail of step 4 down to a cluster barrier and one DSMEM round trip. Measured:
+ *      B1 S4k 8.5 -> 8.2, B1 S16k 20.2 -> 19.5 us (3.44 TB/s), T2 S16k 20.4 -> 19.5; with FP8 K/V
+ *      slower (S16k 13.6 -> 18.7: 8 splits, where FP8 wants 16), so there the combine stays best.
  */
 
 #if AT_IN_DTYPE == AT_DTYPE_BF16
@@ -175,6 +187,19 @@ typedef unsigned char dec_kv_t;
 #ifndef DEC_LAST_CTA
 #define DEC_LAST_CTA 0
 #endif
+#ifndef DEC_CLUSTER
+#define DEC_CLUSTER 1
+#endif
+#if DEC_CLUSTER > 1
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 900
+#error "a cluster merge (DEC_CLUSTER > 1) needs sm_90"
+#endif
+#define DEC_CLUSTER_DIMS __cluster_dims__(DEC_CLUSTER, 1, 1)
+#else
+#define DEC_CLUSTER_DIMS
+#endif
+/* Every warp stays to the end of the split kernel (an in-kernel merge's barriers). */
+#define DEC_IN_KERNEL_MERGE (DEC_LAST_CTA || DEC_CLUSTER > 1)
 
 /* ---- sizes as integer macros (mirrored by the host generator) -------------------------------- */
 #define DEC_RUP(x, m) (((x) + (m) - 1) / (m) * (m))
@@ -544,9 +569,116 @@ __device__ __forceinline__ void dec_merge_if_last(const float *o_part, const flo
   }
 }
 
+/* ---- the cluster merge (DEC_CLUSTER > 1) --------------------------------------------------------- */
+
+/* Partials of the split kernel: to the scratch, or (cluster merge) to this CTA's shared memory. */
+__device__ __forceinline__ void dec_st_part_f2(float *p, float x, float y)
+{
+  if constexpr (DEC_CLUSTER > 1) *reinterpret_cast<float2 *>(p) = make_float2(x, y);
+  else dec_st_global_f2(p, x, y);
+}
+
+__device__ __forceinline__ void dec_st_part_f4(float *p, float x, float y, float z, float w)
+{
+  if constexpr (DEC_CLUSTER > 1) *reinterpret_cast<float4 *>(p) = make_float4(x, y, z, w);
+  else dec_st_global_f4(p, x, y, z, w);
+}
+
+static constexpr int DEC_PSTRIDE = DEC_D + 4; /* floats per partial row (16-byte aligned rows) */
+#define DEC_PART_BYTES (DEC_ROWS * (DEC_D + 4) * 4 + DEC_ROWS * 4)
+#if DEC_CLUSTER > 1
+static_assert(DEC_PART_BYTES <= 2 * DEC_STAGES * DEC_KV_BYTES, "cluster merge: the partials must fit the K/V area");
+
+__device__ __forceinline__ unsigned dec_cluster_rank()
+{
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+
+/* All threads of the cluster; release/acquire: shared-memory writes before it are visible to
+ * every CTA of the cluster after it. */
+__device__ __forceinline__ void dec_cluster_sync()
+{
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+
+/* The address of the same shared-memory word in CTA `rank` of the cluster. */
+__device__ __forceinline__ unsigned dec_dsmem(unsigned local, unsigned rank)
+{
+  unsigned r;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(local), "r"(rank));
+  return r;
+}
+
+__device__ __forceinline__ float dec_ld_dsmem_f(unsigned addr)
+{
+  float x;
+  asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(x) : "r"(addr) : "memory");
+  return x;
+}
+
+__device__ __forceinline__ void dec_ld_dsmem_f4(unsigned addr, float x[4])
+{
+  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+               : "=f"(x[0]), "=f"(x[1]), "=f"(x[2]), "=f"(x[3])
+               : "r"(addr)
+               : "memory");
+}
+
+/* The CTAs of a cluster are the DEC_CLUSTER splits of one row group, each with its partials (O
+ * rows of DEC_PSTRIDE floats at part_o, lse at part_l) in its own shared memory. Work item (row,
+ * 16-byte chunk) goes to thread item % THREADS of CTA item / THREADS (cyclically): it reads that
+ * chunk and lse from every split at once (distributed shared memory), merges and writes o. The
+ * second barrier keeps every CTA's shared memory alive until all reads are done. */
+__device__ __forceinline__ void dec_cluster_merge(at_out_t *o, float *lse, int b, int hk, int t0, int T, int n_q,
+                                                  long long o_sb, int o_ss, int o_sh, unsigned part_o, unsigned part_l)
+{
+  const float LOG2E = 1.4426950408889634f;
+  constexpr int C4 = DEC_D / 4;
+  dec_cluster_sync();
+  for (int item = (int)dec_cluster_rank() * DEC_THREADS + threadIdx.x; item < DEC_ROWS * C4;
+       item += DEC_CLUSTER * DEC_THREADS) {
+    const int r = item / C4, ch = item % C4;
+    const int tok = t0 + r / DEC_G, h = hk * DEC_G + r % DEC_G;
+    if (tok >= T) continue;
+    float ls[DEC_CLUSTER], x[DEC_CLUSTER][4];
+#pragma unroll
+    for (int s = 0; s < DEC_CLUSTER; s++) {
+      ls[s] = dec_ld_dsmem_f(dec_dsmem(part_l + r * 4, s));
+      dec_ld_dsmem_f4(dec_dsmem(part_o + (r * DEC_PSTRIDE + 4 * ch) * 4, s), x[s]);
+    }
+    float m = AT_NEG_INF;
+#pragma unroll
+    for (int s = 0; s < DEC_CLUSTER; s++) m = fmaxf(m, ls[s]);
+    float l = 0.f, acc[4] = {0.f, 0.f, 0.f, 0.f};
+    if (m != AT_NEG_INF) {
+#pragma unroll
+      for (int s = 0; s < DEC_CLUSTER; s++) {
+        const float w = at_exp2((ls[s] - m) * LOG2E); /* 0 for an empty split (lse -inf, O 0) */
+        l += w;
+#pragma unroll
+        for (int e = 0; e < 4; e++) acc[e] = fmaf(w, x[s][e], acc[e]);
+      }
+    }
+    const float inv = l > 0.f ? 1.f / l : 0.f;
+    at_out_t *orow = o + b * o_sb + (long long)tok * o_ss + (long long)h * o_sh;
+    dec_st_global_u2(orow + 4 * ch, at_pack_out(acc[0] * inv, acc[1] * inv), at_pack_out(acc[2] * inv, acc[3] * inv));
+    if (DEC_LSE && ch == 0)
+      lse[((long long)b * n_q + h) * T + tok] = l > 0.f ? m + at_log2(l) * 0.69314718055994531f : AT_NEG_INF;
+  }
+  dec_cluster_sync();
+}
+#else
+__device__ __forceinline__ void dec_cluster_merge(at_out_t *, float *, int, int, int, int, int, long long, int, int,
+                                                  unsigned, unsigned)
+{
+}
+#endif
+
 /* ---- the split kernel ------------------------------------------------------------------------- */
 
-extern "C" __global__ void __launch_bounds__(DEC_THREADS, 1)
+extern "C" __global__ void DEC_CLUSTER_DIMS __launch_bounds__(DEC_THREADS, 1)
 DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const dec_kv_t *__restrict__ v,
            at_out_t *__restrict__ o, float *__restrict__ lse, float *__restrict__ o_part,
            float *__restrict__ lse_part, int T, int S, int n_splits, int keys_per_split, float scale_log2,
@@ -896,8 +1028,8 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
     }
     __syncthreads();
     if (wn != 0) {
-      if constexpr (!DEC_LAST_CTA) return;
-      writer = false; /* stays for the last-CTA merge's barriers */
+      if constexpr (!DEC_IN_KERNEL_MERGE) return;
+      writer = false; /* stays for the in-kernel merge's barriers */
     }
     if (writer)
 #pragma unroll
@@ -934,7 +1066,11 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
     }
   }
 
-  /* Write: o (and lse) for one split, else the normalized partial O and the split's natural lse. */
+  /* Write: o (and lse) for one split, else the normalized partial O and the split's natural lse
+   * (to the scratch, or with a cluster merge to this CTA's K/V area, once every warp is done
+   * reading the column merge's buffers there). */
+  if constexpr (DEC_CLUSTER > 1) __syncthreads();
+  float *const part_o = (float *)(dec_smem + DEC_Q_BYTES), *const part_l = part_o + DEC_ROWS * DEC_PSTRIDE;
   if (writer)
 #pragma unroll
   for (int i = 0; i < DEC_MTW; i++) {
@@ -947,7 +1083,7 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
       const float inv = l > 0.f ? o_descale / l : 0.f;
       const float lse_val = l > 0.f ? (m_fin[i][half] + at_log2(l)) * 0.69314718055994531f : AT_NEG_INF;
       const long long prow = ((long long)b * n_q + h) * T + tok_i;
-      if (n_splits == 1) {
+      if (DEC_CLUSTER == 1 && n_splits == 1) {
         if (DEC_LSE && tq == 0) lse[prow] = lse_val;
         at_out_t *orow = o + b * o_sb + (long long)tok_i * o_ss + (long long)h * o_sh;
         if constexpr (DEC_K8) { /* tiles 2c, 2c+1: d = 16c + 4t .. 4t+3 (header) */
@@ -964,24 +1100,32 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
                 at_pack_out(acc[i][j][2 * half] * inv, acc[i][j][2 * half + 1] * inv);
         }
       } else {
-        const long long pidx = prow * n_splits + split;
-        if (tq == 0) lse_part[pidx] = lse_val;
-        float *orow = o_part + pidx * DEC_D;
+        float *orow;
+        if constexpr (DEC_CLUSTER > 1) {
+          if (tq == 0) part_l[r] = lse_val;
+          orow = part_o + r * DEC_PSTRIDE;
+        } else {
+          const long long pidx = prow * n_splits + split;
+          if (tq == 0) lse_part[pidx] = lse_val;
+          orow = o_part + pidx * DEC_D;
+        }
         if constexpr (DEC_K8) {
 #pragma unroll
           for (int c = 0; c < DEC_OT / 2; c++) {
             const float *e = acc[i][2 * c], *od = acc[i][2 * c + 1];
-            dec_st_global_f4(orow + 16 * c + 4 * tq, e[2 * half] * inv, od[2 * half] * inv, e[2 * half + 1] * inv,
-                             od[2 * half + 1] * inv);
+            dec_st_part_f4(orow + 16 * c + 4 * tq, e[2 * half] * inv, od[2 * half] * inv, e[2 * half + 1] * inv,
+                           od[2 * half + 1] * inv);
           }
         } else {
 #pragma unroll
           for (int j = 0; j < DEC_OT; j++)
-            dec_st_global_f2(orow + 8 * j + 2 * tq, acc[i][j][2 * half] * inv, acc[i][j][2 * half + 1] * inv);
+            dec_st_part_f2(orow + 8 * j + 2 * tq, acc[i][j][2 * half] * inv, acc[i][j][2 * half + 1] * inv);
         }
       }
     }
   }
+  if constexpr (DEC_CLUSTER > 1)
+    dec_cluster_merge(o, lse, b, hk, t0, T, n_q, o_sb, o_ss, o_sh, at_smem_addr(part_o), at_smem_addr(part_l));
   if constexpr (DEC_LAST_CTA) {
     if (n_splits > 1)
       dec_merge_if_last(o_part, lse_part, o, lse, split_counters, b, hk, t0, T, n_q, n_splits, o_sb, o_ss, o_sh,

@@ -158,6 +158,9 @@ static const fa2_case CASES[] = {
     /* GQA 4 in (B, H, S, D) storage, no lse; D = 256 top-left */
     {3, 1, 5000, 32, 8, 128, AT_DTYPE_BF16, AT_MASK_NONE, 0, 1},
     {1, 8, 2000, 16, 2, 256, AT_DTYPE_BF16, AT_MASK_CAUSAL_TL, 1, 0},
+    /* the in-kernel merges (.lc, .cl: listed for small grids): GQA 7, T = 2 bottom-right, (B, H,
+     * S, D) storage, and 9 or 18 tiles over 8 splits, so some of a cluster's splits are empty */
+    {1, 2, 1100, 14, 2, 128, AT_DTYPE_BF16, AT_MASK_CAUSAL_BR, 1, 1},
 };
 
 static void test_fa2_variants(void **state)

@@ -706,7 +706,7 @@ static void test_decode_family(void **state)
   assert_int_equal(d.counters_offset, 0);
   /* .lc: one kernel, the partials as before, then one int32 counter per row group (B x Nkv) */
   gen_variant lc = split;
-  lc.last_cta = 1;
+  lc.merge = GEN_MERGE_LAST_CTA;
   gen_launch_desc dl;
   TU_OK(gen_launch_describe(&lc, &s, &dl));
   assert_int_equal(dl.n_kernels, 1);
@@ -718,8 +718,36 @@ static void test_decode_family(void **state)
   TU_OK(gen_variant_parse(key, &back));
   assert_memory_equal(&back, &lc, sizeof back);
   int listed_lc = 0;
-  for (int i = 0; i < n; i++) listed_lc += vs[i].last_cta;
+  for (int i = 0; i < n; i++) listed_lc += vs[i].merge == GEN_MERGE_LAST_CTA;
   assert_true(listed_lc > 0);
+  /* .cl: one kernel, no scratch, exactly the variant's splits (one cluster per row group) even
+   * where the keys fill fewer tiles; sm_90 only, 2..8 splits */
+  gen_variant cl = split;
+  cl.merge = GEN_MERGE_CLUSTER, cl.splits = 8;
+  TU_OK(gen_variant_check(&cl, &t));
+  TU_OK(gen_launch_describe(&cl, &s, &dl));
+  assert_int_equal(dl.n_kernels, 1);
+  assert_int_equal(dl.scratch_bytes, 0);
+  assert_int_equal(dl.kernels[0].grid[0], 8u);
+  at_shape short_s = s;
+  short_s.kv_len = 3 * cl.block_n; /* 3 tiles for 8 splits */
+  TU_OK(gen_launch_describe(&cl, &short_s, &dl));
+  assert_int_equal(dl.kernels[0].grid[0], 8u);
+  TU_OK(gen_variant_key(&cl, key, sizeof key));
+  assert_non_null(strstr(key, ".sp8.cl"));
+  TU_OK(gen_variant_parse(key, &back));
+  assert_memory_equal(&back, &cl, sizeof back);
+  int listed_cl = 0;
+  for (int i = 0; i < n; i++) listed_cl += vs[i].merge == GEN_MERGE_CLUSTER;
+  assert_true(listed_cl > 0);
+  cl.splits = 16;
+  assert_int_equal(gen_variant_check(&cl, &t), AT_ERR_UNSUPPORTED);
+  assert_non_null(strstr(at_last_error(), "2..8 splits"));
+  cl.splits = 4;
+  gen_target t80;
+  TU_OK(gen_target_for_arch("sm_80", &t80));
+  assert_int_equal(gen_variant_check(&cl, &t80), AT_ERR_UNSUPPORTED);
+  assert_non_null(strstr(at_last_error(), "needs sm_90"));
   split.splits = 1;
   TU_OK(gen_launch_describe(&split, &s, &d));
   assert_int_equal(d.n_kernels, 1);
@@ -750,6 +778,7 @@ static void test_decode_family(void **state)
   /* .lc: split-KV families only, right after the split count, and at most 2 rows per warp */
   assert_int_not_equal(gen_variant_parse("fa2.bf16.d128.none.g4.bm128.bn64.w4.s2.lc", &back), AT_OK);
   assert_non_null(strstr(at_last_error(), "no split-KV merge"));
+  assert_int_not_equal(gen_variant_parse("fa3.bf16.d128.none.g1.bm128.bn128.w8.s2.cl", &back), AT_OK);
   assert_int_not_equal(gen_variant_parse("decode.bf16.d128.none.g4.bm1.bn64.w4.s2.lc.sp4", &back), AT_OK);
   TU_OK(gen_variant_parse("decode.bf16.d128.causal-br.g8.bm4.bn64.w8.s2.sp4.lc", &back));
   assert_int_equal(gen_variant_check(&back, &t), AT_ERR_UNSUPPORTED);
