@@ -362,7 +362,7 @@ typedef struct at_serving_tensors {
   int num_pages; /* paged K/V: pages in each pool (at least 1) */
 } at_serving_tensors;
 
-#define AT_SERVING_TENSORS_INIT {sizeof(at_serving_tensors)}
+#define AT_SERVING_TENSORS_INIT {.struct_size = sizeof(at_serving_tensors)}
 
 /* A plan for a serving layout (see above). NULL layout: padded Q and K/V, dense, which is
  * at_plan_create. With ragged or paged tensors, "auto" (or NULL opts) gives the naive kernels,
