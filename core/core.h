@@ -15,6 +15,7 @@
 #define AT_CORE_CORE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "attntune.h"
 
@@ -73,6 +74,21 @@ int at_serving_is_padded(const at_serving_layout *layout);
  * and the packed tensors and pools within the element limit. */
 at_status at_serving_fields_check(const at_shape *shape, const at_serving_layout *layout,
                                   const at_serving_tensors *t);
+
+/* Length mixes of ragged and paged batches, as configs and `bench --lengths` give them: n
+ * lengths drawn uniformly from min..max (inclusive) by a stream seeded with seed (the same
+ * lengths everywhere); or text "L1,L2,..." (n = the count, at most cap) or
+ * "uniform:MIN:MAX[:SEED]" (n = batch, seed 1 when not given). */
+at_status at_lengths_uniform(int min, int max, uint64_t seed, int n, int *out);
+at_status at_lengths_parse(const char *text, int batch, int cap, int *out, int *n);
+/* The key of a serving call's shape: at_shape_key (the maxima), then for ragged or paged
+ * tensors the layouts and page size and a length bucket per side whose lengths vary (the power of
+ * two at or above the mean length of the batch):
+ * "b8.t4096.s4096.hq16.hkv16.d128.bf16.causal-br.qragged.kvpaged16.lq2048.lkv2048". Padded
+ * tensors (or layout NULL) give at_shape_key alone. q_lens / kv_lens (B each) may be NULL: no
+ * bucket for that side. */
+void at_serving_key(const at_shape *shape, const at_serving_layout *layout, const int *q_lens, const int *kv_lens,
+                    char *buf, size_t size);
 
 /* ---- arch names -------------------------------------------------------------------------- */
 

@@ -6,6 +6,7 @@
  */
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "core/core.h"
@@ -292,4 +293,124 @@ at_status at_serving_check_host(const at_shape *s, const at_serving_layout *give
     return rc;
   if (l.kv_layout == AT_SEQ_PAGED && (rc = check_block_table(s, &l, &t)) != AT_OK) return rc;
   return AT_OK;
+}
+
+/* ---- length mixes and keys ------------------------------------------------------------------------ */
+
+/* splitmix64: a seeded stream with no state beyond the seed, so a {dist: uniform, seed} mix is
+ * the same lengths on every machine and in every layer (core has no tuner rng). */
+static uint64_t splitmix64(uint64_t *state)
+{
+  uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+static at_status check_length_range(int min, int max)
+{
+  if (min < 0 || max < min || max > AT_MAX_SEQ_LEN)
+    return at_fail(AT_ERR_INVALID, "length range %d..%d invalid (expected 0 <= min <= max <= %d)", min, max,
+                   AT_MAX_SEQ_LEN);
+  return AT_OK;
+}
+
+at_status at_lengths_uniform(int min, int max, uint64_t seed, int n, int *out)
+{
+  at_status rc;
+  if ((rc = check_length_range(min, max)) != AT_OK) return rc;
+  const uint64_t span = (uint64_t)max - (uint64_t)min + 1;
+  uint64_t state = seed;
+  for (int i = 0; i < n; i++) out[i] = min + (int)(splitmix64(&state) % span);
+  return AT_OK;
+}
+
+static at_status parse_length(const char *text, const char *end, const char *what, int *out)
+{
+  long long v = 0;
+  const char *c = text;
+  if (c == end) return at_fail(AT_ERR_INVALID, "empty %s in lengths", what);
+  for (; c < end; c++) {
+    if (*c < '0' || *c > '9' || v > AT_MAX_SEQ_LEN)
+      return at_fail(AT_ERR_INVALID, "%s '%.*s' in lengths is not a length in 0..%d", what, (int)(end - text), text,
+                     AT_MAX_SEQ_LEN);
+    v = v * 10 + (*c - '0');
+  }
+  if (v > AT_MAX_SEQ_LEN)
+    return at_fail(AT_ERR_INVALID, "%s %lld in lengths is over %d", what, v, AT_MAX_SEQ_LEN);
+  *out = (int)v;
+  return AT_OK;
+}
+
+/* "uniform:MIN:MAX[:SEED]" */
+static at_status parse_uniform(const char *text, int batch, int cap, int *out, int *n)
+{
+  const char *p = text + strlen("uniform:");
+  const char *colon = strchr(p, ':');
+  int min = 0, max = 0;
+  at_status rc;
+  if (!colon) return at_fail(AT_ERR_INVALID, "lengths '%s': expected uniform:MIN:MAX[:SEED]", text);
+  const char *colon2 = strchr(colon + 1, ':');
+  const char *max_end = colon2 ? colon2 : colon + 1 + strlen(colon + 1);
+  if ((rc = parse_length(p, colon, "minimum", &min)) != AT_OK ||
+      (rc = parse_length(colon + 1, max_end, "maximum", &max)) != AT_OK)
+    return rc;
+  uint64_t seed = 1;
+  if (colon2) {
+    char *end = NULL;
+    seed = strtoull(colon2 + 1, &end, 10);
+    if (!colon2[1] || *end) return at_fail(AT_ERR_INVALID, "lengths '%s': the seed is not an unsigned integer", text);
+  }
+  if (batch < 1 || batch > cap)
+    return at_fail(AT_ERR_INVALID, "lengths '%s' for a batch of %d (expected 1..%d sequences)", text, batch, cap);
+  if ((rc = at_lengths_uniform(min, max, seed, batch, out)) != AT_OK) return rc;
+  *n = batch;
+  return AT_OK;
+}
+
+at_status at_lengths_parse(const char *text, int batch, int cap, int *out, int *n)
+{
+  *n = 0;
+  if (!text || !*text) return at_fail(AT_ERR_INVALID, "lengths are empty (expected L1,L2,... or uniform:MIN:MAX[:SEED])");
+  if (strncmp(text, "uniform:", 8) == 0) return parse_uniform(text, batch, cap, out, n);
+  at_status rc;
+  for (const char *p = text;;) {
+    const char *comma = strchr(p, ',');
+    const char *end = comma ? comma : p + strlen(p);
+    if (*n == cap) return at_fail(AT_ERR_INVALID, "lengths '%.40s...': more than %d sequences", text, cap);
+    if ((rc = parse_length(p, end, "length", &out[*n])) != AT_OK) return rc;
+    ++*n;
+    if (!comma) return AT_OK;
+    p = comma + 1;
+  }
+}
+
+/* The smallest power of two at least the mean length (0 for a mix of empty sequences): kernels
+ * are tuned per scale of sequence, not per exact mix, and the mean sets the work per sequence. */
+static long long length_bucket(const int *lens, int n)
+{
+  long long sum = 0;
+  for (int i = 0; i < n; i++) sum += lens[i] > 0 ? lens[i] : 0;
+  const long long mean = n > 0 ? (sum + n - 1) / n : 0;
+  long long bucket = mean > 0 ? 1 : 0;
+  while (bucket && bucket < mean) bucket *= 2;
+  return bucket;
+}
+
+void at_serving_key(const at_shape *s, const at_serving_layout *l, const int *q_lens, const int *kv_lens, char *buf,
+                    size_t size)
+{
+  at_shape_key(s, buf, size);
+  if (!l || at_serving_is_padded(l)) return;
+  size_t used = strlen(buf);
+  if (l->q_layout == AT_SEQ_RAGGED && used < size)
+    used += (size_t)snprintf(buf + used, size - used, ".qragged");
+  if (l->kv_layout == AT_SEQ_RAGGED && used < size)
+    used += (size_t)snprintf(buf + used, size - used, ".kvragged");
+  if (l->kv_layout == AT_SEQ_PAGED && used < size)
+    used += (size_t)snprintf(buf + used, size - used, ".kvpaged%d", l->page_size);
+  if (l->q_layout == AT_SEQ_RAGGED && q_lens && used < size)
+    used += (size_t)snprintf(buf + used, size - used, ".lq%lld", length_bucket(q_lens, s->batch));
+  if (l->kv_layout != AT_SEQ_PADDED && kv_lens && used < size)
+    snprintf(buf + used, size - used, ".lkv%lld", length_bucket(kv_lens, s->batch));
 }

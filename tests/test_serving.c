@@ -340,6 +340,73 @@ static void test_lookup_falls_back_to_naive(void **state)
   expect_error(rt_lookup_chain_serving(NULL, &now, &target, &s, &bad, 0, &l), AT_ERR_INVALID, "page_size 12", NULL);
 }
 
+/* ---- length mixes and keys ------------------------------------------------------------------------ */
+
+static void test_length_mixes(void **state)
+{
+  (void)state;
+  int lens[64], n = 0;
+  TU_OK(at_lengths_parse("512,0,1,8192", 7, 64, lens, &n));
+  assert_int_equal(n, 4); /* a list sets the batch */
+  assert_int_equal(lens[0], 512);
+  assert_int_equal(lens[1], 0);
+  assert_int_equal(lens[2], 1);
+  assert_int_equal(lens[3], 8192);
+  TU_OK(at_lengths_parse("uniform:512:8192:7", 32, 64, lens, &n));
+  assert_int_equal(n, 32);
+  int again[64], spread = 0;
+  TU_OK(at_lengths_uniform(512, 8192, 7, 32, again));
+  assert_memory_equal(lens, again, 32 * sizeof *lens); /* the seed gives the same mix */
+  for (int i = 0; i < 32; i++) {
+    assert_true(lens[i] >= 512 && lens[i] <= 8192);
+    spread |= lens[i] != lens[0];
+  }
+  assert_true(spread);
+  TU_OK(at_lengths_parse("uniform:3:3", 5, 64, lens, &n)); /* default seed */
+  assert_int_equal(n, 5);
+  for (int i = 0; i < 5; i++) assert_int_equal(lens[i], 3);
+  TU_OK(at_lengths_uniform(0, 1, 99, 64, lens));
+  int seen[2] = {0, 0};
+  for (int i = 0; i < 64; i++) seen[lens[i]]++;
+  assert_true(seen[0] > 0 && seen[1] > 0); /* both ends of the range are drawn */
+
+  expect_error(at_lengths_parse("512,,3", 1, 64, lens, &n), AT_ERR_INVALID, "empty length", NULL);
+  expect_error(at_lengths_parse("512,-3", 1, 64, lens, &n), AT_ERR_INVALID, "'-3'", NULL);
+  expect_error(at_lengths_parse("12x", 1, 64, lens, &n), AT_ERR_INVALID, "'12x'", NULL);
+  expect_error(at_lengths_parse("2000000000", 1, 64, lens, &n), AT_ERR_INVALID, "2000000000", NULL);
+  expect_error(at_lengths_parse("uniform:9:3", 4, 64, lens, &n), AT_ERR_INVALID, "length range 9..3", NULL);
+  expect_error(at_lengths_parse("uniform:1", 4, 64, lens, &n), AT_ERR_INVALID, "uniform:MIN:MAX", NULL);
+  expect_error(at_lengths_parse("uniform:1:4:x", 4, 64, lens, &n), AT_ERR_INVALID, "seed", NULL);
+  expect_error(at_lengths_parse("uniform:1:4", 100, 64, lens, &n), AT_ERR_INVALID, "batch of 100", NULL);
+  expect_error(at_lengths_parse("", 4, 64, lens, &n), AT_ERR_INVALID, "empty", NULL);
+  expect_error(at_lengths_parse("1,2,3", 4, 2, lens, &n), AT_ERR_INVALID, "more than 2 sequences", NULL);
+}
+
+static void test_serving_keys(void **state)
+{
+  (void)state;
+  at_shape s = shape(4, 4096, 4096);
+  s.q_heads = 16, s.kv_heads = 16, s.head_dim = 128;
+  const int q[4] = {100, 4096, 1, 0}, kv[4] = {1000, 4096, 3000, 0}; /* means 1050 and 2024 */
+  char key[256], plain[160];
+  at_shape_key(&s, plain, sizeof plain);
+  at_serving_layout l = at_serving_layout_make(&s, AT_SEQ_RAGGED, AT_SEQ_PAGED, 16);
+  at_serving_key(&s, &l, q, kv, key, sizeof key);
+  assert_string_equal(key, "b4.t4096.s4096.hq16.hkv16.d128.bf16.causal-br.qragged.kvpaged16.lq2048.lkv2048");
+  l = at_serving_layout_make(&s, AT_SEQ_PADDED, AT_SEQ_PAGED, 256);
+  at_serving_key(&s, &l, NULL, kv, key, sizeof key);
+  assert_string_equal(key, "b4.t4096.s4096.hq16.hkv16.d128.bf16.causal-br.kvpaged256.lkv2048");
+  l = at_serving_layout_make(&s, AT_SEQ_RAGGED, AT_SEQ_RAGGED, 0);
+  const int zeros[4] = {0, 0, 0, 0}, ones[4] = {1, 1, 1, 1};
+  at_serving_key(&s, &l, zeros, ones, key, sizeof key);
+  assert_string_equal(key, "b4.t4096.s4096.hq16.hkv16.d128.bf16.causal-br.qragged.kvragged.lq0.lkv1");
+  l = at_serving_layout_make(&s, AT_SEQ_PADDED, AT_SEQ_PADDED, 0);
+  at_serving_key(&s, &l, q, kv, key, sizeof key);
+  assert_string_equal(key, plain); /* padded: the ordinary key */
+  at_serving_key(&s, NULL, NULL, NULL, key, sizeof key);
+  assert_string_equal(key, plain);
+}
+
 /* ---- the library without a GPU ---------------------------------------------------------------------- */
 
 static void test_api_refuses_null_plans(void **state)
@@ -366,6 +433,8 @@ int main(void)
       cmocka_unit_test(test_ragged_offsets),
       cmocka_unit_test(test_paged_block_tables),
       cmocka_unit_test(test_lookup_falls_back_to_naive),
+      cmocka_unit_test(test_length_mixes),
+      cmocka_unit_test(test_serving_keys),
       cmocka_unit_test(test_api_refuses_null_plans),
   };
   return TU_RUN_GROUP(tests, NULL, NULL);
