@@ -549,6 +549,7 @@ static int run_suite(int argc, char **argv)
                           "share/attntune/configs)", suite, suite);
   tn_config cfg;
   at_status rc = tn_config_load(path, &cfg);
+  if (rc == AT_OK && (rc = tn_config_refuse_serving(&cfg)) != AT_OK) tn_config_free(&cfg);
   if (rc != AT_OK) {
     fprintf(stderr, "attntune bench: %s\n", at_last_error());
     return TN_EXIT_USAGE;
