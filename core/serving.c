@@ -400,6 +400,7 @@ static long long length_bucket(const int *lens, int n)
 void at_serving_key(const at_shape *s, const at_serving_layout *l, const int *q_lens, const int *kv_lens, char *buf,
                     size_t size)
 {
+  if (size == 0) return; /* nothing can be written, not even the terminating NUL */
   at_shape_key(s, buf, size);
   if (!l || at_serving_is_padded(l)) return;
   size_t used = strlen(buf);

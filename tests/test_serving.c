@@ -405,6 +405,20 @@ static void test_serving_keys(void **state)
   assert_string_equal(key, plain); /* padded: the ordinary key */
   at_serving_key(&s, NULL, NULL, NULL, key, sizeof key);
   assert_string_equal(key, plain);
+  /* Short buffers: cut and terminated; none at all: untouched. */
+  l = at_serving_layout_make(&s, AT_SEQ_RAGGED, AT_SEQ_PAGED, 16);
+  at_serving_key(&s, &l, q, kv, key, sizeof key);
+  const size_t full = strlen(key);
+  for (size_t cap = 1; cap < 100; cap++) {
+    char small[100];
+    memset(small, 'x', sizeof small);
+    at_serving_key(&s, &l, q, kv, small, cap);
+    assert_int_equal(strlen(small), cap - 1 < full ? cap - 1 : full);
+    assert_int_equal(small[cap], 'x');
+  }
+  key[0] = 'x';
+  at_serving_key(&s, &l, q, kv, key, 0);
+  assert_int_equal(key[0], 'x');
 }
 
 /* ---- the library without a GPU ---------------------------------------------------------------------- */

@@ -211,7 +211,8 @@ static void make_io(const serving_case *c, serving_io *x)
   x->q_host = random_storage(&rng, c->dtype, (size_t)x->q_rows * c->nq * c->d, 3.0f, &x->descale[0]);
   x->k_logical = random_storage(&rng, kv_dtype, (size_t)x->kv_rows * c->nkv * c->d, 0.5f, &x->descale[1]);
   x->v_logical = random_storage(&rng, kv_dtype, (size_t)x->kv_rows * c->nkv * c->d, 2.0f, &x->descale[2]);
-  x->q = device_copy(x->q_host, (size_t)x->q_rows * x->q_row_bytes + 16);
+  x->q = device_poisoned((size_t)x->q_rows * x->q_row_bytes + 16);
+  TU_OK(at_copy_to_device(g_ctx, x->q, x->q_host, (size_t)x->q_rows * x->q_row_bytes));
   place_kv(&rng, c, x);
   const at_dtype out = at_dtype_default_out(c->dtype);
   x->o_bytes = (size_t)x->q_rows * c->nq * c->d * at_dtype_size(out);
