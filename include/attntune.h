@@ -279,8 +279,9 @@ AT_API at_status at_plan_benchmark(at_plan *plan, const at_tensors *t, const at_
  * the plan: tiles, scratch), batch is B, and everything else means what it means for padded
  * tensors. Masks apply per sequence with that sequence's lengths T_b and S_b: causal top-left
  * lets row i see keys j <= i; causal bottom-right j <= i + S_b - T_b (each sequence's last query
- * row sees its last key, as in decode and chunked prefill). A row that sees no key (S_b = 0, or
- * bottom-right with T_b > S_b) gets o = 0 and lse = -inf. The log-sum-exp output is fp32
+ * row sees its last key, as in decode and chunked prefill). A row that sees no key (every row
+ * when S_b = 0; the first T_b - S_b rows under bottom-right when T_b > S_b) gets o = 0 and
+ * lse = -inf. The log-sum-exp output is fp32
  * [B, Nq, T] for padded Q, [Nq, total_q] for ragged Q (row cu_seqlens_q[b] + i of head h at
  * h * total_q + cu_seqlens_q[b] + i).
  *
