@@ -15,6 +15,7 @@
 #define AT_CORE_CORE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "attntune.h"
 
@@ -53,6 +54,41 @@ const char *at_dtype_names(void);
 const char *at_dtypes_name(at_dtype dtype, at_dtype kv_dtype);
 /* Parse that word back: dtype, and kv_dtype AT_KV_SAME unless ".kv<dtype>" names another one. */
 at_status at_dtypes_parse(const char *text, at_dtype *dtype, at_dtype *kv_dtype);
+
+/* ---- serving layouts (core/serving.c; the public part is in attntune.h) ----------------------- */
+
+/* "1, 16, 32, 64, 128, 256": the page sizes at_page_size_allowed takes, for messages. */
+const char *at_page_sizes_text(void);
+/* Copy a size-versioned public struct (its first field a size_t struct_size) into dst, this
+ * library's version of known_size bytes: refused when src is NULL, struct_size is 0 or below
+ * min_size (the first version's size), or when a larger struct (a later header's) has a byte
+ * that is not 0 past known_size; fields the caller's version lacks are 0 in dst. type names the
+ * struct in messages. */
+at_status at_versioned_copy(const char *type, const void *src, size_t min_size, size_t known_size, void *dst);
+/* A checked copy of a serving layout for shape (at_serving_layout_check's rules). */
+at_status at_serving_layout_copy(const at_shape *shape, const at_serving_layout *given, at_serving_layout *out);
+/* Padded Q and padded K/V: an ordinary plan's tensors. */
+int at_serving_is_padded(const at_serving_layout *layout);
+/* What the host sees of a call's metadata (t already copied): exactly the pointers and counts the
+ * layout uses are given (pointers non-NULL, totals >= 0, num_pages >= 1), the others NULL / 0,
+ * and the packed tensors and pools within the element limit. */
+at_status at_serving_fields_check(const at_shape *shape, const at_serving_layout *layout,
+                                  const at_serving_tensors *t);
+
+/* Length mixes of ragged and paged batches, as configs and `bench --lengths` give them: n
+ * lengths drawn uniformly from min..max (inclusive) by a stream seeded with seed (the same
+ * lengths everywhere); or text "L1,L2,..." (n = the count, at most cap) or
+ * "uniform:MIN:MAX[:SEED]" (n = batch, seed 1 when not given). */
+at_status at_lengths_uniform(int min, int max, uint64_t seed, int n, int *out);
+at_status at_lengths_parse(const char *text, int batch, int cap, int *out, int *n);
+/* The key of a serving call's shape: at_shape_key (the maxima), then for ragged or paged
+ * tensors the layouts and page size and a length bucket per side whose lengths vary (the power of
+ * two at or above the mean length of the batch):
+ * "b8.t4096.s4096.hq16.hkv16.d128.bf16.causal-br.qragged.kvpaged16.lq2048.lkv2048". Padded
+ * tensors (or layout NULL) give at_shape_key alone. q_lens / kv_lens (B each) may be NULL: no
+ * bucket for that side. */
+void at_serving_key(const at_shape *shape, const at_serving_layout *layout, const int *q_lens, const int *kv_lens,
+                    char *buf, size_t size);
 
 /* ---- arch names -------------------------------------------------------------------------- */
 

@@ -3,4 +3,5 @@ set(AT_CORE_SOURCES
   core/shape.c
   core/arch.c
   core/numerics.c
+  core/serving.c
 )

@@ -256,6 +256,146 @@ AT_API const char *at_choice_name(at_choice choice); /* "exact", "nearest", ... 
 AT_API at_status at_plan_benchmark(at_plan *plan, const at_tensors *t, const at_fp8_args *fp8,
                                    int warmup, int reps, double *median_ms);
 
+/* ==== Serving layouts: ragged batches and paged K/V ======================================
+ *
+ * What LLM servers hand an attention call: B sequences of different lengths in one launch.
+ *
+ *   Ragged (varlen): the sequences of a tensor are packed one after another along the sequence
+ *     axis, [total, N, D], and int32 offsets on the device say where each begins:
+ *     cu_seqlens[0] = 0, sequence b is rows cu_seqlens[b] .. cu_seqlens[b + 1] - 1, and
+ *     cu_seqlens[B] = total. Q and O share cu_seqlens_q (O is packed like Q); K and V share
+ *     cu_seqlens_kv. A sequence may be empty (length 0).
+ *   Paged (K and V only; the vLLM layout): K and V are pools of pages [num_pages, page_size, Nkv,
+ *     D] (two pools with the same page numbering); an int32 block table [B, max_pages_per_seq]
+ *     (row-major) names, for sequence b, the page that holds its tokens p * page_size ..
+ *     (p + 1) * page_size - 1 at block_table[b * max_pages_per_seq + p]; seqlens_kv[b] (int32) is
+ *     the sequence's length. Pages may sit anywhere in the pool, in any order, and may be shared
+ *     between sequences (a common prefix). Page sizes: 1, 16, 32, 64, 128, 256.
+ *   Padded: what at_plan_create takes, [B, T, N, D] with every sequence the shape's full length.
+ *
+ * Q may be padded or ragged; K and V padded, ragged or paged, in any combination (ragged Q with
+ * paged K/V is a prefill or mixed step of a server, padded Q of length 1 with paged K/V a decode
+ * step). The shape's q_len and kv_len are then the longest lengths the plan accepts (they size
+ * the plan: tiles, scratch), batch is B, and everything else means what it means for padded
+ * tensors. Masks apply per sequence with that sequence's lengths T_b and S_b: causal top-left
+ * lets row i see keys j <= i; causal bottom-right j <= i + S_b - T_b (each sequence's last query
+ * row sees its last key, as in decode and chunked prefill). A row that sees no key (every row
+ * when S_b = 0; the first T_b - S_b rows under bottom-right when T_b > S_b) gets o = 0 and
+ * lse = -inf. The log-sum-exp output is fp32
+ * [B, Nq, T] for padded Q, [Nq, total_q] for ragged Q (row cu_seqlens_q[b] + i of head h at
+ * h * total_q + cu_seqlens_q[b] + i).
+ *
+ * What runs them today: only the naive reference kernels (impl "naive", and what "auto" falls
+ * back to; at_plan_info.reason says why). The generated families (fa2, fa3, decode) and cuDNN
+ * refuse these layouts with AT_ERR_UNSUPPORTED until their paged and ragged kernels exist. A
+ * plan made by at_plan_create_serving with padded Q and padded K/V is an ordinary plan (the
+ * whole chain applies).
+ *
+ * Metadata the kernels read on the device is never trusted for addressing: whatever the offsets,
+ * lengths and table hold, no kernel reads or writes outside [0, total_q) rows of Q and O,
+ * [0, total_kv) rows of K and V, [0, num_pages) pages of the pools, or B x max_pages_per_seq
+ * entries of the table. The naive kernels clamp each sequence's range to its tensor (an offset
+ * below 0 or past total counts as total; a decreasing offset gives an empty sequence), cut
+ * lengths to the planned maxima, and treat the keys of a page whose table entry is outside
+ * [0, num_pages) as masked (skipped). Such a result is wrong but harmless; at_serving_check
+ * finds the bad entry and names it, before a run, where the caller asks for it. */
+
+typedef enum at_seq_layout {
+  AT_SEQ_PADDED = 0, /* [B, len, N, D]: every sequence the shape's full length */
+  AT_SEQ_RAGGED,     /* [total, N, D] packed, int32 cu_seqlens [B + 1] on the device */
+  AT_SEQ_PAGED,      /* K and V only: [num_pages, page_size, Nkv, D] pools, a block table, lengths */
+} at_seq_layout;
+
+AT_API const char *at_seq_layout_name(at_seq_layout layout); /* "padded", "ragged", "paged" */
+AT_API at_status at_seq_layout_parse(const char *text, at_seq_layout *out);
+/* 1 when page_size is one the plans take (1, 16, 32, 64, 128, 256), else 0. */
+AT_API int at_page_size_allowed(int page_size);
+
+/* How a serving plan's tensors are laid out; a plan parameter, fixed at at_plan_create_serving.
+ *
+ * Versioned by size: struct_size is sizeof(at_serving_layout) as the caller compiled it
+ * (at_serving_layout_make sets it). A later attntune may append fields; this library then reads
+ * the fields it knows and refuses a larger struct whose unknown tail is not all zeros (the caller
+ * asks for something this library cannot do), and refuses a struct_size smaller than this first
+ * version's. Strides are in elements, the D stride is 1, and their batch field means:
+ *   padded: the stride between sequences, as in at_layout;
+ *   ragged: nothing (rows are found through cu_seqlens): it must be 0;
+ *   paged:  the stride between pages of the pool (page_size x Nkv x D for dense pages). */
+typedef struct at_serving_layout {
+  size_t struct_size;
+  at_seq_layout q_layout;  /* of Q and O: AT_SEQ_PADDED or AT_SEQ_RAGGED */
+  at_seq_layout kv_layout; /* of K and V: AT_SEQ_PADDED, AT_SEQ_RAGGED or AT_SEQ_PAGED */
+  int page_size;           /* paged: tokens per page (1, 16, 32, 64, 128, 256); otherwise 0 */
+  int max_pages_per_seq;   /* paged: entries per block-table row, at least ceil(kv_len / page_size);
+                            * otherwise 0 */
+  at_layout strides;
+} at_serving_layout;
+
+/* The dense layout of those kinds for shape: struct_size set, strides of dense BSHD, packed or
+ * paged tensors, max_pages_per_seq = ceil(kv_len / page_size) when paged. Values it cannot use
+ * (a page size not allowed, Q paged) are kept as given for at_serving_layout_check to refuse. */
+AT_API at_serving_layout at_serving_layout_make(const at_shape *shape, at_seq_layout q_layout,
+                                                at_seq_layout kv_layout, int page_size);
+/* Explains the first problem: the struct size, a layout kind Q cannot have (paged), a page size
+ * not allowed (or one given without paged K/V), too few block-table entries for kv_len, a ragged
+ * batch stride that is not 0. The shape is checked as at_shape_check does. */
+AT_API at_status at_serving_layout_check(const at_shape *shape, const at_serving_layout *layout);
+/* "ragged Q with paged K/V (page size 16)", for messages. */
+AT_API void at_serving_layout_describe(const at_serving_layout *layout, char *buf, size_t size);
+
+/* Device pointers, strides and metadata of one call of a serving plan.
+ *
+ * Versioned by size like at_serving_layout: set struct_size to sizeof(at_serving_tensors), which
+ * AT_SERVING_TENSORS_INIT does (at_serving_tensors t = AT_SERVING_TENSORS_INIT;). Metadata that
+ * the plan's layout does not use must be NULL / 0. */
+typedef struct at_serving_tensors {
+  size_t struct_size;
+  const void *q, *k, *v; /* padded [B, T, Nq, D] / ragged [total_q, Nq, D] / paged pools */
+  void *o;               /* laid out like Q */
+  float *lse;            /* [B, Nq, T] (padded Q) or [Nq, total_q] (ragged Q), fp32; or NULL */
+  at_strides q_stride, k_stride, v_stride, o_stride; /* the plan's layout.strides */
+  const int32_t *cu_seqlens_q;  /* ragged Q: [B + 1] */
+  const int32_t *cu_seqlens_kv; /* ragged K/V: [B + 1] */
+  const int32_t *block_table;   /* paged K/V: [B, max_pages_per_seq] */
+  const int32_t *seqlens_kv;    /* paged K/V: [B], each in 0..kv_len */
+  int total_q;   /* ragged Q: rows of packed Q and O, cu_seqlens_q[B] (0 allowed) */
+  int total_kv;  /* ragged K/V: rows of packed K and V, cu_seqlens_kv[B] */
+  int num_pages; /* paged K/V: pages in each pool (at least 1) */
+} at_serving_tensors;
+
+#define AT_SERVING_TENSORS_INIT {.struct_size = sizeof(at_serving_tensors)}
+
+/* A plan for a serving layout (see above). NULL layout: padded Q and K/V, dense, which is
+ * at_plan_create. With ragged or paged tensors, "auto" (or NULL opts) gives the naive kernels,
+ * whose info.reason names why every earlier step of the chain was skipped; "fused", "cudnn" and
+ * variant keys are refused with AT_ERR_UNSUPPORTED naming the layout; "naive" is "naive". */
+AT_API at_status at_plan_create_serving(at_context *ctx, const at_shape *shape, const at_serving_layout *layout,
+                                        const at_plan_options *opts, at_plan **out);
+/* Enqueue a plan's attention (any plan: one from at_plan_create takes padded tensors here). The
+ * rules of at_plan_run hold (strides must be the plan's, Q, K, V and O pointers 16-byte
+ * aligned, fp8 for FP8 shapes); metadata pointers must be 4-byte aligned device pointers. Only
+ * the host fields (struct_size, pointers, totals, num_pages) are checked here: the device
+ * metadata is read by the kernels alone (at_serving_check reads it on the host). at_plan_run
+ * refuses a plan with ragged or paged tensors. */
+AT_API at_status at_plan_run_serving(at_plan *plan, const at_serving_tensors *t, const at_fp8_args *fp8,
+                                     void *stream);
+AT_API at_status at_plan_benchmark_serving(at_plan *plan, const at_serving_tensors *t, const at_fp8_args *fp8,
+                                           int warmup, int reps, double *median_ms);
+
+/* Checks a call's metadata against its plan: copies the device arrays to the host (a synchronous
+ * copy: call it once the metadata is written, e.g. after at_synchronize) and applies
+ * at_serving_check_host. */
+AT_API at_status at_serving_check(const at_plan *plan, const at_serving_tensors *t);
+/* The same checks on metadata in host memory (t's metadata pointers are host pointers here;
+ * its tensor pointers are not read): for ragged tensors, cu_seqlens[0] = 0, no offset below the
+ * one before it, no sequence longer than the planned q_len / kv_len, cu_seqlens[B] equal to
+ * total_q / total_kv; for paged K/V, seqlens_kv in 0..kv_len, and for each sequence the
+ * ceil(seqlens_kv[b] / page_size) table entries it uses in [0, num_pages) (entries past those are
+ * never read and not checked). AT_ERR_INVALID names the array, the index and the value:
+ * "block_table[2][5] = 4096 is outside the pool (num_pages 4096: pages 0..4095)". */
+AT_API at_status at_serving_check_host(const at_shape *shape, const at_serving_layout *layout,
+                                       const at_serving_tensors *t);
+
 /* Device memory on the context's GPU, for programs that do not use the CUDA runtime. */
 AT_API at_status at_device_alloc(at_context *ctx, size_t bytes, void **ptr);
 AT_API void at_device_free(at_context *ctx, void *ptr);

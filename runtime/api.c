@@ -44,6 +44,9 @@ struct at_plan {
   at_context *ctx;
   at_shape shape;
   at_layout layout;
+  /* The tensors' layout kinds; padded Q and K/V (layout.strides == layout above) for plans from
+   * at_plan_create. Ragged or paged plans run only the naive kernels (include/attntune.h). */
+  at_serving_layout serving;
   at_plan_info info;
   plan_kind kind;
   rt_variant kernel; /* a copy; the module belongs to the context */
@@ -176,10 +179,22 @@ static at_status variant_cubin(at_context *c, const gen_variant *v, const char *
   return AT_OK;
 }
 
+/* The generated families and cuDNN have no kernels for ragged or paged tensors yet; the message
+ * names the implementation and the layout. */
+static at_status refuse_serving(const at_plan *p, const char *impl, const char *why)
+{
+  char what[96];
+  at_serving_layout_describe(&p->serving, what, sizeof what);
+  return at_fail(AT_ERR_UNSUPPORTED, "unsupported: %s cannot run %s (%s; impl \"naive\" runs it)", impl, what, why);
+}
+
 static at_status use_variant(at_context *c, at_plan *p, const gen_variant *v)
 {
   char key[GEN_KEY_MAX];
   at_status rc;
+  if (!at_serving_is_padded(&p->serving))
+    return refuse_serving(p, gen_variant_key(v, key, sizeof key) == AT_OK ? key : "a generated kernel",
+                          "paged/ragged kernels are not built yet");
   if ((rc = gen_variant_matches(v, &p->shape)) != AT_OK) return rc;
   if ((rc = gen_variant_check(v, &c->target)) != AT_OK) return rc;
   if ((rc = gen_variant_key(v, key, sizeof key)) != AT_OK) return rc;
@@ -210,6 +225,8 @@ static at_status use_variant(at_context *c, at_plan *p, const gen_variant *v)
 
 static at_status use_cudnn(at_plan *p)
 {
+  if (!at_serving_is_padded(&p->serving))
+    return refuse_serving(p, "cudnn", "attntune's cuDNN graphs take padded tensors; ragged and paged ones are not built yet");
   if (at_dtype_is_fp8(p->shape.dtype))
     return at_fail(AT_ERR_UNSUPPORTED, "cuDNN's FP8 attention writes FP8 output; plans for FP8 inputs write bf16");
   if (at_shape_kv_dtype(&p->shape) != p->shape.dtype)
@@ -289,7 +306,7 @@ static at_status choose(at_plan *p, const char *impl)
     return rc;
   }
   rt_lookup chain;
-  rc = rt_lookup_chain(c->cache, &c->now, &c->target, &p->shape, fused_only, &chain);
+  rc = rt_lookup_chain_serving(c->cache, &c->now, &c->target, &p->shape, &p->serving, fused_only, &chain);
   if (rc != AT_OK) return rc;
   if (chain.skipped[0]) note(p, "%s", chain.skipped);
   for (int i = 0; i < chain.n_steps; i++) {
@@ -315,19 +332,18 @@ at_layout at_layout_bshd(const at_shape *s)
   return l;
 }
 
-at_status at_plan_create(at_context *c, const at_shape *shape, const at_layout *layout,
-                         const at_plan_options *opts, at_plan **out)
+/* Both creators: serving is a checked copy (padded Q and K/V for at_plan_create). */
+static at_status create_plan(at_context *c, const at_shape *shape, const at_layout *layout,
+                             const at_serving_layout *serving, const at_plan_options *opts, at_plan **out)
 {
   at_status rc;
   double t0 = now_ms();
-  *out = NULL;
-  if (!c) return at_fail(AT_ERR_INVALID, "context is NULL");
-  if ((rc = at_shape_check(shape)) != AT_OK) return rc;
   at_plan *p = calloc(1, sizeof *p);
   if (!p) return at_fail(AT_ERR_NOMEM, "no memory for a plan");
   p->ctx = c;
   p->shape = *shape;
   p->layout = layout ? *layout : at_layout_bshd(shape);
+  p->serving = *serving;
   p->info.tuned_ms = p->info.cudnn_ms = NAN;
   pthread_mutex_lock(&c->lock);
   rc = bind_context(c);
@@ -340,6 +356,30 @@ at_status at_plan_create(at_context *c, const at_shape *shape, const at_layout *
   p->info.create_ms = now_ms() - t0;
   *out = p;
   return AT_OK;
+}
+
+at_status at_plan_create(at_context *c, const at_shape *shape, const at_layout *layout,
+                         const at_plan_options *opts, at_plan **out)
+{
+  at_status rc;
+  *out = NULL;
+  if (!c) return at_fail(AT_ERR_INVALID, "context is NULL");
+  if ((rc = at_shape_check(shape)) != AT_OK) return rc;
+  at_serving_layout padded = at_serving_layout_make(shape, AT_SEQ_PADDED, AT_SEQ_PADDED, 0);
+  if (layout) padded.strides = *layout;
+  return create_plan(c, shape, layout, &padded, opts, out);
+}
+
+at_status at_plan_create_serving(at_context *c, const at_shape *shape, const at_serving_layout *layout,
+                                 const at_plan_options *opts, at_plan **out)
+{
+  at_status rc;
+  *out = NULL;
+  if (!c) return at_fail(AT_ERR_INVALID, "context is NULL");
+  if ((rc = at_shape_check(shape)) != AT_OK) return rc;
+  at_serving_layout serving = at_serving_layout_make(shape, AT_SEQ_PADDED, AT_SEQ_PADDED, 0);
+  if (layout && (rc = at_serving_layout_copy(shape, layout, &serving)) != AT_OK) return rc;
+  return create_plan(c, shape, &serving.strides, &serving, opts, out);
 }
 
 void at_plan_destroy(at_plan *p)
@@ -375,10 +415,10 @@ static at_status check_pointer(const void *ptr, const char *name)
   return AT_OK;
 }
 
-static at_status check_run(const at_plan *p, const at_tensors *t, const at_fp8_args *fp8)
+/* Pointers, strides and descales of a call, whichever struct carried them. */
+static at_status check_tensors(const at_plan *p, const at_tensors *t, const at_fp8_args *fp8)
 {
   at_status rc;
-  if (!t) return at_fail(AT_ERR_INVALID, "tensors are NULL");
   if ((rc = check_pointer(t->q, "q")) != AT_OK || (rc = check_pointer(t->k, "k")) != AT_OK ||
       (rc = check_pointer(t->v, "v")) != AT_OK || (rc = check_pointer(t->o, "o")) != AT_OK)
     return rc;
@@ -395,6 +435,49 @@ static at_status check_run(const at_plan *p, const at_tensors *t, const at_fp8_a
     return at_fail(AT_ERR_INVALID, "an FP8 shape needs its descale pointers (at_fp8_args)");
   if (at_dtype_is_fp8(at_shape_kv_dtype(&p->shape)) && !fp8)
     return at_fail(AT_ERR_INVALID, "an FP8 KV cache needs its descale pointers (at_fp8_args: descale_k, descale_v)");
+  return AT_OK;
+}
+
+static at_status check_run(const at_plan *p, const at_tensors *t, const at_fp8_args *fp8)
+{
+  if (!t) return at_fail(AT_ERR_INVALID, "tensors are NULL");
+  if (!at_serving_is_padded(&p->serving)) {
+    char what[96];
+    at_serving_layout_describe(&p->serving, what, sizeof what);
+    return at_fail(AT_ERR_INVALID, "this plan is for %s: run it with at_plan_run_serving (at_tensors has no "
+                   "sequence offsets or block table)", what);
+  }
+  return check_tensors(p, t, fp8);
+}
+
+/* The tensors of an at_serving_tensors, as at_plan_run takes them. */
+static at_tensors plain_tensors(const at_serving_tensors *t)
+{
+  at_tensors plain = {t->q, t->k, t->v, t->o, t->lse, t->q_stride, t->k_stride, t->v_stride, t->o_stride};
+  return plain;
+}
+
+static at_status check_metadata_pointer(const void *ptr, const char *name)
+{
+  if (ptr && (uintptr_t)ptr % 4) return at_fail(AT_ERR_INVALID, "%s (%p) is not 4-byte aligned (int32 entries)", name, ptr);
+  return AT_OK;
+}
+
+/* A serving call's host-side fields: the struct's version, tensors as check_tensors, metadata
+ * pointers and counts as the plan's layout asks (the device arrays are not read). */
+static at_status check_serving_run(const at_plan *p, const at_serving_tensors *given, const at_fp8_args *fp8,
+                                   at_serving_tensors *t)
+{
+  at_status rc;
+  if ((rc = at_versioned_copy("at_serving_tensors", given, sizeof *t, sizeof *t, t)) != AT_OK) return rc;
+  at_tensors plain = plain_tensors(t);
+  if ((rc = check_tensors(p, &plain, fp8)) != AT_OK) return rc;
+  if ((rc = at_serving_fields_check(&p->shape, &p->serving, t)) != AT_OK) return rc;
+  if ((rc = check_metadata_pointer(t->cu_seqlens_q, "cu_seqlens_q")) != AT_OK ||
+      (rc = check_metadata_pointer(t->cu_seqlens_kv, "cu_seqlens_kv")) != AT_OK ||
+      (rc = check_metadata_pointer(t->block_table, "block_table")) != AT_OK ||
+      (rc = check_metadata_pointer(t->seqlens_kv, "seqlens_kv")) != AT_OK)
+    return rc;
   return AT_OK;
 }
 
@@ -426,9 +509,36 @@ at_status at_plan_run(at_plan *p, const at_tensors *t, const at_fp8_args *fp8, v
   return launch(p, t, fp8, (CUstream)stream);
 }
 
+/* A checked serving call: padded plans launch as at_plan_run does; ragged and paged plans are
+ * naive (choose() gives them nothing else). */
+static at_status launch_serving(at_plan *p, const at_serving_tensors *t, const at_fp8_args *fp8, CUstream stream)
+{
+  if (at_serving_is_padded(&p->serving)) {
+    at_tensors plain = plain_tensors(t);
+    return launch(p, &plain, fp8, stream);
+  }
+  if (p->kind != PLAN_NAIVE) return at_fail(AT_ERR_INVALID, "a %s plan for a serving layout", p->info.impl);
+  rt_naive_descales d = {NULL, NULL, NULL};
+  if (fp8) /* descale_q only for FP8 Q, as launch() */
+    d = (rt_naive_descales){at_dtype_is_fp8(p->shape.dtype) ? fp8->descale_q : NULL, fp8->descale_k, fp8->descale_v};
+  return rt_naive_run_serving(&p->naive, &p->shape, &p->serving, t, fp8 ? &d : NULL, p->scratch, stream);
+}
+
+at_status at_plan_run_serving(at_plan *p, const at_serving_tensors *t, const at_fp8_args *fp8, void *stream)
+{
+  at_status rc;
+  at_serving_tensors copy;
+  if (!p) return at_fail(AT_ERR_INVALID, "plan is NULL");
+  if ((rc = check_serving_run(p, t, fp8, &copy)) != AT_OK) return rc;
+  if ((rc = bind_context(p->ctx)) != AT_OK) return rc;
+  return launch_serving(p, &copy, fp8, (CUstream)stream);
+}
+
+/* One timed call: plain tensors (t) or a serving call's (serving). */
 typedef struct bench_call {
   at_plan *plan;
   const at_tensors *t;
+  const at_serving_tensors *serving;
   const at_fp8_args *fp8;
 } bench_call;
 
@@ -436,7 +546,30 @@ static at_status bench_launch(void *user, int set, CUstream stream)
 {
   (void)set;
   bench_call *b = user;
+  if (b->serving) return launch_serving(b->plan, b->serving, b->fp8, stream);
   return launch(b->plan, b->t, b->fp8, stream);
+}
+
+static at_status time_call(bench_call *call, int warmup, int reps, double *median_ms)
+{
+  at_status rc;
+  if ((rc = bind_context(call->plan->ctx)) != AT_OK) return rc;
+  rt_timing_opts opts = {.warmup = warmup, .reps = reps};
+  rt_timing tm;
+  if ((rc = rt_time_launches(bench_launch, call, 1, &opts, NULL, &tm)) != AT_OK) return rc;
+  *median_ms = tm.median_ms;
+  return AT_OK;
+}
+
+at_status at_plan_benchmark_serving(at_plan *p, const at_serving_tensors *t, const at_fp8_args *fp8, int warmup,
+                                    int reps, double *median_ms)
+{
+  at_status rc;
+  at_serving_tensors copy;
+  if (!p) return at_fail(AT_ERR_INVALID, "plan is NULL");
+  if ((rc = check_serving_run(p, t, fp8, &copy)) != AT_OK) return rc;
+  bench_call call = {p, NULL, &copy, fp8};
+  return time_call(&call, warmup, reps, median_ms);
 }
 
 at_status at_plan_benchmark(at_plan *p, const at_tensors *t, const at_fp8_args *fp8, int warmup, int reps,
@@ -445,13 +578,41 @@ at_status at_plan_benchmark(at_plan *p, const at_tensors *t, const at_fp8_args *
   at_status rc;
   if (!p) return at_fail(AT_ERR_INVALID, "plan is NULL");
   if ((rc = check_run(p, t, fp8)) != AT_OK) return rc;
+  bench_call call = {p, t, NULL, fp8};
+  return time_call(&call, warmup, reps, median_ms);
+}
+
+/* ---- checking a call's metadata on the host ------------------------------------------------ */
+
+/* n int32 of a device array into a fresh host buffer (NULL stays NULL). */
+static at_status download_ints(const int32_t *dev, size_t n, int32_t **host)
+{
+  *host = NULL;
+  if (!dev || n == 0) return AT_OK;
+  if (!(*host = malloc(n * sizeof **host))) return at_fail(AT_ERR_NOMEM, "no memory for %zu metadata entries", n);
+  return rt_download(*host, (CUdeviceptr)(uintptr_t)dev, n * sizeof **host);
+}
+
+at_status at_serving_check(const at_plan *p, const at_serving_tensors *given)
+{
+  at_status rc;
+  at_serving_tensors t, host;
+  if (!p) return at_fail(AT_ERR_INVALID, "plan is NULL");
+  if ((rc = at_versioned_copy("at_serving_tensors", given, sizeof t, sizeof t, &t)) != AT_OK) return rc;
+  if ((rc = at_serving_fields_check(&p->shape, &p->serving, &t)) != AT_OK) return rc;
   if ((rc = bind_context(p->ctx)) != AT_OK) return rc;
-  bench_call call = {p, t, fp8};
-  rt_timing_opts opts = {.warmup = warmup, .reps = reps};
-  rt_timing tm;
-  if ((rc = rt_time_launches(bench_launch, &call, 1, &opts, NULL, &tm)) != AT_OK) return rc;
-  *median_ms = tm.median_ms;
-  return AT_OK;
+  host = t;
+  int32_t *cu_q = NULL, *cu_kv = NULL, *table = NULL, *lens = NULL;
+  const size_t batch = (size_t)p->shape.batch;
+  if ((rc = download_ints(t.cu_seqlens_q, batch + 1, &cu_q)) == AT_OK &&
+      (rc = download_ints(t.cu_seqlens_kv, batch + 1, &cu_kv)) == AT_OK &&
+      (rc = download_ints(t.block_table, batch * (size_t)p->serving.max_pages_per_seq, &table)) == AT_OK &&
+      (rc = download_ints(t.seqlens_kv, batch, &lens)) == AT_OK) {
+    host.cu_seqlens_q = cu_q, host.cu_seqlens_kv = cu_kv, host.block_table = table, host.seqlens_kv = lens;
+    rc = at_serving_check_host(&p->shape, &p->serving, &host);
+  }
+  free(cu_q), free(cu_kv), free(table), free(lens);
+  return rc;
 }
 
 /* ---- device memory ----------------------------------------------------------------------------- */

@@ -193,3 +193,25 @@ at_status rt_lookup_chain(cache_db *cache, const cache_env *now, const gen_targe
   snprintf(add(l, AT_CHOICE_NAIVE, "naive")->why, sizeof l->steps[0].why, "the naive kernels");
   return AT_OK;
 }
+
+at_status rt_lookup_chain_serving(cache_db *cache, const cache_env *now, const gen_target *target,
+                                  const at_shape *shape, const at_serving_layout *layout, int fused_only,
+                                  rt_lookup *l)
+{
+  at_status rc;
+  if (!layout || at_serving_is_padded(layout)) return rt_lookup_chain(cache, now, target, shape, fused_only, l);
+  memset(l, 0, sizeof *l);
+  if ((rc = at_serving_layout_check(shape, layout)) != AT_OK) return rc;
+  char what[96];
+  at_serving_layout_describe(layout, what, sizeof what);
+  /* The cache's rows and the generator's defaults are kernels for padded tensors: serving one of
+   * them here would read the packed or paged tensors as if they were padded. */
+  skip(l, "exact, nearest and generator default: unsupported: %s (paged/ragged kernels are not built yet in "
+          "fa2, fa3 and decode)", what);
+  if (fused_only) return AT_OK;
+  skip(l, "cuDNN: unsupported: %s (attntune's cuDNN graphs take padded tensors; its ragged and paged graphs are "
+          "not built yet)", what);
+  snprintf(add(l, AT_CHOICE_NAIVE, "naive")->why, sizeof l->steps[0].why,
+           "the naive kernels, the only implementation of %s yet", what);
+  return AT_OK;
+}

@@ -40,6 +40,14 @@ typedef struct rt_lookup {
 at_status rt_lookup_chain(cache_db *cache, const cache_env *now, const gen_target *target, const at_shape *shape,
                           int fused_only, rt_lookup *out);
 
+/* The chain for a serving layout: rt_lookup_chain for padded Q and K/V (layout NULL too); for
+ * ragged or paged tensors only the naive kernels (none when fused_only), with `skipped` saying
+ * that the tuned rows, the generator's defaults and cuDNN are unsupported for that layout and
+ * naming it. */
+at_status rt_lookup_chain_serving(cache_db *cache, const cache_env *now, const gen_target *target,
+                                  const at_shape *shape, const at_serving_layout *layout, int fused_only,
+                                  rt_lookup *out);
+
 /* Is row current for now? 0 when its templates are another build's (why says so: skip it);
  * else 1, with *stale and why saying whether, and how, its cuDNN or NVRTC differs from now's. */
 int rt_row_usable(const cache_best *row, const cache_env *now, int *stale, char *why, size_t why_size);

@@ -18,8 +18,13 @@ struct naive_params {
   int B, T, S, Nq, Nkv, D;
   int mask;
   float scale;
+  CUdeviceptr cu_q, cu_kv, block_table, seqlens_kv; /* serving layouts; 0 for padded tensors */
+  int q_layout, kv_layout; /* at_seq_layout */
+  int page_size, max_pages;
+  int total_q, total_kv, num_pages;
+  int unused;
 };
-_Static_assert(sizeof(struct naive_params) == 9 * 8 + 12 * 8 + 8 * 4, "naive_params layout");
+_Static_assert(sizeof(struct naive_params) == 9 * 8 + 12 * 8 + 8 * 4 + 4 * 8 + 8 * 4, "naive_params layout");
 
 enum { NAIVE_TILE = 16, NAIVE_ROW_THREADS = 256 };
 
@@ -119,8 +124,11 @@ at_status rt_naive_run(const rt_naive *naive, const at_shape *s, const at_tensor
   return rt_naive_run_fp8(naive, s, t, NULL, scratch, stream);
 }
 
-at_status rt_naive_run_fp8(const rt_naive *naive, const at_shape *s, const at_tensors *t,
-                           const rt_naive_descales *fp8, CUdeviceptr scratch, CUstream stream)
+/* What both entry points check before a launch: the dtypes the module was compiled for, the
+ * descales (only FP8 inputs take them), the pointers, and the grid limits. */
+static at_status check_naive_call(const rt_naive *naive, const at_shape *s, const void *q, const void *k,
+                                  const void *v, const void *o, const float *lse, const rt_naive_descales *fp8,
+                                  CUdeviceptr scratch)
 {
   at_status rc;
   if ((rc = at_shape_check(s)) != AT_OK) return rc;
@@ -134,37 +142,79 @@ at_status rt_naive_run_fp8(const rt_naive *naive, const at_shape *s, const at_te
   if (fp8 && !at_dtype_is_fp8(naive->kv_dtype) && (fp8->descale_k || fp8->descale_v))
     return at_fail(AT_ERR_INVALID, "descales given for %s K/V (only e4m3/e5m2 inputs take them)",
                    at_dtype_name(naive->kv_dtype));
-  if (!t->q || !t->k || !t->v || !t->o || !scratch)
+  if (!q || !k || !v || !o || !scratch)
     return at_fail(AT_ERR_INVALID, "naive reference needs q, k, v, o and scratch pointers");
-  if (s->with_lse && !t->lse) return at_fail(AT_ERR_INVALID, "shape asks for lse but lse is NULL");
+  if (s->with_lse && !lse) return at_fail(AT_ERR_INVALID, "shape asks for lse but lse is NULL");
   if ((long long)s->batch * s->q_heads > 65535)
     return at_fail(AT_ERR_INVALID, "naive reference handles at most 65535 batch*heads (got %lld)",
                    (long long)s->batch * s->q_heads);
+  if (ceil_div(s->q_len, NAIVE_TILE) > 65535)
+    return at_fail(AT_ERR_INVALID, "shape too large for the naive reference grid");
+  return AT_OK;
+}
 
+static CUdeviceptr dptr(const void *p) { return (CUdeviceptr)(uintptr_t)p; }
+
+/* The parameters every layout shares: pointers, strides, descales, sizes. */
+static struct naive_params base_params(const at_shape *s, const void *q, const void *k, const void *v, void *o,
+                                       float *lse, const at_strides st[4], const rt_naive_descales *fp8,
+                                       CUdeviceptr scratch)
+{
   struct naive_params p = {
-      .q = (CUdeviceptr)(uintptr_t)t->q, .k = (CUdeviceptr)(uintptr_t)t->k,
-      .v = (CUdeviceptr)(uintptr_t)t->v, .o = (CUdeviceptr)(uintptr_t)t->o,
-      .lse = s->with_lse ? (CUdeviceptr)(uintptr_t)t->lse : 0, .scores = scratch,
-      .q_sb = t->q_stride.batch, .q_ss = t->q_stride.seq, .q_sh = t->q_stride.head,
-      .k_sb = t->k_stride.batch, .k_ss = t->k_stride.seq, .k_sh = t->k_stride.head,
-      .v_sb = t->v_stride.batch, .v_ss = t->v_stride.seq, .v_sh = t->v_stride.head,
-      .o_sb = t->o_stride.batch, .o_ss = t->o_stride.seq, .o_sh = t->o_stride.head,
-      .descale_q = fp8 ? (CUdeviceptr)(uintptr_t)fp8->descale_q : 0,
-      .descale_k = fp8 ? (CUdeviceptr)(uintptr_t)fp8->descale_k : 0,
-      .descale_v = fp8 ? (CUdeviceptr)(uintptr_t)fp8->descale_v : 0,
+      .q = dptr(q), .k = dptr(k), .v = dptr(v), .o = dptr(o),
+      .lse = s->with_lse ? dptr(lse) : 0, .scores = scratch,
+      .q_sb = st[0].batch, .q_ss = st[0].seq, .q_sh = st[0].head,
+      .k_sb = st[1].batch, .k_ss = st[1].seq, .k_sh = st[1].head,
+      .v_sb = st[2].batch, .v_ss = st[2].seq, .v_sh = st[2].head,
+      .o_sb = st[3].batch, .o_ss = st[3].seq, .o_sh = st[3].head,
+      .descale_q = fp8 ? dptr(fp8->descale_q) : 0,
+      .descale_k = fp8 ? dptr(fp8->descale_k) : 0,
+      .descale_v = fp8 ? dptr(fp8->descale_v) : 0,
       .B = s->batch, .T = s->q_len, .S = s->kv_len, .Nq = s->q_heads, .Nkv = s->kv_heads,
       .D = s->head_dim, .mask = (int)s->mask, .scale = at_shape_scale(s),
   };
-  void *args[] = {&p};
+  return p;
+}
+
+/* scores -> softmax -> P.V over the planned maxima (T, S): every sequence fits inside. */
+static at_status launch_naive(const rt_naive *naive, const at_shape *s, struct naive_params *p, CUstream stream)
+{
+  at_status rc;
+  void *args[] = {p};
   unsigned bh = (unsigned)(s->batch * s->q_heads);
   rt_launch_dims scores = {{ceil_div(s->kv_len, NAIVE_TILE), ceil_div(s->q_len, NAIVE_TILE), bh},
                            {NAIVE_TILE, NAIVE_TILE, 1}, 0, 0};
   rt_launch_dims softmax = {{(unsigned)s->q_len, bh, 1}, {NAIVE_ROW_THREADS, 1, 1}, 0, 0};
   rt_launch_dims pv = {{ceil_div(s->head_dim, NAIVE_TILE), ceil_div(s->q_len, NAIVE_TILE), bh},
                        {NAIVE_TILE, NAIVE_TILE, 1}, 0, 0};
-  if (bh > 65535 || ceil_div(s->q_len, NAIVE_TILE) > 65535)
-    return at_fail(AT_ERR_INVALID, "shape too large for the naive reference grid");
   if ((rc = rt_launch(naive->scores, &scores, stream, args)) != AT_OK) return rc;
   if ((rc = rt_launch(naive->softmax, &softmax, stream, args)) != AT_OK) return rc;
   return rt_launch(naive->pv, &pv, stream, args);
+}
+
+at_status rt_naive_run_fp8(const rt_naive *naive, const at_shape *s, const at_tensors *t,
+                           const rt_naive_descales *fp8, CUdeviceptr scratch, CUstream stream)
+{
+  at_status rc;
+  if ((rc = check_naive_call(naive, s, t->q, t->k, t->v, t->o, t->lse, fp8, scratch)) != AT_OK) return rc;
+  const at_strides st[4] = {t->q_stride, t->k_stride, t->v_stride, t->o_stride};
+  struct naive_params p = base_params(s, t->q, t->k, t->v, t->o, t->lse, st, fp8, scratch);
+  return launch_naive(naive, s, &p, stream);
+}
+
+at_status rt_naive_run_serving(const rt_naive *naive, const at_shape *s, const at_serving_layout *l,
+                               const at_serving_tensors *t, const rt_naive_descales *fp8, CUdeviceptr scratch,
+                               CUstream stream)
+{
+  at_status rc;
+  if ((rc = check_naive_call(naive, s, t->q, t->k, t->v, t->o, t->lse, fp8, scratch)) != AT_OK) return rc;
+  if ((rc = at_serving_layout_check(s, l)) != AT_OK || (rc = at_serving_fields_check(s, l, t)) != AT_OK) return rc;
+  const at_strides st[4] = {t->q_stride, t->k_stride, t->v_stride, t->o_stride};
+  struct naive_params p = base_params(s, t->q, t->k, t->v, t->o, t->lse, st, fp8, scratch);
+  p.cu_q = dptr(t->cu_seqlens_q), p.cu_kv = dptr(t->cu_seqlens_kv);
+  p.block_table = dptr(t->block_table), p.seqlens_kv = dptr(t->seqlens_kv);
+  p.q_layout = (int)l->q_layout, p.kv_layout = (int)l->kv_layout;
+  p.page_size = l->page_size, p.max_pages = l->max_pages_per_seq;
+  p.total_q = t->total_q, p.total_kv = t->total_kv, p.num_pages = t->num_pages;
+  return launch_naive(naive, s, &p, stream);
 }

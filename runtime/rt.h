@@ -317,5 +317,12 @@ typedef struct rt_naive_descales {
  * inputs that are not e4m3/e5m2: descale_q with 16-bit Q, descale_k and descale_v with 16-bit K/V. */
 at_status rt_naive_run_fp8(const rt_naive *naive, const at_shape *shape, const at_tensors *t,
                            const rt_naive_descales *fp8, CUdeviceptr scratch, CUstream stream);
+/* The same for a serving layout (include/attntune.h, "Serving layouts"): layout and t are this
+ * library's versions of the structs (copied by at_versioned_copy), the shape's q_len and kv_len
+ * the maxima; scratch holds rt_naive_scratch_bytes(shape). The layout and the host fields of t
+ * are checked; the device metadata is not read here (the kernels clamp it: naive.cu). */
+at_status rt_naive_run_serving(const rt_naive *naive, const at_shape *shape, const at_serving_layout *layout,
+                               const at_serving_tensors *t, const rt_naive_descales *fp8, CUdeviceptr scratch,
+                               CUstream stream);
 
 #endif /* AT_RUNTIME_RT_H */

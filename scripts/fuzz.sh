@@ -5,18 +5,19 @@
 # Prints each target's exec count and findings (crash-, leak-, timeout-, oom- files, kept in
 # build-fuzz/findings/TARGET/ with the log); exits 1 when there is a finding.
 # Targets: config (tn_config_parse), variant (gen_variant_parse), shape (at_shape_check and keys),
-# cache (cache_open read-only on hostile SQLite files). Reproduce a finding with
+# cache (cache_open read-only on hostile SQLite files), serving (at_serving_check_host, at_serving_key
+# and at_lengths_parse on hostile metadata). Reproduce a finding with
 #     build-fuzz/tests/fuzz/fuzz_TARGET FILE
 set -eu
 cd "$(dirname "$0")/.."
-ALL="config variant shape cache"
+ALL="config variant shape cache serving"
 if [ $# -ne 2 ] || ! [ "$2" -gt 0 ] 2>/dev/null; then
   echo "usage: scripts/fuzz.sh TARGET|all SECONDS (targets: $ALL)" >&2
   exit 2
 fi
 case "$1" in
   all) targets=$ALL ;;
-  config|variant|shape|cache) targets=$1 ;;
+  config|variant|shape|cache|serving) targets=$1 ;;
   *) echo "fuzz.sh: unknown target '$1' (expected one of: $ALL, all)" >&2; exit 2 ;;
 esac
 seconds=$2

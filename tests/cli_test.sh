@@ -71,6 +71,31 @@ for impls in decode; do
   fi
   echo "ok: attntune bench --impl $impls (decode shape) -> $got"
 done
+# bench --lengths / --page-size (serving layouts): flags checked before a GPU is opened.
+expect 0 "--lengths SPEC     a ragged batch" -- bench --help
+expect 2 "--page-size 8 not allowed (expected 1, 16, 32, 64, 128, 256)" -- bench --lengths 512,0,1 --page-size 8
+expect 2 "length 'x' in lengths is not a length" -- bench --lengths 1,x
+expect 2 "length range 9..3 invalid" -- bench --lengths uniform:9:3
+expect 2 "either by --lengths or by --kv-len/--seq-len, not both" -- bench --lengths 5,6 --kv-len 9
+expect 2 "--overhead measures padded plans" -- bench --lengths 5,6 --overhead
+expect 2 "unknown implementation 'bogus' in --impl" -- bench --lengths 5,6 --impl naive,bogus
+expect 2 "at most 4096 sequences" -- bench --page-size 16 --batch 5000
+out=$("$bin" bench --lengths uniform:16:64:3 --batch 4 --page-size 16 --q-heads 8 --kv-heads 2 --head-dim 64 --causal --reps 3 2>&1); got=$?
+if [ $got = 0 ]; then
+  printf '%s' "$out" | grep -q "^naive " && printf '%s' "$out" | grep -q "^cudnn .*unsupported" ||
+    { echo "FAIL: bench --lengths --page-size printed no naive row or no cudnn refusal:"; echo "$out"; fails=$((fails + 1)); }
+elif [ $got = 1 ]; then
+  printf '%s' "$out" | grep -qi "no CUDA GPU\|cannot load the CUDA driver" ||
+    { echo "FAIL: bench --lengths --page-size without GPU said: $out"; fails=$((fails + 1)); }
+else
+  echo "FAIL: bench --lengths --page-size exited $got: $out"; fails=$((fails + 1))
+fi
+echo "ok: attntune bench --lengths --page-size -> $got"
+# A config with a ragged or paged shape parses, but tune refuses it by its serving key (no GPU needed).
+serving_cfg=$(mktemp); printf 'shapes:\n  - {name: pd, lengths: [100, 0, 1, 4096], q_len: 1, page_size: 16, q_heads: 32, kv_heads: 8, head_dim: 128}\n' > "$serving_cfg"
+expect 2 "shape b4.t1.s4096.hq32.hkv8.d128.bf16.none.kvpaged16.lkv2048 (pd) has padded Q with paged K/V (page size 16): ragged and paged shapes cannot be tuned yet" -- tune --dry-run "$serving_cfg"
+expect 2 "ragged and paged shapes cannot be tuned yet" -- bench --suite "$serving_cfg"
+rm -f "$serving_cfg"
 # Sizes: the largest accepted T and S (2^30) list the same space as T = S = 2^20 (no tile is
 # pruned at either), without int overflow in the pruning; larger tensors are refused up front.
 for lens in "--seq-len" "--q-len 1 --kv-len"; do

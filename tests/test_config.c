@@ -537,6 +537,126 @@ static void test_kv_dtype_shapes(void **state)
   assert_no_mismatch();
 }
 
+/* Ragged and paged shapes: lengths as a list or a seeded uniform draw per batch, page sizes
+ * swept, the maxima set from the lengths, dedup by lengths, and tune's refusal. */
+static void test_serving_shapes(void **state)
+{
+  (void)state;
+  tn_config c = parse_ok("shapes:\n"
+                         "  - name: ragged-prefill\n"
+                         "    batch: [4, 8]\n"
+                         "    lengths: {dist: uniform, min: 512, max: 8192, seed: 3}\n"
+                         "    q_heads: 16\n"
+                         "    head_dim: 128\n"
+                         "    mask: causal\n"
+                         "  - name: paged-decode\n"
+                         "    lengths: [100, 0, 1, 4096]\n"
+                         "    q_len: 1\n"
+                         "    page_size: [16, 64]\n"
+                         "    q_heads: 32\n"
+                         "    kv_heads: 8\n"
+                         "    head_dim: 128\n"
+                         "    mask: causal-br\n"
+                         "  - {name: paged, batch: 3, q_len: 1, kv_len: 300, q_heads: 8, head_dim: 64, page_size: 1}\n"
+                         "  - {name: again, lengths: [100, 0, 1, 4096], q_len: 1, page_size: 16, q_heads: 32,\n"
+                         "     kv_heads: 8, head_dim: 128, mask: causal-br}\n"
+                         "  - {name: other, lengths: [100, 0, 2, 4096], q_len: 1, page_size: 16, q_heads: 32,\n"
+                         "     kv_heads: 8, head_dim: 128, mask: causal-br}\n"
+                         "  - {name: plain, seq_len: 1024, q_heads: 16, head_dim: 128}\n");
+  assert_int_equal(c.n_shapes, 7); /* 2 + 2 + 1 + (again: a duplicate) + 1 + 1 */
+  int want[8];
+  TU_OK(at_lengths_uniform(512, 8192, 3, 8, want));
+  for (int i = 0; i < 2; i++) {
+    const tn_serving_shape *v = &c.serving[i];
+    const int batch = 4 * (i + 1);
+    int longest = 0;
+    assert_int_equal(c.shapes[i].batch, batch);
+    assert_int_equal(v->layout.q_layout, AT_SEQ_RAGGED);
+    assert_int_equal(v->layout.kv_layout, AT_SEQ_RAGGED);
+    assert_memory_equal(v->kv_lens, want, (size_t)batch * sizeof *want); /* one seeded stream */
+    assert_memory_equal(v->q_lens, want, (size_t)batch * sizeof *want);   /* prefill: Q as K/V */
+    for (int b = 0; b < batch; b++) longest = want[b] > longest ? want[b] : longest;
+    assert_int_equal(c.shapes[i].kv_len, longest);
+    assert_int_equal(c.shapes[i].q_len, longest);
+    assert_string_equal(c.groups[i], "ragged-prefill");
+  }
+  const int listed[4] = {100, 0, 1, 4096};
+  for (int i = 2; i < 4; i++) {
+    const tn_serving_shape *v = &c.serving[i];
+    assert_int_equal(c.shapes[i].batch, 4);
+    assert_int_equal(c.shapes[i].q_len, 1);
+    assert_int_equal(c.shapes[i].kv_len, 4096);
+    assert_int_equal(v->layout.q_layout, AT_SEQ_PADDED);
+    assert_int_equal(v->layout.kv_layout, AT_SEQ_PAGED);
+    assert_int_equal(v->layout.page_size, i == 2 ? 16 : 64);
+    assert_int_equal(v->layout.max_pages_per_seq, 4096 / (i == 2 ? 16 : 64));
+    assert_memory_equal(v->kv_lens, listed, sizeof listed);
+    for (int b = 0; b < 4; b++) assert_int_equal(v->q_lens[b], 1);
+    TU_OK(at_serving_layout_check(&c.shapes[i], &v->layout));
+  }
+  assert_int_equal(c.serving[4].layout.kv_layout, AT_SEQ_PAGED); /* page_size alone: every sequence kv_len */
+  assert_int_equal(c.serving[4].layout.page_size, 1);
+  for (int b = 0; b < 3; b++) assert_int_equal(c.serving[4].kv_lens[b], 300);
+  assert_string_equal(c.groups[5], "other"); /* same maxima as 'again', other lengths: kept */
+  assert_int_equal(c.serving[5].kv_lens[2], 2);
+  assert_true(at_serving_is_padded(&c.serving[6].layout));
+  assert_null(c.serving[6].kv_lens);
+  assert_int_equal(tn_config_first_serving(&c), 0);
+  assert_int_equal(tn_config_refuse_serving(&c), AT_ERR_CONFIG);
+  char head[160];
+  snprintf(head, sizeof head, "t.yaml: shape b4.t%d.s%d.hq16.hkv16.d128.bf16.causal.qragged.kvragged.lq", c.shapes[0].q_len,
+           c.shapes[0].kv_len);
+  if (strncmp(at_last_error(), head, strlen(head)) != 0 ||
+      !strstr(at_last_error(), "(ragged-prefill) has ragged Q with ragged K/V: ragged and paged shapes cannot be tuned yet"))
+    fail_msg("refusal: %s", at_last_error());
+
+  /* Sharding keeps every shape's own lengths with it. */
+  TU_OK(tn_config_keep_shard(&c, 1, 3));
+  for (int i = 0; i < c.n_shapes; i++) {
+    if (!c.serving[i].kv_lens) continue;
+    int longest = 1;
+    for (int b = 0; b < c.shapes[i].batch; b++) longest = c.serving[i].kv_lens[b] > longest ? c.serving[i].kv_lens[b] : longest;
+    assert_int_equal(c.shapes[i].kv_len, longest);
+  }
+  tn_config_free(&c);
+
+  tn_config plain = parse_ok("shapes:\n  - {seq_len: 1024, q_heads: 16, head_dim: 128}\n");
+  assert_int_equal(tn_config_first_serving(&plain), -1);
+  TU_OK(tn_config_refuse_serving(&plain));
+  tn_config_free(&plain);
+
+  const char *common = "q_heads: 8, head_dim: 64";
+  char yaml[512];
+#define SERVING_ERROR(entry, message)                                                            \
+  do {                                                                                           \
+    snprintf(yaml, sizeof yaml, "shapes:\n  - {%s, %s}\n", common, entry);                       \
+    expect_error(yaml, AT_ERR_CONFIG, message);                                                  \
+  } while (0)
+  SERVING_ERROR("lengths: [5, 6], kv_len: 9",
+                "t.yaml:2:57: shapes[0].kv_len: lengths give the K/V lengths: drop kv_len (q_len gives padded queries)");
+  SERVING_ERROR("lengths: [5, 6], seq_len: 9",
+                "t.yaml:2:58: shapes[0].seq_len: lengths give the K/V lengths: drop seq_len (q_len gives padded queries)");
+  SERVING_ERROR("lengths: [5, 6], batch: 3", "t.yaml:2:56: shapes[0].batch: batch 3 differs from the 2 lengths listed");
+  SERVING_ERROR("lengths: [5, -6]", "t.yaml:2:45: shapes[0].lengths[1]: -6 must be at least 0");
+  SERVING_ERROR("lengths: 5", "t.yaml:2:41: shapes[0].lengths: expected a list of lengths or {dist: uniform, min, max, "
+                              "seed}, got a value");
+  SERVING_ERROR("lengths: {dist: normal, min: 1, max: 9}",
+                "t.yaml:2:48: shapes[0].lengths.dist: unknown length distribution 'normal' (expected uniform)");
+  SERVING_ERROR("lengths: {dist: uniform, min: 9, max: 1}", "t.yaml:2:70: shapes[0].lengths: max 1 is below min 9");
+  SERVING_ERROR("lengths: {dist: uniform, min: 9}", "t.yaml:2:41: shapes[0].lengths: missing 'max'");
+  SERVING_ERROR("lengths: {min: 9, max: 10}", "t.yaml:2:41: shapes[0].lengths: missing 'dist' (the only one is uniform)");
+  SERVING_ERROR("lengths: {dist: uniform, min: 1, max: 2, mean: 3}",
+                "t.yaml:2:73: shapes[0].lengths: unknown key 'mean' (expected dist, min, max, seed)");
+  SERVING_ERROR("lengths: [5, 6], page_size: 8",
+                "t.yaml:2:60: shapes[0].page_size: page size 8 not allowed (expected 1, 16, 32, 64, 128, 256)");
+  SERVING_ERROR("lengths: {dist: uniform, min: 1, max: 2}, batch: 5000",
+                "t.yaml:2:81: shapes[0].batch: batch 5000: at most 4096 sequences with lengths");
+  SERVING_ERROR("seq_len: 64, page_size: 16, batch: 5000",
+                "t.yaml:2:67: shapes[0].batch: batch 5000: at most 4096 sequences with page_size");
+#undef SERVING_ERROR
+  assert_no_mismatch();
+}
+
 /* Enough shapes to grow the dedup table several times. */
 static void test_large_sweep_with_dedup(void **state)
 {
@@ -750,7 +870,7 @@ static void test_errors_in_shapes(void **state)
                "  - {seq_len: 128, q_heads: 8, head_dim: 64, heads: 8}\n",
                AT_ERR_CONFIG,
                "t.yaml:2:46: shapes[0]: unknown key 'heads' (expected name, batch, seq_len, q_len, kv_len, "
-               "q_heads, kv_heads, head_dim, dtype, kv_dtype, mask, lse)");
+               "q_heads, kv_heads, head_dim, dtype, kv_dtype, mask, lse, lengths, page_size)");
   expect_error("shapes:\n"
                "  - seq_len: 128\n"
                "    q_heads: 8\n"
@@ -774,7 +894,7 @@ static void test_errors_in_shapes(void **state)
                "  - 128\n",
                AT_ERR_CONFIG,
                "t.yaml:2:5: shapes[0]: expected a mapping with name, batch, seq_len, q_len, kv_len, q_heads, "
-               "kv_heads, head_dim, dtype, kv_dtype, mask, lse, got a value");
+               "kv_heads, head_dim, dtype, kv_dtype, mask, lse, lengths, page_size, got a value");
   expect_error("shapes:\n"
                "  - {seq_len: 128, q_heads: 8, head_dim: 64, name: [a]}\n",
                AT_ERR_CONFIG, "t.yaml:2:52: shapes[0].name: expected a group name, got a list");
@@ -1000,7 +1120,7 @@ static void test_deep_nesting_is_refused_fast(void **state)
   /* 31 levels under the root are allowed through to the usual checks. */
   expect_error("shapes: [[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]]\n", AT_ERR_CONFIG,
                "t.yaml:1:10: shapes[0]: expected a mapping with name, batch, seq_len, q_len, kv_len, "
-               "q_heads, kv_heads, head_dim, dtype, kv_dtype, mask, lse, got a list");
+               "q_heads, kv_heads, head_dim, dtype, kv_dtype, mask, lse, lengths, page_size, got a list");
   assert_no_mismatch();
 }
 
@@ -1139,6 +1259,7 @@ int main(void)
       cmocka_unit_test(test_dedup_keeps_first_occurrence),
       cmocka_unit_test(test_f32_shapes),
       cmocka_unit_test(test_kv_dtype_shapes),
+      cmocka_unit_test(test_serving_shapes),
       cmocka_unit_test(test_large_sweep_with_dedup),
       cmocka_unit_test(test_other_sections),
       cmocka_unit_test(test_errors_in_shapes),

@@ -22,6 +22,7 @@
 
 #include "runtime/api_internal.h"
 
+#include "tuner/bench_serving.h"
 #include "tuner/cli.h"
 #include "tuner/commands.h"
 #include "tuner/reference.h"
@@ -34,6 +35,8 @@ static const char USAGE[] =
     "                      [--no-verify] [--seed N]\n"
     "       attntune bench --suite codelab|NAME|FILE.yaml [--db FILE] [--devices all|0,1] [--force]\n"
     "       attntune bench --overhead [shape options] [--device N]\n"
+    "       attntune bench [--impl LIST] --lengths L1,L2,...|uniform:MIN:MAX[:SEED] [--page-size N]\n"
+    "                      [shape options] [timing options]\n"
     "\n"
     "--overhead measures the library's costs for the shape: creating a plan that compiles, creating\n"
     "it again from the cached cubin (a new context), and the host time of at_plan_run against a raw\n"
@@ -91,6 +94,18 @@ static const char USAGE[] =
     "  --no-verify        skip the reference check\n"
     "  --seed N           input seed (default: fresh each run)\n"
     "\n"
+    "serving layouts (only the naive kernels run them yet; every other --impl gets a row that says why\n"
+    "it was refused):\n"
+    "  --lengths SPEC     a ragged batch: the sequences' lengths as a list (it sets B) or drawn\n"
+    "                     uniformly from MIN..MAX for --batch sequences (seed 1 unless given). They are\n"
+    "                     the K/V lengths, packed (cu_seqlens); without --q-len the queries are ragged\n"
+    "                     with the same lengths (prefill), with --q-len every sequence has that many\n"
+    "                     query rows (decode, chunks). Not with --kv-len or --seq-len.\n"
+    "  --page-size N      K/V in a pool of pages of N tokens (1, 16, 32, 64, 128, 256) with a block\n"
+    "                     table (pages handed out shuffled); the lengths are --lengths or --kv-len\n"
+    "  --impl seqsum      the padding-free ideal: each sequence alone through an ordinary plan on\n"
+    "                     contiguous tensors, the times summed (default: naive,cudnn,default,seqsum)\n"
+    "\n"
     "TFLOP/s = 4*B*Nq*T*S*D / time, halved for causal with T = S (docs/design.md). Decode shapes\n"
     "(1 <= T <= 16) are memory bound: their rows give KV TB/s = 2*B*Nkv*S*D*sizeof(K/V dtype) / time\n"
     "(1 byte per element for an FP8 KV cache), the K/V bytes read per second, in place of TFLOP/s.\n";
@@ -103,6 +118,9 @@ typedef struct bench_opts {
   int verify;
   int overhead;
   unsigned long long seed;
+  const char *lengths; /* --lengths, or NULL */
+  int page_size;       /* --page-size, or 0 */
+  int impl_given, q_len_given, kv_len_given;
 } bench_opts;
 
 /* ---- implementations ----------------------------------------------------------------------- */
@@ -335,10 +353,50 @@ static int check_impls(const char *list, const at_shape *s)
   return ok;
 }
 
+/* --lengths / --page-size: what goes with them. The layout itself is checked when it is built
+ * (tn_serving_bench_setup); implementation names only for being names, since the library's
+ * refusal of each is the row it gets. */
+static int check_serving_options(bench_opts *o)
+{
+  if (o->lengths && o->kv_len_given)
+    return tn_usage_error("bench", "give the K/V lengths either by --lengths or by --kv-len/--seq-len, not both"), -1;
+  if (o->overhead) return tn_usage_error("bench", "--overhead measures padded plans, not --lengths/--page-size"), -1;
+  if (!o->impl_given) snprintf(o->impls, sizeof o->impls, "naive,cudnn,default,seqsum");
+  static const char *const NAMES[] = {"naive", "cudnn", "cudnn-unified", "fused", "fa2", "fa3", "decode",
+                                      "default", "fa2-default", "seqsum"};
+  char *copy = strdup(o->impls), *save = NULL;
+  int ok = copy != NULL;
+  for (char *name = ok ? strtok_r(copy, ",", &save) : NULL; name && ok; name = strtok_r(NULL, ",", &save)) {
+    int known = gen_is_variant_key(name);
+    for (size_t i = 0; i < sizeof NAMES / sizeof *NAMES && !known; i++) known = strcmp(name, NAMES[i]) == 0;
+    if (!known)
+      ok = 0, tn_usage_error("bench", "unknown implementation '%s' in --impl (expected naive, cudnn, "
+                             "cudnn-unified, fused, fa2, fa3, decode, default, seqsum or a variant key)", name);
+  }
+  free(copy);
+  return ok ? 0 : -1;
+}
+
+/* bench --lengths / --page-size: the serving path (tuner/bench_serving.c). */
+static int run_serving(const bench_opts *o)
+{
+  tn_serving_bench *b = malloc(sizeof *b); /* two length arrays: too big for the stack */
+  if (!b) return fprintf(stderr, "attntune bench: out of memory\n"), TN_EXIT_RUNTIME;
+  int code = TN_EXIT_USAGE;
+  if (tn_serving_bench_setup(o->lengths, o->page_size, o->q_len_given, &o->shape, b)) {
+    snprintf(b->impls, sizeof b->impls, "%s", o->impls);
+    b->warmup = o->timing.warmup, b->reps = o->timing.reps, b->device = o->device, b->seed = o->seed;
+    code = tn_serving_bench_run(b);
+  }
+  free(b);
+  return code;
+}
+
 static int parse_options(int argc, char **argv, bench_opts *o)
 {
   enum { O_IMPL = 256, O_BATCH, O_SEQ, O_QLEN, O_KVLEN, O_QH, O_KVH, O_D, O_DTYPE, O_KV_DTYPE, O_CAUSAL,
-         O_CAUSAL_BR, O_LSE, O_SCALE, O_WARMUP, O_REPS, O_DEVICE, O_NOVERIFY, O_SEED, O_OVERHEAD, O_HELP };
+         O_CAUSAL_BR, O_LSE, O_SCALE, O_WARMUP, O_REPS, O_DEVICE, O_NOVERIFY, O_SEED, O_OVERHEAD, O_LENGTHS,
+         O_PAGE_SIZE, O_HELP };
   static const struct option options[] = {
       {"impl", required_argument, NULL, O_IMPL},       {"batch", required_argument, NULL, O_BATCH},
       {"seq-len", required_argument, NULL, O_SEQ},     {"q-len", required_argument, NULL, O_QLEN},
@@ -350,9 +408,10 @@ static int parse_options(int argc, char **argv, bench_opts *o)
       {"reps", required_argument, NULL, O_REPS},       {"device", required_argument, NULL, O_DEVICE},
       {"no-verify", no_argument, NULL, O_NOVERIFY},    {"seed", required_argument, NULL, O_SEED},
       {"overhead", no_argument, NULL, O_OVERHEAD},     {"help", no_argument, NULL, O_HELP},
-      {"kv-dtype", required_argument, NULL, O_KV_DTYPE}, {NULL, 0, NULL, 0}};
+      {"kv-dtype", required_argument, NULL, O_KV_DTYPE}, {"lengths", required_argument, NULL, O_LENGTHS},
+      {"page-size", required_argument, NULL, O_PAGE_SIZE}, {NULL, 0, NULL, 0}};
   const int big = 1 << 30;
-  int kv_heads = 0, impl_given = 0, c;
+  int kv_heads = 0, c;
   at_shape *s = &o->shape;
   *s = (at_shape){.batch = 2, .q_len = 1024, .kv_len = 1024, .q_heads = 16, .head_dim = 128,
                   .dtype = AT_DTYPE_BF16};
@@ -365,14 +424,23 @@ static int parse_options(int argc, char **argv, bench_opts *o)
   while ((c = getopt_long(argc, argv, "h", options, NULL)) != -1) {
     const char *a = optarg;
     switch (c) {
-    case O_IMPL: snprintf(o->impls, sizeof o->impls, "%s", a), impl_given = 1; break;
+    case O_IMPL: snprintf(o->impls, sizeof o->impls, "%s", a), o->impl_given = 1; break;
     case O_BATCH: if (!tn_parse_int("bench", "--batch", a, 1, big, &s->batch)) return -1; break;
     case O_SEQ:
       if (!tn_parse_int("bench", "--seq-len", a, 1, big, &s->q_len)) return -1;
       s->kv_len = s->q_len;
+      o->q_len_given = o->kv_len_given = 1;
       break;
-    case O_QLEN: if (!tn_parse_int("bench", "--q-len", a, 1, big, &s->q_len)) return -1; break;
-    case O_KVLEN: if (!tn_parse_int("bench", "--kv-len", a, 1, big, &s->kv_len)) return -1; break;
+    case O_QLEN:
+      if (!tn_parse_int("bench", "--q-len", a, 1, big, &s->q_len)) return -1;
+      o->q_len_given = 1;
+      break;
+    case O_KVLEN:
+      if (!tn_parse_int("bench", "--kv-len", a, 1, big, &s->kv_len)) return -1;
+      o->kv_len_given = 1;
+      break;
+    case O_LENGTHS: o->lengths = a; break;
+    case O_PAGE_SIZE: if (!tn_parse_int("bench", "--page-size", a, 1, 1 << 20, &o->page_size)) return -1; break;
     case O_QH: if (!tn_parse_int("bench", "--q-heads", a, 1, 65535, &s->q_heads)) return -1; break;
     case O_KVH: if (!tn_parse_int("bench", "--kv-heads", a, 1, 65535, &kv_heads)) return -1; break;
     case O_D: if (!tn_parse_int("bench", "--head-dim", a, 1, 512, &s->head_dim)) return -1; break;
@@ -410,7 +478,8 @@ static int parse_options(int argc, char **argv, bench_opts *o)
   if (at_shape_check(s) != AT_OK) return tn_usage_error("bench", "%s", at_last_error()), -1;
   if (s->dtype == AT_DTYPE_F32 && o->overhead)
     return tn_usage_error("bench", "--overhead measures the plan of a fused kernel; %s", TN_F32_NO_FUSED), -1;
-  if (s->dtype == AT_DTYPE_F32 && !impl_given) snprintf(o->impls, sizeof o->impls, "naive");
+  if (o->lengths || o->page_size) return check_serving_options(o);
+  if (s->dtype == AT_DTYPE_F32 && !o->impl_given) snprintf(o->impls, sizeof o->impls, "naive");
   if (!check_impls(o->impls, s)) return -1;
   return 0;
 }
@@ -480,6 +549,7 @@ static int run_suite(int argc, char **argv)
                           "share/attntune/configs)", suite, suite);
   tn_config cfg;
   at_status rc = tn_config_load(path, &cfg);
+  if (rc == AT_OK && (rc = tn_config_refuse_serving(&cfg)) != AT_OK) tn_config_free(&cfg);
   if (rc != AT_OK) {
     fprintf(stderr, "attntune bench: %s\n", at_last_error());
     return TN_EXIT_USAGE;
@@ -630,6 +700,7 @@ int tn_cmd_bench(int argc, char **argv)
   if (parsed != 0) return parsed > 0 ? TN_EXIT_OK : TN_EXIT_USAGE;
 
   if (o.overhead) return run_overhead(&o);
+  if (o.lengths || o.page_size) return run_serving(&o);
   rt_ctx ctx;
   tn_harness h;
   at_status rc = rt_ctx_open(o.device, &ctx);

@@ -176,6 +176,11 @@ int tn_cmd_tune(int argc, char **argv)
     fprintf(stderr, "attntune tune: %s\n", at_last_error());
     return rc == AT_ERR_IO || rc == AT_ERR_CONFIG ? TN_EXIT_USAGE : TN_EXIT_RUNTIME;
   }
+  if ((rc = tn_config_refuse_serving(&cfg)) != AT_OK) {
+    fprintf(stderr, "attntune tune: %s\n", at_last_error());
+    tn_config_free(&cfg);
+    return TN_EXIT_USAGE;
+  }
   if (!devices_text) {
     all = cfg.all_devices, n_devices = cfg.n_devices;
     memcpy(devices, cfg.devices, sizeof devices);

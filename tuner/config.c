@@ -39,9 +39,18 @@ void tn_config_init(tn_config *c)
   c->keep_fraction = 0.5;
 }
 
+static void serving_shape_free(tn_serving_shape *v)
+{
+  if (v->q_lens != v->kv_lens) free(v->q_lens);
+  free(v->kv_lens);
+  v->q_lens = v->kv_lens = NULL;
+}
+
 void tn_config_free(tn_config *c)
 {
   if (!c) return;
+  for (int i = 0; c->serving && i < c->n_shapes; i++) serving_shape_free(&c->serving[i]);
+  free(c->serving);
   free(c->shapes);
   free(c->groups);
   tn_config_init(c);
@@ -357,6 +366,14 @@ static at_status read_dtype(const parser *p, const yaml_node_t *n, const char *f
   return AT_OK;
 }
 
+static at_status read_page_size(const parser *p, const yaml_node_t *n, const char *field, int *out)
+{
+  at_status rc = read_int(p, n, field, INT_MIN, INT_MAX, out);
+  if (rc == AT_OK && !at_page_size_allowed(*out))
+    return fail_at(p, n, field, "page size %d not allowed (expected %s)", *out, at_page_sizes_text());
+  return rc;
+}
+
 static at_status read_mask(const parser *p, const yaml_node_t *n, const char *field, int *out)
 {
   at_mask m;
@@ -383,6 +400,7 @@ enum field_id {
   F_KV_DTYPE,
   F_MASK,
   F_LSE,
+  F_PAGE_SIZE,
   F_COUNT
 };
 
@@ -402,10 +420,12 @@ static const struct shape_field {
     [F_KV_DTYPE] = {"kv_dtype", read_dtype, 0}, /* K and V; absent: the dtype */
     [F_MASK] = {"mask", read_mask, 0},
     [F_LSE] = {"lse", read_bool, 0},
+    [F_PAGE_SIZE] = {"page_size", read_page_size, 0}, /* K/V paged; absent: not */
 };
 
 static const char *const ENTRY_KEYS[] = {"name",     "batch",    "seq_len", "q_len",    "kv_len", "q_heads",
-                                         "kv_heads", "head_dim", "dtype",   "kv_dtype", "mask",   "lse"};
+                                         "kv_heads", "head_dim", "dtype",   "kv_dtype", "mask",   "lse",
+                                         "lengths",  "page_size"};
 enum { N_ENTRY_KEYS = sizeof ENTRY_KEYS / sizeof *ENTRY_KEYS };
 
 /* One value of an int field on its own, so the message (at_shape_check's own) points at it. */
@@ -435,6 +455,15 @@ static at_status check_one_value(const parser *p, enum field_id f, int v, const 
   return AT_OK;
 }
 
+static int serving_equal(const tn_serving_shape *a, const tn_serving_shape *b, int batch)
+{
+  const at_serving_layout *x = &a->layout, *y = &b->layout;
+  if (x->q_layout != y->q_layout || x->kv_layout != y->kv_layout || x->page_size != y->page_size) return 0;
+  if (!a->kv_lens || !b->kv_lens) return !a->kv_lens && !b->kv_lens;
+  return memcmp(a->q_lens, b->q_lens, (size_t)batch * sizeof *a->q_lens) == 0 &&
+         memcmp(a->kv_lens, b->kv_lens, (size_t)batch * sizeof *a->kv_lens) == 0;
+}
+
 static int shape_equal(const at_shape *a, const at_shape *b)
 {
   return a->batch == b->batch && a->q_len == b->q_len && a->kv_len == b->kv_len && a->q_heads == b->q_heads &&
@@ -450,13 +479,15 @@ static uint64_t fnv1a(const char *s)
   return h;
 }
 
-static size_t shape_slot(const parser *p, const at_shape *s, int *found)
+/* Shapes that differ only in their lengths share a key (the maxima): equality tells them apart. */
+static size_t shape_slot(const parser *p, const at_shape *s, const tn_serving_shape *v, int *found)
 {
   char key[TN_SHAPE_KEY_CAP];
   tn_shape_key(s, key, sizeof key);
   size_t mask = p->n_slots - 1, i = (size_t)fnv1a(key) & mask;
   for (; p->slots[i] >= 0; i = (i + 1) & mask)
-    if (shape_equal(&p->cfg->shapes[p->slots[i]], s)) return *found = 1, i;
+    if (shape_equal(&p->cfg->shapes[p->slots[i]], s) && serving_equal(&p->cfg->serving[p->slots[i]], v, s->batch))
+      return *found = 1, i;
   *found = 0;
   return i;
 }
@@ -473,29 +504,34 @@ static at_status grow_slots(parser *p)
   for (size_t i = 0; i < n; i++) slots[i] = -1;
   for (int k = 0; k < p->cfg->n_shapes; k++) {
     int found;
-    p->slots[shape_slot(p, &p->cfg->shapes[k], &found)] = k;
+    p->slots[shape_slot(p, &p->cfg->shapes[k], &p->cfg->serving[k], &found)] = k;
   }
   return AT_OK;
 }
 
-/* Append s unless an equal shape is already there (the first occurrence keeps its group). */
-static at_status add_shape(parser *p, const at_shape *s, const char *group)
+/* Append s unless an equal shape is already there (the first occurrence keeps its group). The
+ * config takes v's lengths either way (a duplicate's are freed). */
+static at_status add_shape(parser *p, const at_shape *s, tn_serving_shape *v, const char *group)
 {
   tn_config *c = p->cfg;
   at_status rc;
-  if ((size_t)(c->n_shapes + 1) * 2 > p->n_slots && (rc = grow_slots(p)) != AT_OK) return rc;
+  if ((size_t)(c->n_shapes + 1) * 2 > p->n_slots && (rc = grow_slots(p)) != AT_OK) return serving_shape_free(v), rc;
   int found;
-  size_t slot = shape_slot(p, s, &found);
-  if (found) return AT_OK;
+  size_t slot = shape_slot(p, s, v, &found);
+  if (found) return serving_shape_free(v), AT_OK;
   if (c->n_shapes == p->cap_shapes) {
     int cap = p->cap_shapes ? 2 * p->cap_shapes : 64;
     at_shape *shapes = realloc(c->shapes, (size_t)cap * sizeof *shapes);
     if (shapes) c->shapes = shapes;
     char(*groups)[TN_CONFIG_GROUP_CAP] = realloc(c->groups, (size_t)cap * sizeof *groups);
     if (groups) c->groups = groups;
-    if (!shapes || !groups) return at_fail(AT_ERR_NOMEM, "out of memory expanding config shapes");
+    tn_serving_shape *serving = realloc(c->serving, (size_t)cap * sizeof *serving);
+    if (serving) c->serving = serving;
+    if (!shapes || !groups || !serving)
+      return serving_shape_free(v), at_fail(AT_ERR_NOMEM, "out of memory expanding config shapes");
     p->cap_shapes = cap;
   }
+  c->serving[c->n_shapes] = *v;
   c->shapes[c->n_shapes] = *s;
   snprintf(c->groups[c->n_shapes], TN_CONFIG_GROUP_CAP, "%s", group);
   p->slots[slot] = c->n_shapes++;
@@ -509,11 +545,66 @@ typedef struct entry {
   char field[FIELD_CAP]; /* "shapes[i]" */
   char group[TN_CONFIG_GROUP_CAP];
   vlist vals[F_COUNT];
+  /* lengths: a list (vals of lengths, batch = its size) or {dist: uniform, min, max, seed} */
+  const yaml_node_t *lengths_node;
+  vlist lengths;
+  int uniform, min_len, max_len, seed;
 } entry;
 
 static void entry_free(entry *e)
 {
   for (int f = 0; f < F_COUNT; f++) vlist_free(&e->vals[f]);
+  vlist_free(&e->lengths);
+}
+
+static at_status read_length(const parser *p, const yaml_node_t *n, const char *field, int *out)
+{
+  return read_int(p, n, field, 0, AT_MAX_SEQ_LEN, out);
+}
+
+/* {dist: uniform, min: N, max: N, seed: N}: the lengths at_lengths_uniform draws for each batch. */
+static at_status read_length_dist(const parser *p, const yaml_node_t *n, const char *field, entry *e)
+{
+  static const char *const KEYS[] = {"dist", "min", "max", "seed"};
+  char sub[FIELD_CAP];
+  at_status rc;
+  yaml_node_t *v;
+  if ((rc = check_keys(p, n, field, KEYS, 4)) != AT_OK) return rc;
+  join_key(sub, field, "dist");
+  if (!(v = map_get(p, n, "dist"))) return fail_at(p, n, field, "missing 'dist' (the only one is uniform)");
+  if (v->type != YAML_SCALAR_NODE || strcmp(text_of(v), "uniform") != 0)
+    return fail_at(p, v, sub, "unknown length distribution '%s' (expected uniform)",
+                   v->type == YAML_SCALAR_NODE ? text_of(v) : kind_of(v));
+  int *out[2] = {&e->min_len, &e->max_len};
+  for (int i = 0; i < 2; i++) {
+    join_key(sub, field, KEYS[1 + i]);
+    if (!(v = map_get(p, n, KEYS[1 + i]))) return fail_at(p, n, field, "missing '%s'", KEYS[1 + i]);
+    if ((rc = read_length(p, v, sub, out[i])) != AT_OK) return rc;
+  }
+  if (e->max_len < e->min_len)
+    return fail_at(p, map_get(p, n, "max"), field, "max %d is below min %d", e->max_len, e->min_len);
+  e->seed = 1;
+  join_key(sub, field, "seed");
+  if ((v = map_get(p, n, "seed")) && (rc = read_int(p, v, sub, 0, INT_MAX, &e->seed)) != AT_OK) return rc;
+  e->uniform = 1;
+  return AT_OK;
+}
+
+static at_status read_entry_lengths(const parser *p, entry *e)
+{
+  yaml_node_t *n = map_get(p, e->node, "lengths");
+  char sub[FIELD_CAP];
+  at_status rc;
+  if (!n) return AT_OK;
+  join_key(sub, e->field, "lengths");
+  e->lengths_node = n;
+  if (n->type == YAML_MAPPING_NODE) return read_length_dist(p, n, sub, e);
+  if (n->type != YAML_SEQUENCE_NODE)
+    return fail_at(p, n, sub, "expected a list of lengths or {dist: uniform, min, max, seed}, got %s", kind_of(n));
+  if ((rc = read_values(p, n, sub, read_length, 0, &e->lengths)) != AT_OK) return rc;
+  if (e->lengths.n > TN_SERVING_MAX_SEQUENCES)
+    return fail_at(p, n, sub, "%d lengths: at most %d sequences", e->lengths.n, TN_SERVING_MAX_SEQUENCES);
+  return AT_OK;
 }
 
 static at_status read_entry_fields(const parser *p, entry *e)
@@ -547,17 +638,54 @@ static at_status read_entry_name(const parser *p, entry *e)
 }
 
 /* Required fields, seq_len vs q_len/kv_len, and defaults for the rest. */
+/* lengths give B and the K/V lengths: kv_len and seq_len go, q_len stays optional (padded queries). */
+static at_status complete_serving_entry(const parser *p, entry *e)
+{
+  vlist *v = e->vals;
+  char sub[FIELD_CAP];
+  const char *clash = v[F_SEQ_LEN].n ? "seq_len" : v[F_KV_LEN].n ? "kv_len" : NULL;
+  if (clash) {
+    join_key(sub, e->field, clash);
+    return fail_at(p, map_get(p, e->node, clash), sub,
+                   "lengths give the K/V lengths: drop %s (q_len gives padded queries)", clash);
+  }
+  for (int i = 0; !e->uniform && i < v[F_BATCH].n; i++)
+    if (v[F_BATCH].v[i] != e->lengths.n) {
+      join_key(sub, e->field, "batch");
+      return fail_at(p, v[F_BATCH].at[i], sub, "batch %d differs from the %d lengths listed", v[F_BATCH].v[i],
+                     e->lengths.n);
+    }
+  for (int i = 0; e->uniform && i < v[F_BATCH].n; i++)
+    if (v[F_BATCH].v[i] > TN_SERVING_MAX_SEQUENCES) {
+      join_key(sub, e->field, "batch");
+      return fail_at(p, v[F_BATCH].at[i], sub, "batch %d: at most %d sequences with lengths", v[F_BATCH].v[i],
+                     TN_SERVING_MAX_SEQUENCES);
+    }
+  if (!v[F_BATCH].n) return vlist_push(&v[F_BATCH], e->uniform ? 1 : e->lengths.n, e->node);
+  return AT_OK;
+}
+
 static at_status complete_entry(const parser *p, entry *e)
 {
   vlist *v = e->vals;
   at_status rc;
-  if (v[F_SEQ_LEN].n && (v[F_Q_LEN].n || v[F_KV_LEN].n)) {
+  if (e->lengths_node) {
+    if ((rc = complete_serving_entry(p, e)) != AT_OK) return rc;
+  } else if (v[F_PAGE_SIZE].n) {
+    char sub[FIELD_CAP];
+    join_key(sub, e->field, "batch");
+    for (int i = 0; i < v[F_BATCH].n; i++)
+      if (v[F_BATCH].v[i] > TN_SERVING_MAX_SEQUENCES)
+        return fail_at(p, v[F_BATCH].at[i], sub, "batch %d: at most %d sequences with page_size", v[F_BATCH].v[i],
+                       TN_SERVING_MAX_SEQUENCES);
+  }
+  if (!e->lengths_node && v[F_SEQ_LEN].n && (v[F_Q_LEN].n || v[F_KV_LEN].n)) {
     const char *name = v[F_Q_LEN].n ? "q_len" : "kv_len";
     char sub[FIELD_CAP];
     join_key(sub, e->field, name);
     return fail_at(p, map_get(p, e->node, name), sub, "give either seq_len or q_len and kv_len, not both");
   }
-  if (!v[F_SEQ_LEN].n && (!v[F_Q_LEN].n || !v[F_KV_LEN].n))
+  if (!e->lengths_node && !v[F_SEQ_LEN].n && (!v[F_Q_LEN].n || !v[F_KV_LEN].n))
     return fail_at(p, e->node, e->field, "missing '%s' (or 'seq_len' for both lengths)",
                    v[F_Q_LEN].n ? "kv_len" : "q_len");
   if (!v[F_Q_HEADS].n) return fail_at(p, e->node, e->field, "missing 'q_heads'");
@@ -591,6 +719,35 @@ static at_shape combination(const entry *e, const int *idx)
   return s;
 }
 
+/* The lengths and layout of combination idx, with s's maxima set from them: K/V paged at
+ * page_size, else ragged when lengths are given; Q ragged with the K/V lengths unless q_len is. */
+static at_status serving_combination(const entry *e, const int *idx, at_shape *s, tn_serving_shape *v)
+{
+  const int page = e->vals[F_PAGE_SIZE].n ? e->vals[F_PAGE_SIZE].v[idx[F_PAGE_SIZE]] : 0;
+  memset(v, 0, sizeof *v);
+  v->layout = at_serving_layout_make(s, AT_SEQ_PADDED, AT_SEQ_PADDED, 0);
+  if (!e->lengths_node && !page) return AT_OK;
+  if (s->batch < 1) return at_fail(AT_ERR_INVALID, "batch %d must be at least 1", s->batch);
+  if (!(v->kv_lens = malloc((size_t)s->batch * sizeof *v->kv_lens)))
+    return at_fail(AT_ERR_NOMEM, "out of memory expanding lengths");
+  at_status rc = AT_OK;
+  if (e->uniform) rc = at_lengths_uniform(e->min_len, e->max_len, (uint64_t)e->seed, s->batch, v->kv_lens);
+  else if (e->lengths_node) memcpy(v->kv_lens, e->lengths.v, (size_t)s->batch * sizeof *v->kv_lens);
+  else for (int i = 0; i < s->batch; i++) v->kv_lens[i] = s->kv_len;
+  const int q_ragged = e->lengths_node && !e->vals[F_Q_LEN].n;
+  v->q_lens = q_ragged ? v->kv_lens : malloc((size_t)s->batch * sizeof *v->q_lens);
+  if (rc == AT_OK && !v->q_lens) rc = at_fail(AT_ERR_NOMEM, "out of memory expanding lengths");
+  if (rc != AT_OK) return serving_shape_free(v), rc;
+  int longest = 1;
+  for (int i = 0; i < s->batch; i++) longest = v->kv_lens[i] > longest ? v->kv_lens[i] : longest;
+  for (int i = 0; !q_ragged && i < s->batch; i++) v->q_lens[i] = s->q_len;
+  s->kv_len = longest;
+  if (q_ragged) s->q_len = longest;
+  const at_seq_layout kv = page ? AT_SEQ_PAGED : AT_SEQ_RAGGED;
+  v->layout = at_serving_layout_make(s, q_ragged ? AT_SEQ_RAGGED : AT_SEQ_PADDED, kv, page);
+  return AT_OK;
+}
+
 /* A combination at_shape_check refuses; after the per-value checks only Nq % Nkv and the pairing
  * of dtype and kv_dtype are left. */
 static at_status fail_combination(const parser *p, const entry *e, const int *idx, const at_shape *s)
@@ -617,8 +774,10 @@ static at_status expand_entry(parser *p, const entry *e)
   at_status rc;
   for (;;) {
     at_shape s = combination(e, idx);
-    if (at_shape_check(&s) != AT_OK) return fail_combination(p, e, idx, &s);
-    if ((rc = add_shape(p, &s, e->group)) != AT_OK) return rc;
+    tn_serving_shape v;
+    if ((rc = serving_combination(e, idx, &s, &v)) != AT_OK) return fail_at(p, e->node, e->field, "%s", at_last_error());
+    if (at_shape_check(&s) != AT_OK) return serving_shape_free(&v), fail_combination(p, e, idx, &s);
+    if ((rc = add_shape(p, &s, &v, e->group)) != AT_OK) return rc;
     int f = F_COUNT - 1;
     for (; f >= 0; f--) {
       if (!e->vals[f].n) continue;
@@ -642,7 +801,7 @@ static at_status parse_entry(parser *p, const yaml_node_t *n, int index)
   at_status rc;
   if ((rc = check_keys(p, n, e.field, ENTRY_KEYS, N_ENTRY_KEYS)) == AT_OK &&
       (rc = read_entry_name(p, &e)) == AT_OK && (rc = read_entry_fields(p, &e)) == AT_OK &&
-      (rc = complete_entry(p, &e)) == AT_OK)
+      (rc = read_entry_lengths(p, &e)) == AT_OK && (rc = complete_entry(p, &e)) == AT_OK)
     rc = expand_entry(p, &e);
   entry_free(&e);
   return rc;
@@ -1031,6 +1190,28 @@ at_status tn_config_load(const char *path, tn_config *out)
   return rc;
 }
 
+int tn_config_first_serving(const tn_config *c)
+{
+  for (int i = 0; c && c->serving && i < c->n_shapes; i++)
+    if (!at_serving_is_padded(&c->serving[i].layout)) return i;
+  return -1;
+}
+
+at_status tn_config_refuse_serving(const tn_config *c)
+{
+  const int i = tn_config_first_serving(c);
+  if (i < 0) return AT_OK;
+  char key[256], what[96];
+  const tn_serving_shape *v = &c->serving[i];
+  at_serving_key(&c->shapes[i], &v->layout, v->layout.q_layout == AT_SEQ_RAGGED ? v->q_lens : NULL, v->kv_lens, key,
+                 sizeof key);
+  at_serving_layout_describe(&v->layout, what, sizeof what);
+  return at_fail(AT_ERR_CONFIG,
+                 "%s: shape %s%s%s%s has %s: ragged and paged shapes cannot be tuned yet (only the naive kernels "
+                 "run them; 'attntune bench --lengths' times them)",
+                 c->path, key, c->groups[i][0] ? " (" : "", c->groups[i], c->groups[i][0] ? ")" : "", what);
+}
+
 /* ---- keys and shards --------------------------------------------------------------------- */
 
 void tn_shape_key(const at_shape *s, char *buf, size_t size)
@@ -1109,11 +1290,18 @@ at_status tn_config_keep_shard(tn_config *c, int index, int count)
   at_status rc = tn_shard_owners(c, count, owner);
   int kept = 0;
   for (int i = 0; rc == AT_OK && i < c->n_shapes; i++) {
-    if (owner[i] != index) continue;
+    if (owner[i] != index) {
+      serving_shape_free(&c->serving[i]);
+      continue;
+    }
+    tn_serving_shape moved = c->serving[i];
+    if (kept != i) c->serving[i] = (tn_serving_shape){.layout = moved.layout}; /* one owner of the lengths */
     c->shapes[kept] = c->shapes[i];
+    c->serving[kept] = moved;
     memmove(c->groups[kept], c->groups[i], sizeof c->groups[i]);
     kept++;
   }
+  for (int i = kept; rc == AT_OK && i < c->n_shapes; i++) serving_shape_free(&c->serving[i]);
   if (rc == AT_OK) c->n_shapes = kept;
   free(owner);
   return rc;

@@ -47,6 +47,16 @@ typedef struct tn_search {
   tn_family_search family[GEN_FAMILY_COUNT];
 } tn_search;
 
+/* A shape entry's serving layout (docs/config.md, "Serving layouts"): ragged or paged tensors with
+ * their per-sequence lengths; the at_shape beside it holds the batch and the maxima. Ordinary
+ * shapes have padded Q and K/V and no lengths. */
+typedef struct tn_serving_shape {
+  at_serving_layout layout;
+  int *q_lens, *kv_lens; /* batch each, owned by the config; NULL for padded tensors */
+} tn_serving_shape;
+
+enum { TN_SERVING_MAX_SEQUENCES = 4096 }; /* sequences of one ragged or paged shape */
+
 typedef struct tn_config {
   char path[TN_CONFIG_PATH_CAP]; /* the file (or name) the config came from */
 
@@ -56,6 +66,7 @@ typedef struct tn_config {
 
   at_shape *shapes;              /* expanded, deduplicated, in file order */
   char (*groups)[TN_CONFIG_GROUP_CAP]; /* the entry's name per shape ("" when unnamed) */
+  tn_serving_shape *serving;     /* per shape: its layout and lengths */
   int n_shapes;
 
   tn_search search;
@@ -80,6 +91,12 @@ at_status tn_config_load(const char *path, tn_config *out);
 at_status tn_config_parse(const char *text, size_t len, const char *name, tn_config *out);
 /* Free the shape lists; c is left as after tn_config_init. */
 void tn_config_free(tn_config *c);
+
+/* The first shape with ragged or paged tensors, or -1: what `tune` cannot tune yet (only the
+ * naive kernels run those layouts). */
+int tn_config_first_serving(const tn_config *c);
+/* AT_ERR_CONFIG naming that shape (its serving key and group) and why, or AT_OK when there is none. */
+at_status tn_config_refuse_serving(const tn_config *c);
 
 /* The search override of family/param ("fa2", "block_m"; "decode", "splits"), or NULL when the
  * family has no such parameter. */

@@ -13,6 +13,7 @@ set(AT_TUNER_CLI_SOURCES
   tuner/main.c
   tuner/cmd_devices.c
   tuner/cmd_bench.c
+  tuner/bench_serving.c
   tuner/cmd_tune.c
   tuner/cmd_cache.c
   tuner/cmd_gen.c

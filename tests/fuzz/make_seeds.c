@@ -1,12 +1,14 @@
 /*
  * make_seeds.c — writes the binary seeds of tests/fuzz/corpus/: shape/ (at_shape structs of real
  * shapes) and cache/ (small valid caches: one as cache_open writes it, WAL mode, 4 KiB pages, and
- * one converted to a rollback journal with 512-byte pages, so mutations reach more of its bytes).
+ * one converted to a rollback journal with 512-byte pages, so mutations reach more of its bytes) and
+ * serving/ (valid serving metadata in fuzz_serving.c's byte format: a ragged and a paged call).
  * The text seeds (config/, variant/) are copied from configs/ and `attntune gen --list`.
  *
  *     make_seeds CORPUS_DIR     (e.g. build-fuzz/tests/fuzz/make_seeds tests/fuzz/corpus)
  */
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +71,51 @@ static void write_cache(const char *path)
   cache_close(db);
 }
 
+/* fuzz_serving.c's input: sizes, layout bytes, totals, which arrays, the arrays, a lengths spec. */
+typedef struct seed_bytes {
+  unsigned char b[512];
+  size_t n;
+} seed_bytes;
+
+static void put_byte(seed_bytes *s, int v) { s->b[s->n++] = (unsigned char)v; }
+
+static void put_int(seed_bytes *s, int32_t v)
+{
+  for (int i = 0; i < 4; i++) put_byte(s, (int)(((uint32_t)v >> (8 * i)) & 0xffu));
+}
+
+static void put_ints(seed_bytes *s, const int32_t *v, size_t n)
+{
+  for (size_t i = 0; i < n; i++) put_int(s, v[i]);
+}
+
+static void write_serving_seeds(const char *dir)
+{
+  char path[4096];
+  /* B 3, T <= 8, S <= 20, ragged Q and K/V, lengths (8, 20) (1, 0) (0, 1). */
+  seed_bytes ragged = {{0}, 0};
+  const int32_t cu_q[] = {0, 8, 9, 9}, cu_kv[] = {0, 20, 20, 21};
+  put_byte(&ragged, 2), put_byte(&ragged, 7), put_byte(&ragged, 19), put_byte(&ragged, 1), put_byte(&ragged, 1);
+  put_byte(&ragged, 6), put_byte(&ragged, 2), put_byte(&ragged, 2); /* version byte 2: this one */
+  put_int(&ragged, 9), put_int(&ragged, 21), put_int(&ragged, 0), put_byte(&ragged, 3);
+  put_ints(&ragged, cu_q, 4), put_ints(&ragged, cu_kv, 4);
+  put_byte(&ragged, 120);
+  memcpy(ragged.b + ragged.n, "uniform:1:9:3", 13), ragged.n += 13;
+  snprintf(path, sizeof path, "%s/serving/serving-ragged.bin", dir);
+  write_file(path, ragged.b, ragged.n);
+  /* B 2, T 1, S <= 40, padded Q, paged K/V at page size 16 (3 entries a row), 5 pages. */
+  seed_bytes paged = {{0}, 0};
+  const int32_t lens[] = {40, 17}, table[] = {4, 0, 2, 1, 3, -1};
+  put_byte(&paged, 1), put_byte(&paged, 0), put_byte(&paged, 39), put_byte(&paged, 0), put_byte(&paged, 2);
+  put_byte(&paged, 1), put_byte(&paged, 2), put_byte(&paged, 2);
+  put_int(&paged, 0), put_int(&paged, 0), put_int(&paged, 5), put_byte(&paged, 12);
+  put_ints(&paged, lens, 2), put_ints(&paged, table, 6);
+  put_byte(&paged, 90);
+  memcpy(paged.b + paged.n, "40,17", 5), paged.n += 5;
+  snprintf(path, sizeof path, "%s/serving/serving-paged.bin", dir);
+  write_file(path, paged.b, paged.n);
+}
+
 int main(int argc, char **argv)
 {
   if (argc != 2) {
@@ -80,6 +127,7 @@ int main(int argc, char **argv)
     snprintf(path, sizeof path, "%s/shape/shape-%zu.bin", argv[1], i);
     write_file(path, &SHAPES[i], sizeof SHAPES[i]);
   }
+  write_serving_seeds(argv[1]);
   snprintf(path, sizeof path, "%s/cache/cache-wal.db", argv[1]);
   write_cache(path);
   snprintf(path, sizeof path, "%s/cache/cache-small.db", argv[1]);

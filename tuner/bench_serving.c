@@ -1,0 +1,357 @@
+/* bench_serving.c — see bench_serving.h. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "attntune_fp8.h"
+#include "core/core.h"
+#include "tuner/bench_serving.h"
+#include "tuner/cli.h"
+#include "tuner/measure.h"
+#include "tuner/reference.h"
+
+/* ---- setup (no GPU) ---------------------------------------------------------------------------- */
+
+static int max_of(const int *v, int n)
+{
+  int m = 0;
+  for (int i = 0; i < n; i++) m = v[i] > m ? v[i] : m;
+  return m;
+}
+
+int tn_serving_bench_setup(const char *lengths, int page_size, int q_len_given, const at_shape *s,
+                           tn_serving_bench *b)
+{
+  memset(b, 0, sizeof *b);
+  b->shape = *s;
+  int n = s->batch;
+  if (lengths) {
+    if (at_lengths_parse(lengths, s->batch, TN_SERVING_MAX_BATCH, b->kv_lens, &n) != AT_OK)
+      return tn_usage_error("bench", "--lengths: %s", at_last_error()), 0;
+  } else {
+    if (n > TN_SERVING_MAX_BATCH)
+      return tn_usage_error("bench", "--batch %d with --page-size: at most %d sequences", n, TN_SERVING_MAX_BATCH), 0;
+    for (int i = 0; i < n; i++) b->kv_lens[i] = s->kv_len;
+  }
+  if (page_size && !at_page_size_allowed(page_size))
+    return tn_usage_error("bench", "--page-size %d not allowed (expected %s)", page_size, at_page_sizes_text()), 0;
+  const int q_ragged = lengths && !q_len_given;
+  const int longest = max_of(b->kv_lens, n) > 0 ? max_of(b->kv_lens, n) : 1; /* a shape's maxima are >= 1 */
+  for (int i = 0; i < n; i++) b->q_lens[i] = q_ragged ? b->kv_lens[i] : s->q_len;
+  b->shape.batch = n;
+  b->shape.kv_len = longest;
+  b->shape.q_len = q_ragged ? longest : s->q_len;
+  if (at_shape_check(&b->shape) != AT_OK) return tn_usage_error("bench", "%s", at_last_error()), 0;
+  const at_seq_layout kv = page_size ? AT_SEQ_PAGED : (lengths ? AT_SEQ_RAGGED : AT_SEQ_PADDED);
+  b->layout = at_serving_layout_make(&b->shape, q_ragged ? AT_SEQ_RAGGED : AT_SEQ_PADDED, kv, page_size);
+  if (at_serving_layout_check(&b->shape, &b->layout) != AT_OK)
+    return tn_usage_error("bench", "%s", at_last_error()), 0;
+  return 1;
+}
+
+/* ---- inputs -------------------------------------------------------------------------------------- */
+
+typedef struct serving_buffers {
+  void *q, *k, *v, *o, *lse, *descales;
+  int32_t *cu_q, *cu_kv, *table, *lens; /* device */
+  at_serving_tensors t;
+  int q_rows, kv_rows, num_pages;
+} serving_buffers;
+
+enum { FILL_CHUNK = 1 << 20 };
+
+/* n random elements of dtype in [-1, 1) (FP8 codes at unit scale), uploaded chunk by chunk. */
+static at_status fill_random(at_context *ctx, at_dtype dtype, void *dev, size_t n, tn_rng *rng)
+{
+  const size_t esz = at_dtype_size(dtype);
+  float *x = malloc(FILL_CHUNK * sizeof *x);
+  unsigned char *packed = malloc(FILL_CHUNK * esz);
+  at_status rc = x && packed ? AT_OK : at_fail(AT_ERR_NOMEM, "no memory for random inputs");
+  for (size_t done = 0; done < n && rc == AT_OK; done += FILL_CHUNK) {
+    const size_t m = n - done < FILL_CHUNK ? n - done : FILL_CHUNK;
+    tn_rng_fill(rng, x, m, -1.0f, 1.0f);
+    if (at_dtype_is_fp8(dtype))
+      for (size_t i = 0; i < m; i++) packed[i] = at_f32_to_fp8(x[i], dtype);
+    else
+      rc = tn_pack(dtype, x, m, packed);
+    if (rc == AT_OK) rc = at_copy_to_device(ctx, (unsigned char *)dev + done * esz, packed, m * esz);
+  }
+  free(x), free(packed);
+  return rc;
+}
+
+static at_status alloc_filled(at_context *ctx, at_dtype dtype, size_t n, tn_rng *rng, void **dev)
+{
+  at_status rc = at_device_alloc(ctx, n * at_dtype_size(dtype) + 16, dev);
+  return rc == AT_OK ? fill_random(ctx, dtype, *dev, n, rng) : rc;
+}
+
+static at_status upload_ints(at_context *ctx, const int32_t *host, size_t n, int32_t **dev)
+{
+  at_status rc = at_device_alloc(ctx, n * sizeof *host, (void **)dev);
+  return rc == AT_OK ? at_copy_to_device(ctx, *dev, host, n * sizeof *host) : rc;
+}
+
+/* A block table that hands out the pool's pages in shuffled order; entries past a sequence's
+ * pages are -1 (never read). */
+static int32_t *shuffled_table(const tn_serving_bench *b, int num_pages, tn_rng *rng)
+{
+  const int ps = b->layout.page_size, maxp = b->layout.max_pages_per_seq, n = b->shape.batch;
+  int32_t *order = malloc((size_t)num_pages * sizeof *order);
+  int32_t *table = malloc((size_t)n * maxp * sizeof *table);
+  if (!order || !table) return free(order), free(table), NULL;
+  for (int i = 0; i < num_pages; i++) order[i] = i;
+  for (int i = num_pages - 1; i > 0; i--) {
+    int j = (int)(tn_rng_uniform(rng, 0.0f, 1.0f) * (float)(i + 1));
+    if (j > i) j = i;
+    int32_t t = order[i];
+    order[i] = order[j], order[j] = t;
+  }
+  int next = 0;
+  for (int s = 0; s < n; s++)
+    for (int p = 0; p < maxp; p++) table[s * maxp + p] = p < (b->kv_lens[s] + ps - 1) / ps ? order[next++] : -1;
+  free(order);
+  return table;
+}
+
+static at_status upload_metadata(at_context *ctx, const tn_serving_bench *b, tn_rng *rng, serving_buffers *x)
+{
+  const int n = b->shape.batch;
+  int32_t *cu = malloc((size_t)(n + 1) * sizeof *cu);
+  at_status rc = cu ? AT_OK : at_fail(AT_ERR_NOMEM, "no memory for offsets");
+  if (rc == AT_OK && b->layout.q_layout == AT_SEQ_RAGGED) {
+    cu[0] = 0;
+    for (int i = 0; i < n; i++) cu[i + 1] = cu[i] + b->q_lens[i];
+    rc = upload_ints(ctx, cu, (size_t)n + 1, &x->cu_q);
+  }
+  if (rc == AT_OK && b->layout.kv_layout == AT_SEQ_RAGGED) {
+    cu[0] = 0;
+    for (int i = 0; i < n; i++) cu[i + 1] = cu[i] + b->kv_lens[i];
+    rc = upload_ints(ctx, cu, (size_t)n + 1, &x->cu_kv);
+  }
+  if (rc == AT_OK && b->layout.kv_layout == AT_SEQ_PAGED) {
+    int32_t *table = shuffled_table(b, x->num_pages, rng);
+    rc = table ? upload_ints(ctx, table, (size_t)n * b->layout.max_pages_per_seq, &x->table)
+               : at_fail(AT_ERR_NOMEM, "no memory for the block table");
+    if (rc == AT_OK) rc = upload_ints(ctx, b->kv_lens, (size_t)n, &x->lens);
+    free(table);
+  }
+  free(cu);
+  return rc;
+}
+
+static long long sum_of(const int *v, int n)
+{
+  long long s = 0;
+  for (int i = 0; i < n; i++) s += v[i];
+  return s;
+}
+
+static at_status make_buffers(at_context *ctx, const tn_serving_bench *b, serving_buffers *x)
+{
+  const at_shape *s = &b->shape;
+  const at_serving_layout *l = &b->layout;
+  tn_rng rng = tn_rng_seeded(b->seed);
+  memset(x, 0, sizeof *x);
+  long long q_rows = l->q_layout == AT_SEQ_RAGGED ? sum_of(b->q_lens, s->batch) : (long long)s->batch * s->q_len;
+  long long kv_rows = (long long)s->batch * s->kv_len, pages = 0;
+  if (l->kv_layout == AT_SEQ_RAGGED) kv_rows = sum_of(b->kv_lens, s->batch);
+  if (l->kv_layout == AT_SEQ_PAGED) {
+    for (int i = 0; i < s->batch; i++) pages += (b->kv_lens[i] + l->page_size - 1) / l->page_size;
+    if (pages < 1) pages = 1;
+    kv_rows = pages * l->page_size;
+  }
+  if (q_rows > INT32_MAX || kv_rows > INT32_MAX || pages > INT32_MAX)
+    return at_fail(AT_ERR_INVALID, "%lld query rows and %lld key rows: more than int32 offsets address", q_rows,
+                   kv_rows);
+  x->q_rows = (int)q_rows, x->kv_rows = (int)kv_rows, x->num_pages = (int)pages;
+  const size_t q_elems = (size_t)q_rows * s->q_heads * s->head_dim, kv_elems = (size_t)kv_rows * s->kv_heads * s->head_dim;
+  const at_dtype kv_dtype = at_shape_kv_dtype(s), out = at_dtype_default_out(s->dtype);
+  const float ones[3] = {1.0f, 1.0f, 1.0f};
+  at_status rc;
+  if ((rc = alloc_filled(ctx, s->dtype, q_elems, &rng, &x->q)) != AT_OK ||
+      (rc = alloc_filled(ctx, kv_dtype, kv_elems, &rng, &x->k)) != AT_OK ||
+      (rc = alloc_filled(ctx, kv_dtype, kv_elems, &rng, &x->v)) != AT_OK ||
+      (rc = at_device_alloc(ctx, q_elems * at_dtype_size(out) + 16, &x->o)) != AT_OK ||
+      (rc = at_device_alloc(ctx, (size_t)q_rows * s->q_heads * sizeof(float) + 16, &x->lse)) != AT_OK ||
+      (rc = at_device_alloc(ctx, sizeof ones, &x->descales)) != AT_OK ||
+      (rc = at_copy_to_device(ctx, x->descales, ones, sizeof ones)) != AT_OK ||
+      (rc = upload_metadata(ctx, b, &rng, x)) != AT_OK)
+    return rc;
+  at_serving_tensors t = AT_SERVING_TENSORS_INIT;
+  t.q = x->q, t.k = x->k, t.v = x->v, t.o = x->o, t.lse = s->with_lse ? x->lse : NULL;
+  t.q_stride = l->strides.q, t.k_stride = l->strides.k, t.v_stride = l->strides.v, t.o_stride = l->strides.o;
+  t.cu_seqlens_q = x->cu_q, t.cu_seqlens_kv = x->cu_kv, t.block_table = x->table, t.seqlens_kv = x->lens;
+  if (l->q_layout == AT_SEQ_RAGGED) t.total_q = x->q_rows;
+  if (l->kv_layout == AT_SEQ_RAGGED) t.total_kv = x->kv_rows;
+  if (l->kv_layout == AT_SEQ_PAGED) t.num_pages = x->num_pages;
+  x->t = t;
+  return AT_OK;
+}
+
+static void free_buffers(at_context *ctx, serving_buffers *x)
+{
+  void *all[] = {x->q, x->k, x->v, x->o, x->lse, x->descales, x->cu_q, x->cu_kv, x->table, x->lens};
+  for (size_t i = 0; i < sizeof all / sizeof *all; i++) at_device_free(ctx, all[i]);
+}
+
+/* ---- rates and rows ----------------------------------------------------------------------------- */
+
+/* Sequence i as a contiguous shape of one sequence. */
+static at_shape sequence_shape(const tn_serving_bench *b, int i)
+{
+  at_shape one = b->shape;
+  one.batch = 1, one.q_len = b->q_lens[i], one.kv_len = b->kv_lens[i];
+  return one;
+}
+
+static int is_decode(const tn_serving_bench *b)
+{
+  return b->layout.q_layout == AT_SEQ_PADDED && tn_is_decode_shape(&b->shape);
+}
+
+/* The batch's work: FLOPs of its visible pairs, or for decode the K/V bytes read. */
+static double work_of(const tn_serving_bench *b)
+{
+  double total = 0;
+  for (int i = 0; i < b->shape.batch; i++) {
+    if (b->q_lens[i] < 1 || b->kv_lens[i] < 1) continue;
+    at_shape one = sequence_shape(b, i);
+    total += is_decode(b) ? tn_kv_bytes(&one) : at_shape_flops(&one);
+  }
+  return total;
+}
+
+static void print_row(const tn_serving_bench *b, const char *name, double ms, const char *note)
+{
+  printf("%-44s %10.4f %9.2f %9s  %s\n", name, ms, work_of(b) / (ms * 1e-3) / 1e12, "-", note);
+  fflush(stdout);
+}
+
+static void print_failure(const char *name, const char *status, const char *why)
+{
+  printf("%-44s %10s %9s %9s  %s: %.200s\n", name, "-", "-", "-", status, why);
+  fflush(stdout);
+}
+
+static const at_fp8_args *fp8_args(const at_shape *s, const serving_buffers *x, at_fp8_args *a)
+{
+  const float *d = x->descales;
+  if (!at_dtype_is_fp8(s->dtype) && !at_dtype_is_fp8(at_shape_kv_dtype(s))) return NULL;
+  *a = (at_fp8_args){at_dtype_is_fp8(s->dtype) ? d : NULL, d + 1, d + 2};
+  return a;
+}
+
+/* What at_plan_options.impl a bench name asks the library for. */
+static const char *plan_impl_of(const char *name)
+{
+  if (strcmp(name, "cudnn") == 0 || strcmp(name, "cudnn-unified") == 0) return "cudnn";
+  static const char *const FUSED[] = {"fused", "fa2", "fa3", "decode", "default", "fa2-default"};
+  for (size_t i = 0; i < sizeof FUSED / sizeof *FUSED; i++)
+    if (strcmp(name, FUSED[i]) == 0) return "fused";
+  return name; /* naive, or a variant key */
+}
+
+/* One implementation on the whole batch through the serving API. */
+static int bench_plan(at_context *ctx, const tn_serving_bench *b, serving_buffers *x, const char *name)
+{
+  at_plan *plan = NULL;
+  at_plan_options opts = {plan_impl_of(name)};
+  at_fp8_args a;
+  double ms = 0;
+  at_status rc = at_plan_create_serving(ctx, &b->shape, &b->layout, &opts, &plan);
+  if (rc != AT_OK) {
+    print_failure(name, rc == AT_ERR_UNSUPPORTED ? "unsupported" : "failed", at_last_error());
+    return rc != AT_ERR_UNSUPPORTED;
+  }
+  rc = at_serving_check(plan, &x->t); /* the metadata this bench built, as a server would check its own */
+  if (rc == AT_OK) rc = at_plan_benchmark_serving(plan, &x->t, fp8_args(&b->shape, x, &a), b->warmup, b->reps, &ms);
+  if (rc == AT_OK) print_row(b, name, ms, "the naive kernels: scores, softmax, PV over the maxima (the reference)");
+  else print_failure(name, "failed", at_last_error());
+  at_plan_destroy(plan);
+  return rc != AT_OK;
+}
+
+/* The padding-free ideal: each sequence alone through an ordinary plan ("auto") on contiguous
+ * buffers of the longest sequence, the medians summed. */
+static int bench_sequence_sum(at_context *ctx, const tn_serving_bench *b)
+{
+  at_shape longest = b->shape;
+  longest.batch = 1;
+  serving_buffers c;
+  tn_serving_bench one = *b;
+  one.shape = longest;
+  one.layout = at_serving_layout_make(&longest, AT_SEQ_PADDED, AT_SEQ_PADDED, 0);
+  at_status rc = make_buffers(ctx, &one, &c);
+  double total_ms = 0;
+  int n_timed = 0;
+  char impl[96] = "";
+  for (int i = 0; i < b->shape.batch && rc == AT_OK; i++) {
+    if (b->q_lens[i] < 1 || b->kv_lens[i] < 1) continue; /* no work */
+    at_shape s = sequence_shape(b, i);
+    at_layout l = at_layout_bshd(&s);
+    at_tensors t = {c.q, c.k, c.v, c.o, s.with_lse ? c.lse : NULL, l.q, l.k, l.v, l.o};
+    at_plan *plan = NULL;
+    at_plan_info info;
+    at_fp8_args a;
+    double ms = 0;
+    rc = at_plan_create(ctx, &s, NULL, NULL, &plan);
+    if (rc == AT_OK) rc = at_plan_benchmark(plan, &t, fp8_args(&s, &c, &a), b->warmup, b->reps, &ms);
+    if (rc == AT_OK && at_plan_describe(plan, &info) == AT_OK && s.kv_len == b->shape.kv_len)
+      snprintf(impl, sizeof impl, "%s", info.impl);
+    at_plan_destroy(plan);
+    total_ms += ms, n_timed++;
+  }
+  free_buffers(ctx, &c);
+  if (rc != AT_OK) {
+    print_failure("seqsum", "failed", at_last_error());
+    return 1;
+  }
+  char note[192];
+  snprintf(note, sizeof note, "sum of %d sequences alone, contiguous, 'auto' plans (longest: %s)", n_timed,
+           impl[0] ? impl : "-");
+  print_row(b, "seqsum", total_ms, note);
+  return 0;
+}
+
+static void print_header(const at_context *ctx, const tn_serving_bench *b, const serving_buffers *x)
+{
+  const at_shape *s = &b->shape;
+  char what[96], key[256];
+  at_serving_layout_describe(&b->layout, what, sizeof what);
+  at_serving_key(s, &b->layout, b->layout.q_layout == AT_SEQ_RAGGED ? b->q_lens : NULL, b->kv_lens, key, sizeof key);
+  int min = b->kv_lens[0], max = 0;
+  for (int i = 0; i < s->batch; i++) min = b->kv_lens[i] < min ? b->kv_lens[i] : min, max = b->kv_lens[i] > max ? b->kv_lens[i] : max;
+  printf("shape: %s, B=%d T<=%d S<=%d Nq=%d Nkv=%d D=%d %s mask=%s%s\n", what, s->batch, s->q_len, s->kv_len,
+         s->q_heads, s->kv_heads, s->head_dim, at_dtypes_name(s->dtype, s->kv_dtype), at_mask_name(s->mask),
+         s->with_lse ? " lse" : "");
+  printf("lengths: K/V %d..%d, mean %.1f, %lld tokens; %d query rows; key %s\n", min, max,
+         (double)sum_of(b->kv_lens, s->batch) / s->batch, sum_of(b->kv_lens, s->batch), x->q_rows, key);
+  if (b->layout.kv_layout == AT_SEQ_PAGED) printf("pool: %d pages of %d tokens, handed out shuffled\n", x->num_pages, b->layout.page_size);
+  printf("device: %s, warm-up %d, %d timed launches (events), seed %llu; only the naive kernels run these "
+         "layouts yet\n", at_context_describe(ctx), b->warmup, b->reps, b->seed);
+  printf("%-44s %10s %9s %9s  %s\n", "impl", "time_ms", is_decode(b) ? "KV TB/s" : "TFLOP/s", "rel_err", "note");
+}
+
+int tn_serving_bench_run(const tn_serving_bench *b)
+{
+  at_context *ctx = NULL;
+  serving_buffers x;
+  at_status rc = at_context_create(b->device, NULL, 0, &ctx);
+  if (rc != AT_OK) return tn_fail_exit("bench", rc);
+  if ((rc = make_buffers(ctx, b, &x)) != AT_OK) {
+    free_buffers(ctx, &x);
+    at_context_destroy(ctx);
+    return tn_fail_exit("bench", rc);
+  }
+  print_header(ctx, b, &x);
+  int failures = 0;
+  char *list = strdup(b->impls), *save = NULL;
+  for (char *name = list ? strtok_r(list, ",", &save) : NULL; name; name = strtok_r(NULL, ",", &save))
+    failures += strcmp(name, "seqsum") == 0 ? bench_sequence_sum(ctx, b) : bench_plan(ctx, b, &x, name);
+  free(list);
+  free_buffers(ctx, &x);
+  at_context_destroy(ctx);
+  return failures ? TN_EXIT_RUNTIME : TN_EXIT_OK;
+}
