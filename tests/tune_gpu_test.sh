@@ -97,6 +97,22 @@ pgrep -f "attntune __worker" >/dev/null && fail "Ctrl-C left a worker running"
 "$bin" tune "$config" --db "$dir/int.db" >/dev/null 2>"$dir/int2.err" || fail "rerun after Ctrl-C"
 [ "$("$bin" cache list --db "$dir/int.db" | grep -c '^NVIDIA')" -eq 16 ] || fail "rerun after Ctrl-C did not finish"
 echo "ok: Ctrl-C exited 130 after the trial in flight, and a rerun finished"
+# 3b. SIGTERM to the whole process group, as `timeout` sends it: the worker dies with the run,
+# and the trial it had in flight is not stored as crashed or timed out (it is no candidate's fault).
+setsid "$bin" tune "$config" --db "$dir/term.db" >"$dir/term1.out" 2>"$dir/term1.err" &
+pid=$!
+for i in $(seq 1 600); do
+  sleep 0.1
+  n=$("$bin" cache export --trials --format csv --db "$dir/term.db" 2>/dev/null | grep -c ',ok,')
+  [ "$n" -ge 4 ] && break
+done
+kill -TERM -- -$pid
+wait $pid
+"$bin" cache export --trials --format csv --db "$dir/term.db" >"$dir/term.csv" || fail "export after SIGTERM"
+grep -qE ',(crashed|timeout),' "$dir/term.csv" && fail "SIGTERM: the trial in flight was stored as crashed or timeout"
+"$bin" tune "$config" --db "$dir/term.db" >/dev/null 2>"$dir/term2.err" || fail "rerun after SIGTERM"
+[ "$("$bin" cache list --db "$dir/term.db" | grep -c '^NVIDIA')" -eq 16 ] || fail "rerun after SIGTERM did not finish"
+echo "ok: SIGTERM to the process group stored no crashed trial, and a rerun finished"
 
 # 4. FP8: cuDNN's FP8 graph is the shape's baseline (a timed "cudnn" trial where cuDNN runs FP8,
 # Hopper and newer; else a trial that says why not), never its best (it writes FP8 output, plans

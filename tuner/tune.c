@@ -113,6 +113,16 @@ typedef struct device_job {
   tn_request shape_req;
 } device_job;
 
+/* A trial that ran on the GPU, stored unless the run is stopping: an interrupt (Ctrl-C, or the
+ * SIGTERM that `timeout` sends the whole process group) also kills the worker, and the trial in
+ * flight then reads as crashed or timed out; it is not the candidate's fault, so it stays
+ * untried and the rerun tries it. */
+static at_status put_gpu_trial(device_job *job, const cache_trial *t)
+{
+  if (g_stop && (t->status == CACHE_CRASHED || t->status == CACHE_TIMEOUT)) return AT_OK;
+  return cache_put_trial(job->db, &job->env, t);
+}
+
 static void count(tune_run *run, int *field)
 {
   pthread_mutex_lock(&run->lock);
@@ -243,7 +253,7 @@ static at_status run_candidate(device_job *job, const rt_compiled *c, int reps, 
   else if (t->status == CACHE_WRONG) count(job->run, &st->wrong);
   else if (t->status == CACHE_CRASHED) count(job->run, &st->crashed);
   else if (t->status == CACHE_TIMEOUT) count(job->run, &st->timeouts);
-  return cache_put_trial(job->db, &job->env, t);
+  return put_gpu_trial(job, t);
 }
 
 /* ---- compile pipeline: NVRTC in threads while the GPU works ----------------------------------- */
@@ -436,7 +446,7 @@ static at_status tune_cudnn(device_job *job, const tn_response *shape_resp, cach
     t->err_naive = shape_resp->err_naive;
     if (t->status == CACHE_OK && !t->message[0]) snprintf(t->message, sizeof t->message, "%s", shape_resp->message);
   }
-  return cache_put_trial(job->db, &job->env, t);
+  return put_gpu_trial(job, t);
 }
 
 /* The naive path's trial of this shape (into *t): reuse a final one, else time it now. */
@@ -456,7 +466,7 @@ static at_status tune_naive(device_job *job, cache_trial *t)
   if (rc != AT_OK) job->shape_loaded = 0;
   trial_init(t, s, "naive");
   trial_from_response(t, &r, s);
-  return cache_put_trial(job->db, &job->env, t);
+  return put_gpu_trial(job, t);
 }
 
 static void record_result(device_job *job, int index, const cache_best *best, double cudnn_ms,
