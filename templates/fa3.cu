@@ -78,9 +78,10 @@
  *   v10 (FA3_PERSISTENT, 16-bit causal): persistent causal scheduler: one CTA per SM walks the
  *       work tiles longest first, GQA heads side by side; Q reloaded per work tile behind an
  *       empty mbarrier, the K/V ring and the ping-pong order continue across work tiles.
- *       PREDICTED, not measured: a few percent on causal shapes from the tail of short blocks and
- *       the prologue/epilogue of one work tile overlapping the others' loops (FA3 attributes part
- *       of its causal lead to such a scheduler); a listed choice (.pers), not the default.
+ *       PREDICTED, not measured: a few percent on short causal shapes, from one work tile's
+ *       prologue and epilogue overlapping the other warpgroups' loops (the FA3 paper blames its
+ *       FP8 kernel's causal gap to cuDNN on lacking such a scheduler); a listed choice (.pers),
+ *       not the default (docs/perf.md, "v10").
  * Copies by cp.async and stores by threads are generic-proxy writes; wgmma reads shared memory
  * through the async proxy, hence fence.proxy.async before the barriers that publish them.
  */
