@@ -797,7 +797,8 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
    * consumer c follows its own wait, which followed the arrival by c - 1 before it), so no
    * barrier is ever arrived at twice in one phase. Work tiles without keys take no part. An
    * epilogue between work tiles sits outside the ordered GEMMs and delays nobody's turn but
-   * its own. */
+   * its own. tests/fa3_ws_protocol.py models these barriers and the mbarriers under random
+   * interleavings. */
   if (FA3_PINGPONG && cw == FA3_CONSUMERS - 1) fa3_named_arrive(1, 256);
   for (int i = blockIdx.x, j = 0, it = 0; i < work_tiles; i += gridDim.x, j++) {
     const fa3_work w = fa3_work_tile(c, i, n_heads, batch, m_blocks);
