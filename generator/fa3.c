@@ -19,6 +19,8 @@ static const int k_ws_warps[] = {8, 12};
 static const int k_ws_block_n[] = {192, 176, 128, 112, 96, 80, 64};
 static const int k_ws_stages[] = {2, 3};
 static const int k_ws_kinds[] = {1, 2}; /* without ping-pong, then with */
+/* Each warp-specialized tile, then (causal masks; check_persistent) its persistent form. */
+static const int k_ws_persistent[] = {0, 1};
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 
@@ -100,6 +102,25 @@ static at_status check_ws_tiles(const gen_variant *v)
   return AT_OK;
 }
 
+/* The persistent form of the warp-specialized kernel (.pers): its work-tile loop is written for
+ * the 16-bit consumers and producer (the FP8 producer's transposing warps have none), and its
+ * longest-first order is what causal masks need (without a mask every work tile is as long). */
+static at_status check_persistent(const gen_variant *v)
+{
+  const gen_spec *s = &v->spec;
+  if (v->persistent == 0) return AT_OK;
+  if (v->persistent != 1) return at_fail(AT_ERR_INVALID, "fa3 persistent must be 0 or 1, not %d", v->persistent);
+  if (!v->ws)
+    return at_fail(AT_ERR_INVALID,
+                   "persistent fa3 is the warp-specialized kernel looping over work tiles: it needs ws 1 or 2, not 0");
+  if (at_dtype_is_fp8(s->dtype))
+    return at_fail(AT_ERR_UNSUPPORTED, "persistent fa3 runs f16 or bf16 inputs, not %s", at_dtype_name(s->dtype));
+  if (s->mask == AT_MASK_NONE)
+    return at_fail(AT_ERR_UNSUPPORTED,
+                   "persistent fa3 runs causal masks (causal, causal-br), not none: it orders work tiles longest first");
+  return AT_OK;
+}
+
 static at_status check_in_cta_tiles(const gen_variant *v)
 {
   if (v->warps != 4 && v->warps != 8)
@@ -130,7 +151,7 @@ static at_status check(const gen_variant *v, const gen_target *target)
     return at_fail(AT_ERR_INVALID, "unknown mask %d", (int)s->mask);
   if (s->gqa < 1 || s->gqa > 1024) return at_fail(AT_ERR_INVALID, "GQA ratio %d is out of range (1..1024)", s->gqa);
   at_status rc = v->ws ? check_ws_tiles(v) : check_in_cta_tiles(v);
-  if (rc != AT_OK) return rc;
+  if (rc != AT_OK || (rc = check_persistent(v)) != AT_OK) return rc;
   if (v->block_m != 16 * v->warps)
     return at_fail(AT_ERR_UNSUPPORTED, "fa3 block_m must be 16 rows per warp (%d for %d warps), not %d",
                    16 * v->warps, v->warps, v->block_m);
@@ -151,13 +172,14 @@ static at_status enumerate_ws(const gen_spec *spec, const gen_target *target, co
   for (int a = 0; a < COUNT(k_ws_warps); a++)
     for (int b = 0; b < COUNT(k_ws_block_n); b++)
       for (int c = 0; c < COUNT(k_ws_stages); c++)
-        for (int d = 0; d < COUNT(k_ws_kinds); d++) {
-          gen_variant v = {GEN_FAMILY_FA3, *spec,           16 * k_ws_warps[a], k_ws_block_n[b],
-                           k_ws_warps[a],  k_ws_stages[c], 0,                  k_ws_kinds[d], 0};
-          if (check(&v, target) != AT_OK || !gen_tile_makes_sense(&v, shape)) continue;
-          if (*n == cap) return at_fail(AT_ERR_INVALID, "more than %d variants for this shape", cap);
-          out[(*n)++] = v;
-        }
+        for (int d = 0; d < COUNT(k_ws_kinds); d++)
+          for (int p = 0; p < COUNT(k_ws_persistent); p++) {
+            gen_variant v = {GEN_FAMILY_FA3, *spec,          16 * k_ws_warps[a], k_ws_block_n[b],   k_ws_warps[a],
+                             k_ws_stages[c], 0,              k_ws_kinds[d],      k_ws_persistent[p], 0};
+            if (check(&v, target) != AT_OK || !gen_tile_makes_sense(&v, shape)) continue;
+            if (*n == cap) return at_fail(AT_ERR_INVALID, "more than %d variants for this shape", cap);
+            out[(*n)++] = v;
+          }
   return AT_OK;
 }
 
@@ -167,7 +189,7 @@ static at_status enumerate_in_cta(const gen_spec *spec, const gen_target *target
   for (int a = 0; a < COUNT(k_warps); a++)
     for (int b = 0; b < COUNT(k_block_n); b++)
       for (int c = 0; c < COUNT(k_stages); c++) {
-        gen_variant v = {GEN_FAMILY_FA3, *spec, 16 * k_warps[a], k_block_n[b], k_warps[a], k_stages[c], 0, 0, 0};
+        gen_variant v = {GEN_FAMILY_FA3, *spec, 16 * k_warps[a], k_block_n[b], k_warps[a], k_stages[c], 0, 0, 0, 0};
         if (check(&v, target) != AT_OK || !gen_tile_makes_sense(&v, shape)) continue;
         if (*n == cap) return at_fail(AT_ERR_INVALID, "more than %d variants for this shape", cap);
         out[(*n)++] = v;
@@ -200,7 +222,7 @@ static int default_ws_variant(const gen_spec *spec, const gen_target *target, ge
   if (at_dtype_is_fp8(spec->dtype)) return 0;
   for (int i = 0; i < COUNT(prefs); i++) {
     if (spec->head_dim > prefs[i].max_d) continue;
-    gen_variant v = {GEN_FAMILY_FA3, *spec, 16 * prefs[i].warps, prefs[i].block_n, prefs[i].warps, 2, 0, 1, 0};
+    gen_variant v = {GEN_FAMILY_FA3, *spec, 16 * prefs[i].warps, prefs[i].block_n, prefs[i].warps, 2, 0, 1, 0, 0};
     if (check(&v, target) == AT_OK) {
       *out = v;
       return 1;
@@ -220,7 +242,7 @@ static int default_variant(const gen_spec *spec, const gen_target *target, const
   for (int i = 0; i < COUNT(prefs); i++) {
     if (spec->head_dim > prefs[i].max_d) continue;
     for (int s = prefs[i].stages + extra_stage; s >= prefs[i].stages; s--) {
-      gen_variant v = {GEN_FAMILY_FA3, *spec, 16 * prefs[i].warps, prefs[i].block_n, prefs[i].warps, s, 0, 0, 0};
+      gen_variant v = {GEN_FAMILY_FA3, *spec, 16 * prefs[i].warps, prefs[i].block_n, prefs[i].warps, s, 0, 0, 0, 0};
       if (check(&v, target) == AT_OK) {
         *out = v;
         return 1;
@@ -282,6 +304,27 @@ static void wgmma_wrappers(const gen_variant *v, gen_text *t)
   gen_text_put(t, "\n               : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"l\"(desc_b));\n}\n\n");
 }
 
+/* Persistent variants: one CTA per work tile as described, which the runtime narrows to the
+ * device's SMs (generator.h, gen_launch_desc.work_tiles); the kernel finds its tiles from Nq and
+ * the tile count, arguments after the tensor maps. One CTA per SM: the warp-specialized kernel's
+ * setmaxnreg split hands out the whole register file. */
+static at_status describe_persistent(const at_shape *shape, gen_launch_desc *out)
+{
+  gen_kernel_launch *k = &out->kernels[0];
+  const long long tiles = (long long)k->grid[0] * k->grid[1] * k->grid[2];
+  if (tiles > 0x7fffffff)
+    return at_fail(AT_ERR_UNSUPPORTED, "persistent fa3: %lld work tiles (B %d x Nq %d x %u query blocks) exceed %d",
+                   tiles, shape->batch, shape->q_heads, k->grid[0], 0x7fffffff);
+  if (k->n_args + 2 > GEN_MAX_ARGS) return at_fail(AT_ERR_INVALID, "fa3 launch has too many arguments");
+  k->args[k->n_args++] = GEN_ARG_Q_HEADS;
+  k->args[k->n_args++] = GEN_ARG_WORK_TILES;
+  k->grid[0] = (unsigned)tiles;
+  k->grid[1] = k->grid[2] = 1;
+  out->work_tiles = (int)tiles;
+  out->ctas_per_sm = 1;
+  return AT_OK;
+}
+
 /* Warp-specialized variants take fa2's arguments and then the tensor maps of Q, K and V. */
 static at_status describe_launch(const gen_variant *v, const at_shape *shape, gen_launch_desc *out)
 {
@@ -292,6 +335,9 @@ static at_status describe_launch(const gen_variant *v, const at_shape *shape, ge
   k->args[k->n_args++] = GEN_ARG_TMAP_Q;
   k->args[k->n_args++] = GEN_ARG_TMAP_K;
   k->args[k->n_args++] = GEN_ARG_TMAP_V;
+  out->tmap_rows[0] = v->block_m;
+  out->tmap_rows[1] = out->tmap_rows[2] = v->block_n;
+  if (v->persistent) return describe_persistent(shape, out);
   if (v->spec.mask != AT_MASK_NONE && k->grid[0]) { /* (Nq, B, query blocks): the template says why */
     if (k->grid[0] > 65535 || k->grid[2] > 65535)
       return at_fail(AT_ERR_UNSUPPORTED,
@@ -300,8 +346,6 @@ static at_status describe_launch(const gen_variant *v, const at_shape *shape, ge
     const unsigned m = k->grid[0];
     k->grid[0] = k->grid[1], k->grid[1] = k->grid[2], k->grid[2] = m;
   }
-  out->tmap_rows[0] = v->block_m;
-  out->tmap_rows[1] = out->tmap_rows[2] = v->block_n;
   return AT_OK;
 }
 
@@ -309,6 +353,7 @@ static void ws_preamble(const gen_variant *v, const gen_target *target, const ch
 {
   (void)target, (void)entry;
   if (v->ws) gen_text_put(t, "#define FA3_WS 1\n#define FA3_PINGPONG %d\n", v->ws == 2);
+  if (v->persistent) gen_text_put(t, "#define FA3_PERSISTENT 1\n");
 }
 
 const gen_family_ops gen_fa3_family = {

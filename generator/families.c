@@ -23,6 +23,8 @@ at_status gen_variant_check(const gen_variant *v, const gen_target *target)
     return at_fail(AT_ERR_INVALID, "%s variants have no split count (got %d)", f->name, v->splits);
   if (!f->warp_specialized && v->ws != 0)
     return at_fail(AT_ERR_INVALID, "%s variants are not warp-specialized (got ws %d)", f->name, v->ws);
+  if (!f->warp_specialized && v->persistent != 0)
+    return at_fail(AT_ERR_INVALID, "%s has no persistent variants (got persistent %d)", f->name, v->persistent);
   /* K and V in another dtype than Q: only where the family's spec allows it (decode). */
   if (v->spec.kv_dtype != AT_KV_SAME && f->spec_check(&v->spec) != AT_OK) return AT_ERR_INVALID;
   return f->check(v, target);

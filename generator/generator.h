@@ -5,9 +5,13 @@
  * GQA ratio, log-sum-exp or not) and the family's tuning parameters. Its key is stable and readable,
  * and parses back into the same variant:
  *
- *     fa2.bf16.d128.causal.g4.bm128.bn64.w4.s2[.sp<N>][.ws|.wspp][.o<dtype>][.lse]
- *         |    |    |      |  |     |    |  |   |     |    `- output dtype, FP8 inputs only (obf16, of16,
- *         |    |    |      |  |     |    |  |   |           oe4m3, oe5m2); 16-bit inputs write their own
+ *     fa2.bf16.d128.causal.g4.bm128.bn64.w4.s2[.sp<N>][.ws|.wspp][.pers][.o<dtype>][.lse]
+ *         |    |    |      |  |     |    |  |   |     |         |      `- output dtype, FP8 inputs only
+ *         |    |    |      |  |     |    |  |   |     |         |         (obf16, of16, oe4m3, oe5m2);
+ *         |    |    |      |  |     |    |  |   |     |         |         16-bit inputs write their own
+ *         |    |    |      |  |     |    |  |   |     |         `- persistent (fa3 after .ws/.wspp, causal
+ *         |    |    |      |  |     |    |  |   |     |            masks): at most one CTA per SM walks
+ *         |    |    |      |  |     |    |  |   |     |            the work tiles, longest first
  *         |    |    |      |  |     |    |  |   |     `- warp-specialized (fa3: TMA producer warpgroup;
  *         |    |    |      |  |     |    |  |   |        .wspp: with consumer ping-pong)
  *         |    |    |      |  |     |    |  |   `- split count, split-KV families only (decode)
@@ -33,6 +37,10 @@
  * kernel arguments and launch as fa2. Warp-specialized fa3 (.ws, .wspp; f16/bf16): a TMA producer
  * warpgroup and 2 or 3 consumer warpgroups (warps 8 or 12), block_n a multiple of 16 up to 192,
  * head dims 64/96/128/192/256; fa2's arguments plus three tensor maps (gen_launch_desc.tmap_rows).
+ * Persistent fa3 (.ws.pers, .wspp.pers; f16/bf16, causal masks): the same kernel looping over work
+ * tiles (a block of query rows of one head), longest first, the q heads of one KV head side by
+ * side; the grid is at most one CTA per SM (gen_launch_desc.work_tiles says how the runtime sizes
+ * it), and the kernel also takes Nq and the work tile count.
  * decode (templates/decode.cu, generator/decode.c): T <= 16, f16/bf16, and f16/bf16 Q with FP8
  * K/V (an FP8 KV cache, .kve4m3/.kve5m2 in the key), sm_80+; the G query heads of a KV head and
  * block_m tokens share one K/V pass; the keys are split over `splits` CTAs (.sp<N> in the key)
@@ -102,6 +110,7 @@ typedef struct gen_variant {
   int splits; /* CTAs sharing one row's keys (split-KV families); 0 where the family has none */
   int ws;     /* fa3: 1 = warp-specialized (a TMA producer warpgroup; .ws in the key), 2 = that
                * with ping-pong between the consumer warpgroups (.wspp), else 0 */
+  int persistent; /* fa3 with ws >= 1: 1 = one CTA per SM loops over the work tiles (.pers), else 0 */
   int merge; /* split-KV: how the splits' partials merge (gen_merge; its suffix after .sp<N>) */
 } gen_variant;
 
@@ -115,7 +124,7 @@ typedef struct gen_target {
 
 #define GEN_KEY_MAX 96
 #define GEN_ENTRY_MAX (GEN_KEY_MAX + 16)
-#define GEN_MAX_VARIANTS 96 /* upper bound on gen_enumerate's output for one shape */
+#define GEN_MAX_VARIANTS 128 /* upper bound on gen_enumerate's output for one shape */
 #define GEN_MAX_KERNELS 2   /* kernels one variant launches, in order (split-KV: partials, combine) */
 /* The longest query the decode family serves (and the tuner and reports rate in TB/s of K/V):
  * longer queries are prefill (fa2, fa3). */
@@ -203,6 +212,7 @@ typedef enum gen_arg {
   GEN_ARG_Q_SS, GEN_ARG_Q_SH, GEN_ARG_K_SS, GEN_ARG_K_SH, /* int: seq and head strides */
   GEN_ARG_V_SS, GEN_ARG_V_SH, GEN_ARG_O_SS, GEN_ARG_O_SH,
   GEN_ARG_TMAP_Q, GEN_ARG_TMAP_K, GEN_ARG_TMAP_V, /* TMA tensor maps (128 bytes each, by value) */
+  GEN_ARG_WORK_TILES, /* int: persistent kernels' work tile count (gen_launch_desc.work_tiles) */
   GEN_ARG_COUNT
 } gen_arg;
 
@@ -235,6 +245,14 @@ typedef struct gen_launch_desc {
    * views its tensor as (D, seq, heads, B) with the call's strides; a box is 128 bytes of D (one
    * 128-byte-swizzled column block) by that many rows; rows and columns past the tensor read 0. */
   int tmap_rows[3];
+  /* Persistent variants (.pers): kernels[0] is one CTA per work tile as described (grid
+   * {work_tiles, 1, 1}, a launch that is correct as it stands), and every CTA walks the tiles
+   * blockIdx.x, + gridDim.x, ... up to GEN_ARG_WORK_TILES. The generator knows no device, so the
+   * runtime narrows grid[0] to min(work_tiles, SMs x ctas_per_sm) of the device the variant was
+   * loaded on (rt_variant_prepare): each CTA then stays resident and the tiles' prologues and
+   * epilogues overlap other tiles' loops. 0 and 0 for other variants. */
+  int work_tiles;
+  int ctas_per_sm;
 } gen_launch_desc;
 
 /* The launch of v for shape (checked to be v's spec; sizes in range of the grid). */

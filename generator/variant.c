@@ -85,15 +85,16 @@ at_status gen_variant_key(const gen_variant *v, char *buf, size_t size)
   /* The output dtype is spelled only where it is a choice (FP8 inputs). */
   char out[16] = "", splits[16] = "";
   const char *ws = v->ws == 2 ? ".wspp" : v->ws ? ".ws" : "";
+  const char *pers = v->persistent ? ".pers" : "";
   if (at_dtype_is_fp8(v->spec.dtype)) snprintf(out, sizeof out, ".o%s", at_dtype_name(v->spec.out_dtype));
   /* Only split-KV variants have a split count; a 0 elsewhere keeps the older families' keys. */
   static const char *const merge_suffix[] = {"", ".lc", ".cl"};
   const char *merge = v->merge >= 0 && v->merge < 3 ? merge_suffix[v->merge] : ".merge?";
   if (v->splits) snprintf(splits, sizeof splits, ".sp%d%s", v->splits, merge);
-  int n = snprintf(buf, size, "%s.%s.d%d.%s.g%d.bm%d.bn%d.w%d.s%d%s%s%s%s", family,
+  int n = snprintf(buf, size, "%s.%s.d%d.%s.g%d.bm%d.bn%d.w%d.s%d%s%s%s%s%s", family,
                    at_dtypes_name(v->spec.dtype, v->spec.kv_dtype), v->spec.head_dim,
                    at_mask_name(v->spec.mask),
-                   v->spec.gqa, v->block_m, v->block_n, v->warps, v->stages, splits, ws, out,
+                   v->spec.gqa, v->block_m, v->block_n, v->warps, v->stages, splits, ws, pers, out,
                    v->spec.with_lse ? ".lse" : "");
   if (n < 0 || (size_t)n >= size)
     return at_fail(AT_ERR_INVALID, "variant key needs %d bytes, buffer has %zu", n, size);
@@ -171,7 +172,7 @@ at_status gen_variant_parse(const char *key, gen_variant *out)
       len += snprintf(names + len, sizeof names - (size_t)len, "%s%s", f ? "|" : "", gen_family_name((gen_family)f));
     return at_fail(AT_ERR_INVALID,
                    "variant key '%s' is malformed (expected "
-                   "<%s>.<dtype>[.kv<dtype>].d<D>.<mask>.g<G>.bm<M>.bn<N>.w<W>.s<S>[.sp<splits>[.lc|.cl]][.ws|.wspp][.o<dtype>][.lse])",
+                   "<%s>.<dtype>[.kv<dtype>].d<D>.<mask>.g<G>.bm<M>.bn<N>.w<W>.s<S>[.sp<splits>[.lc|.cl]][.ws|.wspp][.pers][.o<dtype>][.lse])",
                    key, names);
   }
   out->family = (gen_family)family;
@@ -200,10 +201,12 @@ at_status gen_variant_parse(const char *key, gen_variant *out)
       out->merge = fields[i][0] == 'l' ? GEN_MERGE_LAST_CTA : GEN_MERGE_CLUSTER;
     } else if (strcmp(fields[i], "ws") == 0 || strcmp(fields[i], "wspp") == 0) {
       out->ws = fields[i][2] ? 2 : 1;
+    } else if (strcmp(fields[i], "pers") == 0) {
+      out->persistent = 1;
     } else if (fields[i][0] == 'o' && at_dtype_parse(fields[i] + 1, &out->spec.out_dtype) == AT_OK) {
       continue;
     } else {
-      return at_fail(AT_ERR_INVALID, "variant key '%s': unknown suffix '%s' (expected sp<N>, lc, cl, ws, wspp, o<dtype> or lse)", key,
+      return at_fail(AT_ERR_INVALID, "variant key '%s': unknown suffix '%s' (expected sp<N>, lc, cl, ws, wspp, pers, o<dtype> or lse)", key,
                      fields[i]);
     }
   }
@@ -213,6 +216,11 @@ at_status gen_variant_parse(const char *key, gen_variant *out)
   if (out->merge && !gen_family_row(out->family)->split_kv)
     return at_fail(AT_ERR_INVALID, "variant key '%s': family %s has no split-KV merge to choose (.lc, .cl)", key,
                    gen_family_row(out->family)->name);
+  /* The persistent kernel is the warp-specialized one looping over work tiles. */
+  if (out->persistent && !out->ws)
+    return at_fail(AT_ERR_INVALID,
+                   "variant key '%s': .pers is a form of the warp-specialized kernel and needs .ws or .wspp before it",
+                   key);
   if (n > 13) return at_fail(AT_ERR_INVALID, "variant key '%s' has too many fields", key);
   const int split_kv = gen_family_row(out->family)->split_kv;
   if (split_kv != (out->splits != 0))

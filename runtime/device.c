@@ -98,6 +98,14 @@ at_status rt_ctx_open(int ordinal, rt_ctx *ctx)
 
 at_status rt_ctx_bind(const rt_ctx *ctx) { return RT_CU(rt_cu()->cuCtxSetCurrent(ctx->context)); }
 
+at_status rt_current_sm_count(int *sm_count)
+{
+  CUdevice dev;
+  *sm_count = 0;
+  at_status rc = RT_CU(rt_cu()->cuCtxGetDevice(&dev));
+  return rc == AT_OK ? attribute(dev, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, sm_count) : rc;
+}
+
 at_status rt_ctx_sync(const rt_ctx *ctx)
 {
   (void)ctx;

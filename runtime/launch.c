@@ -19,6 +19,7 @@ at_status rt_variant_load(const gen_variant *v, const void *cubin, rt_variant *o
   out->variant = *v;
   at_status rc = gen_entry_names(v, names, &n);
   if (rc == AT_OK) rc = rt_module_load(cubin, &out->module);
+  if (rc == AT_OK) rc = rt_current_sm_count(&out->sm_count);
   for (int i = 0; rc == AT_OK && i < n; i++) rc = rt_module_function(out->module, names[i], &out->fn[i]);
   if (rc == AT_OK)
     rc = RT_CU(rt_cu()->cuFuncGetAttribute(&out->binary_version, CU_FUNC_ATTRIBUTE_BINARY_VERSION, out->fn[0]));
@@ -104,6 +105,7 @@ static void fill_slots(rt_launch_frame *f, const gen_variant *v, const at_shape 
   s[GEN_ARG_SPLIT_COUNTERS].ptr = scratch && f->desc.counters_offset ? scratch + f->desc.counters_offset : 0;
   s[GEN_ARG_T].i = shape->q_len, s[GEN_ARG_S].i = shape->kv_len, s[GEN_ARG_Q_HEADS].i = shape->q_heads;
   s[GEN_ARG_SPLITS].i = f->desc.n_splits, s[GEN_ARG_KEYS_PER_SPLIT].i = f->desc.keys_per_split;
+  s[GEN_ARG_WORK_TILES].i = f->desc.work_tiles;
   s[GEN_ARG_SCALE_LOG2].f = at_shape_scale(shape) * 1.4426950408889634f;
   s[GEN_ARG_Q_SB].ll = t->q_stride.batch, s[GEN_ARG_K_SB].ll = t->k_stride.batch;
   s[GEN_ARG_V_SB].ll = t->v_stride.batch, s[GEN_ARG_O_SB].ll = t->o_stride.batch;
@@ -171,6 +173,14 @@ static int programmatic_launch_ok(const rt_variant *lv)
   return lv->binary_version >= 90 && !(env && strcmp(env, "0") == 0);
 }
 
+/* A persistent kernel's CTAs: the described grid (one per work tile) narrowed to what the
+ * device holds at once, so each CTA stays resident and walks its share of the tiles. */
+static unsigned persistent_ctas(const rt_variant *lv, const gen_launch_desc *d, unsigned described)
+{
+  const long long resident = (long long)lv->sm_count * (d->ctas_per_sm > 0 ? d->ctas_per_sm : 1);
+  return resident > 0 && resident < described ? (unsigned)resident : described;
+}
+
 at_status rt_variant_prepare(const rt_variant *lv, const at_shape *shape, const at_tensors *t,
                              const rt_fp8_args *fp8, CUdeviceptr scratch, rt_launch_frame *f)
 {
@@ -201,6 +211,7 @@ at_status rt_variant_prepare(const rt_variant *lv, const at_shape *shape, const 
     if (kl->smem_bytes > 48 * 1024 && (rc = rt_function_set_smem(f->fn[k], (int)kl->smem_bytes)) != AT_OK)
       return rc;
     for (int i = 0; i < 3; i++) f->dims[k].grid[i] = kl->grid[i], f->dims[k].block[i] = kl->block[i];
+    if (k == 0 && d->work_tiles > 0) f->dims[k].grid[0] = persistent_ctas(lv, d, kl->grid[0]);
     f->dims[k].smem_bytes = kl->smem_bytes;
     f->dims[k].programmatic = kl->waits_for_previous && k > 0 && programmatic_launch_ok(lv);
     for (int a = 0; a < kl->n_args; a++) f->args[k][a] = arg_address(f, kl->args[a]);

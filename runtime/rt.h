@@ -35,7 +35,7 @@ at_status rt_cu_check(CUresult result, const char *expr, const char *file, int l
   X(cuInit) X(cuDriverGetVersion) X(cuGetErrorName) X(cuGetErrorString) X(cuDeviceGetCount)     \
   X(cuDeviceGet) X(cuDeviceGetName) X(cuDeviceGetAttribute) X(cuDeviceTotalMem)                 \
   X(cuDeviceGetPCIBusId) X(cuDevicePrimaryCtxRetain) X(cuDevicePrimaryCtxRelease)               \
-  X(cuCtxSetCurrent) X(cuCtxGetCurrent) X(cuCtxSynchronize) X(cuMemGetInfo) X(cuMemAlloc)       \
+  X(cuCtxSetCurrent) X(cuCtxGetCurrent) X(cuCtxGetDevice) X(cuCtxSynchronize) X(cuMemGetInfo) X(cuMemAlloc)       \
   X(cuMemFree) X(cuMemcpyHtoD) X(cuMemcpyDtoH) X(cuMemcpyDtoD) X(cuMemsetD8) X(cuMemsetD32) X(cuMemsetD32Async)     \
   X(cuModuleLoadData) X(cuModuleUnload) X(cuModuleGetFunction) X(cuFuncGetAttribute)            \
   X(cuFuncSetAttribute) X(cuLaunchKernel) X(cuStreamCreate) X(cuStreamDestroy)                  \
@@ -93,6 +93,8 @@ typedef struct rt_ctx {
 
 at_status rt_ctx_open(int ordinal, rt_ctx *ctx);
 at_status rt_ctx_bind(const rt_ctx *ctx); /* make current on this thread */
+/* Multiprocessors of the device of the calling thread's current context. */
+at_status rt_current_sm_count(int *sm_count);
 /* Wait for all work; a kernel fault (illegal address, trap) surfaces here as AT_ERR_CUDA. */
 at_status rt_ctx_sync(const rt_ctx *ctx);
 void rt_ctx_close(rt_ctx *ctx);
@@ -182,9 +184,12 @@ typedef struct rt_variant {
   CUfunction fn[GEN_MAX_KERNELS];
   int n_fn;
   int binary_version; /* of the cubin, 10 * major + minor (90: sm_90a) */
+  int sm_count; /* of the context's device: persistent variants launch at most this many CTAs per
+                 * ctas_per_sm (gen_launch_desc.work_tiles); 0 launches one CTA per work tile */
 } rt_variant;
 
-/* Load a variant's cubin and find every entry point. On failure nothing stays loaded. */
+/* Load a variant's cubin, find every entry point and note the SM count of the current context's
+ * device (persistent launches). On failure nothing stays loaded. */
 at_status rt_variant_load(const gen_variant *v, const void *cubin, rt_variant *out);
 void rt_variant_unload(rt_variant *lv);
 

@@ -20,6 +20,9 @@
  *
  * Warp-specialized variants (FA3_WS 1, FA3_PINGPONG 0/1; f16/bf16) have their own kernel at the end:
  * a producer warpgroup loading by TMA, FA3_WARPS / 4 consumer warpgroups running the loop below.
+ * With FA3_PERSISTENT 1 (16-bit, causal masks) that kernel is persistent: at most one CTA per SM,
+ * each walking work tiles (a query block of one head) blockIdx.x, + gridDim.x, ... in a longest-
+ * first order, its mbarrier ring and ping-pong running on from one work tile to the next.
  *
  * Work split: grid (ceil(T / BLOCK_M), Nq, B); BLOCK_M = 64 per warpgroup; warp w of the CTA owns
  * query rows 16w..16w+15, so the online softmax is fa2's, per warp, with quad shuffles.
@@ -72,6 +75,13 @@
  *       0.88x -> 1.04x of cuDNN, D64 causal 1.04x -> 1.11x (docs/perf.md, "v6").
  *   v9: FP8 warp-specialized: the producer's warps 1-3 transpose V into two V^T buffers:
  *       e4m3 D128 577 (v5 657), D256 583 (v5 736): slower, listed after v5 (docs/perf.md, "v9").
+ *   v10 (FA3_PERSISTENT, 16-bit causal): persistent causal scheduler: one CTA per SM walks the
+ *       work tiles longest first, GQA heads side by side; Q reloaded per work tile behind an
+ *       empty mbarrier, the K/V ring and the ping-pong order continue across work tiles.
+ *       PREDICTED, not measured: a few percent on short causal shapes, from one work tile's
+ *       prologue and epilogue overlapping the other warpgroups' loops (the FA3 paper blames its
+ *       FP8 kernel's causal gap to cuDNN on lacking such a scheduler); a listed choice (.pers),
+ *       not the default (docs/perf.md, "v10").
  * Copies by cp.async and stores by threads are generic-proxy writes; wgmma reads shared memory
  * through the async proxy, hence fence.proxy.async before the barriers that publish them.
  */
@@ -509,6 +519,166 @@ __device__ __forceinline__ void fa3_named_arrive(int id, int threads)
   asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
+#ifndef FA3_PERSISTENT
+#define FA3_PERSISTENT 0
+#endif
+static_assert(!FA3_PERSISTENT || (!FA3_FP8 && FA3_CAUSAL), "persistent: f16/bf16 inputs and a causal mask");
+
+/* What every work tile of a warp-specialized CTA shares: the shared-memory tiles and mbarriers
+ * (addresses), the call's lengths and the causal offset. */
+struct fa3_ws_ctx {
+  unsigned q, k, v, vt; /* Q, STAGES x K, STAGES x V, (FP8) two V^T */
+  unsigned bar_q, bar_full_k, bar_full_v, bar_empty_k, bar_empty_v, bar_vt_full, bar_vt_empty, bar_q_empty;
+  int T, S, offset;
+};
+
+/* One work tile: query rows m0 .. m0 + BM - 1 of head h (K/V head hk) of batch b, and its K/V
+ * tiles. */
+struct fa3_work {
+  int m0, h, hk, b, n_tiles, n_full;
+};
+
+__device__ __forceinline__ fa3_work fa3_work_at(const fa3_ws_ctx &c, int m_block, int h, int b)
+{
+  fa3_work w;
+  w.m0 = m_block * FA3_BM, w.h = h, w.hk = h / FA3_GQA, w.b = b;
+  fa3_key_tiles(w.m0, c.T, c.S, c.offset, &w.n_tiles, &w.n_full);
+  return w;
+}
+
+/* The work tile of this CTA when there is one CTA per tile. Causal masks: grid (Nq, B, query
+ * blocks), so the block scheduler starts every head's longest blocks (the last rows) first and
+ * ends on short ones; otherwise (query blocks, Nq, B), so the CTAs running together share a
+ * head's K and V in L2. */
+__device__ __forceinline__ fa3_work fa3_work_of_block(const fa3_ws_ctx &c)
+{
+  const int h = FA3_CAUSAL ? blockIdx.x : blockIdx.y, b = FA3_CAUSAL ? blockIdx.y : blockIdx.z;
+  const int m_block = FA3_CAUSAL ? (int)(gridDim.z - 1 - blockIdx.z) : (int)blockIdx.x;
+  return fa3_work_at(c, m_block, h, b);
+}
+
+/* Work tile i of the persistent order, which is the order in which the block scheduler issues
+ * the causal grid above: query block index from the last (the most K/V tiles) down, then batch,
+ * then head fastest. The CTAs running at one time hold one query block index of consecutive
+ * heads, so the q heads of one KV head (GQA, h / G) run side by side and read its K/V tiles
+ * from L2 once for all of them. */
+__device__ __forceinline__ fa3_work fa3_work_tile(const fa3_ws_ctx &c, int i, int n_heads, int batch, int m_blocks)
+{
+  const int r = i / n_heads;
+  return fa3_work_at(c, m_blocks - 1 - r / batch, i - r * n_heads, r % batch);
+}
+
+/* The producer thread's copies for one work tile: Q, then its K/V tiles into ring positions
+ * it, it + 1, ... (stage u % STAGES, pass u / STAGES), each once the consumers freed that stage
+ * in the previous pass. The ring position runs on across work tiles, as in the consumers, so
+ * stage and parity stay those of one long sequence of K/V tiles. Persistent: Q has one buffer,
+ * refilled for work tile j (this CTA's j-th) only after every consumer warp finished its last
+ * Q K^T of tile j - 1 (bar_q_empty, phase j - 1; the first wait passes on the fresh barrier). */
+__device__ __forceinline__ void fa3_ws_produce(const fa3_ws_ctx &c, const fa3_work &w, int j, int it,
+                                               const fa3_tmap *tm_q, const fa3_tmap *tm_k, const fa3_tmap *tm_v)
+{
+  if (FA3_PERSISTENT) fa3_bar_wait(c.bar_q_empty, ((unsigned)j & 1u) ^ 1u);
+  fa3_bar_expect(c.bar_q, FA3_Q_BYTES);
+  fa3_tma_tile<FA3_BM>(c.q, tm_q, w.m0, w.h, w.b, c.bar_q);
+  for (int t = 0; t < w.n_tiles; t++) {
+    const int u = it + t;
+    const int s = u % FA3_STAGES;
+    const unsigned phase = (unsigned)(u / FA3_STAGES) & 1u;
+    fa3_bar_wait(c.bar_empty_k + 8 * s, phase ^ 1u);
+    fa3_bar_expect(c.bar_full_k + 8 * s, FA3_KV_BYTES);
+    fa3_tma_tile<FA3_BN>(c.k + s * FA3_KV_BYTES, tm_k, t * FA3_BN, w.hk, w.b, c.bar_full_k + 8 * s);
+    fa3_bar_wait(c.bar_empty_v + 8 * s, phase ^ 1u);
+    fa3_bar_expect(c.bar_full_v + 8 * s, FA3_KV_BYTES);
+    fa3_tma_tile<FA3_BN>(c.v + s * FA3_KV_BYTES, tm_v, t * FA3_BN, w.hk, w.b, c.bar_full_v + 8 * s);
+  }
+}
+
+/* One consumer warpgroup's loop over a work tile's K/V tiles (ring positions it, it + 1, ...):
+ * O (acc), row max and row sum of its 64 rows, for the epilogue. j is the work tile's index in
+ * this CTA's sequence (Q's phase). */
+__device__ __forceinline__ void fa3_ws_consume(const fa3_ws_ctx &c, const fa3_work &w, int j, int it, int cw,
+                                               int cwarp, int lane, float scale_log2, float (*acc)[4],
+                                               float *row_max, float *row_sum)
+{
+  const int g = lane >> 2, tq = lane & 3;
+  const int n_tiles = w.n_tiles, n_full = w.n_full;
+  const unsigned q_wg = c.q + (unsigned)(cw * 64 * FA3_CW_D);
+#pragma unroll
+  for (int jj = 0; jj < FA3_OT; jj++) acc[jj][0] = acc[jj][1] = acc[jj][2] = acc[jj][3] = 0.f;
+  row_max[0] = row_max[1] = AT_NEG_INF, row_sum[0] = row_sum[1] = 0.f;
+  const int row0 = w.m0 + cwarp * 16;
+  float alpha[2];
+  unsigned p[FA3_PK][4];
+  /* Ping-pong: consumer c waits on barrier 1 + c before its GEMMs and opens the next consumer's
+   * after issuing them. One CTA per tile: the last consumer opens the first one's for tile 0,
+   * and skips that after its last tile, so every barrier sees as many arrivals as waits.
+   * Persistent: the K/V tiles of all work tiles are one sequence for the ping-pong (the kernel
+   * opens the first barrier once and absorbs the last arrival; it says why). */
+  const int next_cw = (cw + 1) % FA3_CONSUMERS;
+  if (FA3_PINGPONG && !FA3_PERSISTENT && cw == FA3_CONSUMERS - 1 && n_tiles > 0) fa3_named_arrive(1 + next_cw, 256);
+
+  fa3_bar_wait(c.bar_q, (unsigned)j & 1u);
+  /* A work tile without keys (bottom-right rows above the first key) reads no Q. */
+  if (FA3_PERSISTENT && n_tiles == 0 && lane == 0) fa3_bar_arrive(c.bar_q_empty);
+  for (int t = 0; t < n_tiles; t++) {
+    const int u = it + t; /* ring position */
+    const int s = u % FA3_STAGES, sp = (u + FA3_STAGES - 1) % FA3_STAGES;
+    fa3_bar_wait(c.bar_full_k + 8 * s, (unsigned)(u / FA3_STAGES) & 1u);
+#if FA3_FP8 /* never persistent: V^T's buffers count from the CTA's only work tile */
+    const unsigned v_prev = c.vt + ((t - 1) & 1) * FA3_KV_BYTES;
+    const unsigned bar_v_prev_full = c.bar_vt_full + 8 * ((t - 1) & 1), bar_v_prev_empty = c.bar_vt_empty + 8 * ((t - 1) & 1);
+    const unsigned v_prev_parity = (unsigned)((t - 1) / 2) & 1u;
+#else
+    const unsigned v_prev = c.v + sp * FA3_KV_BYTES;
+    const unsigned bar_v_prev_full = c.bar_full_v + 8 * sp, bar_v_prev_empty = c.bar_empty_v + 8 * sp;
+    const unsigned v_prev_parity = (unsigned)((u - 1) / FA3_STAGES) & 1u;
+#endif
+    if (t > 0) fa3_bar_wait(bar_v_prev_full, v_prev_parity);
+    if (FA3_PINGPONG) fa3_named_sync(1 + cw, 256);
+    float sacc[FA3_NT][4];
+    fa3_wgmma_fence();
+    fa3_issue_qk(sacc, q_wg, c.k + s * FA3_KV_BYTES);
+    fa3_wgmma_commit();
+    if (FA3_PINGPONG && (FA3_PERSISTENT || !(cw == FA3_CONSUMERS - 1 && t == n_tiles - 1)))
+      fa3_named_arrive(1 + next_cw, 256);
+    /* O += P V of tile t-1 runs behind Q K^T and through this tile's softmax. (Rescaling O here,
+     * under Q K^T, instead of after the wait below measured slower on 4 of 6 shapes.) */
+    if (t > 0) fa3_issue_pv(acc, p, v_prev);
+    fa3_wgmma_commit();
+    asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory"); /* S is in */
+    if (lane == 0) fa3_bar_arrive(c.bar_empty_k + 8 * s);
+    /* This warp's last Q K^T of the work tile is done: Q's buffer may take the next tile's. */
+    if (FA3_PERSISTENT && t == n_tiles - 1 && lane == 0) fa3_bar_arrive(c.bar_q_empty);
+
+    if (t >= n_full) fa3_mask(sacc, row0, t * FA3_BN, c.S, c.offset, g, tq);
+    fa3_softmax(sacc, row_max, row_sum, alpha, scale_log2);
+    fa3_wgmma_wait0(); /* P V of tile t-1 is in O; P's registers are free */
+    if (t > 0 && lane == 0) fa3_bar_arrive(bar_v_prev_empty);
+    fa3_rescale(acc, alpha);
+    fa3_pack_p(sacc, p);
+  }
+  if (n_tiles > 0) {
+    const int last = n_tiles - 1;
+#if FA3_FP8
+    fa3_bar_wait(c.bar_vt_full + 8 * (last & 1), (unsigned)(last / 2) & 1u);
+    const unsigned v_last = c.vt + (last & 1) * FA3_KV_BYTES;
+#else
+    const int s = (it + last) % FA3_STAGES;
+    fa3_bar_wait(c.bar_full_v + 8 * s, (unsigned)((it + last) / FA3_STAGES) & 1u);
+    const unsigned v_last = c.v + s * FA3_KV_BYTES;
+#endif
+    fa3_wgmma_fence();
+    fa3_issue_pv(acc, p, v_last);
+    fa3_wgmma_commit();
+    fa3_wgmma_wait0();
+#if !FA3_FP8
+    /* One CTA per tile: nothing more is loaded. Persistent: the next work tile's producer
+     * reuses the last tile's V stage, like any other. */
+    if (FA3_PERSISTENT && lane == 0) fa3_bar_arrive(c.bar_empty_v + 8 * s);
+#endif
+  }
+}
+
 extern "C" __global__ void __launch_bounds__(FA3_ALL_THREADS, 1)
 FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
            const at_in_t *__restrict__ v, at_out_t *__restrict__ o, float *__restrict__ lse, int T, int S,
@@ -517,7 +687,11 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
            const float *__restrict__ descale_q, const float *__restrict__ descale_k,
            const float *__restrict__ descale_v, const float *__restrict__ scale_o, float *__restrict__ amax_o,
            const __grid_constant__ fa3_tmap tm_q, const __grid_constant__ fa3_tmap tm_k,
-           const __grid_constant__ fa3_tmap tm_v)
+           const __grid_constant__ fa3_tmap tm_v
+#if FA3_PERSISTENT
+           , int n_heads, int work_tiles /* Nq; work tiles B * Nq * ceil(T / BM) */
+#endif
+           )
 {
   /* Q, K and V come through the tensor maps, which hold their pointers and strides. */
   (void)q, (void)k, (void)v, (void)q_sb, (void)q_ss, (void)q_sh, (void)k_sb, (void)k_ss, (void)k_sh;
@@ -530,43 +704,46 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
   }
   extern __shared__ __align__(128) unsigned char fa3_smem[];
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, wg = warp / 4;
-  /* Causal masks: grid (Nq, B, query blocks), so the block scheduler starts every head's longest
-   * blocks (the last rows) first and ends on short ones; otherwise (query blocks, Nq, B), so the
-   * CTAs running together share a head's K and V in L2. */
-  const int h = FA3_CAUSAL ? blockIdx.x : blockIdx.y, b = FA3_CAUSAL ? blockIdx.y : blockIdx.z, hk = h / FA3_GQA;
-  const int m_block = FA3_CAUSAL ? (int)(gridDim.z - 1 - blockIdx.z) : (int)blockIdx.x;
+
+  fa3_ws_ctx c;
+  c.T = T, c.S = S, c.offset = FA3_MASK == AT_MASK_CAUSAL_BR ? S - T : 0;
+#if FA3_PERSISTENT
+  /* Work tiles i = blockIdx.x, + gridDim.x, ... (a static schedule: producer and consumers walk
+   * the same sequence without talking about it); B follows from the count. */
+  const int m_blocks = (T + FA3_BM - 1) / FA3_BM;
+  const int batch = work_tiles / (n_heads * m_blocks);
+#else
+  const fa3_work work = fa3_work_of_block(c);
   const int n_heads = FA3_CAUSAL ? gridDim.x : gridDim.y;
-  const int m0 = m_block * FA3_BM;
+#endif
 
-  const int offset = FA3_MASK == AT_MASK_CAUSAL_BR ? S - T : 0;
-  int n_tiles, n_full;
-  fa3_key_tiles(m0, T, S, offset, &n_tiles, &n_full);
-
-  const unsigned smem_q = (at_smem_addr(fa3_smem) + 1023u) & ~1023u;
-  const unsigned smem_k = smem_q + FA3_Q_BYTES;
-  const unsigned smem_v = smem_k + FA3_STAGES * FA3_KV_BYTES;
-  const unsigned smem_vt = smem_v + FA3_STAGES * FA3_KV_BYTES; /* FP8: V^T of tile t in buffer t % 2 */
+  c.q = (at_smem_addr(fa3_smem) + 1023u) & ~1023u;
+  c.k = c.q + FA3_Q_BYTES;
+  c.v = c.k + FA3_STAGES * FA3_KV_BYTES;
+  c.vt = c.v + FA3_STAGES * FA3_KV_BYTES; /* FP8: V^T of tile t in buffer t % 2 */
   /* mbarriers: Q's, then full K, full V, empty K, empty V per stage, then (FP8) V^T full and
-   * empty per buffer. */
-  const unsigned bar_q = smem_vt + FA3_VT_BUFS * FA3_KV_BYTES;
-  const unsigned bar_full_k = bar_q + 8, bar_full_v = bar_full_k + 8 * FA3_STAGES;
-  const unsigned bar_empty_k = bar_full_v + 8 * FA3_STAGES, bar_empty_v = bar_empty_k + 8 * FA3_STAGES;
-  const unsigned bar_vt_full = bar_empty_v + 8 * FA3_STAGES, bar_vt_empty = bar_vt_full + 16;
-  static_assert(8 * (1 + 4 * FA3_STAGES + 4) <= FA3_BAR_BYTES, "mbarriers fit their room");
+   * empty per buffer, then (persistent) Q's empty one. */
+  c.bar_q = c.vt + FA3_VT_BUFS * FA3_KV_BYTES;
+  c.bar_full_k = c.bar_q + 8, c.bar_full_v = c.bar_full_k + 8 * FA3_STAGES;
+  c.bar_empty_k = c.bar_full_v + 8 * FA3_STAGES, c.bar_empty_v = c.bar_empty_k + 8 * FA3_STAGES;
+  c.bar_vt_full = c.bar_empty_v + 8 * FA3_STAGES, c.bar_vt_empty = c.bar_vt_full + 16;
+  c.bar_q_empty = c.bar_vt_empty + 16;
+  static_assert(8 * (1 + 4 * FA3_STAGES + 4 + 1) <= FA3_BAR_BYTES, "mbarriers fit their room");
   if (tid == 0) {
-    fa3_bar_init(bar_q, 1);
+    fa3_bar_init(c.bar_q, 1);
 #pragma unroll
     for (int s = 0; s < FA3_STAGES; s++) {
-      fa3_bar_init(bar_full_k + 8 * s, 1);
-      fa3_bar_init(bar_full_v + 8 * s, 1);
-      fa3_bar_init(bar_empty_k + 8 * s, FA3_WARPS); /* one arrival per consumer warp */
-      fa3_bar_init(bar_empty_v + 8 * s, FA3_FP8 ? FA3_TRANSPOSERS : FA3_WARPS); /* whoever reads V */
+      fa3_bar_init(c.bar_full_k + 8 * s, 1);
+      fa3_bar_init(c.bar_full_v + 8 * s, 1);
+      fa3_bar_init(c.bar_empty_k + 8 * s, FA3_WARPS); /* one arrival per consumer warp */
+      fa3_bar_init(c.bar_empty_v + 8 * s, FA3_FP8 ? FA3_TRANSPOSERS : FA3_WARPS); /* whoever reads V */
     }
     if (FA3_FP8)
       for (int i = 0; i < 2; i++) {
-        fa3_bar_init(bar_vt_full + 8 * i, FA3_TRANSPOSERS);
-        fa3_bar_init(bar_vt_empty + 8 * i, FA3_WARPS);
+        fa3_bar_init(c.bar_vt_full + 8 * i, FA3_TRANSPOSERS);
+        fa3_bar_init(c.bar_vt_empty + 8 * i, FA3_WARPS);
       }
+    if (FA3_PERSISTENT) fa3_bar_init(c.bar_q_empty, FA3_WARPS); /* every consumer warp's last Q K^T */
     /* The copy engine (async proxy) must see the initialized barriers. */
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     fa3_fence_async_smem();
@@ -576,31 +753,28 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
   if (wg == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(FA3_PRODUCER_REGS));
     if (tid == 0) {
-      fa3_bar_expect(bar_q, FA3_Q_BYTES);
-      fa3_tma_tile<FA3_BM>(smem_q, &tm_q, m0, h, b, bar_q);
-      for (int t = 0; t < n_tiles; t++) {
-        const int s = t % FA3_STAGES;
-        const unsigned phase = (unsigned)(t / FA3_STAGES) & 1u;
-        fa3_bar_wait(bar_empty_k + 8 * s, phase ^ 1u);
-        fa3_bar_expect(bar_full_k + 8 * s, FA3_KV_BYTES);
-        fa3_tma_tile<FA3_BN>(smem_k + s * FA3_KV_BYTES, &tm_k, t * FA3_BN, hk, b, bar_full_k + 8 * s);
-        fa3_bar_wait(bar_empty_v + 8 * s, phase ^ 1u);
-        fa3_bar_expect(bar_full_v + 8 * s, FA3_KV_BYTES);
-        fa3_tma_tile<FA3_BN>(smem_v + s * FA3_KV_BYTES, &tm_v, t * FA3_BN, hk, b, bar_full_v + 8 * s);
+#if FA3_PERSISTENT
+      for (int i = blockIdx.x, j = 0, it = 0; i < work_tiles; i += gridDim.x, j++) {
+        const fa3_work w = fa3_work_tile(c, i, n_heads, batch, m_blocks);
+        fa3_ws_produce(c, w, j, it, &tm_q, &tm_k, &tm_v);
+        it += w.n_tiles;
       }
+#else
+      fa3_ws_produce(c, work, 0, 0, &tm_q, &tm_k, &tm_v);
+#endif
     }
 #if FA3_FP8
     if (warp > 0) { /* V -> V^T for the consumers; the V stage is free once read */
-      for (int t = 0; t < n_tiles; t++) {
+      for (int t = 0; t < work.n_tiles; t++) {
         const int s = t % FA3_STAGES, buf = t & 1;
-        fa3_bar_wait(bar_full_v + 8 * s, (unsigned)(t / FA3_STAGES) & 1u);
-        fa3_bar_wait(bar_vt_empty + 8 * buf, ((unsigned)(t / 2) & 1u) ^ 1u);
-        fa3_transpose_v<FA3_TRANSPOSERS>(smem_vt + buf * FA3_KV_BYTES, smem_v + s * FA3_KV_BYTES, warp - 1, lane);
+        fa3_bar_wait(c.bar_full_v + 8 * s, (unsigned)(t / FA3_STAGES) & 1u);
+        fa3_bar_wait(c.bar_vt_empty + 8 * buf, ((unsigned)(t / 2) & 1u) ^ 1u);
+        fa3_transpose_v<FA3_TRANSPOSERS>(c.vt + buf * FA3_KV_BYTES, c.v + s * FA3_KV_BYTES, warp - 1, lane);
         fa3_fence_async_smem(); /* each writer publishes its stores to wgmma */
         __syncwarp();
         if (lane == 0) {
-          fa3_bar_arrive(bar_vt_full + 8 * buf);
-          fa3_bar_arrive(bar_empty_v + 8 * s);
+          fa3_bar_arrive(c.bar_vt_full + 8 * buf);
+          fa3_bar_arrive(c.bar_empty_v + 8 * s);
         }
       }
     }
@@ -611,72 +785,34 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
 
   const int cw = wg - 1, cwarp = warp - 4;
   const int g = lane >> 2, tq = lane & 3;
-  const unsigned q_wg = smem_q + (unsigned)(cw * 64 * FA3_CW_D);
-  float acc[FA3_OT][4];
-  float row_max[2] = {AT_NEG_INF, AT_NEG_INF}, row_sum[2] = {0.f, 0.f};
-#pragma unroll
-  for (int j = 0; j < FA3_OT; j++) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
-  const int row0 = m0 + cwarp * 16;
-  float alpha[2];
-  unsigned p[FA3_PK][4];
-  /* Ping-pong: consumer c waits on barrier 1 + c before its GEMMs and opens the next consumer's
-   * after issuing them; the last consumer opens the first one's for tile 0, and skips that after
-   * its last tile, so every barrier sees as many arrivals as waits. */
-  const int next_cw = (cw + 1) % FA3_CONSUMERS;
-  if (FA3_PINGPONG && cw == FA3_CONSUMERS - 1 && n_tiles > 0) fa3_named_arrive(1 + next_cw, 256);
-
-  fa3_bar_wait(bar_q, 0);
-  for (int t = 0; t < n_tiles; t++) {
-    const int s = t % FA3_STAGES, sp = (t + FA3_STAGES - 1) % FA3_STAGES;
-    fa3_bar_wait(bar_full_k + 8 * s, (unsigned)(t / FA3_STAGES) & 1u);
-#if FA3_FP8
-    const unsigned v_prev = smem_vt + ((t - 1) & 1) * FA3_KV_BYTES;
-    const unsigned bar_v_prev_full = bar_vt_full + 8 * ((t - 1) & 1), bar_v_prev_empty = bar_vt_empty + 8 * ((t - 1) & 1);
-    const unsigned v_prev_parity = (unsigned)((t - 1) / 2) & 1u;
-#else
-    const unsigned v_prev = smem_v + sp * FA3_KV_BYTES;
-    const unsigned bar_v_prev_full = bar_full_v + 8 * sp, bar_v_prev_empty = bar_empty_v + 8 * sp;
-    const unsigned v_prev_parity = (unsigned)((t - 1) / FA3_STAGES) & 1u;
-#endif
-    if (t > 0) fa3_bar_wait(bar_v_prev_full, v_prev_parity);
-    if (FA3_PINGPONG) fa3_named_sync(1 + cw, 256);
-    float sacc[FA3_NT][4];
-    fa3_wgmma_fence();
-    fa3_issue_qk(sacc, q_wg, smem_k + s * FA3_KV_BYTES);
-    fa3_wgmma_commit();
-    if (FA3_PINGPONG && !(cw == FA3_CONSUMERS - 1 && t == n_tiles - 1)) fa3_named_arrive(1 + next_cw, 256);
-    /* O += P V of tile t-1 runs behind Q K^T and through this tile's softmax. (Rescaling O here,
-     * under Q K^T, instead of after the wait below measured slower on 4 of 6 shapes.) */
-    if (t > 0) fa3_issue_pv(acc, p, v_prev);
-    fa3_wgmma_commit();
-    asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory"); /* S is in */
-    if (lane == 0) fa3_bar_arrive(bar_empty_k + 8 * s);
-
-    if (t >= n_full) fa3_mask(sacc, row0, t * FA3_BN, S, offset, g, tq);
-    fa3_softmax(sacc, row_max, row_sum, alpha, scale_log2);
-    fa3_wgmma_wait0(); /* P V of tile t-1 is in O; P's registers are free */
-    if (t > 0 && lane == 0) fa3_bar_arrive(bar_v_prev_empty);
-    fa3_rescale(acc, alpha);
-    fa3_pack_p(sacc, p);
+  float acc[FA3_OT][4], row_max[2], row_sum[2];
+#if FA3_PERSISTENT
+  /* Ping-pong across work tiles. The consumers walk the same work tiles with the same K/V tile
+   * counts, so the K/V tiles of all of them are one sequence, and the GEMMs run in the order
+   * consumer 0, 1, (2,) 0, ... through it, work tile boundaries included: the last consumer
+   * opens the first one's barrier once here, opens it again after every tile (the last tile of
+   * a work tile lets consumer 0 start the next work tile while the others finish theirs), and
+   * consumer 0 takes that last arrival after its loop. Each barrier then sees as many arrivals
+   * as waits, and each arrival waits for the previous one to be consumed (an arrival by
+   * consumer c follows its own wait, which followed the arrival by c - 1 before it), so no
+   * barrier is ever arrived at twice in one phase. Work tiles without keys take no part. An
+   * epilogue between work tiles sits outside the ordered GEMMs and delays nobody's turn but
+   * its own. tests/fa3_ws_protocol.py models these barriers and the mbarriers under random
+   * interleavings. */
+  if (FA3_PINGPONG && cw == FA3_CONSUMERS - 1) fa3_named_arrive(1, 256);
+  for (int i = blockIdx.x, j = 0, it = 0; i < work_tiles; i += gridDim.x, j++) {
+    const fa3_work w = fa3_work_tile(c, i, n_heads, batch, m_blocks);
+    fa3_ws_consume(c, w, j, it, cw, cwarp, lane, scale_log2, acc, row_max, row_sum);
+    fa3_store_o(o, lse, acc, row_max, row_sum, o_descale, scale_log2, T, w.b, w.h, n_heads, w.m0, cwarp * 16, o_sb,
+                o_ss, o_sh, g, tq);
+    it += w.n_tiles;
   }
-  if (n_tiles > 0) {
-    const int last = n_tiles - 1;
-#if FA3_FP8
-    fa3_bar_wait(bar_vt_full + 8 * (last & 1), (unsigned)(last / 2) & 1u);
-    const unsigned v_last = smem_vt + (last & 1) * FA3_KV_BYTES;
+  if (FA3_PINGPONG && cw == 0) fa3_named_sync(1, 256);
 #else
-    const int s = last % FA3_STAGES;
-    fa3_bar_wait(bar_full_v + 8 * s, (unsigned)(last / FA3_STAGES) & 1u);
-    const unsigned v_last = smem_v + s * FA3_KV_BYTES;
+  fa3_ws_consume(c, work, 0, 0, cw, cwarp, lane, scale_log2, acc, row_max, row_sum);
+  fa3_store_o(o, lse, acc, row_max, row_sum, o_descale, scale_log2, T, work.b, work.h, n_heads, work.m0, cwarp * 16,
+              o_sb, o_ss, o_sh, g, tq);
 #endif
-    fa3_wgmma_fence();
-    fa3_issue_pv(acc, p, v_last);
-    fa3_wgmma_commit();
-    fa3_wgmma_wait0();
-  }
-
-  fa3_store_o(o, lse, acc, row_max, row_sum, o_descale, scale_log2, T, b, h, n_heads, m0, cwarp * 16, o_sb, o_ss,
-              o_sh, g, tq);
 }
 #else /* !FA3_WS */
 

@@ -774,6 +774,25 @@ static void test_fa3_ws_search(void **state)
                "t.yaml:4:9: search.fa2: unknown key 'ws' (expected block_m, block_n, warps, stages)");
 }
 
+/* fa3's persistent (0 one CTA per work tile, 1 the .pers kernel looping over them) is 0 or 1 and
+ * fa3's alone. */
+static void test_fa3_persistent_search(void **state)
+{
+  (void)state;
+  tn_config c = parse_ok(ONE_SHAPE "search:\n  fa3: {ws: [1, 2], persistent: [1, 0, 1]}\n");
+  const tn_values *pers = tn_config_search(&c, "fa3", "persistent");
+  assert_non_null(pers);
+  assert_int_equal(pers->n, 2);
+  assert_int_equal(pers->v[0], 1);
+  assert_int_equal(pers->v[1], 0);
+  assert_null(tn_config_search(&c, "fa2", "persistent"));
+  tn_config_free(&c);
+  expect_error(ONE_SHAPE "search:\n  fa3: {persistent: 2}\n", AT_ERR_CONFIG,
+               "t.yaml:4:21: search.fa3.persistent: 2 is too large (at most 1)");
+  expect_error(ONE_SHAPE "search:\n  decode: {persistent: [0]}\n", AT_ERR_CONFIG,
+               "t.yaml:4:12: search.decode: unknown key 'persistent' (expected block_m, block_n, warps, stages, splits)");
+}
+
 static void test_decode_search_errors(void **state)
 {
   (void)state;
@@ -1023,7 +1042,7 @@ static void test_errors_in_other_sections(void **state)
   expect_error(ONE_SHAPE "search:\n  fa4: {block_m: [64]}\n", AT_ERR_CONFIG,
                "t.yaml:4:3: search: unknown key 'fa4' (expected fa2, fa3, decode)");
   expect_error(ONE_SHAPE "search:\n  fa3: {tile: [64]}\n", AT_ERR_CONFIG,
-               "t.yaml:4:9: search.fa3: unknown key 'tile' (expected block_m, block_n, warps, stages, ws)");
+               "t.yaml:4:9: search.fa3: unknown key 'tile' (expected block_m, block_n, warps, stages, ws, persistent)");
   expect_error(ONE_SHAPE "search:\n  fa2: {block_m: [64, 0]}\n", AT_ERR_CONFIG,
                "t.yaml:4:23: search.fa2.block_m[1]: 0 must be at least 1");
   expect_error(ONE_SHAPE "search:\n  fa2: [64]\n", AT_ERR_CONFIG,
@@ -1268,6 +1287,7 @@ int main(void)
       cmocka_unit_test(test_errors_in_other_sections),
       cmocka_unit_test(test_decode_search),
       cmocka_unit_test(test_decode_search_errors), cmocka_unit_test(test_fa3_ws_search),
+      cmocka_unit_test(test_fa3_persistent_search),
       cmocka_unit_test(test_yaml_errors),
       cmocka_unit_test(test_deep_nesting_is_refused_fast),
       cmocka_unit_test(test_shape_key),

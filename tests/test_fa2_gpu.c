@@ -1,7 +1,7 @@
-/* test_fa2_gpu.c — every listed 16-bit variant (fa2, fa3 on sm_90a, decode for T <= 16) against the
- * naive reference on awkward shapes (skips without a GPU). Outputs and the split-KV scratch are
- * poisoned (0xFF bytes: NaN) before each run; inputs are fresh random values per case; NaN never
- * passes. */
+/* test_fa2_gpu.c — every listed 16-bit variant (fa2, fa3 on sm_90a, its warp-specialized and
+ * persistent forms included, decode for T <= 16) against the naive reference on awkward shapes
+ * (skips without a GPU). Outputs and the split-KV scratch are poisoned (0xFF bytes: NaN) before
+ * each run; inputs are fresh random values per case; NaN never passes. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -161,6 +161,14 @@ static const fa2_case CASES[] = {
     /* the in-kernel merges (.lc, .cl: listed for small grids): GQA 7, T = 2 bottom-right, (B, H,
      * S, D) storage, and 9 or 18 tiles over 8 splits, so some of a cluster's splits are empty */
     {1, 2, 1100, 14, 2, 128, AT_DTYPE_BF16, AT_MASK_CAUSAL_BR, 1, 1},
+    /* Persistent fa3 (.pers) with more work tiles (B x Nq x query blocks: 168 to 512) than the
+     * H200's 132 SMs, so CTAs walk two to four each and the K/V ring, Q's phase and the ping-pong
+     * carry across work tiles; T and S off the tiles, GQA 4 and 6, both causal masks, lse */
+    {2, 1000, 1000, 32, 8, 128, AT_DTYPE_BF16, AT_MASK_CAUSAL_TL, 1, 0},
+    {3, 333, 1000, 32, 8, 128, AT_DTYPE_BF16, AT_MASK_CAUSAL_BR, 1, 0},
+    {1, 777, 900, 24, 4, 192, AT_DTYPE_BF16, AT_MASK_CAUSAL_BR, 1, 1},
+    /* T > S bottom-right, GQA 3: work tiles without keys among the ones a CTA walks */
+    {2, 700, 300, 24, 8, 64, AT_DTYPE_F16, AT_MASK_CAUSAL_BR, 1, 0},
 };
 
 static void test_fa2_variants(void **state)

@@ -30,13 +30,13 @@ static void test_literal_keys(void **state)
 {
   (void)state;
   char key[GEN_KEY_MAX], entry[GEN_KEY_MAX];
-  gen_variant v = {GEN_FAMILY_FA2, {AT_DTYPE_BF16, 128, AT_MASK_CAUSAL_TL, 4, 0, AT_DTYPE_BF16, AT_KV_SAME}, 128, 64, 4, 2, 0, 0, 0};
+  gen_variant v = {GEN_FAMILY_FA2, {AT_DTYPE_BF16, 128, AT_MASK_CAUSAL_TL, 4, 0, AT_DTYPE_BF16, AT_KV_SAME}, 128, 64, 4, 2, 0, 0, 0, 0};
   TU_OK(gen_variant_key(&v, key, sizeof key));
   assert_string_equal(key, "fa2.bf16.d128.causal.g4.bm128.bn64.w4.s2");
   TU_OK(gen_entry_name(&v, entry, sizeof entry));
   assert_string_equal(entry, "fa2_bf16_d128_causal_g4_bm128_bn64_w4_s2");
 
-  gen_variant w = {GEN_FAMILY_FA2, {AT_DTYPE_F16, 80, AT_MASK_CAUSAL_BR, 6, 1, AT_DTYPE_F16, AT_KV_SAME}, 64, 32, 4, 3, 0, 0, 0};
+  gen_variant w = {GEN_FAMILY_FA2, {AT_DTYPE_F16, 80, AT_MASK_CAUSAL_BR, 6, 1, AT_DTYPE_F16, AT_KV_SAME}, 64, 32, 4, 3, 0, 0, 0, 0};
   TU_OK(gen_variant_key(&w, key, sizeof key));
   assert_string_equal(key, "fa2.f16.d80.causal-br.g6.bm64.bn32.w4.s3.lse");
   TU_OK(gen_entry_name(&w, entry, sizeof entry));
@@ -154,7 +154,7 @@ static void test_smem_limit_prunes(void **state)
   assert_true(nb > 0 && nb < na);
   for (int i = 0; i < nb; i++) assert_true(gen_smem_bytes(&b[i]) <= small.smem_limit);
   /* A variant over the limit is refused with the numbers. */
-  gen_variant v = {GEN_FAMILY_FA2, {AT_DTYPE_BF16, 256, AT_MASK_NONE, 1, 0, AT_DTYPE_BF16, AT_KV_SAME}, 128, 128, 8, 3, 0, 0, 0};
+  gen_variant v = {GEN_FAMILY_FA2, {AT_DTYPE_BF16, 256, AT_MASK_NONE, 1, 0, AT_DTYPE_BF16, AT_KV_SAME}, 128, 128, 8, 3, 0, 0, 0, 0};
   assert_int_not_equal(gen_variant_check(&v, &big), AT_OK);
   assert_non_null(strstr(at_last_error(), "shared memory"));
 }
@@ -239,7 +239,7 @@ static void test_fp8_keys(void **state)
 {
   (void)state;
   char key[GEN_KEY_MAX], entry[GEN_KEY_MAX];
-  gen_variant v = {GEN_FAMILY_FA2, {AT_DTYPE_E4M3, 128, AT_MASK_NONE, 1, 0, AT_DTYPE_BF16, AT_KV_SAME}, 128, 64, 8, 2, 0, 0, 0};
+  gen_variant v = {GEN_FAMILY_FA2, {AT_DTYPE_E4M3, 128, AT_MASK_NONE, 1, 0, AT_DTYPE_BF16, AT_KV_SAME}, 128, 64, 8, 2, 0, 0, 0, 0};
   TU_OK(gen_variant_key(&v, key, sizeof key));
   assert_string_equal(key, "fa2.e4m3.d128.none.g1.bm128.bn64.w8.s2.obf16");
   TU_OK(gen_entry_name(&v, entry, sizeof entry));
@@ -248,7 +248,7 @@ static void test_fp8_keys(void **state)
   TU_OK(gen_variant_parse(key, &back));
   assert_memory_equal(&back, &v, sizeof v);
 
-  gen_variant w = {GEN_FAMILY_FA2, {AT_DTYPE_E5M2, 80, AT_MASK_CAUSAL_BR, 6, 1, AT_DTYPE_E5M2, AT_KV_SAME}, 64, 32, 4, 3, 0, 0, 0};
+  gen_variant w = {GEN_FAMILY_FA2, {AT_DTYPE_E5M2, 80, AT_MASK_CAUSAL_BR, 6, 1, AT_DTYPE_E5M2, AT_KV_SAME}, 64, 32, 4, 3, 0, 0, 0, 0};
   TU_OK(gen_variant_key(&w, key, sizeof key));
   assert_string_equal(key, "fa2.e5m2.d80.causal-br.g6.bm64.bn32.w4.s3.oe5m2.lse");
   TU_OK(gen_variant_parse(key, &back));
@@ -766,7 +766,7 @@ static void test_decode_family(void **state)
   assert_int_not_equal(def.family, GEN_FAMILY_DECODE);
 
   /* Refusals name the field. */
-  gen_variant bad = {GEN_FAMILY_DECODE, {AT_DTYPE_BF16, 128, AT_MASK_NONE, 4, 0, AT_DTYPE_BF16, AT_KV_SAME}, 1, 32, 4, 2, 4, 0, 0};
+  gen_variant bad = {GEN_FAMILY_DECODE, {AT_DTYPE_BF16, 128, AT_MASK_NONE, 4, 0, AT_DTYPE_BF16, AT_KV_SAME}, 1, 32, 4, 2, 4, 0, 0, 0};
   assert_int_equal(gen_variant_check(&bad, &t), AT_ERR_UNSUPPORTED);
   assert_non_null(strstr(at_last_error(), "keys per warp"));
   bad.block_n = 64, bad.splits = 0;
@@ -846,6 +846,182 @@ static void test_ws_compile_no_spills(void **state)
   assert_int_equal(bad, 0);
 }
 
+/* Persistent fa3 (.pers after .ws/.wspp): keys round-trip and old keys keep persistent 0; only
+ * warp-specialized 16-bit fa3 with a causal mask takes it, and the refusals say so; the launch is
+ * one CTA per work tile (B x Nq x query blocks) with Nq and the tile count after the tensor
+ * maps, for the runtime to narrow to the SMs; every listed warp-specialized causal tile has its
+ * persistent twin right after it, and no other variant has one. */
+static void test_fa3_persistent_family(void **state)
+{
+  (void)state;
+  gen_target t = sm90();
+  gen_variant v, back;
+  char key[GEN_KEY_MAX], *src = NULL;
+  TU_OK(gen_variant_parse("fa3.bf16.d128.causal.g4.bm128.bn176.w8.s2.ws.pers.lse", &v));
+  assert_int_equal(v.ws, 1);
+  assert_int_equal(v.persistent, 1);
+  assert_int_equal(v.spec.with_lse, 1);
+  TU_OK(gen_variant_check(&v, &t));
+  TU_OK(gen_variant_key(&v, key, sizeof key));
+  assert_string_equal(key, "fa3.bf16.d128.causal.g4.bm128.bn176.w8.s2.ws.pers.lse");
+  TU_OK(gen_entry_name(&v, key, sizeof key));
+  assert_string_equal(key, "fa3_bf16_d128_causal_g4_bm128_bn176_w8_s2_ws_pers_lse");
+  TU_OK(gen_variant_parse("fa3.f16.d64.causal-br.g1.bm192.bn128.w12.s2.wspp.pers", &back));
+  assert_int_equal(back.ws, 2);
+  assert_int_equal(back.persistent, 1);
+  TU_OK(gen_variant_check(&back, &t));
+  /* the same budgets as the tile without the loop (the barrier room has space for Q's empty) */
+  gen_variant plain = v;
+  plain.persistent = 0;
+  assert_int_equal(gen_smem_bytes(&v), gen_smem_bytes(&plain));
+  assert_int_equal(gen_threads(&v), gen_threads(&plain));
+  TU_OK(gen_variant_parse("fa3.bf16.d128.causal.g4.bm128.bn176.w8.s2.ws.lse", &back));
+  assert_int_equal(back.persistent, 0);
+  TU_OK(gen_variant_parse("fa3.bf16.d128.none.g1.bm128.bn128.w8.s2", &back));
+  assert_int_equal(back.persistent, 0);
+
+  TU_OK(gen_emit(&v, &t, &src));
+  assert_non_null(strstr(src, "#define FA3_WS 1\n#define FA3_PINGPONG 0\n#define FA3_PERSISTENT 1\n"));
+  assert_non_null(strstr(src, "FA3_KERNEL fa3_bf16_d128_causal_g4_bm128_bn176_w8_s2_ws_pers_lse\n"));
+  free(src);
+  TU_OK(gen_emit(&plain, &t, &src));
+  assert_null(strstr(src, "#define FA3_PERSISTENT 1")); /* the old preamble, unchanged */
+  free(src);
+
+  /* Keys that cannot be: .pers without a warp-specialized kernel, out of order, on fa2. */
+  static const char *const bad_keys[] = {
+      "fa3.bf16.d128.causal.g1.bm128.bn128.w8.s2.pers",
+      "fa3.bf16.d128.causal.g1.bm128.bn128.w8.s2.pers.ws",
+      "fa3.bf16.d128.causal.g1.bm128.bn128.w8.s2.ws.lse.pers",
+      "fa3.bf16.d128.causal.g1.bm128.bn128.w8.s2.ws.pers.pers",
+      "fa2.bf16.d128.causal.g1.bm128.bn64.w4.s2.pers",
+      "fa2.bf16.d128.causal.g1.bm128.bn64.w4.s2.ws.pers",
+      "decode.bf16.d128.causal.g1.bm16.bn64.w4.s2.sp2.pers",
+  };
+  for (size_t i = 0; i < sizeof bad_keys / sizeof *bad_keys; i++)
+    if (gen_variant_parse(bad_keys[i], &back) == AT_OK) fail_msg("key '%s' was accepted", bad_keys[i]);
+  assert_int_equal(gen_variant_parse(bad_keys[0], &back), AT_ERR_INVALID);
+  assert_non_null(strstr(at_last_error(), "needs .ws or .wspp before it"));
+
+  /* Variants that cannot run it, refused by name. */
+  gen_variant bad = v;
+  bad.spec.mask = AT_MASK_NONE;
+  assert_int_equal(gen_variant_check(&bad, &t), AT_ERR_UNSUPPORTED);
+  assert_non_null(strstr(at_last_error(), "persistent fa3 runs causal masks (causal, causal-br), not none"));
+  bad = v, bad.spec.dtype = bad.spec.out_dtype = AT_DTYPE_E4M3, bad.block_n = 128;
+  bad.spec.out_dtype = AT_DTYPE_BF16;
+  assert_int_equal(gen_variant_check(&bad, &t), AT_ERR_UNSUPPORTED);
+  assert_non_null(strstr(at_last_error(), "persistent fa3 runs f16 or bf16 inputs, not e4m3"));
+  bad = v, bad.ws = 0, bad.warps = 8, bad.block_m = 128, bad.block_n = 128;
+  assert_int_equal(gen_variant_check(&bad, &t), AT_ERR_INVALID);
+  assert_non_null(strstr(at_last_error(), "needs ws 1 or 2"));
+  bad = v, bad.persistent = 2;
+  assert_int_equal(gen_variant_check(&bad, &t), AT_ERR_INVALID);
+  gen_variant fa2 = {GEN_FAMILY_FA2, {AT_DTYPE_BF16, 128, AT_MASK_CAUSAL_TL, 4, 0, AT_DTYPE_BF16, AT_KV_SAME},
+                     128, 64, 4, 2, 0, 0, 1, 0};
+  assert_int_equal(gen_variant_check(&fa2, &t), AT_ERR_INVALID);
+  assert_non_null(strstr(at_last_error(), "fa2 has no persistent variants"));
+
+  /* The launch: B 3, Nq 32 (GQA 4), T = S = 1000: 8 query blocks of 128, 768 work tiles. */
+  at_shape s = shape_of(AT_DTYPE_BF16, 128, AT_MASK_CAUSAL_TL, 32, 8, 1);
+  s.batch = 3, s.q_len = s.kv_len = 1000;
+  gen_launch_desc d;
+  TU_OK(gen_launch_describe(&v, &s, &d));
+  const gen_kernel_launch *k = &d.kernels[0];
+  assert_int_equal(d.work_tiles, 3 * 32 * 8);
+  assert_int_equal(d.ctas_per_sm, 1);
+  assert_int_equal(k->grid[0], 3u * 32u * 8u);
+  assert_int_equal(k->grid[1], 1u);
+  assert_int_equal(k->grid[2], 1u);
+  assert_int_equal(k->block[0], 384u);
+  assert_int_equal(k->args[k->n_args - 5], GEN_ARG_TMAP_Q);
+  assert_int_equal(k->args[k->n_args - 3], GEN_ARG_TMAP_V);
+  assert_int_equal(k->args[k->n_args - 2], GEN_ARG_Q_HEADS);
+  assert_int_equal(k->args[k->n_args - 1], GEN_ARG_WORK_TILES);
+  assert_int_equal(d.tmap_rows[0], 128);
+  assert_int_equal(d.tmap_rows[2], 176);
+  TU_OK(gen_launch_describe(&plain, &s, &d)); /* without the loop: no work tiles */
+  assert_int_equal(d.work_tiles, 0);
+  assert_int_equal(d.kernels[0].grid[2], 8u);
+  s.q_len = 0; /* nothing to do: no CTA */
+  TU_OK(gen_launch_describe(&v, &s, &d));
+  assert_int_equal(d.kernels[0].grid[0], 0u);
+  assert_int_equal(d.work_tiles, 0);
+
+  /* Enumeration: each warp-specialized causal tile, then its persistent twin; none without a
+   * mask, none for FP8. */
+  gen_variant vs[GEN_MAX_VARIANTS];
+  int n = 0, twins = 0;
+  const at_mask causal[] = {AT_MASK_CAUSAL_TL, AT_MASK_CAUSAL_BR};
+  for (int m = 0; m < 2; m++) {
+    s = shape_of(AT_DTYPE_BF16, 128, causal[m], 32, 8, 1);
+    TU_OK(gen_enumerate(&s, &t, vs, GEN_MAX_VARIANTS, &n));
+    for (int i = 0; i < n; i++) {
+      if (!vs[i].persistent) continue;
+      twins++;
+      assert_true(i > 0);
+      gen_variant prev = vs[i - 1];
+      assert_int_equal(prev.persistent, 0);
+      prev.persistent = 1;
+      assert_memory_equal(&prev, &vs[i], sizeof prev);
+      TU_OK(gen_variant_key(&vs[i], key, sizeof key));
+      TU_OK(gen_variant_parse(key, &back));
+      assert_memory_equal(&back, &vs[i], sizeof back);
+    }
+    for (int i = 0; i < n; i++)
+      if (vs[i].ws && !vs[i].persistent) assert_true(i + 1 < n && vs[i + 1].persistent);
+  }
+  assert_true(twins >= 2 * 16);
+  const at_shape none[] = {shape_of(AT_DTYPE_BF16, 128, AT_MASK_NONE, 32, 8, 1),
+                           shape_of(AT_DTYPE_E4M3, 128, AT_MASK_CAUSAL_TL, 32, 8, 1)};
+  for (int i = 0; i < 2; i++) {
+    TU_OK(gen_enumerate(&none[i], &t, vs, GEN_MAX_VARIANTS, &n));
+    for (int j = 0; j < n; j++) assert_int_equal(vs[j].persistent, 0);
+  }
+  /* Every head dim's causal space, persistent twins included, fits GEN_MAX_VARIANTS. */
+  const int dims[] = {64, 96, 128, 192, 256};
+  for (int i = 0; i < 5; i++) {
+    s = shape_of(AT_DTYPE_F16, dims[i], AT_MASK_CAUSAL_BR, 16, 16, 1);
+    TU_OK(gen_enumerate(&s, &t, vs, GEN_MAX_VARIANTS, &n));
+  }
+  /* The default stays the tile without the loop (not measured yet). */
+  s = shape_of(AT_DTYPE_BF16, 128, AT_MASK_CAUSAL_TL, 32, 8, 0);
+  s.q_len = s.kv_len = 8192;
+  TU_OK(gen_default_variant(&s, &t, &back));
+  assert_int_equal(back.persistent, 0);
+}
+
+/* Persistent variants compile without spills: at every head dim (bf16, causal bottom-right, GQA 4,
+ * lse: the register-heaviest spec), for each listed warps x stages x ping-pong, the first listed
+ * (the widest block_n, the most registers). The work-tile loop adds a few registers to the
+ * producer (24 or 32 after setmaxnreg) and the consumers; a narrower tile of the same kind has
+ * fewer. */
+static void test_persistent_compile_no_spills(void **state)
+{
+  (void)state;
+  gen_target t = sm90();
+  const int dims[] = {64, 96, 128, 192, 256};
+  gen_variant all[5 * 8];
+  int n = 0;
+  for (int i = 0; i < 5; i++) {
+    at_shape s = shape_of(AT_DTYPE_BF16, dims[i], AT_MASK_CAUSAL_BR, 32, 8, 1);
+    gen_variant vs[GEN_MAX_VARIANTS];
+    int k = 0;
+    TU_OK(gen_enumerate(&s, &t, vs, GEN_MAX_VARIANTS, &k));
+    for (int j = 0; j < k; j++) {
+      if (!vs[j].persistent) continue;
+      int seen = 0;
+      for (int a = 0; a < n && !seen; a++)
+        seen = all[a].spec.head_dim == vs[j].spec.head_dim && all[a].warps == vs[j].warps &&
+               all[a].stages == vs[j].stages && all[a].ws == vs[j].ws;
+      if (!seen) all[n++] = vs[j];
+    }
+  }
+  assert_true(n >= 20);
+  int bad = compile_and_count(all, n, &t, "persistent fa3");
+  assert_int_equal(bad, 0);
+}
+
 /* ---- decode with an FP8 KV cache ---------------------------------------------------------- */
 
 static at_shape kv8_shape(at_dtype q, at_dtype kv, int d, at_mask mask, int nq, int nkv, int t, int s, int lse)
@@ -863,7 +1039,7 @@ static void test_fp8_kv_keys(void **state)
   gen_target t = sm90();
   char key[GEN_KEY_MAX], entry[GEN_KEY_MAX];
   gen_variant v = {GEN_FAMILY_DECODE, {AT_DTYPE_BF16, 128, AT_MASK_NONE, 4, 0, AT_DTYPE_BF16, AT_DTYPE_E4M3},
-                   1, 256, 4, 3, 8, 0, 0};
+                   1, 256, 4, 3, 8, 0, 0, 0};
   TU_OK(gen_variant_key(&v, key, sizeof key));
   assert_string_equal(key, "decode.bf16.kve4m3.d128.none.g4.bm1.bn256.w4.s3.sp8");
   TU_OK(gen_entry_name(&v, entry, sizeof entry));
@@ -954,7 +1130,7 @@ static void test_fp8_kv_enumeration(void **state)
   TU_OK(gen_enumerate(&s16, &t, vs, GEN_MAX_VARIANTS, &n16));
   for (int i = 0; i < n16; i++) assert_int_not_equal(vs[i].block_n, 256);
   gen_variant a = {GEN_FAMILY_DECODE, {AT_DTYPE_BF16, 128, AT_MASK_NONE, 4, 0, AT_DTYPE_BF16, AT_DTYPE_E4M3},
-                   1, 128, 4, 3, 1, 0, 0};
+                   1, 128, 4, 3, 1, 0, 0, 0};
   gen_variant b16 = a;
   b16.spec.kv_dtype = AT_KV_SAME;
   /* Q: 16 rows x 256 B; K and V: 3 stages x 128 keys x 128 B (FP8) or 256 B (bf16) */
@@ -1064,6 +1240,7 @@ int main(void)
       cmocka_unit_test(test_template_versions),  cmocka_unit_test(test_decode_family),
       cmocka_unit_test(test_decode_compile_no_spills), cmocka_unit_test(test_fa3_ws_family),
       cmocka_unit_test(test_ws_compile_no_spills),
+      cmocka_unit_test(test_fa3_persistent_family), cmocka_unit_test(test_persistent_compile_no_spills),
       cmocka_unit_test(test_fp8_kv_keys),        cmocka_unit_test(test_fp8_kv_enumeration),
       cmocka_unit_test(test_fp8_kv_compile_no_spills),
   };

@@ -353,6 +353,12 @@ static at_status read_search_ws(const parser *p, const yaml_node_t *n, const cha
   return read_int(p, n, field, 0, 2, out);
 }
 
+/* fa3's persistent: 0 one CTA per work tile, 1 one CTA per SM looping over them (.pers). */
+static at_status read_search_persistent(const parser *p, const yaml_node_t *n, const char *field, int *out)
+{
+  return read_int(p, n, field, 0, 1, out);
+}
+
 static at_status read_dtype(const parser *p, const yaml_node_t *n, const char *field, int *out)
 {
   at_dtype d;
@@ -866,6 +872,7 @@ static const struct search_param {
     {GEN_FAMILY_FA3, "warps", offsetof(tn_family_search, warps)},
     {GEN_FAMILY_FA3, "stages", offsetof(tn_family_search, stages)},
     {GEN_FAMILY_FA3, "ws", offsetof(tn_family_search, ws)},
+    {GEN_FAMILY_FA3, "persistent", offsetof(tn_family_search, persistent)},
     {GEN_FAMILY_DECODE, "block_m", offsetof(tn_family_search, block_m)},
     {GEN_FAMILY_DECODE, "block_n", offsetof(tn_family_search, block_n)},
     {GEN_FAMILY_DECODE, "warps", offsetof(tn_family_search, warps)},
@@ -896,7 +903,11 @@ static at_status parse_search_param(const parser *p, const yaml_node_t *n, const
                                     tn_values *out)
 {
   vlist l = {0};
-  at_status rc = read_values(p, n, field, strcmp(param, "ws") == 0 ? read_search_ws : read_search_int, 1, &l);
+  at_status rc = read_values(p, n, field,
+                             strcmp(param, "ws") == 0           ? read_search_ws
+                             : strcmp(param, "persistent") == 0 ? read_search_persistent
+                                                                : read_search_int,
+                             1, &l);
   out->n = 0;
   for (int i = 0; rc == AT_OK && i < l.n; i++) {
     int seen = 0;
