@@ -78,10 +78,10 @@
  *   v10 (FA3_PERSISTENT, 16-bit causal): persistent causal scheduler: one CTA per SM walks the
  *       work tiles longest first, GQA heads side by side; Q reloaded per work tile behind an
  *       empty mbarrier, the K/V ring and the ping-pong order continue across work tiles.
- *       PREDICTED, not measured: a few percent on short causal shapes, from one work tile's
- *       prologue and epilogue overlapping the other warpgroups' loops (the FA3 paper blames its
- *       FP8 kernel's causal gap to cuDNN on lacking such a scheduler); a listed choice (.pers),
- *       not the default (docs/perf.md, "v10").
+ *       Predicted a few percent on short causal shapes; measured 3-14% SLOWER on every pair
+ *       (B2 N16 8k D128 128x176: 596 -> 512 TFLOP/s; B1 32/8 2k: 434 -> 400; D64: 443 -> 410):
+ *       the next work tile's Q waits for the slowest consumer's last Q K^T. A listed choice
+ *       (.pers), not the default (docs/perf.md, "v10"); next: Q double-buffered.
  * Copies by cp.async and stores by threads are generic-proxy writes; wgmma reads shared memory
  * through the async proxy, hence fence.proxy.async before the barriers that publish them.
  */
