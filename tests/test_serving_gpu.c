@@ -656,6 +656,52 @@ static void test_paged_decode_entry_outside_pool(void **state)
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) check_paged_variants(&cases[i], 1);
 }
 
+/* A paged decode plan's run captured in a CUDA graph on the caller's stream: the replay writes
+ * what a direct run writes, bit for bit (the run allocates nothing, so capture succeeds). */
+static void test_paged_decode_plan_in_a_graph(void **state)
+{
+  (void)state;
+  if (!tu_have_gpu) skip();
+  const serving_case c = {AT_SEQ_PADDED, AT_SEQ_PAGED, 16, 4, 1, 2000, 32, 8, 128, AT_MASK_NONE, BF16, SAME, 1, 0};
+  serving_io x;
+  make_io(&c, &x);
+  at_plan *plan = NULL;
+  TU_OK(at_plan_create_serving(g_ctx, &x.shape, &x.layout, NULL, &plan));
+  at_plan_info info;
+  TU_OK(at_plan_describe(plan, &info));
+  printf("  %s\n", info.impl);
+  assert_non_null(strstr(info.impl, ".pg16."));
+  at_serving_tensors t = tensors_of(&x);
+  TU_OK(at_plan_run_serving(plan, &t, NULL, NULL));
+  TU_OK(at_synchronize(g_ctx));
+  uint8_t *direct = malloc(x.o_bytes), *replayed = malloc(x.o_bytes), *ff = malloc(x.o_bytes);
+  assert_true(direct && replayed && ff);
+  TU_OK(at_copy_to_host(g_ctx, direct, x.o, x.o_bytes));
+  memset(ff, 0xff, x.o_bytes);
+  TU_OK(at_copy_to_device(g_ctx, x.o, ff, x.o_bytes));
+
+  const rt_driver *cu = rt_cu();
+  CUstream stream = NULL;
+  CUgraph graph = NULL;
+  CUgraphExec exec = NULL;
+  TU_OK(RT_CU(cu->cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING)));
+  TU_OK(RT_CU(cu->cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)));
+  at_status run = at_plan_run_serving(plan, &t, NULL, stream);
+  TU_OK(RT_CU(cu->cuStreamEndCapture(stream, &graph)));
+  TU_OK(run);
+  TU_OK(RT_CU(cu->cuGraphInstantiate(&exec, graph, 0)));
+  TU_OK(RT_CU(cu->cuGraphLaunch(exec, stream)));
+  TU_OK(RT_CU(cu->cuStreamSynchronize(stream)));
+  TU_OK(at_copy_to_host(g_ctx, replayed, x.o, x.o_bytes));
+  assert_memory_equal(direct, replayed, x.o_bytes);
+  cu->cuGraphExecDestroy(exec);
+  cu->cuGraphDestroy(graph);
+  cu->cuStreamDestroy(stream);
+  free(direct), free(replayed), free(ff);
+  at_plan_destroy(plan);
+  free_io(&x);
+}
+
 /* ---- metadata that points anywhere --------------------------------------------------------------- */
 
 static void test_bad_metadata_never_reads_outside(void **state)
@@ -837,6 +883,7 @@ int main(void)
       cmocka_unit_test(test_paged_decode_variants),
       cmocka_unit_test(test_paged_decode_variants_fp8_kv),
       cmocka_unit_test(test_paged_decode_entry_outside_pool),
+      cmocka_unit_test(test_paged_decode_plan_in_a_graph),
       cmocka_unit_test(test_bad_metadata_never_reads_outside),
       cmocka_unit_test(test_api_refusals),
       cmocka_unit_test(test_padded_serving_plan_is_an_ordinary_plan),
