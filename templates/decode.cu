@@ -587,8 +587,8 @@ __device__ __forceinline__ int dec_opaque(int x)
  * set *bad (the compute masks them). The chunk-to-thread mapping is dec_load_kv's: where a thread
  * keeps one column and steps down the rows by STEP, row r + i*STEP is in slot i*STEP / PS at row
  * r + i*STEP % PS of its page (PS >= STEP: the slot is the same for every thread, a broadcast
- * read), or in slot r / PS + i*STEP / PS at row r % PS (PS < STEP). A thread's ids are read from
- * shared memory first, so its 16-byte copies issue back to back. */
+ * read, once per page), or in slot r / PS + i*STEP / PS at row r % PS (PS < STEP). A thread's ids
+ * are read from shared memory first, so its 16-byte copies issue back to back. */
 __device__ __forceinline__ void dec_load_kv_paged(unsigned tile, const dec_kv_t *pool, long long page_stride,
                                                   int stride, int j0, int j_end, unsigned slot, int num_pages,
                                                   int tid, bool &bad)
@@ -603,8 +603,14 @@ __device__ __forceinline__ void dec_load_kv_paged(unsigned tile, const dec_kv_t 
     const dec_kv_t *col = pool + c * DEC_KV_EPC;
 #pragma unroll
     for (int i = 0; i < PER_THREAD; i++) {
-      const int sl = DEC_PS >= DEC_BN ? 0 : DEC_PS >= STEP ? i * STEP / DEC_PS : r / DEC_PS + i * STEP / DEC_PS;
-      page[i] = dec_ld_shared_s32(slot + 4 * sl);
+      if constexpr (DEC_PS >= STEP) {
+        /* the slot is a constant per i: one read per page of the tile, reused down its rows */
+        const int sl = DEC_PS >= DEC_BN ? 0 : i * STEP / DEC_PS;
+        const int prev = DEC_PS >= DEC_BN ? 0 : (i - 1) * STEP / DEC_PS;
+        page[i] = i > 0 && sl == prev ? page[i > 0 ? i - 1 : 0] : dec_ld_shared_s32(slot + 4 * sl);
+      } else {
+        page[i] = dec_ld_shared_s32(slot + 4 * (r / DEC_PS + i * STEP / DEC_PS));
+      }
     }
     const int rem = j_end - j0 - r; /* rows of this thread's column still in range: i*STEP < rem */
     const int first = DEC_PS >= DEC_BN ? (int)((unsigned)j0 % DEC_PS) : 0; /* row of key j0 in its page */
