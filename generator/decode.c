@@ -13,7 +13,10 @@
  * shared memory, no scratch at all. An
  * FP8 KV cache (K and V e4m3 or e5m2, Q and O f16 or bf16) adds .kv<dtype> after the dtype:
  * decode.bf16.kve4m3.d128.none.g4.bm1.bn256.w4.s3.sp8; its tiles are bytes, so block_n goes to
- * 256 at the shared memory of a 128-key 16-bit tile.
+ * 256 at the shared memory of a 128-key 16-bit tile. Paged K/V (the vLLM layout: pools of pages
+ * and a block table) adds .pg<page size> after the dtypes: decode.bf16.pg16.d128.none.g4...;
+ * the same space and default as contiguous K/V of the shape's maxima (the split heuristic takes
+ * the planned kv_len), the kernel gathers each tile's rows through the table.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,6 +64,15 @@ static int threads(const gen_variant *v) { return 32 * v->warps; }
 /* K and V are FP8 (KV8 in templates/decode.cu): byte tiles, widened in registers. */
 static int kv8(const gen_spec *s) { return at_dtype_is_fp8(gen_spec_kv_dtype(s)); }
 
+/* Paged K/V: the ring of page ids after the K/V area, 2*stages-1 tiles' ids (DEC_IDS_BYTES_OF). */
+static int page_id_bytes(const gen_variant *v)
+{
+  const int ps = v->spec.page_size;
+  if (ps == 0) return 0;
+  const int per_tile = ps >= v->block_n ? 1 : v->block_n / ps;
+  return gen_round_up((2 * v->stages - 1) * per_tile * 4, 128);
+}
+
 static int smem_bytes(const gen_variant *v)
 {
   const int d = v->spec.head_dim, mt = m_tiles(v->spec.gqa, v->block_m, v->warps), wn = warps_n(v);
@@ -68,7 +80,7 @@ static int smem_bytes(const gen_variant *v)
   const int q_bytes = mt * 16 * gen_round_up(2 * d, 128);
   const int stage_bytes = 2 * v->stages * v->block_n * gen_round_up(kv_elem * d, 128);
   const int merge_bytes = wn > 1 ? wn * mt * 16 * 8 + (wn - 1) * mt * 16 * (d + 8) * 4 : 0;
-  return q_bytes + (stage_bytes > merge_bytes ? stage_bytes : merge_bytes);
+  return q_bytes + (stage_bytes > merge_bytes ? stage_bytes : merge_bytes) + page_id_bytes(v);
 }
 
 /* DEC_REG_ESTIMATE: O and S accumulators, Q fragments where they fit, 8 for a cross-warp merge
@@ -81,7 +93,9 @@ static int register_estimate(const gen_variant *v)
   const int d = v->spec.head_dim, mt = m_tiles(v->spec.gqa, v->block_m, v->warps);
   const int mtw = mt / warps_m(v), nw = v->block_n / warps_n(v);
   const int acc = mtw * (d / 2 + nw / 2) + (warps_n(v) > 1 ? 8 : 0);
-  const int qfrag = mtw * d / 4, base = kv8(&v->spec) ? KV8_REG_BASE : 111;
+  /* paged K/V past 2 stages: the ring's slot arithmetic (DEC_REG_PAGED) */
+  const int paged = v->spec.page_size && v->stages > 2 ? v->stages - 2 : 0;
+  const int qfrag = mtw * d / 4, base = (kv8(&v->spec) ? KV8_REG_BASE : 111) + paged;
   return acc + (acc + qfrag + base <= 255 ? qfrag : 0) + base;
 }
 
@@ -325,6 +339,7 @@ static void extra_preamble(const gen_variant *v, const gen_target *target, const
   gen_text_put(t, "#define DEC_COMBINE %s%s\n#define DEC_COMBINE_THREADS %d\n#define DEC_LAST_CTA %d\n", entry,
                EXTRA_ENTRIES[0], COMBINE_THREADS, v->merge == GEN_MERGE_LAST_CTA);
   if (v->merge == GEN_MERGE_CLUSTER) gen_text_put(t, "#define DEC_CLUSTER %d\n", v->splits);
+  if (v->spec.page_size) gen_text_put(t, "#define DEC_PAGE_SIZE %d\n", v->spec.page_size);
   if (kv != v->spec.dtype)
     gen_text_put(t, "#define DEC_KV_DTYPE %d /* %s */\n#define DEC_KV8_REG_BASE %d\n", (int)kv, at_dtype_name(kv),
                  KV8_REG_BASE);
@@ -336,6 +351,15 @@ static const gen_arg SPLIT_ARGS[] = {
     GEN_ARG_SCALE_LOG2, GEN_ARG_Q_SB, GEN_ARG_Q_SS, GEN_ARG_Q_SH,      GEN_ARG_K_SB,       GEN_ARG_K_SS,
     GEN_ARG_K_SH, GEN_ARG_V_SB, GEN_ARG_V_SS,      GEN_ARG_V_SH,       GEN_ARG_O_SB,       GEN_ARG_O_SS,
     GEN_ARG_O_SH, GEN_ARG_DESCALE_K, GEN_ARG_DESCALE_V, GEN_ARG_SPLIT_COUNTERS,
+};
+/* Paged K/V: the split kernel's arguments, then the block table, lengths and their bounds. */
+static const gen_arg SPLIT_ARGS_PAGED[] = {
+    GEN_ARG_Q,    GEN_ARG_K,    GEN_ARG_V,         GEN_ARG_O,          GEN_ARG_LSE,        GEN_ARG_O_PART,
+    GEN_ARG_LSE_PART, GEN_ARG_T, GEN_ARG_S,        GEN_ARG_SPLITS,     GEN_ARG_KEYS_PER_SPLIT,
+    GEN_ARG_SCALE_LOG2, GEN_ARG_Q_SB, GEN_ARG_Q_SS, GEN_ARG_Q_SH,      GEN_ARG_K_SB,       GEN_ARG_K_SS,
+    GEN_ARG_K_SH, GEN_ARG_V_SB, GEN_ARG_V_SS,      GEN_ARG_V_SH,       GEN_ARG_O_SB,       GEN_ARG_O_SS,
+    GEN_ARG_O_SH, GEN_ARG_DESCALE_K, GEN_ARG_DESCALE_V, GEN_ARG_SPLIT_COUNTERS,
+    GEN_ARG_BLOCK_TABLE, GEN_ARG_SEQLENS_KV, GEN_ARG_MAX_PAGES_PER_SEQ, GEN_ARG_NUM_PAGES,
 };
 static const gen_arg COMBINE_ARGS[] = {
     GEN_ARG_O_PART, GEN_ARG_LSE_PART, GEN_ARG_O,    GEN_ARG_LSE,  GEN_ARG_T,
@@ -377,7 +401,8 @@ static at_status describe_launch(const gen_variant *v, const at_shape *shape, ge
   }
   k->block[0] = (unsigned)threads(v), k->block[1] = k->block[2] = 1;
   k->smem_bytes = (unsigned)smem_bytes(v);
-  set_args(k, SPLIT_ARGS, COUNT(SPLIT_ARGS));
+  if (v->spec.page_size) set_args(k, SPLIT_ARGS_PAGED, COUNT(SPLIT_ARGS_PAGED));
+  else set_args(k, SPLIT_ARGS, COUNT(SPLIT_ARGS));
   out->n_kernels = 1;
   if (splits > 1 && v->merge == GEN_MERGE_CLUSTER) return AT_OK; /* partials stay on chip */
   if (splits > 1) {
@@ -409,6 +434,7 @@ const gen_family_ops gen_decode_family = {
     .template_file = "decode.cu",
     .macro_prefix = "DEC",
     .split_kv = 1,
+    .paged = 1,
     .target_ok = target_ok,
     .spec_check = spec_check,
     .check = check,

@@ -25,6 +25,11 @@ at_status gen_variant_check(const gen_variant *v, const gen_target *target)
     return at_fail(AT_ERR_INVALID, "%s variants are not warp-specialized (got ws %d)", f->name, v->ws);
   if (!f->warp_specialized && v->persistent != 0)
     return at_fail(AT_ERR_INVALID, "%s has no persistent variants (got persistent %d)", f->name, v->persistent);
+  if (v->spec.page_size != 0 && !f->paged)
+    return at_fail(AT_ERR_INVALID, "%s variants read contiguous K and V (got page size %d)", f->name,
+                   v->spec.page_size);
+  if (v->spec.page_size != 0 && !at_page_size_allowed(v->spec.page_size))
+    return at_fail(AT_ERR_INVALID, "page size %d is not one of %s", v->spec.page_size, at_page_sizes_text());
   /* K and V in another dtype than Q: only where the family's spec allows it (decode). */
   if (v->spec.kv_dtype != AT_KV_SAME && f->spec_check(&v->spec) != AT_OK) return AT_ERR_INVALID;
   return f->check(v, target);
@@ -54,8 +59,36 @@ at_status gen_enumerate(const at_shape *shape, const gen_target *target, gen_var
   return gen_enumerate_out(shape, at_dtype_default_out(shape->dtype), target, out, cap, n_out);
 }
 
+static at_status enumerate_families(const at_shape *shape, at_dtype out_dtype, int page_size,
+                                    const gen_target *target, gen_variant *out, int cap, int *n_out);
+
 at_status gen_enumerate_out(const at_shape *shape, at_dtype out_dtype, const gen_target *target,
                             gen_variant *out, int cap, int *n_out)
+{
+  return enumerate_families(shape, out_dtype, 0, target, out, cap, n_out);
+}
+
+/* Why no variant gathers pages for this shape, where the shape itself is fine. */
+static at_status refuse_paged(const at_shape *shape, int page_size)
+{
+  char t[48] = "without a query length (T unknown)";
+  if (shape->q_len > 0) snprintf(t, sizeof t, "for T = %d", shape->q_len);
+  return at_fail(AT_ERR_UNSUPPORTED,
+                 "no generated variant reads K/V in pages of %d %s: paged K/V runs on the decode family only, "
+                 "for queries of 1 to %d tokens (fa2 and fa3 read contiguous K and V; the naive kernels run it)",
+                 page_size, t, GEN_DECODE_MAX_T);
+}
+
+at_status gen_enumerate_paged(const at_shape *shape, int page_size, const gen_target *target, gen_variant *out,
+                              int cap, int *n_out)
+{
+  at_status rc = enumerate_families(shape, at_dtype_default_out(shape->dtype), page_size, target, out, cap, n_out);
+  if (rc == AT_OK && page_size && *n_out == 0) return refuse_paged(shape, page_size);
+  return rc;
+}
+
+static at_status enumerate_families(const at_shape *shape, at_dtype out_dtype, int page_size,
+                                    const gen_target *target, gen_variant *out, int cap, int *n_out)
 {
   at_status rc = AT_OK, last_refusal = AT_OK;
   char refusal[512] = "";
@@ -67,11 +100,11 @@ at_status gen_enumerate_out(const at_shape *shape, at_dtype out_dtype, const gen
     const gen_family_ops *f = gen_family_row(order[i]);
     gen_spec spec;
     if (!f->target_ok(target)) continue;
-    if ((rc = gen_spec_from_shape_out(order[i], shape, out_dtype, &spec)) != AT_OK) {
+    if ((rc = gen_spec_from_shape_paged(order[i], shape, out_dtype, page_size, &spec)) != AT_OK) {
       /* The family declines the shape; another may run it. Keep the reason of the last (the most
-       * general family, fa2) for the end; for an FP8 KV cache the first's (decode, the one
-       * family that reads it: the others only say they do not). */
-      if (last_refusal == AT_OK || at_shape_kv_dtype(shape) == shape->dtype)
+       * general family, fa2) for the end; for an FP8 KV cache or paged K/V the first's (decode,
+       * the one family that reads it: the others only say they do not). */
+      if (last_refusal == AT_OK || (at_shape_kv_dtype(shape) == shape->dtype && !page_size))
         snprintf(refusal, sizeof refusal, "%s", at_last_error());
       last_refusal = rc;
       continue;
@@ -81,6 +114,7 @@ at_status gen_enumerate_out(const at_shape *shape, at_dtype out_dtype, const gen
   }
   at_clear_error(); /* the refusals above are expected, not errors */
   if (!any_spec && last_refusal != AT_OK) return at_fail(last_refusal, "%s", refusal);
+  if (n == 0 && page_size) return refuse_paged(shape, page_size);
   if (n == 0) {
     const at_dtype kv = at_shape_kv_dtype(shape);
     if (kv != shape->dtype && !(shape->q_len >= 1 && shape->q_len <= GEN_DECODE_MAX_T)) {
@@ -102,6 +136,32 @@ at_status gen_enumerate_out(const at_shape *shape, at_dtype out_dtype, const gen
                    target->smem_limit);
   }
   *n_out = n;
+  return AT_OK;
+}
+
+at_status gen_default_variant_paged(const at_shape *shape, int page_size, const gen_target *target,
+                                    gen_variant *out)
+{
+  if (page_size == 0) return gen_default_variant(shape, target, out);
+  int n_order = 0;
+  const gen_family *order = gen_family_order(&n_order);
+  for (int i = 0; i < n_order; i++) {
+    const gen_family_ops *f = gen_family_row(order[i]);
+    gen_spec spec;
+    if (!f->paged || !f->target_ok(target)) continue;
+    at_status rc = gen_spec_from_shape_paged(order[i], shape, at_dtype_default_out(shape->dtype), page_size, &spec);
+    if (rc != AT_OK) return rc; /* the paged family's own reason (dtype, head dim, page size) */
+    if (f->default_variant(&spec, target, shape, out)) {
+      at_clear_error();
+      return AT_OK;
+    }
+  }
+  /* No preferred tile fits: the first listed variant (gen_enumerate_paged says why none is). */
+  gen_variant all[GEN_MAX_VARIANTS];
+  int n = 0;
+  at_status rc = gen_enumerate_paged(shape, page_size, target, all, GEN_MAX_VARIANTS, &n);
+  if (rc != AT_OK) return rc;
+  *out = all[0];
   return AT_OK;
 }
 
@@ -136,7 +196,9 @@ at_status gen_launch_describe(const gen_variant *v, const at_shape *shape, gen_l
   const gen_family_ops *f = gen_family_row(v->family);
   memset(out, 0, sizeof *out);
   if (!f) return unknown_family(v->family);
-  at_status rc = gen_variant_matches(v, shape);
+  /* The layout is the caller's to match (gen_variant_matches_paged when the plan is made): a paged
+   * variant launches for the shape's maxima with its own page size. */
+  at_status rc = gen_variant_matches_paged(v, shape, v->spec.page_size);
   if (rc != AT_OK) return rc;
   if (shape->batch < 0 || shape->q_len < 0 || shape->kv_len < 0)
     return at_fail(AT_ERR_INVALID, "negative size (batch %d, T %d, S %d)", shape->batch, shape->q_len,

@@ -17,6 +17,7 @@ typedef struct gen_family_ops {
   const char *macro_prefix;  /* of the preamble's #defines: "FA2" */
   int split_kv;              /* variants carry a split count (.sp<N> in the key; 0 elsewhere) */
   int warp_specialized;      /* variants may be warp-specialized (.ws in the key; 0 elsewhere) */
+  int paged;                 /* K/V may be paged (spec.page_size, .pg<N> in the key; 0 elsewhere) */
   /* Does target run the family at all? Sets no error. */
   int (*target_ok)(const gen_target *target);
   /* What of a spec the family refuses, whatever its tiles (dtype pairs, head dims). */

@@ -6,6 +6,7 @@
  * and parses back into the same variant:
  *
  *     fa2.bf16.d128.causal.g4.bm128.bn64.w4.s2[.sp<N>][.ws|.wspp][.pers][.o<dtype>][.lse]
+ *     (decode also: decode.<dtype>[.kv<dtype>][.pg<page size>].d128..., below)
  *         |    |    |      |  |     |    |  |   |     |         |      `- output dtype, FP8 inputs only
  *         |    |    |      |  |     |    |  |   |     |         |         (obf16, of16, oe4m3, oe5m2);
  *         |    |    |      |  |     |    |  |   |     |         |         16-bit inputs write their own
@@ -24,10 +25,13 @@
  *         |    `----------------------------- head dim
  *         `---------------------------------- family; then the dtype of Q (and of K and V), and
  *                                             .kv<dtype> after it where K and V differ (decode's
- *                                             FP8 KV cache: decode.bf16.kve4m3.d128...)
+ *                                             FP8 KV cache: decode.bf16.kve4m3.d128...), and
+ *                                             .pg<N> after those where K and V are paged in
+ *                                             pages of N tokens (decode.bf16.pg16.d128...)
  *
  *     e.g. fa2.e4m3.d128.none.g1.bm128.bn64.w4.s2.obf16,
- *          decode.bf16.kve4m3.d128.none.g4.bm1.bn256.w4.s3.sp8
+ *          decode.bf16.kve4m3.d128.none.g4.bm1.bn256.w4.s3.sp8,
+ *          decode.bf16.kve4m3.pg16.d128.causal-br.g4.bm16.bn128.w8.s2.sp4 (paged K/V)
  *
  * Families, one file and one row of the family table each (generator/table.c; the row type is
  * generator/family.h):
@@ -95,6 +99,10 @@ typedef struct gen_spec {
   /* of K and V where it differs from dtype (e4m3 or e5m2 with f16/bf16 Q, decode only); AT_KV_SAME
    * (0) otherwise, so a spec written without it and a spec from a shape compare equal */
   at_dtype kv_dtype;
+  /* K and V in pages of this many tokens, gathered through a block table (the vLLM layout,
+   * include/attntune.h "Serving layouts"; decode only: 1, 16, 32, 64, 128, 256); 0: contiguous
+   * [B, S, Nkv, D], so a spec from at_shape (which has no page size) is contiguous */
+  int page_size;
 } gen_spec;
 
 /* The dtype K and V are in: kv_dtype, or dtype where it is AT_KV_SAME. */
@@ -143,9 +151,16 @@ int gen_target_has_fp8(const gen_target *target);
 at_status gen_spec_from_shape(gen_family family, const at_shape *shape, gen_spec *out);
 at_status gen_spec_from_shape_out(gen_family family, const at_shape *shape, at_dtype out_dtype,
                                   gen_spec *out);
+/* The spec of a shape whose K and V are paged in pages of page_size tokens (0: contiguous, what
+ * gen_spec_from_shape_out gives). at_shape has no page size: the runtime takes it from the
+ * plan's at_serving_layout. Families that read contiguous K/V only refuse page_size > 0. */
+at_status gen_spec_from_shape_paged(gen_family family, const at_shape *shape, at_dtype out_dtype, int page_size,
+                                    gen_spec *out);
 /* AT_OK when the variant's spec is the spec of shape. at_shape does not carry an output dtype
- * (yet), so the variant's own output dtype is taken as the caller's (checked to be allowed). */
+ * (yet), so the variant's own output dtype is taken as the caller's (checked to be allowed).
+ * K/V contiguous: a paged variant does not match (gen_variant_matches_paged). */
 at_status gen_variant_matches(const gen_variant *v, const at_shape *shape);
+at_status gen_variant_matches_paged(const gen_variant *v, const at_shape *shape, int page_size);
 
 /* A family's name ("fa2") and the family of a name; -1 when unknown. */
 const char *gen_family_name(gen_family family);
@@ -176,8 +191,17 @@ at_status gen_enumerate(const at_shape *shape, const gen_target *target, gen_var
 /* The same with an explicit output dtype (FP8 inputs: bf16, f16, e4m3, e5m2). */
 at_status gen_enumerate_out(const at_shape *shape, at_dtype out_dtype, const gen_target *target,
                             gen_variant *out, int cap, int *n_out);
+/* The same for K/V paged in pages of page_size tokens (0: gen_enumerate_out): the families that
+ * gather pages (decode) for queries of 1 to GEN_DECODE_MAX_T tokens; AT_ERR_UNSUPPORTED naming
+ * why otherwise. */
+at_status gen_enumerate_paged(const at_shape *shape, int page_size, const gen_target *target, gen_variant *out,
+                              int cap, int *n_out);
 /* The variant used when nothing is tuned for a shape. */
 at_status gen_default_variant(const at_shape *shape, const gen_target *target, gen_variant *out);
+/* The same for paged K/V (0: gen_default_variant): the decode family's default, or
+ * AT_ERR_UNSUPPORTED saying why there is none. */
+at_status gen_default_variant_paged(const at_shape *shape, int page_size, const gen_target *target,
+                                    gen_variant *out);
 
 /* The exact source NVRTC compiles: #define preamble, templates/common.cuh, the family template.
  * Caller frees *source. */
@@ -213,6 +237,12 @@ typedef enum gen_arg {
   GEN_ARG_V_SS, GEN_ARG_V_SH, GEN_ARG_O_SS, GEN_ARG_O_SH,
   GEN_ARG_TMAP_Q, GEN_ARG_TMAP_K, GEN_ARG_TMAP_V, /* TMA tensor maps (128 bytes each, by value) */
   GEN_ARG_WORK_TILES, /* int: persistent kernels' work tile count (gen_launch_desc.work_tiles) */
+  /* paged K/V (spec.page_size > 0), from at_serving_tensors: K and V are pools of pages whose
+   * stride is GEN_ARG_K_SB / GEN_ARG_V_SB (the layout's batch stride) */
+  GEN_ARG_BLOCK_TABLE,       /* const int32 [B, max_pages_per_seq] */
+  GEN_ARG_SEQLENS_KV,        /* const int32 [B] */
+  GEN_ARG_MAX_PAGES_PER_SEQ, /* int */
+  GEN_ARG_NUM_PAGES,         /* int: pages in each pool */
   GEN_ARG_COUNT
 } gen_arg;
 

@@ -15,6 +15,26 @@ at_status gen_spec_from_shape(gen_family family, const at_shape *shape, gen_spec
 at_status gen_spec_from_shape_out(gen_family family, const at_shape *shape, at_dtype out_dtype,
                                   gen_spec *out)
 {
+  return gen_spec_from_shape_paged(family, shape, out_dtype, 0, out);
+}
+
+/* Paged K/V only where the family gathers pages, in the page sizes of the serving layouts. */
+static at_status check_page_size(const gen_family_ops *f, int page_size)
+{
+  if (page_size == 0) return AT_OK;
+  if (!at_page_size_allowed(page_size))
+    return at_fail(AT_ERR_INVALID, "page size %d is not one of %s", page_size, at_page_sizes_text());
+  if (!f->paged)
+    return at_fail(AT_ERR_UNSUPPORTED,
+                   "%s reads contiguous K and V, not pages (page size %d): paged K/V runs on the decode family "
+                   "(queries of 1 to %d tokens) and the naive kernels",
+                   f->name, page_size, GEN_DECODE_MAX_T);
+  return AT_OK;
+}
+
+at_status gen_spec_from_shape_paged(gen_family family, const at_shape *shape, at_dtype out_dtype, int page_size,
+                                    gen_spec *out)
+{
   const gen_family_ops *f = gen_family_row(family);
   memset(out, 0, sizeof *out);
   if (!f) return at_fail(AT_ERR_INVALID, "unknown kernel family %d", (int)family);
@@ -26,10 +46,12 @@ at_status gen_spec_from_shape_out(gen_family family, const at_shape *shape, at_d
                    shape->kv_heads);
   if (shape->mask != AT_MASK_NONE && shape->mask != AT_MASK_CAUSAL_TL && shape->mask != AT_MASK_CAUSAL_BR)
     return at_fail(AT_ERR_INVALID, "unknown mask %d", (int)shape->mask);
+  at_status rc = check_page_size(f, page_size);
+  if (rc != AT_OK) return rc;
   const at_dtype kv = at_shape_kv_dtype(shape);
   gen_spec spec = {shape->dtype, shape->head_dim, shape->mask, shape->q_heads / shape->kv_heads,
-                   shape->with_lse ? 1 : 0, out_dtype, kv == shape->dtype ? AT_KV_SAME : kv};
-  at_status rc = f->spec_check(&spec);
+                   shape->with_lse ? 1 : 0, out_dtype, kv == shape->dtype ? AT_KV_SAME : kv, page_size};
+  rc = f->spec_check(&spec);
   if (rc != AT_OK) return rc;
   *out = spec;
   return AT_OK;
@@ -42,16 +64,22 @@ at_dtype gen_spec_kv_dtype(const gen_spec *spec)
 
 at_status gen_variant_matches(const gen_variant *v, const at_shape *shape)
 {
+  return gen_variant_matches_paged(v, shape, 0);
+}
+
+at_status gen_variant_matches_paged(const gen_variant *v, const at_shape *shape, int page_size)
+{
   gen_spec spec;
-  at_status rc = gen_spec_from_shape_out(v->family, shape, v->spec.out_dtype, &spec);
+  at_status rc = gen_spec_from_shape_paged(v->family, shape, v->spec.out_dtype, page_size, &spec);
   if (rc != AT_OK) return rc;
   if (memcmp(&spec, &v->spec, sizeof spec) != 0) {
-    char key[GEN_KEY_MAX] = "?";
+    char key[GEN_KEY_MAX] = "?", pages[48] = "contiguous K/V";
     gen_variant_key(v, key, sizeof key);
+    if (page_size) snprintf(pages, sizeof pages, "K/V in pages of %d", page_size);
     return at_fail(AT_ERR_INVALID,
-                   "variant %s does not fit shape (dtype %s, head dim %d, mask %s, GQA %d, lse %d)", key,
+                   "variant %s does not fit shape (dtype %s, head dim %d, mask %s, GQA %d, lse %d, %s)", key,
                    at_dtypes_name(spec.dtype, spec.kv_dtype), spec.head_dim, at_mask_name(spec.mask),
-                   spec.gqa, spec.with_lse);
+                   spec.gqa, spec.with_lse, pages);
   }
   return AT_OK;
 }
@@ -83,7 +111,7 @@ at_status gen_variant_key(const gen_variant *v, char *buf, size_t size)
   const char *family = f ? f->name : NULL;
   if (!family) return at_fail(AT_ERR_INVALID, "unknown kernel family %d", (int)v->family);
   /* The output dtype is spelled only where it is a choice (FP8 inputs). */
-  char out[16] = "", splits[16] = "";
+  char out[16] = "", splits[16] = "", pages[16] = "";
   const char *ws = v->ws == 2 ? ".wspp" : v->ws ? ".ws" : "";
   const char *pers = v->persistent ? ".pers" : "";
   if (at_dtype_is_fp8(v->spec.dtype)) snprintf(out, sizeof out, ".o%s", at_dtype_name(v->spec.out_dtype));
@@ -91,8 +119,10 @@ at_status gen_variant_key(const gen_variant *v, char *buf, size_t size)
   static const char *const merge_suffix[] = {"", ".lc", ".cl"};
   const char *merge = v->merge >= 0 && v->merge < 3 ? merge_suffix[v->merge] : ".merge?";
   if (v->splits) snprintf(splits, sizeof splits, ".sp%d%s", v->splits, merge);
-  int n = snprintf(buf, size, "%s.%s.d%d.%s.g%d.bm%d.bn%d.w%d.s%d%s%s%s%s%s", family,
-                   at_dtypes_name(v->spec.dtype, v->spec.kv_dtype), v->spec.head_dim,
+  /* Paged K/V is part of the spec, next to the dtypes; contiguous keys do not change. */
+  if (v->spec.page_size) snprintf(pages, sizeof pages, ".pg%d", v->spec.page_size);
+  int n = snprintf(buf, size, "%s.%s%s.d%d.%s.g%d.bm%d.bn%d.w%d.s%d%s%s%s%s%s", family,
+                   at_dtypes_name(v->spec.dtype, v->spec.kv_dtype), pages, v->spec.head_dim,
                    at_mask_name(v->spec.mask),
                    v->spec.gqa, v->block_m, v->block_n, v->warps, v->stages, splits, ws, pers, out,
                    v->spec.with_lse ? ".lse" : "");
@@ -146,14 +176,14 @@ static int parse_field(const char *field, const char *prefix, int *value)
 at_status gen_variant_parse(const char *key, gen_variant *out)
 {
   char buf[GEN_KEY_MAX];
-  char *fields[14];
+  char *fields[16];
   int n = 0;
   memset(out, 0, sizeof *out);
   if (!key || strlen(key) >= sizeof buf)
     return at_fail(AT_ERR_INVALID, "variant key '%s' is too long or missing", key ? key : "(null)");
   strcpy(buf, key);
   for (char *save = NULL, *f = strtok_r(buf, ".", &save); f; f = strtok_r(NULL, ".", &save)) {
-    if (n == 14) return at_fail(AT_ERR_INVALID, "variant key '%s' has too many fields", key);
+    if (n == 16) return at_fail(AT_ERR_INVALID, "variant key '%s' has too many fields", key);
     fields[n++] = f;
   }
   /* K and V in another dtype (kv<dtype> after the dtype): read, then the rest as without it. */
@@ -165,6 +195,14 @@ at_status gen_variant_parse(const char *key, gen_variant *out)
     for (int i = 2; i + 1 < n; i++) fields[i] = fields[i + 1];
     n--;
   }
+  /* Paged K/V (pg<page size> after the dtypes): read, then the rest as without it. */
+  int has_pg = n >= 3 && strncmp(fields[2], "pg", 2) == 0;
+  if (has_pg && !parse_field(fields[2], "pg", &out->spec.page_size))
+    return at_fail(AT_ERR_INVALID, "variant key '%s': field '%s' is not pg<page size> (e.g. pg16)", key, fields[2]);
+  if (has_pg) {
+    for (int i = 2; i + 1 < n; i++) fields[i] = fields[i + 1];
+    n--;
+  }
   int family = n >= 1 ? gen_family_of_name(fields[0], strlen(fields[0])) : -1;
   if (n < 9 || family < 0) {
     char names[64] = "";
@@ -172,7 +210,7 @@ at_status gen_variant_parse(const char *key, gen_variant *out)
       len += snprintf(names + len, sizeof names - (size_t)len, "%s%s", f ? "|" : "", gen_family_name((gen_family)f));
     return at_fail(AT_ERR_INVALID,
                    "variant key '%s' is malformed (expected "
-                   "<%s>.<dtype>[.kv<dtype>].d<D>.<mask>.g<G>.bm<M>.bn<N>.w<W>.s<S>[.sp<splits>[.lc|.cl]][.ws|.wspp][.pers][.o<dtype>][.lse])",
+                   "<%s>.<dtype>[.kv<dtype>][.pg<page size>].d<D>.<mask>.g<G>.bm<M>.bn<N>.w<W>.s<S>[.sp<splits>[.lc|.cl]][.ws|.wspp][.pers][.o<dtype>][.lse])",
                    key, names);
   }
   out->family = (gen_family)family;
@@ -222,13 +260,20 @@ at_status gen_variant_parse(const char *key, gen_variant *out)
                    "variant key '%s': .pers is a form of the warp-specialized kernel and needs .ws or .wspp before it",
                    key);
   if (n > 13) return at_fail(AT_ERR_INVALID, "variant key '%s' has too many fields", key);
+  if (out->spec.page_size && !gen_family_row(out->family)->paged)
+    return at_fail(AT_ERR_INVALID,
+                   "variant key '%s': family %s reads contiguous K and V (no .pg<N>; paged K/V runs on decode)", key,
+                   gen_family_row(out->family)->name);
+  if (out->spec.page_size && !at_page_size_allowed(out->spec.page_size))
+    return at_fail(AT_ERR_INVALID, "variant key '%s': page size %d is not one of %s", key, out->spec.page_size,
+                   at_page_sizes_text());
   const int split_kv = gen_family_row(out->family)->split_kv;
   if (split_kv != (out->splits != 0))
     return at_fail(AT_ERR_INVALID, "variant key '%s': %s", key,
                    split_kv ? "a split-KV family needs .sp<splits> after the stages"
                             : "this family has no split count (.sp<N>)");
   /* Only canonical spellings round-trip (no "d064", no "bf16" spelled another way, no kv<dtype>
-   * that repeats the dtype). */
+   * that repeats the dtype, pg<N> after kv<dtype>, never before). */
   char again[GEN_KEY_MAX];
   at_status rc = gen_variant_key(out, again, sizeof again);
   if (rc != AT_OK) return rc;

@@ -208,7 +208,8 @@ AT_API at_layout at_layout_bshd(const at_shape *shape);
 
 typedef struct at_plan_options {
   /* NULL or "auto": the chain above. "fused" (or "fa2", its older name): the chain without cuDNN
-   * and naive, i.e. generated kernels only. "cudnn", "naive", or a variant key
+   * and naive, i.e. generated kernels only; "decode": that chain's decode variants only. "cudnn",
+   * "naive", or a variant key
    * ("fa2.bf16.d128.causal.g4.bm128.bn64.w8.s2", "fa3.e4m3.d128.none.g1.bm128.bn128.w8.s2.obf16"):
    * exactly that. */
   const char *impl;
@@ -285,19 +286,26 @@ AT_API at_status at_plan_benchmark(at_plan *plan, const at_tensors *t, const at_
  * [B, Nq, T] for padded Q, [Nq, total_q] for ragged Q (row cu_seqlens_q[b] + i of head h at
  * h * total_q + cu_seqlens_q[b] + i).
  *
- * What runs them today: only the naive reference kernels (impl "naive", and what "auto" falls
- * back to; at_plan_info.reason says why). The generated families (fa2, fa3, decode) and cuDNN
- * refuse these layouts with AT_ERR_UNSUPPORTED until their paged and ragged kernels exist. A
- * plan made by at_plan_create_serving with padded Q and padded K/V is an ordinary plan (the
- * whole chain applies).
+ * What runs them today: padded Q of 1 to 16 tokens (f16 or bf16, K/V in Q's dtype or an FP8 KV
+ * cache) with paged K/V runs the decode family's paged variants (keys with .pg<page size>,
+ * e.g. "decode.bf16.pg16.d128.none.g4.bm1.bn128.w4.s3.sp8"): "auto", "fused" and "decode" plan
+ * the generator's paged decode default (no tuned rows for paged K/V exist yet), a paged decode
+ * key is taken as given, and "naive" is still the naive kernels. Everything else with ragged or
+ * paged tensors (ragged Q, ragged K/V, or queries longer than 16 tokens) runs only the naive
+ * reference kernels (impl "naive", and what "auto" falls back to; at_plan_info.reason says
+ * why); fa2, fa3 and cuDNN refuse these layouts with AT_ERR_UNSUPPORTED until their paged and
+ * ragged kernels exist. A plan made by at_plan_create_serving with padded Q and padded K/V is an
+ * ordinary plan (the whole chain applies).
  *
  * Metadata the kernels read on the device is never trusted for addressing: whatever the offsets,
  * lengths and table hold, no kernel reads or writes outside [0, total_q) rows of Q and O,
  * [0, total_kv) rows of K and V, [0, num_pages) pages of the pools, or B x max_pages_per_seq
- * entries of the table. The naive kernels clamp each sequence's range to its tensor (an offset
+ * entries of the table (the decode variants may load entries of a sequence's row past its last
+ * page, within the row, and never use them). The naive kernels clamp each sequence's range to its tensor (an offset
  * below 0 or past total counts as total; a decreasing offset gives an empty sequence), cut
  * lengths to the planned maxima, and treat the keys of a page whose table entry is outside
- * [0, num_pages) as masked (skipped). Such a result is wrong but harmless; at_serving_check
+ * [0, num_pages) as masked (skipped); the paged decode variants do the same (those keys are
+ * zero-filled, never read, and masked). Such a result is wrong but harmless; at_serving_check
  * finds the bad entry and names it, before a run, where the caller asks for it. */
 
 typedef enum at_seq_layout {
@@ -366,9 +374,13 @@ typedef struct at_serving_tensors {
 #define AT_SERVING_TENSORS_INIT {.struct_size = sizeof(at_serving_tensors)}
 
 /* A plan for a serving layout (see above). NULL layout: padded Q and K/V, dense, which is
- * at_plan_create. With ragged or paged tensors, "auto" (or NULL opts) gives the naive kernels,
- * whose info.reason names why every earlier step of the chain was skipped; "fused", "cudnn" and
- * variant keys are refused with AT_ERR_UNSUPPORTED naming the layout; "naive" is "naive". */
+ * at_plan_create. Padded Q of 1..16 tokens with paged K/V: "auto", "fused" and "decode" give
+ * the paged decode default (auto falls back to naive where there is none), a paged decode key
+ * (.pg<N> matching the layout's page size) is taken as given, "cudnn" is refused. Other ragged
+ * or paged tensors: "auto" (or NULL opts) gives the naive kernels, whose info.reason names why
+ * every earlier step of the chain was skipped; "fused", "cudnn" and variant keys are refused
+ * with AT_ERR_UNSUPPORTED naming the layout; "naive" is "naive". A paged decode plan's run
+ * launches on the caller's stream and allocates nothing (capturable in a CUDA graph). */
 AT_API at_status at_plan_create_serving(at_context *ctx, const at_shape *shape, const at_serving_layout *layout,
                                         const at_plan_options *opts, at_plan **out);
 /* Enqueue a plan's attention (any plan: one from at_plan_create takes padded tensors here). The
@@ -391,7 +403,7 @@ AT_API at_status at_serving_check(const at_plan *plan, const at_serving_tensors 
  * one before it, no sequence longer than the planned q_len / kv_len, cu_seqlens[B] equal to
  * total_q / total_kv; for paged K/V, seqlens_kv in 0..kv_len, and for each sequence the
  * ceil(seqlens_kv[b] / page_size) table entries it uses in [0, num_pages) (entries past those are
- * never read and not checked). AT_ERR_INVALID names the array, the index and the value:
+ * never used and not checked). AT_ERR_INVALID names the array, the index and the value:
  * "block_table[2][5] = 4096 is outside the pool (num_pages 4096: pages 0..4095)". */
 AT_API at_status at_serving_check_host(const at_shape *shape, const at_serving_layout *layout,
                                        const at_serving_tensors *t);

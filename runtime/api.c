@@ -45,7 +45,8 @@ struct at_plan {
   at_shape shape;
   at_layout layout;
   /* The tensors' layout kinds; padded Q and K/V (layout.strides == layout above) for plans from
-   * at_plan_create. Ragged or paged plans run only the naive kernels (include/attntune.h). */
+   * at_plan_create. Padded Q with paged K/V runs a paged decode variant or the naive kernels;
+   * other ragged or paged plans only the naive kernels (include/attntune.h). */
   at_serving_layout serving;
   at_plan_info info;
   plan_kind kind;
@@ -188,14 +189,26 @@ static at_status refuse_serving(const at_plan *p, const char *impl, const char *
   return at_fail(AT_ERR_UNSUPPORTED, "unsupported: %s cannot run %s (%s; impl \"naive\" runs it)", impl, what, why);
 }
 
+/* The page size of the plan's K/V: its layout's when paged, else 0 (contiguous). */
+static int plan_page_size(const at_plan *p)
+{
+  return p->serving.kv_layout == AT_SEQ_PAGED ? p->serving.page_size : 0;
+}
+
+/* Generated kernels run padded Q with padded or paged K/V; ragged tensors only naive. */
+static int generated_kernels_run(const at_serving_layout *l)
+{
+  return l->q_layout == AT_SEQ_PADDED && l->kv_layout != AT_SEQ_RAGGED;
+}
+
 static at_status use_variant(at_context *c, at_plan *p, const gen_variant *v)
 {
   char key[GEN_KEY_MAX];
   at_status rc;
-  if (!at_serving_is_padded(&p->serving))
+  if (!generated_kernels_run(&p->serving))
     return refuse_serving(p, gen_variant_key(v, key, sizeof key) == AT_OK ? key : "a generated kernel",
-                          "paged/ragged kernels are not built yet");
-  if ((rc = gen_variant_matches(v, &p->shape)) != AT_OK) return rc;
+                          "ragged kernels are not built yet; the decode family runs padded Q with paged K/V");
+  if ((rc = gen_variant_matches_paged(v, &p->shape, plan_page_size(p))) != AT_OK) return rc;
   if ((rc = gen_variant_check(v, &c->target)) != AT_OK) return rc;
   if ((rc = gen_variant_key(v, key, sizeof key)) != AT_OK) return rc;
   /* Scratch (split-KV partials) is sized here, allocated below: at_plan_run allocates nothing. */
@@ -297,9 +310,11 @@ static at_status choose(at_plan *p, const char *impl)
 {
   at_context *c = p->ctx;
   at_status rc;
-  /* "fused" keeps to the generated kernels; "fa2" is its older spelling. */
+  /* "fused" keeps to the generated kernels; "fa2" is its older spelling; "decode" keeps to the
+   * decode family's steps of that chain. */
   int auto_mode = !impl || strcmp(impl, "auto") == 0;
-  int fused_only = impl && (strcmp(impl, "fused") == 0 || strcmp(impl, "fa2") == 0);
+  int decode_only = impl && strcmp(impl, "decode") == 0;
+  int fused_only = impl && (strcmp(impl, "fused") == 0 || strcmp(impl, "fa2") == 0 || decode_only);
   if (!auto_mode && !fused_only) {
     p->info.choice = AT_CHOICE_FORCED;
     if ((rc = use_impl(p, impl)) == AT_OK) note(p, "asked for %s", impl);
@@ -311,6 +326,10 @@ static at_status choose(at_plan *p, const char *impl)
   if (chain.skipped[0]) note(p, "%s", chain.skipped);
   for (int i = 0; i < chain.n_steps; i++) {
     const rt_lookup_step *s = &chain.steps[i];
+    if (decode_only && strncmp(s->impl, "decode.", 7) != 0) {
+      note(p, "%s (%s): not a decode variant, and impl \"decode\" was asked for", at_choice_name(s->choice), s->impl);
+      continue;
+    }
     if ((rc = use_impl(p, s->impl)) == AT_OK) {
       p->info.choice = s->choice;
       snprintf(p->info.tuned_shape, sizeof p->info.tuned_shape, "%s", s->tuned_shape);
@@ -509,14 +528,28 @@ at_status at_plan_run(at_plan *p, const at_tensors *t, const at_fp8_args *fp8, v
   return launch(p, t, fp8, (CUstream)stream);
 }
 
-/* A checked serving call: padded plans launch as at_plan_run does; ragged and paged plans are
- * naive (choose() gives them nothing else). */
+/* A paged decode variant: the tensors as at_plan_run takes them (the pools, with the page stride
+ * as their batch stride) and the block table, lengths and bounds. Nothing is allocated. */
+static at_status launch_paged_variant(at_plan *p, const at_serving_tensors *t, const at_fp8_args *fp8,
+                                      CUstream stream)
+{
+  at_tensors plain = plain_tensors(t);
+  rt_paged_args paged = {t->block_table, t->seqlens_kv, p->serving.max_pages_per_seq, t->num_pages};
+  if (!fp8) return rt_variant_launch_paged(&p->kernel, &p->shape, &plain, NULL, &paged, p->scratch, stream);
+  rt_fp8_args g = {fp8->descale_q, fp8->descale_k, fp8->descale_v, NULL, NULL};
+  return rt_variant_launch_paged(&p->kernel, &p->shape, &plain, &g, &paged, p->scratch, stream);
+}
+
+/* A checked serving call: padded plans launch as at_plan_run does; paged K/V with padded Q runs a
+ * paged decode variant or the naive kernels; ragged plans are naive (choose() gives them nothing
+ * else). */
 static at_status launch_serving(at_plan *p, const at_serving_tensors *t, const at_fp8_args *fp8, CUstream stream)
 {
   if (at_serving_is_padded(&p->serving)) {
     at_tensors plain = plain_tensors(t);
     return launch(p, &plain, fp8, stream);
   }
+  if (p->kind == PLAN_FA2 && plan_page_size(p)) return launch_paged_variant(p, t, fp8, stream);
   if (p->kind != PLAN_NAIVE) return at_fail(AT_ERR_INVALID, "a %s plan for a serving layout", p->info.impl);
   rt_naive_descales d = {NULL, NULL, NULL};
   if (fp8) /* descale_q only for FP8 Q, as launch() */

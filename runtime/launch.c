@@ -87,7 +87,7 @@ static CUdeviceptr dptr(const void *p) { return (CUdeviceptr)(uintptr_t)p; }
 
 /* Every slot an argument list may name, from the call. */
 static void fill_slots(rt_launch_frame *f, const gen_variant *v, const at_shape *shape, const at_tensors *t,
-                       const rt_fp8_args *fp8, CUdeviceptr scratch)
+                       const rt_fp8_args *fp8, const rt_paged_args *paged, CUdeviceptr scratch)
 {
   rt_arg_slot *s = f->slots;
   s[GEN_ARG_Q].ptr = dptr(t->q), s[GEN_ARG_K].ptr = dptr(t->k), s[GEN_ARG_V].ptr = dptr(t->v);
@@ -113,6 +113,28 @@ static void fill_slots(rt_launch_frame *f, const gen_variant *v, const at_shape 
   s[GEN_ARG_K_SS].i = (int)t->k_stride.seq, s[GEN_ARG_K_SH].i = (int)t->k_stride.head;
   s[GEN_ARG_V_SS].i = (int)t->v_stride.seq, s[GEN_ARG_V_SH].i = (int)t->v_stride.head;
   s[GEN_ARG_O_SS].i = (int)t->o_stride.seq, s[GEN_ARG_O_SH].i = (int)t->o_stride.head;
+  if (paged) {
+    s[GEN_ARG_BLOCK_TABLE].ptr = dptr(paged->block_table), s[GEN_ARG_SEQLENS_KV].ptr = dptr(paged->seqlens_kv);
+    s[GEN_ARG_MAX_PAGES_PER_SEQ].i = paged->max_pages_per_seq, s[GEN_ARG_NUM_PAGES].i = paged->num_pages;
+  }
+}
+
+/* A paged variant's metadata: present, aligned, and bounds the kernels can trust. */
+static at_status check_paged(const gen_variant *v, const rt_paged_args *paged)
+{
+  if (!v->spec.page_size && paged)
+    return at_fail(AT_ERR_INVALID, "a variant for contiguous K/V was given a block table (paged K/V needs a .pg<N> variant)");
+  if (!v->spec.page_size) return AT_OK;
+  if (!paged || !paged->block_table || !paged->seqlens_kv)
+    return at_fail(AT_ERR_INVALID, "a paged variant (page size %d) needs the block table and seqlens_kv",
+                   v->spec.page_size);
+  if ((uintptr_t)paged->block_table % 4 || (uintptr_t)paged->seqlens_kv % 4)
+    return at_fail(AT_ERR_INVALID, "block_table (%p) and seqlens_kv (%p) must be 4-byte aligned",
+                   (const void *)paged->block_table, (const void *)paged->seqlens_kv);
+  if (paged->num_pages < 1 || paged->max_pages_per_seq < 1)
+    return at_fail(AT_ERR_INVALID, "a paged call needs num_pages >= 1 and max_pages_per_seq >= 1 (got %d, %d)",
+                   paged->num_pages, paged->max_pages_per_seq);
+  return AT_OK;
 }
 
 /* The tensor map of one of Q, K, V: (D, seq, heads, B) with the call's strides, boxes of 128
@@ -184,9 +206,17 @@ static unsigned persistent_ctas(const rt_variant *lv, const gen_launch_desc *d, 
 at_status rt_variant_prepare(const rt_variant *lv, const at_shape *shape, const at_tensors *t,
                              const rt_fp8_args *fp8, CUdeviceptr scratch, rt_launch_frame *f)
 {
+  return rt_variant_prepare_paged(lv, shape, t, fp8, NULL, scratch, f);
+}
+
+at_status rt_variant_prepare_paged(const rt_variant *lv, const at_shape *shape, const at_tensors *t,
+                                   const rt_fp8_args *fp8, const rt_paged_args *paged, CUdeviceptr scratch,
+                                   rt_launch_frame *f)
+{
   const gen_variant *v = &lv->variant;
   at_status rc;
   memset(f, 0, sizeof *f);
+  if ((rc = check_paged(v, paged)) != AT_OK) return rc;
   if ((rc = gen_launch_describe(v, shape, &f->desc)) != AT_OK) return rc;
   const gen_launch_desc *d = &f->desc;
   if (d->n_kernels > lv->n_fn)
@@ -203,7 +233,7 @@ at_status rt_variant_prepare(const rt_variant *lv, const at_shape *shape, const 
   if (d->scratch_bytes && !scratch)
     return at_fail(AT_ERR_INVALID, "variant needs %zu bytes of scratch and none was given", d->scratch_bytes);
   if (scratch % 256 != 0) return at_fail(AT_ERR_INVALID, "scratch is not 256-byte aligned");
-  fill_slots(f, v, shape, t, fp8, scratch);
+  fill_slots(f, v, shape, t, fp8, paged, scratch);
   if ((rc = encode_tmaps(f, v, shape, t)) != AT_OK) return rc;
   for (int k = 0; k < d->n_kernels; k++) {
     const gen_kernel_launch *kl = &d->kernels[k];
@@ -234,7 +264,14 @@ at_status rt_frame_launch(const rt_launch_frame *f, CUstream stream)
 at_status rt_variant_launch(const rt_variant *lv, const at_shape *shape, const at_tensors *t,
                             const rt_fp8_args *fp8, CUdeviceptr scratch, CUstream stream)
 {
+  return rt_variant_launch_paged(lv, shape, t, fp8, NULL, scratch, stream);
+}
+
+at_status rt_variant_launch_paged(const rt_variant *lv, const at_shape *shape, const at_tensors *t,
+                                  const rt_fp8_args *fp8, const rt_paged_args *paged, CUdeviceptr scratch,
+                                  CUstream stream)
+{
   rt_launch_frame f;
-  at_status rc = rt_variant_prepare(lv, shape, t, fp8, scratch, &f);
+  at_status rc = rt_variant_prepare_paged(lv, shape, t, fp8, paged, scratch, &f);
   return rc == AT_OK ? rt_frame_launch(&f, stream) : rc;
 }

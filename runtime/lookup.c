@@ -204,14 +204,28 @@ at_status rt_lookup_chain_serving(cache_db *cache, const cache_env *now, const g
   if ((rc = at_serving_layout_check(shape, layout)) != AT_OK) return rc;
   char what[96];
   at_serving_layout_describe(layout, what, sizeof what);
-  /* The cache's rows and the generator's defaults are kernels for padded tensors: serving one of
-   * them here would read the packed or paged tensors as if they were padded. */
-  skip(l, "exact, nearest and generator default: unsupported: %s (paged/ragged kernels are not built yet in "
-          "fa2, fa3 and decode)", what);
+  /* The cache's rows are kernels for padded tensors: serving one of them here would read the
+   * packed or paged tensors as if they were padded. Padded Q with paged K/V has the decode
+   * family's paged default (queries of 1 to GEN_DECODE_MAX_T tokens); ragged tensors none yet. */
+  if (layout->q_layout == AT_SEQ_PADDED && layout->kv_layout == AT_SEQ_PAGED) {
+    gen_variant v;
+    char key[GEN_KEY_MAX];
+    skip(l, "exact and nearest: the cache holds no tuned kernels for paged K/V yet");
+    if (gen_default_variant_paged(shape, layout->page_size, target, &v) == AT_OK &&
+        gen_variant_key(&v, key, sizeof key) == AT_OK) {
+      rt_lookup_step *s = add(l, AT_CHOICE_DEFAULT, key);
+      snprintf(s->why, sizeof s->why, "the generator's paged decode default for %s (page size %d)", target->arch,
+               layout->page_size);
+    } else {
+      skip(l, "generator default: %s", at_last_error());
+    }
+  } else {
+    skip(l, "exact, nearest and generator default: unsupported: %s (ragged kernels are not built yet in fa2, fa3 "
+            "and decode; the decode family runs padded Q with paged K/V)", what);
+  }
   if (fused_only) return AT_OK;
   skip(l, "cuDNN: unsupported: %s (attntune's cuDNN graphs take padded tensors; its ragged and paged graphs are "
           "not built yet)", what);
-  snprintf(add(l, AT_CHOICE_NAIVE, "naive")->why, sizeof l->steps[0].why,
-           "the naive kernels, the only implementation of %s yet", what);
+  snprintf(add(l, AT_CHOICE_NAIVE, "naive")->why, sizeof l->steps[0].why, "the naive kernels (%s)", what);
   return AT_OK;
 }

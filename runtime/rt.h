@@ -224,6 +224,14 @@ typedef struct rt_launch_frame {
   CUtensorMap tmaps[3]; /* GEN_ARG_TMAP_Q, _K, _V of TMA variants (desc.tmap_rows) */
 } rt_launch_frame;
 
+/* The paged K/V metadata of one call (at_serving_tensors' block table, lengths and their bounds),
+ * what variants with spec.page_size > 0 read besides the tensors; NULL for contiguous K/V. */
+typedef struct rt_paged_args {
+  const int32_t *block_table; /* device, [B, max_pages_per_seq] */
+  const int32_t *seqlens_kv;  /* device, [B] */
+  int max_pages_per_seq, num_pages;
+} rt_paged_args;
+
 /* The scratch bytes a call of v on shape needs (0 for single-kernel variants). */
 at_status rt_variant_scratch_bytes(const gen_variant *v, const at_shape *shape, size_t *bytes);
 /* That scratch, allocated on the current context's GPU and zeroed (0 and AT_OK where none is
@@ -235,9 +243,18 @@ at_status rt_variant_scratch_alloc(const gen_variant *v, const at_shape *shape, 
 at_status rt_variant_prepare(const rt_variant *lv, const at_shape *shape, const at_tensors *t,
                              const rt_fp8_args *fp8, CUdeviceptr scratch, rt_launch_frame *frame);
 /* Enqueue a prepared frame's kernels (amax first zeroed). */
+/* The same for a call with paged K/V (paged: the call's metadata; NULL for contiguous variants,
+ * which is rt_variant_prepare). A paged variant refuses paged == NULL and a contiguous one a
+ * non-NULL paged. */
+at_status rt_variant_prepare_paged(const rt_variant *lv, const at_shape *shape, const at_tensors *t,
+                                   const rt_fp8_args *fp8, const rt_paged_args *paged, CUdeviceptr scratch,
+                                   rt_launch_frame *frame);
 at_status rt_frame_launch(const rt_launch_frame *frame, CUstream stream);
 at_status rt_variant_launch(const rt_variant *lv, const at_shape *shape, const at_tensors *t,
                             const rt_fp8_args *fp8, CUdeviceptr scratch, CUstream stream);
+at_status rt_variant_launch_paged(const rt_variant *lv, const at_shape *shape, const at_tensors *t,
+                                  const rt_fp8_args *fp8, const rt_paged_args *paged, CUdeviceptr scratch,
+                                  CUstream stream);
 
 /* ---- timing ------------------------------------------------------------------------------ */
 

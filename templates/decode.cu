@@ -25,6 +25,8 @@
  *                               KV8: a tile of bytes is half as large)
  *   DEC_WARPS, DEC_STAGES       warps per CTA (4 or 8), K/V tiles in flight (2..6)
  *   DEC_SMEM_LIMIT              dynamic shared memory a block may have on the target
+ *   DEC_PAGE_SIZE               0: K/V contiguous (the layout above); 1, 16, 32, 64, 128 or 256:
+ *                               K/V paged in pages of that many tokens ("Paged K/V" below)
  *   optional: DEC_Q_IN_REGS (0/1; default: chosen below from the register estimate),
  *             DEC_COMBINE_THREADS (default 128)
  *
@@ -61,8 +63,10 @@
  *   after the K/V loop the K/V area is reused for the merge (WARPS_N > 1 only):
  *   ml     fp32 [WARPS_N][MT*16][2]           (m in log2 units, l)
  *   obuf   fp32 [WARPS_N-1][MT*16][D+8]       (O of warps wn >= 1; +8 floats: conflict-free float2)
+ *   ids    int32 [2*STAGES-1][IDS]              paged K/V only: page ids (below), 128-byte rounded
  *   DEC_SMEM_BYTES = MT*16*QROW + max(2*STAGES*BLOCK_N*KVROW,
  *                                     WARPS_N > 1 ? WARPS_N*MT*16*8 + (WARPS_N-1)*MT*16*(D+8)*4 : 0)
+ *                    + (paged: roundup(4 * IDS * (2*STAGES-1), 128))
  *   (macros DEC_*_OF below, plain integer arithmetic the C generator can copy).
  *
  * Pipeline: cp.async groups in commit order: Q, then one group (K_t and V_t) per tile. STAGES-1
@@ -123,6 +127,38 @@
  *   second cluster barrier keeps each CTA's shared memory alive until all reads are done.
  *   PART: fp32 [ROWS][D + 4] rows, then fp32 lse [ROWS] (DEC_PART_BYTES, within the K/V area).
  *
+ * Paged K/V (DEC_PAGE_SIZE = PS > 0; the vLLM layout of include/attntune.h "Serving layouts"):
+ *   k, v: pools [num_pages, PS, Nkv, D], pages k_sb / v_sb elements apart (the layout's batch
+ *   stride), rows k_ss / v_ss apart within a page; block_table int32 [B, max_pages_per_seq];
+ *   seqlens_kv int32 [B]. Key j of sequence b is row j % PS of page
+ *   block_table[b * max_pages_per_seq + j / PS]. The sequence has S_b = clamp(seqlens_kv[b],
+ *   0, S) keys (S: the planned kv_len), which replaces S above: the key range, the splits (a
+ *   split starting at or past S_b is empty and writes -inf), and the bottom-right offset S_b - T.
+ *   keys_per_split is the host's, from the planned S. The kernel gains four arguments after
+ *   split_counters: block_table, seqlens_kv, max_pages_per_seq, num_pages.
+ *   Page ids. Each K/V tile needs IDS = BLOCK_N / PS ids (1 when PS >= BLOCK_N: a tile never
+ *   crosses a page, both being powers of two and tiles starting at multiples of BLOCK_N). They
+ *   are staged in shared memory, in a ring of 2*STAGES-1 slots of IDS int32 after the K/V (or
+ *   merge) area (DEC_IDS_BYTES_OF), by 4-byte cp.async in the pipeline's own groups: the group
+ *   of tile n also carries the ids of tile n + STAGES - 1, so when iteration t issues tile
+ *   t + STAGES - 1 its ids landed with tile t (the wait that is there anyway), and the table's
+ *   latency hides behind STAGES - 1 tiles of compute; only the first STAGES - 1 tiles' ids are
+ *   waited for, once per CTA, in their own group ahead of Q (together with the seqlens_kv load).
+ *   A tile's ids stay in their slot until the tile is computed (2*STAGES-1 slots: the slot of
+ *   tile t + 2*STAGES - 2 is written at iteration t, after every warp is past tile t - 1).
+ *   Cost: one table entry per tile per page (one 4-byte copy by one thread when PS >= BLOCK_N),
+ *   4 * IDS * (2*STAGES-1) bytes of shared memory (3 x 4 bytes at PS >= BLOCK_N, STAGES 2; 2.5 KB
+ *   at PS = 1, BLOCK_N 128, STAGES 3), and per 16-byte copy one shared-memory read of its page id
+ *   (all of a thread's reads first, then its copies back to back) and a 64-bit multiply-add for
+ *   the page's address: the bytes read from HBM are those of contiguous decode, rows of D
+ *   elements at the same strides, whatever the page size.
+ *   A table entry outside [0, num_pages) is never dereferenced: the copies of its keys are
+ *   zero-filled (src-size 0) and the thread notes it; the loop's barrier becomes
+ *   __syncthreads_or of those notes, and from then on every tile takes the masked path, which
+ *   also masks (-inf) the keys of such pages (read back from the ring). Entries of the
+ *   sequence's row past its last page may be loaded but are never used; entries past the row
+ *   are not loaded.
+ *
  * descale_k / descale_v: NULL means 1 (16-bit K/V pass NULL): descale_k folds into scale_log2,
  * descale_v into the final normalization.
  *
@@ -152,6 +188,12 @@
  *      the ~1 us tail of step 4 down to a cluster barrier and one DSMEM round trip. Measured:
  *      B1 S4k 8.5 -> 8.2, B1 S16k 20.2 -> 19.5 us (3.44 TB/s), T2 S16k 20.4 -> 19.5; with FP8 K/V
  *      slower (S16k 13.6 -> 18.7: 8 splits, where FP8 wants 16), so there the combine stays best.
+ *   7. paged K/V (DEC_PAGE_SIZE, .pg<N>): tiles gathered through the block table, page ids staged
+ *      in shared memory one pipeline depth ahead (above). PREDICTED, not measured: the same HBM
+ *      bytes as contiguous decode and one table read per page per tile, so within a few percent
+ *      of step 6 at page size 16 and above (issue #18 asks for 10%); the cost that remains is
+ *      the once-per-CTA wait for the first tiles' ids (one table round trip before the first
+ *      K/V copy) and the per-copy address arithmetic, largest at page size 1.
  */
 
 #if AT_IN_DTYPE == AT_DTYPE_BF16
@@ -223,8 +265,16 @@ typedef unsigned char dec_kv_t;
        : 0)
 #define DEC_SMEM_BYTES_OF(D, KVE, G, BM, BN, W, ST)                                                \
   (DEC_Q_BYTES_OF(D, G, BM, W) + DEC_MAX(DEC_STAGE_BYTES_OF(D, KVE, BN, ST), DEC_MERGE_BYTES_OF(D, G, BM, W)))
+/* Paged K/V: the ring of page ids after the K/V (or merge) area (header, "Paged K/V"). */
+#ifndef DEC_PAGE_SIZE
+#define DEC_PAGE_SIZE 0
+#endif
+#define DEC_IDS_PER_TILE_OF(BN, PS) ((PS) == 0 ? 0 : (PS) >= (BN) ? 1 : (BN) / (PS))
+#define DEC_ID_SLOTS_OF(ST) (2 * (ST) - 1)
+#define DEC_IDS_BYTES_OF(BN, ST, PS) DEC_RUP(DEC_ID_SLOTS_OF(ST) * DEC_IDS_PER_TILE_OF(BN, PS) * 4, 128)
 #define DEC_SMEM_BYTES                                                                             \
-  DEC_SMEM_BYTES_OF(DEC_HEAD_DIM, DEC_KV_ESIZE, DEC_GQA, DEC_BLOCK_M, DEC_BLOCK_N, DEC_WARPS, DEC_STAGES)
+  (DEC_SMEM_BYTES_OF(DEC_HEAD_DIM, DEC_KV_ESIZE, DEC_GQA, DEC_BLOCK_M, DEC_BLOCK_N, DEC_WARPS, DEC_STAGES) + \
+   DEC_IDS_BYTES_OF(DEC_BLOCK_N, DEC_STAGES, DEC_PAGE_SIZE))
 
 static constexpr int DEC_D = DEC_HEAD_DIM;
 static constexpr int DEC_G = DEC_GQA;
@@ -253,6 +303,14 @@ static constexpr int DEC_KV_BYTES = DEC_BN * DEC_KVROW;          /* one K or one
 static constexpr int DEC_ML_BYTES = DEC_WN * DEC_MT * 16 * 8;    /* merge: (m, l) per warp column */
 static constexpr int DEC_OSTRIDE = DEC_D + 8;                    /* merge: floats per O row */
 static constexpr bool DEC_CAUSAL = DEC_MASK != AT_MASK_NONE;
+static constexpr int DEC_PS = DEC_PAGE_SIZE;                     /* tokens per page; 0: contiguous */
+#if DEC_PAGE_SIZE > 0
+static constexpr int DEC_IDS = DEC_IDS_PER_TILE_OF(DEC_BN, DEC_PS); /* page ids per K/V tile */
+static constexpr int DEC_ID_SLOTS = DEC_ID_SLOTS_OF(DEC_STAGES);    /* tiles' ids in the ring */
+#endif
+/* the ring, after the K/V area or the column merge's buffers, whichever is larger */
+#define DEC_IDS_OFFSET \
+  DEC_SMEM_BYTES_OF(DEC_HEAD_DIM, DEC_KV_ESIZE, DEC_GQA, DEC_BLOCK_M, DEC_BLOCK_N, DEC_WARPS, DEC_STAGES)
 
 /* Registers per thread: O (MTW*D/2) and S (MTW*NW/2) fp32, Q fragments (MTW*D/4) when kept in
  * registers, 8 more with a cross-warp merge (WARPS_N > 1), plus DEC_REG_BASE for addresses,
@@ -263,13 +321,18 @@ static constexpr bool DEC_CAUSAL = DEC_MASK != AT_MASK_NONE;
  *   spill: d256 w4 bn128 one M tile (263), d256 128 rows bn64 (271), d256 128 rows bn32 with Q in
  *   registers (319), d128 256 rows w8 bn32 (271).
  * Q stays in registers when the estimate with its fragments still fits. The generator mirrors:
- *   est = MTW*(D/2 + NW/2) + (Q_IN_REGS ? MTW*D/4 : 0) + (WARPS_N > 1 ? 8 : 0) + 111 <= 255. */
+ *   est = MTW*(D/2 + NW/2) + (Q_IN_REGS ? MTW*D/4 : 0) + (WARPS_N > 1 ? 8 : 0) + 111 <= 255
+ * (+ DEC_REG_PAGED with paged K/V). */
 static constexpr int DEC_REG_ACC = DEC_MTW * (DEC_D / 2 + DEC_NW / 2) + (DEC_WN > 1 ? 8 : 0);
 static constexpr int DEC_REG_QFRAG = DEC_MTW * DEC_D / 4;
 #ifndef DEC_KV8_REG_BASE
 #define DEC_KV8_REG_BASE 111 /* KV8: the same terms; the widening's temporaries (calibrated below) */
 #endif
-static constexpr int DEC_REG_BASE = DEC_KV8 ? DEC_KV8_REG_BASE : 111;
+/* Paged K/V past 2 stages: the ring's slot arithmetic and the table pointer stay live across the
+ * loop (sm_90a: d256, 128 rows, w8 bn32, Q in shared memory, page size 16: 2 stages fit in 255
+ * registers with 0 spills, 3 and 4 stages spill 12-16 bytes). */
+static constexpr int DEC_REG_PAGED = DEC_PAGE_SIZE > 0 && DEC_STAGES > 2 ? DEC_STAGES - 2 : 0;
+static constexpr int DEC_REG_BASE = (DEC_KV8 ? DEC_KV8_REG_BASE : 111) + DEC_REG_PAGED;
 #ifndef DEC_Q_IN_REGS
 #define DEC_Q_IN_REGS (DEC_REG_ACC + DEC_REG_QFRAG + DEC_REG_BASE <= 255)
 #endif
@@ -287,6 +350,9 @@ static_assert(DEC_W == 4 || DEC_W == 8, "4 or 8 warps");
 static_assert(DEC_STAGES >= 2 && DEC_STAGES <= 6, "2..6 K/V stages");
 static_assert(DEC_WM * DEC_WN == DEC_W && DEC_MT % DEC_WM == 0, "warp layout");
 static_assert(DEC_NW % 16 == 0, "BLOCK_N / WARPS_N (keys per warp per tile) must be a multiple of 16");
+static_assert(DEC_PS == 0 || DEC_PS == 1 || DEC_PS == 16 || DEC_PS == 32 || DEC_PS == 64 || DEC_PS == 128 ||
+                  DEC_PS == 256,
+              "page size: 1, 16, 32, 64, 128 or 256 tokens (0: contiguous K/V)");
 #ifndef DEC_NO_BUDGET_ASSERTS /* calibration builds only */
 static_assert(DEC_SMEM_BYTES <= DEC_SMEM_LIMIT, "shared memory over the target's limit");
 static_assert(DEC_REG_ESTIMATE <= 255, "accumulators do not fit the register budget");
@@ -458,6 +524,128 @@ __device__ __forceinline__ void dec_load_kv(unsigned tile, const dec_kv_t *base,
     }
   }
 }
+
+/* ---- paged K/V: page ids and the gathered tile loads (DEC_PAGE_SIZE > 0) ---------------------- */
+#if DEC_PAGE_SIZE > 0
+
+/* 4-byte global -> shared copy (.ca: the only cache mode with sizes below 16); src_bytes 0 writes
+ * zeros. */
+__device__ __forceinline__ void dec_cp_async4(unsigned dst, const void *src, int src_bytes)
+{
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+}
+
+__device__ __forceinline__ int dec_ld_shared_s32(unsigned addr)
+{
+  int x;
+  asm volatile("ld.shared.s32 %0, [%1];\n" : "=r"(x) : "r"(addr) : "memory");
+  return x;
+}
+
+/* The ring slot of tile m's page ids. */
+__device__ __forceinline__ unsigned dec_ids_slot(unsigned ring, int m)
+{
+  return ring + (unsigned)((m % DEC_ID_SLOTS) * DEC_IDS * 4);
+}
+
+/* Page ids of tile m (first key first_key, a multiple of BLOCK_N) into its ring slot: entries
+ * first_key / PS .. + DEC_IDS - 1 of the sequence's table row; entries past the row are
+ * zero-filled (never read). Entries past the sequence's last page are within the row, loaded
+ * and never used (their keys are >= S_b): the loads do not wait for seqlens_kv. */
+__device__ __forceinline__ void dec_load_ids(unsigned ring, const int *table_row, int max_pages, int first_key, int m,
+                                             int tid)
+{
+  const unsigned slot = dec_ids_slot(ring, m);
+  const int p0 = first_key / DEC_PS;
+  for (int i = tid; i < DEC_IDS; i += DEC_THREADS) {
+    const bool in_row = p0 + i < max_pages;
+    dec_cp_async4(slot + 4 * i, in_row ? table_row + p0 + i : table_row, in_row ? 4 : 0);
+  }
+}
+
+/* Is key j (tile-relative row r) of a page inside the pool? The masked path's check after a
+ * table entry outside [0, num_pages) was met (rare: a caller's error). */
+__device__ __forceinline__ bool dec_page_ok(unsigned slot, int r, int num_pages)
+{
+  const int page = dec_ld_shared_s32(slot + 4 * (DEC_PS >= DEC_BN ? 0 : r / DEC_PS));
+  return (unsigned)page < (unsigned)num_pages;
+}
+
+/* A value the compiler must take as new at every call: products with it (row offsets) are
+ * recomputed per tile instead of hoisted out of the K/V loop into registers for every row. */
+__device__ __forceinline__ int dec_opaque(int x)
+{
+  asm volatile("mov.b32 %0, %0;\n" : "+r"(x));
+  return x;
+}
+
+/* Keys [j0, j0 + BLOCK_N) of one head into a swizzled tile, gathered through this tile's page ids
+ * (slot): key j is row j % PS of page ids[(j - j0) / PS] (ids[0] when PS >= BLOCK_N: a tile never
+ * crosses a page then, both powers of two and j0 a multiple of BLOCK_N), at pool + page *
+ * page_stride + (j % PS) * stride (pool: head hk of page 0). Keys >= j_end, and keys of a page
+ * outside [0, num_pages), are zero-filled (src-size 0: the pool is never read there); the latter
+ * set *bad (the compute masks them). The chunk-to-thread mapping is dec_load_kv's: where a thread
+ * keeps one column and steps down the rows by STEP, row r + i*STEP is in slot i*STEP / PS at row
+ * r + i*STEP % PS of its page (PS >= STEP: the slot is the same for every thread, a broadcast
+ * read, once per page), or in slot r / PS + i*STEP / PS at row r % PS (PS < STEP). A thread's ids
+ * are read from shared memory first, so its 16-byte copies issue back to back. */
+__device__ __forceinline__ void dec_load_kv_paged(unsigned tile, const dec_kv_t *pool, long long page_stride,
+                                                  int stride, int j0, int j_end, unsigned slot, int num_pages,
+                                                  int tid, bool &bad)
+{
+  constexpr int TOTAL = DEC_BN * DEC_KV_CPR;
+  constexpr int PER_THREAD = (TOTAL + DEC_THREADS - 1) / DEC_THREADS;
+  stride = dec_opaque(stride);
+  int page[PER_THREAD];
+  if constexpr (DEC_THREADS % DEC_KV_CPR == 0 && TOTAL % DEC_THREADS == 0) {
+    constexpr int STEP = DEC_THREADS / DEC_KV_CPR; /* rows per pass */
+    const int c = tid % DEC_KV_CPR, r = tid / DEC_KV_CPR;
+    const dec_kv_t *col = pool + c * DEC_KV_EPC;
+#pragma unroll
+    for (int i = 0; i < PER_THREAD; i++) {
+      if constexpr (DEC_PS >= STEP) {
+        /* the slot is a constant per i: one read per page of the tile, reused down its rows */
+        const int sl = DEC_PS >= DEC_BN ? 0 : i * STEP / DEC_PS;
+        const int prev = DEC_PS >= DEC_BN ? 0 : (i - 1) * STEP / DEC_PS;
+        page[i] = i > 0 && sl == prev ? page[i > 0 ? i - 1 : 0] : dec_ld_shared_s32(slot + 4 * sl);
+      } else {
+        page[i] = dec_ld_shared_s32(slot + 4 * (r / DEC_PS + i * STEP / DEC_PS));
+      }
+    }
+    const int rem = j_end - j0 - r; /* rows of this thread's column still in range: i*STEP < rem */
+    const int first = DEC_PS >= DEC_BN ? (int)((unsigned)j0 % DEC_PS) : 0; /* row of key j0 in its page */
+#pragma unroll
+    for (int i = 0; i < PER_THREAD; i++) {
+      const int row = DEC_PS >= STEP ? first + r + (i * STEP) % DEC_PS : r % DEC_PS;
+      const bool in_pool = (unsigned)page[i] < (unsigned)num_pages;
+      const bool valid = i * STEP < rem && in_pool;
+      bad |= i * STEP < rem && !in_pool;
+      const dec_kv_t *src = valid ? col + page[i] * page_stride + (long long)row * stride : pool;
+      at_cp_async16(tile + dec_swz<DEC_KVROW>(r + i * STEP, c), src, valid ? 16 : 0);
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < PER_THREAD; i++) {
+      const int r = min((tid + i * DEC_THREADS) / DEC_KV_CPR, DEC_BN - 1);
+      page[i] = dec_ld_shared_s32(slot + 4 * (DEC_PS >= DEC_BN ? 0 : r / DEC_PS));
+    }
+#pragma unroll
+    for (int i = 0; i < PER_THREAD; i++) {
+      const int idx = tid + i * DEC_THREADS;
+      if (TOTAL % DEC_THREADS == 0 || idx < TOTAL) {
+        const int r = idx / DEC_KV_CPR, c = idx % DEC_KV_CPR;
+        const int j = j0 + r;
+        const bool in_pool = (unsigned)page[i] < (unsigned)num_pages;
+        const bool valid = j < j_end && in_pool;
+        bad |= j < j_end && !in_pool;
+        const dec_kv_t *src =
+            valid ? pool + page[i] * page_stride + (long long)((unsigned)j % DEC_PS) * stride + c * DEC_KV_EPC : pool;
+        at_cp_async16(tile + dec_swz<DEC_KVROW>(r, c), src, valid ? 16 : 0);
+      }
+    }
+  }
+}
+#endif /* DEC_PAGE_SIZE > 0 */
 
 /* ---- the last-CTA merge (DEC_LAST_CTA) --------------------------------------------------------- */
 
@@ -684,7 +872,12 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
            float *__restrict__ lse_part, int T, int S, int n_splits, int keys_per_split, float scale_log2,
            long long q_sb, int q_ss, int q_sh, long long k_sb, int k_ss, int k_sh, long long v_sb,
            int v_ss, int v_sh, long long o_sb, int o_ss, int o_sh, const float *__restrict__ descale_k,
-           const float *__restrict__ descale_v, int *__restrict__ split_counters)
+           const float *__restrict__ descale_v, int *__restrict__ split_counters
+#if DEC_PAGE_SIZE > 0
+           , const int *__restrict__ block_table, const int *__restrict__ seqlens_kv, int max_pages_per_seq,
+           int num_pages
+#endif
+)
 {
 #if __CUDA_ARCH__ >= 900
   /* The combine kernel may launch now and wait (griddepcontrol.wait) for this grid's results:
@@ -704,10 +897,28 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
   const int hk = blockIdx.y % n_kv, tb = blockIdx.y / n_kv;
   const int n_q = n_kv * DEC_G;
   const int t0 = tb * DEC_BM; /* first token of the block */
+  const int k_lo = split * keys_per_split;
+
+  const unsigned smem_q = at_smem_addr(dec_smem);
+  const unsigned smem_k = smem_q + DEC_Q_BYTES;
+  const unsigned smem_v = smem_k + DEC_STAGES * DEC_KV_BYTES;
+
+  /* Paged: the first tiles' page ids go first (their own group), then this sequence's length
+   * S_b = min(seqlens_kv[b], S) replaces S (keys, causal offset); both loads are in flight
+   * together. */
+#if DEC_PAGE_SIZE > 0
+  const unsigned smem_ids = smem_q + DEC_IDS_OFFSET; /* the ring of page ids */
+  const int *table_row = block_table + (long long)b * max_pages_per_seq;
+#pragma unroll
+  for (int s = 0; s < DEC_STAGES - 1; s++)
+    dec_load_ids(smem_ids, table_row, max_pages_per_seq, k_lo + s * DEC_BN, s, tid);
+  at_cp_async_commit();
+  S = max(0, min(S, seqlens_kv[b]));
+  bool page_bad = false; /* this thread met a table entry outside the pool (sticky) */
+#endif
   const int offset = DEC_MASK == AT_MASK_CAUSAL_BR ? S - T : 0;
 
   /* Key range of this split, tiles to load (n_tiles) and tiles that need no mask (n_full). */
-  const int k_lo = split * keys_per_split;
   int k_hi = min(S, k_lo + keys_per_split); /* keys >= k_hi: zero-filled and masked */
   int full_hi = k_hi;                       /* keys < full_hi: visible to every real row */
   if (DEC_CAUSAL) {
@@ -717,10 +928,6 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
   }
   const int n_tiles = k_hi > k_lo ? (k_hi - k_lo + DEC_BN - 1) / DEC_BN : 0;
   const int n_full = full_hi > k_lo ? min(n_tiles, (full_hi - k_lo) / DEC_BN) : 0;
-
-  const unsigned smem_q = at_smem_addr(dec_smem);
-  const unsigned smem_k = smem_q + DEC_Q_BYTES;
-  const unsigned smem_v = smem_k + DEC_STAGES * DEC_KV_BYTES;
 
   /* Q: packed row r = t_local * G + g; padding rows and tokens >= T zero-filled. */
   {
@@ -740,6 +947,28 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
     at_cp_async_commit();
   }
 
+#if DEC_PAGE_SIZE > 0
+  /* Paged: K and V of head hk in page 0 of the pools; pages k_sb / v_sb elements apart. Tile s's
+   * copies wait for the first ids (group 0: at most the Q group after it in flight), and its
+   * group carries the ids of tile s + STAGES - 1. */
+  const dec_kv_t *kh = k + (long long)hk * k_sh;
+  const dec_kv_t *vh = v + (long long)hk * v_sh;
+  at_cp_async_wait<1>();
+  __syncthreads();
+#pragma unroll
+  for (int s = 0; s < DEC_STAGES - 1; s++) {
+    if (s < n_tiles) {
+      const unsigned slot = dec_ids_slot(smem_ids, s);
+      dec_load_kv_paged(smem_k + s * DEC_KV_BYTES, kh, k_sb, k_ss, k_lo + s * DEC_BN, k_hi, slot, num_pages, tid,
+                        page_bad);
+      dec_load_kv_paged(smem_v + s * DEC_KV_BYTES, vh, v_sb, v_ss, k_lo + s * DEC_BN, k_hi, slot, num_pages, tid,
+                        page_bad);
+    }
+    const int m = s + DEC_STAGES - 1;
+    if (m < n_tiles) dec_load_ids(smem_ids, table_row, max_pages_per_seq, k_lo + m * DEC_BN, m, tid);
+    at_cp_async_commit();
+  }
+#else
   const dec_kv_t *kh = k + b * k_sb + (long long)hk * k_sh;
   const dec_kv_t *vh = v + b * v_sb + (long long)hk * v_sh;
 #pragma unroll
@@ -750,6 +979,7 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
     }
     at_cp_async_commit();
   }
+#endif
 
   /* Per-lane ldmatrix addressing (fa2.cu): every row a lane points at is congruent to lane % 8,
    * so the swizzle is an XOR with a per-lane constant. */
@@ -818,6 +1048,25 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
     /* Tile t landed (groups after it: STAGES-2); the barrier publishes every thread's copies and
      * means every warp is done with tile t-1, whose stage the prefetch below refills. */
     at_cp_async_wait<DEC_STAGES - 2>();
+#if DEC_PAGE_SIZE > 0
+    /* The barrier also tells every thread whether any copy so far (tiles up to t + STAGES - 2)
+     * met a page outside the pool: then the tiles from here on take the masked path. */
+    const bool bad_seen = __syncthreads_or(page_bad) != 0;
+    {
+      const int tn = t + DEC_STAGES - 1;
+      if (tn < n_tiles) {
+        const unsigned slot = dec_ids_slot(smem_ids, tn);
+        dec_load_kv_paged(smem_k + stage_next * DEC_KV_BYTES, kh, k_sb, k_ss, k_lo + tn * DEC_BN, k_hi, slot,
+                          num_pages, tid, page_bad);
+        dec_load_kv_paged(smem_v + stage_next * DEC_KV_BYTES, vh, v_sb, v_ss, k_lo + tn * DEC_BN, k_hi, slot,
+                          num_pages, tid, page_bad);
+      }
+      const int m = tn + DEC_STAGES - 1; /* into the slot of tile t - 1, which every warp is done with */
+      if (m < n_tiles) dec_load_ids(smem_ids, table_row, max_pages_per_seq, k_lo + m * DEC_BN, m, tid);
+      at_cp_async_commit();
+    }
+#else
+    constexpr bool bad_seen = false;
     __syncthreads();
     {
       const int tn = t + DEC_STAGES - 1;
@@ -827,6 +1076,7 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
       }
       at_cp_async_commit();
     }
+#endif
     const int j0 = k_lo + t * DEC_BN + wn * DEC_NW; /* first key of this warp's columns */
 
     /* S = Q K_t^T over this warp's rows and keys. */
@@ -890,8 +1140,9 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
       }
     }
 
-    /* Mask tiles that cross the end of the range or the diagonal. */
-    if (t >= n_full) {
+    /* Mask tiles that cross the end of the range or the diagonal (paged: and, once a table entry
+     * outside the pool was met, the keys of such pages; their tiles hold zeros there). */
+    if (t >= n_full || bad_seen) {
 #pragma unroll
       for (int i = 0; i < DEC_MTW; i++)
 #pragma unroll
@@ -899,8 +1150,12 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
 #pragma unroll
           for (int e = 0; e < 4; e++) {
             const int j = j0 + nt * 8 + 2 * tq + (e & 1);
-            if (j >= k_hi || (DEC_CAUSAL && !at_visible(DEC_MASK, tok[i][e >> 1], j, offset)))
-              s[i][nt][e] = AT_NEG_INF;
+            bool masked = j >= k_hi || (DEC_CAUSAL && !at_visible(DEC_MASK, tok[i][e >> 1], j, offset));
+#if DEC_PAGE_SIZE > 0
+            if (bad_seen && !masked)
+              masked = !dec_page_ok(dec_ids_slot(smem_ids, t), j - (k_lo + t * DEC_BN), num_pages);
+#endif
+            if (masked) s[i][nt][e] = AT_NEG_INF;
           }
     }
 

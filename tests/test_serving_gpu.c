@@ -9,6 +9,13 @@
  * the same fp32 arithmetic on the same values, so they agree to rounding noise or better. A
  * sequence with no keys must give o = 0 and lse = -inf.
  *
+ * Padded Q of 1..16 tokens with paged K/V plans a paged decode variant ("auto": the decode
+ * family's paged default), checked the same way at the output dtype's tolerance; and every
+ * paged decode variant gen_enumerate_paged lists for a few shapes (page sizes 1, 16, 64, 256,
+ * GQA and MQA, T = 1 and 16 causal-br, lse, FP8 K/V) runs through rt_variant_launch_paged into
+ * poisoned outputs and poisoned split scratch; one case puts a table entry past the pool
+ * (nothing may fault; that sequence is not compared).
+ *
  * Also: metadata that points outside the tensors and the pool runs without a fault, the device
  * check names it, and the API refuses what it cannot run. */
 #include <setjmp.h>
@@ -367,6 +374,14 @@ static void describe(const serving_case *c, const serving_io *x, char *label, si
   if (n < (int)size) snprintf(label + n, size - (size_t)n, "]");
 }
 
+/* Does "auto" plan a paged decode variant for this case (padded Q of 1..16 tokens, paged K/V,
+ * 16-bit Q)? */
+static int paged_decode_case(const serving_case *c)
+{
+  return c->q_layout == AT_SEQ_PADDED && c->kv_layout == AT_SEQ_PAGED && c->max_q <= GEN_DECODE_MAX_T &&
+         (c->dtype == AT_DTYPE_BF16 || c->dtype == AT_DTYPE_F16);
+}
+
 static void run_case(const serving_case *c)
 {
   serving_io x;
@@ -379,10 +394,18 @@ static void run_case(const serving_case *c)
   TU_OK(at_plan_create_serving(g_ctx, &x.shape, &x.layout, NULL, &plan));
   at_plan_info info;
   TU_OK(at_plan_describe(plan, &info));
-  assert_string_equal(info.impl, "naive");
-  assert_int_equal(info.choice, AT_CHOICE_NAIVE);
-  if (!strstr(info.reason, "unsupported") || !strstr(info.reason, "not built yet"))
-    fail_msg("reason does not say why the fused kernels were skipped: %s", info.reason);
+  const int decode = paged_decode_case(c);
+  if (decode) { /* padded Q of 1..16 tokens with paged K/V: the decode family's paged default */
+    if (strncmp(info.impl, "decode.", 7) != 0 || !strstr(info.impl, ".pg"))
+      fail_msg("padded Q with paged K/V planned %s, not a paged decode variant: %s", info.impl, info.reason);
+    assert_int_equal(info.choice, AT_CHOICE_DEFAULT);
+    printf("    %s\n", info.impl);
+  } else {
+    assert_string_equal(info.impl, "naive");
+    assert_int_equal(info.choice, AT_CHOICE_NAIVE);
+    if (!strstr(info.reason, "unsupported") || !strstr(info.reason, "not built yet"))
+      fail_msg("reason does not say why the fused kernels were skipped: %s", info.reason);
+  }
 
   at_serving_tensors t = tensors_of(&x);
   TU_OK(at_serving_check(plan, &t));
@@ -401,10 +424,11 @@ static void run_case(const serving_case *c)
   TU_OK(at_copy_to_host(g_ctx, got_lse, x.lse, x.lse_count * sizeof(float)));
   const rt_naive *naive = naive_for(&x.shape);
   for (int b = 0; b < c->batch; b++) reference_sequence(naive, &x, b, &r);
-  /* Same fp32 arithmetic on the same values: only the summation over the longer padded score
-   * rows (exact zeros added) differs, so the bound is far below the output's rounding. */
-  expect_close("o", r.o, got_o, o_count, 1e-6, label);
-  if (c->with_lse) expect_close("lse", r.lse, got_lse, x.lse_count, 1e-6, label);
+  /* Naive: the same fp32 arithmetic on the same values, only the summation over the longer
+   * padded score rows (exact zeros added) differs, so the bound is far below the output's
+   * rounding. A decode variant: the output dtype's tolerance (P rounded to 16 bits). */
+  expect_close("o", r.o, got_o, o_count, decode ? at_dtype_tolerance(c->dtype) : 1e-6, label);
+  if (c->with_lse) expect_close("lse", r.lse, got_lse, x.lse_count, decode ? 1e-3 : 1e-6, label);
 
   at_plan_destroy(plan);
   free(r.o), free(r.lse), free(got_o), free(got_lse);
@@ -479,6 +503,203 @@ static void test_fp8_kv_cache(void **state)
   const serving_case e4m3 = {AT_SEQ_RAGGED, AT_SEQ_PAGED, 16, 4, 30, 100, 8, 2, 64, AT_MASK_CAUSAL_BR,
                              AT_DTYPE_E4M3, SAME, 1, 0};
   run_case(&e4m3);
+}
+
+/* ---- every paged decode variant ----------------------------------------------------------------- */
+
+/* One shape's inputs and reference, shared by the checks of its variants. */
+typedef struct variant_run {
+  const serving_case *c;
+  serving_io *x;
+  reference r;
+  int skip_b;  /* a sequence whose table has an entry outside the pool: not compared (-1: none) */
+  int n_runs;  /* variants launched */
+} variant_run;
+
+/* Relative L2 over the sequences compared (all but skip_b); NaN or infinities that differ fail.
+ * Returns 1 when within tol. */
+static int sequences_close(const variant_run *vr, const float *want, const float *got, size_t per_seq, double tol,
+                           const char *what, const char *key)
+{
+  double num = 0, den = 0;
+  size_t bad = 0, first_bad = 0;
+  for (int b = 0; b < vr->c->batch; b++) {
+    if (b == vr->skip_b) continue;
+    for (size_t i = (size_t)b * per_seq; i < (size_t)(b + 1) * per_seq; i++) {
+      if (isnan(want[i]) || isnan(got[i]) || ((isinf(want[i]) || isinf(got[i])) && want[i] != got[i])) {
+        if (bad++ == 0) first_bad = i;
+        continue;
+      }
+      if (isinf(want[i])) continue;
+      const double e = (double)got[i] - want[i];
+      num += e * e, den += (double)want[i] * want[i];
+    }
+  }
+  const double rel = den > 0 ? sqrt(num / den) : sqrt(num);
+  if (bad == 0 && rel <= tol) return 1;
+  printf("    %s: WRONG %s rel_l2 %.3e (tol %.0e), %zu NaN/inf mismatches (first at %zu: %g vs %g)\n", key, what, rel,
+         tol, bad, first_bad, bad ? got[first_bad] : 0.0, bad ? want[first_bad] : 0.0);
+  return 0;
+}
+
+/* Poisons o and lse, launches the variant on the case's paged tensors (its scratch poisoned),
+ * compares every sequence with valid pages against the per-sequence reference. */
+static int check_paged_variant(const rt_variant *lv, const char *key, int i, void *ctx)
+{
+  (void)i;
+  variant_run *vr = ctx;
+  serving_io *x = vr->x;
+  const at_shape *s = &x->shape;
+  uint8_t *ff = malloc(x->o_bytes > x->lse_count * 4 ? x->o_bytes : x->lse_count * 4);
+  assert_non_null(ff);
+  memset(ff, 0xff, x->o_bytes > x->lse_count * 4 ? x->o_bytes : x->lse_count * 4);
+  TU_OK(at_copy_to_device(g_ctx, x->o, ff, x->o_bytes));
+  TU_OK(at_copy_to_device(g_ctx, x->lse, ff, x->lse_count * 4));
+  free(ff);
+  at_serving_tensors st = tensors_of(x);
+  at_tensors t = {st.q, st.k, st.v, st.o, st.lse, st.q_stride, st.k_stride, st.v_stride, st.o_stride};
+  rt_paged_args paged = {st.block_table, st.seqlens_kv, x->layout.max_pages_per_seq, st.num_pages};
+  const float *d = x->descales;
+  rt_fp8_args fp8 = {NULL, d + 1, d + 2, NULL, NULL};
+  CUdeviceptr scratch = tu_variant_scratch(&lv->variant, s);
+  TU_OK(rt_variant_launch_paged(lv, s, &t, needs_fp8(s) ? &fp8 : NULL, &paged, scratch, NULL));
+  TU_OK(at_synchronize(g_ctx));
+  tu_variant_scratch_done(&lv->variant, s, scratch);
+  const size_t o_count = (size_t)x->q_rows * s->q_heads * s->head_dim;
+  float *got_o = malloc(o_count * sizeof *got_o), *got_lse = malloc(x->lse_count * sizeof *got_lse);
+  assert_true(got_o && got_lse);
+  tu_download(at_dtype_default_out(s->dtype), (CUdeviceptr)(uintptr_t)x->o, o_count, got_o);
+  TU_OK(at_copy_to_host(g_ctx, got_lse, x->lse, x->lse_count * sizeof(float)));
+  int ok = sequences_close(vr, vr->r.o, got_o, o_count / (size_t)s->batch, at_dtype_tolerance(s->dtype), "o", key);
+  if (s->with_lse) ok &= sequences_close(vr, vr->r.lse, got_lse, x->lse_count / (size_t)s->batch, 1e-3, "lse", key);
+  /* The skipped sequence's rows are still written, and finite (its pages outside the pool are
+   * masked, not read). */
+  for (size_t e = 0; ok && vr->skip_b >= 0 && e < o_count / (size_t)s->batch; e++)
+    if (!isfinite(got_o[(size_t)vr->skip_b * (o_count / (size_t)s->batch) + e]))
+      printf("    %s: sequence %d (a page outside the pool) wrote a non-finite o\n", key, vr->skip_b), ok = 0;
+  free(got_o), free(got_lse);
+  vr->n_runs++;
+  return !ok;
+}
+
+/* Every variant gen_enumerate_paged lists for the case's shape and page size, against the naive
+ * kernels run per sequence on gathered copies. bad_entry: sequence 0's first table entry points
+ * past the pool (that sequence is not compared; nothing may fault). */
+static void check_paged_variants(const serving_case *c, int bad_entry)
+{
+  serving_io x;
+  make_io(c, &x);
+  char label[512];
+  describe(c, &x, label, sizeof label);
+  printf("  %s%s\n", label, bad_entry ? " (sequence 0: a table entry past the pool)" : "");
+  variant_run vr = {c, &x, {NULL, NULL}, bad_entry ? 0 : -1, 0};
+  const size_t o_count = (size_t)x.q_rows * c->nq * c->d;
+  vr.r.o = calloc(o_count + 1, sizeof(float)), vr.r.lse = calloc(x.lse_count + 1, sizeof(float));
+  assert_true(vr.r.o && vr.r.lse);
+  const rt_naive *naive = naive_for(&x.shape);
+  for (int b = 0; b < c->batch; b++) reference_sequence(naive, &x, b, &vr.r);
+  if (bad_entry) {
+    assert_true(x.S[0] > 0);
+    x.table[0] = x.num_pages + 7;
+    TU_OK(at_copy_to_device(g_ctx, x.table_dev, x.table, sizeof(int32_t)));
+  }
+  gen_target target;
+  TU_OK(gen_target_make(tu_gpu.arch, tu_gpu.info.smem_per_block_optin, &target));
+  gen_variant vs[GEN_MAX_VARIANTS];
+  int n = 0;
+  TU_OK(gen_enumerate_paged(&x.shape, c->page_size, &target, vs, GEN_MAX_VARIANTS, &n));
+  assert_true(n > 0);
+  const int failures = tu_check_variants(vs, n, &target, check_paged_variant, &vr);
+  printf("    %d paged variants, %d wrong\n", vr.n_runs, failures);
+  free(vr.r.o), free(vr.r.lse);
+  free_io(&x);
+  if (failures) fail_msg("%d of %d paged decode variants are wrong for %s", failures, n, label);
+}
+
+static void test_paged_decode_variants(void **state)
+{
+  (void)state;
+  if (!tu_have_gpu) skip();
+  /* Padded Q, paged K/V: page sizes 1, 16, 64, 256; GQA 4 and MQA; T = 1 and 16 (causal-br);
+   * lse; lengths 0, 1 and the max among random ones; shuffled pools with NaN in unused pages
+   * and tails (make_io). */
+  const serving_case cases[] = {
+      {AT_SEQ_PADDED, AT_SEQ_PAGED, 16, 6, 1, 700, 32, 8, 128, AT_MASK_NONE, BF16, SAME, 1, 0},
+      {AT_SEQ_PADDED, AT_SEQ_PAGED, 64, 5, 16, 600, 16, 4, 128, AT_MASK_CAUSAL_BR, BF16, SAME, 1, 0},
+      {AT_SEQ_PADDED, AT_SEQ_PAGED, 1, 5, 1, 300, 8, 1, 64, AT_MASK_NONE, AT_DTYPE_F16, SAME, 1, 0},
+      {AT_SEQ_PADDED, AT_SEQ_PAGED, 256, 4, 4, 1100, 8, 1, 128, AT_MASK_CAUSAL_BR, BF16, SAME, 0, 0},
+      {AT_SEQ_PADDED, AT_SEQ_PAGED, 16, 4, 16, 400, 8, 2, 64, AT_MASK_CAUSAL_BR, AT_DTYPE_F16, SAME, 1, 1},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) check_paged_variants(&cases[i], 0);
+}
+
+static void test_paged_decode_variants_fp8_kv(void **state)
+{
+  (void)state;
+  if (!tu_have_gpu) skip();
+  const serving_case cases[] = {
+      {AT_SEQ_PADDED, AT_SEQ_PAGED, 256, 5, 1, 900, 32, 8, 128, AT_MASK_NONE, BF16, AT_DTYPE_E4M3, 1, 0},
+      {AT_SEQ_PADDED, AT_SEQ_PAGED, 16, 4, 16, 500, 16, 4, 128, AT_MASK_CAUSAL_BR, BF16, AT_DTYPE_E4M3, 1, 0},
+      {AT_SEQ_PADDED, AT_SEQ_PAGED, 1, 4, 1, 200, 8, 1, 64, AT_MASK_NONE, AT_DTYPE_F16, AT_DTYPE_E4M3, 1, 0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) check_paged_variants(&cases[i], 0);
+}
+
+static void test_paged_decode_entry_outside_pool(void **state)
+{
+  (void)state;
+  if (!tu_have_gpu) skip();
+  const serving_case cases[] = {
+      {AT_SEQ_PADDED, AT_SEQ_PAGED, 16, 5, 4, 300, 16, 4, 64, AT_MASK_CAUSAL_BR, BF16, SAME, 1, 0},
+      {AT_SEQ_PADDED, AT_SEQ_PAGED, 1, 4, 1, 200, 8, 2, 128, AT_MASK_NONE, BF16, AT_DTYPE_E4M3, 1, 0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) check_paged_variants(&cases[i], 1);
+}
+
+/* A paged decode plan's run captured in a CUDA graph on the caller's stream: the replay writes
+ * what a direct run writes, bit for bit (the run allocates nothing, so capture succeeds). */
+static void test_paged_decode_plan_in_a_graph(void **state)
+{
+  (void)state;
+  if (!tu_have_gpu) skip();
+  const serving_case c = {AT_SEQ_PADDED, AT_SEQ_PAGED, 16, 4, 1, 2000, 32, 8, 128, AT_MASK_NONE, BF16, SAME, 1, 0};
+  serving_io x;
+  make_io(&c, &x);
+  at_plan *plan = NULL;
+  TU_OK(at_plan_create_serving(g_ctx, &x.shape, &x.layout, NULL, &plan));
+  at_plan_info info;
+  TU_OK(at_plan_describe(plan, &info));
+  printf("  %s\n", info.impl);
+  assert_non_null(strstr(info.impl, ".pg16."));
+  at_serving_tensors t = tensors_of(&x);
+  TU_OK(at_plan_run_serving(plan, &t, NULL, NULL));
+  TU_OK(at_synchronize(g_ctx));
+  uint8_t *direct = malloc(x.o_bytes), *replayed = malloc(x.o_bytes), *ff = malloc(x.o_bytes);
+  assert_true(direct && replayed && ff);
+  TU_OK(at_copy_to_host(g_ctx, direct, x.o, x.o_bytes));
+  memset(ff, 0xff, x.o_bytes);
+  TU_OK(at_copy_to_device(g_ctx, x.o, ff, x.o_bytes));
+
+  const rt_driver *cu = rt_cu();
+  CUstream stream = NULL;
+  CUgraph graph = NULL;
+  CUgraphExec exec = NULL;
+  TU_OK(RT_CU(cu->cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING)));
+  TU_OK(RT_CU(cu->cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)));
+  at_status run = at_plan_run_serving(plan, &t, NULL, stream);
+  TU_OK(RT_CU(cu->cuStreamEndCapture(stream, &graph)));
+  TU_OK(run);
+  TU_OK(RT_CU(cu->cuGraphInstantiate(&exec, graph, 0)));
+  TU_OK(RT_CU(cu->cuGraphLaunch(exec, stream)));
+  TU_OK(RT_CU(cu->cuStreamSynchronize(stream)));
+  TU_OK(at_copy_to_host(g_ctx, replayed, x.o, x.o_bytes));
+  assert_memory_equal(direct, replayed, x.o_bytes);
+  cu->cuGraphExecDestroy(exec);
+  cu->cuGraphDestroy(graph);
+  cu->cuStreamDestroy(stream);
+  free(direct), free(replayed), free(ff);
+  at_plan_destroy(plan);
+  free_io(&x);
 }
 
 /* ---- metadata that points anywhere --------------------------------------------------------------- */
@@ -572,7 +793,7 @@ static void test_api_refusals(void **state)
   TU_OK(gen_variant_key(&v, key, sizeof key));
   at_plan_options forced = {key};
   expect_error(at_plan_create_serving(g_ctx, &padded, &l, &forced, &plan), AT_ERR_UNSUPPORTED,
-               "paged/ragged kernels are not built yet");
+               "ragged kernels are not built yet");
   assert_null(plan);
 
   at_plan_options naive = {"naive"};
@@ -659,6 +880,10 @@ int main(void)
       cmocka_unit_test(test_paged_kv_every_page_size),
       cmocka_unit_test(test_paged_and_padded_mixes),
       cmocka_unit_test(test_fp8_kv_cache),
+      cmocka_unit_test(test_paged_decode_variants),
+      cmocka_unit_test(test_paged_decode_variants_fp8_kv),
+      cmocka_unit_test(test_paged_decode_entry_outside_pool),
+      cmocka_unit_test(test_paged_decode_plan_in_a_graph),
       cmocka_unit_test(test_bad_metadata_never_reads_outside),
       cmocka_unit_test(test_api_refusals),
       cmocka_unit_test(test_padded_serving_plan_is_an_ordinary_plan),

@@ -6,6 +6,8 @@
 
 #include "attntune_fp8.h"
 #include "core/core.h"
+#include "generator/generator.h"
+#include "runtime/rt.h"
 #include "tuner/bench_serving.h"
 #include "tuner/cli.h"
 #include "tuner/measure.h"
@@ -229,6 +231,15 @@ static void print_row(const tn_serving_bench *b, const char *name, double ms, co
   fflush(stdout);
 }
 
+/* A row with its own work (bytes or FLOPs) and error against the reference (NAN: not checked). */
+static void print_row_checked(const char *name, double ms, double work, double rel_err, const char *note)
+{
+  char err[16] = "-";
+  if (!isnan(rel_err)) snprintf(err, sizeof err, "%.2e", rel_err);
+  printf("%-44s %10.4f %9.2f %9s  %s\n", name, ms, work / (ms * 1e-3) / 1e12, err, note);
+  fflush(stdout);
+}
+
 static void print_failure(const char *name, const char *status, const char *why)
 {
   printf("%-44s %10s %9s %9s  %s: %.200s\n", name, "-", "-", "-", status, why);
@@ -267,10 +278,187 @@ static int bench_plan(at_context *ctx, const tn_serving_bench *b, serving_buffer
   }
   rc = at_serving_check(plan, &x->t); /* the metadata this bench built, as a server would check its own */
   if (rc == AT_OK) rc = at_plan_benchmark_serving(plan, &x->t, fp8_args(&b->shape, x, &a), b->warmup, b->reps, &ms);
-  if (rc == AT_OK) print_row(b, name, ms, "the naive kernels: scores, softmax, PV over the maxima (the reference)");
+  at_plan_info info;
+  if (rc == AT_OK && at_plan_describe(plan, &info) == AT_OK && strcmp(info.impl, "naive") != 0) {
+    char note[160];
+    snprintf(note, sizeof note, "%s (not verified here: --impl decode verifies every paged variant)", info.impl);
+    print_row(b, name, ms, note);
+  } else if (rc == AT_OK) {
+    print_row(b, name, ms, "the naive kernels: scores, softmax, PV over the maxima (the reference)");
+  }
   else print_failure(name, "failed", at_last_error());
   at_plan_destroy(plan);
   return rc != AT_OK;
+}
+
+/* ---- paged decode: every variant, and contiguous decode of the same shape ------------------------ */
+
+static int is_paged_decode(const tn_serving_bench *b)
+{
+  return b->layout.kv_layout == AT_SEQ_PAGED && is_decode(b);
+}
+
+/* The library's target for the bench's device, as at_context_create builds it. */
+static at_status device_target(int device, gen_target *t)
+{
+  rt_device_info info;
+  char arch[16];
+  at_status rc = rt_device_query(device, &info);
+  if (rc != AT_OK) return rc;
+  at_arch_for_cc(info.cc_major, info.cc_minor, arch);
+  return gen_target_make(arch, info.smem_per_block_optin, t);
+}
+
+/* The output of a call (o of the bench's buffers) as fp32 on the host; NULL on failure. */
+static float *download_output(at_context *ctx, const tn_serving_bench *b, const serving_buffers *x)
+{
+  const at_dtype out = at_dtype_default_out(b->shape.dtype);
+  const size_t n = (size_t)x->q_rows * b->shape.q_heads * b->shape.head_dim;
+  void *raw = malloc(n * at_dtype_size(out));
+  float *o = malloc(n * sizeof *o);
+  at_status rc = raw && o ? at_copy_to_host(ctx, raw, x->o, n * at_dtype_size(out)) : at_fail(AT_ERR_NOMEM, "no memory");
+  if (rc == AT_OK) rc = tn_unpack(out, raw, n, o);
+  free(raw);
+  if (rc != AT_OK) return free(o), NULL;
+  return o;
+}
+
+/* Relative L2 error of got against want over the sequences with keys (a sequence without keys
+ * writes zeros in both); any NaN gives NaN. */
+static double output_error(const tn_serving_bench *b, const float *want, const float *got)
+{
+  const size_t per_seq = (size_t)b->shape.q_len * b->shape.q_heads * b->shape.head_dim;
+  double num = 0, den = 0;
+  for (int i = 0; i < b->shape.batch; i++)
+    for (size_t e = (size_t)i * per_seq; e < (size_t)(i + 1) * per_seq; e++) {
+      if (isnan(got[e]) || isnan(want[e])) return NAN;
+      const double d = (double)got[e] - want[e];
+      num += d * d, den += (double)want[e] * want[e];
+    }
+  return den > 0 ? sqrt(num / den) : sqrt(num);
+}
+
+/* The naive kernels' output on the bench's paged inputs: the reference of the variants. */
+static float *paged_reference(at_context *ctx, const tn_serving_bench *b, serving_buffers *x)
+{
+  at_plan *plan = NULL;
+  at_plan_options naive = {"naive"};
+  at_fp8_args a;
+  at_status rc = at_plan_create_serving(ctx, &b->shape, &b->layout, &naive, &plan);
+  if (rc == AT_OK) rc = at_plan_run_serving(plan, &x->t, fp8_args(&b->shape, x, &a), NULL);
+  if (rc == AT_OK) rc = at_synchronize(ctx);
+  at_plan_destroy(plan);
+  return rc == AT_OK ? download_output(ctx, b, x) : NULL;
+}
+
+/* Every paged decode variant of the shape and page size through the serving API (a forced key),
+ * verified against the naive kernels and timed; the K/V bytes are those of the sequences'
+ * lengths. *best_ms: the fastest verified one. */
+static int bench_paged_variants(at_context *ctx, const tn_serving_bench *b, serving_buffers *x, double *best_ms)
+{
+  gen_target target;
+  gen_variant vs[GEN_MAX_VARIANTS];
+  int n = 0, failures = 0;
+  at_status rc = device_target(b->device, &target);
+  if (rc == AT_OK) rc = gen_enumerate_paged(&b->shape, b->layout.page_size, &target, vs, GEN_MAX_VARIANTS, &n);
+  if (rc != AT_OK) {
+    print_failure("decode", rc == AT_ERR_UNSUPPORTED ? "unsupported" : "failed", at_last_error());
+    return rc != AT_ERR_UNSUPPORTED;
+  }
+  float *ref = paged_reference(ctx, b, x);
+  if (!ref) {
+    print_failure("decode", "failed", at_last_error());
+    return 1;
+  }
+  const double tol = at_dtype_tolerance(b->shape.dtype);
+  for (int i = 0; i < n; i++) {
+    char key[GEN_KEY_MAX];
+    if (gen_variant_key(&vs[i], key, sizeof key) != AT_OK) continue;
+    at_plan *plan = NULL;
+    at_plan_options opts = {key};
+    at_fp8_args a;
+    double ms = 0, err = NAN;
+    rc = at_plan_create_serving(ctx, &b->shape, &b->layout, &opts, &plan);
+    if (rc == AT_OK) {
+      const size_t o_bytes = (size_t)x->q_rows * b->shape.q_heads * b->shape.head_dim *
+                             at_dtype_size(at_dtype_default_out(b->shape.dtype));
+      unsigned char *poison = malloc(o_bytes);
+      rc = poison ? AT_OK : at_fail(AT_ERR_NOMEM, "no memory");
+      if (rc == AT_OK) memset(poison, 0xff, o_bytes), rc = at_copy_to_device(ctx, x->o, poison, o_bytes);
+      free(poison);
+    }
+    if (rc == AT_OK) rc = at_plan_run_serving(plan, &x->t, fp8_args(&b->shape, x, &a), NULL);
+    if (rc == AT_OK) rc = at_synchronize(ctx);
+    if (rc == AT_OK) {
+      float *got = download_output(ctx, b, x);
+      err = got ? output_error(b, ref, got) : NAN;
+      free(got);
+    }
+    if (rc == AT_OK && !(err <= tol)) {
+      printf("%-44s %10s %9s %9.2e  WRONG (tolerance %.0e): not timed\n", key, "-", "-", err, tol);
+      failures++;
+    } else {
+      if (rc == AT_OK) rc = at_plan_benchmark_serving(plan, &x->t, fp8_args(&b->shape, x, &a), b->warmup, b->reps, &ms);
+      if (rc == AT_OK) {
+        print_row_checked(key, ms, work_of(b), err, "paged decode variant (KV TB/s of the sequences' lengths)");
+        if (*best_ms <= 0 || ms < *best_ms) *best_ms = ms;
+      } else {
+        print_failure(key, "failed", at_last_error());
+        failures++;
+      }
+    }
+    at_plan_destroy(plan);
+  }
+  free(ref);
+  return failures != 0;
+}
+
+/* Contiguous decode of the same shape (B sequences of the longest length, dense [B, S, Nkv, D]
+ * K/V): every decode variant gen_enumerate lists, through ordinary plans. With uniform lengths
+ * (no --lengths) it reads the same bytes as the paged batch, so the two rates compare directly.
+ * *best_ms: the fastest. */
+static int bench_contiguous_variants(at_context *ctx, const tn_serving_bench *b, double *best_ms)
+{
+  gen_target target;
+  gen_variant vs[GEN_MAX_VARIANTS];
+  int n = 0, failures = 0;
+  at_status rc = device_target(b->device, &target);
+  if (rc == AT_OK) rc = gen_enumerate(&b->shape, &target, vs, GEN_MAX_VARIANTS, &n);
+  if (rc != AT_OK) {
+    print_failure("contiguous", "failed", at_last_error());
+    return 1;
+  }
+  tn_serving_bench dense = *b;
+  dense.layout = at_serving_layout_make(&b->shape, AT_SEQ_PADDED, AT_SEQ_PADDED, 0);
+  serving_buffers c;
+  if ((rc = make_buffers(ctx, &dense, &c)) != AT_OK) {
+    free_buffers(ctx, &c);
+    print_failure("contiguous", "failed", at_last_error());
+    return 1;
+  }
+  const at_layout l = at_layout_bshd(&b->shape);
+  const at_tensors t = {c.q, c.k, c.v, c.o, b->shape.with_lse ? c.lse : NULL, l.q, l.k, l.v, l.o};
+  for (int i = 0; i < n; i++) {
+    char key[GEN_KEY_MAX], name[GEN_KEY_MAX + 16];
+    if (vs[i].family != GEN_FAMILY_DECODE || gen_variant_key(&vs[i], key, sizeof key) != AT_OK) continue;
+    snprintf(name, sizeof name, "contiguous %s", key);
+    at_plan *plan = NULL;
+    at_plan_options opts = {key};
+    at_fp8_args a;
+    double ms = 0;
+    rc = at_plan_create(ctx, &b->shape, NULL, &opts, &plan);
+    if (rc == AT_OK) rc = at_plan_benchmark(plan, &t, fp8_args(&b->shape, &c, &a), b->warmup, b->reps, &ms);
+    if (rc == AT_OK) {
+      print_row_checked(name, ms, tn_kv_bytes(&b->shape), NAN, "contiguous K/V, B x S_max (not verified here)");
+      if (*best_ms <= 0 || ms < *best_ms) *best_ms = ms;
+    } else {
+      print_failure(name, "failed", at_last_error());
+      failures++;
+    }
+    at_plan_destroy(plan);
+  }
+  free_buffers(ctx, &c);
+  return failures != 0;
 }
 
 /* The padding-free ideal: each sequence alone through an ordinary plan ("auto") on contiguous
@@ -329,8 +517,10 @@ static void print_header(const at_context *ctx, const tn_serving_bench *b, const
   printf("lengths: K/V %d..%d, mean %.1f, %lld tokens; %d query rows; key %s\n", min, max,
          (double)sum_of(b->kv_lens, s->batch) / s->batch, sum_of(b->kv_lens, s->batch), x->q_rows, key);
   if (b->layout.kv_layout == AT_SEQ_PAGED) printf("pool: %d pages of %d tokens, handed out shuffled\n", x->num_pages, b->layout.page_size);
-  printf("device: %s, warm-up %d, %d timed launches (events), seed %llu; only the naive kernels run these "
-         "layouts yet\n", at_context_describe(ctx), b->warmup, b->reps, b->seed);
+  printf("device: %s, warm-up %d, %d timed launches (events), seed %llu; %s\n", at_context_describe(ctx), b->warmup,
+         b->reps, b->seed,
+         is_paged_decode(b) ? "paged decode variants and the naive kernels run this layout"
+                            : "only the naive kernels run this layout");
   printf("%-44s %10s %9s %9s  %s\n", "impl", "time_ms", is_decode(b) ? "KV TB/s" : "TFLOP/s", "rel_err", "note");
 }
 
@@ -347,10 +537,24 @@ int tn_serving_bench_run(const tn_serving_bench *b)
   }
   print_header(ctx, b, &x);
   int failures = 0;
+  double best_paged = 0, best_contiguous = 0;
   char *list = strdup(b->impls), *save = NULL;
-  for (char *name = list ? strtok_r(list, ",", &save) : NULL; name; name = strtok_r(NULL, ",", &save))
-    failures += strcmp(name, "seqsum") == 0 ? bench_sequence_sum(ctx, b) : bench_plan(ctx, b, &x, name);
+  for (char *name = list ? strtok_r(list, ",", &save) : NULL; name; name = strtok_r(NULL, ",", &save)) {
+    if (strcmp(name, "seqsum") == 0) failures += bench_sequence_sum(ctx, b);
+    else if (strcmp(name, "decode") == 0 && is_paged_decode(b)) failures += bench_paged_variants(ctx, b, &x, &best_paged);
+    else if (strcmp(name, "contiguous") == 0) failures += bench_contiguous_variants(ctx, b, &best_contiguous);
+    else failures += bench_plan(ctx, b, &x, name);
+  }
   free(list);
+  if (best_paged > 0 && best_contiguous > 0)
+    printf("best paged decode %.4f ms (%.2f TB/s) vs best contiguous decode %.4f ms (%.2f TB/s): %.1f%% of contiguous "
+           "bandwidth%s\n",
+           best_paged, work_of(b) / (best_paged * 1e-3) / 1e12, best_contiguous,
+           tn_kv_bytes(&b->shape) / (best_contiguous * 1e-3) / 1e12,
+           100.0 * (work_of(b) / best_paged) / (tn_kv_bytes(&b->shape) / best_contiguous),
+           b->layout.kv_layout == AT_SEQ_PAGED && work_of(b) != tn_kv_bytes(&b->shape)
+               ? " (lengths differ: contiguous reads B x S_max)"
+               : "");
   free_buffers(ctx, &x);
   at_context_destroy(ctx);
   return failures ? TN_EXIT_RUNTIME : TN_EXIT_OK;

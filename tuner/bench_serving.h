@@ -3,9 +3,12 @@
  * through the public library (at_plan_create_serving), next to the sum of contiguous plans run
  * one sequence at a time (the time a kernel without padding would need). Prefix tn_serving_.
  *
- * Only the naive kernels run these layouts yet: every other implementation gets a row that says
- * why the library refused it. The naive kernels are the reference itself, so nothing is
- * verified here (tests/test_serving_gpu.c checks them against the contiguous path).
+ * Padded Q of 1..16 tokens with paged K/V runs the decode family's paged variants: --impl decode
+ * lists every one, verifies it against the naive kernels and times it, and --impl contiguous
+ * times the contiguous decode variants of the same shape for comparison (a last line compares
+ * the best of each). Everything else runs only the naive kernels yet: every other implementation
+ * gets a row that says why the library refused it. The naive kernels are the reference itself
+ * (tests/test_serving_gpu.c checks them against the contiguous path).
  */
 #ifndef AT_TUNER_BENCH_SERVING_H
 #define AT_TUNER_BENCH_SERVING_H

@@ -94,8 +94,9 @@ static const char USAGE[] =
     "  --no-verify        skip the reference check\n"
     "  --seed N           input seed (default: fresh each run)\n"
     "\n"
-    "serving layouts (only the naive kernels run them yet; every other --impl gets a row that says why\n"
-    "it was refused):\n"
+    "serving layouts (padded Q of 1..16 tokens with --page-size runs the decode family's paged\n"
+    "variants; everything else only the naive kernels yet: every other --impl gets a row that says\n"
+    "why it was refused):\n"
     "  --lengths SPEC     a ragged batch: the sequences' lengths as a list (it sets B) or drawn\n"
     "                     uniformly from MIN..MAX for --batch sequences (seed 1 unless given). They are\n"
     "                     the K/V lengths, packed (cu_seqlens); without --q-len the queries are ragged\n"
@@ -105,6 +106,11 @@ static const char USAGE[] =
     "                     table (pages handed out shuffled); the lengths are --lengths or --kv-len\n"
     "  --impl seqsum      the padding-free ideal: each sequence alone through an ordinary plan on\n"
     "                     contiguous tensors, the times summed (default: naive,cudnn,default,seqsum)\n"
+    "  --impl decode      with --page-size and --q-len 1..16: every paged decode variant, verified\n"
+    "                     against the naive kernels, then timed (KV TB/s of the sequences' lengths)\n"
+    "  --impl contiguous  every contiguous decode variant of the same shape (dense [B, S, Nkv, D]);\n"
+    "                     with decode in the same list a last line compares the best of each:\n"
+    "                     bench --page-size 16 --q-len 1 --kv-len 16384 --impl decode,contiguous\n"
     "\n"
     "TFLOP/s = 4*B*Nq*T*S*D / time, halved for causal with T = S (docs/design.md). Decode shapes\n"
     "(1 <= T <= 16) are memory bound: their rows give KV TB/s = 2*B*Nkv*S*D*sizeof(K/V dtype) / time\n"
@@ -363,7 +369,7 @@ static int check_serving_options(bench_opts *o)
   if (o->overhead) return tn_usage_error("bench", "--overhead measures padded plans, not --lengths/--page-size"), -1;
   if (!o->impl_given) snprintf(o->impls, sizeof o->impls, "naive,cudnn,default,seqsum");
   static const char *const NAMES[] = {"naive", "cudnn", "cudnn-unified", "fused", "fa2", "fa3", "decode",
-                                      "default", "fa2-default", "seqsum"};
+                                      "default", "fa2-default", "seqsum", "contiguous"};
   char *copy = strdup(o->impls), *save = NULL;
   int ok = copy != NULL;
   for (char *name = ok ? strtok_r(copy, ",", &save) : NULL; name && ok; name = strtok_r(NULL, ",", &save)) {
@@ -371,7 +377,7 @@ static int check_serving_options(bench_opts *o)
     for (size_t i = 0; i < sizeof NAMES / sizeof *NAMES && !known; i++) known = strcmp(name, NAMES[i]) == 0;
     if (!known)
       ok = 0, tn_usage_error("bench", "unknown implementation '%s' in --impl (expected naive, cudnn, "
-                             "cudnn-unified, fused, fa2, fa3, decode, default, seqsum or a variant key)", name);
+                             "cudnn-unified, fused, fa2, fa3, decode, default, seqsum, contiguous or a variant key)", name);
   }
   free(copy);
   return ok ? 0 : -1;

@@ -37,6 +37,9 @@ static const char USAGE[] =
     "  --seq-len N         T and S (1..2^30): drops tiles far larger than the sequence\n"
     "  --q-len N           T alone\n"
     "  --kv-len N          S alone (default T)\n"
+    "  --page-size N       K and V paged in pages of N tokens (1, 16, 32, 64, 128, 256; the vLLM\n"
+    "                      layout: pools and a block table): the decode family's .pg<N> variants,\n"
+    "                      give --q-len 1..16; default: contiguous K/V\n"
     "  --arch ARCH         NVRTC target (default sm_90a)\n"
     "  --smem-limit BYTES  dynamic shared memory per block (default: the arch's opt-in limit)\n"
     "\n"
@@ -58,6 +61,7 @@ typedef struct gen_opts {
   int kv_heads_given, seq_kv_given;
   const char *arch;
   int smem_limit; /* 0: arch default */
+  int page_size;  /* 0: contiguous K/V */
   int jobs;
   action act;
   const char *key;
@@ -77,7 +81,7 @@ static int set_action(gen_opts *o, action a, const char *flag)
 static int parse_args(int argc, char **argv, gen_opts *o)
 {
   enum { O_HEAD_DIM = 256, O_DTYPE, O_KV_DTYPE, O_CAUSAL, O_CAUSAL_BR, O_QH, O_KVH, O_LSE, O_SEQ, O_QLEN, O_KVLEN, O_ARCH,
-         O_SMEM, O_LIST, O_EMIT, O_COMPILE, O_JOBS, O_HELP };
+         O_SMEM, O_PAGE, O_LIST, O_EMIT, O_COMPILE, O_JOBS, O_HELP };
   static const struct option options[] = {
       {"head-dim", required_argument, NULL, O_HEAD_DIM}, {"dtype", required_argument, NULL, O_DTYPE},
       {"kv-dtype", required_argument, NULL, O_KV_DTYPE},
@@ -86,6 +90,7 @@ static int parse_args(int argc, char **argv, gen_opts *o)
       {"lse", no_argument, NULL, O_LSE},                 {"seq-len", required_argument, NULL, O_SEQ},
       {"q-len", required_argument, NULL, O_QLEN},        {"kv-len", required_argument, NULL, O_KVLEN},
       {"arch", required_argument, NULL, O_ARCH},         {"smem-limit", required_argument, NULL, O_SMEM},
+      {"page-size", required_argument, NULL, O_PAGE},
       {"list", no_argument, NULL, O_LIST},               {"emit", required_argument, NULL, O_EMIT},
       {"compile", no_argument, NULL, O_COMPILE},         {"jobs", required_argument, NULL, O_JOBS},
       {"help", no_argument, NULL, O_HELP},               {NULL, 0, NULL, 0}};
@@ -143,6 +148,11 @@ static int parse_args(int argc, char **argv, gen_opts *o)
         return tn_usage_error("gen", "unknown dtype '%s' for --kv-dtype (expected e4m3, e5m2, or the --dtype)", a);
       break;
     case O_ARCH: o->arch = a; break;
+    case O_PAGE:
+      if (!tn_parse_int("gen", "--page-size", a, 1, 256, &o->page_size)) return TN_EXIT_USAGE;
+      if (!at_page_size_allowed(o->page_size))
+        return tn_usage_error("gen", "--page-size %d not allowed (expected %s)", o->page_size, at_page_sizes_text());
+      break;
     default:
       if (optopt) return tn_usage_error("gen", "option '%s' needs a value", flag);
       return tn_usage_error("gen", "unknown option '%s'", flag);
@@ -152,6 +162,8 @@ static int parse_args(int argc, char **argv, gen_opts *o)
   if (!o->kv_heads_given) o->shape.kv_heads = o->shape.q_heads;
   if (o->act == ACT_NONE) return tn_usage_error("gen", "give an action: --list, --emit KEY or --compile");
   if (o->act != ACT_EMIT && !head_dim_given) return tn_usage_error("gen", "--head-dim is required");
+  if (o->act == ACT_EMIT && o->page_size)
+    return tn_usage_error("gen", "--page-size is for --list and --compile (a key spells its own: .pg<N>)");
   if (!o->seq_kv_given) o->shape.kv_len = o->shape.q_len;
   if (o->act != ACT_EMIT) {
     /* The sizes at_shape_check bounds; an unknown length (0: any) is checked as 1. */
@@ -226,7 +238,7 @@ int tn_cmd_gen(int argc, char **argv)
   if (o.act == ACT_EMIT) return do_emit(&o, &target);
 
   /* Shape problems (head dim 12, Nq % Nkv != 0) are usage errors. */
-  rc = gen_enumerate(&o.shape, &target, vs, GEN_MAX_VARIANTS, &n);
+  rc = gen_enumerate_paged(&o.shape, o.page_size, &target, vs, GEN_MAX_VARIANTS, &n);
   if (rc == AT_ERR_INVALID || rc == AT_ERR_UNSUPPORTED) return tn_usage_error("gen", "%s", at_last_error());
   if (rc != AT_OK) return tn_fail_exit("gen", rc);
   switch (o.act) {

@@ -1,0 +1,297 @@
+/* test_paged_decode.c — the decode family's paged K/V variants on the host (no GPU): keys with
+ * page sizes round-trip and non-canonical spellings are refused, families that read contiguous
+ * K/V refuse pages, the runtime's paged spec, space, default and launch (its four extra
+ * arguments), the lookup chain of a paged serving plan, and every listed paged variant of a
+ * few shapes compiles for sm_90a with no spill (NVRTC). */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "runtime/lookup.h"
+#include "tests/testutil.h"
+
+static gen_target sm90(void)
+{
+  gen_target t;
+  TU_OK(gen_target_for_arch("sm_90a", &t));
+  return t;
+}
+
+static at_shape decode_shape(int q_len, int kv_len, int nq, int nkv, int d, at_mask mask, at_dtype kv)
+{
+  at_shape s = {.batch = 4, .q_len = q_len, .kv_len = kv_len, .q_heads = nq, .kv_heads = nkv, .head_dim = d,
+                .dtype = AT_DTYPE_BF16, .mask = mask, .with_lse = 1, .kv_dtype = kv};
+  return s;
+}
+
+static void expect_refused(at_status rc, at_status want, const char *word)
+{
+  if (rc != want) fail_msg("got %s, expected %s: %s", at_status_name(rc), at_status_name(want), at_last_error());
+  if (!strstr(at_last_error(), word)) fail_msg("message lacks '%s': %s", word, at_last_error());
+  printf("  refused: %s\n", at_last_error());
+}
+
+static void test_keys_round_trip(void **state)
+{
+  (void)state;
+  const char *keys[] = {
+      "decode.bf16.pg16.d128.none.g4.bm1.bn128.w4.s3.sp8",
+      "decode.bf16.pg1.d64.causal-br.g8.bm16.bn64.w8.s2.sp4.lse",
+      "decode.f16.pg256.d128.none.g1.bm1.bn64.w4.s4.sp16.lc",
+      "decode.bf16.kve4m3.pg32.d128.causal-br.g4.bm16.bn256.w8.s2.sp4.cl.lse",
+      "decode.bf16.kve5m2.pg128.d256.none.g64.bm1.bn32.w8.s2.sp1024",
+  };
+  const int pages[] = {16, 1, 256, 32, 128};
+  for (int i = 0; i < 5; i++) {
+    gen_variant v;
+    char again[GEN_KEY_MAX];
+    TU_OK(gen_variant_parse(keys[i], &v));
+    assert_int_equal(v.family, GEN_FAMILY_DECODE);
+    assert_int_equal(v.spec.page_size, pages[i]);
+    TU_OK(gen_variant_key(&v, again, sizeof again));
+    assert_string_equal(again, keys[i]);
+    char entry[GEN_ENTRY_MAX];
+    TU_OK(gen_entry_name(&v, entry, sizeof entry));
+    assert_null(strchr(entry, '.'));
+  }
+  /* A contiguous key is what it was: no page field. */
+  gen_variant v;
+  TU_OK(gen_variant_parse("decode.bf16.d128.none.g4.bm1.bn128.w4.s3.sp8", &v));
+  assert_int_equal(v.spec.page_size, 0);
+}
+
+static void test_keys_refused(void **state)
+{
+  (void)state;
+  gen_variant v;
+  expect_refused(gen_variant_parse("decode.bf16.pg17.d128.none.g4.bm1.bn128.w4.s3.sp8", &v), AT_ERR_INVALID,
+                 "page size 17 is not one of 1, 16, 32, 64, 128, 256");
+  expect_refused(gen_variant_parse("decode.bf16.pg016.d128.none.g4.bm1.bn128.w4.s3.sp8", &v), AT_ERR_INVALID,
+                 "pg<page size>");
+  expect_refused(gen_variant_parse("decode.bf16.pg0.d128.none.g4.bm1.bn128.w4.s3.sp8", &v), AT_ERR_INVALID,
+                 "pg<page size>");
+  /* pg after kv, never before */
+  assert_int_not_equal(gen_variant_parse("decode.bf16.pg16.kve4m3.d128.none.g4.bm1.bn128.w4.s3.sp8", &v), AT_OK);
+  /* pg belongs next to the dtypes, not among the suffixes */
+  assert_int_not_equal(gen_variant_parse("decode.bf16.d128.none.g4.bm1.bn128.w4.s3.sp8.pg16", &v), AT_OK);
+  expect_refused(gen_variant_parse("fa2.bf16.pg16.d128.causal.g4.bm128.bn64.w4.s2", &v), AT_ERR_INVALID,
+                 "family fa2 reads contiguous K and V");
+  expect_refused(gen_variant_parse("fa3.bf16.pg16.d128.none.g1.bm128.bn128.w8.s2", &v), AT_ERR_INVALID,
+                 "family fa3 reads contiguous K and V");
+}
+
+static void test_specs_and_families(void **state)
+{
+  (void)state;
+  const at_shape s = decode_shape(1, 4096, 32, 8, 128, AT_MASK_NONE, AT_KV_SAME);
+  gen_spec spec, plain;
+  TU_OK(gen_spec_from_shape_paged(GEN_FAMILY_DECODE, &s, AT_DTYPE_BF16, 16, &spec));
+  assert_int_equal(spec.page_size, 16);
+  TU_OK(gen_spec_from_shape(GEN_FAMILY_DECODE, &s, &plain));
+  assert_int_equal(plain.page_size, 0);
+  expect_refused(gen_spec_from_shape_paged(GEN_FAMILY_FA2, &s, AT_DTYPE_BF16, 16, &spec), AT_ERR_UNSUPPORTED,
+                 "fa2 reads contiguous K and V");
+  expect_refused(gen_spec_from_shape_paged(GEN_FAMILY_FA3, &s, AT_DTYPE_BF16, 16, &spec), AT_ERR_UNSUPPORTED,
+                 "fa3 reads contiguous K and V");
+  expect_refused(gen_spec_from_shape_paged(GEN_FAMILY_DECODE, &s, AT_DTYPE_BF16, 8, &spec), AT_ERR_INVALID,
+                 "page size 8");
+
+  /* A paged variant matches the paged shape only, and a contiguous one the contiguous shape. */
+  const gen_target t = sm90();
+  gen_variant v;
+  TU_OK(gen_default_variant_paged(&s, 16, &t, &v));
+  assert_int_equal(v.family, GEN_FAMILY_DECODE);
+  assert_int_equal(v.spec.page_size, 16);
+  TU_OK(gen_variant_matches_paged(&v, &s, 16));
+  expect_refused(gen_variant_matches(&v, &s), AT_ERR_INVALID, "contiguous K/V");
+  expect_refused(gen_variant_matches_paged(&v, &s, 32), AT_ERR_INVALID, "K/V in pages of 32");
+  gen_variant c;
+  TU_OK(gen_default_variant(&s, &t, &c));
+  gen_variant same_tiles = v;
+  same_tiles.spec.page_size = 0;
+  assert_memory_equal(&same_tiles, &c, sizeof c); /* the paged default is the contiguous one, paged */
+
+  /* Queries longer than decode's, or a dtype decode does not read: no paged variant. */
+  const at_shape prefill = decode_shape(128, 4096, 32, 8, 128, AT_MASK_CAUSAL_BR, AT_KV_SAME);
+  gen_variant vs[GEN_MAX_VARIANTS];
+  int n = 0;
+  expect_refused(gen_enumerate_paged(&prefill, 16, &t, vs, GEN_MAX_VARIANTS, &n), AT_ERR_UNSUPPORTED,
+                 "paged K/V runs on the decode family only");
+  expect_refused(gen_default_variant_paged(&prefill, 16, &t, &v), AT_ERR_UNSUPPORTED, "decode family only");
+  at_shape fp8 = s;
+  fp8.dtype = AT_DTYPE_E4M3;
+  expect_refused(gen_enumerate_paged(&fp8, 16, &t, vs, GEN_MAX_VARIANTS, &n), AT_ERR_UNSUPPORTED,
+                 "decode runs f16 or bf16 inputs");
+
+  /* The paged space: the contiguous one's tiles, every one paged. */
+  int n_plain = 0;
+  TU_OK(gen_enumerate_paged(&s, 64, &t, vs, GEN_MAX_VARIANTS, &n));
+  gen_variant plain_vs[GEN_MAX_VARIANTS];
+  TU_OK(gen_enumerate(&s, &t, plain_vs, GEN_MAX_VARIANTS, &n_plain));
+  assert_true(n > 0 && n <= n_plain);
+  for (int i = 0; i < n; i++) {
+    assert_int_equal(vs[i].family, GEN_FAMILY_DECODE);
+    assert_int_equal(vs[i].spec.page_size, 64);
+    TU_OK(gen_variant_check(&vs[i], &t));
+  }
+  /* A contiguous variant with a page size set by hand is refused in fa2. */
+  gen_variant bad;
+  TU_OK(gen_variant_parse("fa2.bf16.d128.causal.g4.bm128.bn64.w4.s2", &bad));
+  bad.spec.page_size = 16;
+  expect_refused(gen_variant_check(&bad, &t), AT_ERR_INVALID, "read contiguous K and V");
+}
+
+static void test_launch_and_source(void **state)
+{
+  (void)state;
+  const gen_target t = sm90();
+  const at_shape s = decode_shape(16, 8192, 32, 8, 128, AT_MASK_CAUSAL_BR, AT_DTYPE_E4M3);
+  gen_variant v, c;
+  TU_OK(gen_default_variant_paged(&s, 16, &t, &v));
+  c = v;
+  c.spec.page_size = 0;
+  gen_launch_desc dp, dc;
+  TU_OK(gen_launch_describe(&v, &s, &dp));
+  TU_OK(gen_launch_describe(&c, &s, &dc));
+  /* The same grid, splits and scratch; four arguments more, the paged metadata, last. */
+  assert_memory_equal(dp.kernels[0].grid, dc.kernels[0].grid, sizeof dc.kernels[0].grid);
+  assert_int_equal(dp.n_splits, dc.n_splits);
+  assert_int_equal(dp.keys_per_split, dc.keys_per_split);
+  assert_int_equal(dp.scratch_bytes, dc.scratch_bytes);
+  const gen_kernel_launch *k = &dp.kernels[0];
+  assert_int_equal(k->n_args, dc.kernels[0].n_args + 4);
+  assert_int_equal(k->args[k->n_args - 4], GEN_ARG_BLOCK_TABLE);
+  assert_int_equal(k->args[k->n_args - 3], GEN_ARG_SEQLENS_KV);
+  assert_int_equal(k->args[k->n_args - 2], GEN_ARG_MAX_PAGES_PER_SEQ);
+  assert_int_equal(k->args[k->n_args - 1], GEN_ARG_NUM_PAGES);
+  /* The ring of page ids adds a little shared memory. */
+  assert_true(gen_smem_bytes(&v) > gen_smem_bytes(&c));
+  assert_true(gen_smem_bytes(&v) - gen_smem_bytes(&c) <= 4096);
+  char *src = NULL;
+  TU_OK(gen_emit(&v, &t, &src));
+  assert_non_null(strstr(src, "#define DEC_PAGE_SIZE 16\n"));
+  free(src);
+  TU_OK(gen_emit(&c, &t, &src));
+  assert_null(strstr(src, "#define DEC_PAGE_SIZE 16"));
+  free(src);
+}
+
+/* The lookup chain of a serving plan: padded Q with paged K/V gets the paged decode default
+ * first (then naive; cuDNN skipped with its reason); ragged Q stays naive. */
+static void test_lookup_chain(void **state)
+{
+  (void)state;
+  const gen_target t = sm90();
+  cache_env now;
+  memset(&now, 0, sizeof now);
+  snprintf(now.gpu_model, sizeof now.gpu_model, "NVIDIA H200");
+  const at_shape s = decode_shape(1, 4096, 32, 8, 128, AT_MASK_NONE, AT_KV_SAME);
+  at_serving_layout paged = at_serving_layout_make(&s, AT_SEQ_PADDED, AT_SEQ_PAGED, 16);
+  rt_lookup l;
+  TU_OK(rt_lookup_chain_serving(NULL, &now, &t, &s, &paged, 0, &l));
+  printf("  skipped: %s\n", l.skipped);
+  assert_int_equal(l.n_steps, 2);
+  assert_int_equal(l.steps[0].choice, AT_CHOICE_DEFAULT);
+  assert_non_null(strstr(l.steps[0].impl, "decode.bf16.pg16."));
+  assert_string_equal(l.steps[1].impl, "naive");
+  assert_non_null(strstr(l.skipped, "cuDNN: unsupported"));
+  TU_OK(rt_lookup_chain_serving(NULL, &now, &t, &s, &paged, 1, &l)); /* "fused" */
+  assert_int_equal(l.n_steps, 1);
+  assert_int_equal(l.steps[0].choice, AT_CHOICE_DEFAULT);
+
+  const at_shape prefill = decode_shape(64, 4096, 32, 8, 128, AT_MASK_CAUSAL_BR, AT_KV_SAME);
+  at_serving_layout paged_prefill = at_serving_layout_make(&prefill, AT_SEQ_PADDED, AT_SEQ_PAGED, 16);
+  TU_OK(rt_lookup_chain_serving(NULL, &now, &t, &prefill, &paged_prefill, 0, &l));
+  assert_int_equal(l.n_steps, 1);
+  assert_string_equal(l.steps[0].impl, "naive");
+  assert_non_null(strstr(l.skipped, "decode family only"));
+
+  at_serving_layout ragged = at_serving_layout_make(&s, AT_SEQ_RAGGED, AT_SEQ_PAGED, 16);
+  TU_OK(rt_lookup_chain_serving(NULL, &now, &t, &s, &ragged, 0, &l));
+  assert_int_equal(l.n_steps, 1);
+  assert_string_equal(l.steps[0].impl, "naive");
+}
+
+/* Keeps one split count per kernel: the split count is a launch argument, so variants that differ
+ * only in it (but for the cluster merge, whose cluster size is compiled in) are one kernel.
+ * Returns the new count. */
+static int one_per_kernel(gen_variant *vs, int n)
+{
+  int kept = 0;
+  for (int i = 0; i < n; i++) {
+    int dup = 0;
+    for (int j = 0; j < kept && !dup; j++) {
+      gen_variant a = vs[i], b = vs[j];
+      if (a.merge != GEN_MERGE_CLUSTER) a.splits = b.splits = 1;
+      dup = memcmp(&a, &b, sizeof a) == 0;
+    }
+    if (!dup) vs[kept++] = vs[i];
+  }
+  return kept;
+}
+
+/* Every listed paged kernel of a few shapes compiles with no spill and no stack (sm_90a): the
+ * register boundary (d256, 128 packed rows), GQA and MQA, T = 1 and 16, FP8 K/V, page sizes 1,
+ * 16, 64, 256. */
+static void test_compile_no_spills(void **state)
+{
+  (void)state;
+  const gen_target t = sm90();
+  typedef struct pcase {
+    at_shape s;
+    int page_size;
+  } pcase;
+  const pcase cases[] = {
+      {decode_shape(16, 8192, 64, 8, 256, AT_MASK_CAUSAL_BR, AT_KV_SAME), 16},
+      {decode_shape(1, 16384, 32, 8, 128, AT_MASK_NONE, AT_KV_SAME), 1},
+      {decode_shape(16, 8192, 32, 8, 128, AT_MASK_CAUSAL_BR, AT_DTYPE_E4M3), 64},
+      {decode_shape(1, 4096, 32, 1, 64, AT_MASK_NONE, AT_KV_SAME), 256},
+  };
+  const int n_cases = (int)(sizeof cases / sizeof *cases);
+  gen_variant *all = calloc((size_t)n_cases * GEN_MAX_VARIANTS, sizeof *all);
+  assert_non_null(all);
+  int n = 0;
+  for (int i = 0; i < n_cases; i++) {
+    int k = 0;
+    TU_OK(gen_enumerate_paged(&cases[i].s, cases[i].page_size, &t, all + n, GEN_MAX_VARIANTS, &k));
+    assert_true(k > 0);
+    n += one_per_kernel(all + n, k);
+  }
+  rt_compiled *out = calloc((size_t)n, sizeof *out);
+  assert_non_null(out);
+  TU_OK(rt_compile_all(all, n, &t, 0, out));
+  int bad = 0;
+  for (int i = 0; i < n; i++) {
+    const rt_compiled *c = &out[i];
+    if (c->status != AT_OK) {
+      printf("  %s: %s\n", c->key, c->message);
+      bad++;
+    } else if (c->resources.spill_store_bytes != 0 || c->resources.spill_load_bytes != 0 ||
+               c->resources.stack_bytes != 0) {
+      printf("  %s: %d registers, %d/%d bytes spilled, %d bytes stack\n", c->key, c->resources.registers,
+             c->resources.spill_store_bytes, c->resources.spill_load_bytes, c->resources.stack_bytes);
+      bad++;
+    }
+  }
+  printf("  compiled %d paged decode variants for sm_90a, %d with errors or spills\n", n, bad);
+  rt_compiled_free(out, n);
+  free(out);
+  free(all);
+  assert_int_equal(bad, 0);
+}
+
+int main(void)
+{
+  const struct CMUnitTest tests[] = {
+      cmocka_unit_test(test_keys_round_trip),    cmocka_unit_test(test_keys_refused),
+      cmocka_unit_test(test_specs_and_families), cmocka_unit_test(test_launch_and_source),
+      cmocka_unit_test(test_lookup_chain),       cmocka_unit_test(test_compile_no_spills),
+  };
+  return TU_RUN_GROUP(tests, NULL, NULL);
+}
