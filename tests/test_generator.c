@@ -210,25 +210,7 @@ static void test_compile_no_spills(void **state)
           TU_OK(gen_enumerate(&s, &t, all + n, cap - n, &k));
           n += without_ws(all + n, k);
         }
-  rt_compiled *out = calloc((size_t)n, sizeof *out);
-  assert_non_null(out);
-  TU_OK(rt_compile_all(all, n, &t, 0, out));
-  int bad = 0;
-  for (int i = 0; i < n; i++) {
-    const rt_compiled *c = &out[i];
-    if (c->status != AT_OK) {
-      printf("  %s: %s\n", c->key, c->message);
-      bad++;
-    } else if (c->resources.spill_store_bytes != 0 || c->resources.spill_load_bytes != 0 ||
-               c->resources.stack_bytes != 0) {
-      printf("  %s: %d registers, %d/%d bytes spilled, %d bytes stack\n", c->key, c->resources.registers,
-             c->resources.spill_store_bytes, c->resources.spill_load_bytes, c->resources.stack_bytes);
-      bad++;
-    }
-  }
-  printf("  compiled %d variants for sm_90a, %d with errors or spills\n", n, bad);
-  rt_compiled_free(out, n);
-  free(out);
+  int bad = tu_compile_count_bad(all, n, &t, "16-bit, all but warp-specialized");
   free(all);
   assert_int_equal(bad, 0);
 }
@@ -516,39 +498,6 @@ static void test_fa3_ws_family(void **state)
   assert_int_equal(def.ws, 0);
 }
 
-/* Compile a list of variants for target in parallel; counts errors and spills, prints the
- * register range. */
-static int compile_and_count(const gen_variant *vs, int n, const gen_target *t, const char *what)
-{
-  rt_compiled *out = calloc((size_t)n, sizeof *out);
-  assert_non_null(out);
-  TU_OK(rt_compile_all(vs, n, t, 0, out));
-  int bad = 0, rmin = 1 << 30, rmax = 0;
-  double ms = 0;
-  for (int i = 0; i < n; i++) {
-    const rt_compiled *c = &out[i];
-    ms += c->compile_ms;
-    if (c->status != AT_OK) {
-      printf("  %s: %s\n", c->key, c->message);
-      bad++;
-    } else if (c->resources.registers < 0 || c->resources.spill_store_bytes != 0 ||
-               c->resources.spill_load_bytes != 0 || c->resources.stack_bytes != 0) {
-      printf("  %s: %d registers, %d/%d bytes spilled, %d bytes stack\n", c->key, c->resources.registers,
-             c->resources.spill_store_bytes, c->resources.spill_load_bytes, c->resources.stack_bytes);
-      bad++;
-    } else {
-      if (c->resources.registers < rmin) rmin = c->resources.registers;
-      if (c->resources.registers > rmax) rmax = c->resources.registers;
-    }
-    if (getenv("ATTNTUNE_TEST_VERBOSE") && c->status == AT_OK)
-      printf("  %s: %d registers\n", c->key, c->resources.registers);
-  }
-  printf("  %s: compiled %d variants for %s (%d..%d registers, %.0f s of NVRTC), %d with errors or spills\n",
-         what, n, t->arch, rmin, rmax, ms / 1e3, bad);
-  rt_compiled_free(out, n);
-  free(out);
-  return bad;
-}
 
 /* The spill-free promise for FP8: every variant listed for D {64, 128, 256} x {none, causal} x
  * {e4m3, e5m2} x {MHA, GQA 4} compiles for sm_90a with no spills and no stack (fa2 with MMAs via
@@ -587,7 +536,7 @@ static void test_fp8_compile_no_spills(void **state)
     TU_OK(gen_enumerate_out(&s, AT_DTYPE_F16, &t, all + n, cap - n, &k));
     n += without_ws(all + n, k);
   }
-  bad += compile_and_count(all, n, &t, "FP8 (fa2 via f16 MMAs, fa3 wgmma)");
+  bad += tu_compile_count_bad(all, n, &t, "FP8 (fa2 via f16 MMAs, fa3 wgmma)");
 
   n = 0;
   for (int m = 0; m < 2; m++)
@@ -603,7 +552,7 @@ static void test_fp8_compile_no_spills(void **state)
     TU_OK(gen_enumerate(&s, &sm89, all + n, cap - n, &k));
     n += k;
   }
-  bad += compile_and_count(all, n, &sm89, "FP8 m16n8k32");
+  bad += tu_compile_count_bad(all, n, &sm89, "FP8 m16n8k32");
   free(all);
   assert_int_equal(bad, 0);
 }
@@ -810,7 +759,7 @@ static void test_decode_compile_no_spills(void **state)
                                                  vs[j - 1].block_n != vs[j].block_n || vs[j - 1].warps != vs[j].warps))
         all[n++] = vs[j];
   }
-  int bad = compile_and_count(all, n, &t, "decode");
+  int bad = tu_compile_count_bad(all, n, &t, "decode");
   free(all);
   assert_int_equal(bad, 0);
 }
@@ -841,7 +790,7 @@ static void test_ws_compile_no_spills(void **state)
         if (vs[j].ws == 1 || (vs[j].ws == 2 && with_pp)) all[n++] = vs[j];
     }
   assert_true(n > 50);
-  int bad = compile_and_count(all, n, &t, "warp-specialized fa3");
+  int bad = tu_compile_count_bad(all, n, &t, "warp-specialized fa3");
   free(all);
   assert_int_equal(bad, 0);
 }
@@ -1022,7 +971,7 @@ static void test_persistent_compile_no_spills(void **state)
     }
   }
   assert_true(n >= 20);
-  int bad = compile_and_count(all, n, &t, "persistent fa3");
+  int bad = tu_compile_count_bad(all, n, &t, "persistent fa3");
   assert_int_equal(bad, 0);
 }
 
@@ -1226,7 +1175,7 @@ static void test_fp8_kv_compile_no_spills(void **state)
           vs[j - 1].warps != vs[j].warps)
         all[n++] = vs[j];
   }
-  int bad = compile_and_count(all, n, &t, "decode with FP8 K/V");
+  int bad = tu_compile_count_bad(all, n, &t, "decode with FP8 K/V");
   free(all);
   assert_int_equal(bad, 0);
 }

@@ -263,25 +263,7 @@ static void test_compile_no_spills(void **state)
     assert_true(k > 0);
     n += one_per_kernel(all + n, k);
   }
-  rt_compiled *out = calloc((size_t)n, sizeof *out);
-  assert_non_null(out);
-  TU_OK(rt_compile_all(all, n, &t, 0, out));
-  int bad = 0;
-  for (int i = 0; i < n; i++) {
-    const rt_compiled *c = &out[i];
-    if (c->status != AT_OK) {
-      printf("  %s: %s\n", c->key, c->message);
-      bad++;
-    } else if (c->resources.spill_store_bytes != 0 || c->resources.spill_load_bytes != 0 ||
-               c->resources.stack_bytes != 0) {
-      printf("  %s: %d registers, %d/%d bytes spilled, %d bytes stack\n", c->key, c->resources.registers,
-             c->resources.spill_store_bytes, c->resources.spill_load_bytes, c->resources.stack_bytes);
-      bad++;
-    }
-  }
-  printf("  compiled %d paged decode variants for sm_90a, %d with errors or spills\n", n, bad);
-  rt_compiled_free(out, n);
-  free(out);
+  int bad = tu_compile_count_bad(all, n, &t, "paged decode");
   free(all);
   assert_int_equal(bad, 0);
 }

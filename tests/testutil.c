@@ -193,6 +193,38 @@ CUdeviceptr tu_alloc_poisoned(size_t bytes)
   return dev;
 }
 
+int tu_compile_count_bad(const gen_variant *vs, int n, const gen_target *t, const char *what)
+{
+  rt_compiled *out = calloc((size_t)n, sizeof *out);
+  assert_non_null(out);
+  TU_OK(rt_compile_all(vs, n, t, 0, out));
+  int bad = 0, rmin = 1 << 30, rmax = 0;
+  double ms = 0;
+  for (int i = 0; i < n; i++) {
+    const rt_compiled *c = &out[i];
+    ms += c->compile_ms;
+    if (c->status != AT_OK) {
+      printf("  %s: %s\n", c->key, c->message);
+      bad++;
+    } else if (c->resources.registers < 0 || c->resources.spill_store_bytes != 0 ||
+               c->resources.spill_load_bytes != 0 || c->resources.stack_bytes != 0) {
+      printf("  %s: %d registers, %d/%d bytes spilled, %d bytes stack\n", c->key, c->resources.registers,
+             c->resources.spill_store_bytes, c->resources.spill_load_bytes, c->resources.stack_bytes);
+      bad++;
+    } else {
+      if (c->resources.registers < rmin) rmin = c->resources.registers;
+      if (c->resources.registers > rmax) rmax = c->resources.registers;
+    }
+    if (getenv("ATTNTUNE_TEST_VERBOSE") && c->status == AT_OK)
+      printf("  %s: %d registers\n", c->key, c->resources.registers);
+  }
+  printf("  %s: compiled %d variants for %s (%d..%d registers, %.0f s of NVRTC), %d with errors or spills\n",
+         what, n, t->arch, rmin, rmax, ms / 1e3, bad);
+  rt_compiled_free(out, n);
+  free(out);
+  return bad;
+}
+
 CUdeviceptr tu_variant_scratch(const gen_variant *v, const at_shape *shape)
 {
   CUdeviceptr scratch = 0;

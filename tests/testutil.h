@@ -61,6 +61,10 @@ CUdeviceptr tu_alloc_poisoned(size_t bytes);
 
 /* Run the attntune binary of this build (next to the tests' folder) with args, through the
  * shell; its stdout and stderr land in output (scratch file in dir). Returns the exit code. */
+/* Compiles the n variants with NVRTC (no GPU needed) and prints one line about them (what, their
+ * register range, the NVRTC time) and a line for each that failed, spilled or used a stack;
+ * returns how many did. */
+int tu_compile_count_bad(const gen_variant *vs, int n, const gen_target *t, const char *what);
 /* A variant's scratch for one launch of shape (0 where it needs none): allocated and zeroed by
  * the runtime, then its fp32 partials poisoned (0xFF: NaN), its split counters left at 0. */
 CUdeviceptr tu_variant_scratch(const gen_variant *v, const at_shape *shape);
