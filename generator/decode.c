@@ -352,13 +352,8 @@ static const gen_arg SPLIT_ARGS[] = {
     GEN_ARG_K_SH, GEN_ARG_V_SB, GEN_ARG_V_SS,      GEN_ARG_V_SH,       GEN_ARG_O_SB,       GEN_ARG_O_SS,
     GEN_ARG_O_SH, GEN_ARG_DESCALE_K, GEN_ARG_DESCALE_V, GEN_ARG_SPLIT_COUNTERS,
 };
-/* Paged K/V: the split kernel's arguments, then the block table, lengths and their bounds. */
-static const gen_arg SPLIT_ARGS_PAGED[] = {
-    GEN_ARG_Q,    GEN_ARG_K,    GEN_ARG_V,         GEN_ARG_O,          GEN_ARG_LSE,        GEN_ARG_O_PART,
-    GEN_ARG_LSE_PART, GEN_ARG_T, GEN_ARG_S,        GEN_ARG_SPLITS,     GEN_ARG_KEYS_PER_SPLIT,
-    GEN_ARG_SCALE_LOG2, GEN_ARG_Q_SB, GEN_ARG_Q_SS, GEN_ARG_Q_SH,      GEN_ARG_K_SB,       GEN_ARG_K_SS,
-    GEN_ARG_K_SH, GEN_ARG_V_SB, GEN_ARG_V_SS,      GEN_ARG_V_SH,       GEN_ARG_O_SB,       GEN_ARG_O_SS,
-    GEN_ARG_O_SH, GEN_ARG_DESCALE_K, GEN_ARG_DESCALE_V, GEN_ARG_SPLIT_COUNTERS,
+/* Paged K/V: after the split kernel's arguments, the block table, lengths and their bounds. */
+static const gen_arg PAGED_ARGS[] = {
     GEN_ARG_BLOCK_TABLE, GEN_ARG_SEQLENS_KV, GEN_ARG_MAX_PAGES_PER_SEQ, GEN_ARG_NUM_PAGES,
 };
 static const gen_arg COMBINE_ARGS[] = {
@@ -370,6 +365,12 @@ static void set_args(gen_kernel_launch *k, const gen_arg *args, int n)
 {
   k->n_args = n;
   memcpy(k->args, args, (size_t)n * sizeof *args);
+}
+
+static void append_args(gen_kernel_launch *k, const gen_arg *args, int n)
+{
+  memcpy(k->args + k->n_args, args, (size_t)n * sizeof *args);
+  k->n_args += n;
 }
 
 /* Split kernel grid (splits, Nkv * ceil(T / block_m), B); combine grid (Nq * T, B), or with
@@ -401,8 +402,8 @@ static at_status describe_launch(const gen_variant *v, const at_shape *shape, ge
   }
   k->block[0] = (unsigned)threads(v), k->block[1] = k->block[2] = 1;
   k->smem_bytes = (unsigned)smem_bytes(v);
-  if (v->spec.page_size) set_args(k, SPLIT_ARGS_PAGED, COUNT(SPLIT_ARGS_PAGED));
-  else set_args(k, SPLIT_ARGS, COUNT(SPLIT_ARGS));
+  set_args(k, SPLIT_ARGS, COUNT(SPLIT_ARGS));
+  if (v->spec.page_size) append_args(k, PAGED_ARGS, COUNT(PAGED_ARGS));
   out->n_kernels = 1;
   if (splits > 1 && v->merge == GEN_MERGE_CLUSTER) return AT_OK; /* partials stay on chip */
   if (splits > 1) {

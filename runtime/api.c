@@ -500,20 +500,31 @@ static at_status check_serving_run(const at_plan *p, const at_serving_tensors *g
   return AT_OK;
 }
 
+/* The caller's FP8 scaling as a variant reads it (bf16 output: no scale_o, no amax); NULL for
+ * 16-bit shapes. */
+static const rt_fp8_args *variant_fp8(const at_fp8_args *fp8, rt_fp8_args *g)
+{
+  if (!fp8) return NULL;
+  *g = (rt_fp8_args){fp8->descale_q, fp8->descale_k, fp8->descale_v, NULL, NULL};
+  return g;
+}
+
+/* The same for the naive kernels: descale_q only for FP8 Q (with an FP8 KV cache it is not read,
+ * attntune.h). */
+static const rt_naive_descales *naive_descales(const at_plan *p, const at_fp8_args *fp8, rt_naive_descales *d)
+{
+  if (!fp8) return NULL;
+  *d = (rt_naive_descales){at_dtype_is_fp8(p->shape.dtype) ? fp8->descale_q : NULL, fp8->descale_k, fp8->descale_v};
+  return d;
+}
+
 static at_status launch(at_plan *p, const at_tensors *t, const at_fp8_args *fp8, CUstream stream)
 {
+  rt_fp8_args g;
+  rt_naive_descales d;
   switch (p->kind) {
-  case PLAN_FA2: {
-    if (!fp8) return rt_variant_launch(&p->kernel, &p->shape, t, NULL, p->scratch, stream);
-    rt_fp8_args g = {fp8->descale_q, fp8->descale_k, fp8->descale_v, NULL, NULL}; /* bf16 out */
-    return rt_variant_launch(&p->kernel, &p->shape, t, &g, p->scratch, stream);
-  }
-  case PLAN_NAIVE: {
-    if (!fp8) return rt_naive_run(&p->naive, &p->shape, t, p->scratch, stream);
-    /* descale_q only for FP8 Q: with an FP8 KV cache it is not read (attntune.h) */
-    rt_naive_descales d = {at_dtype_is_fp8(p->shape.dtype) ? fp8->descale_q : NULL, fp8->descale_k, fp8->descale_v};
-    return rt_naive_run_fp8(&p->naive, &p->shape, t, &d, p->scratch, stream);
-  }
+  case PLAN_FA2: return rt_variant_launch(&p->kernel, &p->shape, t, variant_fp8(fp8, &g), p->scratch, stream);
+  case PLAN_NAIVE: return rt_naive_run_fp8(&p->naive, &p->shape, t, naive_descales(p, fp8, &d), p->scratch, stream);
   case PLAN_CUDNN: return rt_cudnn_sdpa_run(p->cudnn, &p->shape, t, NULL, stream);
   }
   return at_fail(AT_ERR_INVALID, "plan of unknown kind");
@@ -535,9 +546,8 @@ static at_status launch_paged_variant(at_plan *p, const at_serving_tensors *t, c
 {
   at_tensors plain = plain_tensors(t);
   rt_paged_args paged = {t->block_table, t->seqlens_kv, p->serving.max_pages_per_seq, t->num_pages};
-  if (!fp8) return rt_variant_launch_paged(&p->kernel, &p->shape, &plain, NULL, &paged, p->scratch, stream);
-  rt_fp8_args g = {fp8->descale_q, fp8->descale_k, fp8->descale_v, NULL, NULL};
-  return rt_variant_launch_paged(&p->kernel, &p->shape, &plain, &g, &paged, p->scratch, stream);
+  rt_fp8_args g;
+  return rt_variant_launch_paged(&p->kernel, &p->shape, &plain, variant_fp8(fp8, &g), &paged, p->scratch, stream);
 }
 
 /* A checked serving call: padded plans launch as at_plan_run does; paged K/V with padded Q runs a
@@ -551,10 +561,8 @@ static at_status launch_serving(at_plan *p, const at_serving_tensors *t, const a
   }
   if (p->kind == PLAN_FA2 && plan_page_size(p)) return launch_paged_variant(p, t, fp8, stream);
   if (p->kind != PLAN_NAIVE) return at_fail(AT_ERR_INVALID, "a %s plan for a serving layout", p->info.impl);
-  rt_naive_descales d = {NULL, NULL, NULL};
-  if (fp8) /* descale_q only for FP8 Q, as launch() */
-    d = (rt_naive_descales){at_dtype_is_fp8(p->shape.dtype) ? fp8->descale_q : NULL, fp8->descale_k, fp8->descale_v};
-  return rt_naive_run_serving(&p->naive, &p->shape, &p->serving, t, fp8 ? &d : NULL, p->scratch, stream);
+  rt_naive_descales d;
+  return rt_naive_run_serving(&p->naive, &p->shape, &p->serving, t, naive_descales(p, fp8, &d), p->scratch, stream);
 }
 
 at_status at_plan_run_serving(at_plan *p, const at_serving_tensors *t, const at_fp8_args *fp8, void *stream)
