@@ -402,6 +402,7 @@ static at_status describe_launch(const gen_variant *v, const at_shape *shape, ge
   }
   k->block[0] = (unsigned)threads(v), k->block[1] = k->block[2] = 1;
   k->smem_bytes = (unsigned)smem_bytes(v);
+  k->waits_for_previous = 1; /* its launch may run under the previous kernel's tail (sm_90+) */
   set_args(k, SPLIT_ARGS, COUNT(SPLIT_ARGS));
   if (v->spec.page_size) append_args(k, PAGED_ARGS, COUNT(PAGED_ARGS));
   out->n_kernels = 1;

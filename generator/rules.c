@@ -78,6 +78,7 @@ at_status gen_describe_fa_launch(const gen_variant *v, const at_shape *shape, in
   }
   k->block[0] = (unsigned)threads, k->block[1] = k->block[2] = 1;
   k->smem_bytes = (unsigned)smem;
+  k->waits_for_previous = 1; /* its launch may run under the previous kernel's tail (sm_90+) */
   k->n_args = COUNT(FA_ARGS);
   memcpy(k->args, FA_ARGS, sizeof FA_ARGS);
   return AT_OK;

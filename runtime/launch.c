@@ -188,7 +188,9 @@ static void *arg_address(rt_launch_frame *f, gen_arg a)
 }
 
 /* Kernels that wait with griddepcontrol.wait (compiled in for sm_90 and newer) may start while
- * the kernel before them runs. ATTNTUNE_PDL=0 launches them plainly, to measure what it gains. */
+ * the kernel before them on the stream runs: a variant's second kernel under its first, and its
+ * first under whatever the caller ran before (the launch of a short call is then off its time).
+ * ATTNTUNE_PDL=0 launches them plainly, to measure what it gains. */
 static int programmatic_launch_ok(const rt_variant *lv)
 {
   const char *env = getenv("ATTNTUNE_PDL");
@@ -243,7 +245,7 @@ at_status rt_variant_prepare_paged(const rt_variant *lv, const at_shape *shape, 
     for (int i = 0; i < 3; i++) f->dims[k].grid[i] = kl->grid[i], f->dims[k].block[i] = kl->block[i];
     if (k == 0 && d->work_tiles > 0) f->dims[k].grid[0] = persistent_ctas(lv, d, kl->grid[0]);
     f->dims[k].smem_bytes = kl->smem_bytes;
-    f->dims[k].programmatic = kl->waits_for_previous && k > 0 && programmatic_launch_ok(lv);
+    f->dims[k].programmatic = kl->waits_for_previous && programmatic_launch_ok(lv);
     for (int a = 0; a < kl->n_args; a++) f->args[k][a] = arg_address(f, kl->args[a]);
   }
   return AT_OK;

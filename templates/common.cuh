@@ -153,6 +153,26 @@ __device__ __forceinline__ void at_cp_async_commit(void)
   asm volatile("cp.async.commit_group;\n" ::: "memory");
 }
 
+/* Programmatic dependent launch (sm_90+). A kernel the runtime launches with programmatic
+ * stream serialization may start while the kernel before it on the stream still runs, so its
+ * CTAs are placed and ready when that one ends: it must wait here before its first global read
+ * or write (the previous kernel may be writing its inputs, or reading what it overwrites). The
+ * wait returns at once after a plain launch. at_allow_next_grid lets the next kernel launch
+ * early in turn; that kernel still waits for this whole grid's results. */
+__device__ __forceinline__ void at_wait_for_previous_grid(void)
+{
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;\n" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void at_allow_next_grid(void)
+{
+#if __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}
+
 /* Wait until at most n of this thread's most recent groups are still in flight. */
 template <int n> __device__ __forceinline__ void at_cp_async_wait(void)
 {

@@ -881,11 +881,11 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
 #endif
 )
 {
-#if __CUDA_ARCH__ >= 900
-  /* The combine kernel may launch now and wait (griddepcontrol.wait) for this grid's results:
-   * its launch runs under this kernel instead of after it. */
-  asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
-#endif
+  /* Launched as a programmatic dependent of the stream's previous kernel: its launch ran under
+   * that kernel's tail, and nothing is read before that kernel's results are complete. Then the
+   * combine kernel (or the next call) may launch under this one; it waits for this grid. */
+  at_wait_for_previous_grid();
+  at_allow_next_grid();
   float o_descale = 1.f;
   if (descale_k) scale_log2 *= *descale_k;
   if (descale_v) o_descale = *descale_v;
@@ -1419,11 +1419,10 @@ extern "C" __global__ void __launch_bounds__(DEC_COMBINE_THREADS)
 DEC_COMBINE(const float *__restrict__ o_part, const float *__restrict__ lse_part, at_out_t *__restrict__ o,
             float *__restrict__ lse, int T, int n_q_heads, int n_splits, long long o_sb, int o_ss, int o_sh)
 {
-#if __CUDA_ARCH__ >= 900
   /* Launched as a programmatic dependent of the split kernel (runtime/launch.c): its partials
-   * are complete and visible after this wait; a plain launch returns at once. */
-  asm volatile("griddepcontrol.wait;\n" ::: "memory");
-#endif
+   * are complete and visible after this wait. */
+  at_wait_for_previous_grid();
+  at_allow_next_grid();
   __shared__ float grp_m[DEC_SG], grp_l[DEC_SG];
   __shared__ float grp_o[DEC_SG][DEC_C4][4];
   const int tid = threadIdx.x, ch = tid % DEC_C4, sg = tid / DEC_C4;

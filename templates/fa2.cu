@@ -312,6 +312,7 @@ FA2_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k, const a
            const float *__restrict__ descale_k, const float *__restrict__ descale_v,
            const float *__restrict__ scale_o, float *__restrict__ amax_o)
 {
+  at_wait_for_previous_grid(); /* a programmatic launch: the previous kernel's results first */
   /* FP8 scaling (16-bit variants get NULLs and ignore them): scores in code units times
    * descale_q * descale_k are real scores; O in code units of V times descale_v is real O. */
   float o_descale = 1.f;
