@@ -200,13 +200,18 @@ static int ctas_per_sm(const gen_variant *v, const gen_target *target)
  * tiles until the resident slots of all SMs are nearly full. Rounding down matters: at B=1,
  * S=4096 the 17 splits that round up gives (136 CTAs on 132 SMs) ran slower than 9 (H200). The
  * tuner also tries half and double. */
+static long long one_wave_splits(const gen_variant *v, const gen_target *target, const at_shape *shape)
+{
+  long long base = (long long)shape->batch * shape->kv_heads * gen_tiles(shape->q_len, v->block_m);
+  long long slots = (long long)target->sm_count * ctas_per_sm(v, target);
+  return slots / base;
+}
+
 static int heuristic_splits(const gen_variant *v, const gen_target *target, const at_shape *shape)
 {
   if (shape->kv_len <= 0 || shape->batch <= 0 || shape->q_len <= 0) return 1;
-  long long base = (long long)shape->batch * shape->kv_heads * gen_tiles(shape->q_len, v->block_m);
-  long long slots = (long long)target->sm_count * ctas_per_sm(v, target);
   long long tiles = gen_tiles(shape->kv_len, v->block_n);
-  long long splits = slots / base;
+  long long splits = one_wave_splits(v, target, shape);
   if (splits > tiles) splits = tiles;
   if (splits > 256) splits = 256;
   return splits < 1 ? 1 : (int)splits;
@@ -306,6 +311,22 @@ static const pref k_prefs_kv8[] = {{9, 256, 8, 2}, {9, 128, 8, 2}, {1, 256, 4, 3
                                    {1, 128, 4, 3}, {1, 128, 8, 2}, {1, 128, 4, 2}, {1, 64, 4, 3},
                                    {1, 64, 8, 2},  {1, 64, 4, 2},  {1, 32, 8, 2}};
 
+/* Where one cluster of CLUSTER_MAX splits per row group covers at least half the CTAs the
+ * one-wave split count would launch (9-16 splits: B=1 with Nkv=8 on 132 SMs), the cluster merge
+ * ran fastest at every S measured with 16-bit K/V (H200, B1 S 1k-16k: 0.3-1.1 us ahead of the
+ * combine kernel; docs/perf.md, "## decode"). With fewer row groups (Nkv=4: 33 splits) 8 splits
+ * leave most SMs idle, and with an FP8 KV cache the 16-split combine won. */
+static void prefer_cluster_merge(gen_variant *v, const gen_target *target, const at_shape *shape)
+{
+  if (kv8(&v->spec) || shape->kv_len <= 0 || shape->batch <= 0 || shape->q_len <= 0) return;
+  const long long wave = one_wave_splits(v, target, shape);
+  if (wave <= CLUSTER_MAX || wave > 2 * CLUSTER_MAX) return;
+  if (!in_kernel_merge_worth_trying(v, target, shape) || gen_tiles(shape->kv_len, v->block_n) < CLUSTER_MAX) return;
+  gen_variant c = *v;
+  c.splits = CLUSTER_MAX, c.merge = GEN_MERGE_CLUSTER;
+  if (check(&c, target) == AT_OK) *v = c;
+}
+
 static int default_variant(const gen_spec *spec, const gen_target *target, const at_shape *shape,
                            gen_variant *out)
 {
@@ -322,6 +343,7 @@ static int default_variant(const gen_spec *spec, const gen_target *target, const
                      prefs[i].stages, 1, 0, 0, 0};
     if (check(&v, target) != AT_OK) continue;
     v.splits = heuristic_splits(&v, target, shape);
+    prefer_cluster_merge(&v, target, shape);
     *out = v;
     return 1;
   }

@@ -1167,6 +1167,36 @@ static void test_shape_key(void **state)
   assert_string_equal(key, "b2.t1.s8192.hq16.hkv2.d128.e5m2.causal-br.lse.scale0.125");
 }
 
+/* Device threads take shapes largest first: the order is a permutation of the shapes by FLOPs,
+ * and the same set of shapes in another file order gives the same shapes in the same ranks. */
+static void test_work_order(void **state)
+{
+  (void)state;
+  tn_config a = parse_ok("shapes:\n"
+                         "  - {batch: 1, seq_len: [1024, 8192, 2048], q_heads: 16, head_dim: 128}\n"
+                         "  - {batch: 2, seq_len: 4096, q_heads: 16, head_dim: 64}\n");
+  tn_config b = parse_ok("shapes:\n"
+                         "  - {batch: 2, seq_len: 4096, q_heads: 16, head_dim: 64}\n"
+                         "  - {batch: 1, seq_len: [2048, 8192, 1024], q_heads: 16, head_dim: 128}\n");
+  int oa[4], ob[4], seen[4] = {0};
+  TU_OK(tn_work_order(&a, oa));
+  TU_OK(tn_work_order(&b, ob));
+  for (int r = 0; r < 4; r++) {
+    assert_true(oa[r] >= 0 && oa[r] < 4);
+    seen[oa[r]]++;
+    if (r > 0) assert_true(at_shape_flops(&a.shapes[oa[r - 1]]) >= at_shape_flops(&a.shapes[oa[r]]));
+    char ka[TN_SHAPE_KEY_CAP], kb[TN_SHAPE_KEY_CAP];
+    tn_shape_key(&a.shapes[oa[r]], ka, sizeof ka);
+    tn_shape_key(&b.shapes[ob[r]], kb, sizeof kb);
+    assert_string_equal(ka, kb);
+  }
+  for (int i = 0; i < 4; i++) assert_int_equal(seen[i], 1);
+  assert_int_equal(a.shapes[oa[0]].q_len, 8192);
+  assert_int_equal(tn_work_order(NULL, oa), AT_ERR_INVALID);
+  tn_config_free(&a);
+  tn_config_free(&b);
+}
+
 static void test_shard_parse(void **state)
 {
   (void)state;
@@ -1291,6 +1321,7 @@ int main(void)
       cmocka_unit_test(test_yaml_errors),
       cmocka_unit_test(test_deep_nesting_is_refused_fast),
       cmocka_unit_test(test_shape_key),
+      cmocka_unit_test(test_work_order),
       cmocka_unit_test(test_shard_parse),
       cmocka_unit_test(test_shards_partition_codelab),
       cmocka_unit_test(test_shards_ignore_order),

@@ -615,6 +615,33 @@ static int count_family(const gen_variant *vs, int n, gen_family f)
   return k;
 }
 
+/* The default merges in a cluster of 8 where 8 splits per row group fill at least half of one
+ * wave (B=1, Nkv=8 on 132 SMs: 16 splits would), and is a listed variant; with half the row
+ * groups (Nkv=4), or an FP8 KV cache, it keeps the combine kernel. */
+static void test_decode_default_merge(void **state)
+{
+  (void)state;
+  gen_target t = sm90();
+  gen_variant vs[GEN_MAX_VARIANTS], def;
+  int n = 0;
+  at_shape s = decode_shape(AT_DTYPE_BF16, 128, AT_MASK_NONE, 32, 8, 1, 4096);
+  s.batch = 1;
+  TU_OK(gen_default_variant(&s, &t, &def));
+  assert_int_equal(def.merge, GEN_MERGE_CLUSTER);
+  assert_int_equal(def.splits, 8);
+  TU_OK(gen_enumerate(&s, &t, vs, GEN_MAX_VARIANTS, &n));
+  int listed = 0;
+  for (int i = 0; i < n; i++) listed += memcmp(&vs[i], &def, sizeof def) == 0;
+  assert_int_equal(listed, 1);
+  s.kv_heads = 4;
+  TU_OK(gen_default_variant(&s, &t, &def));
+  assert_int_equal(def.merge, GEN_MERGE_KERNEL);
+  assert_true(def.splits > 8);
+  s.kv_heads = 8, s.kv_dtype = AT_DTYPE_E4M3;
+  TU_OK(gen_default_variant(&s, &t, &def));
+  assert_int_equal(def.merge, GEN_MERGE_KERNEL);
+}
+
 /* decode is listed first for T <= 16 only, its keys carry the split count and round-trip, its
  * launch has two kernels when split and a scratch sized for the partials, and the default for a
  * short query is a decode variant. */
@@ -1191,6 +1218,7 @@ int main(void)
       cmocka_unit_test(test_fp8_emit),
       cmocka_unit_test(test_fa3_family),         cmocka_unit_test(test_fp8_compile_no_spills),
       cmocka_unit_test(test_template_versions),  cmocka_unit_test(test_decode_family),
+      cmocka_unit_test(test_decode_default_merge),
       cmocka_unit_test(test_decode_compile_no_spills), cmocka_unit_test(test_fa3_ws_family),
       cmocka_unit_test(test_ws_compile_no_spills),
       cmocka_unit_test(test_fa3_persistent_family), cmocka_unit_test(test_persistent_compile_no_spills),

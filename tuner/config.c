@@ -1270,6 +1270,23 @@ static int by_work(const void *a, const void *b)
   return k ? k : (x->index > y->index) - (x->index < y->index);
 }
 
+at_status tn_work_order(const tn_config *c, int *order)
+{
+  if (!c || (!order && c->n_shapes)) return at_fail(AT_ERR_INVALID, "tn_work_order: config or order is NULL");
+  if (c->n_shapes == 0) return AT_OK;
+  ranked *r = malloc((size_t)c->n_shapes * sizeof *r);
+  if (!r) return at_fail(AT_ERR_NOMEM, "out of memory ranking %d shapes", c->n_shapes);
+  for (int i = 0; i < c->n_shapes; i++) {
+    r[i].flops = at_shape_flops(&c->shapes[i]);
+    r[i].index = i;
+    tn_shape_key(&c->shapes[i], r[i].key, sizeof r[i].key);
+  }
+  qsort(r, (size_t)c->n_shapes, sizeof *r, by_work);
+  for (int rank = 0; rank < c->n_shapes; rank++) order[rank] = r[rank].index;
+  free(r);
+  return AT_OK;
+}
+
 at_status tn_shard_owners(const tn_config *c, int count, int *owner)
 {
   if (!c || (!owner && c->n_shapes))
@@ -1277,17 +1294,12 @@ at_status tn_shard_owners(const tn_config *c, int count, int *owner)
   if (count < 1 || count > TN_SHARD_MAX)
     return at_fail(AT_ERR_INVALID, "shard count %d out of range (expected 1..%d)", count, TN_SHARD_MAX);
   if (c->n_shapes == 0) return AT_OK;
-  ranked *r = malloc((size_t)c->n_shapes * sizeof *r);
-  if (!r) return at_fail(AT_ERR_NOMEM, "out of memory assigning %d shapes to shards", c->n_shapes);
-  for (int i = 0; i < c->n_shapes; i++) {
-    r[i].flops = at_shape_flops(&c->shapes[i]);
-    r[i].index = i;
-    tn_shape_key(&c->shapes[i], r[i].key, sizeof r[i].key);
-  }
-  qsort(r, (size_t)c->n_shapes, sizeof *r, by_work);
-  for (int rank = 0; rank < c->n_shapes; rank++) owner[r[rank].index] = rank % count;
-  free(r);
-  return AT_OK;
+  int *order = malloc((size_t)c->n_shapes * sizeof *order);
+  if (!order) return at_fail(AT_ERR_NOMEM, "out of memory assigning %d shapes to shards", c->n_shapes);
+  at_status rc = tn_work_order(c, order);
+  for (int rank = 0; rc == AT_OK && rank < c->n_shapes; rank++) owner[order[rank]] = rank % count;
+  free(order);
+  return rc;
 }
 
 at_status tn_config_keep_shard(tn_config *c, int index, int count)

@@ -109,6 +109,9 @@ void tn_shape_key(const at_shape *s, char *buf, size_t size);
 
 /* Parse "i/n" (0 <= i < n <= TN_SHARD_MAX); AT_ERR_INVALID with a message otherwise. */
 at_status tn_shard_parse(const char *text, int *index, int *count);
+/* The shapes of c largest first: order[rank] is a shape index, ranked by FLOPs with the key
+ * breaking ties, so the order depends only on the set of shapes, not on the file. */
+at_status tn_work_order(const tn_config *c, int *order);
 /* Owner shard of each shape of c for a fleet of count shards: owner[i] in [0, count). Shapes are
  * ranked by FLOPs (largest first, key breaking ties) and dealt round-robin, so the shards are
  * disjoint, cover every shape, get counts within one of each other and a similar mix of big and

@@ -91,7 +91,8 @@ typedef struct tune_run {
   const tn_config *config;
   const tn_tune_opts *opts;
   pthread_mutex_t lock;
-  int next_shape;
+  int next_shape; /* rank in order[] of the next shape a device thread takes */
+  int *order;     /* shape indices, largest first: the GPUs finish together, not on a big last shape */
   run_stats stats;
   shape_result *results;
   double started;
@@ -857,10 +858,10 @@ static void *device_thread(void *arg)
              job->env.cudnn[0] ? job->env.cudnn : "none", job->env.template_version);
   while (rc == AT_OK && !g_stop) {
     pthread_mutex_lock(&run->lock);
-    int i = run->failure == AT_OK ? run->next_shape++ : run->config->n_shapes;
+    int rank = run->failure == AT_OK ? run->next_shape++ : run->config->n_shapes;
     pthread_mutex_unlock(&run->lock);
-    if (i >= run->config->n_shapes) break;
-    rc = tune_shape(job, i);
+    if (rank >= run->config->n_shapes) break;
+    rc = tune_shape(job, run->order[rank]);
   }
   if (rc != AT_OK) record_failure(run, rc);
   if (job->worker.pid > 0) {
@@ -921,10 +922,17 @@ int tn_tune_run(const tn_config *cfg, const tn_tune_opts *opts, const int *devic
   run.progress_tty = isatty(2);
   run.n_devices = n_devices;
   run.results = calloc((size_t)cfg->n_shapes + 1, sizeof *run.results);
+  run.order = calloc((size_t)cfg->n_shapes + 1, sizeof *run.order);
   device_job *jobs = calloc((size_t)n_devices, sizeof *jobs);
   pthread_t *threads = calloc((size_t)n_devices, sizeof *threads);
-  if (!run.results || !jobs || !threads) {
+  if (!run.results || !run.order || !jobs || !threads) {
     fprintf(stderr, "attntune tune: out of memory\n");
+    free(run.results), free(run.order), free(jobs), free(threads);
+    return TN_EXIT_RUNTIME;
+  }
+  if (tn_work_order(cfg, run.order) != AT_OK) {
+    fprintf(stderr, "attntune tune: %s\n", at_last_error());
+    free(run.results), free(run.order), free(jobs), free(threads);
     return TN_EXIT_RUNTIME;
   }
   pthread_mutex_init(&run.lock, NULL);
@@ -960,6 +968,6 @@ int tn_tune_run(const tn_config *cfg, const tn_tune_opts *opts, const int *devic
     code = 130;
   }
   pthread_mutex_destroy(&run.lock);
-  free(run.results), free(jobs), free(threads);
+  free(run.results), free(run.order), free(jobs), free(threads);
   return code;
 }
