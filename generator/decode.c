@@ -29,7 +29,9 @@
 /* The in-kernel merges (last CTA, cluster) run a few rows per CTA, one after another: past a
  * few rows per warp the combine kernel, one CTA per row over the whole GPU, is the faster merge. */
 #define MERGE_ROWS_PER_WARP 2
-/* A cluster's splits: at most the portable cluster size. */
+/* A cluster's splits: at most the portable cluster size. (16, which sm_90 allows when the launch
+ * asks, measured slower at B=1 with 8 KV heads: the H200 holds 7 clusters of 16 one-CTA-per-SM
+ * CTAs at once, so the eighth row group ran after the others: 13.5 against 8.0 us at S=4k.) */
 #define CLUSTER_MAX 8
 static const int k_cluster_splits[] = {8, 4};
 
@@ -313,15 +315,17 @@ static const pref k_prefs_kv8[] = {{9, 256, 8, 2}, {9, 128, 8, 2}, {1, 256, 4, 3
 
 /* Where one cluster of CLUSTER_MAX splits per row group covers at least half the CTAs the
  * one-wave split count would launch (9-16 splits: B=1 with Nkv=8 on 132 SMs), the cluster merge
- * ran fastest at every S measured with 16-bit K/V (H200, B1 S 1k-16k: 0.3-1.1 us ahead of the
- * combine kernel; docs/perf.md, "## decode"). With fewer row groups (Nkv=4: 33 splits) 8 splits
- * leave most SMs idle, and with an FP8 KV cache the 16-split combine won. */
+ * was the fastest or tied at every S measured with 16-bit K/V (H200, B1 S 1k-16k, against 16
+ * splits and a programmatic combine: equal at 1k, 0.2-0.6 us ahead at 4k-16k; docs/perf.md, "##
+ * decode"). With fewer row groups (Nkv=4: 33 splits) 8 splits leave most SMs idle, and with an
+ * FP8 KV cache the 16-split combine won. */
 static void prefer_cluster_merge(gen_variant *v, const gen_target *target, const at_shape *shape)
 {
   if (kv8(&v->spec) || shape->kv_len <= 0 || shape->batch <= 0 || shape->q_len <= 0) return;
   const long long wave = one_wave_splits(v, target, shape);
   if (wave <= CLUSTER_MAX || wave > 2 * CLUSTER_MAX) return;
-  if (!in_kernel_merge_worth_trying(v, target, shape) || gen_tiles(shape->kv_len, v->block_n) < CLUSTER_MAX) return;
+  if (!in_kernel_merge_worth_trying(v, target, shape) || gen_tiles(shape->kv_len, v->block_n) < CLUSTER_MAX)
+    return;
   gen_variant c = *v;
   c.splits = CLUSTER_MAX, c.merge = GEN_MERGE_CLUSTER;
   if (check(&c, target) == AT_OK) *v = c;
@@ -424,7 +428,10 @@ static at_status describe_launch(const gen_variant *v, const at_shape *shape, ge
   }
   k->block[0] = (unsigned)threads(v), k->block[1] = k->block[2] = 1;
   k->smem_bytes = (unsigned)smem_bytes(v);
-  k->waits_for_previous = 1; /* its launch may run under the previous kernel's tail (sm_90+) */
+  /* Its launch may run under the previous kernel's tail (sm_90+); not a cluster's: clusters
+   * placed while the previous grid still held its SMs ran 0.1-0.3 us slower at B=1 (H200, S 128
+   * to 16k) than clusters placed on an idle GPU. */
+  k->waits_for_previous = v->merge != GEN_MERGE_CLUSTER;
   set_args(k, SPLIT_ARGS, COUNT(SPLIT_ARGS));
   if (v->spec.page_size) append_args(k, PAGED_ARGS, COUNT(PAGED_ARGS));
   out->n_kernels = 1;

@@ -196,6 +196,17 @@
  *      Measured (one bench, B8 T1 S16k GQA 4, page size 16, pages shuffled): 128.0 us = 4.20
  *      TB/s against 121.0 us = 4.44 TB/s contiguous, 94.6%. Other page sizes, B1, T16 and FP8
  *      K/V not measured yet.
+ *   8. the split kernel launched as a programmatic dependent of the stream's previous kernel
+ *      (it waits before its first read; the combine, and the next call, may launch once that
+ *      wait returns). Predicted: the launch of a B1 call, about 1 us, under the previous
+ *      kernel's tail. Measured (one run against ATTNTUNE_PDL=0, 16 splits + combine): B1 S256
+ *      5.3 -> 4.3, S1k 6.5 -> 5.1, S4k 9.5 -> 8.2, S16k 21.1 -> 19.8 us; B8 S16k 125.1 ->
+ *      123.6. Clusters lost: with the early trigger the next call's clusters took the GPCs'
+ *      room (S16k 19.4 -> 26.1 us), without it they still ran 0.1-0.3 us slower than placed on
+ *      an idle GPU, so .cl kernels are launched plainly: B1 S4k 8.0 us, S16k 19.0 us (3.53
+ *      TB/s), now the default where 8 splits fill half a wave. 16-CTA clusters (non-portable)
+ *      measured slower: the H200 holds 7 of them at one CTA per SM (ncu), so the eighth row
+ *      group ran after the others (S4k 13.5 us); not listed.
  */
 
 #if AT_IN_DTYPE == AT_DTYPE_BF16
@@ -883,9 +894,12 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
 {
   /* Launched as a programmatic dependent of the stream's previous kernel: its launch ran under
    * that kernel's tail, and nothing is read before that kernel's results are complete. Then the
-   * combine kernel (or the next call) may launch under this one; it waits for this grid. */
+   * combine kernel (or the next call) may launch under this one; it waits for this grid. Not
+   * after clusters: a next call's clusters placed early took the GPCs' room and made one of its
+   * clusters start late (H200: B1 S16k 19.4 -> 26.1 us). A cluster kernel is launched plainly
+   * (generator/decode.c), so its wait returns at once. */
   at_wait_for_previous_grid();
-  at_allow_next_grid();
+  if (DEC_CLUSTER == 1) at_allow_next_grid();
   float o_descale = 1.f;
   if (descale_k) scale_log2 *= *descale_k;
   if (descale_v) o_descale = *descale_v;

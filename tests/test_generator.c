@@ -716,6 +716,7 @@ static void test_decode_family(void **state)
   int listed_cl = 0;
   for (int i = 0; i < n; i++) listed_cl += vs[i].merge == GEN_MERGE_CLUSTER;
   assert_true(listed_cl > 0);
+  assert_int_equal(dl.kernels[0].waits_for_previous, 0); /* placed on an idle GPU */
   cl.splits = 16;
   assert_int_equal(gen_variant_check(&cl, &t), AT_ERR_UNSUPPORTED);
   assert_non_null(strstr(at_last_error(), "2..8 splits"));
