@@ -18,8 +18,10 @@
  * Accumulator element 4*j + e of a thread is the m16n8 C fragment element e of n8 tile j, for the
  * 16 rows of its warp: rows 16*warp + g (+8 for e >= 2), columns 8j + 2t + (e & 1), lane = 4g + t.
  *
- * Warp-specialized variants (FA3_WS 1, FA3_PINGPONG 0/1; f16/bf16) have their own kernel at the end:
+ * Warp-specialized variants (FA3_WS 1, FA3_PINGPONG 0/1) have their own kernel at the end:
  * a producer warpgroup loading by TMA, FA3_WARPS / 4 consumer warpgroups running the loop below.
+ * FP8 there either transposes V in the producer's idle warps (v9) or, with FA3_VT_PRE 1 (".vt",
+ * "V^T ahead" below), reads V^T that a first kernel of the call wrote to the scratch.
  * With FA3_PERSISTENT 1 (16-bit, causal masks) that kernel is persistent: at most one CTA per SM,
  * each walking work tiles (a query block of one head) blockIdx.x, + gridDim.x, ... in a longest-
  * first order, its mbarrier ring and ping-pong running on from one work tile to the next.
@@ -46,6 +48,17 @@
  * (t) of one 16-byte chunk of V^T, and lane group g writes its 4 rows in an order rotated by g/2:
  * then each store instruction hits 8 rows with distinct row % 8 (distinct swizzled chunks) and
  * 4 words each — 32 banks; the reads hit 4 key rows with distinct swizzles — 32 banks too.
+ *
+ * V^T ahead (FA3_VT_PRE, FP8 warp-specialized, keys .ws.vt / .wspp.vt): the call's first kernel
+ * (FA3_VT_KERNEL, memory-bound, 2 B Nkv S D bytes moved) writes V^T once to the plan's scratch as
+ * [B][Nkv][D][S'] bytes, S' = S rounded up to BN, keys >= S zero, each 32 keys of a row in the
+ * order above. A TMA box of CW_N keys x D rows of it, in the swizzle of CW_N bytes, then lands in
+ * shared memory exactly as the transpose would write it, so the producer loads V^T tiles like K
+ * (one box per column block: CW_N = 128 where BN is a multiple of 128, else 64, so BN is any
+ * multiple of 64: 192 is three blocks of 64), the consumers read them from the K/V stage ring as
+ * the 16-bit kernel reads V, and no warp transposes and no V^T buffer or hand-off barrier is left.
+ * The attention kernel is a programmatic dependent of the transpose (griddepcontrol.wait before
+ * any global access), and the transpose of the previous call's, whose V^T it overwrites.
  *
  * 16-bit inputs need no transpose: wgmma reads a 16-bit B operand MN-major when asked (its
  * transpose bit), so V's tile as loaded serves P V directly (fa3_desc_mn), P's A fragment is the
@@ -82,6 +95,12 @@
  *       (B2 N16 8k D128 128x176: 596 -> 512 TFLOP/s; B1 32/8 2k: 434 -> 400; D64: 443 -> 410):
  *       the next work tile's Q waits for the slowest consumer's last Q K^T. A listed choice
  *       (.pers), not the default (docs/perf.md, "v10"); next: Q double-buffered.
+ *   v11 (FA3_VT_PRE, FP8): V^T ahead: a first kernel transposes V into the scratch in P's key
+ *       order, the warp-specialized kernel loads V^T tiles by TMA like K (no transposing warps, the
+ *       16-bit setmaxnreg split 240/24, block_n any multiple of 64: 128x192 at D128). Predicted:
+ *       the transpose ~17 us (67 MB at B2 N16 S8k D128) against ~270 us of attention at 1 PFLOP/s,
+ *       the main kernel the 16-bit WS kernel's structure at twice the MMA rate: >= 1050 TFLOP/s
+ *       at D128, >= 1200 at D256 (cuDNN 934, 1033; v5 657, 736). Not yet measured.
  * Copies by cp.async and stores by threads are generic-proxy writes; wgmma reads shared memory
  * through the async proxy, hence fence.proxy.async before the barriers that publish them.
  */
