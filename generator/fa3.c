@@ -21,6 +21,9 @@ static const int k_ws_stages[] = {2, 3};
 static const int k_ws_kinds[] = {1, 2}; /* without ping-pong, then with */
 /* Each warp-specialized tile, then (causal masks; check_persistent) its persistent form. */
 static const int k_ws_persistent[] = {0, 1};
+/* FP8 with V^T ahead: V^T's column blocks of 128, 64 or 32 keys take block_n a multiple of 32;
+ * 224 is FA3's FP8 D128 tile. */
+static const int k_vt_block_n[] = {224, 192, 128, 96, 64};
 /* .vt's first kernel (templates/fa3.cu, FA3_VT_KERNEL): a CTA of VT_THREADS threads moves
  * VT_KEYS keys x 128 bytes of D from V to V^T. */
 enum { VT_KEYS = 128, VT_THREADS = 256 };
@@ -89,15 +92,15 @@ static at_status check_ws_tiles(const gen_variant *v)
   const gen_spec *s = &v->spec;
   if (v->ws != 1 && v->ws != 2) return at_fail(AT_ERR_INVALID, "fa3 ws must be 0, 1 or 2, not %d", v->ws);
   /* FP8: V^T by the producer's 3 idle warps into two buffers of v5's layout (block_n 64 or 128),
-   * beside two consumer warpgroups; or (.vt) V^T tiles by TMA in column blocks of 128 keys, or of
-   * 64 where block_n is no multiple of 128 (the swizzle's widths), beside 2 or 3 of them. */
+   * beside two consumer warpgroups; or (.vt) V^T tiles by TMA in column blocks of the widest of
+   * 128, 64 and 32 keys that divides block_n (the swizzle's widths), beside 2 or 3 of them. */
   if (at_dtype_is_fp8(s->dtype) && s->head_dim != 128 && s->head_dim != 256)
     return at_fail(AT_ERR_UNSUPPORTED, "warp-specialized fa3 with %s inputs runs head dim 128 or 256, not %d",
                    at_dtype_name(s->dtype), s->head_dim);
-  if (v->vt && (v->block_n % 64 != 0 || v->block_n > 256))
+  if (v->vt && (v->block_n % 32 != 0 || v->block_n > 256))
     return at_fail(AT_ERR_UNSUPPORTED,
-                   "fa3 with V^T ahead (.vt) loads V^T in column blocks of 64 or 128 keys: block_n must be a multiple "
-                   "of 64 up to 256, not %d",
+                   "fa3 with V^T ahead (.vt) loads V^T in column blocks of 32, 64 or 128 keys: block_n must be a "
+                   "multiple of 32 up to 256, not %d",
                    v->block_n);
   if (transposes_v(v) && (v->warps != 8 || (v->block_n != 64 && v->block_n != 128)))
     return at_fail(AT_ERR_UNSUPPORTED,
@@ -202,10 +205,11 @@ static at_status enumerate_ws(const gen_spec *spec, const gen_target *target, co
 {
   for (int p = 0; p < COUNT(k_ws_persistent); p++)
     for (int a = 0; a < COUNT(k_ws_warps); a++)
-      for (int b = 0; b < COUNT(k_ws_block_n); b++)
+      for (int b = 0; b < (vt ? COUNT(k_vt_block_n) : COUNT(k_ws_block_n)); b++)
         for (int c = 0; c < COUNT(k_ws_stages); c++)
           for (int d = 0; d < COUNT(k_ws_kinds); d++) {
-            gen_variant v = {GEN_FAMILY_FA3, *spec,          16 * k_ws_warps[a], k_ws_block_n[b],   k_ws_warps[a],
+            const int block_n = vt ? k_vt_block_n[b] : k_ws_block_n[b];
+            gen_variant v = {GEN_FAMILY_FA3, *spec,          16 * k_ws_warps[a], block_n,           k_ws_warps[a],
                              k_ws_stages[c], 0,              k_ws_kinds[d],      k_ws_persistent[p], 0, vt};
             if (check(&v, target) != AT_OK || !gen_tile_makes_sense(&v, shape)) continue;
             if (*n == cap) return at_fail(AT_ERR_INVALID, "more than %d variants for this shape", cap);
@@ -374,11 +378,11 @@ static const gen_arg VT_ARGS[] = {GEN_ARG_V, GEN_ARG_SCRATCH, GEN_ARG_S, GEN_ARG
 
 /* .vt: kernels[0] transposes V into the scratch (grid: blocks of VT_KEYS keys, Nkv x 128-byte
  * pieces of D, B), kernels[1] is the attention kernel as described, waiting for it, with the
- * scratch's V^T tensor map in place of V's: boxes of one column block (128 keys, or 64 where
- * block_n is no multiple of 128; FA3_CW_N) by D rows. */
+ * scratch's V^T tensor map in place of V's: boxes of one column block (the widest of 128, 64 and
+ * 32 keys that divides block_n; FA3_CW_N) by D rows. */
 static at_status describe_vt(const gen_variant *v, const at_shape *shape, gen_launch_desc *out)
 {
-  const int d = v->spec.head_dim, cw = v->block_n % 128 == 0 ? 128 : 64;
+  const int d = v->spec.head_dim, cw = v->block_n % 128 == 0 ? 128 : v->block_n % 64 == 0 ? 64 : 32;
   const long long keys = vt_keys(v, shape);
   const long long d_pieces = (long long)shape->kv_heads * (d / 128);
   if (d_pieces > 65535 || shape->batch > 65535)

@@ -289,7 +289,7 @@ typedef struct gen_launch_desc {
   /* A tensor map over the scratch (GEN_ARG_TMAP_SCRATCH; fa3 .vt: the V^T that kernels[0] writes
    * and kernels[1] loads), unused when box[0] is 0: bytes (CU_TENSOR_MAP_DATA_TYPE_UINT8) at
    * scratch + offset, dims[0] innermost, strides[i] the bytes between steps of dims[i + 1], boxes of
-   * box[0..3] bytes / rows in the swizzle of swizzle_bytes (64 or 128) bytes. */
+   * box[0..3] bytes / rows in the swizzle of swizzle_bytes (32, 64 or 128) bytes. */
   struct gen_scratch_tmap {
     size_t offset;
     unsigned long long dims[4], strides[3];

@@ -186,13 +186,16 @@ static at_status encode_scratch_tmap(rt_launch_frame *f, CUdeviceptr scratch)
 {
   const struct gen_scratch_tmap *m = &f->desc.scratch_tmap;
   if (!m->box[0]) return AT_OK;
-  if (m->swizzle_bytes != 64 && m->swizzle_bytes != 128)
-    return at_fail(AT_ERR_INVALID, "scratch tensor map: swizzle of %d bytes (expected 64 or 128)", m->swizzle_bytes);
+  if (m->swizzle_bytes != 32 && m->swizzle_bytes != 64 && m->swizzle_bytes != 128)
+    return at_fail(AT_ERR_INVALID, "scratch tensor map: swizzle of %d bytes (expected 32, 64 or 128)",
+                   m->swizzle_bytes);
   const cuuint64_t dims[4] = {m->dims[0], m->dims[1], m->dims[2], m->dims[3]};
   const cuuint64_t strides[3] = {m->strides[0], m->strides[1], m->strides[2]};
   const cuuint32_t box[4] = {m->box[0], m->box[1], m->box[2], m->box[3]};
   const cuuint32_t unit[4] = {1, 1, 1, 1};
-  const CUtensorMapSwizzle swizzle = m->swizzle_bytes == 64 ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_128B;
+  const CUtensorMapSwizzle swizzle = m->swizzle_bytes == 32   ? CU_TENSOR_MAP_SWIZZLE_32B
+                                     : m->swizzle_bytes == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
+                                                              : CU_TENSOR_MAP_SWIZZLE_128B;
   return RT_CU(rt_cu()->cuTensorMapEncodeTiled(&f->tmaps[3], CU_TENSOR_MAP_DATA_TYPE_UINT8, 4,
                                                (void *)(uintptr_t)(scratch + m->offset), dims, strides, box, unit,
                                                CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,

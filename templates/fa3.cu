@@ -32,9 +32,10 @@
  * Shared memory. A K-major wgmma operand of R rows and KB bytes per row (KB = 64 ... 512) is
  * stored as column blocks of CW = min(KB, 128) bytes: block c holds bytes [c*CW, (c+1)*CW) of every
  * row, rows CW bytes apart, with the hardware's swizzle (CW = 128: 16-byte chunk ^= row % 8;
- * CW = 64: chunk ^= (row / 2) % 4), which is what the matrix descriptor's swizzle mode expects
- * (8-row atoms, stride byte offset 8*CW, blocks aligned to 1024 bytes). One k step is 32 bytes
- * along K either way: the descriptor's start address moves by 32 inside a block.
+ * CW = 64: chunk ^= (row / 2) % 4; V^T ahead also CW = 32: chunk ^= (row / 4) % 2), which is what
+ * the matrix descriptor's swizzle mode expects (8-row atoms, stride byte offset 8*CW, blocks
+ * aligned to 1024 bytes). One k step is 32 bytes along K either way: the descriptor's start
+ * address moves by 32 inside a block (CW = 32: to the next block).
  *   Q [BM][D]   STAGES x K [BN][D]   STAGES x V [BN][D] (as loaded)   FP8: V^T [D][BN] (one)
  *
  * V. FP8 wgmma takes both operands K-major, and for P V the k dimension is the keys: V^T, with the
@@ -54,8 +55,9 @@
  * [B][Nkv][D][S'] bytes, S' = S rounded up to BN, keys >= S zero, each 32 keys of a row in the
  * order above. A TMA box of CW_N keys x D rows of it, in the swizzle of CW_N bytes, then lands in
  * shared memory exactly as the transpose would write it, so the producer loads V^T tiles like K
- * (one box per column block: CW_N = 128 where BN is a multiple of 128, else 64, so BN is any
- * multiple of 64: 192 is three blocks of 64), the consumers read them from the K/V stage ring as
+ * (one box per column block: CW_N the widest of 128, 64 and 32 bytes that divides BN, so BN is
+ * any multiple of 32: 192 is three blocks of 64, 224 seven of 32), the consumers read them from
+ * the K/V stage ring as
  * the 16-bit kernel reads V, and no warp transposes and no V^T buffer or hand-off barrier is left.
  * The attention kernel is a programmatic dependent of the transpose (griddepcontrol.wait before
  * any global access), and the transpose of the previous call's, whose V^T it overwrites.
@@ -97,7 +99,7 @@
  *       (.pers), not the default (docs/perf.md, "v10"); next: Q double-buffered.
  *   v11 (FA3_VT_PRE, FP8): V^T ahead: a first kernel transposes V into the scratch in P's key
  *       order, the warp-specialized kernel loads V^T tiles by TMA like K (no transposing warps, the
- *       16-bit setmaxnreg split 240/24, block_n any multiple of 64: 128x192 at D128). Predicted:
+ *       16-bit setmaxnreg split 240/24, block_n any multiple of 32: 128x224 at D128). Predicted:
  *       the transpose ~17 us (67 MB at B2 N16 S8k D128) against ~270 us of attention at 1 PFLOP/s,
  *       the main kernel the 16-bit WS kernel's structure at twice the MMA rate: >= 1050 TFLOP/s
  *       at D128, >= 1200 at D256 (cuDNN 934, 1033; v5 657, 736). Not yet measured.
@@ -140,9 +142,11 @@ static constexpr int FA3_KSTEP = 32 / FA3_ESIZE;    /* wgmma k: 32 (FP8) or 16 (
 static constexpr int FA3_PK = FA3_BN / FA3_KSTEP;   /* k steps of P V */
 static constexpr int FA3_QK = FA3_ROWB / 32;        /* k steps of Q K^T */
 static constexpr int FA3_CW_D = FA3_ROWB < 128 ? FA3_ROWB : 128; /* column block of Q, K, V */
-/* Column block of V^T (FP8): BN bytes up to 128; V^T ahead: 128 where BN is a multiple of 128,
- * else 64, so that one TMA box fills one swizzled block (BN = 192: three blocks of 64). */
-static constexpr int FA3_CW_N = FA3_VT_PRE ? (FA3_BN % 128 == 0 ? 128 : 64) : FA3_BN < 128 ? FA3_BN : 128;
+/* Column block of V^T (FP8): BN bytes up to 128; V^T ahead: the widest of 128, 64 and 32 that
+ * divides BN, so that one TMA box fills one swizzled block (BN = 192: three blocks of 64; 224:
+ * seven of 32). */
+static constexpr int FA3_CW_N = FA3_VT_PRE ? (FA3_BN % 128 == 0 ? 128 : FA3_BN % 64 == 0 ? 64 : 32)
+                                            : FA3_BN < 128 ? FA3_BN : 128;
 static constexpr int FA3_TILE_ROWB = FA3_DP * FA3_ESIZE; /* bytes per tile row */
 static constexpr int FA3_Q_BYTES = FA3_BM * FA3_TILE_ROWB;
 static constexpr int FA3_KV_BYTES = FA3_BN * FA3_TILE_ROWB;
@@ -184,11 +188,11 @@ __device__ __forceinline__ void fa3_wgmma_wait0(void) { asm volatile("wgmma.wait
 
 /* A wgmma shared-memory matrix descriptor for a K-major operand stored as above: start address,
  * leading byte offset 1 (unused when swizzled), stride byte offset 8*CW (one 8-row atom), swizzle
- * mode 1 (128 B) or 2 (64 B). */
+ * mode 1 (128 B), 2 (64 B) or 3 (32 B). */
 template <int CW> __device__ __forceinline__ unsigned long long fa3_desc(unsigned addr)
 {
   return (unsigned long long)((addr & 0x3ffffu) >> 4) | (1ull << 16) |
-         ((unsigned long long)((8 * CW) >> 4) << 32) | ((CW == 128 ? 1ull : 2ull) << 62);
+         ((unsigned long long)((8 * CW) >> 4) << 32) | ((CW == 128 ? 1ull : CW == 64 ? 2ull : 3ull) << 62);
 }
 
 /* The descriptor of an MN-major operand (16-bit V as the B of P V, read with the transpose bit):
@@ -204,7 +208,7 @@ template <int BLOCK_BYTES> __device__ __forceinline__ unsigned long long fa3_des
 /* Byte offset of byte `col` of row `r` in a tile of R rows stored in CW-byte column blocks. */
 template <int R, int CW> __device__ __forceinline__ unsigned fa3_off(int r, int col)
 {
-  constexpr unsigned M = CW == 128 ? 7u : 3u;
+  constexpr unsigned M = CW / 16 - 1; /* the 16-byte chunks of one swizzled row, less one */
   const unsigned x = (unsigned)(r * CW + (col % CW));
   return (unsigned)((col / CW) * R * CW) + (x ^ (((x >> 7) & M) << 4));
 }
@@ -533,7 +537,7 @@ FA3_VT_KERNEL(const unsigned char *__restrict__ v, unsigned char *__restrict__ v
  * and empty mbarrier each) and release the V stage, so the transpose leaves the consumers. */
 static_assert(!FA3_FP8 || FA3_VT_PRE || (FA3_WARPS == 8 && (FA3_BN == 64 || FA3_BN == 128)),
               "warp-specialized FP8: 2 consumer warpgroups, block_n 64 or 128");
-static_assert(!FA3_VT_PRE || (FA3_FP8 && FA3_BN % 64 == 0), "V^T ahead: FP8, block_n a multiple of 64");
+static_assert(!FA3_VT_PRE || (FA3_FP8 && FA3_BN % 32 == 0), "V^T ahead: FP8, block_n a multiple of 32");
 static_assert(FA3_TILE_ROWB % 128 == 0, "TMA boxes of 128-byte column blocks");
 static constexpr int FA3_CONSUMERS = FA3_WARPS / 4;
 static constexpr int FA3_ALL_THREADS = FA3_THREADS + 128;

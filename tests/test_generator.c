@@ -577,16 +577,27 @@ static void test_fa3_vt_family(void **state)
   assert_int_equal(d.scratch_bytes, (size_t)2 * 256 * 128);
   assert_int_equal(d.scratch_tmap.box[0], 128u);
   assert_int_equal(d.scratch_tmap.swizzle_bytes, 128);
-  s.q_len = 0;
+  /* block_n 224 (FA3's FP8 D128 tile): seven column blocks of 32 keys, the 32-byte swizzle. */
+  TU_OK(gen_variant_parse("fa3.e4m3.d128.none.g1.bm128.bn224.w8.s2.ws.vt.obf16", &v));
+  TU_OK(gen_variant_check(&v, &t));
+  s = shape_of(AT_DTYPE_E4M3, 128, AT_MASK_NONE, 2, 2, 0);
+  s.batch = 1, s.q_len = 300, s.kv_len = 300;
+  TU_OK(gen_launch_describe(&v, &s, &d));
+  assert_int_equal(d.scratch_tmap.dims[0], 448u);
+  assert_int_equal(d.scratch_tmap.box[0], 32u);
+  assert_int_equal(d.scratch_tmap.swizzle_bytes, 32);
+  TU_OK(gen_variant_parse("fa3.e4m3.d128.causal.g4.bm128.bn192.w8.s2.wspp.vt.obf16.lse", &v));
+  s = shape_of(AT_DTYPE_E5M2, 256, AT_MASK_NONE, 2, 2, 0);
+  s.batch = 1, s.q_len = 0, s.kv_len = 77;
   TU_OK(gen_launch_describe(&back, &s, &d));
   assert_int_equal(d.kernels[0].grid[0], 0u);
   assert_int_equal(d.kernels[1].grid[0], 0u);
 
   /* Refusals. */
   gen_variant bad = v;
-  bad.block_n = 160;
+  bad.block_n = 176;
   assert_int_equal(gen_variant_check(&bad, &t), AT_ERR_UNSUPPORTED);
-  assert_non_null(strstr(at_last_error(), "multiple of 64"));
+  assert_non_null(strstr(at_last_error(), "multiple of 32"));
   bad = v, bad.spec.dtype = AT_DTYPE_BF16, bad.spec.out_dtype = AT_DTYPE_BF16;
   assert_int_equal(gen_variant_check(&bad, &t), AT_ERR_UNSUPPORTED);
   assert_non_null(strstr(at_last_error(), "e4m3 or e5m2"));
