@@ -543,7 +543,7 @@ static constexpr int FA3_CONSUMERS = FA3_WARPS / 4;
 static constexpr int FA3_ALL_THREADS = FA3_THREADS + 128;
 /* 2 consumers: 2*128*240 + 128*24 = 64512 registers; 3 consumers: 3*128*160 + 128*32 = 65536;
  * FP8 with the producer transposing: 2*128*232 + 128*40 = 64512; V^T ahead: as 16-bit. */
-static constexpr bool FA3_PRODUCER_TRANSPOSES = FA3_FP8 && !FA3_VT_PRE;
+#define FA3_PRODUCER_TRANSPOSES (FA3_FP8 && !FA3_VT_PRE) /* FP8 but V^T ahead: v9's transposing warps */
 static constexpr int FA3_CONSUMER_REGS = FA3_PRODUCER_TRANSPOSES ? 232 : FA3_CONSUMERS == 2 ? 240 : 160;
 static constexpr int FA3_PRODUCER_REGS = FA3_PRODUCER_TRANSPOSES ? 40 : FA3_CONSUMERS == 2 ? 24 : 32;
 static constexpr int FA3_TRANSPOSERS = 3; /* FP8: producer warps 1..3 */
