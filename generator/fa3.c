@@ -21,6 +21,12 @@ static const int k_ws_stages[] = {2, 3};
 static const int k_ws_kinds[] = {1, 2}; /* without ping-pong, then with */
 /* Each warp-specialized tile, then (causal masks; check_persistent) its persistent form. */
 static const int k_ws_persistent[] = {0, 1};
+/* FP8 with V^T ahead: V^T's column blocks of 128, 64 or 32 keys take block_n a multiple of 32;
+ * 224 is FA3's FP8 D128 tile. */
+static const int k_vt_block_n[] = {224, 192, 128, 96, 64};
+/* .vt's first kernel (templates/fa3.cu, FA3_VT_KERNEL): a CTA of VT_THREADS threads moves
+ * VT_KEYS keys x 128 bytes of D from V to V^T. */
+enum { VT_KEYS = 128, VT_THREADS = 256 };
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 
@@ -35,19 +41,21 @@ static int elem_size(at_dtype dtype) { return at_dtype_is_fp8(dtype) ? 1 : 2; }
  * (FA3_DP in the template), so D 96 holds 128 columns; otherwise D. */
 static int tile_cols(const gen_variant *v) { return v->ws ? gen_round_up(v->spec.head_dim, 64) : v->spec.head_dim; }
 
-/* Mirrors FA3_SMEM_BYTES: 1 KB to align the tiles, Q, STAGES x (K, V), two V^T for FP8, and
- * the mbarriers of warp-specialized variants. */
+/* FP8 variants that transpose V in shared memory (all but .vt, whose V^T comes transposed). */
+static int transposes_v(const gen_variant *v) { return at_dtype_is_fp8(v->spec.dtype) && !v->vt; }
+
+/* Mirrors FA3_SMEM_BYTES: 1 KB to align the tiles, Q, STAGES x (K, V), two V^T where the kernel
+ * transposes V, and the mbarriers of warp-specialized variants. */
 static int smem_bytes(const gen_variant *v)
 {
   const int row = tile_cols(v) * elem_size(v->spec.dtype);
-  return 1024 + v->block_m * row + (2 * v->stages + 2 * at_dtype_is_fp8(v->spec.dtype)) * v->block_n * row +
-         (v->ws ? 256 : 0);
+  return 1024 + v->block_m * row + (2 * v->stages + 2 * transposes_v(v)) * v->block_n * row + (v->ws ? 256 : 0);
 }
 
 /* Registers a consumer warpgroup gets from setmaxnreg (templates/fa3.cu, FA3_CONSUMER_REGS). */
 static int ws_consumer_registers(const gen_variant *v)
 {
-  return at_dtype_is_fp8(v->spec.dtype) ? 232 : v->warps == 8 ? 240 : 160;
+  return transposes_v(v) ? 232 : v->warps == 8 ? 240 : 160;
 }
 
 /* O (D/2) and S (BN/2) fp32 accumulators per thread, P (BN/8 words for FP8, BN/4 for 16 bits),
@@ -84,11 +92,17 @@ static at_status check_ws_tiles(const gen_variant *v)
   const gen_spec *s = &v->spec;
   if (v->ws != 1 && v->ws != 2) return at_fail(AT_ERR_INVALID, "fa3 ws must be 0, 1 or 2, not %d", v->ws);
   /* FP8: V^T by the producer's 3 idle warps into two buffers of v5's layout (block_n 64 or 128),
-   * beside two consumer warpgroups. */
+   * beside two consumer warpgroups; or (.vt) V^T tiles by TMA in column blocks of the widest of
+   * 128, 64 and 32 keys that divides block_n (the swizzle's widths), beside 2 or 3 of them. */
   if (at_dtype_is_fp8(s->dtype) && s->head_dim != 128 && s->head_dim != 256)
     return at_fail(AT_ERR_UNSUPPORTED, "warp-specialized fa3 with %s inputs runs head dim 128 or 256, not %d",
                    at_dtype_name(s->dtype), s->head_dim);
-  if (at_dtype_is_fp8(s->dtype) && (v->warps != 8 || (v->block_n != 64 && v->block_n != 128)))
+  if (v->vt && (v->block_n % 32 != 0 || v->block_n > 256))
+    return at_fail(AT_ERR_UNSUPPORTED,
+                   "fa3 with V^T ahead (.vt) loads V^T in column blocks of 32, 64 or 128 keys: block_n must be a "
+                   "multiple of 32 up to 256, not %d",
+                   v->block_n);
+  if (transposes_v(v) && (v->warps != 8 || (v->block_n != 64 && v->block_n != 128)))
     return at_fail(AT_ERR_UNSUPPORTED,
                    "warp-specialized fa3 with %s inputs runs 2 consumer warpgroups (8 warps) and block_n 64 or 128, "
                    "not %d warps and block_n %d",
@@ -121,6 +135,23 @@ static at_status check_persistent(const gen_variant *v)
   return AT_OK;
 }
 
+/* V^T ahead (.vt): the FP8 warp-specialized kernel reading V^T that a first kernel wrote (16-bit
+ * inputs need no transpose: wgmma reads their V MN-major). */
+static at_status check_vt(const gen_variant *v)
+{
+  if (v->vt == 0) return AT_OK;
+  if (v->vt != 1) return at_fail(AT_ERR_INVALID, "fa3 vt must be 0 or 1, not %d", v->vt);
+  if (!v->ws)
+    return at_fail(AT_ERR_INVALID, "fa3 with V^T ahead (.vt) is a warp-specialized kernel: it needs ws 1 or 2, not 0");
+  if (!at_dtype_is_fp8(v->spec.dtype))
+    return at_fail(AT_ERR_UNSUPPORTED,
+                   "fa3 with V^T ahead (.vt) runs e4m3 or e5m2 inputs, not %s (16-bit V is read as it is)",
+                   at_dtype_name(v->spec.dtype));
+  if (v->persistent)
+    return at_fail(AT_ERR_UNSUPPORTED, "fa3 with V^T ahead (.vt) has no persistent form (.pers)");
+  return AT_OK;
+}
+
 static at_status check_in_cta_tiles(const gen_variant *v)
 {
   if (v->warps != 4 && v->warps != 8)
@@ -150,8 +181,9 @@ static at_status check(const gen_variant *v, const gen_target *target)
   if (s->mask != AT_MASK_NONE && s->mask != AT_MASK_CAUSAL_TL && s->mask != AT_MASK_CAUSAL_BR)
     return at_fail(AT_ERR_INVALID, "unknown mask %d", (int)s->mask);
   if (s->gqa < 1 || s->gqa > 1024) return at_fail(AT_ERR_INVALID, "GQA ratio %d is out of range (1..1024)", s->gqa);
-  at_status rc = v->ws ? check_ws_tiles(v) : check_in_cta_tiles(v);
-  if (rc != AT_OK || (rc = check_persistent(v)) != AT_OK) return rc;
+  at_status rc = check_vt(v);
+  if (rc != AT_OK || (rc = v->ws ? check_ws_tiles(v) : check_in_cta_tiles(v)) != AT_OK) return rc;
+  if ((rc = check_persistent(v)) != AT_OK) return rc;
   if (v->block_m != 16 * v->warps)
     return at_fail(AT_ERR_UNSUPPORTED, "fa3 block_m must be 16 rows per warp (%d for %d warps), not %d",
                    16 * v->warps, v->warps, v->block_m);
@@ -168,16 +200,17 @@ static at_status check(const gen_variant *v, const gen_target *target)
 
 /* The persistent forms come after every non-persistent tile: on the H200 each ran 3-14% slower
  * than its twin (docs/perf.md, "v10"), so a config's candidate budget goes to the others first. */
-static at_status enumerate_ws(const gen_spec *spec, const gen_target *target, const at_shape *shape,
+static at_status enumerate_ws(const gen_spec *spec, const gen_target *target, const at_shape *shape, int vt,
                               gen_variant *out, int cap, int *n)
 {
   for (int p = 0; p < COUNT(k_ws_persistent); p++)
     for (int a = 0; a < COUNT(k_ws_warps); a++)
-      for (int b = 0; b < COUNT(k_ws_block_n); b++)
+      for (int b = 0; b < (vt ? COUNT(k_vt_block_n) : COUNT(k_ws_block_n)); b++)
         for (int c = 0; c < COUNT(k_ws_stages); c++)
           for (int d = 0; d < COUNT(k_ws_kinds); d++) {
-            gen_variant v = {GEN_FAMILY_FA3, *spec,          16 * k_ws_warps[a], k_ws_block_n[b],   k_ws_warps[a],
-                             k_ws_stages[c], 0,              k_ws_kinds[d],      k_ws_persistent[p], 0};
+            const int block_n = vt ? k_vt_block_n[b] : k_ws_block_n[b];
+            gen_variant v = {GEN_FAMILY_FA3, *spec,          16 * k_ws_warps[a], block_n,           k_ws_warps[a],
+                             k_ws_stages[c], 0,              k_ws_kinds[d],      k_ws_persistent[p], 0, vt};
             if (check(&v, target) != AT_OK || !gen_tile_makes_sense(&v, shape)) continue;
             if (*n == cap) return at_fail(AT_ERR_INVALID, "more than %d variants for this shape", cap);
             out[(*n)++] = v;
@@ -191,7 +224,7 @@ static at_status enumerate_in_cta(const gen_spec *spec, const gen_target *target
   for (int a = 0; a < COUNT(k_warps); a++)
     for (int b = 0; b < COUNT(k_block_n); b++)
       for (int c = 0; c < COUNT(k_stages); c++) {
-        gen_variant v = {GEN_FAMILY_FA3, *spec, 16 * k_warps[a], k_block_n[b], k_warps[a], k_stages[c], 0, 0, 0, 0};
+        gen_variant v = {GEN_FAMILY_FA3, *spec, 16 * k_warps[a], k_block_n[b], k_warps[a], k_stages[c], 0, 0, 0, 0, 0};
         if (check(&v, target) != AT_OK || !gen_tile_makes_sense(&v, shape)) continue;
         if (*n == cap) return at_fail(AT_ERR_INVALID, "more than %d variants for this shape", cap);
         out[(*n)++] = v;
@@ -201,14 +234,19 @@ static at_status enumerate_in_cta(const gen_spec *spec, const gen_target *target
 
 /* The faster kind first, so a config's candidate budget (the first ones listed) gets it:
  * warp-specialized for 16-bit inputs, the in-CTA pipeline for FP8 (its warp-specialized form
- * measured 0.79-0.88x of it, docs/perf.md "v9"). */
+ * measured 0.79-0.88x of it, docs/perf.md "v9"), then for FP8 the warp-specialized kernel with V^T
+ * ahead (.vt, not measured yet: "v11"), then the one whose producer transposes. */
 static at_status enumerate(const gen_spec *spec, const gen_target *target, const at_shape *shape,
                            gen_variant *out, int cap, int *n)
 {
-  const int fp8 = at_dtype_is_fp8(spec->dtype);
-  at_status rc = fp8 ? enumerate_in_cta(spec, target, shape, out, cap, n) : enumerate_ws(spec, target, shape, out, cap, n);
-  if (rc != AT_OK) return rc;
-  return fp8 ? enumerate_ws(spec, target, shape, out, cap, n) : enumerate_in_cta(spec, target, shape, out, cap, n);
+  at_status rc;
+  if (!at_dtype_is_fp8(spec->dtype)) {
+    rc = enumerate_ws(spec, target, shape, 0, out, cap, n);
+    return rc != AT_OK ? rc : enumerate_in_cta(spec, target, shape, out, cap, n);
+  }
+  if ((rc = enumerate_in_cta(spec, target, shape, out, cap, n)) != AT_OK) return rc;
+  if ((rc = enumerate_ws(spec, target, shape, 1, out, cap, n)) != AT_OK) return rc;
+  return enumerate_ws(spec, target, shape, 0, out, cap, n);
 }
 
 /* Best first, from the H200 sweeps in docs/perf.md ("## fa3"): at T=S=8192 the 128x128 tile with
@@ -224,7 +262,7 @@ static int default_ws_variant(const gen_spec *spec, const gen_target *target, ge
   if (at_dtype_is_fp8(spec->dtype)) return 0;
   for (int i = 0; i < COUNT(prefs); i++) {
     if (spec->head_dim > prefs[i].max_d) continue;
-    gen_variant v = {GEN_FAMILY_FA3, *spec, 16 * prefs[i].warps, prefs[i].block_n, prefs[i].warps, 2, 0, 1, 0, 0};
+    gen_variant v = {GEN_FAMILY_FA3, *spec, 16 * prefs[i].warps, prefs[i].block_n, prefs[i].warps, 2, 0, 1, 0, 0, 0};
     if (check(&v, target) == AT_OK) {
       *out = v;
       return 1;
@@ -244,7 +282,7 @@ static int default_variant(const gen_spec *spec, const gen_target *target, const
   for (int i = 0; i < COUNT(prefs); i++) {
     if (spec->head_dim > prefs[i].max_d) continue;
     for (int s = prefs[i].stages + extra_stage; s >= prefs[i].stages; s--) {
-      gen_variant v = {GEN_FAMILY_FA3, *spec, 16 * prefs[i].warps, prefs[i].block_n, prefs[i].warps, s, 0, 0, 0, 0};
+      gen_variant v = {GEN_FAMILY_FA3, *spec, 16 * prefs[i].warps, prefs[i].block_n, prefs[i].warps, s, 0, 0, 0, 0, 0};
       if (check(&v, target) == AT_OK) {
         *out = v;
         return 1;
@@ -327,7 +365,62 @@ static at_status describe_persistent(const at_shape *shape, gen_launch_desc *out
   return AT_OK;
 }
 
-/* Warp-specialized variants take fa2's arguments and then the tensor maps of Q, K and V. */
+/* .vt's V^T: [B][Nkv][D][S'] bytes in the scratch, S' = S rounded up to block_n (one tile at
+ * least, so that the tensor map has a tile to describe when S is 0); keys >= S are zeros. */
+static long long vt_keys(const gen_variant *v, const at_shape *shape)
+{
+  const long long s = shape->kv_len > 0 ? shape->kv_len : 1;
+  return (s + v->block_n - 1) / v->block_n * v->block_n;
+}
+
+/* The arguments of FA3_VT_KERNEL (templates/fa3.cu). */
+static const gen_arg VT_ARGS[] = {GEN_ARG_V, GEN_ARG_SCRATCH, GEN_ARG_S, GEN_ARG_V_SB, GEN_ARG_V_SS, GEN_ARG_V_SH};
+
+/* .vt: kernels[0] transposes V into the scratch (grid: blocks of VT_KEYS keys, Nkv x 128-byte
+ * pieces of D, B), kernels[1] is the attention kernel as described, waiting for it, with the
+ * scratch's V^T tensor map in place of V's: boxes of one column block (the widest of 128, 64 and
+ * 32 keys that divides block_n; FA3_CW_N) by D rows. */
+static at_status describe_vt(const gen_variant *v, const at_shape *shape, gen_launch_desc *out)
+{
+  const int d = v->spec.head_dim, cw = v->block_n % 128 == 0 ? 128 : v->block_n % 64 == 0 ? 64 : 32;
+  const long long keys = vt_keys(v, shape);
+  const long long d_pieces = (long long)shape->kv_heads * (d / 128);
+  if (d_pieces > 65535 || shape->batch > 65535)
+    return at_fail(AT_ERR_UNSUPPORTED,
+                   "fa3 .vt transposes V on a grid (S / %d, Nkv x D / 128, B): Nkv %d x %d or batch %d is over 65535",
+                   VT_KEYS, shape->kv_heads, d / 128, shape->batch);
+  out->kernels[1] = out->kernels[0];
+  gen_kernel_launch *attn = &out->kernels[1], *tr = &out->kernels[0];
+  for (int i = 0; i < attn->n_args; i++)
+    if (attn->args[i] == GEN_ARG_TMAP_V) attn->args[i] = GEN_ARG_TMAP_SCRATCH;
+  attn->waits_for_previous = 1; /* reads the V^T kernels[0] writes */
+  out->tmap_rows[2] = 0;        /* V itself has no tensor map */
+  memset(tr, 0, sizeof *tr);
+  tr->entry = 1;
+  if (shape->batch > 0 && shape->q_len > 0) {
+    tr->grid[0] = (unsigned)((keys + VT_KEYS - 1) / VT_KEYS);
+    tr->grid[1] = (unsigned)d_pieces, tr->grid[2] = (unsigned)shape->batch;
+  }
+  tr->block[0] = VT_THREADS, tr->block[1] = tr->block[2] = 1;
+  tr->waits_for_previous = 1; /* the previous call's attention kernel may still read the scratch */
+  tr->n_args = COUNT(VT_ARGS);
+  memcpy(tr->args, VT_ARGS, sizeof VT_ARGS);
+  const size_t bytes = (size_t)shape->batch * (size_t)shape->kv_heads * (size_t)d * (size_t)keys;
+  out->scratch_bytes = (bytes + 255) / 256 * 256;
+  struct gen_scratch_tmap *m = &out->scratch_tmap;
+  m->offset = 0;
+  m->dims[0] = (unsigned long long)keys, m->dims[1] = (unsigned long long)d;
+  m->dims[2] = (unsigned long long)shape->kv_heads, m->dims[3] = (unsigned long long)shape->batch;
+  m->strides[0] = (unsigned long long)keys, m->strides[1] = m->strides[0] * (unsigned long long)d;
+  m->strides[2] = m->strides[1] * (unsigned long long)shape->kv_heads;
+  m->box[0] = (unsigned)cw, m->box[1] = (unsigned)d, m->box[2] = m->box[3] = 1;
+  m->swizzle_bytes = cw;
+  out->n_kernels = 2;
+  return AT_OK;
+}
+
+/* Warp-specialized variants take fa2's arguments and then the tensor maps of Q, K and V (.vt: of
+ * Q, K and the V^T in the scratch). */
 static at_status describe_launch(const gen_variant *v, const at_shape *shape, gen_launch_desc *out)
 {
   at_status rc = gen_describe_fa_launch(v, shape, threads(v), smem_bytes(v), out);
@@ -348,14 +441,22 @@ static at_status describe_launch(const gen_variant *v, const at_shape *shape, ge
     const unsigned m = k->grid[0];
     k->grid[0] = k->grid[1], k->grid[1] = k->grid[2], k->grid[2] = m;
   }
-  return AT_OK;
+  return v->vt ? describe_vt(v, shape, out) : AT_OK;
 }
+
+/* .vt modules hold the transpose kernel too (FA3_VT_KERNEL). */
+static const char *const VT_ENTRIES[] = {"_vt", NULL};
+
+static const char *const *extra_entries(const gen_variant *v) { return v->vt ? VT_ENTRIES : NULL; }
 
 static void ws_preamble(const gen_variant *v, const gen_target *target, const char *entry, gen_text *t)
 {
-  (void)target, (void)entry;
+  (void)target;
   if (v->ws) gen_text_put(t, "#define FA3_WS 1\n#define FA3_PINGPONG %d\n", v->ws == 2);
   if (v->persistent) gen_text_put(t, "#define FA3_PERSISTENT 1\n");
+  if (v->vt)
+    gen_text_put(t, "#define FA3_VT_PRE 1\n#define FA3_VT_KERNEL %s%s\n#define FA3_VT_KEYS %d\n#define FA3_VT_THREADS %d\n",
+                 entry, VT_ENTRIES[0], VT_KEYS, VT_THREADS);
 }
 
 const gen_family_ops gen_fa3_family = {
@@ -374,6 +475,6 @@ const gen_family_ops gen_fa3_family = {
     .default_variant = default_variant,
     .extra_preamble = ws_preamble,
     .helpers = wgmma_wrappers,
-    .extra_entries = NULL,
+    .extra_entries = extra_entries,
     .describe_launch = describe_launch,
 };

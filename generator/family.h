@@ -36,8 +36,9 @@ typedef struct gen_family_ops {
   void (*extra_preamble)(const gen_variant *v, const gen_target *target, const char *entry, gen_text *t);
   /* Generated device code between common.cuh and the template (may be NULL). */
   void (*helpers)(const gen_variant *v, gen_text *t);
-  /* Entry points after the first (gen_entry_name): suffixes appended to it (NULL-terminated). */
-  const char *const *extra_entries;
+  /* Entry points of v's module after the first (gen_entry_name): suffixes appended to it
+   * (NULL-terminated; NULL: none). May be NULL. */
+  const char *const *(*extra_entries)(const gen_variant *v);
   at_status (*describe_launch)(const gen_variant *v, const at_shape *shape, gen_launch_desc *out);
 } gen_family_ops;
 

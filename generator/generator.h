@@ -5,14 +5,18 @@
  * GQA ratio, log-sum-exp or not) and the family's tuning parameters. Its key is stable and readable,
  * and parses back into the same variant:
  *
- *     fa2.bf16.d128.causal.g4.bm128.bn64.w4.s2[.sp<N>][.ws|.wspp][.pers][.o<dtype>][.lse]
+ *     fa2.bf16.d128.causal.g4.bm128.bn64.w4.s2[.sp<N>][.ws|.wspp][.vt][.pers][.o<dtype>][.lse]
  *     (decode also: decode.<dtype>[.kv<dtype>][.pg<page size>].d128..., below)
- *         |    |    |      |  |     |    |  |   |     |         |      `- output dtype, FP8 inputs only
- *         |    |    |      |  |     |    |  |   |     |         |         (obf16, of16, oe4m3, oe5m2);
- *         |    |    |      |  |     |    |  |   |     |         |         16-bit inputs write their own
- *         |    |    |      |  |     |    |  |   |     |         `- persistent (fa3 after .ws/.wspp, causal
- *         |    |    |      |  |     |    |  |   |     |            masks): at most one CTA per SM walks
- *         |    |    |      |  |     |    |  |   |     |            the work tiles, longest first
+ *         |    |    |      |  |     |    |  |   |     |       |    |      `- output dtype, FP8 inputs only
+ *         |    |    |      |  |     |    |  |   |     |       |    |         (obf16, of16, oe4m3, oe5m2);
+ *         |    |    |      |  |     |    |  |   |     |       |    |         16-bit inputs write their own
+ *         |    |    |      |  |     |    |  |   |     |       |    `- persistent (fa3 after .ws/.wspp, causal
+ *         |    |    |      |  |     |    |  |   |     |       |       masks): at most one CTA per SM walks
+ *         |    |    |      |  |     |    |  |   |     |       |       the work tiles, longest first
+ *         |    |    |      |  |     |    |  |   |     |       `- V^T ahead (fa3, FP8, after .ws/.wspp): a
+ *         |    |    |      |  |     |    |  |   |     |          first kernel transposes V into the
+ *         |    |    |      |  |     |    |  |   |     |          scratch, the attention kernel loads
+ *         |    |    |      |  |     |    |  |   |     |          V^T tiles by TMA like K
  *         |    |    |      |  |     |    |  |   |     `- warp-specialized (fa3: TMA producer warpgroup;
  *         |    |    |      |  |     |    |  |   |        .wspp: with consumer ping-pong)
  *         |    |    |      |  |     |    |  |   `- split count, split-KV families only (decode)
@@ -30,6 +34,7 @@
  *                                             pages of N tokens (decode.bf16.pg16.d128...)
  *
  *     e.g. fa2.e4m3.d128.none.g1.bm128.bn64.w4.s2.obf16,
+ *          fa3.e4m3.d128.causal.g1.bm128.bn128.w8.s2.ws.vt.obf16 (V^T ahead),
  *          decode.bf16.kve4m3.d128.none.g4.bm1.bn256.w4.s3.sp8,
  *          decode.bf16.kve4m3.pg16.d128.causal-br.g4.bm16.bn128.w8.s2.sp4 (paged K/V)
  *
@@ -120,6 +125,9 @@ typedef struct gen_variant {
                * with ping-pong between the consumer warpgroups (.wspp), else 0 */
   int persistent; /* fa3 with ws >= 1: 1 = one CTA per SM loops over the work tiles (.pers), else 0 */
   int merge; /* split-KV: how the splits' partials merge (gen_merge; its suffix after .sp<N>) */
+  /* fa3 with FP8 inputs and ws >= 1: 1 = V transposed once per call by a first kernel into the
+   * scratch, the attention kernel loading V^T tiles by TMA (.vt), else 0 */
+  int vt;
 } gen_variant;
 
 /* What the variants are built for: an NVRTC arch and the dynamic shared memory a block may use. */
@@ -133,7 +141,8 @@ typedef struct gen_target {
 #define GEN_KEY_MAX 96
 #define GEN_ENTRY_MAX (GEN_KEY_MAX + 16)
 #define GEN_MAX_VARIANTS 128 /* upper bound on gen_enumerate's output for one shape */
-#define GEN_MAX_KERNELS 2   /* kernels one variant launches, in order (split-KV: partials, combine) */
+#define GEN_MAX_KERNELS 2   /* kernels one variant launches, in order (split-KV: partials, combine;
+                             * fa3 .vt: V's transpose, attention) */
 /* The longest query the decode family serves (and the tuner and reports rate in TB/s of K/V):
  * longer queries are prefill (fa2, fa3). */
 #define GEN_DECODE_MAX_T 16
@@ -243,6 +252,8 @@ typedef enum gen_arg {
   GEN_ARG_SEQLENS_KV,        /* const int32 [B] */
   GEN_ARG_MAX_PAGES_PER_SEQ, /* int */
   GEN_ARG_NUM_PAGES,         /* int: pages in each pool */
+  GEN_ARG_SCRATCH,      /* device pointer: the scratch itself (fa3 .vt: V^T, written by kernels[0]) */
+  GEN_ARG_TMAP_SCRATCH, /* TMA tensor map over the scratch (gen_launch_desc.scratch_tmap) */
   GEN_ARG_COUNT
 } gen_arg;
 
@@ -275,6 +286,16 @@ typedef struct gen_launch_desc {
    * views its tensor as (D, seq, heads, B) with the call's strides; a box is 128 bytes of D (one
    * 128-byte-swizzled column block) by that many rows; rows and columns past the tensor read 0. */
   int tmap_rows[3];
+  /* A tensor map over the scratch (GEN_ARG_TMAP_SCRATCH; fa3 .vt: the V^T that kernels[0] writes
+   * and kernels[1] loads), unused when box[0] is 0: bytes (CU_TENSOR_MAP_DATA_TYPE_UINT8) at
+   * scratch + offset, dims[0] innermost, strides[i] the bytes between steps of dims[i + 1], boxes of
+   * box[0..3] bytes / rows in the swizzle of swizzle_bytes (32, 64 or 128) bytes. */
+  struct gen_scratch_tmap {
+    size_t offset;
+    unsigned long long dims[4], strides[3];
+    unsigned box[4];
+    int swizzle_bytes;
+  } scratch_tmap;
   /* Persistent variants (.pers): kernels[0] is one CTA per work tile as described (grid
    * {work_tiles, 1, 1}, a launch that is correct as it stands), and every CTA walks the tiles
    * blockIdx.x, + gridDim.x, ... up to GEN_ARG_WORK_TILES. The generator knows no device, so the

@@ -113,7 +113,7 @@ at_status gen_variant_key(const gen_variant *v, char *buf, size_t size)
   /* The output dtype is spelled only where it is a choice (FP8 inputs). */
   char out[16] = "", splits[16] = "", pages[16] = "";
   const char *ws = v->ws == 2 ? ".wspp" : v->ws ? ".ws" : "";
-  const char *pers = v->persistent ? ".pers" : "";
+  const char *pers = v->persistent ? ".pers" : "", *vt = v->vt ? ".vt" : "";
   if (at_dtype_is_fp8(v->spec.dtype)) snprintf(out, sizeof out, ".o%s", at_dtype_name(v->spec.out_dtype));
   /* Only split-KV variants have a split count; a 0 elsewhere keeps the older families' keys. */
   static const char *const merge_suffix[] = {"", ".lc", ".cl"};
@@ -121,10 +121,10 @@ at_status gen_variant_key(const gen_variant *v, char *buf, size_t size)
   if (v->splits) snprintf(splits, sizeof splits, ".sp%d%s", v->splits, merge);
   /* Paged K/V is part of the spec, next to the dtypes; contiguous keys do not change. */
   if (v->spec.page_size) snprintf(pages, sizeof pages, ".pg%d", v->spec.page_size);
-  int n = snprintf(buf, size, "%s.%s%s.d%d.%s.g%d.bm%d.bn%d.w%d.s%d%s%s%s%s%s", family,
+  int n = snprintf(buf, size, "%s.%s%s.d%d.%s.g%d.bm%d.bn%d.w%d.s%d%s%s%s%s%s%s", family,
                    at_dtypes_name(v->spec.dtype, v->spec.kv_dtype), pages, v->spec.head_dim,
                    at_mask_name(v->spec.mask),
-                   v->spec.gqa, v->block_m, v->block_n, v->warps, v->stages, splits, ws, pers, out,
+                   v->spec.gqa, v->block_m, v->block_n, v->warps, v->stages, splits, ws, vt, pers, out,
                    v->spec.with_lse ? ".lse" : "");
   if (n < 0 || (size_t)n >= size)
     return at_fail(AT_ERR_INVALID, "variant key needs %d bytes, buffer has %zu", n, size);
@@ -148,12 +148,13 @@ at_status gen_entry_names(const gen_variant *v, char names[GEN_MAX_KERNELS][GEN_
   at_status rc = gen_entry_name(v, names[0], GEN_ENTRY_MAX);
   if (rc != AT_OK) return rc;
   *n = 1;
-  for (int i = 0; f->extra_entries && f->extra_entries[i]; i++) {
+  const char *const *extra = f->extra_entries ? f->extra_entries(v) : NULL;
+  for (int i = 0; extra && extra[i]; i++) {
     if (*n == GEN_MAX_KERNELS)
       return at_fail(AT_ERR_INVALID, "family %s lists more than %d kernels", f->name, GEN_MAX_KERNELS);
     memcpy(names[*n], names[0], GEN_ENTRY_MAX);
     size_t used = strlen(names[*n]);
-    snprintf(names[*n] + used, GEN_ENTRY_MAX - used, "%s", f->extra_entries[i]);
+    snprintf(names[*n] + used, GEN_ENTRY_MAX - used, "%s", extra[i]);
     (*n)++;
   }
   return AT_OK;
@@ -210,7 +211,7 @@ at_status gen_variant_parse(const char *key, gen_variant *out)
       len += snprintf(names + len, sizeof names - (size_t)len, "%s%s", f ? "|" : "", gen_family_name((gen_family)f));
     return at_fail(AT_ERR_INVALID,
                    "variant key '%s' is malformed (expected "
-                   "<%s>.<dtype>[.kv<dtype>][.pg<page size>].d<D>.<mask>.g<G>.bm<M>.bn<N>.w<W>.s<S>[.sp<splits>[.lc|.cl]][.ws|.wspp][.pers][.o<dtype>][.lse])",
+                   "<%s>.<dtype>[.kv<dtype>][.pg<page size>].d<D>.<mask>.g<G>.bm<M>.bn<N>.w<W>.s<S>[.sp<splits>[.lc|.cl]][.ws|.wspp][.vt][.pers][.o<dtype>][.lse])",
                    key, names);
   }
   out->family = (gen_family)family;
@@ -239,12 +240,14 @@ at_status gen_variant_parse(const char *key, gen_variant *out)
       out->merge = fields[i][0] == 'l' ? GEN_MERGE_LAST_CTA : GEN_MERGE_CLUSTER;
     } else if (strcmp(fields[i], "ws") == 0 || strcmp(fields[i], "wspp") == 0) {
       out->ws = fields[i][2] ? 2 : 1;
+    } else if (strcmp(fields[i], "vt") == 0) {
+      out->vt = 1;
     } else if (strcmp(fields[i], "pers") == 0) {
       out->persistent = 1;
     } else if (fields[i][0] == 'o' && at_dtype_parse(fields[i] + 1, &out->spec.out_dtype) == AT_OK) {
       continue;
     } else {
-      return at_fail(AT_ERR_INVALID, "variant key '%s': unknown suffix '%s' (expected sp<N>, lc, cl, ws, wspp, pers, o<dtype> or lse)", key,
+      return at_fail(AT_ERR_INVALID, "variant key '%s': unknown suffix '%s' (expected sp<N>, lc, cl, ws, wspp, vt, pers, o<dtype> or lse)", key,
                      fields[i]);
     }
   }
@@ -259,7 +262,12 @@ at_status gen_variant_parse(const char *key, gen_variant *out)
     return at_fail(AT_ERR_INVALID,
                    "variant key '%s': .pers is a form of the warp-specialized kernel and needs .ws or .wspp before it",
                    key);
-  if (n > 13) return at_fail(AT_ERR_INVALID, "variant key '%s' has too many fields", key);
+  /* V^T ahead is a form of the warp-specialized kernel too (its producer loads V^T by TMA). */
+  if (out->vt && !out->ws)
+    return at_fail(AT_ERR_INVALID,
+                   "variant key '%s': .vt is a form of the warp-specialized kernel and needs .ws or .wspp before it",
+                   key);
+  if (n > 14) return at_fail(AT_ERR_INVALID, "variant key '%s' has too many fields", key);
   if (out->spec.page_size && !gen_family_row(out->family)->paged)
     return at_fail(AT_ERR_INVALID,
                    "variant key '%s': family %s reads contiguous K and V (no .pg<N>; paged K/V runs on decode)", key,

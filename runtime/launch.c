@@ -100,7 +100,7 @@ static void fill_slots(rt_launch_frame *f, const gen_variant *v, const at_shape 
     s[GEN_ARG_DESCALE_K].ptr = dptr(fp8->descale_k), s[GEN_ARG_DESCALE_V].ptr = dptr(fp8->descale_v);
   }
   s[GEN_ARG_AMAX_O].ptr = f->amax_o;
-  s[GEN_ARG_O_PART].ptr = scratch;
+  s[GEN_ARG_O_PART].ptr = scratch, s[GEN_ARG_SCRATCH].ptr = scratch;
   s[GEN_ARG_LSE_PART].ptr = scratch ? scratch + f->desc.lse_part_offset : 0;
   s[GEN_ARG_SPLIT_COUNTERS].ptr = scratch && f->desc.counters_offset ? scratch + f->desc.counters_offset : 0;
   s[GEN_ARG_T].i = shape->q_len, s[GEN_ARG_S].i = shape->kv_len, s[GEN_ARG_Q_HEADS].i = shape->q_heads;
@@ -180,10 +180,33 @@ static at_status encode_tmaps(rt_launch_frame *f, const gen_variant *v, const at
   return AT_OK;
 }
 
+/* The tensor map over the scratch that the launch description asks for (fa3 .vt: V^T), bytes
+ * with the description's dims, strides, box and swizzle. */
+static at_status encode_scratch_tmap(rt_launch_frame *f, CUdeviceptr scratch)
+{
+  const struct gen_scratch_tmap *m = &f->desc.scratch_tmap;
+  if (!m->box[0]) return AT_OK;
+  if (m->swizzle_bytes != 32 && m->swizzle_bytes != 64 && m->swizzle_bytes != 128)
+    return at_fail(AT_ERR_INVALID, "scratch tensor map: swizzle of %d bytes (expected 32, 64 or 128)",
+                   m->swizzle_bytes);
+  const cuuint64_t dims[4] = {m->dims[0], m->dims[1], m->dims[2], m->dims[3]};
+  const cuuint64_t strides[3] = {m->strides[0], m->strides[1], m->strides[2]};
+  const cuuint32_t box[4] = {m->box[0], m->box[1], m->box[2], m->box[3]};
+  const cuuint32_t unit[4] = {1, 1, 1, 1};
+  const CUtensorMapSwizzle swizzle = m->swizzle_bytes == 32   ? CU_TENSOR_MAP_SWIZZLE_32B
+                                     : m->swizzle_bytes == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
+                                                              : CU_TENSOR_MAP_SWIZZLE_128B;
+  return RT_CU(rt_cu()->cuTensorMapEncodeTiled(&f->tmaps[3], CU_TENSOR_MAP_DATA_TYPE_UINT8, 4,
+                                               (void *)(uintptr_t)(scratch + m->offset), dims, strides, box, unit,
+                                               CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle,
+                                               CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
+}
+
 /* Where the value of argument a lives in the frame. */
 static void *arg_address(rt_launch_frame *f, gen_arg a)
 {
   if (a == GEN_ARG_TMAP_Q || a == GEN_ARG_TMAP_K || a == GEN_ARG_TMAP_V) return &f->tmaps[a - GEN_ARG_TMAP_Q];
+  if (a == GEN_ARG_TMAP_SCRATCH) return &f->tmaps[3];
   return &f->slots[a];
 }
 
@@ -236,7 +259,7 @@ at_status rt_variant_prepare_paged(const rt_variant *lv, const at_shape *shape, 
     return at_fail(AT_ERR_INVALID, "variant needs %zu bytes of scratch and none was given", d->scratch_bytes);
   if (scratch % 256 != 0) return at_fail(AT_ERR_INVALID, "scratch is not 256-byte aligned");
   fill_slots(f, v, shape, t, fp8, paged, scratch);
-  if ((rc = encode_tmaps(f, v, shape, t)) != AT_OK) return rc;
+  if ((rc = encode_tmaps(f, v, shape, t)) != AT_OK || (rc = encode_scratch_tmap(f, scratch)) != AT_OK) return rc;
   for (int k = 0; k < d->n_kernels; k++) {
     const gen_kernel_launch *kl = &d->kernels[k];
     f->fn[k] = lv->fn[kl->entry];

@@ -221,7 +221,8 @@ typedef struct rt_launch_frame {
   rt_arg_slot slots[GEN_ARG_COUNT];
   void *args[GEN_MAX_KERNELS][GEN_MAX_ARGS];
   CUdeviceptr amax_o; /* zeroed on the stream before the kernels when set */
-  CUtensorMap tmaps[3]; /* GEN_ARG_TMAP_Q, _K, _V of TMA variants (desc.tmap_rows) */
+  /* GEN_ARG_TMAP_Q, _K, _V of TMA variants (desc.tmap_rows), GEN_ARG_TMAP_SCRATCH (desc.scratch_tmap) */
+  CUtensorMap tmaps[4];
 } rt_launch_frame;
 
 /* The paged K/V metadata of one call (at_serving_tensors' block table, lengths and their bounds),

@@ -18,8 +18,10 @@
  * Accumulator element 4*j + e of a thread is the m16n8 C fragment element e of n8 tile j, for the
  * 16 rows of its warp: rows 16*warp + g (+8 for e >= 2), columns 8j + 2t + (e & 1), lane = 4g + t.
  *
- * Warp-specialized variants (FA3_WS 1, FA3_PINGPONG 0/1; f16/bf16) have their own kernel at the end:
+ * Warp-specialized variants (FA3_WS 1, FA3_PINGPONG 0/1) have their own kernel at the end:
  * a producer warpgroup loading by TMA, FA3_WARPS / 4 consumer warpgroups running the loop below.
+ * FP8 there either transposes V in the producer's idle warps (v9) or, with FA3_VT_PRE 1 (".vt",
+ * "V^T ahead" below), reads V^T that a first kernel of the call wrote to the scratch.
  * With FA3_PERSISTENT 1 (16-bit, causal masks) that kernel is persistent: at most one CTA per SM,
  * each walking work tiles (a query block of one head) blockIdx.x, + gridDim.x, ... in a longest-
  * first order, its mbarrier ring and ping-pong running on from one work tile to the next.
@@ -30,9 +32,10 @@
  * Shared memory. A K-major wgmma operand of R rows and KB bytes per row (KB = 64 ... 512) is
  * stored as column blocks of CW = min(KB, 128) bytes: block c holds bytes [c*CW, (c+1)*CW) of every
  * row, rows CW bytes apart, with the hardware's swizzle (CW = 128: 16-byte chunk ^= row % 8;
- * CW = 64: chunk ^= (row / 2) % 4), which is what the matrix descriptor's swizzle mode expects
- * (8-row atoms, stride byte offset 8*CW, blocks aligned to 1024 bytes). One k step is 32 bytes
- * along K either way: the descriptor's start address moves by 32 inside a block.
+ * CW = 64: chunk ^= (row / 2) % 4; V^T ahead also CW = 32: chunk ^= (row / 4) % 2), which is what
+ * the matrix descriptor's swizzle mode expects (8-row atoms, stride byte offset 8*CW, blocks
+ * aligned to 1024 bytes). One k step is 32 bytes along K either way: the descriptor's start
+ * address moves by 32 inside a block (CW = 32: to the next block).
  *   Q [BM][D]   STAGES x K [BN][D]   STAGES x V [BN][D] (as loaded)   FP8: V^T [D][BN] (one)
  *
  * V. FP8 wgmma takes both operands K-major, and for P V the k dimension is the keys: V^T, with the
@@ -46,6 +49,18 @@
  * (t) of one 16-byte chunk of V^T, and lane group g writes its 4 rows in an order rotated by g/2:
  * then each store instruction hits 8 rows with distinct row % 8 (distinct swizzled chunks) and
  * 4 words each — 32 banks; the reads hit 4 key rows with distinct swizzles — 32 banks too.
+ *
+ * V^T ahead (FA3_VT_PRE, FP8 warp-specialized, keys .ws.vt / .wspp.vt): the call's first kernel
+ * (FA3_VT_KERNEL, memory-bound, 2 B Nkv S D bytes moved) writes V^T once to the plan's scratch as
+ * [B][Nkv][D][S'] bytes, S' = S rounded up to BN, keys >= S zero, each 32 keys of a row in the
+ * order above. A TMA box of CW_N keys x D rows of it, in the swizzle of CW_N bytes, then lands in
+ * shared memory exactly as the transpose would write it, so the producer loads V^T tiles like K
+ * (one box per column block: CW_N the widest of 128, 64 and 32 bytes that divides BN, so BN is
+ * any multiple of 32: 192 is three blocks of 64, 224 seven of 32), the consumers read them from
+ * the K/V stage ring as
+ * the 16-bit kernel reads V, and no warp transposes and no V^T buffer or hand-off barrier is left.
+ * The attention kernel is a programmatic dependent of the transpose (griddepcontrol.wait before
+ * any global access), and the transpose of the previous call's, whose V^T it overwrites.
  *
  * 16-bit inputs need no transpose: wgmma reads a 16-bit B operand MN-major when asked (its
  * transpose bit), so V's tile as loaded serves P V directly (fa3_desc_mn), P's A fragment is the
@@ -82,6 +97,12 @@
  *       (B2 N16 8k D128 128x176: 596 -> 512 TFLOP/s; B1 32/8 2k: 434 -> 400; D64: 443 -> 410):
  *       the next work tile's Q waits for the slowest consumer's last Q K^T. A listed choice
  *       (.pers), not the default (docs/perf.md, "v10"); next: Q double-buffered.
+ *   v11 (FA3_VT_PRE, FP8): V^T ahead: a first kernel transposes V into the scratch in P's key
+ *       order, the warp-specialized kernel loads V^T tiles by TMA like K (no transposing warps, the
+ *       16-bit setmaxnreg split 240/24, block_n any multiple of 32: 128x224 at D128). Predicted:
+ *       the transpose ~17 us (67 MB at B2 N16 S8k D128) against ~270 us of attention at 1 PFLOP/s,
+ *       the main kernel the 16-bit WS kernel's structure at twice the MMA rate: >= 1050 TFLOP/s
+ *       at D128, >= 1200 at D256 (cuDNN 934, 1033; v5 657, 736). Not yet measured.
  * Copies by cp.async and stores by threads are generic-proxy writes; wgmma reads shared memory
  * through the async proxy, hence fence.proxy.async before the barriers that publish them.
  */
@@ -103,6 +124,9 @@
 #ifndef FA3_WS
 #define FA3_WS 0
 #endif
+#ifndef FA3_VT_PRE
+#define FA3_VT_PRE 0 /* FP8 warp-specialized: V^T from the scratch (the V^T-ahead section below) */
+#endif
 static constexpr int FA3_D = FA3_HEAD_DIM;
 /* Warp-specialized variants keep tiles in whole 128-byte column blocks: head dims 96 and 192
  * are padded to 128 and 192 columns, which the tensor maps fill with zeros past D. */
@@ -118,7 +142,11 @@ static constexpr int FA3_KSTEP = 32 / FA3_ESIZE;    /* wgmma k: 32 (FP8) or 16 (
 static constexpr int FA3_PK = FA3_BN / FA3_KSTEP;   /* k steps of P V */
 static constexpr int FA3_QK = FA3_ROWB / 32;        /* k steps of Q K^T */
 static constexpr int FA3_CW_D = FA3_ROWB < 128 ? FA3_ROWB : 128; /* column block of Q, K, V */
-static constexpr int FA3_CW_N = FA3_BN < 128 ? FA3_BN : 128;     /* column block of V^T (FP8) */
+/* Column block of V^T (FP8): BN bytes up to 128; V^T ahead: the widest of 128, 64 and 32 that
+ * divides BN, so that one TMA box fills one swizzled block (BN = 192: three blocks of 64; 224:
+ * seven of 32). */
+static constexpr int FA3_CW_N = FA3_VT_PRE ? (FA3_BN % 128 == 0 ? 128 : FA3_BN % 64 == 0 ? 64 : 32)
+                                            : FA3_BN < 128 ? FA3_BN : 128;
 static constexpr int FA3_TILE_ROWB = FA3_DP * FA3_ESIZE; /* bytes per tile row */
 static constexpr int FA3_Q_BYTES = FA3_BM * FA3_TILE_ROWB;
 static constexpr int FA3_KV_BYTES = FA3_BN * FA3_TILE_ROWB;
@@ -128,7 +156,7 @@ static constexpr int FA3_KV_BYTES = FA3_BN * FA3_TILE_ROWB;
  * FP8 reads V^T instead, double-buffered. */
 static constexpr bool FA3_OVERLAP = FA3_FP8 || FA3_STAGES >= 3;
 static constexpr int FA3_AHEAD = FA3_OVERLAP && !FA3_FP8 ? FA3_STAGES - 2 : FA3_STAGES - 1;
-static constexpr int FA3_VT_BUFS = FA3_FP8 ? 2 : 0;
+static constexpr int FA3_VT_BUFS = FA3_FP8 && !FA3_VT_PRE ? 2 : 0;
 /* Warp-specialized variants (FA3_WS, below): 256 bytes after the tiles hold the mbarriers. */
 static constexpr int FA3_BAR_BYTES = FA3_WS ? 256 : 0;
 static constexpr int FA3_SMEM_BYTES =
@@ -160,11 +188,11 @@ __device__ __forceinline__ void fa3_wgmma_wait0(void) { asm volatile("wgmma.wait
 
 /* A wgmma shared-memory matrix descriptor for a K-major operand stored as above: start address,
  * leading byte offset 1 (unused when swizzled), stride byte offset 8*CW (one 8-row atom), swizzle
- * mode 1 (128 B) or 2 (64 B). */
+ * mode 1 (128 B), 2 (64 B) or 3 (32 B). */
 template <int CW> __device__ __forceinline__ unsigned long long fa3_desc(unsigned addr)
 {
   return (unsigned long long)((addr & 0x3ffffu) >> 4) | (1ull << 16) |
-         ((unsigned long long)((8 * CW) >> 4) << 32) | ((CW == 128 ? 1ull : 2ull) << 62);
+         ((unsigned long long)((8 * CW) >> 4) << 32) | ((CW == 128 ? 1ull : CW == 64 ? 2ull : 3ull) << 62);
 }
 
 /* The descriptor of an MN-major operand (16-bit V as the B of P V, read with the transpose bit):
@@ -180,7 +208,7 @@ template <int BLOCK_BYTES> __device__ __forceinline__ unsigned long long fa3_des
 /* Byte offset of byte `col` of row `r` in a tile of R rows stored in CW-byte column blocks. */
 template <int R, int CW> __device__ __forceinline__ unsigned fa3_off(int r, int col)
 {
-  constexpr unsigned M = CW == 128 ? 7u : 3u;
+  constexpr unsigned M = CW / 16 - 1; /* the 16-byte chunks of one swizzled row, less one */
   const unsigned x = (unsigned)(r * CW + (col % CW));
   return (unsigned)((col / CW) * R * CW) + (x ^ (((x >> 7) & M) << 4));
 }
@@ -216,7 +244,7 @@ __device__ __forceinline__ void fa3_load_tile(unsigned tile, const unsigned char
   }
 }
 
-#if FA3_FP8 /* 16-bit V is read MN-major by wgmma, not transposed */
+#if FA3_FP8 && !FA3_VT_PRE /* 16-bit V is read MN-major by wgmma, not transposed */
 /* V [BN][D] -> V^T [D][BN] in the key order of P's A fragment (header). Work units: 8 groups of
  * 4 d's x one 16-byte chunk (4 words) of V^T rows, i.e. 16 keys; warp w of NW takes units
  * w + NW*i. Where the unit count per warp is a compile-time constant and a unit's coordinates
@@ -426,6 +454,76 @@ __device__ __forceinline__ void fa3_store_o(at_out_t *__restrict__ o, float *__r
   }
 }
 
+/* ---- V^T ahead (FA3_VT_PRE): V's transpose, the first kernel of the call ----------------------- */
+#if FA3_VT_PRE
+static_assert(FA3_WS, "V^T ahead feeds the warp-specialized kernel");
+static_assert(FA3_D % 128 == 0 && FA3_VT_KEYS == 128 && FA3_VT_THREADS == 256,
+              "a transposing CTA: 128 keys x 128 bytes of D, one 4 d x 16 key unit per thread");
+
+/* V [B][S][Nkv][D] (the call's strides) -> V^T [B][Nkv][D][S'] in the scratch, S' = S rounded up to
+ * BN, keys >= S zero, each 32 keys in the order of P's A fragment (the header: slot 4w+i holds key
+ * 32(w/8) + 16((w/4)%2) + 2(w%4) + {0,1,8,9}[i]), so that a TMA box of V^T lands in shared memory
+ * as the in-CTA transpose writes it. Grid (S' / 128 rounded up, Nkv x D / 128, B): a CTA moves 128
+ * keys x 128 bytes of D, by 16-byte loads (8 lanes per key row: whole 128-byte lines) into shared
+ * memory as [key][32 words], and 16-byte stores of V^T (8 lanes per row). In shared memory word
+ * w of key k sits at w ^ 4((k / 16) % 8): the loads' 4-word chunks stay whole, and the transpose
+ * reads, lane (c, dg) taking word dg of keys 16c + 0..15, hit 32 distinct banks. A thread's unit:
+ * d's 4dg .. 4dg+3 by the 16 slots of chunk c of the 128 (keys 16c + 2(s/4) + {0,1,8,9}[s%4]):
+ * 16 words in, byte permutes, 4 rows of 16 bytes out. Memory-bound: it moves 2 B Nkv S D bytes. */
+extern "C" __global__ void __launch_bounds__(FA3_VT_THREADS)
+FA3_VT_KERNEL(const unsigned char *__restrict__ v, unsigned char *__restrict__ vt, int S, long long v_sb, int v_ss,
+              int v_sh)
+{
+  __shared__ __align__(16) unsigned tile[FA3_VT_KEYS * 32];
+  constexpr int D_PIECES = FA3_D / 128;
+  const int n_kv = gridDim.y / D_PIECES, h = blockIdx.y / D_PIECES, piece = blockIdx.y % D_PIECES;
+  const int b = blockIdx.z, key0 = blockIdx.x * FA3_VT_KEYS, tid = threadIdx.x;
+  const long long s_pad = ((long long)(S > 0 ? S : 1) + FA3_BN - 1) / FA3_BN * FA3_BN;
+  at_wait_for_previous_grid(); /* V may be the previous kernel's output; its readers of V^T are done */
+
+  {
+    const int j = tid % 8, r = tid / 8; /* chunk j of key rows r, r + 32, r + 64, r + 96 */
+    const unsigned char *src = v + b * v_sb + (long long)h * v_sh + piece * 128 + 16 * j;
+    uint4 x[FA3_VT_KEYS / 32];
+#pragma unroll
+    for (int i = 0; i < FA3_VT_KEYS / 32; i++) {
+      const int key = key0 + r + 32 * i;
+      x[i] = key < S ? __ldg((const uint4 *)(src + (long long)key * v_ss)) : make_uint4(0u, 0u, 0u, 0u);
+    }
+    at_allow_next_grid(); /* the attention kernel may be placed; it waits for this grid's end */
+#pragma unroll
+    for (int i = 0; i < FA3_VT_KEYS / 32; i++) {
+      const int k = r + 32 * i;
+      *(uint4 *)&tile[k * 32 + 4 * (j ^ ((k / 16) % 8))] = x[i];
+    }
+  }
+  __syncthreads();
+
+  const int c = tid % 8, dg = tid / 8; /* slots 16c .. 16c+15, d's 4dg .. 4dg+3 of this piece */
+  unsigned in[16];
+#pragma unroll
+  for (int sl = 0; sl < 16; sl++) {
+    const int k = 16 * c + 2 * (sl / 4) + ((sl % 4) & 1) + 8 * ((sl % 4) >> 1);
+    in[sl] = tile[k * 32 + (dg ^ (4 * c))]; /* (k / 16) % 8 == c */
+  }
+  if (key0 + 16 * c >= s_pad) return;
+  unsigned out[4][4]; /* [d row e][word q]: byte i of word q is byte e of in[4q + i] */
+#pragma unroll
+  for (int q = 0; q < 4; q++) {
+    const unsigned lo01 = fa3_prmt(in[4 * q], in[4 * q + 1], 0x5140u), hi01 = fa3_prmt(in[4 * q], in[4 * q + 1], 0x7362u);
+    const unsigned lo23 = fa3_prmt(in[4 * q + 2], in[4 * q + 3], 0x5140u);
+    const unsigned hi23 = fa3_prmt(in[4 * q + 2], in[4 * q + 3], 0x7362u);
+    out[0][q] = fa3_prmt(lo01, lo23, 0x5410u), out[1][q] = fa3_prmt(lo01, lo23, 0x7632u);
+    out[2][q] = fa3_prmt(hi01, hi23, 0x5410u), out[3][q] = fa3_prmt(hi01, hi23, 0x7632u);
+  }
+  const long long row0 = ((long long)b * n_kv + h) * FA3_D + piece * 128 + 4 * dg;
+  unsigned char *dst = vt + row0 * s_pad + key0 + 16 * c;
+#pragma unroll
+  for (int e = 0; e < 4; e++)
+    *(uint4 *)(dst + e * s_pad) = make_uint4(out[e][0], out[e][1], out[e][2], out[e][3]);
+}
+#endif
+
 /* ---- the warp-specialized kernel (FA3_WS) ---------------------------------------------------- */
 #if FA3_WS
 /* Warpgroup 0 is the producer: one thread issues TMA copies of Q and of each K and V tile into a
@@ -437,15 +535,17 @@ __device__ __forceinline__ void fa3_store_o(at_out_t *__restrict__ o, float *__r
  * softmax runs while another's MMAs do.
  * FP8: the producer's warps 1-3 transpose each V tile into one of two V^T buffers (a V^T full
  * and empty mbarrier each) and release the V stage, so the transpose leaves the consumers. */
-static_assert(!FA3_FP8 || (FA3_WARPS == 8 && (FA3_BN == 64 || FA3_BN == 128)),
+static_assert(!FA3_FP8 || FA3_VT_PRE || (FA3_WARPS == 8 && (FA3_BN == 64 || FA3_BN == 128)),
               "warp-specialized FP8: 2 consumer warpgroups, block_n 64 or 128");
+static_assert(!FA3_VT_PRE || (FA3_FP8 && FA3_BN % 32 == 0), "V^T ahead: FP8, block_n a multiple of 32");
 static_assert(FA3_TILE_ROWB % 128 == 0, "TMA boxes of 128-byte column blocks");
 static constexpr int FA3_CONSUMERS = FA3_WARPS / 4;
 static constexpr int FA3_ALL_THREADS = FA3_THREADS + 128;
 /* 2 consumers: 2*128*240 + 128*24 = 64512 registers; 3 consumers: 3*128*160 + 128*32 = 65536;
- * FP8 (the producer transposes): 2*128*232 + 128*40 = 64512. */
-static constexpr int FA3_CONSUMER_REGS = FA3_FP8 ? 232 : FA3_CONSUMERS == 2 ? 240 : 160;
-static constexpr int FA3_PRODUCER_REGS = FA3_FP8 ? 40 : FA3_CONSUMERS == 2 ? 24 : 32;
+ * FP8 with the producer transposing: 2*128*232 + 128*40 = 64512; V^T ahead: as 16-bit. */
+#define FA3_PRODUCER_TRANSPOSES (FA3_FP8 && !FA3_VT_PRE) /* FP8 but V^T ahead: v9's transposing warps */
+static constexpr int FA3_CONSUMER_REGS = FA3_PRODUCER_TRANSPOSES ? 232 : FA3_CONSUMERS == 2 ? 240 : 160;
+static constexpr int FA3_PRODUCER_REGS = FA3_PRODUCER_TRANSPOSES ? 40 : FA3_CONSUMERS == 2 ? 24 : 32;
 static constexpr int FA3_TRANSPOSERS = 3; /* FP8: producer warps 1..3 */
 static constexpr int FA3_COLS = FA3_TILE_ROWB / 128; /* TMA boxes per tile: one per column block */
 static_assert(FA3_CONSUMERS == 2 || FA3_CONSUMERS == 3, "2 or 3 consumer warpgroups");
@@ -507,6 +607,16 @@ __device__ __forceinline__ void fa3_tma_tile(unsigned dst, const fa3_tmap *map, 
 {
 #pragma unroll
   for (int c = 0; c < FA3_COLS; c++) fa3_tma_load(dst + c * R * 128, map, c * (128 / FA3_ESIZE), row0, head, b, bar);
+}
+
+/* V^T ahead: the V^T tile of keys key0 .. key0 + BN - 1 from the scratch's map (keys, D, Nkv, B),
+ * one box of CW_N keys by D rows per column block, in the layout fa3_issue_pv reads. */
+__device__ __forceinline__ void fa3_tma_vt_tile(unsigned dst, const fa3_tmap *map, int key0, int head, int b,
+                                                unsigned bar)
+{
+#pragma unroll
+  for (int c = 0; c < FA3_BN / FA3_CW_N; c++)
+    fa3_tma_load(dst + c * FA3_D * FA3_CW_N, map, key0 + c * FA3_CW_N, 0, head, b, bar);
 }
 
 __device__ __forceinline__ void fa3_named_sync(int id, int threads)
@@ -589,7 +699,11 @@ __device__ __forceinline__ void fa3_ws_produce(const fa3_ws_ctx &c, const fa3_wo
     fa3_tma_tile<FA3_BN>(c.k + s * FA3_KV_BYTES, tm_k, t * FA3_BN, w.hk, w.b, c.bar_full_k + 8 * s);
     fa3_bar_wait(c.bar_empty_v + 8 * s, phase ^ 1u);
     fa3_bar_expect(c.bar_full_v + 8 * s, FA3_KV_BYTES);
+#if FA3_VT_PRE /* tm_v maps the V^T in the scratch */
+    fa3_tma_vt_tile(c.v + s * FA3_KV_BYTES, tm_v, t * FA3_BN, w.hk, w.b, c.bar_full_v + 8 * s);
+#else
     fa3_tma_tile<FA3_BN>(c.v + s * FA3_KV_BYTES, tm_v, t * FA3_BN, w.hk, w.b, c.bar_full_v + 8 * s);
+#endif
   }
 }
 
@@ -624,7 +738,7 @@ __device__ __forceinline__ void fa3_ws_consume(const fa3_ws_ctx &c, const fa3_wo
     const int u = it + t; /* ring position */
     const int s = u % FA3_STAGES, sp = (u + FA3_STAGES - 1) % FA3_STAGES;
     fa3_bar_wait(c.bar_full_k + 8 * s, (unsigned)(u / FA3_STAGES) & 1u);
-#if FA3_FP8 /* never persistent: V^T's buffers count from the CTA's only work tile */
+#if FA3_PRODUCER_TRANSPOSES /* never persistent: V^T's buffers count from the CTA's only work tile */
     const unsigned v_prev = c.vt + ((t - 1) & 1) * FA3_KV_BYTES;
     const unsigned bar_v_prev_full = c.bar_vt_full + 8 * ((t - 1) & 1), bar_v_prev_empty = c.bar_vt_empty + 8 * ((t - 1) & 1);
     const unsigned v_prev_parity = (unsigned)((t - 1) / 2) & 1u;
@@ -659,7 +773,7 @@ __device__ __forceinline__ void fa3_ws_consume(const fa3_ws_ctx &c, const fa3_wo
   }
   if (n_tiles > 0) {
     const int last = n_tiles - 1;
-#if FA3_FP8
+#if FA3_PRODUCER_TRANSPOSES
     fa3_bar_wait(c.bar_vt_full + 8 * (last & 1), (unsigned)(last / 2) & 1u);
     const unsigned v_last = c.vt + (last & 1) * FA3_KV_BYTES;
 #else
@@ -737,9 +851,9 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
       fa3_bar_init(c.bar_full_k + 8 * s, 1);
       fa3_bar_init(c.bar_full_v + 8 * s, 1);
       fa3_bar_init(c.bar_empty_k + 8 * s, FA3_WARPS); /* one arrival per consumer warp */
-      fa3_bar_init(c.bar_empty_v + 8 * s, FA3_FP8 ? FA3_TRANSPOSERS : FA3_WARPS); /* whoever reads V */
+      fa3_bar_init(c.bar_empty_v + 8 * s, FA3_PRODUCER_TRANSPOSES ? FA3_TRANSPOSERS : FA3_WARPS); /* V's readers */
     }
-    if (FA3_FP8)
+    if (FA3_PRODUCER_TRANSPOSES)
       for (int i = 0; i < 2; i++) {
         fa3_bar_init(c.bar_vt_full + 8 * i, FA3_TRANSPOSERS);
         fa3_bar_init(c.bar_vt_empty + 8 * i, FA3_WARPS);
@@ -764,7 +878,7 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
       fa3_ws_produce(c, work, 0, 0, &tm_q, &tm_k, &tm_v);
 #endif
     }
-#if FA3_FP8
+#if FA3_PRODUCER_TRANSPOSES
     if (warp > 0) { /* V -> V^T for the consumers; the V stage is free once read */
       for (int t = 0; t < work.n_tiles; t++) {
         const int s = t % FA3_STAGES, buf = t & 1;

@@ -793,6 +793,21 @@ static void test_fa3_persistent_search(void **state)
                "t.yaml:4:12: search.decode: unknown key 'persistent' (expected block_m, block_n, warps, stages, splits)");
 }
 
+/* fa3's vt (0 V^T in shared memory, 1 the .vt kernels with V^T written ahead) is 0 or 1 and fa3's
+ * alone. */
+static void test_fa3_vt_search(void **state)
+{
+  (void)state;
+  tn_config c = parse_ok(ONE_SHAPE "search:\n  fa3: {ws: 1, vt: 1}\n");
+  const tn_values *vt = tn_config_search(&c, "fa3", "vt");
+  assert_non_null(vt);
+  assert_int_equal(vt->n, 1);
+  assert_int_equal(vt->v[0], 1);
+  assert_null(tn_config_search(&c, "fa2", "vt"));
+  tn_config_free(&c);
+  expect_error(ONE_SHAPE "search:\n  fa3: {vt: 2}\n", AT_ERR_CONFIG, "t.yaml:4:13: search.fa3.vt: 2 is too large (at most 1)");
+}
+
 static void test_decode_search_errors(void **state)
 {
   (void)state;
@@ -1042,7 +1057,7 @@ static void test_errors_in_other_sections(void **state)
   expect_error(ONE_SHAPE "search:\n  fa4: {block_m: [64]}\n", AT_ERR_CONFIG,
                "t.yaml:4:3: search: unknown key 'fa4' (expected fa2, fa3, decode)");
   expect_error(ONE_SHAPE "search:\n  fa3: {tile: [64]}\n", AT_ERR_CONFIG,
-               "t.yaml:4:9: search.fa3: unknown key 'tile' (expected block_m, block_n, warps, stages, ws, persistent)");
+               "t.yaml:4:9: search.fa3: unknown key 'tile' (expected block_m, block_n, warps, stages, ws, persistent, vt)");
   expect_error(ONE_SHAPE "search:\n  fa2: {block_m: [64, 0]}\n", AT_ERR_CONFIG,
                "t.yaml:4:23: search.fa2.block_m[1]: 0 must be at least 1");
   expect_error(ONE_SHAPE "search:\n  fa2: [64]\n", AT_ERR_CONFIG,
@@ -1317,7 +1332,7 @@ int main(void)
       cmocka_unit_test(test_errors_in_other_sections),
       cmocka_unit_test(test_decode_search),
       cmocka_unit_test(test_decode_search_errors), cmocka_unit_test(test_fa3_ws_search),
-      cmocka_unit_test(test_fa3_persistent_search),
+      cmocka_unit_test(test_fa3_persistent_search), cmocka_unit_test(test_fa3_vt_search),
       cmocka_unit_test(test_yaml_errors),
       cmocka_unit_test(test_deep_nesting_is_refused_fast),
       cmocka_unit_test(test_shape_key),

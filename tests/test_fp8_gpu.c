@@ -8,7 +8,10 @@
  *      sizes) against that
  *      reference: relative L2 <= 5e-2 for E4M3, <= 1e-1 for E5M2, NaN never passes, output poisoned
  *      (0xFF: NaN in every dtype) before each run; lse where asked; for FP8 output, O decoded with
- *      1 / scale_o, and amax_o against max |O_ref|.
+ *      1 / scale_o, and amax_o against max |O_ref|; the variant's scratch (fa3 .vt: V^T, written by
+ *      its first kernel) poisoned too, so that V^T's padding keys must be written as zeros;
+ *   4. V in other layouts for the variants (the references read it contiguous): rows padded
+ *      (seq stride > Nkv x D) and head-major [B, Nkv, S, D] strides, which .vt's transpose reads.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -25,13 +28,53 @@
 #include "generator/generator.h"
 #include "tests/testutil.h"
 
+/* How the variants get V (the references read it as BSHD, contiguous). */
+typedef enum v_layout {
+  V_BSHD = 0,   /* contiguous [B, S, Nkv, D] */
+  V_PADDED = 1, /* [B, S, Nkv, D] with each key's row V_PAD bytes longer (seq stride Nkv D + V_PAD) */
+  V_BHSD = 2,   /* head-major [B, Nkv, S, D] through the strides */
+} v_layout;
+enum { V_PAD = 48 };
+
 typedef struct fp8_case {
   int b, t, s, nq, nkv, d;
   at_dtype dtype; /* e4m3 or e5m2 */
   at_mask mask;
   int lse;
   at_dtype out; /* bf16, f16, e4m3, e5m2 */
+  v_layout v_layout;
 } fp8_case;
+
+/* V's strides for layout l, in elements (bytes: FP8). */
+static at_strides v_strides(const fp8_case *c, v_layout l)
+{
+  at_strides st = at_strides_bshd(c->s, c->nkv, c->d);
+  if (l == V_PADDED) st.seq += V_PAD, st.batch = (long long)c->s * st.seq;
+  if (l == V_BHSD) st.seq = c->d, st.head = (long long)c->s * c->d, st.batch = (long long)c->nkv * c->s * c->d;
+  return st;
+}
+
+/* V's codes (contiguous BSHD) on the device in layout l, the bytes between rows poisoned (0xFF:
+ * NaN in E4M3 and E5M2), or the contiguous tensor itself. *owned is what the caller frees. */
+static CUdeviceptr v_in_layout(const fp8_case *c, const tu_fp8_tensor *v, v_layout l, CUdeviceptr *owned)
+{
+  *owned = 0;
+  if (l == V_BSHD) return v->dev;
+  const at_strides st = v_strides(c, l);
+  const size_t bytes = (size_t)c->b * (size_t)st.batch;
+  uint8_t *host = malloc(bytes);
+  assert_non_null(host);
+  memset(host, 0xFF, bytes);
+  for (int b = 0; b < c->b; b++)
+    for (int j = 0; j < c->s; j++)
+      for (int h = 0; h < c->nkv; h++)
+        memcpy(host + b * st.batch + j * st.seq + h * st.head, v->codes + (((size_t)b * c->s + j) * c->nkv + h) * c->d,
+               (size_t)c->d);
+  *owned = tu_alloc_poisoned(bytes);
+  TU_OK(rt_upload(*owned, host, bytes));
+  free(host);
+  return *owned;
+}
 
 static double tolerance(at_dtype dtype) { return at_dtype_tolerance(dtype); }
 
@@ -65,8 +108,10 @@ static int check_variant(const rt_variant *lv, const char *key, int i, void *ctx
   TU_OK(rt_fill_u8(r->dout, 0xFF, r->nq * at_dtype_size(c->out)));
   TU_OK(rt_fill_u8(r->dlse, 0xFF, r->nlse * sizeof(float)));
   TU_OK(rt_fill_u8(r->d_amax, 0xFF, sizeof(float)));
-  TU_OK(rt_variant_launch(lv, r->s, r->t, r->fp8, 0, NULL));
+  CUdeviceptr scratch = tu_variant_scratch(&lv->variant, r->s);
+  TU_OK(rt_variant_launch(lv, r->s, r->t, r->fp8, scratch, NULL));
   TU_OK(rt_ctx_sync(&tu_gpu));
+  tu_variant_scratch_done(&lv->variant, r->s, scratch);
   download_out(c->out, r->dout, r->nq, 1.0f / r->scale_o, r->got_o);
   tn_error eo = tn_compare(r->ref_o, r->got_o, r->nq);
   tn_error el = {0};
@@ -108,8 +153,10 @@ static int check_case(const fp8_case *c)
   gen_variant vs[GEN_MAX_VARIANTS];
   int n = 0, failures = 0;
   at_status rc = gen_enumerate_out(&s, c->out, &target, vs, GEN_MAX_VARIANTS, &n);
-  printf("  B%d T%d S%d Nq%d Nkv%d D%d %s->%s %s%s: ", c->b, c->t, c->s, c->nq, c->nkv, c->d,
-         at_dtype_name(c->dtype), at_dtype_name(c->out), at_mask_name(c->mask), c->lse ? " lse" : "");
+  static const char *const layouts[] = {"", " V rows padded", " V head-major"};
+  printf("  B%d T%d S%d Nq%d Nkv%d D%d %s->%s %s%s%s: ", c->b, c->t, c->s, c->nq, c->nkv, c->d,
+         at_dtype_name(c->dtype), at_dtype_name(c->out), at_mask_name(c->mask), c->lse ? " lse" : "",
+         layouts[c->v_layout]);
   if (rc == AT_ERR_UNSUPPORTED) {
     /* e.g. D=256 on sm_89, where no fa2 FP8 tile fits the registers and fa3 (sm_90a) is not there */
     printf("no variants on %s: %s\n", target.arch, at_last_error());
@@ -199,7 +246,10 @@ static int check_case(const fp8_case *c)
 
   CUdeviceptr dout = tu_alloc_poisoned(nq * at_dtype_size(c->out));
   CUdeviceptr dlse = tu_alloc_poisoned(nlse * sizeof(float));
-  t.q = (void *)(uintptr_t)q.dev, t.k = (void *)(uintptr_t)k.dev, t.v = (void *)(uintptr_t)v.dev;
+  CUdeviceptr v_owned = 0;
+  t.q = (void *)(uintptr_t)q.dev, t.k = (void *)(uintptr_t)k.dev;
+  t.v = (void *)(uintptr_t)v_in_layout(c, &v, c->v_layout, &v_owned);
+  t.v_stride = v_strides(c, c->v_layout);
   t.o = (void *)(uintptr_t)dout, t.lse = c->lse ? (float *)(uintptr_t)dlse : NULL;
   rt_fp8_args fp8 = {d_descale_q, d_descale_k, d_descale_v, d_scale_o, d_amax};
 
@@ -210,7 +260,7 @@ static int check_case(const fp8_case *c)
                  .tol = tol, .ref_amax = ref_amax, .ref_o = ref_o, .ref_lse = ref_lse, .got_o = got_o,
                  .got_lse = got_lse};
   failures += tu_check_variants(vs, n, &target, check_variant, &run);
-  rt_free(dout), rt_free(dlse), rt_free(dscal), rt_free(o32), rt_free(l32), rt_free(scratch);
+  rt_free(dout), rt_free(dlse), rt_free(dscal), rt_free(o32), rt_free(l32), rt_free(scratch), rt_free(v_owned);
   tu_fp8_tensor_free(&q), tu_fp8_tensor_free(&k), tu_fp8_tensor_free(&v);
   free(ref_o), free(ref_lse), free(ref32_o), free(ref32_lse), free(got_o), free(got_lse);
   return failures;
@@ -218,25 +268,37 @@ static int check_case(const fp8_case *c)
 
 static const fp8_case CASES[] = {
     /* odd lengths, D = 80 (Q K^T padded to 96), GQA 6, every mask, with lse */
-    {2, 77, 1000, 12, 2, 80, AT_DTYPE_E4M3, AT_MASK_NONE, 1, AT_DTYPE_BF16},
-    {2, 77, 1000, 12, 2, 80, AT_DTYPE_E5M2, AT_MASK_CAUSAL_TL, 1, AT_DTYPE_BF16},
-    {2, 77, 1000, 12, 2, 80, AT_DTYPE_E4M3, AT_MASK_CAUSAL_BR, 1, AT_DTYPE_BF16},
+    {2, 77, 1000, 12, 2, 80, AT_DTYPE_E4M3, AT_MASK_NONE, 1, AT_DTYPE_BF16, V_BSHD},
+    {2, 77, 1000, 12, 2, 80, AT_DTYPE_E5M2, AT_MASK_CAUSAL_TL, 1, AT_DTYPE_BF16, V_BSHD},
+    {2, 77, 1000, 12, 2, 80, AT_DTYPE_E4M3, AT_MASK_CAUSAL_BR, 1, AT_DTYPE_BF16, V_BSHD},
     /* T > S bottom-right: the first rows see no key (o = 0, lse = -inf) */
-    {1, 300, 77, 4, 4, 64, AT_DTYPE_E5M2, AT_MASK_CAUSAL_BR, 1, AT_DTYPE_BF16},
+    {1, 300, 77, 4, 4, 64, AT_DTYPE_E5M2, AT_MASK_CAUSAL_BR, 1, AT_DTYPE_BF16, V_BSHD},
     /* GQA 4 and MQA, D 128 */
-    {2, 256, 256, 8, 2, 128, AT_DTYPE_E4M3, AT_MASK_CAUSAL_TL, 0, AT_DTYPE_BF16},
-    {1, 200, 333, 8, 1, 128, AT_DTYPE_E5M2, AT_MASK_NONE, 1, AT_DTYPE_BF16},
+    {2, 256, 256, 8, 2, 128, AT_DTYPE_E4M3, AT_MASK_CAUSAL_TL, 0, AT_DTYPE_BF16, V_BSHD},
+    {1, 200, 333, 8, 1, 128, AT_DTYPE_E5M2, AT_MASK_NONE, 1, AT_DTYPE_BF16, V_BSHD},
     /* D 48 (Q K^T padded to 64), D 256 (fa3 only on sm_90a: no fa2 FP8 tile fits its registers) */
-    {1, 65, 130, 4, 4, 48, AT_DTYPE_E4M3, AT_MASK_CAUSAL_BR, 1, AT_DTYPE_BF16},
-    {1, 129, 129, 4, 2, 256, AT_DTYPE_E4M3, AT_MASK_CAUSAL_TL, 1, AT_DTYPE_BF16},
-    {2, 190, 333, 6, 3, 256, AT_DTYPE_E5M2, AT_MASK_NONE, 1, AT_DTYPE_F16},
+    {1, 65, 130, 4, 4, 48, AT_DTYPE_E4M3, AT_MASK_CAUSAL_BR, 1, AT_DTYPE_BF16, V_BSHD},
+    {1, 129, 129, 4, 2, 256, AT_DTYPE_E4M3, AT_MASK_CAUSAL_TL, 1, AT_DTYPE_BF16, V_BSHD},
+    {2, 190, 333, 6, 3, 256, AT_DTYPE_E5M2, AT_MASK_NONE, 1, AT_DTYPE_F16, V_BSHD},
     /* fa3's tiles: rows and keys past a whole tile at D 64 and 128, causal, both formats */
-    {3, 333, 333, 4, 4, 64, AT_DTYPE_E4M3, AT_MASK_CAUSAL_TL, 0, AT_DTYPE_BF16},
-    {1, 191, 517, 16, 2, 128, AT_DTYPE_E5M2, AT_MASK_CAUSAL_BR, 1, AT_DTYPE_BF16},
+    {3, 333, 333, 4, 4, 64, AT_DTYPE_E4M3, AT_MASK_CAUSAL_TL, 0, AT_DTYPE_BF16, V_BSHD},
+    {1, 191, 517, 16, 2, 128, AT_DTYPE_E5M2, AT_MASK_CAUSAL_BR, 1, AT_DTYPE_BF16, V_BSHD},
     /* other outputs: f16, and FP8 with scale_o and amax_o */
-    {1, 77, 1000, 8, 2, 128, AT_DTYPE_E4M3, AT_MASK_NONE, 0, AT_DTYPE_F16},
-    {2, 77, 1000, 12, 2, 80, AT_DTYPE_E4M3, AT_MASK_CAUSAL_TL, 1, AT_DTYPE_E4M3},
-    {1, 200, 333, 8, 2, 64, AT_DTYPE_E5M2, AT_MASK_NONE, 0, AT_DTYPE_E5M2},
+    {1, 77, 1000, 8, 2, 128, AT_DTYPE_E4M3, AT_MASK_NONE, 0, AT_DTYPE_F16, V_BSHD},
+    {2, 77, 1000, 12, 2, 80, AT_DTYPE_E4M3, AT_MASK_CAUSAL_TL, 1, AT_DTYPE_E4M3, V_BSHD},
+    {1, 200, 333, 8, 2, 64, AT_DTYPE_E5M2, AT_MASK_NONE, 0, AT_DTYPE_E5M2, V_BSHD},
+    /* fa3 .vt (V^T ahead, D 128 and 256): S under one 32-key group, S not a multiple of 32 nor of
+     * any block_n (64, 128, 192), T != S both ways, every mask, GQA, lse, both formats */
+    {1, 100, 45, 4, 2, 128, AT_DTYPE_E4M3, AT_MASK_NONE, 1, AT_DTYPE_BF16, V_BSHD},
+    {2, 250, 1001, 8, 2, 128, AT_DTYPE_E4M3, AT_MASK_CAUSAL_BR, 1, AT_DTYPE_BF16, V_BSHD},
+    {1, 515, 203, 6, 6, 128, AT_DTYPE_E5M2, AT_MASK_CAUSAL_TL, 1, AT_DTYPE_BF16, V_BSHD},
+    {2, 130, 450, 4, 1, 256, AT_DTYPE_E4M3, AT_MASK_CAUSAL_BR, 1, AT_DTYPE_BF16, V_BSHD},
+    {1, 333, 321, 4, 4, 256, AT_DTYPE_E5M2, AT_MASK_NONE, 0, AT_DTYPE_F16, V_BSHD},
+    /* V through other strides (the transpose's reads; the in-CTA and TMA loaders' too) */
+    {2, 200, 383, 8, 2, 128, AT_DTYPE_E4M3, AT_MASK_NONE, 1, AT_DTYPE_BF16, V_PADDED},
+    {1, 190, 517, 4, 2, 128, AT_DTYPE_E5M2, AT_MASK_CAUSAL_TL, 0, AT_DTYPE_BF16, V_BHSD},
+    {2, 97, 300, 4, 4, 256, AT_DTYPE_E4M3, AT_MASK_CAUSAL_BR, 1, AT_DTYPE_BF16, V_BHSD},
+    {1, 77, 1000, 12, 2, 80, AT_DTYPE_E4M3, AT_MASK_NONE, 0, AT_DTYPE_BF16, V_PADDED},
 };
 
 static void test_fp8_variants(void **state)

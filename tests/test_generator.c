@@ -30,13 +30,13 @@ static void test_literal_keys(void **state)
 {
   (void)state;
   char key[GEN_KEY_MAX], entry[GEN_KEY_MAX];
-  gen_variant v = {GEN_FAMILY_FA2, {AT_DTYPE_BF16, 128, AT_MASK_CAUSAL_TL, 4, 0, AT_DTYPE_BF16, AT_KV_SAME, 0}, 128, 64, 4, 2, 0, 0, 0, 0};
+  gen_variant v = {GEN_FAMILY_FA2, {AT_DTYPE_BF16, 128, AT_MASK_CAUSAL_TL, 4, 0, AT_DTYPE_BF16, AT_KV_SAME, 0}, 128, 64, 4, 2, 0, 0, 0, 0, 0};
   TU_OK(gen_variant_key(&v, key, sizeof key));
   assert_string_equal(key, "fa2.bf16.d128.causal.g4.bm128.bn64.w4.s2");
   TU_OK(gen_entry_name(&v, entry, sizeof entry));
   assert_string_equal(entry, "fa2_bf16_d128_causal_g4_bm128_bn64_w4_s2");
 
-  gen_variant w = {GEN_FAMILY_FA2, {AT_DTYPE_F16, 80, AT_MASK_CAUSAL_BR, 6, 1, AT_DTYPE_F16, AT_KV_SAME, 0}, 64, 32, 4, 3, 0, 0, 0, 0};
+  gen_variant w = {GEN_FAMILY_FA2, {AT_DTYPE_F16, 80, AT_MASK_CAUSAL_BR, 6, 1, AT_DTYPE_F16, AT_KV_SAME, 0}, 64, 32, 4, 3, 0, 0, 0, 0, 0};
   TU_OK(gen_variant_key(&w, key, sizeof key));
   assert_string_equal(key, "fa2.f16.d80.causal-br.g6.bm64.bn32.w4.s3.lse");
   TU_OK(gen_entry_name(&w, entry, sizeof entry));
@@ -154,7 +154,7 @@ static void test_smem_limit_prunes(void **state)
   assert_true(nb > 0 && nb < na);
   for (int i = 0; i < nb; i++) assert_true(gen_smem_bytes(&b[i]) <= small.smem_limit);
   /* A variant over the limit is refused with the numbers. */
-  gen_variant v = {GEN_FAMILY_FA2, {AT_DTYPE_BF16, 256, AT_MASK_NONE, 1, 0, AT_DTYPE_BF16, AT_KV_SAME, 0}, 128, 128, 8, 3, 0, 0, 0, 0};
+  gen_variant v = {GEN_FAMILY_FA2, {AT_DTYPE_BF16, 256, AT_MASK_NONE, 1, 0, AT_DTYPE_BF16, AT_KV_SAME, 0}, 128, 128, 8, 3, 0, 0, 0, 0, 0};
   assert_int_not_equal(gen_variant_check(&v, &big), AT_OK);
   assert_non_null(strstr(at_last_error(), "shared memory"));
 }
@@ -221,7 +221,7 @@ static void test_fp8_keys(void **state)
 {
   (void)state;
   char key[GEN_KEY_MAX], entry[GEN_KEY_MAX];
-  gen_variant v = {GEN_FAMILY_FA2, {AT_DTYPE_E4M3, 128, AT_MASK_NONE, 1, 0, AT_DTYPE_BF16, AT_KV_SAME, 0}, 128, 64, 8, 2, 0, 0, 0, 0};
+  gen_variant v = {GEN_FAMILY_FA2, {AT_DTYPE_E4M3, 128, AT_MASK_NONE, 1, 0, AT_DTYPE_BF16, AT_KV_SAME, 0}, 128, 64, 8, 2, 0, 0, 0, 0, 0};
   TU_OK(gen_variant_key(&v, key, sizeof key));
   assert_string_equal(key, "fa2.e4m3.d128.none.g1.bm128.bn64.w8.s2.obf16");
   TU_OK(gen_entry_name(&v, entry, sizeof entry));
@@ -230,7 +230,7 @@ static void test_fp8_keys(void **state)
   TU_OK(gen_variant_parse(key, &back));
   assert_memory_equal(&back, &v, sizeof v);
 
-  gen_variant w = {GEN_FAMILY_FA2, {AT_DTYPE_E5M2, 80, AT_MASK_CAUSAL_BR, 6, 1, AT_DTYPE_E5M2, AT_KV_SAME, 0}, 64, 32, 4, 3, 0, 0, 0, 0};
+  gen_variant w = {GEN_FAMILY_FA2, {AT_DTYPE_E5M2, 80, AT_MASK_CAUSAL_BR, 6, 1, AT_DTYPE_E5M2, AT_KV_SAME, 0}, 64, 32, 4, 3, 0, 0, 0, 0, 0};
   TU_OK(gen_variant_key(&w, key, sizeof key));
   assert_string_equal(key, "fa2.e5m2.d80.causal-br.g6.bm64.bn32.w4.s3.oe5m2.lse");
   TU_OK(gen_variant_parse(key, &back));
@@ -499,6 +499,149 @@ static void test_fa3_ws_family(void **state)
 }
 
 
+/* V^T ahead (.vt after .ws/.wspp, FP8): keys round-trip and old keys keep vt 0; the refusals name
+ * the field; the module has the transpose kernel as a second entry; a call launches it first
+ * (entry 1, into the scratch) and then the attention kernel (entry 0, a programmatic dependent)
+ * with the scratch's V^T tensor map in place of V's; the scratch holds B x Nkv x D x S' bytes, S'
+ * = S rounded up to block_n; the listing puts .vt after the in-CTA tiles and before the older
+ * warp-specialized FP8 ones. */
+static void test_fa3_vt_family(void **state)
+{
+  (void)state;
+  gen_target t = sm90();
+  gen_variant v, back;
+  char key[GEN_KEY_MAX], names[GEN_MAX_KERNELS][GEN_ENTRY_MAX], *src = NULL;
+  int n = 0;
+  TU_OK(gen_variant_parse("fa3.e4m3.d128.causal.g4.bm128.bn192.w8.s2.wspp.vt.obf16.lse", &v));
+  assert_int_equal(v.ws, 2);
+  assert_int_equal(v.vt, 1);
+  TU_OK(gen_variant_check(&v, &t));
+  TU_OK(gen_variant_key(&v, key, sizeof key));
+  assert_string_equal(key, "fa3.e4m3.d128.causal.g4.bm128.bn192.w8.s2.wspp.vt.obf16.lse");
+  assert_int_equal(gen_threads(&v), 3 * 128);
+  assert_int_equal(gen_smem_bytes(&v), 1024 + 128 * 128 + 4 * 192 * 128 + 256); /* no V^T buffers */
+  TU_OK(gen_variant_parse("fa3.e4m3.d128.none.g1.bm128.bn128.w8.s2.ws.obf16", &back));
+  assert_int_equal(back.vt, 0);
+  TU_OK(gen_entry_names(&back, names, &n));
+  assert_int_equal(n, 1);
+  TU_OK(gen_entry_names(&v, names, &n));
+  assert_int_equal(n, 2);
+  assert_string_equal(names[1], "fa3_e4m3_d128_causal_g4_bm128_bn192_w8_s2_wspp_vt_obf16_lse_vt");
+  TU_OK(gen_emit(&v, &t, &src));
+  assert_non_null(strstr(src, "#define FA3_VT_PRE 1\n#define FA3_VT_KERNEL fa3_e4m3_d128_causal_g4_bm128_bn192_w8_s2_wspp_vt_obf16_lse_vt\n"));
+  free(src);
+
+  /* The launch: B 3, Nq 16 / Nkv 4, T 1000, S 1000 -> S' = 1152 (6 tiles of 192). */
+  at_shape s = shape_of(AT_DTYPE_E4M3, 128, AT_MASK_CAUSAL_TL, 16, 4, 1);
+  s.batch = 3, s.q_len = 1000, s.kv_len = 1000;
+  gen_launch_desc d;
+  TU_OK(gen_launch_describe(&v, &s, &d));
+  assert_int_equal(d.n_kernels, 2);
+  const gen_kernel_launch *tr = &d.kernels[0], *k = &d.kernels[1];
+  assert_int_equal(tr->entry, 1);
+  assert_int_equal(k->entry, 0);
+  assert_int_equal(tr->grid[0], 9u); /* ceil(1152 / 128) */
+  assert_int_equal(tr->grid[1], 4u); /* Nkv x D / 128 */
+  assert_int_equal(tr->grid[2], 3u);
+  assert_int_equal(tr->block[0], 256u);
+  assert_int_equal(tr->args[0], GEN_ARG_V);
+  assert_int_equal(tr->args[1], GEN_ARG_SCRATCH);
+  assert_int_equal(tr->waits_for_previous, 1);
+  assert_int_equal(k->waits_for_previous, 1);
+  assert_int_equal(k->block[0], 384u);
+  assert_int_equal(k->grid[0], 16u); /* causal: (Nq, B, query blocks) */
+  assert_int_equal(k->grid[2], 8u);
+  assert_int_equal(k->args[k->n_args - 2], GEN_ARG_TMAP_K);
+  assert_int_equal(k->args[k->n_args - 1], GEN_ARG_TMAP_SCRATCH);
+  assert_int_equal(d.tmap_rows[0], 128);
+  assert_int_equal(d.tmap_rows[1], 192);
+  assert_int_equal(d.tmap_rows[2], 0); /* no map of V */
+  assert_int_equal(d.scratch_bytes, (size_t)3 * 4 * 128 * 1152);
+  assert_int_equal(d.scratch_tmap.dims[0], 1152u);
+  assert_int_equal(d.scratch_tmap.dims[1], 128u);
+  assert_int_equal(d.scratch_tmap.dims[2], 4u);
+  assert_int_equal(d.scratch_tmap.dims[3], 3u);
+  assert_int_equal(d.scratch_tmap.strides[0], 1152u);
+  assert_int_equal(d.scratch_tmap.strides[2], (unsigned long long)1152 * 128 * 4);
+  assert_int_equal(d.scratch_tmap.box[0], 64u); /* 192 keys: three column blocks of 64 */
+  assert_int_equal(d.scratch_tmap.box[1], 128u);
+  assert_int_equal(d.scratch_tmap.swizzle_bytes, 64);
+  /* block_n 128 at D 256: boxes of 128 keys in the 128-byte swizzle; S 77 -> S' 128; T 0: no launch. */
+  TU_OK(gen_variant_parse("fa3.e5m2.d256.none.g1.bm128.bn128.w8.s3.ws.vt.obf16", &back));
+  TU_OK(gen_variant_check(&back, &t));
+  s = shape_of(AT_DTYPE_E5M2, 256, AT_MASK_NONE, 2, 2, 0);
+  s.batch = 1, s.q_len = 5, s.kv_len = 77;
+  TU_OK(gen_launch_describe(&back, &s, &d));
+  assert_int_equal(d.kernels[0].grid[0], 1u);
+  assert_int_equal(d.kernels[0].grid[1], 4u);
+  assert_int_equal(d.scratch_bytes, (size_t)2 * 256 * 128);
+  assert_int_equal(d.scratch_tmap.box[0], 128u);
+  assert_int_equal(d.scratch_tmap.swizzle_bytes, 128);
+  /* block_n 224 (FA3's FP8 D128 tile): seven column blocks of 32 keys, the 32-byte swizzle. */
+  TU_OK(gen_variant_parse("fa3.e4m3.d128.none.g1.bm128.bn224.w8.s2.ws.vt.obf16", &v));
+  TU_OK(gen_variant_check(&v, &t));
+  s = shape_of(AT_DTYPE_E4M3, 128, AT_MASK_NONE, 2, 2, 0);
+  s.batch = 1, s.q_len = 300, s.kv_len = 300;
+  TU_OK(gen_launch_describe(&v, &s, &d));
+  assert_int_equal(d.scratch_tmap.dims[0], 448u);
+  assert_int_equal(d.scratch_tmap.box[0], 32u);
+  assert_int_equal(d.scratch_tmap.swizzle_bytes, 32);
+  TU_OK(gen_variant_parse("fa3.e4m3.d128.causal.g4.bm128.bn192.w8.s2.wspp.vt.obf16.lse", &v));
+  s = shape_of(AT_DTYPE_E5M2, 256, AT_MASK_NONE, 2, 2, 0);
+  s.batch = 1, s.q_len = 0, s.kv_len = 77;
+  TU_OK(gen_launch_describe(&back, &s, &d));
+  assert_int_equal(d.kernels[0].grid[0], 0u);
+  assert_int_equal(d.kernels[1].grid[0], 0u);
+
+  /* Refusals. */
+  gen_variant bad = v;
+  bad.block_n = 176;
+  assert_int_equal(gen_variant_check(&bad, &t), AT_ERR_UNSUPPORTED);
+  assert_non_null(strstr(at_last_error(), "multiple of 32"));
+  bad = v, bad.spec.dtype = AT_DTYPE_BF16, bad.spec.out_dtype = AT_DTYPE_BF16;
+  assert_int_equal(gen_variant_check(&bad, &t), AT_ERR_UNSUPPORTED);
+  assert_non_null(strstr(at_last_error(), "e4m3 or e5m2"));
+  bad = v, bad.ws = 0;
+  assert_int_equal(gen_variant_check(&bad, &t), AT_ERR_INVALID);
+  assert_non_null(strstr(at_last_error(), "ws 1 or 2"));
+  bad = v, bad.vt = 2;
+  assert_int_equal(gen_variant_check(&bad, &t), AT_ERR_INVALID);
+  bad = v, bad.spec.head_dim = 256; /* 128 + 96 + 24 + 32 registers > 240 */
+  assert_int_equal(gen_variant_check(&bad, &t), AT_ERR_UNSUPPORTED);
+  assert_int_equal(gen_variant_parse("fa3.e4m3.d128.none.g1.bm128.bn128.w8.s2.vt.obf16", &back), AT_ERR_INVALID);
+  assert_non_null(strstr(at_last_error(), "needs .ws or .wspp"));
+  assert_int_equal(gen_variant_parse("fa3.e4m3.d128.none.g1.bm128.bn128.w8.s2.vt.ws.obf16", &back), AT_ERR_INVALID);
+  assert_non_null(strstr(at_last_error(), "canonical"));
+  assert_int_equal(gen_variant_parse("fa2.e4m3.d128.none.g1.bm128.bn128.w8.s2.ws.vt.obf16", &back), AT_ERR_INVALID);
+
+  /* Listing order for FP8: in-CTA, then .vt, then the warp-specialized kernel that transposes. */
+  s = shape_of(AT_DTYPE_E4M3, 128, AT_MASK_NONE, 16, 16, 0);
+  s.q_len = s.kv_len = 8192;
+  gen_variant vs[GEN_MAX_VARIANTS];
+  TU_OK(gen_enumerate(&s, &t, vs, GEN_MAX_VARIANTS, &n));
+  int first_vt = -1, last_vt = -1, first_ws = -1, last_in_cta = -1, n_vt = 0;
+  for (int i = 0; i < n; i++) {
+    if (vs[i].family != GEN_FAMILY_FA3) continue;
+    if (vs[i].vt) {
+      n_vt++, last_vt = i;
+      if (first_vt < 0) first_vt = i;
+    } else if (vs[i].ws) {
+      if (first_ws < 0) first_ws = i;
+    } else {
+      last_in_cta = i;
+    }
+  }
+  assert_true(n_vt >= 12);
+  assert_true(last_in_cta < first_vt && last_vt < first_ws);
+  gen_variant def;
+  TU_OK(gen_default_variant(&s, &t, &def));
+  assert_int_equal(def.ws, 0); /* v5 stays the default until .vt is measured */
+  /* 16-bit inputs list no .vt. */
+  s.dtype = AT_DTYPE_BF16;
+  TU_OK(gen_enumerate(&s, &t, vs, GEN_MAX_VARIANTS, &n));
+  for (int i = 0; i < n; i++) assert_int_equal(vs[i].vt, 0);
+}
+
 /* The spill-free promise for FP8: every variant listed for D {64, 128, 256} x {none, causal} x
  * {e4m3, e5m2} x {MHA, GQA 4} compiles for sm_90a with no spills and no stack (fa2 with MMAs via
  * f16 and fa3 with wgmma; D=256 lists fa3 only there), plus the other output dtypes at D=128 and the native m16n8k32 form on sm_89 (all of
@@ -743,7 +886,7 @@ static void test_decode_family(void **state)
   assert_int_not_equal(def.family, GEN_FAMILY_DECODE);
 
   /* Refusals name the field. */
-  gen_variant bad = {GEN_FAMILY_DECODE, {AT_DTYPE_BF16, 128, AT_MASK_NONE, 4, 0, AT_DTYPE_BF16, AT_KV_SAME, 0}, 1, 32, 4, 2, 4, 0, 0, 0};
+  gen_variant bad = {GEN_FAMILY_DECODE, {AT_DTYPE_BF16, 128, AT_MASK_NONE, 4, 0, AT_DTYPE_BF16, AT_KV_SAME, 0}, 1, 32, 4, 2, 4, 0, 0, 0, 0};
   assert_int_equal(gen_variant_check(&bad, &t), AT_ERR_UNSUPPORTED);
   assert_non_null(strstr(at_last_error(), "keys per warp"));
   bad.block_n = 64, bad.splits = 0;
@@ -895,7 +1038,7 @@ static void test_fa3_persistent_family(void **state)
   bad = v, bad.persistent = 2;
   assert_int_equal(gen_variant_check(&bad, &t), AT_ERR_INVALID);
   gen_variant fa2 = {GEN_FAMILY_FA2, {AT_DTYPE_BF16, 128, AT_MASK_CAUSAL_TL, 4, 0, AT_DTYPE_BF16, AT_KV_SAME, 0},
-                     128, 64, 4, 2, 0, 0, 1, 0};
+                     128, 64, 4, 2, 0, 0, 1, 0, 0};
   assert_int_equal(gen_variant_check(&fa2, &t), AT_ERR_INVALID);
   assert_non_null(strstr(at_last_error(), "fa2 has no persistent variants"));
 
@@ -1020,7 +1163,7 @@ static void test_fp8_kv_keys(void **state)
   gen_target t = sm90();
   char key[GEN_KEY_MAX], entry[GEN_KEY_MAX];
   gen_variant v = {GEN_FAMILY_DECODE, {AT_DTYPE_BF16, 128, AT_MASK_NONE, 4, 0, AT_DTYPE_BF16, AT_DTYPE_E4M3, 0},
-                   1, 256, 4, 3, 8, 0, 0, 0};
+                   1, 256, 4, 3, 8, 0, 0, 0, 0};
   TU_OK(gen_variant_key(&v, key, sizeof key));
   assert_string_equal(key, "decode.bf16.kve4m3.d128.none.g4.bm1.bn256.w4.s3.sp8");
   TU_OK(gen_entry_name(&v, entry, sizeof entry));
@@ -1111,7 +1254,7 @@ static void test_fp8_kv_enumeration(void **state)
   TU_OK(gen_enumerate(&s16, &t, vs, GEN_MAX_VARIANTS, &n16));
   for (int i = 0; i < n16; i++) assert_int_not_equal(vs[i].block_n, 256);
   gen_variant a = {GEN_FAMILY_DECODE, {AT_DTYPE_BF16, 128, AT_MASK_NONE, 4, 0, AT_DTYPE_BF16, AT_DTYPE_E4M3, 0},
-                   1, 128, 4, 3, 1, 0, 0, 0};
+                   1, 128, 4, 3, 1, 0, 0, 0, 0};
   gen_variant b16 = a;
   b16.spec.kv_dtype = AT_KV_SAME;
   /* Q: 16 rows x 256 B; K and V: 3 stages x 128 keys x 128 B (FP8) or 256 B (bf16) */
@@ -1221,7 +1364,7 @@ int main(void)
       cmocka_unit_test(test_template_versions),  cmocka_unit_test(test_decode_family),
       cmocka_unit_test(test_decode_default_merge),
       cmocka_unit_test(test_decode_compile_no_spills), cmocka_unit_test(test_fa3_ws_family),
-      cmocka_unit_test(test_ws_compile_no_spills),
+      cmocka_unit_test(test_ws_compile_no_spills), cmocka_unit_test(test_fa3_vt_family),
       cmocka_unit_test(test_fa3_persistent_family), cmocka_unit_test(test_persistent_compile_no_spills),
       cmocka_unit_test(test_fp8_kv_keys),        cmocka_unit_test(test_fp8_kv_enumeration),
       cmocka_unit_test(test_fp8_kv_compile_no_spills),

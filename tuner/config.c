@@ -353,8 +353,9 @@ static at_status read_search_ws(const parser *p, const yaml_node_t *n, const cha
   return read_int(p, n, field, 0, 2, out);
 }
 
-/* fa3's persistent: 0 one CTA per work tile, 1 one CTA per SM looping over them (.pers). */
-static at_status read_search_persistent(const parser *p, const yaml_node_t *n, const char *field, int *out)
+/* fa3's persistent: 0 one CTA per work tile, 1 one CTA per SM looping over them (.pers); fa3's
+ * vt: 0 V^T in shared memory (FP8), 1 V^T written ahead by a first kernel (.vt). */
+static at_status read_search_flag(const parser *p, const yaml_node_t *n, const char *field, int *out)
 {
   return read_int(p, n, field, 0, 1, out);
 }
@@ -873,6 +874,7 @@ static const struct search_param {
     {GEN_FAMILY_FA3, "stages", offsetof(tn_family_search, stages)},
     {GEN_FAMILY_FA3, "ws", offsetof(tn_family_search, ws)},
     {GEN_FAMILY_FA3, "persistent", offsetof(tn_family_search, persistent)},
+    {GEN_FAMILY_FA3, "vt", offsetof(tn_family_search, vt)},
     {GEN_FAMILY_DECODE, "block_m", offsetof(tn_family_search, block_m)},
     {GEN_FAMILY_DECODE, "block_n", offsetof(tn_family_search, block_n)},
     {GEN_FAMILY_DECODE, "warps", offsetof(tn_family_search, warps)},
@@ -905,8 +907,8 @@ static at_status parse_search_param(const parser *p, const yaml_node_t *n, const
   vlist l = {0};
   at_status rc = read_values(p, n, field,
                              strcmp(param, "ws") == 0           ? read_search_ws
-                             : strcmp(param, "persistent") == 0 ? read_search_persistent
-                                                                : read_search_int,
+                             : strcmp(param, "persistent") == 0 || strcmp(param, "vt") == 0 ? read_search_flag
+                                                                                             : read_search_int,
                              1, &l);
   out->n = 0;
   for (int i = 0; rc == AT_OK && i < l.n; i++) {
