@@ -44,7 +44,8 @@
  * or f16/bf16 in and out; head dim 64/128/256, block_m = 16 * warps (one or two warpgroups), block_n 64 or 128; the same
  * kernel arguments and launch as fa2. Warp-specialized fa3 (.ws, .wspp; f16/bf16): a TMA producer
  * warpgroup and 2 or 3 consumer warpgroups (warps 8 or 12), block_n a multiple of 16 up to 192,
- * head dims 64/96/128/192/256; fa2's arguments plus three tensor maps (gen_launch_desc.tmap_rows).
+ * head dims 64/96/128/192/256; fa2's arguments plus three tensor maps (gen_launch_desc.tmap_rows);
+ * for f16/bf16 also ragged (.rg, .rgq; not .pers), the offsets and totals before the maps.
  * Persistent fa3 (.ws.pers, .wspp.pers; f16/bf16, causal masks): the same kernel looping over work
  * tiles (a block of query rows of one head), longest first, the q heads of one KV head side by
  * side; the grid is at most one CTA per SM (gen_launch_desc.work_tiles says how the runtime sizes

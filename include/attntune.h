@@ -291,11 +291,12 @@ AT_API at_status at_plan_benchmark(at_plan *plan, const at_tensors *t, const at_
  * e.g. "decode.bf16.pg16.d128.none.g4.bm1.bn128.w4.s3.sp8"): "auto", "fused" and "decode" plan
  * the generator's paged decode default (no tuned rows for paged K/V exist yet), a paged decode
  * key is taken as given, and "naive" is still the naive kernels. Ragged Q with ragged K/V, or
- * with padded K/V (varlen prefill; Q, K and V in one dtype: f16, bf16, or FP8 with bf16 output
- * on sm_89+) runs the fa2 family's ragged variants (keys with .rg, or .rgq for padded K/V, e.g.
- * "fa2.bf16.rg.d128.causal-br.g4.bm128.bn64.w8.s2.lse"): "auto" and "fused" plan the
- * generator's ragged default (no tuned rows for ragged tensors exist yet), a ragged key is taken
- * as given; the launch is one CTA per query block of the longest sequence, and a CTA whose block
+ * with padded K/V (varlen prefill; Q, K and V in one dtype) runs ragged variants (keys with .rg,
+ * or .rgq for padded K/V): fa3's warp-specialized kernel for f16/bf16 on sm_90a (e.g.
+ * "fa3.bf16.rg.d128.causal-br.g4.bm128.bn176.w8.s2.ws.lse") and fa2 for f16, bf16 and FP8 with
+ * bf16 output on sm_89+ (e.g. "fa2.bf16.rg.d128.causal-br.g4.bm128.bn64.w8.s2.lse"): "auto" and
+ * "fused" plan the generator's ragged default (fa3 where it applies; no tuned rows for ragged
+ * tensors exist yet), a ragged key is taken as given; the launch is one CTA per query block of the longest sequence, and a CTA whose block
  * starts past its sequence's end returns at once. Everything else with ragged or paged tensors
  * (padded Q with ragged K/V, ragged Q with paged K/V, paged K/V under queries longer than 16
  * tokens, an FP8 KV cache with ragged Q) runs only the naive reference kernels (impl "naive",
@@ -311,7 +312,7 @@ AT_API at_status at_plan_benchmark(at_plan *plan, const at_tensors *t, const at_
  * page, within the row, and never use them). What the kernels do assume: total_q and total_kv
  * are the rows the tensors have (checked to be >= 0 on the host, not against the allocation),
  * the offsets arrays have B + 1 readable entries, and a packed tensor's rows are seq-stride
- * apart from its pointer. The naive kernels and the ragged fa2 variants clamp each sequence's
+ * apart from its pointer. The naive kernels and the ragged fa2/fa3 variants clamp each sequence's
  * range to its tensor (an offset below 0 counts as 0 and one past total as total; a
  * decreasing offset gives an empty sequence), cut lengths to the planned maxima, and treat the keys of a page whose table entry is outside
  * [0, num_pages) as masked (skipped); the paged decode variants do the same (those keys are
@@ -387,7 +388,7 @@ typedef struct at_serving_tensors {
  * at_plan_create. Padded Q of 1..16 tokens with paged K/V: "auto", "fused" and "decode" give
  * the paged decode default (auto falls back to naive where there is none), a paged decode key
  * (.pg<N> matching the layout's page size) is taken as given, "cudnn" is refused. Ragged Q with
- * ragged or padded K/V: "auto" and "fused" give the ragged prefill default (fa2 .rg / .rgq;
+ * ragged or padded K/V: "auto" and "fused" give the ragged prefill default (fa3/fa2 .rg / .rgq;
  * auto falls back to naive where there is none), a ragged key of the layout's kind is taken as
  * given, "cudnn" is refused. Other ragged or paged tensors: "auto" (or NULL opts) gives the
  * naive kernels, whose info.reason names why every earlier step of the chain was skipped;

@@ -1,5 +1,5 @@
-/* test_ragged_prefill.c — the ragged (varlen) prefill variants on the host (no GPU): keys with
- * .rg / .rgq round-trip and non-canonical or impossible spellings are refused, families without
+/* test_ragged_prefill.c — the ragged (varlen) prefill variants of fa2 and fa3 on the host (no
+ * GPU): keys with .rg / .rgq round-trip and non-canonical or impossible spellings are refused, families without
  * ragged kernels refuse ragged specs, the space, the default and the launch (the padded grid over
  * the maxima and four arguments more: the offsets and the packed totals), the emitted define,
  * the lookup chain of a ragged serving plan, and every listed ragged variant of a few shapes
@@ -45,13 +45,15 @@ static void test_keys_round_trip(void **state)
       "fa2.bf16.rg.d128.causal-br.g4.bm128.bn64.w4.s2.lse",
       "fa2.f16.rgq.d64.none.g1.bm64.bn128.w4.s3",
       "fa2.e4m3.rg.d128.causal.g8.bm128.bn64.w8.s2.obf16.lse",
+      "fa3.bf16.rg.d128.causal-br.g4.bm128.bn176.w8.s2.ws.lse",
+      "fa3.f16.rgq.d64.none.g1.bm192.bn128.w12.s3.wspp",
   };
-  const int ragged[] = {GEN_RAGGED_QKV, GEN_RAGGED_Q, GEN_RAGGED_QKV};
-  for (int i = 0; i < 3; i++) {
+  const int ragged[] = {GEN_RAGGED_QKV, GEN_RAGGED_Q, GEN_RAGGED_QKV, GEN_RAGGED_QKV, GEN_RAGGED_Q};
+  for (int i = 0; i < 5; i++) {
     gen_variant v;
     char again[GEN_KEY_MAX], entry[GEN_ENTRY_MAX];
     TU_OK(gen_variant_parse(keys[i], &v));
-    assert_int_equal(v.family, GEN_FAMILY_FA2);
+    assert_int_equal(v.family, i < 3 ? GEN_FAMILY_FA2 : GEN_FAMILY_FA3);
     assert_int_equal(v.spec.ragged, ragged[i]);
     TU_OK(gen_variant_key(&v, again, sizeof again));
     assert_string_equal(again, keys[i]);
@@ -79,8 +81,6 @@ static void test_keys_refused(void **state)
   expect_refused(gen_variant_parse("fa2.bf16.d128.none.g1.bm128.bn64.w4.s2.rg", &v), AT_ERR_INVALID,
                  "unknown suffix 'rg'");
   expect_refused(gen_variant_parse("decode.bf16.rg.d128.none.g4.bm1.bn128.w4.s3.sp8", &v), AT_ERR_INVALID,
-                 "reads padded tensors");
-  expect_refused(gen_variant_parse("fa3.bf16.rg.d128.none.g1.bm128.bn128.w8.s2.ws", &v), AT_ERR_INVALID,
                  "reads padded tensors");
   expect_refused(gen_variant_parse("decode.bf16.pg16.rg.d128.none.g4.bm1.bn128.w4.s3.sp8", &v), AT_ERR_INVALID,
                  "");
@@ -114,18 +114,22 @@ static void test_specs_and_families(void **state)
                  AT_ERR_UNSUPPORTED, "paged K/V");
   expect_refused(gen_spec_from_shape_serving(GEN_FAMILY_FA2, &s, AT_DTYPE_BF16, 0, 5, &spec), AT_ERR_INVALID,
                  "unknown ragged layout 5");
-  /* The space: only ragged variants of the asked kind, fa2's tiles; the default is one of them. */
+  /* The space: only ragged variants of the asked kind: fa3's warp-specialized tiles without
+   * .pers, then fa2's, each as its padded space has them. */
   gen_variant vs[GEN_MAX_VARIANTS], padded[GEN_MAX_VARIANTS];
   int n = 0, n_padded = 0;
   TU_OK(gen_enumerate_serving(&s, 0, GEN_RAGGED_QKV, &t, vs, GEN_MAX_VARIANTS, &n));
   TU_OK(gen_enumerate(&s, &t, padded, GEN_MAX_VARIANTS, &n_padded));
   assert_true(n > 0);
-  int n_fa2_padded = 0;
-  for (int i = 0; i < n_padded; i++) n_fa2_padded += padded[i].family == GEN_FAMILY_FA2;
-  assert_int_equal(n, n_fa2_padded);
+  int n_want = 0;
+  for (int i = 0; i < n_padded; i++)
+    n_want += padded[i].family == GEN_FAMILY_FA2 || (padded[i].family == GEN_FAMILY_FA3 && padded[i].ws &&
+                                                     !padded[i].persistent);
+  assert_int_equal(n, n_want);
+  assert_int_equal(vs[0].family, GEN_FAMILY_FA3);
   for (int i = 0; i < n; i++) {
     assert_int_equal(vs[i].spec.ragged, GEN_RAGGED_QKV);
-    assert_int_equal(vs[i].family, GEN_FAMILY_FA2);
+    assert_true(vs[i].family == GEN_FAMILY_FA2 || (vs[i].ws && !vs[i].persistent));
     TU_OK(gen_variant_matches_serving(&vs[i], &s, 0, GEN_RAGGED_QKV));
     assert_int_not_equal(gen_variant_matches_serving(&vs[i], &s, 0, GEN_RAGGED_Q), AT_OK);
     assert_int_not_equal(gen_variant_matches(&vs[i], &s), AT_OK);
@@ -133,7 +137,22 @@ static void test_specs_and_families(void **state)
   gen_variant v;
   TU_OK(gen_default_variant_serving(&s, 0, GEN_RAGGED_Q, &t, &v));
   assert_int_equal(v.spec.ragged, GEN_RAGGED_Q);
+  assert_int_equal(v.family, GEN_FAMILY_FA3); /* 16 bits on sm_90a: the warp-specialized kernel */
+  assert_int_equal(v.ws, 1);
   TU_OK(gen_variant_check(&v, &t));
+  /* fa3's other kernels refuse ragged tensors; FP8 ragged prefill and other targets get fa2. */
+  gen_variant w = v;
+  w.persistent = 1;
+  expect_refused(gen_variant_check(&w, &t), AT_ERR_UNSUPPORTED, "without .pers");
+  TU_OK(gen_variant_parse("fa3.bf16.rgq.d128.causal-br.g4.bm128.bn128.w8.s2", &w));
+  expect_refused(gen_variant_check(&w, &t), AT_ERR_UNSUPPORTED, "warp-specialized 16-bit");
+  const at_shape e4m3 = prefill_shape(8192, 8192, 32, 8, 128, AT_MASK_CAUSAL_BR, AT_DTYPE_E4M3);
+  TU_OK(gen_default_variant_serving(&e4m3, 0, GEN_RAGGED_QKV, &t, &w));
+  assert_int_equal(w.family, GEN_FAMILY_FA2);
+  gen_target sm80;
+  TU_OK(gen_target_for_arch("sm_80", &sm80));
+  TU_OK(gen_default_variant_serving(&s, 0, GEN_RAGGED_QKV, &sm80, &w));
+  assert_int_equal(w.family, GEN_FAMILY_FA2);
   expect_refused(gen_default_variant_serving(&s, 16, GEN_RAGGED_QKV, &t, &v), AT_ERR_UNSUPPORTED, "pages of 16");
   /* f32 has no fused kernel: the refusal names the layout. */
   const at_shape f32 = prefill_shape(512, 512, 8, 8, 64, AT_MASK_NONE, AT_DTYPE_F32);
@@ -146,7 +165,7 @@ static void test_launch_and_source(void **state)
   const gen_target t = sm90();
   const at_shape s = prefill_shape(3000, 5000, 32, 8, 128, AT_MASK_CAUSAL_BR, AT_DTYPE_BF16);
   gen_variant v, p;
-  TU_OK(gen_default_variant_serving(&s, 0, GEN_RAGGED_QKV, &t, &v));
+  TU_OK(gen_variant_parse("fa2.bf16.rg.d128.causal-br.g4.bm128.bn64.w8.s2.lse", &v));
   p = v;
   p.spec.ragged = GEN_RAGGED_NONE;
   gen_launch_desc dr, dp;
@@ -178,9 +197,29 @@ static void test_launch_and_source(void **state)
   TU_OK(gen_emit(&p, &t, &src));
   assert_null(strstr(src, "#define FA2_RAGGED 1"));
   free(src);
+
+  /* fa3's warp-specialized kernel: the four after fa2's list, then the three tensor maps. */
+  gen_variant f, fp;
+  TU_OK(gen_default_variant_serving(&s, 0, GEN_RAGGED_QKV, &t, &f));
+  assert_int_equal(f.family, GEN_FAMILY_FA3);
+  fp = f;
+  fp.spec.ragged = GEN_RAGGED_NONE;
+  TU_OK(gen_launch_describe(&f, &s, &dr));
+  TU_OK(gen_launch_describe(&fp, &s, &dp));
+  k = &dr.kernels[0];
+  assert_memory_equal(k->grid, dp.kernels[0].grid, sizeof k->grid);
+  assert_int_equal(k->n_args, dp.kernels[0].n_args + 4);
+  assert_int_equal(k->args[k->n_args - 7], GEN_ARG_CU_SEQLENS_Q);
+  assert_int_equal(k->args[k->n_args - 4], GEN_ARG_TOTAL_KV);
+  assert_int_equal(k->args[k->n_args - 3], GEN_ARG_TMAP_Q);
+  assert_int_equal(k->args[k->n_args - 1], GEN_ARG_TMAP_V);
+  assert_memory_equal(dr.tmap_rows, dp.tmap_rows, sizeof dr.tmap_rows);
+  TU_OK(gen_emit(&f, &t, &src));
+  assert_non_null(strstr(src, "#define FA3_RAGGED 1"));
+  free(src);
 }
 
-/* The lookup chain of a ragged serving plan: the ragged default first (then naive; cuDNN and the
+/* The lookup chain of a ragged serving plan: the ragged default (fa3's on sm_90a) first (then naive; cuDNN and the
  * tuned rows skipped with their reasons); "fused" keeps the default alone. Ragged Q with paged
  * K/V and padded Q with ragged K/V have no generated kernel. */
 static void test_lookup_chain(void **state)
@@ -218,9 +257,9 @@ static void test_lookup_chain(void **state)
   assert_int_equal(rt_serving_ragged(NULL), GEN_RAGGED_NONE);
 }
 
-/* Every listed ragged kernel of a few shapes compiles with no spill and no stack (sm_90a): head
- * dims 64, 128 (GQA), 256 and 80, both ragged kinds, every mask, lse, FP8 (61 kernels, about
- * 100 s of NVRTC on 2 cores). */
+/* Every listed ragged kernel of a few shapes compiles with no spill and no stack (sm_90a): fa2 at
+ * head dims 64, 128 (GQA), 256 and 80, both ragged kinds, every mask, lse, FP8; fa3's 32
+ * warp-specialized ragged kernels of D 128 causal-br GQA (about 3 minutes of NVRTC on 2 cores). */
 static void test_compile_no_spills(void **state)
 {
   (void)state;
@@ -228,13 +267,14 @@ static void test_compile_no_spills(void **state)
   typedef struct rcase {
     at_shape s;
     int ragged;
+    int with_fa3; /* also fa3's variants (else fa2's only, to keep the compile time down) */
   } rcase;
   const rcase cases[] = {
-      {prefill_shape(8192, 8192, 32, 8, 128, AT_MASK_CAUSAL_BR, AT_DTYPE_BF16), GEN_RAGGED_QKV},
-      {prefill_shape(8192, 8192, 16, 16, 64, AT_MASK_NONE, AT_DTYPE_F16), GEN_RAGGED_Q},
-      {prefill_shape(4096, 4096, 16, 2, 256, AT_MASK_CAUSAL_TL, AT_DTYPE_BF16), GEN_RAGGED_QKV},
-      {prefill_shape(2048, 2048, 8, 8, 80, AT_MASK_CAUSAL_TL, AT_DTYPE_BF16), GEN_RAGGED_Q},
-      {prefill_shape(8192, 8192, 32, 8, 128, AT_MASK_CAUSAL_BR, AT_DTYPE_E4M3), GEN_RAGGED_QKV},
+      {prefill_shape(8192, 8192, 32, 8, 128, AT_MASK_CAUSAL_BR, AT_DTYPE_BF16), GEN_RAGGED_QKV, 1},
+      {prefill_shape(8192, 8192, 16, 16, 64, AT_MASK_NONE, AT_DTYPE_F16), GEN_RAGGED_Q, 0},
+      {prefill_shape(4096, 4096, 16, 2, 256, AT_MASK_CAUSAL_TL, AT_DTYPE_BF16), GEN_RAGGED_QKV, 0},
+      {prefill_shape(2048, 2048, 8, 8, 80, AT_MASK_CAUSAL_TL, AT_DTYPE_BF16), GEN_RAGGED_Q, 0},
+      {prefill_shape(8192, 8192, 32, 8, 128, AT_MASK_CAUSAL_BR, AT_DTYPE_E4M3), GEN_RAGGED_QKV, 0},
   };
   const int n_cases = (int)(sizeof cases / sizeof *cases);
   gen_variant *all = calloc((size_t)n_cases * GEN_MAX_VARIANTS, sizeof *all);
@@ -244,7 +284,10 @@ static void test_compile_no_spills(void **state)
     int k = 0;
     TU_OK(gen_enumerate_serving(&cases[i].s, 0, cases[i].ragged, &t, all + n, GEN_MAX_VARIANTS, &k));
     assert_true(k > 0);
-    n += k;
+    int kept = 0;
+    for (int j = 0; j < k; j++)
+      if (all[n + j].family == GEN_FAMILY_FA2 || cases[i].with_fa3) all[n + kept++] = all[n + j];
+    n += kept;
   }
   int bad = tu_compile_count_bad(all, n, &t, "ragged prefill");
   free(all);

@@ -95,7 +95,7 @@ static const char USAGE[] =
     "  --seed N           input seed (default: fresh each run)\n"
     "\n"
     "serving layouts (padded Q of 1..16 tokens with --page-size runs the decode family's paged\n"
-    "variants, ragged Q with ragged K/V (--lengths without --q-len) the ragged fa2 variants (.rg);\n"
+    "variants, ragged Q with ragged K/V (--lengths without --q-len) the ragged fa3/fa2 variants (.rg);\n"
     "everything else only the naive kernels yet: every other --impl gets a row that says why it\n"
     "was refused; a generated kernel's output is checked against the naive kernels' before it is\n"
     "timed):\n"
