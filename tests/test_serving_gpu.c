@@ -16,6 +16,14 @@
  * poisoned outputs and poisoned split scratch; one case puts a table entry past the pool
  * (nothing may fault; that sequence is not compared).
  *
+ * Ragged Q with ragged or padded K/V plans a ragged prefill variant ("auto": fa3's
+ * warp-specialized kernel on sm_90a for 16-bit inputs, else fa2), checked the same way; and
+ * every ragged variant gen_enumerate_serving lists for a few shapes (lengths 0, 1, off-tile and
+ * the maximum; masks none, causal, causal-br; MHA, GQA, MQA; D 64, 80, 128, 256; lse; FP8 on
+ * sm_89+) runs through rt_variant_launch_serving into poisoned outputs, with NaN rows after Q, K
+ * and V that no kernel may read; offsets that point anywhere run without a fault or a NaN, and
+ * a ragged plan replays in a CUDA graph.
+ *
  * Also: metadata that points outside the tensors and the pool runs without a fault, the device
  * check names it, and the API refuses what it cannot run. */
 #include <setjmp.h>
