@@ -45,8 +45,9 @@ struct at_plan {
   at_shape shape;
   at_layout layout;
   /* The tensors' layout kinds; padded Q and K/V (layout.strides == layout above) for plans from
-   * at_plan_create. Padded Q with paged K/V runs a paged decode variant or the naive kernels;
-   * other ragged or paged plans only the naive kernels (include/attntune.h). */
+   * at_plan_create. Padded Q with paged K/V runs a paged decode variant or the naive kernels,
+   * ragged Q with ragged or padded K/V a ragged fa3/fa2 variant or the naive kernels; other
+   * ragged or paged plans only the naive kernels (include/attntune.h). */
   at_serving_layout serving;
   at_plan_info info;
   plan_kind kind;
