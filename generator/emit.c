@@ -34,6 +34,9 @@ static void put_preamble(gen_text *t, const gen_variant *v, const gen_target *ta
                (int)v->spec.out_dtype, at_dtype_name(v->spec.out_dtype), p, entry, p, v->spec.head_dim, p,
                (int)v->spec.mask, at_mask_name(v->spec.mask), p, v->spec.gqa, p, v->spec.with_lse, p,
                v->block_m, p, v->block_n, p, v->warps, p, v->stages, p, target->smem_limit);
+  if (v->spec.ragged)
+    gen_text_put(t, "#define %s_RAGGED %d /* .%s: rows found through cu_seqlens */\n", p, v->spec.ragged,
+                 gen_ragged_name(v->spec.ragged));
 }
 
 /* The source is: the family's #define preamble, common.cuh, generated helpers (fa3: the wgmma

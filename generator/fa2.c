@@ -185,6 +185,7 @@ const gen_family_ops gen_fa2_family = {
     .template_file = "fa2.cu",
     .macro_prefix = "FA2",
     .split_kv = 0,
+    .ragged = 1,
     .target_ok = target_ok,
     .spec_check = spec_check,
     .check = check,

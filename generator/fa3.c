@@ -152,6 +152,20 @@ static at_status check_vt(const gen_variant *v)
   return AT_OK;
 }
 
+/* Ragged tensors (.rg, .rgq) run in the 16-bit warp-specialized kernel with one CTA per query
+ * block: its TMA producer addresses the packed rows; the in-CTA, FP8 and persistent kernels
+ * read padded tensors only. */
+static at_status check_ragged(const gen_variant *v)
+{
+  if (!v->spec.ragged) return AT_OK;
+  if (!v->ws || v->persistent || at_dtype_is_fp8(v->spec.dtype))
+    return at_fail(AT_ERR_UNSUPPORTED,
+                   "ragged fa3 (.%s) is the warp-specialized 16-bit kernel without .pers (got %s%s, %s inputs)",
+                   gen_ragged_name(v->spec.ragged), v->ws ? "ws" : "in-CTA", v->persistent ? " persistent" : "",
+                   at_dtype_name(v->spec.dtype));
+  return AT_OK;
+}
+
 static at_status check_in_cta_tiles(const gen_variant *v)
 {
   if (v->warps != 4 && v->warps != 8)
@@ -183,7 +197,7 @@ static at_status check(const gen_variant *v, const gen_target *target)
   if (s->gqa < 1 || s->gqa > 1024) return at_fail(AT_ERR_INVALID, "GQA ratio %d is out of range (1..1024)", s->gqa);
   at_status rc = check_vt(v);
   if (rc != AT_OK || (rc = v->ws ? check_ws_tiles(v) : check_in_cta_tiles(v)) != AT_OK) return rc;
-  if ((rc = check_persistent(v)) != AT_OK) return rc;
+  if ((rc = check_persistent(v)) != AT_OK || (rc = check_ragged(v)) != AT_OK) return rc;
   if (v->block_m != 16 * v->warps)
     return at_fail(AT_ERR_UNSUPPORTED, "fa3 block_m must be 16 rows per warp (%d for %d warps), not %d",
                    16 * v->warps, v->warps, v->block_m);
@@ -240,6 +254,7 @@ static at_status enumerate(const gen_spec *spec, const gen_target *target, const
                            gen_variant *out, int cap, int *n)
 {
   at_status rc;
+  if (spec->ragged) return enumerate_ws(spec, target, shape, 0, out, cap, n); /* check_ragged keeps its kind */
   if (!at_dtype_is_fp8(spec->dtype)) {
     rc = enumerate_ws(spec, target, shape, 0, out, cap, n);
     return rc != AT_OK ? rc : enumerate_in_cta(spec, target, shape, out, cap, n);
@@ -275,6 +290,7 @@ static int default_variant(const gen_spec *spec, const gen_target *target, const
                            gen_variant *out)
 {
   if (default_ws_variant(spec, target, out)) return 1;
+  if (spec->ragged) return 0; /* only the warp-specialized kernel reads ragged tensors */
   static const struct { int max_d, block_n, warps, stages; } prefs[] = {
       {64, 128, 4, 2}, {128, 128, 8, 2}, {256, 64, 8, 2}, {256, 64, 4, 2}};
   const int extra_stage = at_dtype_is_fp8(spec->dtype);
@@ -419,8 +435,9 @@ static at_status describe_vt(const gen_variant *v, const at_shape *shape, gen_la
   return AT_OK;
 }
 
-/* Warp-specialized variants take fa2's arguments and then the tensor maps of Q, K and V (.vt: of
- * Q, K and the V^T in the scratch). */
+/* Warp-specialized variants take fa2's arguments (ragged ones with the offsets and totals after
+ * them, gen_describe_fa_launch) and then the tensor maps of Q, K and V (.vt: of Q, K and the V^T
+ * in the scratch). */
 static at_status describe_launch(const gen_variant *v, const at_shape *shape, gen_launch_desc *out)
 {
   at_status rc = gen_describe_fa_launch(v, shape, threads(v), smem_bytes(v), out);
@@ -465,6 +482,7 @@ const gen_family_ops gen_fa3_family = {
     .macro_prefix = "FA3",
     .split_kv = 0,
     .warp_specialized = 1,
+    .ragged = 1,
     .target_ok = target_ok,
     .spec_check = spec_check,
     .check = check,

@@ -13,6 +13,13 @@ static at_status unknown_family(gen_family family)
   return at_fail(AT_ERR_INVALID, "unknown kernel family %d", (int)family);
 }
 
+static at_status check_ragged_paged(int page_size, int ragged)
+{
+  return at_fail(AT_ERR_UNSUPPORTED,
+                 "no generated variant reads ragged Q (.%s) with K/V in pages of %d; the naive kernels run it",
+                 gen_ragged_name(ragged) ? gen_ragged_name(ragged) : "?", page_size);
+}
+
 /* ---- dispatch -------------------------------------------------------------------------------- */
 
 at_status gen_variant_check(const gen_variant *v, const gen_target *target)
@@ -32,6 +39,9 @@ at_status gen_variant_check(const gen_variant *v, const gen_target *target)
                    v->spec.page_size);
   if (v->spec.page_size != 0 && !at_page_size_allowed(v->spec.page_size))
     return at_fail(AT_ERR_INVALID, "page size %d is not one of %s", v->spec.page_size, at_page_sizes_text());
+  if (v->spec.ragged != 0 && (!f->ragged || !gen_ragged_name(v->spec.ragged) || v->spec.page_size != 0))
+    return at_fail(AT_ERR_INVALID, "%s variants cannot read ragged layout %d%s", f->name, v->spec.ragged,
+                   v->spec.page_size ? " with paged K/V" : "");
   /* K and V in another dtype than Q: only where the family's spec allows it (decode). */
   if (v->spec.kv_dtype != AT_KV_SAME && f->spec_check(&v->spec) != AT_OK) return AT_ERR_INVALID;
   return f->check(v, target);
@@ -61,13 +71,13 @@ at_status gen_enumerate(const at_shape *shape, const gen_target *target, gen_var
   return gen_enumerate_out(shape, at_dtype_default_out(shape->dtype), target, out, cap, n_out);
 }
 
-static at_status enumerate_families(const at_shape *shape, at_dtype out_dtype, int page_size,
+static at_status enumerate_families(const at_shape *shape, at_dtype out_dtype, int page_size, int ragged,
                                     const gen_target *target, gen_variant *out, int cap, int *n_out);
 
 at_status gen_enumerate_out(const at_shape *shape, at_dtype out_dtype, const gen_target *target,
                             gen_variant *out, int cap, int *n_out)
 {
-  return enumerate_families(shape, out_dtype, 0, target, out, cap, n_out);
+  return enumerate_families(shape, out_dtype, 0, GEN_RAGGED_NONE, target, out, cap, n_out);
 }
 
 /* Why no variant gathers pages for this shape, where the shape itself is fine. */
@@ -84,12 +94,30 @@ static at_status refuse_paged(const at_shape *shape, int page_size)
 at_status gen_enumerate_paged(const at_shape *shape, int page_size, const gen_target *target, gen_variant *out,
                               int cap, int *n_out)
 {
-  at_status rc = enumerate_families(shape, at_dtype_default_out(shape->dtype), page_size, target, out, cap, n_out);
+  return gen_enumerate_serving(shape, page_size, GEN_RAGGED_NONE, target, out, cap, n_out);
+}
+
+/* Why no variant reads these ragged tensors, where the shape itself is fine. */
+static at_status refuse_ragged(const at_shape *shape, int ragged, const gen_target *target)
+{
+  return at_fail(AT_ERR_UNSUPPORTED,
+                 "no generated variant reads %s tensors (.%s) for head dim %d %s on %s (fa2 and fa3's "
+                 "warp-specialized kernel run ragged prefill; the naive kernels run it)",
+                 ragged == GEN_RAGGED_Q ? "ragged Q with padded K/V" : "ragged Q and K/V", gen_ragged_name(ragged),
+                 shape->head_dim, at_dtype_name(shape->dtype), target->arch);
+}
+
+at_status gen_enumerate_serving(const at_shape *shape, int page_size, int ragged, const gen_target *target,
+                                gen_variant *out, int cap, int *n_out)
+{
+  at_status rc =
+      enumerate_families(shape, at_dtype_default_out(shape->dtype), page_size, ragged, target, out, cap, n_out);
   if (rc == AT_OK && page_size && *n_out == 0) return refuse_paged(shape, page_size);
+  if (rc == AT_OK && ragged && *n_out == 0) return refuse_ragged(shape, ragged, target);
   return rc;
 }
 
-static at_status enumerate_families(const at_shape *shape, at_dtype out_dtype, int page_size,
+static at_status enumerate_families(const at_shape *shape, at_dtype out_dtype, int page_size, int ragged,
                                     const gen_target *target, gen_variant *out, int cap, int *n_out)
 {
   at_status rc = AT_OK, last_refusal = AT_OK;
@@ -102,7 +130,7 @@ static at_status enumerate_families(const at_shape *shape, at_dtype out_dtype, i
     const gen_family_ops *f = gen_family_row(order[i]);
     gen_spec spec;
     if (!f->target_ok(target)) continue;
-    if ((rc = gen_spec_from_shape_paged(order[i], shape, out_dtype, page_size, &spec)) != AT_OK) {
+    if ((rc = gen_spec_from_shape_serving(order[i], shape, out_dtype, page_size, ragged, &spec)) != AT_OK) {
       /* The family declines the shape; another may run it. Keep the reason of the last (the most
        * general family, fa2) for the end; for an FP8 KV cache or paged K/V the first's (decode,
        * the one family that reads it: the others only say they do not). */
@@ -117,6 +145,7 @@ static at_status enumerate_families(const at_shape *shape, at_dtype out_dtype, i
   at_clear_error(); /* the refusals above are expected, not errors */
   if (!any_spec && last_refusal != AT_OK) return at_fail(last_refusal, "%s", refusal);
   if (n == 0 && page_size) return refuse_paged(shape, page_size);
+  if (n == 0 && ragged) return refuse_ragged(shape, ragged, target);
   if (n == 0) {
     const at_dtype kv = at_shape_kv_dtype(shape);
     if (kv != shape->dtype && !(shape->q_len >= 1 && shape->q_len <= GEN_DECODE_MAX_T)) {
@@ -139,6 +168,45 @@ static at_status enumerate_families(const at_shape *shape, at_dtype out_dtype, i
   }
   *n_out = n;
   return AT_OK;
+}
+
+/* Ragged tensors: the first family in gen_family_order whose default applies (fa3's is its
+ * warp-specialized kernel, on sm_90a for 16-bit inputs), else the first variant listed. */
+static at_status default_variant_ragged(const at_shape *shape, int ragged, const gen_target *target,
+                                        gen_variant *out)
+{
+  int n_order = 0;
+  const gen_family *order = gen_family_order(&n_order);
+  for (int i = 0; i < n_order; i++) {
+    const gen_family_ops *f = gen_family_row(order[i]);
+    gen_spec spec;
+    if (!f->ragged || !f->target_ok(target)) continue;
+    if (gen_spec_from_shape_serving(order[i], shape, at_dtype_default_out(shape->dtype), 0, ragged, &spec) != AT_OK)
+      continue;
+    if (f->default_variant(&spec, target, shape, out)) {
+      at_clear_error();
+      return AT_OK;
+    }
+  }
+  gen_variant all[GEN_MAX_VARIANTS];
+  int n = 0;
+  at_shape any_len = *shape;
+  any_len.q_len = any_len.kv_len = 0;
+  at_status rc = gen_enumerate_serving(&any_len, 0, ragged, target, all, GEN_MAX_VARIANTS, &n);
+  if (rc != AT_OK) return rc;
+  *out = all[0];
+  return AT_OK;
+}
+
+at_status gen_default_variant_serving(const at_shape *shape, int page_size, int ragged, const gen_target *target,
+                                      gen_variant *out)
+{
+  if (ragged == GEN_RAGGED_NONE) return gen_default_variant_paged(shape, page_size, target, out);
+  if (page_size) {
+    at_status rc = check_ragged_paged(page_size, ragged);
+    if (rc != AT_OK) return rc;
+  }
+  return default_variant_ragged(shape, ragged, target, out);
 }
 
 at_status gen_default_variant_paged(const at_shape *shape, int page_size, const gen_target *target,
@@ -200,7 +268,7 @@ at_status gen_launch_describe(const gen_variant *v, const at_shape *shape, gen_l
   if (!f) return unknown_family(v->family);
   /* The layout is the caller's to match (gen_variant_matches_paged when the plan is made): a paged
    * variant launches for the shape's maxima with its own page size. */
-  at_status rc = gen_variant_matches_paged(v, shape, v->spec.page_size);
+  at_status rc = gen_variant_matches_serving(v, shape, v->spec.page_size, v->spec.ragged);
   if (rc != AT_OK) return rc;
   if (shape->batch < 0 || shape->q_len < 0 || shape->kv_len < 0)
     return at_fail(AT_ERR_INVALID, "negative size (batch %d, T %d, S %d)", shape->batch, shape->q_len,

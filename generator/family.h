@@ -18,6 +18,7 @@ typedef struct gen_family_ops {
   int split_kv;              /* variants carry a split count (.sp<N> in the key; 0 elsewhere) */
   int warp_specialized;      /* variants may be warp-specialized (.ws in the key; 0 elsewhere) */
   int paged;                 /* K/V may be paged (spec.page_size, .pg<N> in the key; 0 elsewhere) */
+  int ragged;                /* tensors may be ragged (spec.ragged, .rg/.rgq in the key; 0 elsewhere) */
   /* Does target run the family at all? Sets no error. */
   int (*target_ok)(const gen_target *target);
   /* What of a spec the family refuses, whatever its tiles (dtype pairs, head dims). */
@@ -66,8 +67,11 @@ int gen_register_budget(int threads);
 at_status gen_refuse_kv_dtype(const char *family, const gen_spec *spec);
 /* The constraints every family states the same way: shared memory and register budget. */
 at_status gen_check_budgets(const gen_target *target, int threads, int smem, int regs);
-/* The single-kernel launch fa2 and fa3 share: grid (ceil(T / block_m), Nq, B), their argument list. */
+/* The single-kernel launch fa2 and fa3 share: grid (ceil(T / block_m), Nq, B), their argument list
+ * (ragged variants: T is the longest sequence, and the offsets and totals follow the list). */
 at_status gen_describe_fa_launch(const gen_variant *v, const at_shape *shape, int threads, int smem,
                                  gen_launch_desc *out);
+/* Appends the ragged arguments (offsets, totals) to k's list when v is ragged. */
+void gen_append_ragged_args(const gen_variant *v, gen_kernel_launch *k);
 
 #endif /* AT_GENERATOR_FAMILY_H */

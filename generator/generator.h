@@ -31,21 +31,26 @@
  *                                             .kv<dtype> after it where K and V differ (decode's
  *                                             FP8 KV cache: decode.bf16.kve4m3.d128...), and
  *                                             .pg<N> after those where K and V are paged in
- *                                             pages of N tokens (decode.bf16.pg16.d128...)
+ *                                             pages of N tokens (decode.bf16.pg16.d128...), and
+ *                                             .rg / .rgq after those where Q and K/V, or Q
+ *                                             alone, are ragged (fa2.bf16.rg.d128...)
  *
  *     e.g. fa2.e4m3.d128.none.g1.bm128.bn64.w4.s2.obf16,
  *          fa3.e4m3.d128.causal.g1.bm128.bn128.w8.s2.ws.vt.obf16 (V^T ahead),
  *          decode.bf16.kve4m3.d128.none.g4.bm1.bn256.w4.s3.sp8,
- *          decode.bf16.kve4m3.pg16.d128.causal-br.g4.bm16.bn128.w8.s2.sp4 (paged K/V)
+ *          decode.bf16.kve4m3.pg16.d128.causal-br.g4.bm16.bn128.w8.s2.sp4 (paged K/V),
+ *          fa2.bf16.rg.d128.causal-br.g4.bm128.bn64.w4.s2.lse (ragged Q and K/V: varlen prefill)
  *
  * Families, one file and one row of the family table each (generator/table.c; the row type is
  * generator/family.h):
- * fa2 (templates/fa2.cu, generator/fa2.c): mma.sync, f16/bf16/FP8, sm_80 and newer.
+ * fa2 (templates/fa2.cu, generator/fa2.c): mma.sync, f16/bf16/FP8, sm_80 and newer; also ragged
+ * (.rg, .rgq: varlen prefill, the offsets and packed totals appended to the arguments).
  * fa3 (templates/fa3.cu, generator/fa3.c): wgmma, sm_90a only; FP8 inputs with bf16/f16 output,
  * or f16/bf16 in and out; head dim 64/128/256, block_m = 16 * warps (one or two warpgroups), block_n 64 or 128; the same
  * kernel arguments and launch as fa2. Warp-specialized fa3 (.ws, .wspp; f16/bf16): a TMA producer
  * warpgroup and 2 or 3 consumer warpgroups (warps 8 or 12), block_n a multiple of 16 up to 192,
- * head dims 64/96/128/192/256; fa2's arguments plus three tensor maps (gen_launch_desc.tmap_rows).
+ * head dims 64/96/128/192/256; fa2's arguments plus three tensor maps (gen_launch_desc.tmap_rows);
+ * for f16/bf16 also ragged (.rg, .rgq; not .pers), the offsets and totals before the maps.
  * Persistent fa3 (.ws.pers, .wspp.pers; f16/bf16, causal masks): the same kernel looping over work
  * tiles (a block of query rows of one head), longest first, the q heads of one KV head side by
  * side; the grid is at most one CTA per SM (gen_launch_desc.work_tiles says how the runtime sizes
@@ -108,7 +113,20 @@ typedef struct gen_spec {
    * include/attntune.h "Serving layouts"; decode only: 1, 16, 32, 64, 128, 256); 0: contiguous
    * [B, S, Nkv, D], so a spec from at_shape (which has no page size) is contiguous */
   int page_size;
+  /* Q (and O), and maybe K and V, packed along the sequence axis with int32 cu_seqlens
+   * (gen_ragged; include/attntune.h "Serving layouts"; fa2 and fa3's warp-specialized kernel):
+   * 0 (GEN_RAGGED_NONE), so a spec from at_shape has padded tensors */
+  int ragged;
 } gen_spec;
+
+/* Which tensors of a variant are ragged (packed [total, N, D] with cu_seqlens [B + 1]): the
+ * layouts of the serving API the prefill families run. The key spells it after the dtypes and
+ * any page size: .rg (Q and K/V packed), .rgq (Q packed, K/V padded [B, S, Nkv, D]). */
+typedef enum gen_ragged {
+  GEN_RAGGED_NONE = 0,
+  GEN_RAGGED_QKV = 1, /* .rg: Q/O with cu_seqlens_q, K/V with cu_seqlens_kv */
+  GEN_RAGGED_Q = 2,   /* .rgq: Q/O with cu_seqlens_q, K/V padded */
+} gen_ragged;
 
 /* The dtype K and V are in: kv_dtype, or dtype where it is AT_KV_SAME. */
 at_dtype gen_spec_kv_dtype(const gen_spec *spec);
@@ -165,11 +183,19 @@ at_status gen_spec_from_shape_out(gen_family family, const at_shape *shape, at_d
  * plan's at_serving_layout. Families that read contiguous K/V only refuse page_size > 0. */
 at_status gen_spec_from_shape_paged(gen_family family, const at_shape *shape, at_dtype out_dtype, int page_size,
                                     gen_spec *out);
+/* The same for any serving layout: page_size as above and ragged (gen_ragged) saying which
+ * tensors are packed with cu_seqlens. The shape's T and S are then the planned maxima. Families
+ * without ragged kernels refuse ragged != 0 (AT_ERR_UNSUPPORTED naming the families that have). */
+at_status gen_spec_from_shape_serving(gen_family family, const at_shape *shape, at_dtype out_dtype, int page_size,
+                                      int ragged, gen_spec *out);
+/* The key spelling of a gen_ragged value: "", "rg", "rgq"; NULL when out of range. */
+const char *gen_ragged_name(int ragged);
 /* AT_OK when the variant's spec is the spec of shape. at_shape does not carry an output dtype
  * (yet), so the variant's own output dtype is taken as the caller's (checked to be allowed).
  * K/V contiguous: a paged variant does not match (gen_variant_matches_paged). */
 at_status gen_variant_matches(const gen_variant *v, const at_shape *shape);
 at_status gen_variant_matches_paged(const gen_variant *v, const at_shape *shape, int page_size);
+at_status gen_variant_matches_serving(const gen_variant *v, const at_shape *shape, int page_size, int ragged);
 
 /* A family's name ("fa2") and the family of a name; -1 when unknown. */
 const char *gen_family_name(gen_family family);
@@ -205,12 +231,21 @@ at_status gen_enumerate_out(const at_shape *shape, at_dtype out_dtype, const gen
  * why otherwise. */
 at_status gen_enumerate_paged(const at_shape *shape, int page_size, const gen_target *target, gen_variant *out,
                               int cap, int *n_out);
+/* The same for any serving layout (page_size, ragged: gen_spec_from_shape_serving): ragged Q and
+ * K/V (or ragged Q with padded K/V) list the fa2 variants and fa3's warp-specialized ones;
+ * AT_ERR_UNSUPPORTED naming why where no family runs the layout. */
+at_status gen_enumerate_serving(const at_shape *shape, int page_size, int ragged, const gen_target *target,
+                                gen_variant *out, int cap, int *n_out);
 /* The variant used when nothing is tuned for a shape. */
 at_status gen_default_variant(const at_shape *shape, const gen_target *target, gen_variant *out);
 /* The same for paged K/V (0: gen_default_variant): the decode family's default, or
  * AT_ERR_UNSUPPORTED saying why there is none. */
 at_status gen_default_variant_paged(const at_shape *shape, int page_size, const gen_target *target,
                                     gen_variant *out);
+/* The same for any serving layout: for ragged tensors the first prefill family (fa3 on sm_90a
+ * for 16-bit inputs where its warp-specialized kernel fits, else fa2) whose default applies. */
+at_status gen_default_variant_serving(const at_shape *shape, int page_size, int ragged, const gen_target *target,
+                                      gen_variant *out);
 
 /* The exact source NVRTC compiles: #define preamble, templates/common.cuh, the family template.
  * Caller frees *source. */
@@ -254,10 +289,16 @@ typedef enum gen_arg {
   GEN_ARG_NUM_PAGES,         /* int: pages in each pool */
   GEN_ARG_SCRATCH,      /* device pointer: the scratch itself (fa3 .vt: V^T, written by kernels[0]) */
   GEN_ARG_TMAP_SCRATCH, /* TMA tensor map over the scratch (gen_launch_desc.scratch_tmap) */
+  /* ragged tensors (spec.ragged), from at_serving_tensors: packed rows found through the offsets;
+   * the tensors' batch strides are 0 and unused */
+  GEN_ARG_CU_SEQLENS_Q,  /* const int32 [B + 1] */
+  GEN_ARG_CU_SEQLENS_KV, /* const int32 [B + 1]; NULL for .rgq */
+  GEN_ARG_TOTAL_Q,       /* int: rows of packed Q and O */
+  GEN_ARG_TOTAL_KV,      /* int: rows of packed K and V (0 for .rgq) */
   GEN_ARG_COUNT
 } gen_arg;
 
-enum { GEN_MAX_ARGS = 32 };
+enum { GEN_MAX_ARGS = 40 };
 
 typedef struct gen_kernel_launch {
   int entry; /* index into gen_entry_names */

@@ -62,6 +62,17 @@ static const gen_arg FA_ARGS[] = {
     GEN_ARG_K_SH, GEN_ARG_V_SB, GEN_ARG_V_SS, GEN_ARG_V_SH, GEN_ARG_O_SB, GEN_ARG_O_SS,      GEN_ARG_O_SH,
     GEN_ARG_DESCALE_Q,          GEN_ARG_DESCALE_K,          GEN_ARG_DESCALE_V,  GEN_ARG_SCALE_O, GEN_ARG_AMAX_O,
 };
+/* Ragged variants: after the list (and fa3's tensor maps), the offsets and the packed totals. */
+static const gen_arg RAGGED_ARGS[] = {
+    GEN_ARG_CU_SEQLENS_Q, GEN_ARG_CU_SEQLENS_KV, GEN_ARG_TOTAL_Q, GEN_ARG_TOTAL_KV,
+};
+
+void gen_append_ragged_args(const gen_variant *v, gen_kernel_launch *k)
+{
+  if (!v->spec.ragged) return;
+  memcpy(k->args + k->n_args, RAGGED_ARGS, sizeof RAGGED_ARGS);
+  k->n_args += COUNT(RAGGED_ARGS);
+}
 
 at_status gen_describe_fa_launch(const gen_variant *v, const at_shape *shape, int threads, int smem,
                                  gen_launch_desc *out)
@@ -81,6 +92,7 @@ at_status gen_describe_fa_launch(const gen_variant *v, const at_shape *shape, in
   k->waits_for_previous = 1; /* its launch may run under the previous kernel's tail (sm_90+) */
   k->n_args = COUNT(FA_ARGS);
   memcpy(k->args, FA_ARGS, sizeof FA_ARGS);
+  gen_append_ragged_args(v, k);
   return AT_OK;
 }
 

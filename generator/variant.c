@@ -32,8 +32,36 @@ static at_status check_page_size(const gen_family_ops *f, int page_size)
   return AT_OK;
 }
 
+const char *gen_ragged_name(int ragged)
+{
+  static const char *const NAMES[] = {"", "rg", "rgq"};
+  return ragged >= 0 && ragged < 3 ? NAMES[ragged] : NULL;
+}
+
+/* Ragged tensors only where the family finds its rows through cu_seqlens, and not with pages. */
+static at_status check_ragged(const gen_family_ops *f, int page_size, int ragged)
+{
+  if (ragged == GEN_RAGGED_NONE) return AT_OK;
+  if (!gen_ragged_name(ragged)) return at_fail(AT_ERR_INVALID, "unknown ragged layout %d", ragged);
+  if (!f->ragged)
+    return at_fail(AT_ERR_UNSUPPORTED,
+                   "%s reads padded tensors, not ragged ones (.%s): ragged prefill runs on fa2, fa3's "
+                   "warp-specialized kernel and the naive kernels",
+                   f->name, gen_ragged_name(ragged));
+  if (page_size)
+    return at_fail(AT_ERR_UNSUPPORTED, "%s has no kernel for ragged Q with paged K/V (page size %d); the naive kernels run it",
+                   f->name, page_size);
+  return AT_OK;
+}
+
 at_status gen_spec_from_shape_paged(gen_family family, const at_shape *shape, at_dtype out_dtype, int page_size,
                                     gen_spec *out)
+{
+  return gen_spec_from_shape_serving(family, shape, out_dtype, page_size, GEN_RAGGED_NONE, out);
+}
+
+at_status gen_spec_from_shape_serving(gen_family family, const at_shape *shape, at_dtype out_dtype, int page_size,
+                                      int ragged, gen_spec *out)
 {
   const gen_family_ops *f = gen_family_row(family);
   memset(out, 0, sizeof *out);
@@ -47,10 +75,11 @@ at_status gen_spec_from_shape_paged(gen_family family, const at_shape *shape, at
   if (shape->mask != AT_MASK_NONE && shape->mask != AT_MASK_CAUSAL_TL && shape->mask != AT_MASK_CAUSAL_BR)
     return at_fail(AT_ERR_INVALID, "unknown mask %d", (int)shape->mask);
   at_status rc = check_page_size(f, page_size);
+  if (rc == AT_OK) rc = check_ragged(f, page_size, ragged);
   if (rc != AT_OK) return rc;
   const at_dtype kv = at_shape_kv_dtype(shape);
   gen_spec spec = {shape->dtype, shape->head_dim, shape->mask, shape->q_heads / shape->kv_heads,
-                   shape->with_lse ? 1 : 0, out_dtype, kv == shape->dtype ? AT_KV_SAME : kv, page_size};
+                   shape->with_lse ? 1 : 0, out_dtype, kv == shape->dtype ? AT_KV_SAME : kv, page_size, ragged};
   rc = f->spec_check(&spec);
   if (rc != AT_OK) return rc;
   *out = spec;
@@ -69,17 +98,23 @@ at_status gen_variant_matches(const gen_variant *v, const at_shape *shape)
 
 at_status gen_variant_matches_paged(const gen_variant *v, const at_shape *shape, int page_size)
 {
+  return gen_variant_matches_serving(v, shape, page_size, GEN_RAGGED_NONE);
+}
+
+at_status gen_variant_matches_serving(const gen_variant *v, const at_shape *shape, int page_size, int ragged)
+{
   gen_spec spec;
-  at_status rc = gen_spec_from_shape_paged(v->family, shape, v->spec.out_dtype, page_size, &spec);
+  at_status rc = gen_spec_from_shape_serving(v->family, shape, v->spec.out_dtype, page_size, ragged, &spec);
   if (rc != AT_OK) return rc;
   if (memcmp(&spec, &v->spec, sizeof spec) != 0) {
+    static const char *const RAGGED_TEXT[] = {"padded", "ragged Q and K/V", "ragged Q, padded K/V"};
     char key[GEN_KEY_MAX] = "?", pages[48] = "contiguous K/V";
     gen_variant_key(v, key, sizeof key);
     if (page_size) snprintf(pages, sizeof pages, "K/V in pages of %d", page_size);
     return at_fail(AT_ERR_INVALID,
-                   "variant %s does not fit shape (dtype %s, head dim %d, mask %s, GQA %d, lse %d, %s)", key,
+                   "variant %s does not fit shape (dtype %s, head dim %d, mask %s, GQA %d, lse %d, %s, %s)", key,
                    at_dtypes_name(spec.dtype, spec.kv_dtype), spec.head_dim, at_mask_name(spec.mask),
-                   spec.gqa, spec.with_lse, pages);
+                   spec.gqa, spec.with_lse, pages, RAGGED_TEXT[spec.ragged]);
   }
   return AT_OK;
 }
@@ -111,7 +146,7 @@ at_status gen_variant_key(const gen_variant *v, char *buf, size_t size)
   const char *family = f ? f->name : NULL;
   if (!family) return at_fail(AT_ERR_INVALID, "unknown kernel family %d", (int)v->family);
   /* The output dtype is spelled only where it is a choice (FP8 inputs). */
-  char out[16] = "", splits[16] = "", pages[16] = "";
+  char out[16] = "", splits[16] = "", pages[16] = "", ragged[8] = "";
   const char *ws = v->ws == 2 ? ".wspp" : v->ws ? ".ws" : "";
   const char *pers = v->persistent ? ".pers" : "", *vt = v->vt ? ".vt" : "";
   if (at_dtype_is_fp8(v->spec.dtype)) snprintf(out, sizeof out, ".o%s", at_dtype_name(v->spec.out_dtype));
@@ -121,8 +156,12 @@ at_status gen_variant_key(const gen_variant *v, char *buf, size_t size)
   if (v->splits) snprintf(splits, sizeof splits, ".sp%d%s", v->splits, merge);
   /* Paged K/V is part of the spec, next to the dtypes; contiguous keys do not change. */
   if (v->spec.page_size) snprintf(pages, sizeof pages, ".pg%d", v->spec.page_size);
-  int n = snprintf(buf, size, "%s.%s%s.d%d.%s.g%d.bm%d.bn%d.w%d.s%d%s%s%s%s%s%s", family,
-                   at_dtypes_name(v->spec.dtype, v->spec.kv_dtype), pages, v->spec.head_dim,
+  /* Ragged tensors likewise; padded keys do not change. */
+  if (v->spec.ragged && !gen_ragged_name(v->spec.ragged))
+    return at_fail(AT_ERR_INVALID, "unknown ragged layout %d", v->spec.ragged);
+  if (v->spec.ragged) snprintf(ragged, sizeof ragged, ".%s", gen_ragged_name(v->spec.ragged));
+  int n = snprintf(buf, size, "%s.%s%s%s.d%d.%s.g%d.bm%d.bn%d.w%d.s%d%s%s%s%s%s%s", family,
+                   at_dtypes_name(v->spec.dtype, v->spec.kv_dtype), pages, ragged, v->spec.head_dim,
                    at_mask_name(v->spec.mask),
                    v->spec.gqa, v->block_m, v->block_n, v->warps, v->stages, splits, ws, vt, pers, out,
                    v->spec.with_lse ? ".lse" : "");
@@ -204,6 +243,12 @@ at_status gen_variant_parse(const char *key, gen_variant *out)
     for (int i = 2; i + 1 < n; i++) fields[i] = fields[i + 1];
     n--;
   }
+  /* Ragged tensors (rg or rgq after those): read, then the rest as without it. */
+  if (n >= 3 && (strcmp(fields[2], "rg") == 0 || strcmp(fields[2], "rgq") == 0)) {
+    out->spec.ragged = fields[2][2] ? GEN_RAGGED_Q : GEN_RAGGED_QKV;
+    for (int i = 2; i + 1 < n; i++) fields[i] = fields[i + 1];
+    n--;
+  }
   int family = n >= 1 ? gen_family_of_name(fields[0], strlen(fields[0])) : -1;
   if (n < 9 || family < 0) {
     char names[64] = "";
@@ -211,7 +256,7 @@ at_status gen_variant_parse(const char *key, gen_variant *out)
       len += snprintf(names + len, sizeof names - (size_t)len, "%s%s", f ? "|" : "", gen_family_name((gen_family)f));
     return at_fail(AT_ERR_INVALID,
                    "variant key '%s' is malformed (expected "
-                   "<%s>.<dtype>[.kv<dtype>][.pg<page size>].d<D>.<mask>.g<G>.bm<M>.bn<N>.w<W>.s<S>[.sp<splits>[.lc|.cl]][.ws|.wspp][.vt][.pers][.o<dtype>][.lse])",
+                   "<%s>.<dtype>[.kv<dtype>][.pg<page size>][.rg|.rgq].d<D>.<mask>.g<G>.bm<M>.bn<N>.w<W>.s<S>[.sp<splits>[.lc|.cl]][.ws|.wspp][.vt][.pers][.o<dtype>][.lse])",
                    key, names);
   }
   out->family = (gen_family)family;
@@ -275,13 +320,20 @@ at_status gen_variant_parse(const char *key, gen_variant *out)
   if (out->spec.page_size && !at_page_size_allowed(out->spec.page_size))
     return at_fail(AT_ERR_INVALID, "variant key '%s': page size %d is not one of %s", key, out->spec.page_size,
                    at_page_sizes_text());
+  if (out->spec.ragged && !gen_family_row(out->family)->ragged)
+    return at_fail(AT_ERR_INVALID,
+                   "variant key '%s': family %s reads padded tensors (no .rg/.rgq; ragged prefill runs on fa2 and fa3)",
+                   key, gen_family_row(out->family)->name);
+  if (out->spec.ragged && out->spec.page_size)
+    return at_fail(AT_ERR_INVALID, "variant key '%s': ragged Q with paged K/V has no generated kernel (.pg<N> with .%s)",
+                   key, gen_ragged_name(out->spec.ragged));
   const int split_kv = gen_family_row(out->family)->split_kv;
   if (split_kv != (out->splits != 0))
     return at_fail(AT_ERR_INVALID, "variant key '%s': %s", key,
                    split_kv ? "a split-KV family needs .sp<splits> after the stages"
                             : "this family has no split count (.sp<N>)");
   /* Only canonical spellings round-trip (no "d064", no "bf16" spelled another way, no kv<dtype>
-   * that repeats the dtype, pg<N> after kv<dtype>, never before). */
+   * that repeats the dtype, pg<N> after kv<dtype>, never before, rg/rgq after those). */
   char again[GEN_KEY_MAX];
   at_status rc = gen_variant_key(out, again, sizeof again);
   if (rc != AT_OK) return rc;

@@ -290,20 +290,31 @@ AT_API at_status at_plan_benchmark(at_plan *plan, const at_tensors *t, const at_
  * cache) with paged K/V runs the decode family's paged variants (keys with .pg<page size>,
  * e.g. "decode.bf16.pg16.d128.none.g4.bm1.bn128.w4.s3.sp8"): "auto", "fused" and "decode" plan
  * the generator's paged decode default (no tuned rows for paged K/V exist yet), a paged decode
- * key is taken as given, and "naive" is still the naive kernels. Everything else with ragged or
- * paged tensors (ragged Q, ragged K/V, or queries longer than 16 tokens) runs only the naive
- * reference kernels (impl "naive", and what "auto" falls back to; at_plan_info.reason says
- * why); fa2, fa3 and cuDNN refuse these layouts with AT_ERR_UNSUPPORTED until their paged and
- * ragged kernels exist. A plan made by at_plan_create_serving with padded Q and padded K/V is an
- * ordinary plan (the whole chain applies).
+ * key is taken as given, and "naive" is still the naive kernels. Ragged Q with ragged K/V, or
+ * with padded K/V (varlen prefill; Q, K and V in one dtype) runs ragged variants (keys with .rg,
+ * or .rgq for padded K/V): fa3's warp-specialized kernel for f16/bf16 on sm_90a (e.g.
+ * "fa3.bf16.rg.d128.causal-br.g4.bm128.bn176.w8.s2.ws.lse") and fa2 for f16, bf16 and FP8 with
+ * bf16 output on sm_89+ (e.g. "fa2.bf16.rg.d128.causal-br.g4.bm128.bn64.w8.s2.lse"): "auto" and
+ * "fused" plan the generator's ragged default (fa3 where it applies; no tuned rows for ragged
+ * tensors exist yet), a ragged key is taken as given; the launch is one CTA per query block of the longest sequence, and a CTA whose block
+ * starts past its sequence's end returns at once. Everything else with ragged or paged tensors
+ * (padded Q with ragged K/V, ragged Q with paged K/V, paged K/V under queries longer than 16
+ * tokens, an FP8 KV cache with ragged Q) runs only the naive reference kernels (impl "naive",
+ * and what "auto" falls back to; at_plan_info.reason says why); cuDNN refuses every ragged or
+ * paged layout with AT_ERR_UNSUPPORTED until its ragged and paged graphs are built. A plan made
+ * by at_plan_create_serving with padded Q and padded K/V is an ordinary plan (the whole chain
+ * applies).
  *
  * Metadata the kernels read on the device is never trusted for addressing: whatever the offsets,
  * lengths and table hold, no kernel reads or writes outside [0, total_q) rows of Q and O,
  * [0, total_kv) rows of K and V, [0, num_pages) pages of the pools, or B x max_pages_per_seq
  * entries of the table (the decode variants may load entries of a sequence's row past its last
- * page, within the row, and never use them). The naive kernels clamp each sequence's range to its tensor (an offset
- * below 0 or past total counts as total; a decreasing offset gives an empty sequence), cut
- * lengths to the planned maxima, and treat the keys of a page whose table entry is outside
+ * page, within the row, and never use them). What the kernels do assume: total_q and total_kv
+ * are the rows the tensors have (checked to be >= 0 on the host, not against the allocation),
+ * the offsets arrays have B + 1 readable entries, and a packed tensor's rows are seq-stride
+ * apart from its pointer. The naive kernels and the ragged fa2/fa3 variants clamp each sequence's
+ * range to its tensor (an offset below 0 counts as 0 and one past total as total; a
+ * decreasing offset gives an empty sequence), cut lengths to the planned maxima, and treat the keys of a page whose table entry is outside
  * [0, num_pages) as masked (skipped); the paged decode variants do the same (those keys are
  * zero-filled, never read, and masked). Such a result is wrong but harmless; at_serving_check
  * finds the bad entry and names it, before a run, where the caller asks for it. */
@@ -376,11 +387,14 @@ typedef struct at_serving_tensors {
 /* A plan for a serving layout (see above). NULL layout: padded Q and K/V, dense, which is
  * at_plan_create. Padded Q of 1..16 tokens with paged K/V: "auto", "fused" and "decode" give
  * the paged decode default (auto falls back to naive where there is none), a paged decode key
- * (.pg<N> matching the layout's page size) is taken as given, "cudnn" is refused. Other ragged
- * or paged tensors: "auto" (or NULL opts) gives the naive kernels, whose info.reason names why
- * every earlier step of the chain was skipped; "fused", "cudnn" and variant keys are refused
- * with AT_ERR_UNSUPPORTED naming the layout; "naive" is "naive". A paged decode plan's run
- * launches on the caller's stream and allocates nothing (capturable in a CUDA graph). */
+ * (.pg<N> matching the layout's page size) is taken as given, "cudnn" is refused. Ragged Q with
+ * ragged or padded K/V: "auto" and "fused" give the ragged prefill default (fa3/fa2 .rg / .rgq;
+ * auto falls back to naive where there is none), a ragged key of the layout's kind is taken as
+ * given, "cudnn" is refused. Other ragged or paged tensors: "auto" (or NULL opts) gives the
+ * naive kernels, whose info.reason names why every earlier step of the chain was skipped;
+ * "fused", "cudnn" and variant keys are refused with AT_ERR_UNSUPPORTED naming the layout;
+ * "naive" is "naive". A paged decode or ragged prefill plan's run launches on the caller's
+ * stream and allocates nothing (capturable in a CUDA graph). */
 AT_API at_status at_plan_create_serving(at_context *ctx, const at_shape *shape, const at_serving_layout *layout,
                                         const at_plan_options *opts, at_plan **out);
 /* Enqueue a plan's attention (any plan: one from at_plan_create takes padded tensors here). The

@@ -45,8 +45,9 @@ struct at_plan {
   at_shape shape;
   at_layout layout;
   /* The tensors' layout kinds; padded Q and K/V (layout.strides == layout above) for plans from
-   * at_plan_create. Padded Q with paged K/V runs a paged decode variant or the naive kernels;
-   * other ragged or paged plans only the naive kernels (include/attntune.h). */
+   * at_plan_create. Padded Q with paged K/V runs a paged decode variant or the naive kernels,
+   * ragged Q with ragged or padded K/V a ragged fa3/fa2 variant or the naive kernels; other
+   * ragged or paged plans only the naive kernels (include/attntune.h). */
   at_serving_layout serving;
   at_plan_info info;
   plan_kind kind;
@@ -195,10 +196,18 @@ static int plan_page_size(const at_plan *p)
   return p->serving.kv_layout == AT_SEQ_PAGED ? p->serving.page_size : 0;
 }
 
-/* Generated kernels run padded Q with padded or paged K/V; ragged tensors only naive. */
+/* Which tensors of the plan are ragged, as the generator names it (gen_ragged). */
+static int plan_ragged(const at_plan *p)
+{
+  return rt_serving_ragged(&p->serving);
+}
+
+/* Generated kernels run padded Q with padded or paged K/V, and ragged Q with ragged or padded
+ * K/V; padded Q with ragged K/V and ragged Q with paged K/V only naive. */
 static int generated_kernels_run(const at_serving_layout *l)
 {
-  return l->q_layout == AT_SEQ_PADDED && l->kv_layout != AT_SEQ_RAGGED;
+  if (l->q_layout == AT_SEQ_PADDED) return l->kv_layout != AT_SEQ_RAGGED;
+  return l->kv_layout != AT_SEQ_PAGED;
 }
 
 static at_status use_variant(at_context *c, at_plan *p, const gen_variant *v)
@@ -207,8 +216,9 @@ static at_status use_variant(at_context *c, at_plan *p, const gen_variant *v)
   at_status rc;
   if (!generated_kernels_run(&p->serving))
     return refuse_serving(p, gen_variant_key(v, key, sizeof key) == AT_OK ? key : "a generated kernel",
-                          "ragged kernels are not built yet; the decode family runs padded Q with paged K/V");
-  if ((rc = gen_variant_matches_paged(v, &p->shape, plan_page_size(p))) != AT_OK) return rc;
+                          "no generated kernel reads this combination; fa2 and fa3 run ragged Q with ragged or padded "
+                          "K/V, decode padded Q with paged K/V");
+  if ((rc = gen_variant_matches_serving(v, &p->shape, plan_page_size(p), plan_ragged(p))) != AT_OK) return rc;
   if ((rc = gen_variant_check(v, &c->target)) != AT_OK) return rc;
   if ((rc = gen_variant_key(v, key, sizeof key)) != AT_OK) return rc;
   /* Scratch (split-KV partials) is sized here, allocated below: at_plan_run allocates nothing. */
@@ -550,9 +560,23 @@ static at_status launch_paged_variant(at_plan *p, const at_serving_tensors *t, c
   return rt_variant_launch_paged(&p->kernel, &p->shape, &plain, variant_fp8(fp8, &g), &paged, p->scratch, stream);
 }
 
+/* A ragged fa2/fa3 variant: the packed tensors as at_plan_run takes them (batch strides 0) and
+ * the offsets with the packed totals. Nothing is allocated. */
+static at_status launch_ragged_variant(at_plan *p, const at_serving_tensors *t, const at_fp8_args *fp8,
+                                       CUstream stream)
+{
+  at_tensors plain = plain_tensors(t);
+  const int kv_packed = p->serving.kv_layout == AT_SEQ_RAGGED;
+  rt_ragged_args ragged = {t->cu_seqlens_q, kv_packed ? t->cu_seqlens_kv : NULL, t->total_q,
+                           kv_packed ? t->total_kv : 0};
+  rt_fp8_args g;
+  return rt_variant_launch_serving(&p->kernel, &p->shape, &plain, variant_fp8(fp8, &g), NULL, &ragged, p->scratch,
+                                   stream);
+}
+
 /* A checked serving call: padded plans launch as at_plan_run does; paged K/V with padded Q runs a
- * paged decode variant or the naive kernels; ragged plans are naive (choose() gives them nothing
- * else). */
+ * paged decode variant or the naive kernels; ragged Q with ragged or padded K/V a ragged fa2/fa3
+ * variant or the naive kernels. */
 static at_status launch_serving(at_plan *p, const at_serving_tensors *t, const at_fp8_args *fp8, CUstream stream)
 {
   if (at_serving_is_padded(&p->serving)) {
@@ -560,6 +584,7 @@ static at_status launch_serving(at_plan *p, const at_serving_tensors *t, const a
     return launch(p, &plain, fp8, stream);
   }
   if (p->kind == PLAN_FA2 && plan_page_size(p)) return launch_paged_variant(p, t, fp8, stream);
+  if (p->kind == PLAN_FA2 && plan_ragged(p)) return launch_ragged_variant(p, t, fp8, stream);
   if (p->kind != PLAN_NAIVE) return at_fail(AT_ERR_INVALID, "a %s plan for a serving layout", p->info.impl);
   rt_naive_descales d;
   return rt_naive_run_serving(&p->naive, &p->shape, &p->serving, t, naive_descales(p, fp8, &d), p->scratch, stream);

@@ -87,7 +87,8 @@ static CUdeviceptr dptr(const void *p) { return (CUdeviceptr)(uintptr_t)p; }
 
 /* Every slot an argument list may name, from the call. */
 static void fill_slots(rt_launch_frame *f, const gen_variant *v, const at_shape *shape, const at_tensors *t,
-                       const rt_fp8_args *fp8, const rt_paged_args *paged, CUdeviceptr scratch)
+                       const rt_fp8_args *fp8, const rt_paged_args *paged, const rt_ragged_args *ragged,
+                       CUdeviceptr scratch)
 {
   rt_arg_slot *s = f->slots;
   s[GEN_ARG_Q].ptr = dptr(t->q), s[GEN_ARG_K].ptr = dptr(t->k), s[GEN_ARG_V].ptr = dptr(t->v);
@@ -117,6 +118,32 @@ static void fill_slots(rt_launch_frame *f, const gen_variant *v, const at_shape 
     s[GEN_ARG_BLOCK_TABLE].ptr = dptr(paged->block_table), s[GEN_ARG_SEQLENS_KV].ptr = dptr(paged->seqlens_kv);
     s[GEN_ARG_MAX_PAGES_PER_SEQ].i = paged->max_pages_per_seq, s[GEN_ARG_NUM_PAGES].i = paged->num_pages;
   }
+  if (ragged) {
+    s[GEN_ARG_CU_SEQLENS_Q].ptr = dptr(ragged->cu_seqlens_q), s[GEN_ARG_CU_SEQLENS_KV].ptr = dptr(ragged->cu_seqlens_kv);
+    s[GEN_ARG_TOTAL_Q].i = ragged->total_q, s[GEN_ARG_TOTAL_KV].i = ragged->total_kv;
+  }
+}
+
+/* A ragged variant's metadata: the offsets its layout reads, aligned, and totals the kernels can
+ * clamp to (what the offsets hold is device data, never trusted: templates/fa2.cu). */
+static at_status check_ragged(const gen_variant *v, const rt_ragged_args *ragged)
+{
+  if (!v->spec.ragged && ragged)
+    return at_fail(AT_ERR_INVALID, "a variant for padded tensors was given cu_seqlens (ragged tensors need a .rg/.rgq variant)");
+  if (!v->spec.ragged) return AT_OK;
+  const int kv_packed = v->spec.ragged == GEN_RAGGED_QKV;
+  if (!ragged || !ragged->cu_seqlens_q || (kv_packed && !ragged->cu_seqlens_kv))
+    return at_fail(AT_ERR_INVALID, "a ragged variant (.%s) needs cu_seqlens_q%s", gen_ragged_name(v->spec.ragged),
+                   kv_packed ? " and cu_seqlens_kv" : "");
+  if ((uintptr_t)ragged->cu_seqlens_q % 4 || (uintptr_t)ragged->cu_seqlens_kv % 4)
+    return at_fail(AT_ERR_INVALID, "cu_seqlens_q (%p) and cu_seqlens_kv (%p) must be 4-byte aligned",
+                   (const void *)ragged->cu_seqlens_q, (const void *)ragged->cu_seqlens_kv);
+  if (ragged->total_q < 0 || ragged->total_kv < 0)
+    return at_fail(AT_ERR_INVALID, "a ragged call needs total_q >= 0 and total_kv >= 0 (got %d, %d)", ragged->total_q,
+                   ragged->total_kv);
+  if (!kv_packed && (ragged->cu_seqlens_kv || ragged->total_kv))
+    return at_fail(AT_ERR_INVALID, "a ragged-Q variant (.rgq) reads padded K/V: cu_seqlens_kv must be NULL and total_kv 0");
+  return AT_OK;
 }
 
 /* A paged variant's metadata: present, aligned, and bounds the kernels can trust. */
@@ -164,17 +191,30 @@ static at_status encode_tmap(CUtensorMap *map, const char *name, const void *ptr
                                                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
 }
 
-static at_status encode_tmaps(rt_launch_frame *f, const gen_variant *v, const at_shape *shape, const at_tensors *t)
+/* Ragged tensors are one batch of total rows (the map's batch dim 1): a kernel addresses row
+ * cu_seqlens[b] + i, and the map's bounds are the packed tensor's. */
+static at_status encode_tmaps(rt_launch_frame *f, const gen_variant *v, const at_shape *shape, const at_tensors *t,
+                              const rt_ragged_args *ragged)
 {
   const int *rows = f->desc.tmap_rows;
   at_status rc = AT_OK;
-  if (rows[0] && (rc = encode_tmap(&f->tmaps[0], "q", t->q, &t->q_stride, v->spec.dtype, shape, shape->q_len,
-                                   shape->q_heads, rows[0])) != AT_OK)
+  at_shape q_shape = *shape, kv_shape = *shape;
+  int q_rows = shape->q_len, kv_rows = shape->kv_len;
+  at_strides q_st = t->q_stride, k_st = t->k_stride, v_st = t->v_stride;
+  if (ragged && v->spec.ragged) {
+    q_shape.batch = 1, q_rows = ragged->total_q, q_st.batch = 0;
+    if (v->spec.ragged == GEN_RAGGED_QKV) kv_shape.batch = 1, kv_rows = ragged->total_kv, k_st.batch = v_st.batch = 0;
+  }
+  /* A map needs at least one row; an empty packed tensor is never read (every CTA returns). */
+  if (q_rows < 1) q_rows = 1;
+  if (kv_rows < 1) kv_rows = 1;
+  if (rows[0] && (rc = encode_tmap(&f->tmaps[0], "q", t->q, &q_st, v->spec.dtype, &q_shape, q_rows, shape->q_heads,
+                                   rows[0])) != AT_OK)
     return rc;
-  if (rows[1] && (rc = encode_tmap(&f->tmaps[1], "k", t->k, &t->k_stride, v->spec.dtype, shape, shape->kv_len,
+  if (rows[1] && (rc = encode_tmap(&f->tmaps[1], "k", t->k, &k_st, v->spec.dtype, &kv_shape, kv_rows,
                                    shape->kv_heads, rows[1])) != AT_OK)
     return rc;
-  if (rows[2] && (rc = encode_tmap(&f->tmaps[2], "v", t->v, &t->v_stride, v->spec.dtype, shape, shape->kv_len,
+  if (rows[2] && (rc = encode_tmap(&f->tmaps[2], "v", t->v, &v_st, v->spec.dtype, &kv_shape, kv_rows,
                                    shape->kv_heads, rows[2])) != AT_OK)
     return rc;
   return AT_OK;
@@ -238,10 +278,18 @@ at_status rt_variant_prepare_paged(const rt_variant *lv, const at_shape *shape, 
                                    const rt_fp8_args *fp8, const rt_paged_args *paged, CUdeviceptr scratch,
                                    rt_launch_frame *f)
 {
+  return rt_variant_prepare_serving(lv, shape, t, fp8, paged, NULL, scratch, f);
+}
+
+at_status rt_variant_prepare_serving(const rt_variant *lv, const at_shape *shape, const at_tensors *t,
+                                     const rt_fp8_args *fp8, const rt_paged_args *paged,
+                                     const rt_ragged_args *ragged, CUdeviceptr scratch, rt_launch_frame *f)
+{
   const gen_variant *v = &lv->variant;
   at_status rc;
   memset(f, 0, sizeof *f);
   if ((rc = check_paged(v, paged)) != AT_OK) return rc;
+  if ((rc = check_ragged(v, ragged)) != AT_OK) return rc;
   if ((rc = gen_launch_describe(v, shape, &f->desc)) != AT_OK) return rc;
   const gen_launch_desc *d = &f->desc;
   if (d->n_kernels > lv->n_fn)
@@ -258,8 +306,8 @@ at_status rt_variant_prepare_paged(const rt_variant *lv, const at_shape *shape, 
   if (d->scratch_bytes && !scratch)
     return at_fail(AT_ERR_INVALID, "variant needs %zu bytes of scratch and none was given", d->scratch_bytes);
   if (scratch % 256 != 0) return at_fail(AT_ERR_INVALID, "scratch is not 256-byte aligned");
-  fill_slots(f, v, shape, t, fp8, paged, scratch);
-  if ((rc = encode_tmaps(f, v, shape, t)) != AT_OK || (rc = encode_scratch_tmap(f, scratch)) != AT_OK) return rc;
+  fill_slots(f, v, shape, t, fp8, paged, ragged, scratch);
+  if ((rc = encode_tmaps(f, v, shape, t, ragged)) != AT_OK || (rc = encode_scratch_tmap(f, scratch)) != AT_OK) return rc;
   for (int k = 0; k < d->n_kernels; k++) {
     const gen_kernel_launch *kl = &d->kernels[k];
     f->fn[k] = lv->fn[kl->entry];
@@ -296,7 +344,14 @@ at_status rt_variant_launch_paged(const rt_variant *lv, const at_shape *shape, c
                                   const rt_fp8_args *fp8, const rt_paged_args *paged, CUdeviceptr scratch,
                                   CUstream stream)
 {
+  return rt_variant_launch_serving(lv, shape, t, fp8, paged, NULL, scratch, stream);
+}
+
+at_status rt_variant_launch_serving(const rt_variant *lv, const at_shape *shape, const at_tensors *t,
+                                    const rt_fp8_args *fp8, const rt_paged_args *paged, const rt_ragged_args *ragged,
+                                    CUdeviceptr scratch, CUstream stream)
+{
   rt_launch_frame f;
-  at_status rc = rt_variant_prepare_paged(lv, shape, t, fp8, paged, scratch, &f);
+  at_status rc = rt_variant_prepare_serving(lv, shape, t, fp8, paged, ragged, scratch, &f);
   return rc == AT_OK ? rt_frame_launch(&f, stream) : rc;
 }

@@ -206,7 +206,8 @@ at_status rt_lookup_chain_serving(cache_db *cache, const cache_env *now, const g
   at_serving_layout_describe(layout, what, sizeof what);
   /* The cache's rows are kernels for padded tensors: serving one of them here would read the
    * packed or paged tensors as if they were padded. Padded Q with paged K/V has the decode
-   * family's paged default (queries of 1 to GEN_DECODE_MAX_T tokens); ragged tensors none yet. */
+   * family's paged default (queries of 1 to GEN_DECODE_MAX_T tokens); ragged Q with ragged or
+   * padded K/V the ragged prefill default. */
   if (layout->q_layout == AT_SEQ_PADDED && layout->kv_layout == AT_SEQ_PAGED) {
     gen_variant v;
     char key[GEN_KEY_MAX];
@@ -219,13 +220,32 @@ at_status rt_lookup_chain_serving(cache_db *cache, const cache_env *now, const g
     } else {
       skip(l, "generator default: %s", at_last_error());
     }
+  } else if (rt_serving_ragged(layout) != GEN_RAGGED_NONE) {
+    gen_variant v;
+    char key[GEN_KEY_MAX];
+    const int ragged = rt_serving_ragged(layout);
+    skip(l, "exact and nearest: the cache holds no tuned kernels for ragged tensors yet");
+    if (gen_default_variant_serving(shape, 0, ragged, target, &v) == AT_OK &&
+        gen_variant_key(&v, key, sizeof key) == AT_OK) {
+      rt_lookup_step *s = add(l, AT_CHOICE_DEFAULT, key);
+      snprintf(s->why, sizeof s->why, "the generator's ragged prefill default for %s (%s)", target->arch, what);
+    } else {
+      skip(l, "generator default: %s", at_last_error());
+    }
   } else {
-    skip(l, "exact, nearest and generator default: unsupported: %s (ragged kernels are not built yet in fa2, fa3 "
-            "and decode; the decode family runs padded Q with paged K/V)", what);
+    skip(l, "exact, nearest and generator default: unsupported: %s (no generated kernel reads it: fa2 and fa3 run "
+            "ragged Q with ragged or padded K/V, the decode family padded Q with paged K/V)", what);
   }
   if (fused_only) return AT_OK;
   skip(l, "cuDNN: unsupported: %s (attntune's cuDNN graphs take padded tensors; its ragged and paged graphs are "
           "not built yet)", what);
   snprintf(add(l, AT_CHOICE_NAIVE, "naive")->why, sizeof l->steps[0].why, "the naive kernels (%s)", what);
   return AT_OK;
+}
+
+int rt_serving_ragged(const at_serving_layout *layout)
+{
+  if (!layout || layout->q_layout != AT_SEQ_RAGGED) return GEN_RAGGED_NONE;
+  if (layout->kv_layout == AT_SEQ_RAGGED) return GEN_RAGGED_QKV;
+  return layout->kv_layout == AT_SEQ_PADDED ? GEN_RAGGED_Q : GEN_RAGGED_NONE;
 }

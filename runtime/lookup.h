@@ -41,12 +41,18 @@ at_status rt_lookup_chain(cache_db *cache, const cache_env *now, const gen_targe
                           int fused_only, rt_lookup *out);
 
 /* The chain for a serving layout: rt_lookup_chain for padded Q and K/V (layout NULL too); for
- * ragged or paged tensors only the naive kernels (none when fused_only), with `skipped` saying
- * that the tuned rows, the generator's defaults and cuDNN are unsupported for that layout and
- * naming it. */
+ * ragged or paged tensors the generator's default for the layout where one exists (paged decode;
+ * ragged prefill: fa3's warp-specialized kernel or fa2), then the naive kernels (none when
+ * fused_only), with `skipped` saying that the tuned rows (none exist for these layouts yet) and
+ * cuDNN are unsupported for that layout and naming it. */
 at_status rt_lookup_chain_serving(cache_db *cache, const cache_env *now, const gen_target *target,
                                   const at_shape *shape, const at_serving_layout *layout, int fused_only,
                                   rt_lookup *out);
+
+/* The generator's name for a layout's ragged tensors (gen_ragged): GEN_RAGGED_QKV for ragged Q and
+ * K/V, GEN_RAGGED_Q for ragged Q with padded K/V, GEN_RAGGED_NONE otherwise (no ragged kernel
+ * reads padded Q with ragged K/V, or ragged Q with paged K/V). */
+int rt_serving_ragged(const at_serving_layout *layout);
 
 /* Is row current for now? 0 when its templates are another build's (why says so: skip it);
  * else 1, with *stale and why saying whether, and how, its cuDNN or NVRTC differs from now's. */

@@ -233,6 +233,15 @@ typedef struct rt_paged_args {
   int max_pages_per_seq, num_pages;
 } rt_paged_args;
 
+/* The ragged metadata of one call (at_serving_tensors' offsets and packed totals), what variants
+ * with spec.ragged read besides the tensors; NULL for padded tensors. cu_seqlens_kv is NULL for
+ * ragged Q with padded K/V (.rgq). */
+typedef struct rt_ragged_args {
+  const int32_t *cu_seqlens_q;  /* device, [B + 1] */
+  const int32_t *cu_seqlens_kv; /* device, [B + 1], or NULL */
+  int total_q, total_kv;
+} rt_ragged_args;
+
 /* The scratch bytes a call of v on shape needs (0 for single-kernel variants). */
 at_status rt_variant_scratch_bytes(const gen_variant *v, const at_shape *shape, size_t *bytes);
 /* That scratch, allocated on the current context's GPU and zeroed (0 and AT_OK where none is
@@ -250,12 +259,20 @@ at_status rt_variant_prepare(const rt_variant *lv, const at_shape *shape, const 
 at_status rt_variant_prepare_paged(const rt_variant *lv, const at_shape *shape, const at_tensors *t,
                                    const rt_fp8_args *fp8, const rt_paged_args *paged, CUdeviceptr scratch,
                                    rt_launch_frame *frame);
+/* The same for any serving call: paged as above, ragged the offsets of a ragged variant (NULL
+ * for padded tensors; a ragged variant refuses NULL, a padded one a non-NULL ragged). */
+at_status rt_variant_prepare_serving(const rt_variant *lv, const at_shape *shape, const at_tensors *t,
+                                     const rt_fp8_args *fp8, const rt_paged_args *paged,
+                                     const rt_ragged_args *ragged, CUdeviceptr scratch, rt_launch_frame *frame);
 at_status rt_frame_launch(const rt_launch_frame *frame, CUstream stream);
 at_status rt_variant_launch(const rt_variant *lv, const at_shape *shape, const at_tensors *t,
                             const rt_fp8_args *fp8, CUdeviceptr scratch, CUstream stream);
 at_status rt_variant_launch_paged(const rt_variant *lv, const at_shape *shape, const at_tensors *t,
                                   const rt_fp8_args *fp8, const rt_paged_args *paged, CUdeviceptr scratch,
                                   CUstream stream);
+at_status rt_variant_launch_serving(const rt_variant *lv, const at_shape *shape, const at_tensors *t,
+                                    const rt_fp8_args *fp8, const rt_paged_args *paged, const rt_ragged_args *ragged,
+                                    CUdeviceptr scratch, CUstream stream);
 
 /* ---- timing ------------------------------------------------------------------------------ */
 

@@ -24,6 +24,18 @@
  *                               conversions and two m16n8k16 f16 MMAs (sm_90, below), 0 for the
  *                               m16n8k32 FP8 instruction (sm_89, sm_100+)
  *
+ *   FA2_RAGGED                  0 padded; 1 (.rg) Q, O, K and V packed along the sequence axis,
+ *                               2 (.rgq) Q and O packed, K and V padded (below)
+ *
+ * Ragged (varlen prefill, include/attntune.h "Serving layouts"): q, o: (total_q, Nq, D) with
+ * int32 cu_seqlens_q [B + 1]; k, v: (total_kv, Nkv, D) with cu_seqlens_kv (.rg) or (B, S, Nkv, D)
+ * (.rgq); lse: (Nq, total_q). T and S are the planned maxima and size the grid; each CTA reads its
+ * sequence's T_b, S_b and first rows from the offsets (clamped into the tensors, fa2_ragged_rows),
+ * returns at once when its query block starts at or past T_b, and otherwise runs the padded
+ * kernel's loop with T_b and S_b: keys past S_b are never loaded (zero-filled) and masked, the
+ * masks apply per sequence (bottom-right aligns T_b with S_b), and rows past T_b are neither
+ * read nor stored. The batch strides of packed tensors are ignored.
+ *
  * Work split: grid (ceil(T / BLOCK_M), Nq, B); CTA (x, h, b) owns query rows
  * [m0, m0 + BLOCK_M) of head h. Warp w owns rows [m0 + w*RW, m0 + (w+1)*RW), RW = BLOCK_M / WARPS,
  * as MT = RW / 16 slices of 16 rows, so softmax needs no cross-warp reduction. Within an m16n8
@@ -123,6 +135,15 @@
 #endif
 #ifndef FA2_FP8_VIA_F16
 #define FA2_FP8_VIA_F16 0
+#endif
+/* Ragged tensors (generator.h gen_ragged): 0 padded, 1 Q and K/V packed (.rg), 2 Q packed (.rgq). */
+#define FA2_RAGGED_QKV 1
+#define FA2_RAGGED_Q 2
+#ifndef FA2_RAGGED
+#define FA2_RAGGED 0
+#endif
+#if FA2_RAGGED != 0 && FA2_RAGGED != FA2_RAGGED_QKV && FA2_RAGGED != FA2_RAGGED_Q
+#error "FA2_RAGGED: 0, 1 (.rg) or 2 (.rgq)"
 #endif
 #define FA2_OUT_FP8 (AT_OUT_DTYPE == AT_DTYPE_E4M3 || AT_OUT_DTYPE == AT_DTYPE_E5M2)
 
@@ -259,6 +280,17 @@ __device__ __forceinline__ unsigned fa2_swz(int r, int c)
   return (unsigned)(r * FA2_ROW_BYTES + ((c ^ (r & 7)) << 4));
 }
 
+/* Rows of sequence b in a packed tensor of `total` rows: cu[b] .. cu[b+1] - 1, clamped into
+ * [0, total] whatever cu holds (a decreasing offset gives an empty sequence) and cut to max_len,
+ * the planned maximum: the rows a CTA reads and writes stay inside the tensor. The naive kernels
+ * clamp the same way (templates/naive.cu), so both agree on any metadata. */
+__device__ __forceinline__ int fa2_ragged_rows(const int *cu, int b, int total, int max_len, int *first)
+{
+  const int start = min(max(cu[b], 0), total), end = min(max(cu[b + 1], start), total);
+  *first = start;
+  return min(end - start, max_len);
+}
+
 /* ---- global -> shared tile loads ---------------------------------------------------------------- */
 
 /* Load rows [row0, row0 + ROWS) of a [rows_total, D] tensor slice (row stride `stride` elements) into
@@ -310,7 +342,12 @@ FA2_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k, const a
            long long q_sb, int q_ss, int q_sh, long long k_sb, int k_ss, int k_sh, long long v_sb,
            int v_ss, int v_sh, long long o_sb, int o_ss, int o_sh, const float *__restrict__ descale_q,
            const float *__restrict__ descale_k, const float *__restrict__ descale_v,
-           const float *__restrict__ scale_o, float *__restrict__ amax_o)
+           const float *__restrict__ scale_o, float *__restrict__ amax_o
+#if FA2_RAGGED
+           ,
+           const int *__restrict__ cu_seqlens_q, const int *__restrict__ cu_seqlens_kv, int total_q, int total_kv
+#endif
+)
 {
   at_wait_for_previous_grid(); /* a programmatic launch: the previous kernel's results first */
   /* FP8 scaling (16-bit variants get NULLs and ignore them): scores in code units times
@@ -328,9 +365,31 @@ FA2_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k, const a
   const int m_block = FA2_CAUSAL ? (int)(gridDim.x - 1 - blockIdx.x) : (int)blockIdx.x;
   const int m0 = m_block * FA2_BM;
 
-  const at_in_t *qh = q + b * q_sb + (long long)h * q_sh + (long long)m0 * q_ss;
-  const at_in_t *kh = k + b * k_sb + (long long)hk * k_sh;
-  const at_in_t *vh = v + b * v_sb + (long long)hk * v_sh;
+  /* Ragged: T and S become this sequence's T_b and S_b, and its rows start at q_first / kv_first
+   * of the packed tensors (batch strides unused); the grid covers the longest sequence, so the
+   * CTAs past T_b have nothing to do. */
+  int q_first = 0, kv_first = 0;
+#if FA2_RAGGED
+  T = fa2_ragged_rows(cu_seqlens_q, b, total_q, T, &q_first);
+  q_sb = o_sb = 0;
+#if FA2_RAGGED == FA2_RAGGED_QKV
+  S = fa2_ragged_rows(cu_seqlens_kv, b, total_kv, S, &kv_first);
+  k_sb = v_sb = 0;
+#else
+  (void)cu_seqlens_kv, (void)total_kv;
+#endif
+  if (m0 >= T) return;
+#endif
+  const long long q_row0 = b * q_sb + (long long)q_first * q_ss; /* row 0 of this sequence in Q */
+  const long long o_row0 = b * o_sb + (long long)q_first * o_ss;
+  const at_in_t *qh = q + q_row0 + (long long)h * q_sh + (long long)m0 * q_ss;
+  const at_in_t *kh = k + b * k_sb + (long long)kv_first * k_ss + (long long)hk * k_sh;
+  const at_in_t *vh = v + b * v_sb + (long long)kv_first * v_ss + (long long)hk * v_sh;
+#if FA2_RAGGED
+  const long long lse_row0 = (long long)h * total_q + q_first; /* lse: [Nq, total_q] */
+#else
+  const long long lse_row0 = ((long long)b * gridDim.y + h) * T; /* lse: [B, Nq, T] */
+#endif
 
   /* Which K/V tiles this CTA reads: n_tiles in all; the first n_full need no mask. Key j is visible
    * from row i iff j < S and (no mask or j <= i + offset). */
@@ -559,11 +618,11 @@ FA2_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k, const a
       if (FA2_LSE && tq == 0) {
         /* The row sum is in units of P (p * 448): log2 448 comes off. */
         const float m = row_max[mt][half];
-        lse[((long long)b * gridDim.y + h) * T + m0 + r] =
+        lse[lse_row0 + m0 + r] =
             sum > 0.f ? (m * scale_log2 + at_log2(sum) - FA2_P_LOG2_SCALE) * 0.69314718055994531f
                       : AT_NEG_INF;
       }
-      at_out_t *orow = o + b * o_sb + (long long)h * o_sh + (long long)(m0 + r) * o_ss + 4 * tq;
+      at_out_t *orow = o + o_row0 + (long long)h * o_sh + (long long)(m0 + r) * o_ss + 4 * tq;
 #pragma unroll
       for (int dc = 0; dc < FA2_DO / 16; dc++) {
         const float x0 = acc[mt][2 * dc][2 * half] * inv, x1 = acc[mt][2 * dc + 1][2 * half] * inv;
@@ -606,7 +665,7 @@ FA2_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k, const a
       const int r = warp * FA2_RW + mt * 16 + g + half * 8; /* row within the CTA */
       if (FA2_LSE && tq == 0 && m0 + r < T) {
         const float m = row_max[mt][half];
-        lse[((long long)b * gridDim.y + h) * T + m0 + r] =
+        lse[lse_row0 + m0 + r] =
             sum > 0.f ? (m * scale_log2 + at_log2(sum)) * 0.69314718055994531f : AT_NEG_INF;
       }
       /* Stage O in this warp's own Q rows (swizzled like Q) for coalesced 16-byte stores. */
@@ -620,7 +679,7 @@ FA2_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k, const a
   }
   __syncwarp();
   constexpr int OUT_CPR = FA2_D / 8; /* chunks per output row */
-  at_out_t *oh = o + b * o_sb + (long long)h * o_sh + (long long)m0 * o_ss;
+  at_out_t *oh = o + o_row0 + (long long)h * o_sh + (long long)m0 * o_ss;
 #pragma unroll
   for (int i = 0; i < (FA2_RW * OUT_CPR + 31) / 32; i++) {
     const int idx = lane + i * 32;

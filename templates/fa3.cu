@@ -25,6 +25,8 @@
  * With FA3_PERSISTENT 1 (16-bit, causal masks) that kernel is persistent: at most one CTA per SM,
  * each walking work tiles (a query block of one head) blockIdx.x, + gridDim.x, ... in a longest-
  * first order, its mbarrier ring and ping-pong running on from one work tile to the next.
+ * With FA3_RAGGED 1 or 2 (16-bit, not persistent) it reads packed Q/O (and K/V) of varlen
+ * prefill: each CTA takes its sequence's lengths and first rows from cu_seqlens ("Ragged" below).
  *
  * Work split: grid (ceil(T / BLOCK_M), Nq, B); BLOCK_M = 64 per warpgroup; warp w of the CTA owns
  * query rows 16w..16w+15, so the online softmax is fa2's, per warp, with quad shuffles.
@@ -425,21 +427,21 @@ __device__ __forceinline__ void fa3_key_tiles(int m0, int T, int S, int offset, 
 }
 
 /* The warp-specialized kernel's epilogue: O = acc / row sum (times V's descale) of this warp's
- * 16 rows, m0 + wrow on, and their lse; lane (g,t) holds columns 8j + 2t, 8j + 2t + 1 of rows g
- * and g+8. Only D's columns are stored (a D 96 tile holds 128). The in-CTA kernel keeps the same
+ * 16 rows, m0 + wrow on, below `rows`, and their lse (T rows per head); lane (g,t) holds columns
+ * 8j + 2t, 8j + 2t + 1 of rows g and g+8. Only D's columns are stored (a D 96 tile holds 128). The in-CTA kernel keeps the same
  * lines inline: called through here, ptxas schedules its causal variants differently, and its
  * machine code is what docs/perf.md measured. */
 __device__ __forceinline__ void fa3_store_o(at_out_t *__restrict__ o, float *__restrict__ lse, const float (*acc)[4],
                                             const float *row_max, const float *row_sum, float o_descale,
-                                            float scale_log2, int T, int b, int h, int n_heads, int m0, int wrow,
-                                            long long o_sb, int o_ss, int o_sh, int g, int tq)
+                                            float scale_log2, int T, int rows, int b, int h, int n_heads, int m0,
+                                            int wrow, long long o_sb, int o_ss, int o_sh, int g, int tq)
 {
 #pragma unroll
   for (int half = 0; half < 2; half++) {
     const float sum = at_quad_sum(row_sum[half]);
     const float inv = sum > 0.f ? o_descale / sum : 0.f;
     const int r = wrow + g + half * 8;
-    if (m0 + r >= T) continue;
+    if (m0 + r >= rows) continue;
     if (FA3_LSE && tq == 0) {
       const float m = row_max[half];
       lse[((long long)b * n_heads + h) * T + m0 + r] =
@@ -634,12 +636,35 @@ __device__ __forceinline__ void fa3_named_arrive(int id, int threads)
 #endif
 static_assert(!FA3_PERSISTENT || (!FA3_FP8 && FA3_CAUSAL), "persistent: f16/bf16 inputs and a causal mask");
 
+/* Ragged tensors (generator.h gen_ragged, as in fa2.cu): 0 padded, 1 (.rg) Q, O, K and V packed
+ * along the sequence axis with cu_seqlens, 2 (.rgq) Q and O packed, K and V padded. The tensor
+ * maps of packed tensors are (D, total, heads, 1): a CTA reads rows cu_seqlens[b] + m0 .., so the
+ * rows past its sequence's end are the next sequence's (keys past S_b are masked, rows past T_b
+ * never stored) or, past the tensor, the map's zeros. */
+#define FA3_RAGGED_QKV 1
+#define FA3_RAGGED_Q 2
+#ifndef FA3_RAGGED
+#define FA3_RAGGED 0
+#endif
+static_assert(!FA3_RAGGED || (!FA3_FP8 && !FA3_PERSISTENT), "ragged: the 16-bit kernel with one CTA per work tile");
+
+/* fa2.cu's fa2_ragged_rows (the same clamp as the naive kernels), repeated here so that neither
+ * template reaches into the other: rows of sequence b in a packed tensor of `total` rows, clamped
+ * into it and cut to max_len. */
+__device__ __forceinline__ int fa3_ragged_rows(const int *cu, int b, int total, int max_len, int *first)
+{
+  const int start = min(max(cu[b], 0), total), end = min(max(cu[b + 1], start), total);
+  *first = start;
+  return min(end - start, max_len);
+}
+
 /* What every work tile of a warp-specialized CTA shares: the shared-memory tiles and mbarriers
  * (addresses), the call's lengths and the causal offset. */
 struct fa3_ws_ctx {
   unsigned q, k, v, vt; /* Q, STAGES x K, STAGES x V, (FP8) two V^T */
   unsigned bar_q, bar_full_k, bar_full_v, bar_empty_k, bar_empty_v, bar_vt_full, bar_vt_empty, bar_q_empty;
   int T, S, offset;
+  int q_first, kv_first; /* ragged: the sequence's first rows in the packed tensors (else 0) */
 };
 
 /* One work tile: query rows m0 .. m0 + BM - 1 of head h (K/V head hk) of batch b, and its K/V
@@ -688,21 +713,22 @@ __device__ __forceinline__ void fa3_ws_produce(const fa3_ws_ctx &c, const fa3_wo
                                                const fa3_tmap *tm_q, const fa3_tmap *tm_k, const fa3_tmap *tm_v)
 {
   if (FA3_PERSISTENT) fa3_bar_wait(c.bar_q_empty, ((unsigned)j & 1u) ^ 1u);
+  const int q_b = FA3_RAGGED ? 0 : w.b, kv_b = FA3_RAGGED == FA3_RAGGED_QKV ? 0 : w.b; /* packed: one batch */
   fa3_bar_expect(c.bar_q, FA3_Q_BYTES);
-  fa3_tma_tile<FA3_BM>(c.q, tm_q, w.m0, w.h, w.b, c.bar_q);
+  fa3_tma_tile<FA3_BM>(c.q, tm_q, c.q_first + w.m0, w.h, q_b, c.bar_q);
   for (int t = 0; t < w.n_tiles; t++) {
     const int u = it + t;
     const int s = u % FA3_STAGES;
     const unsigned phase = (unsigned)(u / FA3_STAGES) & 1u;
     fa3_bar_wait(c.bar_empty_k + 8 * s, phase ^ 1u);
     fa3_bar_expect(c.bar_full_k + 8 * s, FA3_KV_BYTES);
-    fa3_tma_tile<FA3_BN>(c.k + s * FA3_KV_BYTES, tm_k, t * FA3_BN, w.hk, w.b, c.bar_full_k + 8 * s);
+    fa3_tma_tile<FA3_BN>(c.k + s * FA3_KV_BYTES, tm_k, c.kv_first + t * FA3_BN, w.hk, kv_b, c.bar_full_k + 8 * s);
     fa3_bar_wait(c.bar_empty_v + 8 * s, phase ^ 1u);
     fa3_bar_expect(c.bar_full_v + 8 * s, FA3_KV_BYTES);
 #if FA3_VT_PRE /* tm_v maps the V^T in the scratch */
     fa3_tma_vt_tile(c.v + s * FA3_KV_BYTES, tm_v, t * FA3_BN, w.hk, w.b, c.bar_full_v + 8 * s);
 #else
-    fa3_tma_tile<FA3_BN>(c.v + s * FA3_KV_BYTES, tm_v, t * FA3_BN, w.hk, w.b, c.bar_full_v + 8 * s);
+    fa3_tma_tile<FA3_BN>(c.v + s * FA3_KV_BYTES, tm_v, c.kv_first + t * FA3_BN, w.hk, kv_b, c.bar_full_v + 8 * s);
 #endif
   }
 }
@@ -800,6 +826,9 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
            long long v_sb, int v_ss, int v_sh, long long o_sb, int o_ss, int o_sh,
            const float *__restrict__ descale_q, const float *__restrict__ descale_k,
            const float *__restrict__ descale_v, const float *__restrict__ scale_o, float *__restrict__ amax_o,
+#if FA3_RAGGED
+           const int *__restrict__ cu_seqlens_q, const int *__restrict__ cu_seqlens_kv, int total_q, int total_kv,
+#endif
            const __grid_constant__ fa3_tmap tm_q, const __grid_constant__ fa3_tmap tm_k,
            const __grid_constant__ fa3_tmap tm_v
 #if FA3_PERSISTENT
@@ -821,6 +850,20 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, wg = warp / 4;
 
   fa3_ws_ctx c;
+  c.q_first = c.kv_first = 0;
+#if FA3_RAGGED
+  /* Ragged: this CTA's sequence's T_b and S_b in place of the maxima (the grid's size); the CTA
+   * returns below when its query block starts at or past T_b. */
+  {
+    const int b = FA3_CAUSAL ? blockIdx.y : blockIdx.z; /* fa3_work_of_block's */
+    T = fa3_ragged_rows(cu_seqlens_q, b, total_q, T, &c.q_first);
+#if FA3_RAGGED == FA3_RAGGED_QKV
+    S = fa3_ragged_rows(cu_seqlens_kv, b, total_kv, S, &c.kv_first);
+#else
+    (void)cu_seqlens_kv, (void)total_kv;
+#endif
+  }
+#endif
   c.T = T, c.S = S, c.offset = FA3_MASK == AT_MASK_CAUSAL_BR ? S - T : 0;
 #if FA3_PERSISTENT
   /* Work tiles i = blockIdx.x, + gridDim.x, ... (a static schedule: producer and consumers walk
@@ -830,6 +873,7 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
 #else
   const fa3_work work = fa3_work_of_block(c);
   const int n_heads = FA3_CAUSAL ? gridDim.x : gridDim.y;
+  if (FA3_RAGGED && work.m0 >= c.T) return; /* past this sequence's rows: the whole CTA, before any barrier */
 #endif
 
   c.q = (at_smem_addr(fa3_smem) + 1023u) & ~1023u;
@@ -918,15 +962,21 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
   for (int i = blockIdx.x, j = 0, it = 0; i < work_tiles; i += gridDim.x, j++) {
     const fa3_work w = fa3_work_tile(c, i, n_heads, batch, m_blocks);
     fa3_ws_consume(c, w, j, it, cw, cwarp, lane, scale_log2, acc, row_max, row_sum);
-    fa3_store_o(o, lse, acc, row_max, row_sum, o_descale, scale_log2, T, w.b, w.h, n_heads, w.m0, cwarp * 16, o_sb,
-                o_ss, o_sh, g, tq);
+    fa3_store_o(o, lse, acc, row_max, row_sum, o_descale, scale_log2, T, T, w.b, w.h, n_heads, w.m0, cwarp * 16,
+                o_sb, o_ss, o_sh, g, tq);
     it += w.n_tiles;
   }
   if (FA3_PINGPONG && cw == 0) fa3_named_sync(1, 256);
 #else
   fa3_ws_consume(c, work, 0, 0, cw, cwarp, lane, scale_log2, acc, row_max, row_sum);
-  fa3_store_o(o, lse, acc, row_max, row_sum, o_descale, scale_log2, T, work.b, work.h, n_heads, work.m0, cwarp * 16,
-              o_sb, o_ss, o_sh, g, tq);
+#if FA3_RAGGED
+  /* Packed O from the sequence's first row; lse [Nq, total_q]; rows below T_b. */
+  fa3_store_o(o + (long long)c.q_first * o_ss, FA3_LSE ? lse + c.q_first : lse, acc, row_max, row_sum, o_descale,
+              scale_log2, total_q, T, 0, work.h, n_heads, work.m0, cwarp * 16, 0, o_ss, o_sh, g, tq);
+#else
+  fa3_store_o(o, lse, acc, row_max, row_sum, o_descale, scale_log2, T, T, work.b, work.h, n_heads, work.m0,
+              cwarp * 16, o_sb, o_ss, o_sh, g, tq);
+#endif
 #endif
 }
 #else /* !FA3_WS */

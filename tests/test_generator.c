@@ -30,13 +30,13 @@ static void test_literal_keys(void **state)
 {
   (void)state;
   char key[GEN_KEY_MAX], entry[GEN_KEY_MAX];
-  gen_variant v = {GEN_FAMILY_FA2, {AT_DTYPE_BF16, 128, AT_MASK_CAUSAL_TL, 4, 0, AT_DTYPE_BF16, AT_KV_SAME, 0}, 128, 64, 4, 2, 0, 0, 0, 0, 0};
+  gen_variant v = {GEN_FAMILY_FA2, {AT_DTYPE_BF16, 128, AT_MASK_CAUSAL_TL, 4, 0, AT_DTYPE_BF16, AT_KV_SAME, 0, 0}, 128, 64, 4, 2, 0, 0, 0, 0, 0};
   TU_OK(gen_variant_key(&v, key, sizeof key));
   assert_string_equal(key, "fa2.bf16.d128.causal.g4.bm128.bn64.w4.s2");
   TU_OK(gen_entry_name(&v, entry, sizeof entry));
   assert_string_equal(entry, "fa2_bf16_d128_causal_g4_bm128_bn64_w4_s2");
 
-  gen_variant w = {GEN_FAMILY_FA2, {AT_DTYPE_F16, 80, AT_MASK_CAUSAL_BR, 6, 1, AT_DTYPE_F16, AT_KV_SAME, 0}, 64, 32, 4, 3, 0, 0, 0, 0, 0};
+  gen_variant w = {GEN_FAMILY_FA2, {AT_DTYPE_F16, 80, AT_MASK_CAUSAL_BR, 6, 1, AT_DTYPE_F16, AT_KV_SAME, 0, 0}, 64, 32, 4, 3, 0, 0, 0, 0, 0};
   TU_OK(gen_variant_key(&w, key, sizeof key));
   assert_string_equal(key, "fa2.f16.d80.causal-br.g6.bm64.bn32.w4.s3.lse");
   TU_OK(gen_entry_name(&w, entry, sizeof entry));
@@ -154,7 +154,7 @@ static void test_smem_limit_prunes(void **state)
   assert_true(nb > 0 && nb < na);
   for (int i = 0; i < nb; i++) assert_true(gen_smem_bytes(&b[i]) <= small.smem_limit);
   /* A variant over the limit is refused with the numbers. */
-  gen_variant v = {GEN_FAMILY_FA2, {AT_DTYPE_BF16, 256, AT_MASK_NONE, 1, 0, AT_DTYPE_BF16, AT_KV_SAME, 0}, 128, 128, 8, 3, 0, 0, 0, 0, 0};
+  gen_variant v = {GEN_FAMILY_FA2, {AT_DTYPE_BF16, 256, AT_MASK_NONE, 1, 0, AT_DTYPE_BF16, AT_KV_SAME, 0, 0}, 128, 128, 8, 3, 0, 0, 0, 0, 0};
   assert_int_not_equal(gen_variant_check(&v, &big), AT_OK);
   assert_non_null(strstr(at_last_error(), "shared memory"));
 }
@@ -221,7 +221,7 @@ static void test_fp8_keys(void **state)
 {
   (void)state;
   char key[GEN_KEY_MAX], entry[GEN_KEY_MAX];
-  gen_variant v = {GEN_FAMILY_FA2, {AT_DTYPE_E4M3, 128, AT_MASK_NONE, 1, 0, AT_DTYPE_BF16, AT_KV_SAME, 0}, 128, 64, 8, 2, 0, 0, 0, 0, 0};
+  gen_variant v = {GEN_FAMILY_FA2, {AT_DTYPE_E4M3, 128, AT_MASK_NONE, 1, 0, AT_DTYPE_BF16, AT_KV_SAME, 0, 0}, 128, 64, 8, 2, 0, 0, 0, 0, 0};
   TU_OK(gen_variant_key(&v, key, sizeof key));
   assert_string_equal(key, "fa2.e4m3.d128.none.g1.bm128.bn64.w8.s2.obf16");
   TU_OK(gen_entry_name(&v, entry, sizeof entry));
@@ -230,7 +230,7 @@ static void test_fp8_keys(void **state)
   TU_OK(gen_variant_parse(key, &back));
   assert_memory_equal(&back, &v, sizeof v);
 
-  gen_variant w = {GEN_FAMILY_FA2, {AT_DTYPE_E5M2, 80, AT_MASK_CAUSAL_BR, 6, 1, AT_DTYPE_E5M2, AT_KV_SAME, 0}, 64, 32, 4, 3, 0, 0, 0, 0, 0};
+  gen_variant w = {GEN_FAMILY_FA2, {AT_DTYPE_E5M2, 80, AT_MASK_CAUSAL_BR, 6, 1, AT_DTYPE_E5M2, AT_KV_SAME, 0, 0}, 64, 32, 4, 3, 0, 0, 0, 0, 0};
   TU_OK(gen_variant_key(&w, key, sizeof key));
   assert_string_equal(key, "fa2.e5m2.d80.causal-br.g6.bm64.bn32.w4.s3.oe5m2.lse");
   TU_OK(gen_variant_parse(key, &back));
@@ -886,7 +886,7 @@ static void test_decode_family(void **state)
   assert_int_not_equal(def.family, GEN_FAMILY_DECODE);
 
   /* Refusals name the field. */
-  gen_variant bad = {GEN_FAMILY_DECODE, {AT_DTYPE_BF16, 128, AT_MASK_NONE, 4, 0, AT_DTYPE_BF16, AT_KV_SAME, 0}, 1, 32, 4, 2, 4, 0, 0, 0, 0};
+  gen_variant bad = {GEN_FAMILY_DECODE, {AT_DTYPE_BF16, 128, AT_MASK_NONE, 4, 0, AT_DTYPE_BF16, AT_KV_SAME, 0, 0}, 1, 32, 4, 2, 4, 0, 0, 0, 0};
   assert_int_equal(gen_variant_check(&bad, &t), AT_ERR_UNSUPPORTED);
   assert_non_null(strstr(at_last_error(), "keys per warp"));
   bad.block_n = 64, bad.splits = 0;
@@ -1037,7 +1037,7 @@ static void test_fa3_persistent_family(void **state)
   assert_non_null(strstr(at_last_error(), "needs ws 1 or 2"));
   bad = v, bad.persistent = 2;
   assert_int_equal(gen_variant_check(&bad, &t), AT_ERR_INVALID);
-  gen_variant fa2 = {GEN_FAMILY_FA2, {AT_DTYPE_BF16, 128, AT_MASK_CAUSAL_TL, 4, 0, AT_DTYPE_BF16, AT_KV_SAME, 0},
+  gen_variant fa2 = {GEN_FAMILY_FA2, {AT_DTYPE_BF16, 128, AT_MASK_CAUSAL_TL, 4, 0, AT_DTYPE_BF16, AT_KV_SAME, 0, 0},
                      128, 64, 4, 2, 0, 0, 1, 0, 0};
   assert_int_equal(gen_variant_check(&fa2, &t), AT_ERR_INVALID);
   assert_non_null(strstr(at_last_error(), "fa2 has no persistent variants"));
@@ -1162,7 +1162,7 @@ static void test_fp8_kv_keys(void **state)
   (void)state;
   gen_target t = sm90();
   char key[GEN_KEY_MAX], entry[GEN_KEY_MAX];
-  gen_variant v = {GEN_FAMILY_DECODE, {AT_DTYPE_BF16, 128, AT_MASK_NONE, 4, 0, AT_DTYPE_BF16, AT_DTYPE_E4M3, 0},
+  gen_variant v = {GEN_FAMILY_DECODE, {AT_DTYPE_BF16, 128, AT_MASK_NONE, 4, 0, AT_DTYPE_BF16, AT_DTYPE_E4M3, 0, 0},
                    1, 256, 4, 3, 8, 0, 0, 0, 0};
   TU_OK(gen_variant_key(&v, key, sizeof key));
   assert_string_equal(key, "decode.bf16.kve4m3.d128.none.g4.bm1.bn256.w4.s3.sp8");
@@ -1253,7 +1253,7 @@ static void test_fp8_kv_enumeration(void **state)
   at_shape s16 = decode_shape(AT_DTYPE_BF16, 128, AT_MASK_NONE, 32, 8, 1, 16384);
   TU_OK(gen_enumerate(&s16, &t, vs, GEN_MAX_VARIANTS, &n16));
   for (int i = 0; i < n16; i++) assert_int_not_equal(vs[i].block_n, 256);
-  gen_variant a = {GEN_FAMILY_DECODE, {AT_DTYPE_BF16, 128, AT_MASK_NONE, 4, 0, AT_DTYPE_BF16, AT_DTYPE_E4M3, 0},
+  gen_variant a = {GEN_FAMILY_DECODE, {AT_DTYPE_BF16, 128, AT_MASK_NONE, 4, 0, AT_DTYPE_BF16, AT_DTYPE_E4M3, 0, 0},
                    1, 128, 4, 3, 1, 0, 0, 0, 0};
   gen_variant b16 = a;
   b16.spec.kv_dtype = AT_KV_SAME;

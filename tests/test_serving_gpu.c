@@ -16,6 +16,14 @@
  * poisoned outputs and poisoned split scratch; one case puts a table entry past the pool
  * (nothing may fault; that sequence is not compared).
  *
+ * Ragged Q with ragged or padded K/V plans a ragged prefill variant ("auto": fa3's
+ * warp-specialized kernel on sm_90a for 16-bit inputs, else fa2), checked the same way; and
+ * every ragged variant gen_enumerate_serving lists for a few shapes (lengths 0, 1, off-tile and
+ * the maximum; masks none, causal, causal-br; MHA, GQA, MQA; D 64, 80, 128, 256; lse; FP8 on
+ * sm_89+) runs through rt_variant_launch_serving into poisoned outputs, with NaN rows after Q, K
+ * and V that no kernel may read; offsets that point anywhere run without a fault or a NaN, and
+ * a ragged plan replays in a CUDA graph.
+ *
  * Also: metadata that points outside the tensors and the pool runs without a fault, the device
  * check names it, and the API refuses what it cannot run. */
 #include <setjmp.h>
@@ -142,17 +150,22 @@ static void *device_poisoned(size_t bytes)
   return dev;
 }
 
+/* NaN rows after Q, K and V (padded and ragged), which no kernel may read. */
+enum { TAIL_ROWS = 64 };
+
 /* Rows of K and V as the layout places them: padded [B, S, ...], ragged packed, or pages. */
 static void place_kv(tn_rng *rng, const serving_case *c, serving_io *x)
 {
   const size_t row = x->kv_row_bytes;
   if (c->kv_layout != AT_SEQ_PAGED) {
     /* Padded with every S_b = S and ragged both are the logical rows themselves. */
-    size_t bytes = (size_t)x->kv_rows * row;
-    void *kv = device_poisoned(2 * bytes + 16);
+    /* K, then V, each followed by TAIL_ROWS rows of NaN: a kernel that reads past the rows it
+     * was given (ragged offsets clamped wrongly) turns its output NaN. */
+    size_t bytes = (size_t)x->kv_rows * row, span = bytes + TAIL_ROWS * row;
+    void *kv = device_poisoned(2 * span + 16);
     TU_OK(at_copy_to_device(g_ctx, kv, x->k_logical, bytes));
-    TU_OK(at_copy_to_device(g_ctx, (uint8_t *)kv + bytes, x->v_logical, bytes));
-    x->k_pool = kv, x->k = kv, x->v = (uint8_t *)kv + bytes;
+    TU_OK(at_copy_to_device(g_ctx, (uint8_t *)kv + span, x->v_logical, bytes));
+    x->k_pool = kv, x->k = kv, x->v = (uint8_t *)kv + span;
     return;
   }
   const int ps = c->page_size, maxp = x->layout.max_pages_per_seq;
@@ -218,7 +231,7 @@ static void make_io(const serving_case *c, serving_io *x)
   x->q_host = random_storage(&rng, c->dtype, (size_t)x->q_rows * c->nq * c->d, 3.0f, &x->descale[0]);
   x->k_logical = random_storage(&rng, kv_dtype, (size_t)x->kv_rows * c->nkv * c->d, 0.5f, &x->descale[1]);
   x->v_logical = random_storage(&rng, kv_dtype, (size_t)x->kv_rows * c->nkv * c->d, 2.0f, &x->descale[2]);
-  x->q = device_poisoned((size_t)x->q_rows * x->q_row_bytes + 16);
+  x->q = device_poisoned((size_t)(x->q_rows + TAIL_ROWS) * x->q_row_bytes + 16);
   TU_OK(at_copy_to_device(g_ctx, x->q, x->q_host, (size_t)x->q_rows * x->q_row_bytes));
   place_kv(&rng, c, x);
   const at_dtype out = at_dtype_default_out(c->dtype);
@@ -374,6 +387,16 @@ static void describe(const serving_case *c, const serving_io *x, char *label, si
   if (n < (int)size) snprintf(label + n, size - (size_t)n, "]");
 }
 
+/* Does "auto" plan a ragged prefill variant for this case (ragged Q with ragged or padded K/V,
+ * Q, K and V in one 16-bit dtype, or FP8 where the GPU converts it; a head dim fa2 runs)? */
+static int ragged_prefill_case(const serving_case *c)
+{
+  const int fp8 = at_dtype_is_fp8(c->dtype);
+  return c->q_layout == AT_SEQ_RAGGED && c->kv_layout != AT_SEQ_PAGED && c->kv_dtype == AT_KV_SAME &&
+         (c->dtype == AT_DTYPE_BF16 || c->dtype == AT_DTYPE_F16 || (fp8 && have_fp8_conversions())) &&
+         c->d % (fp8 ? 16 : 8) == 0 && c->d >= 32 && c->d <= 256;
+}
+
 /* Does "auto" plan a paged decode variant for this case (padded Q of 1..16 tokens, paged K/V,
  * 16-bit Q)? */
 static int paged_decode_case(const serving_case *c)
@@ -394,10 +417,16 @@ static void run_case(const serving_case *c)
   TU_OK(at_plan_create_serving(g_ctx, &x.shape, &x.layout, NULL, &plan));
   at_plan_info info;
   TU_OK(at_plan_describe(plan, &info));
-  const int decode = paged_decode_case(c);
+  const int decode = paged_decode_case(c), prefill = ragged_prefill_case(c);
   if (decode) { /* padded Q of 1..16 tokens with paged K/V: the decode family's paged default */
     if (strncmp(info.impl, "decode.", 7) != 0 || !strstr(info.impl, ".pg"))
       fail_msg("padded Q with paged K/V planned %s, not a paged decode variant: %s", info.impl, info.reason);
+    assert_int_equal(info.choice, AT_CHOICE_DEFAULT);
+    printf("    %s\n", info.impl);
+  } else if (prefill) { /* ragged Q with ragged or padded K/V: the ragged prefill default */
+    const char *want = c->kv_layout == AT_SEQ_RAGGED ? ".rg." : ".rgq.";
+    if ((strncmp(info.impl, "fa2.", 4) != 0 && strncmp(info.impl, "fa3.", 4) != 0) || !strstr(info.impl, want))
+      fail_msg("ragged Q planned %s, not a %s prefill variant: %s", info.impl, want, info.reason);
     assert_int_equal(info.choice, AT_CHOICE_DEFAULT);
     printf("    %s\n", info.impl);
   } else {
@@ -427,8 +456,9 @@ static void run_case(const serving_case *c)
   /* Naive: the same fp32 arithmetic on the same values, only the summation over the longer
    * padded score rows (exact zeros added) differs, so the bound is far below the output's
    * rounding. A decode variant: the output dtype's tolerance (P rounded to 16 bits). */
-  expect_close("o", r.o, got_o, o_count, decode ? at_dtype_tolerance(c->dtype) : 1e-6, label);
-  if (c->with_lse) expect_close("lse", r.lse, got_lse, x.lse_count, decode ? 1e-3 : 1e-6, label);
+  const int generated = decode || prefill;
+  expect_close("o", r.o, got_o, o_count, generated ? at_dtype_tolerance(c->dtype) : 1e-6, label);
+  if (c->with_lse) expect_close("lse", r.lse, got_lse, x.lse_count, generated ? 1e-3 : 1e-6, label);
 
   at_plan_destroy(plan);
   free(r.o), free(r.lse), free(got_o), free(got_lse);
@@ -702,6 +732,195 @@ static void test_paged_decode_plan_in_a_graph(void **state)
   free_io(&x);
 }
 
+/* ---- every ragged prefill variant --------------------------------------------------------------- */
+
+/* Poisons o and lse, launches a ragged variant on the case's packed tensors, compares every row
+ * of O (packed: every row belongs to a sequence) and of lse with the per-sequence reference. */
+static int check_ragged_variant(const rt_variant *lv, const char *key, int i, void *ctx)
+{
+  (void)i;
+  variant_run *vr = ctx;
+  serving_io *x = vr->x;
+  const at_shape *s = &x->shape;
+  const size_t poison_bytes = x->o_bytes > x->lse_count * 4 ? x->o_bytes : x->lse_count * 4;
+  uint8_t *ff = malloc(poison_bytes + 1);
+  assert_non_null(ff);
+  memset(ff, 0xff, poison_bytes + 1);
+  TU_OK(at_copy_to_device(g_ctx, x->o, ff, x->o_bytes));
+  TU_OK(at_copy_to_device(g_ctx, x->lse, ff, x->lse_count * 4));
+  free(ff);
+  at_serving_tensors st = tensors_of(x);
+  at_tensors t = {st.q, st.k, st.v, st.o, st.lse, st.q_stride, st.k_stride, st.v_stride, st.o_stride};
+  rt_ragged_args ragged = {st.cu_seqlens_q, st.cu_seqlens_kv, st.total_q, st.total_kv};
+  const float *d = x->descales;
+  rt_fp8_args fp8 = {d, d + 1, d + 2, NULL, NULL};
+  TU_OK(rt_variant_launch_serving(lv, s, &t, needs_fp8(s) ? &fp8 : NULL, NULL, &ragged, 0, NULL));
+  TU_OK(at_synchronize(g_ctx));
+  const size_t o_count = (size_t)x->q_rows * s->q_heads * s->head_dim;
+  float *got_o = malloc((o_count + 1) * sizeof *got_o), *got_lse = malloc((x->lse_count + 1) * sizeof *got_lse);
+  assert_true(got_o && got_lse);
+  tu_download(at_dtype_default_out(s->dtype), (CUdeviceptr)(uintptr_t)x->o, o_count, got_o);
+  TU_OK(at_copy_to_host(g_ctx, got_lse, x->lse, x->lse_count * sizeof(float)));
+  /* One "sequence" of every packed row: rows of no sequence do not exist in a packed layout. */
+  variant_run all = *vr;
+  serving_case one = *vr->c;
+  one.batch = 1;
+  all.c = &one, all.skip_b = -1;
+  int ok = sequences_close(&all, vr->r.o, got_o, o_count, at_dtype_tolerance(s->dtype), "o", key);
+  if (s->with_lse) ok &= sequences_close(&all, vr->r.lse, got_lse, x->lse_count, 1e-3, "lse", key);
+  free(got_o), free(got_lse);
+  vr->n_runs++;
+  return !ok;
+}
+
+/* Every ragged variant gen_enumerate_serving lists for the case's shape (ragged Q with ragged
+ * K/V, .rg, or with padded K/V, .rgq), against the naive kernels run per sequence on gathered
+ * copies, the inputs followed by NaN rows (make_io) that no variant may read. */
+static void check_ragged_variants(const serving_case *c)
+{
+  serving_io x;
+  make_io(c, &x);
+  char label[512];
+  describe(c, &x, label, sizeof label);
+  printf("  %s\n", label);
+  variant_run vr = {c, &x, {NULL, NULL}, -1, 0};
+  const size_t o_count = (size_t)x.q_rows * c->nq * c->d;
+  vr.r.o = calloc(o_count + 1, sizeof(float)), vr.r.lse = calloc(x.lse_count + 1, sizeof(float));
+  assert_true(vr.r.o && vr.r.lse);
+  const rt_naive *naive = naive_for(&x.shape);
+  for (int b = 0; b < c->batch; b++) reference_sequence(naive, &x, b, &vr.r);
+  gen_target target;
+  TU_OK(gen_target_make(tu_gpu.arch, tu_gpu.info.smem_per_block_optin, &target));
+  gen_variant vs[GEN_MAX_VARIANTS];
+  int n = 0;
+  const int ragged = c->kv_layout == AT_SEQ_RAGGED ? GEN_RAGGED_QKV : GEN_RAGGED_Q;
+  TU_OK(gen_enumerate_serving(&x.shape, 0, ragged, &target, vs, GEN_MAX_VARIANTS, &n));
+  assert_true(n > 0);
+  const int failures = tu_check_variants(vs, n, &target, check_ragged_variant, &vr);
+  printf("    %d ragged variants, %d wrong\n", vr.n_runs, failures);
+  free(vr.r.o), free(vr.r.lse);
+  free_io(&x);
+  if (failures) fail_msg("%d of %d ragged prefill variants are wrong for %s", failures, n, label);
+}
+
+static void test_ragged_prefill_variants(void **state)
+{
+  (void)state;
+  if (!tu_have_gpu) skip();
+  /* Lengths 0, 1 and the maximum among random ones (make_io), most not multiples of any tile;
+   * masks none, causal, causal-br (T_b != S_b with ragged K/V drawn apart); MHA, GQA 4, MQA;
+   * lse; ragged and padded K/V; head dims 64, 80 (not a power of two), 128, 256. */
+  const serving_case cases[] = {
+      {AT_SEQ_RAGGED, AT_SEQ_RAGGED, 0, 7, 300, 300, 8, 2, 128, AT_MASK_CAUSAL_BR, BF16, SAME, 1, 0},
+      {AT_SEQ_RAGGED, AT_SEQ_RAGGED, 0, 6, 200, 333, 8, 8, 64, AT_MASK_NONE, AT_DTYPE_F16, SAME, 1, 0},
+      {AT_SEQ_RAGGED, AT_SEQ_RAGGED, 0, 6, 257, 190, 4, 1, 128, AT_MASK_CAUSAL_TL, BF16, SAME, 1, 0},
+      {AT_SEQ_RAGGED, AT_SEQ_RAGGED, 0, 5, 150, 400, 8, 2, 80, AT_MASK_CAUSAL_BR, AT_DTYPE_F16, SAME, 0, 0},
+      {AT_SEQ_RAGGED, AT_SEQ_PADDED, 0, 5, 130, 170, 8, 2, 64, AT_MASK_CAUSAL_BR, BF16, SAME, 1, 0},
+      {AT_SEQ_RAGGED, AT_SEQ_PADDED, 0, 4, 100, 60, 4, 4, 128, AT_MASK_CAUSAL_TL, BF16, SAME, 1, 0},
+      {AT_SEQ_RAGGED, AT_SEQ_RAGGED, 0, 4, 140, 140, 4, 2, 256, AT_MASK_CAUSAL_TL, BF16, SAME, 1, 0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) check_ragged_variants(&cases[i]);
+}
+
+static void test_ragged_prefill_variants_fp8(void **state)
+{
+  (void)state;
+  if (!tu_have_gpu) skip();
+  if (!have_fp8_conversions()) skip();
+  const serving_case cases[] = {
+      {AT_SEQ_RAGGED, AT_SEQ_RAGGED, 0, 6, 200, 260, 8, 2, 128, AT_MASK_CAUSAL_BR, AT_DTYPE_E4M3, SAME, 1, 0},
+      {AT_SEQ_RAGGED, AT_SEQ_RAGGED, 0, 5, 150, 150, 4, 4, 64, AT_MASK_NONE, AT_DTYPE_E5M2, SAME, 1, 0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) check_ragged_variants(&cases[i]);
+}
+
+/* A ragged plan ("auto": the ragged default) on offsets that point anywhere: decreasing,
+ * negative, past the packed rows, longer than the planned maxima. Nothing faults; O (zeroed
+ * first) and lse stay free of NaN, so no NaN row after Q, K or V (make_io) was read; and the
+ * check names the first bad offset. */
+static void test_ragged_prefill_bad_offsets(void **state)
+{
+  (void)state;
+  if (!tu_have_gpu) skip();
+  const serving_case c = {AT_SEQ_RAGGED, AT_SEQ_RAGGED, 0, 6, 90, 120, 8, 2, 64, AT_MASK_CAUSAL_BR, BF16, SAME, 1, 0};
+  serving_io x;
+  make_io(&c, &x);
+  at_plan *plan = NULL;
+  TU_OK(at_plan_create_serving(g_ctx, &x.shape, &x.layout, NULL, &plan));
+  at_plan_info info;
+  TU_OK(at_plan_describe(plan, &info));
+  printf("  %s\n", info.impl);
+  assert_non_null(strstr(info.impl, ".rg."));
+  const int32_t cu_q[7] = {0, 300, 20, INT32_MAX, -100, 5, x.q_rows};
+  const int32_t cu_kv[7] = {-7, x.kv_rows + 50, 3, 3, INT32_MIN, 1 << 30, x.kv_rows};
+  TU_OK(at_copy_to_device(g_ctx, x.cu_q_dev, cu_q, sizeof cu_q));
+  TU_OK(at_copy_to_device(g_ctx, x.cu_kv_dev, cu_kv, sizeof cu_kv));
+  const size_t bytes = x.o_bytes > x.lse_count * 4 ? x.o_bytes : x.lse_count * 4;
+  uint8_t *zero = calloc(1, bytes + 1);
+  assert_non_null(zero);
+  TU_OK(at_copy_to_device(g_ctx, x.o, zero, x.o_bytes));
+  TU_OK(at_copy_to_device(g_ctx, x.lse, zero, x.lse_count * 4));
+  free(zero);
+  at_serving_tensors t = tensors_of(&x);
+  TU_OK(at_plan_run_serving(plan, &t, NULL, NULL));
+  TU_OK(at_synchronize(g_ctx)); /* a read outside the tensors faults here */
+  const size_t o_count = (size_t)x.q_rows * c.nq * c.d;
+  float *o = malloc(o_count * sizeof *o), *lse = malloc(x.lse_count * sizeof *lse);
+  assert_true(o && lse);
+  tu_download(AT_DTYPE_BF16, (CUdeviceptr)(uintptr_t)x.o, o_count, o);
+  TU_OK(at_copy_to_host(g_ctx, lse, x.lse, x.lse_count * sizeof(float)));
+  for (size_t i = 0; i < o_count; i++)
+    if (isnan(o[i])) fail_msg("o[%zu] is NaN after a run with bad offsets (a NaN row past a tensor was read)", i);
+  for (size_t i = 0; i < x.lse_count; i++)
+    if (isnan(lse[i])) fail_msg("lse[%zu] is NaN after a run with bad offsets", i);
+  free(o), free(lse);
+  at_status rc = at_serving_check(plan, &t);
+  assert_int_equal(rc, AT_ERR_INVALID);
+  printf("  at_serving_check: %s\n", at_last_error());
+  at_plan_destroy(plan);
+  free_io(&x);
+}
+
+/* A ragged plan's run captured in a CUDA graph replays what a direct run writes, bit for bit. */
+static void test_ragged_prefill_plan_in_a_graph(void **state)
+{
+  (void)state;
+  if (!tu_have_gpu) skip();
+  const serving_case c = {AT_SEQ_RAGGED, AT_SEQ_RAGGED, 0, 5, 400, 400, 8, 2, 128, AT_MASK_CAUSAL_TL, BF16, SAME, 1, 0};
+  serving_io x;
+  make_io(&c, &x);
+  at_plan *plan = NULL;
+  TU_OK(at_plan_create_serving(g_ctx, &x.shape, &x.layout, NULL, &plan));
+  at_serving_tensors t = tensors_of(&x);
+  TU_OK(at_plan_run_serving(plan, &t, NULL, NULL));
+  TU_OK(at_synchronize(g_ctx));
+  uint8_t *direct = malloc(x.o_bytes), *replayed = malloc(x.o_bytes), *ff = malloc(x.o_bytes);
+  assert_true(direct && replayed && ff);
+  TU_OK(at_copy_to_host(g_ctx, direct, x.o, x.o_bytes));
+  memset(ff, 0xff, x.o_bytes);
+  TU_OK(at_copy_to_device(g_ctx, x.o, ff, x.o_bytes));
+  const rt_driver *cu = rt_cu();
+  CUstream stream = NULL;
+  CUgraph graph = NULL;
+  CUgraphExec exec = NULL;
+  TU_OK(RT_CU(cu->cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING)));
+  TU_OK(RT_CU(cu->cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)));
+  at_status run = at_plan_run_serving(plan, &t, NULL, stream);
+  TU_OK(RT_CU(cu->cuStreamEndCapture(stream, &graph)));
+  TU_OK(run);
+  TU_OK(RT_CU(cu->cuGraphInstantiate(&exec, graph, 0)));
+  TU_OK(RT_CU(cu->cuGraphLaunch(exec, stream)));
+  TU_OK(RT_CU(cu->cuStreamSynchronize(stream)));
+  TU_OK(at_copy_to_host(g_ctx, replayed, x.o, x.o_bytes));
+  assert_memory_equal(direct, replayed, x.o_bytes);
+  cu->cuGraphExecDestroy(exec);
+  cu->cuGraphDestroy(graph);
+  cu->cuStreamDestroy(stream);
+  free(direct), free(replayed), free(ff);
+  at_plan_destroy(plan);
+  free_io(&x);
+}
+
 /* ---- metadata that points anywhere --------------------------------------------------------------- */
 
 static void test_bad_metadata_never_reads_outside(void **state)
@@ -781,7 +1000,7 @@ static void test_api_refusals(void **state)
   expect_error(at_plan_create_serving(g_ctx, &x.shape, &x.layout, &cudnn, &plan), AT_ERR_UNSUPPORTED,
                "unsupported: cudnn cannot run ragged Q with paged K/V (page size 16)");
   expect_error(at_plan_create_serving(g_ctx, &x.shape, &x.layout, &fused, &plan), AT_ERR_UNSUPPORTED,
-               "not built yet");
+               "no generated kernel reads it");
   gen_target target;
   gen_variant v;
   char key[GEN_KEY_MAX];
@@ -793,7 +1012,15 @@ static void test_api_refusals(void **state)
   TU_OK(gen_variant_key(&v, key, sizeof key));
   at_plan_options forced = {key};
   expect_error(at_plan_create_serving(g_ctx, &padded, &l, &forced, &plan), AT_ERR_UNSUPPORTED,
-               "ragged kernels are not built yet");
+               "no generated kernel reads this combination");
+  assert_null(plan);
+  /* A padded variant for ragged Q and K/V, and a ragged one for the other ragged layout. */
+  at_serving_layout rg = at_serving_layout_make(&padded, AT_SEQ_RAGGED, AT_SEQ_RAGGED, 0);
+  at_plan_options fa2_padded = {"fa2.bf16.d64.causal-br.g4.bm64.bn64.w4.s2"};
+  expect_error(at_plan_create_serving(g_ctx, &padded, &rg, &fa2_padded, &plan), AT_ERR_INVALID, "does not fit shape");
+  assert_null(plan);
+  at_plan_options rgq = {"fa2.bf16.rgq.d64.causal-br.g4.bm64.bn64.w4.s2"};
+  expect_error(at_plan_create_serving(g_ctx, &padded, &rg, &rgq, &plan), AT_ERR_INVALID, "does not fit shape");
   assert_null(plan);
 
   at_plan_options naive = {"naive"};
@@ -884,6 +1111,10 @@ int main(void)
       cmocka_unit_test(test_paged_decode_variants_fp8_kv),
       cmocka_unit_test(test_paged_decode_entry_outside_pool),
       cmocka_unit_test(test_paged_decode_plan_in_a_graph),
+      cmocka_unit_test(test_ragged_prefill_variants),
+      cmocka_unit_test(test_ragged_prefill_variants_fp8),
+      cmocka_unit_test(test_ragged_prefill_bad_offsets),
+      cmocka_unit_test(test_ragged_prefill_plan_in_a_graph),
       cmocka_unit_test(test_bad_metadata_never_reads_outside),
       cmocka_unit_test(test_api_refusals),
       cmocka_unit_test(test_padded_serving_plan_is_an_ordinary_plan),

@@ -7,6 +7,7 @@
 #include "attntune_fp8.h"
 #include "core/core.h"
 #include "generator/generator.h"
+#include "runtime/lookup.h"
 #include "runtime/rt.h"
 #include "tuner/bench_serving.h"
 #include "tuner/cli.h"
@@ -264,33 +265,6 @@ static const char *plan_impl_of(const char *name)
   return name; /* naive, or a variant key */
 }
 
-/* One implementation on the whole batch through the serving API. */
-static int bench_plan(at_context *ctx, const tn_serving_bench *b, serving_buffers *x, const char *name)
-{
-  at_plan *plan = NULL;
-  at_plan_options opts = {plan_impl_of(name)};
-  at_fp8_args a;
-  double ms = 0;
-  at_status rc = at_plan_create_serving(ctx, &b->shape, &b->layout, &opts, &plan);
-  if (rc != AT_OK) {
-    print_failure(name, rc == AT_ERR_UNSUPPORTED ? "unsupported" : "failed", at_last_error());
-    return rc != AT_ERR_UNSUPPORTED;
-  }
-  rc = at_serving_check(plan, &x->t); /* the metadata this bench built, as a server would check its own */
-  if (rc == AT_OK) rc = at_plan_benchmark_serving(plan, &x->t, fp8_args(&b->shape, x, &a), b->warmup, b->reps, &ms);
-  at_plan_info info;
-  if (rc == AT_OK && at_plan_describe(plan, &info) == AT_OK && strcmp(info.impl, "naive") != 0) {
-    char note[160];
-    snprintf(note, sizeof note, "%s (not verified here: --impl decode verifies every paged variant)", info.impl);
-    print_row(b, name, ms, note);
-  } else if (rc == AT_OK) {
-    print_row(b, name, ms, "the naive kernels: scores, softmax, PV over the maxima (the reference)");
-  }
-  else print_failure(name, "failed", at_last_error());
-  at_plan_destroy(plan);
-  return rc != AT_OK;
-}
-
 /* ---- paged decode: every variant, and contiguous decode of the same shape ------------------------ */
 
 static int is_paged_decode(const tn_serving_bench *b)
@@ -323,23 +297,22 @@ static float *download_output(at_context *ctx, const tn_serving_bench *b, const 
   return o;
 }
 
-/* Relative L2 error of got against want over the sequences with keys (a sequence without keys
- * writes zeros in both); any NaN gives NaN. */
-static double output_error(const tn_serving_bench *b, const float *want, const float *got)
+/* Relative L2 error of got against want over every row of O (padded or packed; a sequence
+ * without keys writes zeros in both); any NaN gives NaN. */
+static double output_error(const tn_serving_bench *b, const serving_buffers *x, const float *want, const float *got)
 {
-  const size_t per_seq = (size_t)b->shape.q_len * b->shape.q_heads * b->shape.head_dim;
+  const size_t n = (size_t)x->q_rows * b->shape.q_heads * b->shape.head_dim;
   double num = 0, den = 0;
-  for (int i = 0; i < b->shape.batch; i++)
-    for (size_t e = (size_t)i * per_seq; e < (size_t)(i + 1) * per_seq; e++) {
-      if (isnan(got[e]) || isnan(want[e])) return NAN;
-      const double d = (double)got[e] - want[e];
-      num += d * d, den += (double)want[e] * want[e];
-    }
+  for (size_t e = 0; e < n; e++) {
+    if (isnan(got[e]) || isnan(want[e])) return NAN;
+    const double d = (double)got[e] - want[e];
+    num += d * d, den += (double)want[e] * want[e];
+  }
   return den > 0 ? sqrt(num / den) : sqrt(num);
 }
 
-/* The naive kernels' output on the bench's paged inputs: the reference of the variants. */
-static float *paged_reference(at_context *ctx, const tn_serving_bench *b, serving_buffers *x)
+/* The naive kernels' output on the bench's paged or ragged inputs: the reference of the variants. */
+static float *serving_reference(at_context *ctx, const tn_serving_bench *b, serving_buffers *x)
 {
   at_plan *plan = NULL;
   at_plan_options naive = {"naive"};
@@ -351,56 +324,77 @@ static float *paged_reference(at_context *ctx, const tn_serving_bench *b, servin
   return rc == AT_OK ? download_output(ctx, b, x) : NULL;
 }
 
-/* Every paged decode variant of the shape and page size through the serving API (a forced key),
- * verified against the naive kernels and timed; the K/V bytes are those of the sequences'
- * lengths. *best_ms: the fastest verified one. */
-static int bench_paged_variants(at_context *ctx, const tn_serving_bench *b, serving_buffers *x, double *best_ms)
+/* Poisons O, runs plan once and compares O with the reference: *err is the relative error (NAN
+ * when it could not be measured). */
+static at_status run_checked(at_context *ctx, const tn_serving_bench *b, serving_buffers *x, at_plan *plan,
+                             const float *ref, double *err)
+{
+  at_fp8_args a;
+  const size_t o_bytes = (size_t)x->q_rows * b->shape.q_heads * b->shape.head_dim *
+                         at_dtype_size(at_dtype_default_out(b->shape.dtype));
+  unsigned char *poison = malloc(o_bytes ? o_bytes : 1);
+  at_status rc = poison ? AT_OK : at_fail(AT_ERR_NOMEM, "no memory");
+  *err = NAN;
+  if (rc == AT_OK && o_bytes) memset(poison, 0xff, o_bytes), rc = at_copy_to_device(ctx, x->o, poison, o_bytes);
+  free(poison);
+  if (rc == AT_OK) rc = at_plan_run_serving(plan, &x->t, fp8_args(&b->shape, x, &a), NULL);
+  if (rc == AT_OK) rc = at_synchronize(ctx);
+  if (rc == AT_OK) {
+    float *got = download_output(ctx, b, x);
+    *err = got ? output_error(b, x, ref, got) : NAN;
+    free(got);
+  }
+  return rc;
+}
+
+/* Is variant v one that --impl name asks for ("fused": all; "fa2", "fa3", "decode": a family)? */
+static int variant_wanted(const gen_variant *v, const char *name)
+{
+  return strcmp(name, "fused") == 0 || strcmp(gen_family_name(v->family), name) == 0;
+}
+
+/* Every generated variant of the layout that --impl name asks for (paged decode: "decode";
+ * ragged prefill: "fa2", "fa3" or "fused") through the serving API (a forced key), verified
+ * against the naive kernels and timed. *best_ms: the fastest verified one. */
+static int bench_serving_variants(at_context *ctx, const tn_serving_bench *b, serving_buffers *x, const char *name,
+                                  double *best_ms)
 {
   gen_target target;
   gen_variant vs[GEN_MAX_VARIANTS];
-  int n = 0, failures = 0;
+  int n = 0, failures = 0, listed = 0;
   at_status rc = device_target(b->device, &target);
-  if (rc == AT_OK) rc = gen_enumerate_paged(&b->shape, b->layout.page_size, &target, vs, GEN_MAX_VARIANTS, &n);
+  if (rc == AT_OK)
+    rc = gen_enumerate_serving(&b->shape, b->layout.kv_layout == AT_SEQ_PAGED ? b->layout.page_size : 0,
+                               rt_serving_ragged(&b->layout), &target, vs, GEN_MAX_VARIANTS, &n);
   if (rc != AT_OK) {
-    print_failure("decode", rc == AT_ERR_UNSUPPORTED ? "unsupported" : "failed", at_last_error());
+    print_failure(name, rc == AT_ERR_UNSUPPORTED ? "unsupported" : "failed", at_last_error());
     return rc != AT_ERR_UNSUPPORTED;
   }
-  float *ref = paged_reference(ctx, b, x);
+  float *ref = serving_reference(ctx, b, x);
   if (!ref) {
-    print_failure("decode", "failed", at_last_error());
+    print_failure(name, "failed", at_last_error());
     return 1;
   }
   const double tol = at_dtype_tolerance(b->shape.dtype);
+  const char *what = is_decode(b) ? "paged decode variant (KV TB/s of the sequences' lengths)"
+                                  : "ragged prefill variant (TFLOP/s of the sequences' visible pairs)";
   for (int i = 0; i < n; i++) {
     char key[GEN_KEY_MAX];
-    if (gen_variant_key(&vs[i], key, sizeof key) != AT_OK) continue;
+    if (!variant_wanted(&vs[i], name) || gen_variant_key(&vs[i], key, sizeof key) != AT_OK) continue;
+    listed++;
     at_plan *plan = NULL;
     at_plan_options opts = {key};
     at_fp8_args a;
     double ms = 0, err = NAN;
     rc = at_plan_create_serving(ctx, &b->shape, &b->layout, &opts, &plan);
-    if (rc == AT_OK) {
-      const size_t o_bytes = (size_t)x->q_rows * b->shape.q_heads * b->shape.head_dim *
-                             at_dtype_size(at_dtype_default_out(b->shape.dtype));
-      unsigned char *poison = malloc(o_bytes);
-      rc = poison ? AT_OK : at_fail(AT_ERR_NOMEM, "no memory");
-      if (rc == AT_OK) memset(poison, 0xff, o_bytes), rc = at_copy_to_device(ctx, x->o, poison, o_bytes);
-      free(poison);
-    }
-    if (rc == AT_OK) rc = at_plan_run_serving(plan, &x->t, fp8_args(&b->shape, x, &a), NULL);
-    if (rc == AT_OK) rc = at_synchronize(ctx);
-    if (rc == AT_OK) {
-      float *got = download_output(ctx, b, x);
-      err = got ? output_error(b, ref, got) : NAN;
-      free(got);
-    }
+    if (rc == AT_OK) rc = run_checked(ctx, b, x, plan, ref, &err);
     if (rc == AT_OK && !(err <= tol)) {
       printf("%-44s %10s %9s %9.2e  WRONG (tolerance %.0e): not timed\n", key, "-", "-", err, tol);
       failures++;
     } else {
       if (rc == AT_OK) rc = at_plan_benchmark_serving(plan, &x->t, fp8_args(&b->shape, x, &a), b->warmup, b->reps, &ms);
       if (rc == AT_OK) {
-        print_row_checked(key, ms, work_of(b), err, "paged decode variant (KV TB/s of the sequences' lengths)");
+        print_row_checked(key, ms, work_of(b), err, what);
         if (*best_ms <= 0 || ms < *best_ms) *best_ms = ms;
       } else {
         print_failure(key, "failed", at_last_error());
@@ -409,8 +403,51 @@ static int bench_paged_variants(at_context *ctx, const tn_serving_bench *b, serv
     }
     at_plan_destroy(plan);
   }
+  if (!listed) print_failure(name, "unsupported", "no variant of this family reads this layout for this shape");
   free(ref);
   return failures != 0;
+}
+
+/* One implementation on the whole batch through the serving API; a generated kernel's output is
+ * checked against the naive kernels' first. *ms_out: its time when it ran and verified. */
+static int bench_plan(at_context *ctx, const tn_serving_bench *b, serving_buffers *x, const char *name,
+                      double *ms_out)
+{
+  at_plan *plan = NULL;
+  at_plan_options opts = {plan_impl_of(name)};
+  at_fp8_args a;
+  at_plan_info info;
+  double ms = 0, err = NAN;
+  at_status rc = at_plan_create_serving(ctx, &b->shape, &b->layout, &opts, &plan);
+  if (rc != AT_OK) {
+    print_failure(name, rc == AT_ERR_UNSUPPORTED ? "unsupported" : "failed", at_last_error());
+    return rc != AT_ERR_UNSUPPORTED;
+  }
+  rc = at_serving_check(plan, &x->t); /* the metadata this bench built, as a server would check its own */
+  if (rc == AT_OK) rc = at_plan_describe(plan, &info);
+  const int generated = rc == AT_OK && strcmp(info.impl, "naive") != 0;
+  if (generated) {
+    float *ref = serving_reference(ctx, b, x);
+    rc = ref ? run_checked(ctx, b, x, plan, ref, &err) : AT_ERR_CUDA;
+    free(ref);
+    if (rc == AT_OK && !(err <= at_dtype_tolerance(b->shape.dtype))) {
+      printf("%-44s %10s %9s %9.2e  WRONG (tolerance %.0e): %s, not timed\n", name, "-", "-", err,
+             at_dtype_tolerance(b->shape.dtype), info.impl);
+      at_plan_destroy(plan);
+      return 1;
+    }
+  }
+  if (rc == AT_OK) rc = at_plan_benchmark_serving(plan, &x->t, fp8_args(&b->shape, x, &a), b->warmup, b->reps, &ms);
+  if (rc == AT_OK && generated) {
+    print_row_checked(name, ms, work_of(b), err, info.impl);
+    if (*ms_out <= 0 || ms < *ms_out) *ms_out = ms;
+  } else if (rc == AT_OK) {
+    print_row(b, name, ms, "the naive kernels: scores, softmax, PV over the maxima (the reference)");
+  } else {
+    print_failure(name, "failed", at_last_error());
+  }
+  at_plan_destroy(plan);
+  return rc != AT_OK;
 }
 
 /* Contiguous decode of the same shape (B sequences of the longest length, dense [B, S, Nkv, D]
@@ -463,7 +500,7 @@ static int bench_contiguous_variants(at_context *ctx, const tn_serving_bench *b,
 
 /* The padding-free ideal: each sequence alone through an ordinary plan ("auto") on contiguous
  * buffers of the longest sequence, the medians summed. */
-static int bench_sequence_sum(at_context *ctx, const tn_serving_bench *b)
+static int bench_sequence_sum(at_context *ctx, const tn_serving_bench *b, double *sum_ms)
 {
   at_shape longest = b->shape;
   longest.batch = 1;
@@ -500,6 +537,7 @@ static int bench_sequence_sum(at_context *ctx, const tn_serving_bench *b)
   snprintf(note, sizeof note, "sum of %d sequences alone, contiguous, 'auto' plans (longest: %s)", n_timed,
            impl[0] ? impl : "-");
   print_row(b, "seqsum", total_ms, note);
+  *sum_ms = total_ms;
   return 0;
 }
 
@@ -519,8 +557,9 @@ static void print_header(const at_context *ctx, const tn_serving_bench *b, const
   if (b->layout.kv_layout == AT_SEQ_PAGED) printf("pool: %d pages of %d tokens, handed out shuffled\n", x->num_pages, b->layout.page_size);
   printf("device: %s, warm-up %d, %d timed launches (events), seed %llu; %s\n", at_context_describe(ctx), b->warmup,
          b->reps, b->seed,
-         is_paged_decode(b) ? "paged decode variants and the naive kernels run this layout"
-                            : "only the naive kernels run this layout");
+         is_paged_decode(b)                              ? "paged decode variants and the naive kernels run this layout"
+         : rt_serving_ragged(&b->layout) != GEN_RAGGED_NONE ? "ragged fa2/fa3 variants and the naive kernels run this layout"
+                                                         : "only the naive kernels run this layout");
   printf("%-44s %10s %9s %9s  %s\n", "impl", "time_ms", is_decode(b) ? "KV TB/s" : "TFLOP/s", "rel_err", "note");
 }
 
@@ -537,15 +576,22 @@ int tn_serving_bench_run(const tn_serving_bench *b)
   }
   print_header(ctx, b, &x);
   int failures = 0;
-  double best_paged = 0, best_contiguous = 0;
+  const int ragged = rt_serving_ragged(&b->layout) != GEN_RAGGED_NONE;
+  double best_paged = 0, best_contiguous = 0, best_ragged = 0, seqsum_ms = 0;
   char *list = strdup(b->impls), *save = NULL;
   for (char *name = list ? strtok_r(list, ",", &save) : NULL; name; name = strtok_r(NULL, ",", &save)) {
-    if (strcmp(name, "seqsum") == 0) failures += bench_sequence_sum(ctx, b);
-    else if (strcmp(name, "decode") == 0 && is_paged_decode(b)) failures += bench_paged_variants(ctx, b, &x, &best_paged);
+    const int family = strcmp(name, "fa2") == 0 || strcmp(name, "fa3") == 0 || strcmp(name, "fused") == 0;
+    if (strcmp(name, "seqsum") == 0) failures += bench_sequence_sum(ctx, b, &seqsum_ms);
+    else if (strcmp(name, "decode") == 0 && is_paged_decode(b))
+      failures += bench_serving_variants(ctx, b, &x, name, &best_paged);
+    else if (family && ragged) failures += bench_serving_variants(ctx, b, &x, name, &best_ragged);
     else if (strcmp(name, "contiguous") == 0) failures += bench_contiguous_variants(ctx, b, &best_contiguous);
-    else failures += bench_plan(ctx, b, &x, name);
+    else failures += bench_plan(ctx, b, &x, name, ragged ? &best_ragged : &(double){0});
   }
   free(list);
+  if (best_ragged > 0 && seqsum_ms > 0)
+    printf("best ragged prefill %.4f ms (%.1f TFLOP/s) vs seqsum %.4f ms: %.1f%% of the padding-free ideal's rate\n",
+           best_ragged, work_of(b) / (best_ragged * 1e-3) / 1e12, seqsum_ms, 100.0 * seqsum_ms / best_ragged);
   if (best_paged > 0 && best_contiguous > 0)
     printf("best paged decode %.4f ms (%.2f TB/s) vs best contiguous decode %.4f ms (%.2f TB/s): %.1f%% of contiguous "
            "bandwidth%s\n",

@@ -42,6 +42,10 @@ static const char USAGE[] =
     "  --page-size N       K and V paged in pages of N tokens (1, 16, 32, 64, 128, 256; the vLLM\n"
     "                      layout: pools and a block table): the decode family's .pg<N> variants,\n"
     "                      give --q-len 1..16; default: contiguous K/V\n"
+    "  --ragged            Q, O, K and V packed along the sequence axis with cu_seqlens (varlen\n"
+    "                      prefill; T and S are then the longest sequences): the .rg variants of\n"
+    "                      fa2 and of fa3's warp-specialized kernel\n"
+    "  --ragged-q          Q and O packed, K and V padded: the .rgq variants\n"
     "  --arch ARCH         NVRTC target (default sm_90a)\n"
     "  --smem-limit BYTES  dynamic shared memory per block (default: the arch's opt-in limit)\n"
     "\n"
@@ -64,6 +68,7 @@ typedef struct gen_opts {
   const char *arch;
   int smem_limit; /* 0: arch default */
   int page_size;  /* 0: contiguous K/V */
+  int ragged;     /* gen_ragged: 0 padded tensors */
   int jobs;
   action act;
   const char *key;
@@ -83,7 +88,7 @@ static int set_action(gen_opts *o, action a, const char *flag)
 static int parse_args(int argc, char **argv, gen_opts *o)
 {
   enum { O_HEAD_DIM = 256, O_DTYPE, O_KV_DTYPE, O_CAUSAL, O_CAUSAL_BR, O_QH, O_KVH, O_LSE, O_SEQ, O_QLEN, O_KVLEN, O_ARCH,
-         O_SMEM, O_PAGE, O_LIST, O_EMIT, O_COMPILE, O_JOBS, O_HELP };
+         O_SMEM, O_PAGE, O_RAGGED, O_RAGGED_Q, O_LIST, O_EMIT, O_COMPILE, O_JOBS, O_HELP };
   static const struct option options[] = {
       {"head-dim", required_argument, NULL, O_HEAD_DIM}, {"dtype", required_argument, NULL, O_DTYPE},
       {"kv-dtype", required_argument, NULL, O_KV_DTYPE},
@@ -93,6 +98,7 @@ static int parse_args(int argc, char **argv, gen_opts *o)
       {"q-len", required_argument, NULL, O_QLEN},        {"kv-len", required_argument, NULL, O_KVLEN},
       {"arch", required_argument, NULL, O_ARCH},         {"smem-limit", required_argument, NULL, O_SMEM},
       {"page-size", required_argument, NULL, O_PAGE},
+      {"ragged", no_argument, NULL, O_RAGGED},           {"ragged-q", no_argument, NULL, O_RAGGED_Q},
       {"list", no_argument, NULL, O_LIST},               {"emit", required_argument, NULL, O_EMIT},
       {"compile", no_argument, NULL, O_COMPILE},         {"jobs", required_argument, NULL, O_JOBS},
       {"help", no_argument, NULL, O_HELP},               {NULL, 0, NULL, 0}};
@@ -115,6 +121,11 @@ static int parse_args(int argc, char **argv, gen_opts *o)
       s->mask = c == O_CAUSAL ? AT_MASK_CAUSAL_TL : AT_MASK_CAUSAL_BR;
       break;
     case O_LSE: s->with_lse = 1; break;
+    case O_RAGGED:
+    case O_RAGGED_Q:
+      if (o->ragged) return tn_usage_error("gen", "give only one of --ragged and --ragged-q");
+      o->ragged = c == O_RAGGED ? GEN_RAGGED_QKV : GEN_RAGGED_Q;
+      break;
     case O_LIST: if (!set_action(o, ACT_LIST, "--list")) return TN_EXIT_USAGE; break;
     case O_COMPILE: if (!set_action(o, ACT_COMPILE, "--compile")) return TN_EXIT_USAGE; break;
     case O_EMIT:
@@ -166,6 +177,11 @@ static int parse_args(int argc, char **argv, gen_opts *o)
   if (o->act != ACT_EMIT && !head_dim_given) return tn_usage_error("gen", "--head-dim is required");
   if (o->act == ACT_EMIT && o->page_size)
     return tn_usage_error("gen", "--page-size is for --list and --compile (a key spells its own: .pg<N>)");
+  if (o->act == ACT_EMIT && o->ragged)
+    return tn_usage_error("gen", "--ragged and --ragged-q are for --list and --compile (a key spells its own: .rg, .rgq)");
+  if (o->ragged && o->page_size)
+    return tn_usage_error("gen", "--page-size with --ragged%s: no generated kernel reads ragged Q with paged K/V",
+                          o->ragged == GEN_RAGGED_Q ? "-q" : "");
   if (!o->seq_kv_given) o->shape.kv_len = o->shape.q_len;
   if (o->act != ACT_EMIT) {
     /* The sizes at_shape_check bounds; an unknown length (0: any) is checked as 1. */
@@ -240,7 +256,7 @@ int tn_cmd_gen(int argc, char **argv)
   if (o.act == ACT_EMIT) return do_emit(&o, &target);
 
   /* Shape problems (head dim 12, Nq % Nkv != 0) are usage errors. */
-  rc = gen_enumerate_paged(&o.shape, o.page_size, &target, vs, GEN_MAX_VARIANTS, &n);
+  rc = gen_enumerate_serving(&o.shape, o.page_size, o.ragged, &target, vs, GEN_MAX_VARIANTS, &n);
   if (rc == AT_ERR_INVALID || rc == AT_ERR_UNSUPPORTED) return tn_usage_error("gen", "%s", at_last_error());
   if (rc != AT_OK) return tn_fail_exit("gen", rc);
   switch (o.act) {
