@@ -385,7 +385,10 @@ static at_status set_journal_mode(cache_db *c, const char *mode, char *buf, size
 /* The last writer out leaves rollback mode: the switch checkpoints the -wal into the file and
  * removes it. While another connection has the file open the switch fails at once (no busy wait)
  * and a writer's close after it does it; when only readers are left, the checkpoint still moves
- * what it can into the file and empties the -wal, so the file alone holds every result. */
+ * what it can into the file and empties the -wal, so the file alone holds every result. Two
+ * writers closing at the same moment may each still see the other and both leave the file in
+ * WAL mode; SQLite's checkpoint at the last close still empties the -wal, and readers open such
+ * a file (tests/test_cache.c, the eight writers and the read-only directory). */
 static void leave_wal(cache_db *c)
 {
   char mode[16];
