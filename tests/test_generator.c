@@ -12,13 +12,6 @@
 #include "generator/generator.h"
 #include "tests/testutil.h"
 
-static gen_target sm90(void)
-{
-  gen_target t;
-  TU_OK(gen_target_for_arch("sm_90a", &t));
-  return t;
-}
-
 static at_shape shape_of(at_dtype dtype, int d, at_mask mask, int nq, int nkv, int lse)
 {
   at_shape s = {.batch = 1, .q_len = 0, .kv_len = 0, .q_heads = nq, .kv_heads = nkv,
@@ -79,7 +72,7 @@ static void test_bad_keys(void **state)
 
 static void expect_refused(at_shape s, const char *needle)
 {
-  gen_target t = sm90();
+  gen_target t = tu_sm90();
   gen_variant vs[GEN_MAX_VARIANTS];
   int n = -1;
   at_status rc = gen_enumerate(&s, &t, vs, GEN_MAX_VARIANTS, &n);
@@ -105,7 +98,7 @@ static void test_bad_shapes(void **state)
 static void test_enumeration_space(void **state)
 {
   (void)state;
-  gen_target t = sm90();
+  gen_target t = tu_sm90();
   const at_mask masks[] = {AT_MASK_NONE, AT_MASK_CAUSAL_TL, AT_MASK_CAUSAL_BR};
   const at_dtype dtypes[] = {AT_DTYPE_F16, AT_DTYPE_BF16};
   int total = 0;
@@ -143,7 +136,7 @@ static void test_enumeration_space(void **state)
 static void test_smem_limit_prunes(void **state)
 {
   (void)state;
-  gen_target big = sm90(), small;
+  gen_target big = tu_sm90(), small;
   TU_OK(gen_target_for_arch("sm_86", &small));
   assert_int_equal(small.smem_limit, 99 * 1024);
   at_shape s = shape_of(AT_DTYPE_BF16, 256, AT_MASK_NONE, 8, 8, 0);
@@ -162,7 +155,7 @@ static void test_smem_limit_prunes(void **state)
 static void test_emit(void **state)
 {
   (void)state;
-  gen_target t = sm90();
+  gen_target t = tu_sm90();
   gen_variant v;
   char *src = NULL;
   TU_OK(gen_variant_parse("fa2.bf16.d80.causal-br.g6.bm128.bn32.w4.s2.lse", &v));
@@ -193,7 +186,7 @@ static int without_ws(gen_variant *vs, int n)
 static void test_compile_no_spills(void **state)
 {
   (void)state;
-  gen_target t = sm90();
+  gen_target t = tu_sm90();
   const int dims[] = {64, 96, 128, 256};
   const at_mask masks[] = {AT_MASK_NONE, AT_MASK_CAUSAL_TL};
   const at_dtype dtypes[] = {AT_DTYPE_F16, AT_DTYPE_BF16};
@@ -251,7 +244,7 @@ static void test_fp8_keys(void **state)
     if (rc == AT_OK) fail_msg("key '%s' was accepted", bad[i]);
   }
   /* Parsed but refused by the constraints: f32 output, D not a multiple of 16, block_n 16. */
-  gen_target t = sm90();
+  gen_target t = tu_sm90();
   TU_OK(gen_variant_parse("fa2.e4m3.d128.none.g1.bm128.bn64.w8.s2.of32", &back));
   assert_int_not_equal(gen_variant_check(&back, &t), AT_OK);
   TU_OK(gen_variant_parse("fa2.e4m3.d72.none.g1.bm128.bn64.w8.s2.obf16", &back));
@@ -267,7 +260,7 @@ static void test_fp8_keys(void **state)
 static void test_fp8_targets(void **state)
 {
   (void)state;
-  gen_target sm80, sm89, t90 = sm90();
+  gen_target sm80, sm89, t90 = tu_sm90();
   TU_OK(gen_target_for_arch("sm_80", &sm80));
   TU_OK(gen_target_for_arch("sm_89", &sm89));
   assert_false(gen_target_has_fp8(&sm80));
@@ -302,7 +295,7 @@ static void test_fp8_targets(void **state)
 static void test_fp8_enumeration(void **state)
 {
   (void)state;
-  gen_target t = sm90();
+  gen_target t = tu_sm90();
   const at_dtype ins[] = {AT_DTYPE_E4M3, AT_DTYPE_E5M2};
   const at_dtype outs[] = {AT_DTYPE_BF16, AT_DTYPE_F16, AT_DTYPE_E4M3, AT_DTYPE_E5M2};
   int total = 0, empty = 0;
@@ -350,7 +343,7 @@ static void test_fp8_enumeration(void **state)
 static void test_fp8_emit(void **state)
 {
   (void)state;
-  gen_target t = sm90(), sm89;
+  gen_target t = tu_sm90(), sm89;
   TU_OK(gen_target_for_arch("sm_89", &sm89));
   gen_variant v;
   char *src = NULL;
@@ -371,7 +364,7 @@ static void test_fp8_emit(void **state)
 static void test_fa3_family(void **state)
 {
   (void)state;
-  gen_target t = sm90(), sm89, sm90;
+  gen_target t = tu_sm90(), sm89, sm90;
   TU_OK(gen_target_for_arch("sm_89", &sm89));
   TU_OK(gen_target_for_arch("sm_90", &sm90));
   gen_variant v;
@@ -424,7 +417,7 @@ static void test_fa3_family(void **state)
 static void test_fa3_ws_family(void **state)
 {
   (void)state;
-  gen_target t = sm90();
+  gen_target t = tu_sm90();
   gen_variant v, back;
   char key[GEN_KEY_MAX], *src = NULL;
   TU_OK(gen_variant_parse("fa3.bf16.d128.causal.g4.bm128.bn176.w8.s2.ws.lse", &v));
@@ -508,7 +501,7 @@ static void test_fa3_ws_family(void **state)
 static void test_fa3_vt_family(void **state)
 {
   (void)state;
-  gen_target t = sm90();
+  gen_target t = tu_sm90();
   gen_variant v, back;
   char key[GEN_KEY_MAX], names[GEN_MAX_KERNELS][GEN_ENTRY_MAX], *src = NULL;
   int n = 0;
@@ -649,7 +642,7 @@ static void test_fa3_vt_family(void **state)
 static void test_fp8_compile_no_spills(void **state)
 {
   (void)state;
-  gen_target t = sm90(), sm89;
+  gen_target t = tu_sm90(), sm89;
   TU_OK(gen_target_for_arch("sm_89", &sm89));
   const int dims[] = {64, 128, 256};
   const at_mask masks[] = {AT_MASK_NONE, AT_MASK_CAUSAL_TL};
@@ -764,7 +757,7 @@ static int count_family(const gen_variant *vs, int n, gen_family f)
 static void test_decode_default_merge(void **state)
 {
   (void)state;
-  gen_target t = sm90();
+  gen_target t = tu_sm90();
   gen_variant vs[GEN_MAX_VARIANTS], def;
   int n = 0;
   at_shape s = decode_shape(AT_DTYPE_BF16, 128, AT_MASK_NONE, 32, 8, 1, 4096);
@@ -791,7 +784,7 @@ static void test_decode_default_merge(void **state)
 static void test_decode_family(void **state)
 {
   (void)state;
-  gen_target t = sm90();
+  gen_target t = tu_sm90();
   gen_variant vs[GEN_MAX_VARIANTS], back, def;
   char key[GEN_KEY_MAX];
   int n = 0;
@@ -909,7 +902,7 @@ static void test_decode_family(void **state)
 static void test_decode_compile_no_spills(void **state)
 {
   (void)state;
-  gen_target t = sm90();
+  gen_target t = tu_sm90();
   const at_shape shapes[] = {
       decode_shape(AT_DTYPE_BF16, 128, AT_MASK_NONE, 32, 8, 1, 16384),
       decode_shape(AT_DTYPE_BF16, 128, AT_MASK_CAUSAL_BR, 32, 8, 16, 8192),
@@ -942,7 +935,7 @@ static void test_decode_compile_no_spills(void **state)
 static void test_ws_compile_no_spills(void **state)
 {
   (void)state;
-  gen_target t = sm90();
+  gen_target t = tu_sm90();
   const struct { at_dtype dtype; int d; } sets[] = {{AT_DTYPE_BF16, 64},  {AT_DTYPE_BF16, 96}, {AT_DTYPE_BF16, 128},
                                                     {AT_DTYPE_BF16, 192}, {AT_DTYPE_BF16, 256}, {AT_DTYPE_E4M3, 128},
                                                     {AT_DTYPE_E4M3, 256}};
@@ -974,7 +967,7 @@ static void test_ws_compile_no_spills(void **state)
 static void test_fa3_persistent_family(void **state)
 {
   (void)state;
-  gen_target t = sm90();
+  gen_target t = tu_sm90();
   gen_variant v, back;
   char key[GEN_KEY_MAX], *src = NULL;
   TU_OK(gen_variant_parse("fa3.bf16.d128.causal.g4.bm128.bn176.w8.s2.ws.pers.lse", &v));
@@ -1123,7 +1116,7 @@ static void test_fa3_persistent_family(void **state)
 static void test_persistent_compile_no_spills(void **state)
 {
   (void)state;
-  gen_target t = sm90();
+  gen_target t = tu_sm90();
   const int dims[] = {64, 96, 128, 192, 256};
   gen_variant all[5 * 8];
   int n = 0;
@@ -1160,7 +1153,7 @@ static at_shape kv8_shape(at_dtype q, at_dtype kv, int d, at_mask mask, int nq, 
 static void test_fp8_kv_keys(void **state)
 {
   (void)state;
-  gen_target t = sm90();
+  gen_target t = tu_sm90();
   char key[GEN_KEY_MAX], entry[GEN_KEY_MAX];
   gen_variant v = {GEN_FAMILY_DECODE, {AT_DTYPE_BF16, 128, AT_MASK_NONE, 4, 0, AT_DTYPE_BF16, AT_DTYPE_E4M3, 0, 0},
                    1, 256, 4, 3, 8, 0, 0, 0, 0};
@@ -1215,7 +1208,7 @@ static void test_fp8_kv_keys(void **state)
 static void test_fp8_kv_enumeration(void **state)
 {
   (void)state;
-  gen_target t = sm90();
+  gen_target t = tu_sm90();
   gen_variant vs[GEN_MAX_VARIANTS], back, def;
   char key[GEN_KEY_MAX];
   int n = 0, n16 = 0, seen256 = 0;
@@ -1313,7 +1306,7 @@ static void test_fp8_kv_enumeration(void **state)
 static void test_fp8_kv_compile_no_spills(void **state)
 {
   (void)state;
-  gen_target t = sm90();
+  gen_target t = tu_sm90();
   const at_shape shapes[] = {
       /* test_decode_fp8kv_gpu.c's cases */
       kv8_shape(AT_DTYPE_BF16, AT_DTYPE_E4M3, 128, AT_MASK_NONE, 8, 1, 1, 1000, 1),

@@ -16,25 +16,11 @@
 #include "runtime/lookup.h"
 #include "tests/testutil.h"
 
-static gen_target sm90(void)
-{
-  gen_target t;
-  TU_OK(gen_target_for_arch("sm_90a", &t));
-  return t;
-}
-
 static at_shape decode_shape(int q_len, int kv_len, int nq, int nkv, int d, at_mask mask, at_dtype kv)
 {
   at_shape s = {.batch = 4, .q_len = q_len, .kv_len = kv_len, .q_heads = nq, .kv_heads = nkv, .head_dim = d,
                 .dtype = AT_DTYPE_BF16, .mask = mask, .with_lse = 1, .kv_dtype = kv};
   return s;
-}
-
-static void expect_refused(at_status rc, at_status want, const char *word)
-{
-  if (rc != want) fail_msg("got %s, expected %s: %s", at_status_name(rc), at_status_name(want), at_last_error());
-  if (!strstr(at_last_error(), word)) fail_msg("message lacks '%s': %s", word, at_last_error());
-  printf("  refused: %s\n", at_last_error());
 }
 
 static void test_keys_round_trip(void **state)
@@ -70,19 +56,19 @@ static void test_keys_refused(void **state)
 {
   (void)state;
   gen_variant v;
-  expect_refused(gen_variant_parse("decode.bf16.pg17.d128.none.g4.bm1.bn128.w4.s3.sp8", &v), AT_ERR_INVALID,
+  tu_expect_refused(gen_variant_parse("decode.bf16.pg17.d128.none.g4.bm1.bn128.w4.s3.sp8", &v), AT_ERR_INVALID,
                  "page size 17 is not one of 1, 16, 32, 64, 128, 256");
-  expect_refused(gen_variant_parse("decode.bf16.pg016.d128.none.g4.bm1.bn128.w4.s3.sp8", &v), AT_ERR_INVALID,
+  tu_expect_refused(gen_variant_parse("decode.bf16.pg016.d128.none.g4.bm1.bn128.w4.s3.sp8", &v), AT_ERR_INVALID,
                  "pg<page size>");
-  expect_refused(gen_variant_parse("decode.bf16.pg0.d128.none.g4.bm1.bn128.w4.s3.sp8", &v), AT_ERR_INVALID,
+  tu_expect_refused(gen_variant_parse("decode.bf16.pg0.d128.none.g4.bm1.bn128.w4.s3.sp8", &v), AT_ERR_INVALID,
                  "pg<page size>");
   /* pg after kv, never before */
   assert_int_not_equal(gen_variant_parse("decode.bf16.pg16.kve4m3.d128.none.g4.bm1.bn128.w4.s3.sp8", &v), AT_OK);
   /* pg belongs next to the dtypes, not among the suffixes */
   assert_int_not_equal(gen_variant_parse("decode.bf16.d128.none.g4.bm1.bn128.w4.s3.sp8.pg16", &v), AT_OK);
-  expect_refused(gen_variant_parse("fa2.bf16.pg16.d128.causal.g4.bm128.bn64.w4.s2", &v), AT_ERR_INVALID,
+  tu_expect_refused(gen_variant_parse("fa2.bf16.pg16.d128.causal.g4.bm128.bn64.w4.s2", &v), AT_ERR_INVALID,
                  "family fa2 reads contiguous K and V");
-  expect_refused(gen_variant_parse("fa3.bf16.pg16.d128.none.g1.bm128.bn128.w8.s2", &v), AT_ERR_INVALID,
+  tu_expect_refused(gen_variant_parse("fa3.bf16.pg16.d128.none.g1.bm128.bn128.w8.s2", &v), AT_ERR_INVALID,
                  "family fa3 reads contiguous K and V");
 }
 
@@ -95,22 +81,22 @@ static void test_specs_and_families(void **state)
   assert_int_equal(spec.page_size, 16);
   TU_OK(gen_spec_from_shape(GEN_FAMILY_DECODE, &s, &plain));
   assert_int_equal(plain.page_size, 0);
-  expect_refused(gen_spec_from_shape_paged(GEN_FAMILY_FA2, &s, AT_DTYPE_BF16, 16, &spec), AT_ERR_UNSUPPORTED,
+  tu_expect_refused(gen_spec_from_shape_paged(GEN_FAMILY_FA2, &s, AT_DTYPE_BF16, 16, &spec), AT_ERR_UNSUPPORTED,
                  "fa2 reads contiguous K and V");
-  expect_refused(gen_spec_from_shape_paged(GEN_FAMILY_FA3, &s, AT_DTYPE_BF16, 16, &spec), AT_ERR_UNSUPPORTED,
+  tu_expect_refused(gen_spec_from_shape_paged(GEN_FAMILY_FA3, &s, AT_DTYPE_BF16, 16, &spec), AT_ERR_UNSUPPORTED,
                  "fa3 reads contiguous K and V");
-  expect_refused(gen_spec_from_shape_paged(GEN_FAMILY_DECODE, &s, AT_DTYPE_BF16, 8, &spec), AT_ERR_INVALID,
+  tu_expect_refused(gen_spec_from_shape_paged(GEN_FAMILY_DECODE, &s, AT_DTYPE_BF16, 8, &spec), AT_ERR_INVALID,
                  "page size 8");
 
   /* A paged variant matches the paged shape only, and a contiguous one the contiguous shape. */
-  const gen_target t = sm90();
+  const gen_target t = tu_sm90();
   gen_variant v;
   TU_OK(gen_default_variant_paged(&s, 16, &t, &v));
   assert_int_equal(v.family, GEN_FAMILY_DECODE);
   assert_int_equal(v.spec.page_size, 16);
   TU_OK(gen_variant_matches_paged(&v, &s, 16));
-  expect_refused(gen_variant_matches(&v, &s), AT_ERR_INVALID, "contiguous K/V");
-  expect_refused(gen_variant_matches_paged(&v, &s, 32), AT_ERR_INVALID, "K/V in pages of 32");
+  tu_expect_refused(gen_variant_matches(&v, &s), AT_ERR_INVALID, "contiguous K/V");
+  tu_expect_refused(gen_variant_matches_paged(&v, &s, 32), AT_ERR_INVALID, "K/V in pages of 32");
   gen_variant c;
   TU_OK(gen_default_variant(&s, &t, &c));
   gen_variant same_tiles = v;
@@ -121,12 +107,12 @@ static void test_specs_and_families(void **state)
   const at_shape prefill = decode_shape(128, 4096, 32, 8, 128, AT_MASK_CAUSAL_BR, AT_KV_SAME);
   gen_variant vs[GEN_MAX_VARIANTS];
   int n = 0;
-  expect_refused(gen_enumerate_paged(&prefill, 16, &t, vs, GEN_MAX_VARIANTS, &n), AT_ERR_UNSUPPORTED,
+  tu_expect_refused(gen_enumerate_paged(&prefill, 16, &t, vs, GEN_MAX_VARIANTS, &n), AT_ERR_UNSUPPORTED,
                  "paged K/V runs on the decode family only");
-  expect_refused(gen_default_variant_paged(&prefill, 16, &t, &v), AT_ERR_UNSUPPORTED, "decode family only");
+  tu_expect_refused(gen_default_variant_paged(&prefill, 16, &t, &v), AT_ERR_UNSUPPORTED, "decode family only");
   at_shape fp8 = s;
   fp8.dtype = AT_DTYPE_E4M3;
-  expect_refused(gen_enumerate_paged(&fp8, 16, &t, vs, GEN_MAX_VARIANTS, &n), AT_ERR_UNSUPPORTED,
+  tu_expect_refused(gen_enumerate_paged(&fp8, 16, &t, vs, GEN_MAX_VARIANTS, &n), AT_ERR_UNSUPPORTED,
                  "decode runs f16 or bf16 inputs");
 
   /* The paged space: the contiguous one's tiles, every one paged. */
@@ -144,13 +130,13 @@ static void test_specs_and_families(void **state)
   gen_variant bad;
   TU_OK(gen_variant_parse("fa2.bf16.d128.causal.g4.bm128.bn64.w4.s2", &bad));
   bad.spec.page_size = 16;
-  expect_refused(gen_variant_check(&bad, &t), AT_ERR_INVALID, "read contiguous K and V");
+  tu_expect_refused(gen_variant_check(&bad, &t), AT_ERR_INVALID, "read contiguous K and V");
 }
 
 static void test_launch_and_source(void **state)
 {
   (void)state;
-  const gen_target t = sm90();
+  const gen_target t = tu_sm90();
   const at_shape s = decode_shape(16, 8192, 32, 8, 128, AT_MASK_CAUSAL_BR, AT_DTYPE_E4M3);
   gen_variant v, c;
   TU_OK(gen_default_variant_paged(&s, 16, &t, &v));
@@ -187,7 +173,7 @@ static void test_launch_and_source(void **state)
 static void test_lookup_chain(void **state)
 {
   (void)state;
-  const gen_target t = sm90();
+  const gen_target t = tu_sm90();
   cache_env now;
   memset(&now, 0, sizeof now);
   snprintf(now.gpu_model, sizeof now.gpu_model, "NVIDIA H200");
@@ -242,7 +228,7 @@ static int one_per_kernel(gen_variant *vs, int n)
 static void test_compile_no_spills(void **state)
 {
   (void)state;
-  const gen_target t = sm90();
+  const gen_target t = tu_sm90();
   typedef struct pcase {
     at_shape s;
     int page_size;

@@ -17,25 +17,11 @@
 #include "runtime/lookup.h"
 #include "tests/testutil.h"
 
-static gen_target sm90(void)
-{
-  gen_target t;
-  TU_OK(gen_target_for_arch("sm_90a", &t));
-  return t;
-}
-
 static at_shape prefill_shape(int q_len, int kv_len, int nq, int nkv, int d, at_mask mask, at_dtype dtype)
 {
   at_shape s = {.batch = 16, .q_len = q_len, .kv_len = kv_len, .q_heads = nq, .kv_heads = nkv, .head_dim = d,
                 .dtype = dtype, .mask = mask, .with_lse = 1};
   return s;
-}
-
-static void expect_refused(at_status rc, at_status want, const char *word)
-{
-  if (rc != want) fail_msg("got %s, expected %s: %s", at_status_name(rc), at_status_name(want), at_last_error());
-  if (!strstr(at_last_error(), word)) fail_msg("message lacks '%s': %s", word, at_last_error());
-  printf("  refused: %s\n", at_last_error());
 }
 
 static void test_keys_round_trip(void **state)
@@ -75,44 +61,44 @@ static void test_keys_refused(void **state)
   (void)state;
   gen_variant v;
   /* Out of place, unknown spellings, families without ragged kernels, ragged with pages. */
-  expect_refused(gen_variant_parse("fa2.bf16.d128.rg.none.g1.bm128.bn64.w4.s2", &v), AT_ERR_INVALID, "");
-  expect_refused(gen_variant_parse("fa2.bf16.rgkv.d128.none.g1.bm128.bn64.w4.s2", &v), AT_ERR_INVALID, "");
-  expect_refused(gen_variant_parse("fa2.bf16.rg.rg.d128.none.g1.bm128.bn64.w4.s2", &v), AT_ERR_INVALID, "");
-  expect_refused(gen_variant_parse("fa2.bf16.d128.none.g1.bm128.bn64.w4.s2.rg", &v), AT_ERR_INVALID,
+  tu_expect_refused(gen_variant_parse("fa2.bf16.d128.rg.none.g1.bm128.bn64.w4.s2", &v), AT_ERR_INVALID, "");
+  tu_expect_refused(gen_variant_parse("fa2.bf16.rgkv.d128.none.g1.bm128.bn64.w4.s2", &v), AT_ERR_INVALID, "");
+  tu_expect_refused(gen_variant_parse("fa2.bf16.rg.rg.d128.none.g1.bm128.bn64.w4.s2", &v), AT_ERR_INVALID, "");
+  tu_expect_refused(gen_variant_parse("fa2.bf16.d128.none.g1.bm128.bn64.w4.s2.rg", &v), AT_ERR_INVALID,
                  "unknown suffix 'rg'");
-  expect_refused(gen_variant_parse("decode.bf16.rg.d128.none.g4.bm1.bn128.w4.s3.sp8", &v), AT_ERR_INVALID,
+  tu_expect_refused(gen_variant_parse("decode.bf16.rg.d128.none.g4.bm1.bn128.w4.s3.sp8", &v), AT_ERR_INVALID,
                  "reads padded tensors");
-  expect_refused(gen_variant_parse("decode.bf16.pg16.rg.d128.none.g4.bm1.bn128.w4.s3.sp8", &v), AT_ERR_INVALID,
+  tu_expect_refused(gen_variant_parse("decode.bf16.pg16.rg.d128.none.g4.bm1.bn128.w4.s3.sp8", &v), AT_ERR_INVALID,
                  "");
   /* In canonical order but impossible: the check refuses a ragged variant of a family without
    * ragged kernels, and one with pages. */
-  const gen_target t = sm90();
+  const gen_target t = tu_sm90();
   TU_OK(gen_variant_parse("fa2.bf16.rg.d128.none.g1.bm128.bn64.w4.s2", &v));
   gen_variant w = v;
   w.spec.page_size = 16;
-  expect_refused(gen_variant_check(&w, &t), AT_ERR_INVALID, "page size 16");
+  tu_expect_refused(gen_variant_check(&w, &t), AT_ERR_INVALID, "page size 16");
   TU_OK(gen_variant_parse("decode.bf16.d128.none.g4.bm1.bn128.w4.s3.sp8", &w));
   w.spec.ragged = GEN_RAGGED_QKV;
-  expect_refused(gen_variant_check(&w, &t), AT_ERR_INVALID, "cannot read ragged");
+  tu_expect_refused(gen_variant_check(&w, &t), AT_ERR_INVALID, "cannot read ragged");
   w = v;
   w.spec.ragged = 7;
   char key[GEN_KEY_MAX];
-  expect_refused(gen_variant_key(&w, key, sizeof key), AT_ERR_INVALID, "unknown ragged layout 7");
+  tu_expect_refused(gen_variant_key(&w, key, sizeof key), AT_ERR_INVALID, "unknown ragged layout 7");
 }
 
 static void test_specs_and_families(void **state)
 {
   (void)state;
-  const gen_target t = sm90();
+  const gen_target t = tu_sm90();
   const at_shape s = prefill_shape(8192, 8192, 32, 8, 128, AT_MASK_CAUSAL_BR, AT_DTYPE_BF16);
   gen_spec spec;
   TU_OK(gen_spec_from_shape_serving(GEN_FAMILY_FA2, &s, AT_DTYPE_BF16, 0, GEN_RAGGED_QKV, &spec));
   assert_int_equal(spec.ragged, GEN_RAGGED_QKV);
-  expect_refused(gen_spec_from_shape_serving(GEN_FAMILY_DECODE, &s, AT_DTYPE_BF16, 0, GEN_RAGGED_QKV, &spec),
+  tu_expect_refused(gen_spec_from_shape_serving(GEN_FAMILY_DECODE, &s, AT_DTYPE_BF16, 0, GEN_RAGGED_QKV, &spec),
                  AT_ERR_UNSUPPORTED, "reads padded tensors");
-  expect_refused(gen_spec_from_shape_serving(GEN_FAMILY_FA2, &s, AT_DTYPE_BF16, 16, GEN_RAGGED_Q, &spec),
+  tu_expect_refused(gen_spec_from_shape_serving(GEN_FAMILY_FA2, &s, AT_DTYPE_BF16, 16, GEN_RAGGED_Q, &spec),
                  AT_ERR_UNSUPPORTED, "paged K/V");
-  expect_refused(gen_spec_from_shape_serving(GEN_FAMILY_FA2, &s, AT_DTYPE_BF16, 0, 5, &spec), AT_ERR_INVALID,
+  tu_expect_refused(gen_spec_from_shape_serving(GEN_FAMILY_FA2, &s, AT_DTYPE_BF16, 0, 5, &spec), AT_ERR_INVALID,
                  "unknown ragged layout 5");
   /* The space: only ragged variants of the asked kind: fa3's warp-specialized tiles without
    * .pers, then fa2's, each as its padded space has them. */
@@ -143,9 +129,9 @@ static void test_specs_and_families(void **state)
   /* fa3's other kernels refuse ragged tensors; FP8 ragged prefill and other targets get fa2. */
   gen_variant w = v;
   w.persistent = 1;
-  expect_refused(gen_variant_check(&w, &t), AT_ERR_UNSUPPORTED, "without .pers");
+  tu_expect_refused(gen_variant_check(&w, &t), AT_ERR_UNSUPPORTED, "without .pers");
   TU_OK(gen_variant_parse("fa3.bf16.rgq.d128.causal-br.g4.bm128.bn128.w8.s2", &w));
-  expect_refused(gen_variant_check(&w, &t), AT_ERR_UNSUPPORTED, "warp-specialized 16-bit");
+  tu_expect_refused(gen_variant_check(&w, &t), AT_ERR_UNSUPPORTED, "warp-specialized 16-bit");
   const at_shape e4m3 = prefill_shape(8192, 8192, 32, 8, 128, AT_MASK_CAUSAL_BR, AT_DTYPE_E4M3);
   TU_OK(gen_default_variant_serving(&e4m3, 0, GEN_RAGGED_QKV, &t, &w));
   assert_int_equal(w.family, GEN_FAMILY_FA2);
@@ -153,16 +139,16 @@ static void test_specs_and_families(void **state)
   TU_OK(gen_target_for_arch("sm_80", &sm80));
   TU_OK(gen_default_variant_serving(&s, 0, GEN_RAGGED_QKV, &sm80, &w));
   assert_int_equal(w.family, GEN_FAMILY_FA2);
-  expect_refused(gen_default_variant_serving(&s, 16, GEN_RAGGED_QKV, &t, &v), AT_ERR_UNSUPPORTED, "pages of 16");
+  tu_expect_refused(gen_default_variant_serving(&s, 16, GEN_RAGGED_QKV, &t, &v), AT_ERR_UNSUPPORTED, "pages of 16");
   /* f32 has no fused kernel: the refusal names the layout. */
   const at_shape f32 = prefill_shape(512, 512, 8, 8, 64, AT_MASK_NONE, AT_DTYPE_F32);
-  expect_refused(gen_enumerate_serving(&f32, 0, GEN_RAGGED_QKV, &t, vs, GEN_MAX_VARIANTS, &n), AT_ERR_UNSUPPORTED, "");
+  tu_expect_refused(gen_enumerate_serving(&f32, 0, GEN_RAGGED_QKV, &t, vs, GEN_MAX_VARIANTS, &n), AT_ERR_UNSUPPORTED, "");
 }
 
 static void test_launch_and_source(void **state)
 {
   (void)state;
-  const gen_target t = sm90();
+  const gen_target t = tu_sm90();
   const at_shape s = prefill_shape(3000, 5000, 32, 8, 128, AT_MASK_CAUSAL_BR, AT_DTYPE_BF16);
   gen_variant v, p;
   TU_OK(gen_variant_parse("fa2.bf16.rg.d128.causal-br.g4.bm128.bn64.w8.s2.lse", &v));
@@ -226,7 +212,7 @@ static void test_launch_and_source(void **state)
 static void test_lookup_chain(void **state)
 {
   (void)state;
-  const gen_target t = sm90();
+  const gen_target t = tu_sm90();
   cache_env now;
   memset(&now, 0, sizeof now);
   snprintf(now.gpu_model, sizeof now.gpu_model, "NVIDIA H200");
@@ -264,7 +250,7 @@ static void test_lookup_chain(void **state)
 static void test_compile_no_spills(void **state)
 {
   (void)state;
-  const gen_target t = sm90();
+  const gen_target t = tu_sm90();
   typedef struct rcase {
     at_shape s;
     int ragged;

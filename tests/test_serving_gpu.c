@@ -993,13 +993,6 @@ static void test_bad_metadata_never_reads_outside(void **state)
 
 /* ---- what the API refuses ---------------------------------------------------------------------------- */
 
-static void expect_error(at_status rc, at_status want, const char *word)
-{
-  if (rc != want) fail_msg("got %s, expected %s: %s", at_status_name(rc), at_status_name(want), at_last_error());
-  if (!strstr(at_last_error(), word)) fail_msg("message lacks '%s': %s", word, at_last_error());
-  printf("  refused: %s\n", at_last_error());
-}
-
 static void test_api_refusals(void **state)
 {
   (void)state;
@@ -1009,9 +1002,9 @@ static void test_api_refusals(void **state)
   make_io(&c, &x);
   at_plan *plan = NULL;
   at_plan_options cudnn = {"cudnn"}, fused = {"fused"};
-  expect_error(at_plan_create_serving(g_ctx, &x.shape, &x.layout, &cudnn, &plan), AT_ERR_UNSUPPORTED,
+  tu_expect_refused(at_plan_create_serving(g_ctx, &x.shape, &x.layout, &cudnn, &plan), AT_ERR_UNSUPPORTED,
                "unsupported: cudnn cannot run ragged Q with paged K/V (page size 16)");
-  expect_error(at_plan_create_serving(g_ctx, &x.shape, &x.layout, &fused, &plan), AT_ERR_UNSUPPORTED,
+  tu_expect_refused(at_plan_create_serving(g_ctx, &x.shape, &x.layout, &fused, &plan), AT_ERR_UNSUPPORTED,
                "no generated kernel reads it");
   gen_target target;
   gen_variant v;
@@ -1023,47 +1016,47 @@ static void test_api_refusals(void **state)
   TU_OK(gen_default_variant(&padded, &target, &v));
   TU_OK(gen_variant_key(&v, key, sizeof key));
   at_plan_options forced = {key};
-  expect_error(at_plan_create_serving(g_ctx, &padded, &l, &forced, &plan), AT_ERR_UNSUPPORTED,
+  tu_expect_refused(at_plan_create_serving(g_ctx, &padded, &l, &forced, &plan), AT_ERR_UNSUPPORTED,
                "no generated kernel reads this combination");
   assert_null(plan);
   /* A padded variant for ragged Q and K/V, and a ragged one for the other ragged layout. */
   at_serving_layout rg = at_serving_layout_make(&padded, AT_SEQ_RAGGED, AT_SEQ_RAGGED, 0);
   at_plan_options fa2_padded = {"fa2.bf16.d64.causal-br.g4.bm64.bn64.w4.s2"};
-  expect_error(at_plan_create_serving(g_ctx, &padded, &rg, &fa2_padded, &plan), AT_ERR_INVALID, "does not fit shape");
+  tu_expect_refused(at_plan_create_serving(g_ctx, &padded, &rg, &fa2_padded, &plan), AT_ERR_INVALID, "does not fit shape");
   assert_null(plan);
   at_plan_options rgq = {"fa2.bf16.rgq.d64.causal-br.g4.bm64.bn64.w4.s2"};
-  expect_error(at_plan_create_serving(g_ctx, &padded, &rg, &rgq, &plan), AT_ERR_INVALID, "does not fit shape");
+  tu_expect_refused(at_plan_create_serving(g_ctx, &padded, &rg, &rgq, &plan), AT_ERR_INVALID, "does not fit shape");
   assert_null(plan);
 
   at_plan_options naive = {"naive"};
   TU_OK(at_plan_create_serving(g_ctx, &x.shape, &x.layout, &naive, &plan));
   at_layout bshd = at_layout_bshd(&x.shape);
   at_tensors plain = {x.q, x.k, x.v, x.o, NULL, bshd.q, bshd.k, bshd.v, bshd.o};
-  expect_error(at_plan_run(plan, &plain, NULL, NULL), AT_ERR_INVALID, "at_plan_run_serving");
+  tu_expect_refused(at_plan_run(plan, &plain, NULL, NULL), AT_ERR_INVALID, "at_plan_run_serving");
   at_serving_tensors t = tensors_of(&x);
   at_serving_tensors bad = t;
   bad.block_table = NULL;
-  expect_error(at_plan_run_serving(plan, &bad, NULL, NULL), AT_ERR_INVALID, "block_table is NULL");
+  tu_expect_refused(at_plan_run_serving(plan, &bad, NULL, NULL), AT_ERR_INVALID, "block_table is NULL");
   bad = t;
   bad.cu_seqlens_kv = x.cu_q_dev;
-  expect_error(at_plan_run_serving(plan, &bad, NULL, NULL), AT_ERR_INVALID, "cu_seqlens_kv is given");
+  tu_expect_refused(at_plan_run_serving(plan, &bad, NULL, NULL), AT_ERR_INVALID, "cu_seqlens_kv is given");
   bad = t;
   bad.seqlens_kv = (const int32_t *)((const char *)x.lens_dev + 2);
-  expect_error(at_plan_run_serving(plan, &bad, NULL, NULL), AT_ERR_INVALID, "not 4-byte aligned");
+  tu_expect_refused(at_plan_run_serving(plan, &bad, NULL, NULL), AT_ERR_INVALID, "not 4-byte aligned");
   bad = t;
   bad.struct_size = 0;
-  expect_error(at_plan_run_serving(plan, &bad, NULL, NULL), AT_ERR_INVALID, "struct_size is 0");
+  tu_expect_refused(at_plan_run_serving(plan, &bad, NULL, NULL), AT_ERR_INVALID, "struct_size is 0");
   bad = t;
   bad.k_stride.batch += 1;
-  expect_error(at_plan_run_serving(plan, &bad, NULL, NULL), AT_ERR_INVALID, "differ from the plan's");
+  tu_expect_refused(at_plan_run_serving(plan, &bad, NULL, NULL), AT_ERR_INVALID, "differ from the plan's");
   bad = t;
   bad.num_pages = 0;
-  expect_error(at_plan_run_serving(plan, &bad, NULL, NULL), AT_ERR_INVALID, "num_pages 0");
+  tu_expect_refused(at_plan_run_serving(plan, &bad, NULL, NULL), AT_ERR_INVALID, "num_pages 0");
   at_plan_destroy(plan);
 
   at_serving_layout wrong = x.layout;
   wrong.page_size = 8;
-  expect_error(at_plan_create_serving(g_ctx, &x.shape, &wrong, NULL, &plan), AT_ERR_INVALID, "page_size 8 not allowed");
+  tu_expect_refused(at_plan_create_serving(g_ctx, &x.shape, &wrong, NULL, &plan), AT_ERR_INVALID, "page_size 8 not allowed");
   free_io(&x);
 }
 

@@ -193,6 +193,20 @@ CUdeviceptr tu_alloc_poisoned(size_t bytes)
   return dev;
 }
 
+gen_target tu_sm90(void)
+{
+  gen_target t;
+  TU_OK(gen_target_for_arch("sm_90a", &t));
+  return t;
+}
+
+void tu_expect_refused(at_status rc, at_status want, const char *word)
+{
+  if (rc != want) fail_msg("got %s, expected %s: %s", at_status_name(rc), at_status_name(want), at_last_error());
+  if (!strstr(at_last_error(), word)) fail_msg("message lacks '%s': %s", word, at_last_error());
+  printf("  refused: %s\n", at_last_error());
+}
+
 int tu_compile_count_bad(const gen_variant *vs, int n, const gen_target *t, const char *what)
 {
   rt_compiled *out = calloc((size_t)n, sizeof *out);

@@ -65,6 +65,10 @@ CUdeviceptr tu_alloc_poisoned(size_t bytes);
  * register range, the NVRTC time) and a line for each that failed, spilled or used a stack;
  * returns how many did. */
 int tu_compile_count_bad(const gen_variant *vs, int n, const gen_target *t, const char *what);
+/* The sm_90a target the generator tests build for (its opt-in shared memory limit). */
+gen_target tu_sm90(void);
+/* Fails unless rc is want and the last error's message contains word; prints the message. */
+void tu_expect_refused(at_status rc, at_status want, const char *word);
 /* A variant's scratch for one launch of shape (0 where it needs none): allocated and zeroed by
  * the runtime, then its fp32 partials poisoned (0xFF: NaN), its split counters left at 0. */
 CUdeviceptr tu_variant_scratch(const gen_variant *v, const at_shape *shape);
