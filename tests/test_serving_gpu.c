@@ -698,6 +698,41 @@ static void test_paged_decode_entry_outside_pool(void **state)
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) check_paged_variants(&cases[i], 1);
 }
 
+/* A plan's run captured in a CUDA graph on the caller's stream replays what a direct run writes,
+ * bit for bit (the run allocates nothing, so capture succeeds; O is poisoned between the two).
+ * Destroys the plan and the case's buffers. */
+static void expect_graph_replay_matches(at_plan *plan, serving_io *x)
+{
+  at_serving_tensors t = tensors_of(x);
+  TU_OK(at_plan_run_serving(plan, &t, NULL, NULL));
+  TU_OK(at_synchronize(g_ctx));
+  uint8_t *direct = malloc(x->o_bytes), *replayed = malloc(x->o_bytes), *ff = malloc(x->o_bytes);
+  assert_true(direct && replayed && ff);
+  TU_OK(at_copy_to_host(g_ctx, direct, x->o, x->o_bytes));
+  memset(ff, 0xff, x->o_bytes);
+  TU_OK(at_copy_to_device(g_ctx, x->o, ff, x->o_bytes));
+  const rt_driver *cu = rt_cu();
+  CUstream stream = NULL;
+  CUgraph graph = NULL;
+  CUgraphExec exec = NULL;
+  TU_OK(RT_CU(cu->cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING)));
+  TU_OK(RT_CU(cu->cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)));
+  at_status run = at_plan_run_serving(plan, &t, NULL, stream);
+  TU_OK(RT_CU(cu->cuStreamEndCapture(stream, &graph)));
+  TU_OK(run);
+  TU_OK(RT_CU(cu->cuGraphInstantiate(&exec, graph, 0)));
+  TU_OK(RT_CU(cu->cuGraphLaunch(exec, stream)));
+  TU_OK(RT_CU(cu->cuStreamSynchronize(stream)));
+  TU_OK(at_copy_to_host(g_ctx, replayed, x->o, x->o_bytes));
+  assert_memory_equal(direct, replayed, x->o_bytes);
+  cu->cuGraphExecDestroy(exec);
+  cu->cuGraphDestroy(graph);
+  cu->cuStreamDestroy(stream);
+  free(direct), free(replayed), free(ff);
+  at_plan_destroy(plan);
+  free_io(x);
+}
+
 /* A paged decode plan's run captured in a CUDA graph on the caller's stream: the replay writes
  * what a direct run writes, bit for bit (the run allocates nothing, so capture succeeds). */
 static void test_paged_decode_plan_in_a_graph(void **state)
@@ -713,35 +748,7 @@ static void test_paged_decode_plan_in_a_graph(void **state)
   TU_OK(at_plan_describe(plan, &info));
   printf("  %s\n", info.impl);
   assert_non_null(strstr(info.impl, ".pg16."));
-  at_serving_tensors t = tensors_of(&x);
-  TU_OK(at_plan_run_serving(plan, &t, NULL, NULL));
-  TU_OK(at_synchronize(g_ctx));
-  uint8_t *direct = malloc(x.o_bytes), *replayed = malloc(x.o_bytes), *ff = malloc(x.o_bytes);
-  assert_true(direct && replayed && ff);
-  TU_OK(at_copy_to_host(g_ctx, direct, x.o, x.o_bytes));
-  memset(ff, 0xff, x.o_bytes);
-  TU_OK(at_copy_to_device(g_ctx, x.o, ff, x.o_bytes));
-
-  const rt_driver *cu = rt_cu();
-  CUstream stream = NULL;
-  CUgraph graph = NULL;
-  CUgraphExec exec = NULL;
-  TU_OK(RT_CU(cu->cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING)));
-  TU_OK(RT_CU(cu->cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)));
-  at_status run = at_plan_run_serving(plan, &t, NULL, stream);
-  TU_OK(RT_CU(cu->cuStreamEndCapture(stream, &graph)));
-  TU_OK(run);
-  TU_OK(RT_CU(cu->cuGraphInstantiate(&exec, graph, 0)));
-  TU_OK(RT_CU(cu->cuGraphLaunch(exec, stream)));
-  TU_OK(RT_CU(cu->cuStreamSynchronize(stream)));
-  TU_OK(at_copy_to_host(g_ctx, replayed, x.o, x.o_bytes));
-  assert_memory_equal(direct, replayed, x.o_bytes);
-  cu->cuGraphExecDestroy(exec);
-  cu->cuGraphDestroy(graph);
-  cu->cuStreamDestroy(stream);
-  free(direct), free(replayed), free(ff);
-  at_plan_destroy(plan);
-  free_io(&x);
+  expect_graph_replay_matches(plan, &x);
 }
 
 /* ---- every ragged prefill variant --------------------------------------------------------------- */
@@ -903,34 +910,7 @@ static void test_ragged_prefill_plan_in_a_graph(void **state)
   make_io(&c, &x);
   at_plan *plan = NULL;
   plan_ragged_default(&x, &plan);
-  at_serving_tensors t = tensors_of(&x);
-  TU_OK(at_plan_run_serving(plan, &t, NULL, NULL));
-  TU_OK(at_synchronize(g_ctx));
-  uint8_t *direct = malloc(x.o_bytes), *replayed = malloc(x.o_bytes), *ff = malloc(x.o_bytes);
-  assert_true(direct && replayed && ff);
-  TU_OK(at_copy_to_host(g_ctx, direct, x.o, x.o_bytes));
-  memset(ff, 0xff, x.o_bytes);
-  TU_OK(at_copy_to_device(g_ctx, x.o, ff, x.o_bytes));
-  const rt_driver *cu = rt_cu();
-  CUstream stream = NULL;
-  CUgraph graph = NULL;
-  CUgraphExec exec = NULL;
-  TU_OK(RT_CU(cu->cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING)));
-  TU_OK(RT_CU(cu->cuStreamBeginCapture(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)));
-  at_status run = at_plan_run_serving(plan, &t, NULL, stream);
-  TU_OK(RT_CU(cu->cuStreamEndCapture(stream, &graph)));
-  TU_OK(run);
-  TU_OK(RT_CU(cu->cuGraphInstantiate(&exec, graph, 0)));
-  TU_OK(RT_CU(cu->cuGraphLaunch(exec, stream)));
-  TU_OK(RT_CU(cu->cuStreamSynchronize(stream)));
-  TU_OK(at_copy_to_host(g_ctx, replayed, x.o, x.o_bytes));
-  assert_memory_equal(direct, replayed, x.o_bytes);
-  cu->cuGraphExecDestroy(exec);
-  cu->cuGraphDestroy(graph);
-  cu->cuStreamDestroy(stream);
-  free(direct), free(replayed), free(ff);
-  at_plan_destroy(plan);
-  free_io(&x);
+  expect_graph_replay_matches(plan, &x);
 }
 
 /* ---- metadata that points anywhere --------------------------------------------------------------- */
