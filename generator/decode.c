@@ -394,18 +394,6 @@ static const gen_arg COMBINE_ARGS[] = {
     GEN_ARG_Q_HEADS, GEN_ARG_SPLITS,  GEN_ARG_O_SB, GEN_ARG_O_SS, GEN_ARG_O_SH,
 };
 
-static void set_args(gen_kernel_launch *k, const gen_arg *args, int n)
-{
-  k->n_args = n;
-  memcpy(k->args, args, (size_t)n * sizeof *args);
-}
-
-static void append_args(gen_kernel_launch *k, const gen_arg *args, int n)
-{
-  memcpy(k->args + k->n_args, args, (size_t)n * sizeof *args);
-  k->n_args += n;
-}
-
 /* Split kernel grid (splits, Nkv * ceil(T / block_m), B); combine grid (Nq * T, B), or with
  * .lc no combine and one int32 counter per row group (B x Nkv x ceil(T / block_m)) after the
  * partials. The split count is the variant's, capped by the K/V tiles there are, and then
@@ -439,8 +427,10 @@ static at_status describe_launch(const gen_variant *v, const at_shape *shape, ge
    * placed while the previous grid still held its SMs ran 0.1-0.3 us slower at B=1 (H200, S 128
    * to 16k) than clusters placed on an idle GPU. */
   k->waits_for_previous = v->merge != GEN_MERGE_CLUSTER;
-  set_args(k, SPLIT_ARGS, COUNT(SPLIT_ARGS));
-  if (v->spec.page_size) append_args(k, PAGED_ARGS, COUNT(PAGED_ARGS));
+  k->n_args = 0;
+  at_status rc = gen_launch_append_args(k, SPLIT_ARGS, COUNT(SPLIT_ARGS));
+  if (rc == AT_OK && v->spec.page_size) rc = gen_launch_append_args(k, PAGED_ARGS, COUNT(PAGED_ARGS));
+  if (rc != AT_OK) return rc;
   out->n_kernels = 1;
   if (splits > 1 && v->merge == GEN_MERGE_CLUSTER) return AT_OK; /* partials stay on chip */
   if (splits > 1) {
@@ -461,7 +451,8 @@ static at_status describe_launch(const gen_variant *v, const at_shape *shape, ge
     }
     c->block[0] = COMBINE_THREADS, c->block[1] = c->block[2] = 1;
     c->waits_for_previous = 1; /* its launch overlaps the split kernel's tail (sm_90+) */
-    set_args(c, COMBINE_ARGS, COUNT(COMBINE_ARGS));
+    c->n_args = 0;
+    if ((rc = gen_launch_append_args(c, COMBINE_ARGS, COUNT(COMBINE_ARGS))) != AT_OK) return rc;
     out->n_kernels = 2;
   }
   return AT_OK;

@@ -371,9 +371,9 @@ static at_status describe_persistent(const at_shape *shape, gen_launch_desc *out
   if (tiles > 0x7fffffff)
     return at_fail(AT_ERR_UNSUPPORTED, "persistent fa3: %lld work tiles (B %d x Nq %d x %u query blocks) exceed %d",
                    tiles, shape->batch, shape->q_heads, k->grid[0], 0x7fffffff);
-  if (k->n_args + 2 > GEN_MAX_ARGS) return at_fail(AT_ERR_INVALID, "fa3 launch has too many arguments");
-  k->args[k->n_args++] = GEN_ARG_Q_HEADS;
-  k->args[k->n_args++] = GEN_ARG_WORK_TILES;
+  static const gen_arg SCHEDULE_ARGS[] = {GEN_ARG_Q_HEADS, GEN_ARG_WORK_TILES};
+  at_status rc = gen_launch_append_args(k, SCHEDULE_ARGS, COUNT(SCHEDULE_ARGS));
+  if (rc != AT_OK) return rc;
   k->grid[0] = (unsigned)tiles;
   k->grid[1] = k->grid[2] = 1;
   out->work_tiles = (int)tiles;
@@ -419,8 +419,9 @@ static at_status describe_vt(const gen_variant *v, const at_shape *shape, gen_la
   }
   tr->block[0] = VT_THREADS, tr->block[1] = tr->block[2] = 1;
   tr->waits_for_previous = 1; /* the previous call's attention kernel may still read the scratch */
-  tr->n_args = COUNT(VT_ARGS);
-  memcpy(tr->args, VT_ARGS, sizeof VT_ARGS);
+  tr->n_args = 0;
+  at_status rc = gen_launch_append_args(tr, VT_ARGS, COUNT(VT_ARGS));
+  if (rc != AT_OK) return rc;
   const size_t bytes = (size_t)shape->batch * (size_t)shape->kv_heads * (size_t)d * (size_t)keys;
   out->scratch_bytes = (bytes + 255) / 256 * 256;
   struct gen_scratch_tmap *m = &out->scratch_tmap;
@@ -443,10 +444,8 @@ static at_status describe_launch(const gen_variant *v, const at_shape *shape, ge
   at_status rc = gen_describe_fa_launch(v, shape, threads(v), smem_bytes(v), out);
   if (rc != AT_OK || !v->ws) return rc;
   gen_kernel_launch *k = &out->kernels[0];
-  if (k->n_args + 3 > GEN_MAX_ARGS) return at_fail(AT_ERR_INVALID, "fa3 launch has too many arguments");
-  k->args[k->n_args++] = GEN_ARG_TMAP_Q;
-  k->args[k->n_args++] = GEN_ARG_TMAP_K;
-  k->args[k->n_args++] = GEN_ARG_TMAP_V;
+  static const gen_arg TMAP_ARGS[] = {GEN_ARG_TMAP_Q, GEN_ARG_TMAP_K, GEN_ARG_TMAP_V};
+  if ((rc = gen_launch_append_args(k, TMAP_ARGS, COUNT(TMAP_ARGS))) != AT_OK) return rc;
   out->tmap_rows[0] = v->block_m;
   out->tmap_rows[1] = out->tmap_rows[2] = v->block_n;
   if (v->persistent) return describe_persistent(shape, out);

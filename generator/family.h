@@ -71,7 +71,7 @@ at_status gen_check_budgets(const gen_target *target, int threads, int smem, int
  * (ragged variants: T is the longest sequence, and the offsets and totals follow the list). */
 at_status gen_describe_fa_launch(const gen_variant *v, const at_shape *shape, int threads, int smem,
                                  gen_launch_desc *out);
-/* Appends the ragged arguments (offsets, totals) to k's list when v is ragged. */
-void gen_append_ragged_args(const gen_variant *v, gen_kernel_launch *k);
+/* Appends n arguments to k's list, refusing a list longer than GEN_MAX_ARGS. */
+at_status gen_launch_append_args(gen_kernel_launch *k, const gen_arg *args, int n);
 
 #endif /* AT_GENERATOR_FAMILY_H */

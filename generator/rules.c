@@ -67,11 +67,14 @@ static const gen_arg RAGGED_ARGS[] = {
     GEN_ARG_CU_SEQLENS_Q, GEN_ARG_CU_SEQLENS_KV, GEN_ARG_TOTAL_Q, GEN_ARG_TOTAL_KV,
 };
 
-void gen_append_ragged_args(const gen_variant *v, gen_kernel_launch *k)
+at_status gen_launch_append_args(gen_kernel_launch *k, const gen_arg *args, int n)
 {
-  if (!v->spec.ragged) return;
-  memcpy(k->args + k->n_args, RAGGED_ARGS, sizeof RAGGED_ARGS);
-  k->n_args += COUNT(RAGGED_ARGS);
+  if (n < 0 || k->n_args + n > GEN_MAX_ARGS)
+    return at_fail(AT_ERR_INVALID, "a kernel launch of %d + %d arguments is over the %d the launch holds", k->n_args,
+                   n, GEN_MAX_ARGS);
+  memcpy(k->args + k->n_args, args, (size_t)n * sizeof *args);
+  k->n_args += n;
+  return AT_OK;
 }
 
 at_status gen_describe_fa_launch(const gen_variant *v, const at_shape *shape, int threads, int smem,
@@ -90,9 +93,9 @@ at_status gen_describe_fa_launch(const gen_variant *v, const at_shape *shape, in
   k->block[0] = (unsigned)threads, k->block[1] = k->block[2] = 1;
   k->smem_bytes = (unsigned)smem;
   k->waits_for_previous = 1; /* its launch may run under the previous kernel's tail (sm_90+) */
-  k->n_args = COUNT(FA_ARGS);
-  memcpy(k->args, FA_ARGS, sizeof FA_ARGS);
-  gen_append_ragged_args(v, k);
-  return AT_OK;
+  k->n_args = 0;
+  at_status rc = gen_launch_append_args(k, FA_ARGS, COUNT(FA_ARGS));
+  if (rc == AT_OK && v->spec.ragged) rc = gen_launch_append_args(k, RAGGED_ARGS, COUNT(RAGGED_ARGS));
+  return rc;
 }
 
