@@ -557,7 +557,8 @@ static at_status launch_paged_variant(at_plan *p, const at_serving_tensors *t, c
   at_tensors plain = plain_tensors(t);
   rt_paged_args paged = {t->block_table, t->seqlens_kv, p->serving.max_pages_per_seq, t->num_pages};
   rt_fp8_args g;
-  return rt_variant_launch_paged(&p->kernel, &p->shape, &plain, variant_fp8(fp8, &g), &paged, p->scratch, stream);
+  return rt_variant_launch_serving(&p->kernel, &p->shape, &plain, variant_fp8(fp8, &g), &paged, NULL, p->scratch,
+                                   stream);
 }
 
 /* A ragged fa2/fa3 variant: the packed tensors as at_plan_run takes them (batch strides 0) and

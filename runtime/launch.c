@@ -271,14 +271,7 @@ static unsigned persistent_ctas(const rt_variant *lv, const gen_launch_desc *d, 
 at_status rt_variant_prepare(const rt_variant *lv, const at_shape *shape, const at_tensors *t,
                              const rt_fp8_args *fp8, CUdeviceptr scratch, rt_launch_frame *f)
 {
-  return rt_variant_prepare_paged(lv, shape, t, fp8, NULL, scratch, f);
-}
-
-at_status rt_variant_prepare_paged(const rt_variant *lv, const at_shape *shape, const at_tensors *t,
-                                   const rt_fp8_args *fp8, const rt_paged_args *paged, CUdeviceptr scratch,
-                                   rt_launch_frame *f)
-{
-  return rt_variant_prepare_serving(lv, shape, t, fp8, paged, NULL, scratch, f);
+  return rt_variant_prepare_serving(lv, shape, t, fp8, NULL, NULL, scratch, f);
 }
 
 at_status rt_variant_prepare_serving(const rt_variant *lv, const at_shape *shape, const at_tensors *t,
@@ -337,14 +330,7 @@ at_status rt_frame_launch(const rt_launch_frame *f, CUstream stream)
 at_status rt_variant_launch(const rt_variant *lv, const at_shape *shape, const at_tensors *t,
                             const rt_fp8_args *fp8, CUdeviceptr scratch, CUstream stream)
 {
-  return rt_variant_launch_paged(lv, shape, t, fp8, NULL, scratch, stream);
-}
-
-at_status rt_variant_launch_paged(const rt_variant *lv, const at_shape *shape, const at_tensors *t,
-                                  const rt_fp8_args *fp8, const rt_paged_args *paged, CUdeviceptr scratch,
-                                  CUstream stream)
-{
-  return rt_variant_launch_serving(lv, shape, t, fp8, paged, NULL, scratch, stream);
+  return rt_variant_launch_serving(lv, shape, t, fp8, NULL, NULL, scratch, stream);
 }
 
 at_status rt_variant_launch_serving(const rt_variant *lv, const at_shape *shape, const at_tensors *t,

@@ -252,24 +252,16 @@ at_status rt_variant_scratch_alloc(const gen_variant *v, const at_shape *shape, 
  * (unit descales, no amax); scratch holds rt_variant_scratch_bytes. */
 at_status rt_variant_prepare(const rt_variant *lv, const at_shape *shape, const at_tensors *t,
                              const rt_fp8_args *fp8, CUdeviceptr scratch, rt_launch_frame *frame);
-/* Enqueue a prepared frame's kernels (amax first zeroed). */
-/* The same for a call with paged K/V (paged: the call's metadata; NULL for contiguous variants,
- * which is rt_variant_prepare). A paged variant refuses paged == NULL and a contiguous one a
- * non-NULL paged. */
-at_status rt_variant_prepare_paged(const rt_variant *lv, const at_shape *shape, const at_tensors *t,
-                                   const rt_fp8_args *fp8, const rt_paged_args *paged, CUdeviceptr scratch,
-                                   rt_launch_frame *frame);
-/* The same for any serving call: paged as above, ragged the offsets of a ragged variant (NULL
- * for padded tensors; a ragged variant refuses NULL, a padded one a non-NULL ragged). */
+/* The same for a serving call: paged the metadata of paged K/V (NULL for contiguous variants; a
+ * paged variant refuses NULL, a contiguous one a non-NULL paged), ragged the offsets of a ragged
+ * variant (NULL for padded tensors, likewise). Both NULL is rt_variant_prepare. */
 at_status rt_variant_prepare_serving(const rt_variant *lv, const at_shape *shape, const at_tensors *t,
                                      const rt_fp8_args *fp8, const rt_paged_args *paged,
                                      const rt_ragged_args *ragged, CUdeviceptr scratch, rt_launch_frame *frame);
+/* Enqueue a prepared frame's kernels (amax first zeroed). */
 at_status rt_frame_launch(const rt_launch_frame *frame, CUstream stream);
 at_status rt_variant_launch(const rt_variant *lv, const at_shape *shape, const at_tensors *t,
                             const rt_fp8_args *fp8, CUdeviceptr scratch, CUstream stream);
-at_status rt_variant_launch_paged(const rt_variant *lv, const at_shape *shape, const at_tensors *t,
-                                  const rt_fp8_args *fp8, const rt_paged_args *paged, CUdeviceptr scratch,
-                                  CUstream stream);
 at_status rt_variant_launch_serving(const rt_variant *lv, const at_shape *shape, const at_tensors *t,
                                     const rt_fp8_args *fp8, const rt_paged_args *paged, const rt_ragged_args *ragged,
                                     CUdeviceptr scratch, CUstream stream);

@@ -12,7 +12,7 @@
  * Padded Q of 1..16 tokens with paged K/V plans a paged decode variant ("auto": the decode
  * family's paged default), checked the same way at the output dtype's tolerance; and every
  * paged decode variant gen_enumerate_paged lists for a few shapes (page sizes 1, 16, 64, 256,
- * GQA and MQA, T = 1 and 16 causal-br, lse, FP8 K/V) runs through rt_variant_launch_paged into
+ * GQA and MQA, T = 1 and 16 causal-br, lse, FP8 K/V) runs through rt_variant_launch_serving into
  * poisoned outputs and poisoned split scratch; one case puts a table entry past the pool
  * (nothing may fault; that sequence is not compared).
  *
@@ -604,7 +604,7 @@ static int check_paged_variant(const rt_variant *lv, const char *key, int i, voi
   const float *d = x->descales;
   rt_fp8_args fp8 = {NULL, d + 1, d + 2, NULL, NULL};
   CUdeviceptr scratch = tu_variant_scratch(&lv->variant, s);
-  TU_OK(rt_variant_launch_paged(lv, s, &t, needs_fp8(s) ? &fp8 : NULL, &paged, scratch, NULL));
+  TU_OK(rt_variant_launch_serving(lv, s, &t, needs_fp8(s) ? &fp8 : NULL, &paged, NULL, scratch, NULL));
   TU_OK(at_synchronize(g_ctx));
   tu_variant_scratch_done(&lv->variant, s, scratch);
   const size_t o_count = (size_t)x->q_rows * s->q_heads * s->head_dim;
