@@ -82,19 +82,6 @@ static void raw_exec(const char *path, const char *sql)
   sqlite3_close(raw);
 }
 
-static cache_env h200(void)
-{
-  cache_env e;
-  memset(&e, 0, sizeof e);
-  snprintf(e.gpu_model, sizeof e.gpu_model, "NVIDIA H200");
-  e.cc_major = 9, e.cc_minor = 0, e.sm_count = 132;
-  snprintf(e.driver, sizeof e.driver, "580.159.04");
-  snprintf(e.nvrtc, sizeof e.nvrtc, "13.0");
-  snprintf(e.cudnn, sizeof e.cudnn, "9.19.0");
-  snprintf(e.template_version, sizeof e.template_version, "t1");
-  return e;
-}
-
 static at_shape shape(int t, at_mask mask)
 {
   return (at_shape){.batch = 2, .q_len = t, .kv_len = t, .q_heads = 16, .kv_heads = 4,
@@ -118,7 +105,7 @@ static cache_best best(at_shape s, const char *impl, double ms)
   cache_best b;
   memset(&b, 0, sizeof b);
   b.shape = s;
-  b.env = h200();
+  b.env = tu_h200_env("t1");
   snprintf(b.impl, sizeof b.impl, "%s", impl);
   b.time_ms = ms, b.tflops = 100.0 / ms, b.cudnn_ms = 2 * ms, b.err_naive = 2e-3, b.err_cudnn = NAN;
   snprintf(b.arch, sizeof b.arch, "sm_90a");
@@ -247,7 +234,7 @@ static void test_empty_file_becomes_a_cache(void **state)
   assert_non_null(strstr(at_last_error(), "empty"));
   TU_OK(cache_open(p, 0, &db));
   assert_int_equal(cache_schema_version(db), CACHE_SCHEMA_VERSION);
-  cache_env e = h200();
+  cache_env e = tu_h200_env("t1");
   cache_trial t = trial(shape(512, AT_MASK_NONE), "cudnn", CACHE_OK, 0.5);
   TU_OK(cache_put_trial(db, &e, &t));
   cache_close(db);
@@ -281,7 +268,7 @@ static void test_migration_from_version_1_keeps_rows(void **state)
   (void)state;
   const char *p = path_in_dir("v1.db");
   cache_db *db;
-  cache_env e = h200();
+  cache_env e = tu_h200_env("t1");
   at_shape s = shape(256, AT_MASK_CAUSAL_TL);
   TU_OK(cache_open(p, 0, &db));
   cache_trial t = trial(s, "fa2.kept", CACHE_OK, 0.3);
@@ -321,7 +308,7 @@ static void test_trials_round_trip_and_replace(void **state)
   (void)state;
   cache_db *db;
   TU_OK(cache_open(path_in_dir("trials.db"), 0, &db));
-  cache_env e = h200();
+  cache_env e = tu_h200_env("t1");
   at_shape s = shape(1024, AT_MASK_CAUSAL_TL);
   cache_trial a = trial(s, "fa2.bf16.d128.causal.g4.bm128.bn64.w4.s2", CACHE_OK, 0.25);
   cache_trial b = trial(s, "fa2.bf16.d128.causal.g4.bm64.bn64.w4.s2", CACHE_CRASHED, NAN);
@@ -387,7 +374,7 @@ static void test_best_keeps_the_faster(void **state)
 static void test_staleness_against_cudnn_and_nvrtc(void **state)
 {
   (void)state;
-  cache_env now = h200(), old_cudnn = h200(), old_nvrtc = h200(), no_cudnn = h200(), unknown = h200();
+  cache_env now = tu_h200_env("t1"), old_cudnn = tu_h200_env("t1"), old_nvrtc = tu_h200_env("t1"), no_cudnn = tu_h200_env("t1"), unknown = tu_h200_env("t1");
   snprintf(old_cudnn.cudnn, sizeof old_cudnn.cudnn, "9.14.0");
   snprintf(old_nvrtc.nvrtc, sizeof old_nvrtc.nvrtc, "12.8");
   no_cudnn.cudnn[0] = '\0';
@@ -418,7 +405,7 @@ static void test_staleness_against_cudnn_and_nvrtc(void **state)
   unknown.cudnn[0] = unknown.nvrtc[0] = '\0';
   assert_false(cache_best_stale(&old_cudnn, &unknown, "cudnn", NULL, 0));
   assert_false(cache_best_stale(&old_nvrtc, &unknown, fa2, NULL, 0));
-  cache_env other_driver = h200();
+  cache_env other_driver = tu_h200_env("t1");
   snprintf(other_driver.driver, sizeof other_driver.driver, "570.1");
   assert_false(cache_best_stale(&other_driver, &now, fa2, NULL, 0));
   assert_false(cache_best_stale(&now, &now, "cudnn", why, sizeof why));
@@ -438,7 +425,7 @@ static void test_stale_best_is_replaced_by_a_slower_retune(void **state)
   snprintf(b.env.cudnn, sizeof b.env.cudnn, "9.14.0");
   TU_OK(cache_put_best(db, &b, &stored));
   assert_true(stored);
-  b = best(s, "fa2.now-fastest", 1.2); /* h200(): cuDNN 9.19.0 */
+  b = best(s, "fa2.now-fastest", 1.2); /* tu_h200_env("t1"): cuDNN 9.19.0 */
   TU_OK(cache_put_best(db, &b, &stored));
   assert_true(stored);
   b = best(s, "fa2.slower", 1.3);
@@ -462,7 +449,7 @@ static void test_shape_staleness_names_the_result(void **state)
   (void)state;
   cache_db *db;
   TU_OK(cache_open(path_in_dir("stale-shape.db"), 0, &db));
-  cache_env now = h200(), old = h200();
+  cache_env now = tu_h200_env("t1"), old = tu_h200_env("t1");
   snprintf(old.cudnn, sizeof old.cudnn, "9.14.0");
   snprintf(old.nvrtc, sizeof old.nvrtc, "12.8");
   at_shape s = shape(640, AT_MASK_CAUSAL_TL);
@@ -505,7 +492,7 @@ static void test_resume_marks(void **state)
   (void)state;
   const char *p = path_in_dir("resume.db");
   cache_db *db;
-  cache_env e = h200();
+  cache_env e = tu_h200_env("t1");
   at_shape s1 = shape(256, AT_MASK_NONE), s2 = shape(512, AT_MASK_NONE);
   TU_OK(cache_open(p, 0, &db));
   TU_OK(cache_mark_done(db, &e, &s1));
@@ -538,7 +525,7 @@ static void test_merge_keeps_better_per_key(void **state)
   (void)state;
   const char *a = path_in_dir("a.db"), *b = path_in_dir("b.db"), *c = path_in_dir("c.db");
   cache_db *db;
-  cache_env e = h200();
+  cache_env e = tu_h200_env("t1");
   at_shape s1 = shape(1024, AT_MASK_NONE), s2 = shape(4096, AT_MASK_NONE), s3 = shape(64, AT_MASK_NONE);
   cache_best x;
   TU_OK(cache_open(a, 0, &db));
@@ -586,7 +573,7 @@ static void test_merge_prefers_the_later_of_other_versions(void **state)
   const char *old_path = path_in_dir("old-cudnn.db"), *new_path = path_in_dir("new-cudnn.db");
   cache_db *db;
   at_shape s1 = shape(1536, AT_MASK_NONE), s2 = shape(2560, AT_MASK_NONE);
-  cache_env old_env = h200(), new_env = h200();
+  cache_env old_env = tu_h200_env("t1"), new_env = tu_h200_env("t1");
   snprintf(old_env.cudnn, sizeof old_env.cudnn, "9.14.0");
   cache_best x;
   cache_trial t;
@@ -641,7 +628,7 @@ static void test_prune_drops_stale_template_rows(void **state)
   (void)state;
   cache_db *db;
   TU_OK(cache_open(path_in_dir("prune.db"), 0, &db));
-  cache_env old = h200(), cur = h200();
+  cache_env old = tu_h200_env("t1"), cur = tu_h200_env("t1");
   snprintf(old.template_version, sizeof old.template_version, "t0");
   at_shape s = shape(128, AT_MASK_NONE);
   cache_trial t = trial(s, "fa2.y", CACHE_OK, 0.01);
@@ -670,7 +657,7 @@ static void test_two_writers_share_a_file(void **state)
   cache_db *a, *b;
   TU_OK(cache_open(p, 0, &a));
   TU_OK(cache_open(p, 0, &b));
-  cache_env e = h200();
+  cache_env e = tu_h200_env("t1");
   for (int i = 0; i < 50; i++) {
     cache_trial t = trial(shape(64 + i, AT_MASK_NONE), "w", CACHE_OK, 1.0);
     TU_OK(cache_put_trial(i % 2 ? a : b, &e, &t));
@@ -712,7 +699,7 @@ static void test_eight_writers_lose_nothing(void **state)
     assert_true(pid >= 0);
     if (pid > 0) continue;
     cache_db *db;
-    cache_env e = h200();
+    cache_env e = tu_h200_env("t1");
     if (cache_open(p, CACHE_WRITE, &db) != AT_OK) {
       fprintf(stderr, "writer %d: open: %s\n", w, at_last_error());
       _exit(1);
@@ -757,7 +744,7 @@ static void test_eight_writers_lose_nothing(void **state)
   assert_true(stat(side, &st) != 0 || st.st_size == 0);
   cache_db *db;
   TU_OK(cache_open(p, CACHE_READ, &db));
-  cache_env e = h200();
+  cache_env e = tu_h200_env("t1");
   for (int w = 0; w < WRITERS; w++)
     for (int i = 0; i < SHAPES; i++) {
       const at_shape s = shape(64 * (w * SHAPES + i + 1), AT_MASK_CAUSAL_TL);
@@ -781,7 +768,7 @@ static void test_writer_closing_before_a_reader(void **state)
   cache_close(w);
   TU_OK(cache_open(p, 0, &w));
   TU_OK(cache_open(p, 1, &r));
-  cache_env e = h200();
+  cache_env e = tu_h200_env("t1");
   cache_trial t = trial(shape(96, AT_MASK_NONE), "fa2.before-reader", CACHE_OK, 0.4);
   TU_OK(cache_put_trial(w, &e, &t));
   cache_close(w);
@@ -855,7 +842,7 @@ static int read_cases(void *arg)
     }
     free(cubin);
     if (k->trial_impl[0]) {
-      cache_env e = h200();
+      cache_env e = tu_h200_env("t1");
       if (cache_find_trial(db, &e, &s, k->trial_impl, &found, NULL, NULL) != AT_OK || !found) {
         fprintf(stderr, "%s: trial %s not read back: %s\n", k->path, k->trial_impl, at_last_error());
         failures++;
@@ -895,7 +882,7 @@ static void test_read_only_directory(void **state)
   pid_t pid = fork();
   if (pid == 0) {
     cache_db *db;
-    cache_env e = h200();
+    cache_env e = tu_h200_env("t1");
     cache_trial t = trial(shape(1024, AT_MASK_CAUSAL_TL), "fa2.in-wal", CACHE_OK, 0.6);
     if (cache_open(killed, 0, &db) != AT_OK || cache_put_trial(db, &e, &t) != AT_OK) _exit(1);
     _exit(0); /* no close: the row lives in killed.db-wal */
@@ -932,7 +919,7 @@ static void write_one_best(const char *p, int t, const char *impl, double ms)
   TU_OK(cache_open(p, 0, &db));
   cache_best b = best(shape(t, AT_MASK_NONE), impl, ms);
   TU_OK(cache_put_best(db, &b, NULL));
-  cache_env e = h200();
+  cache_env e = tu_h200_env("t1");
   cache_trial tr = trial(shape(t, AT_MASK_NONE), impl, CACHE_OK, ms);
   TU_OK(cache_put_trial(db, &e, &tr));
   cache_close(db);
@@ -977,7 +964,7 @@ static void test_merge_is_all_or_nothing(void **state)
   cache_close(db);
   int schema_pages = raw_int(cut, "PRAGMA page_count"), page_size = raw_int(cut, "PRAGMA page_size");
   TU_OK(cache_open(cut, 0, &db));
-  cache_env e = h200();
+  cache_env e = tu_h200_env("t1");
   for (int i = 0; i < 300; i++) {
     cache_trial t = trial(shape(100 + i, AT_MASK_NONE), "fa2.cut", CACHE_OK, 1.0);
     memset(t.message, 'x', 400);

@@ -27,19 +27,6 @@
 static char g_dir[256], g_a[320], g_b[320];
 static char g_out[1 << 16];
 
-static cache_env env(const char *templates)
-{
-  cache_env e;
-  memset(&e, 0, sizeof e);
-  snprintf(e.gpu_model, sizeof e.gpu_model, "NVIDIA H200");
-  e.cc_major = 9, e.sm_count = 132;
-  snprintf(e.driver, sizeof e.driver, "580.159.04");
-  snprintf(e.nvrtc, sizeof e.nvrtc, "13.0");
-  snprintf(e.cudnn, sizeof e.cudnn, "9.19.0");
-  snprintf(e.template_version, sizeof e.template_version, "%s", templates);
-  return e;
-}
-
 static at_shape shape(int t)
 {
   return (at_shape){.batch = 2, .q_len = t, .kv_len = t, .q_heads = 16, .kv_heads = 16,
@@ -76,7 +63,7 @@ static int setup(void **state)
   snprintf(g_b, sizeof g_b, "%s/b.db", g_dir);
   char current[96];
   gen_templates_version(current, sizeof current);
-  cache_env now = env(current), old = env("tpl-000000000000");
+  cache_env now = tu_h200_env(current), old = tu_h200_env("tpl-000000000000");
   add(g_a, &now, 1024, "fa2.bf16.d128.causal.g1.bm128.bn128.w8.s3", 0.05, 0.04);
   add(g_a, &old, 2048, "fa2.bf16.d128.causal.g1.bm128.bn64.w8.s2", 0.20, 0.15);
   add(g_b, &now, 1024, "fa2.bf16.d128.causal.g1.bm128.bn64.w8.s2", 0.03, 0.04);
@@ -170,7 +157,7 @@ static void test_list_marks_stale_rows(void **state)
   if (!nvrtc[0]) skip(); /* no NVRTC here: nothing can be judged by it */
   gen_templates_version(current, sizeof current);
   snprintf(path, sizeof path, "%s/stale.db", g_dir);
-  cache_env now = env(current), old_nvrtc = env(current), old_templates = env("tpl-000000000000");
+  cache_env now = tu_h200_env(current), old_nvrtc = tu_h200_env(current), old_templates = tu_h200_env("tpl-000000000000");
   snprintf(now.nvrtc, sizeof now.nvrtc, "%s", nvrtc);
   snprintf(old_nvrtc.nvrtc, sizeof old_nvrtc.nvrtc, "1.0");
   add(path, &now, 512, "fa2.bf16.d128.causal.g1.bm128.bn64.w8.s2", 0.01, 0.02);
@@ -201,7 +188,7 @@ static void test_other_schema_versions(void **state)
   char newer[400], older[400];
   snprintf(newer, sizeof newer, "%s/newer.db", g_dir);
   snprintf(older, sizeof older, "%s/older.db", g_dir);
-  cache_env now = env("t1");
+  cache_env now = tu_h200_env("t1");
   add(newer, &now, 1024, "fa2.x", 0.1, 0.2);
   add(older, &now, 1024, "fa2.y", 0.1, 0.2);
   sqlite3 *raw;

@@ -63,19 +63,6 @@ static double measured_ms(const at_shape *s, int candidate, unsigned run)
   return true_ms(s, candidate) * (1.0 + NOISE * (2.0 * unit_hash(key, candidate, run) - 1.0));
 }
 
-static cache_env env_of(void)
-{
-  cache_env e;
-  memset(&e, 0, sizeof e);
-  snprintf(e.gpu_model, sizeof e.gpu_model, "NVIDIA H200");
-  e.cc_major = 9, e.sm_count = 132;
-  snprintf(e.driver, sizeof e.driver, "580.159.04");
-  snprintf(e.nvrtc, sizeof e.nvrtc, "13.0");
-  snprintf(e.cudnn, sizeof e.cudnn, "9.19.0");
-  snprintf(e.template_version, sizeof e.template_version, "fa2-test+fa3-test");
-  return e;
-}
-
 /* What tune stores for one shape: every candidate's trial, the fastest as the best row. */
 static void tune_shape_synthetic(cache_db *db, const cache_env *e, const at_shape *s, unsigned run)
 {
@@ -106,7 +93,7 @@ static void tune_shape_synthetic(cache_db *db, const cache_env *e, const at_shap
 static void tune_into(const char *path, const tn_config *c, const int *owner, int shard, unsigned run)
 {
   cache_db *db;
-  const cache_env e = env_of();
+  const cache_env e = tu_h200_env("fa2-test+fa3-test");
   TU_OK(cache_open(path, CACHE_WRITE, &db));
   for (int i = 0; i < c->n_shapes; i++)
     if (!owner || owner[i] == shard) tune_shape_synthetic(db, &e, &c->shapes[i], run);
@@ -143,7 +130,7 @@ static void expect_same_best(const char *single, const char *merged, const tn_co
     TU_OK(cache_get_best(a, "NVIDIA H200", &c->shapes[i], &x, &fx));
     TU_OK(cache_get_best(b, "NVIDIA H200", &c->shapes[i], &y, &fy));
     assert_true(fx && fy);
-    const cache_env e = env_of();
+    const cache_env e = tu_h200_env("fa2-test+fa3-test");
     TU_OK(cache_count_trials(a, &e, &c->shapes[i], &nx));
     TU_OK(cache_count_trials(b, &e, &c->shapes[i], &ny));
     assert_int_equal(nx, N_CANDIDATES);

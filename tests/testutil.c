@@ -193,6 +193,19 @@ CUdeviceptr tu_alloc_poisoned(size_t bytes)
   return dev;
 }
 
+cache_env tu_h200_env(const char *templates)
+{
+  cache_env e;
+  memset(&e, 0, sizeof e);
+  snprintf(e.gpu_model, sizeof e.gpu_model, "NVIDIA H200");
+  e.cc_major = 9, e.sm_count = 132;
+  snprintf(e.driver, sizeof e.driver, "580.159.04");
+  snprintf(e.nvrtc, sizeof e.nvrtc, "13.0");
+  snprintf(e.cudnn, sizeof e.cudnn, "9.19.0");
+  snprintf(e.template_version, sizeof e.template_version, "%s", templates);
+  return e;
+}
+
 gen_target tu_sm90(void)
 {
   gen_target t;

@@ -7,6 +7,7 @@
 #ifndef AT_TESTS_TESTUTIL_H
 #define AT_TESTS_TESTUTIL_H
 
+#include "cache/cache.h"
 #include "generator/generator.h"
 #include "runtime/rt.h"
 #include "tuner/reference.h"
@@ -65,6 +66,9 @@ CUdeviceptr tu_alloc_poisoned(size_t bytes);
  * register range, the NVRTC time) and a line for each that failed, spilled or used a stack;
  * returns how many did. */
 int tu_compile_count_bad(const gen_variant *vs, int n, const gen_target *t, const char *what);
+/* The environment of an H200 (driver 580.159.04, NVRTC 13.0, cuDNN 9.19.0) with these template
+ * versions, for cache rows written by the tests. */
+cache_env tu_h200_env(const char *templates);
 /* The sm_90a target the generator tests build for (its opt-in shared memory limit). */
 gen_target tu_sm90(void);
 /* Fails unless rc is want and the last error's message contains word; prints the message. */
