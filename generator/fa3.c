@@ -247,9 +247,9 @@ static at_status enumerate_in_cta(const gen_spec *spec, const gen_target *target
 }
 
 /* The faster kind first, so a config's candidate budget (the first ones listed) gets it:
- * warp-specialized for 16-bit inputs, the in-CTA pipeline for FP8 (its warp-specialized form
- * measured 0.79-0.88x of it, docs/perf.md "v9"), then for FP8 the warp-specialized kernel with V^T
- * ahead (.vt, not measured yet: "v11"), then the one whose producer transposes. */
+ * warp-specialized for 16-bit inputs; for FP8 the warp-specialized kernel with V^T ahead (.vt,
+ * 1.29x the in-CTA kernel at D=128 and 1.48x at D=256, docs/perf.md "v11"), then the in-CTA
+ * pipeline, then the warp-specialized kernel whose producer transposes (0.79-0.88x in-CTA, "v9"). */
 static at_status enumerate(const gen_spec *spec, const gen_target *target, const at_shape *shape,
                            gen_variant *out, int cap, int *n)
 {
@@ -259,25 +259,29 @@ static at_status enumerate(const gen_spec *spec, const gen_target *target, const
     rc = enumerate_ws(spec, target, shape, 0, out, cap, n);
     return rc != AT_OK ? rc : enumerate_in_cta(spec, target, shape, out, cap, n);
   }
-  if ((rc = enumerate_in_cta(spec, target, shape, out, cap, n)) != AT_OK) return rc;
   if ((rc = enumerate_ws(spec, target, shape, 1, out, cap, n)) != AT_OK) return rc;
+  if ((rc = enumerate_in_cta(spec, target, shape, out, cap, n)) != AT_OK) return rc;
   return enumerate_ws(spec, target, shape, 0, out, cap, n);
 }
 
-/* Best first, from the H200 sweeps in docs/perf.md ("## fa3"): at T=S=8192 the 128x128 tile with
- * two warpgroups wins at D=128 (FP8 and bf16), 64x128 with one warpgroup at bf16 D=64, and 128x64
- * at D=256, where 128x128 does not fit the registers. FP8 runs faster with a third stage (632
- * against 620 TFLOP/s at D=128, 696 against 664 at D=256, one run); 16-bit runs slower with it. */
-/* 16-bit inputs: the warp-specialized tiles that ran fastest or within the noise of the fastest
- * at B2 N16 T=S=8192 on the H200 (docs/perf.md, "## fa3", step 6), 2 stages, no ping-pong. */
+typedef struct {
+  int max_d, block_n, warps, stages;
+} ws_pref;
+
+/* The default is warp-specialized where a tile fits, each from B2 N16 T=S=8192 on the H200. 16-bit
+ * inputs: the tiles that ran fastest or within the noise of the fastest (docs/perf.md, "## fa3",
+ * step 6), 2 stages, no ping-pong. FP8: V^T ahead (.vt, "v11"), 128x224 with 3 stages at D=128
+ * (844 TFLOP/s, within 0.3% of the fastest tile, 192x96, which wastes more rows on short and causal
+ * queries) and 128x128 with 2 at D=256 (1096, the fastest). */
 static int default_ws_variant(const gen_spec *spec, const gen_target *target, gen_variant *out)
 {
-  static const struct { int max_d, block_n, warps; } prefs[] = {
-      {64, 128, 12}, {128, 176, 8}, {192, 112, 8}, {256, 80, 8}};
-  if (at_dtype_is_fp8(spec->dtype)) return 0;
-  for (int i = 0; i < COUNT(prefs); i++) {
-    if (spec->head_dim > prefs[i].max_d) continue;
-    gen_variant v = {GEN_FAMILY_FA3, *spec, 16 * prefs[i].warps, prefs[i].block_n, prefs[i].warps, 2, 0, 1, 0, 0, 0};
+  static const ws_pref prefs16[] = {
+      {64, 128, 12, 2}, {128, 176, 8, 2}, {192, 112, 8, 2}, {256, 80, 8, 2}, {0, 0, 0, 0}};
+  static const ws_pref prefs8[] = {{128, 224, 8, 3}, {256, 128, 8, 2}, {0, 0, 0, 0}};
+  const int fp8 = at_dtype_is_fp8(spec->dtype);
+  for (const ws_pref *p = fp8 ? prefs8 : prefs16; p->max_d; p++) {
+    if (spec->head_dim > p->max_d) continue;
+    gen_variant v = {GEN_FAMILY_FA3, *spec, 16 * p->warps, p->block_n, p->warps, p->stages, 0, 1, 0, 0, fp8};
     if (check(&v, target) == AT_OK) {
       *out = v;
       return 1;
@@ -286,6 +290,10 @@ static int default_ws_variant(const gen_spec *spec, const gen_target *target, ge
   return 0;
 }
 
+/* Otherwise the in-CTA kernel, best first from the H200 sweeps in docs/perf.md ("## fa3"): at
+ * T=S=8192 the 128x128 tile with two warpgroups wins at D=128 (FP8 and bf16), 64x128 with one warpgroup at bf16 D=64, and 128x64
+ * at D=256, where 128x128 does not fit the registers. FP8 runs faster with a third stage (632
+ * against 620 TFLOP/s at D=128, 696 against 664 at D=256, one run); 16-bit runs slower with it. */
 static int default_variant(const gen_spec *spec, const gen_target *target, const at_shape *shape,
                            gen_variant *out)
 {

@@ -294,9 +294,9 @@ AT_API at_status at_plan_benchmark(at_plan *plan, const at_tensors *t, const at_
  * with padded K/V (varlen prefill; Q, K and V in one dtype) runs ragged variants (keys with .rg,
  * or .rgq for padded K/V): fa3's warp-specialized kernel for f16/bf16 on sm_90a (e.g.
  * "fa3.bf16.rg.d128.causal-br.g4.bm128.bn176.w8.s2.ws.lse") and fa2 for f16, bf16 and FP8 with
- * bf16 output on sm_89+ (e.g. "fa2.bf16.rg.d128.causal-br.g4.bm128.bn64.w8.s2.lse"): a ragged key
- * is taken as given; until these kernels are verified on a GPU, "auto" plans the naive kernels
- * for ragged tensors and "fused" is refused; the launch is one CTA per query block of the longest sequence, and a CTA whose block
+ * bf16 output on sm_89+ (e.g. "fa2.bf16.rg.d128.causal-br.g4.bm128.bn64.w8.s2.lse"): "auto" and
+ * "fused" plan the generator's ragged default (fa3 where it applies; no tuned rows for ragged
+ * tensors exist yet), a ragged key is taken as given; the launch is one CTA per query block of the longest sequence, and a CTA whose block
  * starts past its sequence's end returns at once. Everything else with ragged or paged tensors
  * (padded Q with ragged K/V, ragged Q with paged K/V, paged K/V under queries longer than 16
  * tokens, an FP8 KV cache with ragged Q) runs only the naive reference kernels (impl "naive",
@@ -388,9 +388,9 @@ typedef struct at_serving_tensors {
  * at_plan_create. Padded Q of 1..16 tokens with paged K/V: "auto", "fused" and "decode" give
  * the paged decode default (auto falls back to naive where there is none), a paged decode key
  * (.pg<N> matching the layout's page size) is taken as given, "cudnn" is refused. Ragged Q with
- * ragged or padded K/V: a ragged key of the layout's kind (fa3/fa2 .rg / .rgq) is taken as given;
- * "auto" gives the naive kernels and "fused" is refused until the ragged kernels are verified on
- * a GPU; "cudnn" is refused. Other ragged or paged tensors: "auto" (or NULL opts) gives the
+ * ragged or padded K/V: "auto" and "fused" give the ragged prefill default (fa3/fa2 .rg / .rgq;
+ * auto falls back to naive where there is none), a ragged key of the layout's kind is taken as
+ * given, "cudnn" is refused. Other ragged or paged tensors: "auto" (or NULL opts) gives the
  * naive kernels, whose info.reason names why every earlier step of the chain was skipped;
  * "fused", "cudnn" and variant keys are refused with AT_ERR_UNSUPPORTED naming the layout;
  * "naive" is "naive". A paged decode or ragged prefill plan's run launches on the caller's

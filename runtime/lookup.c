@@ -221,11 +221,17 @@ at_status rt_lookup_chain_serving(cache_db *cache, const cache_env *now, const g
       skip(l, "generator default: %s", at_last_error());
     }
   } else if (rt_serving_ragged(layout) != GEN_RAGGED_NONE) {
-    /* The ragged fa2/fa3 kernels have not yet been checked against the naive kernels on a GPU:
-     * until they are, a plan runs them only when its options name one (gen_default_variant_serving
-     * gives the key the default will be). */
-    skip(l, "exact and nearest: the cache holds no tuned kernels for ragged tensors yet; generator default: the "
-            "ragged prefill kernels (fa2, fa3 .rg/.rgq) run only by key until verified on a GPU");
+    gen_variant v;
+    char key[GEN_KEY_MAX];
+    const int ragged = rt_serving_ragged(layout);
+    skip(l, "exact and nearest: the cache holds no tuned kernels for ragged tensors yet");
+    if (gen_default_variant_serving(shape, 0, ragged, target, &v) == AT_OK &&
+        gen_variant_key(&v, key, sizeof key) == AT_OK) {
+      rt_lookup_step *s = add(l, AT_CHOICE_DEFAULT, key);
+      snprintf(s->why, sizeof s->why, "the generator's ragged prefill default for %s (%s)", target->arch, what);
+    } else {
+      skip(l, "generator default: %s", at_last_error());
+    }
   } else {
     skip(l, "exact, nearest and generator default: unsupported: %s (no generated kernel reads it: fa2 and fa3 run "
             "ragged Q with ragged or padded K/V, the decode family padded Q with paged K/V)", what);

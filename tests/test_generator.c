@@ -478,7 +478,7 @@ static void test_fa3_ws_family(void **state)
   assert_non_null(strstr(at_last_error(), "no warp-specialized"));
   assert_int_equal(gen_variant_parse("fa3.bf16.d128.none.g1.bm128.bn128.w8.s2.obf16.ws", &back), AT_ERR_INVALID);
 
-  /* 16-bit fa3 defaults are warp-specialized; FP8 keeps the in-CTA pipeline. */
+  /* 16-bit fa3 defaults are warp-specialized; so are FP8's, with V^T ahead (test_fa3_vt_family). */
   gen_variant def;
   s = shape_of(AT_DTYPE_BF16, 128, AT_MASK_CAUSAL_TL, 32, 8, 0);
   s.q_len = s.kv_len = 8192;
@@ -488,7 +488,8 @@ static void test_fa3_ws_family(void **state)
   s = shape_of(AT_DTYPE_E4M3, 128, AT_MASK_NONE, 16, 16, 0);
   s.q_len = s.kv_len = 8192;
   TU_OK(gen_default_variant(&s, &t, &def));
-  assert_int_equal(def.ws, 0);
+  assert_int_equal(def.ws, 1);
+  assert_int_equal(def.vt, 1);
 }
 
 
@@ -496,7 +497,7 @@ static void test_fa3_ws_family(void **state)
  * the field; the module has the transpose kernel as a second entry; a call launches it first
  * (entry 1, into the scratch) and then the attention kernel (entry 0, a programmatic dependent)
  * with the scratch's V^T tensor map in place of V's; the scratch holds B x Nkv x D x S' bytes, S'
- * = S rounded up to block_n; the listing puts .vt after the in-CTA tiles and before the older
+ * = S rounded up to block_n; the listing puts .vt first, then the in-CTA tiles and the older
  * warp-specialized FP8 ones. */
 static void test_fa3_vt_family(void **state)
 {
@@ -607,28 +608,39 @@ static void test_fa3_vt_family(void **state)
   assert_non_null(strstr(at_last_error(), "canonical"));
   assert_int_equal(gen_variant_parse("fa2.e4m3.d128.none.g1.bm128.bn128.w8.s2.ws.vt.obf16", &back), AT_ERR_INVALID);
 
-  /* Listing order for FP8: in-CTA, then .vt, then the warp-specialized kernel that transposes. */
+  /* Listing order for FP8: .vt, then in-CTA, then the warp-specialized kernel that transposes. */
   s = shape_of(AT_DTYPE_E4M3, 128, AT_MASK_NONE, 16, 16, 0);
   s.q_len = s.kv_len = 8192;
   gen_variant vs[GEN_MAX_VARIANTS];
   TU_OK(gen_enumerate(&s, &t, vs, GEN_MAX_VARIANTS, &n));
-  int first_vt = -1, last_vt = -1, first_ws = -1, last_in_cta = -1, n_vt = 0;
+  int last_vt = -1, first_ws = -1, first_in_cta = -1, last_in_cta = -1, n_vt = 0;
   for (int i = 0; i < n; i++) {
     if (vs[i].family != GEN_FAMILY_FA3) continue;
     if (vs[i].vt) {
       n_vt++, last_vt = i;
-      if (first_vt < 0) first_vt = i;
     } else if (vs[i].ws) {
       if (first_ws < 0) first_ws = i;
     } else {
+      if (first_in_cta < 0) first_in_cta = i;
       last_in_cta = i;
     }
   }
   assert_true(n_vt >= 12);
-  assert_true(last_in_cta < first_vt && last_vt < first_ws);
+  assert_true(first_in_cta > last_vt && last_in_cta < first_ws);
+  /* The default is .vt's 128x224, 3 stages at D=128 and 128x128, 2 stages at D=256; D=64 has no
+   * warp-specialized FP8 kernel and keeps the in-CTA one. */
   gen_variant def;
   TU_OK(gen_default_variant(&s, &t, &def));
-  assert_int_equal(def.ws, 0); /* v5 stays the default until .vt is measured */
+  TU_OK(gen_variant_key(&def, key, sizeof key));
+  assert_string_equal(key, "fa3.e4m3.d128.none.g1.bm128.bn224.w8.s3.ws.vt.obf16");
+  s.head_dim = 256;
+  TU_OK(gen_default_variant(&s, &t, &def));
+  TU_OK(gen_variant_key(&def, key, sizeof key));
+  assert_string_equal(key, "fa3.e4m3.d256.none.g1.bm128.bn128.w8.s2.ws.vt.obf16");
+  s.head_dim = 64;
+  TU_OK(gen_default_variant(&s, &t, &def));
+  assert_int_equal(def.ws, 0);
+  s.head_dim = 128;
   /* 16-bit inputs list no .vt. */
   s.dtype = AT_DTYPE_BF16;
   TU_OK(gen_enumerate(&s, &t, vs, GEN_MAX_VARIANTS, &n));

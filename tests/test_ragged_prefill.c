@@ -205,10 +205,9 @@ static void test_launch_and_source(void **state)
   free(src);
 }
 
-/* The lookup chain of a ragged serving plan: the naive kernels, with the tuned rows, the
- * generated default (the ragged kernels run by key for now) and cuDNN skipped with their
- * reasons; "fused" has nothing. Ragged Q with paged K/V and padded Q with ragged K/V have no
- * generated kernel. */
+/* The lookup chain of a ragged serving plan: the ragged default (fa3's on sm_90a) first (then naive; cuDNN and the
+ * tuned rows skipped with their reasons); "fused" keeps the default alone. Ragged Q with paged
+ * K/V and padded Q with ragged K/V have no generated kernel. */
 static void test_lookup_chain(void **state)
 {
   (void)state;
@@ -218,20 +217,20 @@ static void test_lookup_chain(void **state)
   snprintf(now.gpu_model, sizeof now.gpu_model, "NVIDIA H200");
   const at_shape s = prefill_shape(8192, 8192, 32, 8, 128, AT_MASK_CAUSAL_BR, AT_DTYPE_BF16);
   const at_seq_layout kinds[] = {AT_SEQ_RAGGED, AT_SEQ_PADDED};
+  const char *want[] = {".rg.", ".rgq."};
   for (int i = 0; i < 2; i++) {
-    /* The ragged kernels run by key only (runtime/lookup.c says until when): auto plans naive,
-     * and says why the generated default was skipped. */
     at_serving_layout l = at_serving_layout_make(&s, AT_SEQ_RAGGED, kinds[i], 0);
     rt_lookup chain;
     TU_OK(rt_lookup_chain_serving(NULL, &now, &t, &s, &l, 0, &chain));
     printf("  skipped: %s\n", chain.skipped);
-    assert_int_equal(chain.n_steps, 1);
-    assert_string_equal(chain.steps[0].impl, "naive");
+    assert_int_equal(chain.n_steps, 2);
+    assert_int_equal(chain.steps[0].choice, AT_CHOICE_DEFAULT);
+    assert_non_null(strstr(chain.steps[0].impl, want[i]));
+    assert_string_equal(chain.steps[1].impl, "naive");
     assert_non_null(strstr(chain.skipped, "cuDNN: unsupported"));
     assert_non_null(strstr(chain.skipped, "no tuned kernels for ragged tensors"));
-    assert_non_null(strstr(chain.skipped, "run only by key"));
     TU_OK(rt_lookup_chain_serving(NULL, &now, &t, &s, &l, 1, &chain));
-    assert_int_equal(chain.n_steps, 0);
+    assert_int_equal(chain.n_steps, 1);
   }
   at_serving_layout kv_only = at_serving_layout_make(&s, AT_SEQ_PADDED, AT_SEQ_RAGGED, 0);
   rt_lookup chain;

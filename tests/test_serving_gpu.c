@@ -39,7 +39,6 @@
 #include <string.h>
 
 #include "attntune_fp8.h"
-#include "runtime/lookup.h"
 #include "tests/testutil.h"
 
 static at_context *g_ctx;
@@ -406,20 +405,6 @@ static int paged_decode_case(const serving_case *c)
          (c->dtype == AT_DTYPE_BF16 || c->dtype == AT_DTYPE_F16);
 }
 
-/* A plan of the ragged prefill kernel the default will be (gen_default_variant_serving for this
- * GPU), named by key: "auto" runs ragged tensors naive until these kernels are verified. */
-static void plan_ragged_default(const serving_io *x, at_plan **plan)
-{
-  gen_target target;
-  gen_variant v;
-  char key[GEN_KEY_MAX];
-  TU_OK(gen_target_make(tu_gpu.arch, tu_gpu.info.smem_per_block_optin, &target));
-  TU_OK(gen_default_variant_serving(&x->shape, 0, rt_serving_ragged(&x->layout), &target, &v));
-  TU_OK(gen_variant_key(&v, key, sizeof key));
-  const at_plan_options by_key = {key};
-  TU_OK(at_plan_create_serving(g_ctx, &x->shape, &x->layout, &by_key, plan));
-}
-
 static void run_case(const serving_case *c)
 {
   serving_io x;
@@ -438,9 +423,12 @@ static void run_case(const serving_case *c)
       fail_msg("padded Q with paged K/V planned %s, not a paged decode variant: %s", info.impl, info.reason);
     assert_int_equal(info.choice, AT_CHOICE_DEFAULT);
     printf("    %s\n", info.impl);
-  } else if (prefill) { /* ragged Q with ragged or padded K/V: naive, the ragged kernels by key */
-    assert_string_equal(info.impl, "naive");
-    if (!strstr(info.reason, "run only by key")) fail_msg("reason does not say the ragged kernels run by key: %s", info.reason);
+  } else if (prefill) { /* ragged Q with ragged or padded K/V: the ragged prefill default */
+    const char *want = c->kv_layout == AT_SEQ_RAGGED ? ".rg." : ".rgq.";
+    if ((strncmp(info.impl, "fa2.", 4) != 0 && strncmp(info.impl, "fa3.", 4) != 0) || !strstr(info.impl, want))
+      fail_msg("ragged Q planned %s, not a %s prefill variant: %s", info.impl, want, info.reason);
+    assert_int_equal(info.choice, AT_CHOICE_DEFAULT);
+    printf("    %s\n", info.impl);
   } else {
     assert_string_equal(info.impl, "naive");
     assert_int_equal(info.choice, AT_CHOICE_NAIVE);
@@ -853,7 +841,7 @@ static void test_ragged_prefill_variants_fp8(void **state)
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) check_ragged_variants(&cases[i]);
 }
 
-/* A ragged plan (the ragged default's key) on offsets that point anywhere: decreasing,
+/* A ragged plan ("auto": the ragged default) on offsets that point anywhere: decreasing,
  * negative, past the packed rows, longer than the planned maxima. Nothing faults; O (zeroed
  * first) and lse stay free of NaN, so no NaN row after Q, K or V (make_io) was read; and the
  * check names the first bad offset. */
@@ -865,7 +853,7 @@ static void test_ragged_prefill_bad_offsets(void **state)
   serving_io x;
   make_io(&c, &x);
   at_plan *plan = NULL;
-  plan_ragged_default(&x, &plan);
+  TU_OK(at_plan_create_serving(g_ctx, &x.shape, &x.layout, NULL, &plan));
   at_plan_info info;
   TU_OK(at_plan_describe(plan, &info));
   printf("  %s\n", info.impl);
@@ -909,7 +897,7 @@ static void test_ragged_prefill_plan_in_a_graph(void **state)
   serving_io x;
   make_io(&c, &x);
   at_plan *plan = NULL;
-  plan_ragged_default(&x, &plan);
+  TU_OK(at_plan_create_serving(g_ctx, &x.shape, &x.layout, NULL, &plan));
   expect_graph_replay_matches(plan, &x);
 }
 
