@@ -627,12 +627,12 @@ static void test_fa3_vt_family(void **state)
   }
   assert_true(n_vt >= 12);
   assert_true(first_in_cta > last_vt && last_in_cta < first_ws);
-  /* The default is .vt's 128x224, 3 stages at D=128 and 128x128, 2 stages at D=256; D=64 has no
-   * warp-specialized FP8 kernel and keeps the in-CTA one. */
+  /* The default is .vt's 192x96 (3 consumers), 2 stages at D=128 and 128x128, 2 stages at
+   * D=256; D=64 has no warp-specialized FP8 kernel and keeps the in-CTA one. */
   gen_variant def;
   TU_OK(gen_default_variant(&s, &t, &def));
   TU_OK(gen_variant_key(&def, key, sizeof key));
-  assert_string_equal(key, "fa3.e4m3.d128.none.g1.bm128.bn224.w8.s3.ws.vt.obf16");
+  assert_string_equal(key, "fa3.e4m3.d128.none.g1.bm192.bn96.w12.s2.ws.vt.obf16");
   s.head_dim = 256;
   TU_OK(gen_default_variant(&s, &t, &def));
   TU_OK(gen_variant_key(&def, key, sizeof key));
