@@ -357,4 +357,34 @@ at_status rt_naive_run_serving(const rt_naive *naive, const at_shape *shape, con
                                const at_serving_tensors *t, const rt_naive_descales *fp8, CUdeviceptr scratch,
                                CUstream stream);
 
+/* ---- comparing an output with its reference on the GPU (templates/compare.cu) ----------------- */
+
+/* One module per output dtype on the current context, with its own device sums. */
+typedef struct rt_compare {
+  at_dtype out_dtype;
+  CUmodule module;
+  CUfunction fn;
+  CUdeviceptr sums; /* 2 fp64 sums and a count */
+  CUdevice device;
+  unsigned blocks;
+} rt_compare;
+
+/* Over the entries whose decoded output is finite: sum (out - ref)^2 and sum ref^2; and how many
+ * are NaN or infinite. */
+typedef struct rt_compare_sums {
+  double diff2, ref2;
+  unsigned long long nonfinite;
+} rt_compare_sums;
+
+at_status rt_compare_source(at_dtype out_dtype, char **source); /* caller frees */
+at_status rt_compare_create(const char *arch, at_dtype out_dtype, rt_compare *c);
+void rt_compare_destroy(rt_compare *c);
+/* ref: n fp32; out: n entries of c's dtype, compared as decode(out) * descale. Synchronous (the
+ * NULL stream): call it after the output's kernels have finished. */
+at_status rt_compare_run(const rt_compare *c, CUdeviceptr ref, CUdeviceptr out, float descale, size_t n,
+                         rt_compare_sums *sums);
+/* sqrt(diff2 / ref2) (sqrt(diff2) when ref2 is 0); infinite when any entry is not finite, as
+ * tuner/reference.c's tn_compare. */
+double rt_compare_rel_l2(const rt_compare_sums *s);
+
 #endif /* AT_RUNTIME_RT_H */

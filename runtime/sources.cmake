@@ -7,6 +7,7 @@ set(AT_RUNTIME_SOURCES
   runtime/launch.c
   runtime/timing.c
   runtime/naive.c
+  runtime/compare.c
   runtime/cudnn.c
   runtime/cudnn_sdpa.c
   runtime/fp8.c

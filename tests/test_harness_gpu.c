@@ -11,7 +11,10 @@
  *      (bf16 output) is compared with it; cuDNN is timed. A refusal (below sm_90 cuDNN has no FP8
  *      attention) must be AT_ERR_UNSUPPORTED and name the FP8 graph; on sm_90 and newer E4M3
  *      must run;
- *   3. the single fused op has no FP8 form: refused with a message that says what to use.
+ *   3. the single fused op has no FP8 form: refused with a message that says what to use;
+ *   4. the comparison on the GPU (runtime/compare.c), which tn_harness_verify uses, gives the
+ *      host's tn_compare figure for fresh random outputs of every 16-bit and FP8 dtype (with a
+ *      descale), and infinity when one entry is NaN.
  *
  * The errors are printed, so a run on the GPU shows how much of the tolerance cuDNN's FP8 output
  * takes (tests/test_reference.c predicts E4M3 ~3.7e-2, E5M2 ~7e-2).
@@ -186,12 +189,63 @@ static void test_fp8_unified_refused(void **state)
   tn_harness_close(&h);
 }
 
+/* n fresh values in [-2, 2) as dtype bytes (packed) and decoded back times descale (got). */
+static void random_output(at_dtype dtype, float descale, size_t n, void *packed, float *got)
+{
+  tn_rng rng = tn_rng_seeded(tu_next_seed());
+  for (size_t i = 0; i < n; i++) got[i] = tn_rng_uniform(&rng, -2.0f, 2.0f);
+  TU_OK(tn_pack(dtype, got, n, packed));
+  TU_OK(tn_decode_output(dtype, descale, packed, n, got));
+}
+
+static void test_compare_on_gpu_matches_host(void **state)
+{
+  (void)state;
+  if (!tu_have_gpu) skip();
+  const size_t n = 3 * 100003; /* not a multiple of a block or of the grid's stride */
+  const at_dtype dtypes[] = {AT_DTYPE_BF16, AT_DTYPE_F16, AT_DTYPE_E4M3, AT_DTYPE_E5M2, AT_DTYPE_F32};
+  float *ref = malloc(n * sizeof(float)), *got = malloc(n * sizeof(float));
+  double *ref64 = malloc(n * sizeof(double));
+  void *packed = malloc(n * sizeof(float));
+  assert_true(ref && got && ref64 && packed);
+  tn_rng rng = tn_rng_seeded(tu_next_seed());
+  for (size_t i = 0; i < n; i++) ref[i] = tn_rng_uniform(&rng, -2.0f, 2.0f), ref64[i] = ref[i];
+  CUdeviceptr d_ref = 0, d_out = 0;
+  TU_OK(rt_alloc(&d_ref, n * sizeof(float)));
+  TU_OK(rt_alloc(&d_out, n * sizeof(float)));
+  TU_OK(rt_upload(d_ref, ref, n * sizeof(float)));
+  for (size_t k = 0; k < sizeof dtypes / sizeof *dtypes; k++) {
+    const at_dtype dt = dtypes[k];
+    const float descale = at_dtype_is_fp8(dt) ? 1.0f / 64 : 1.0f;
+    rt_compare c;
+    rt_compare_sums sums;
+    TU_OK(rt_compare_create(tu_gpu.arch, dt, &c));
+    random_output(dt, descale, n, packed, got);
+    TU_OK(rt_upload(d_out, packed, n * at_dtype_size(dt)));
+    TU_OK(rt_compare_run(&c, d_ref, d_out, descale, n, &sums));
+    const double host = tn_compare(ref64, got, n).rel_l2, gpu = rt_compare_rel_l2(&sums);
+    printf("  %s: rel L2 %.6e on the GPU, %.6e on the host\n", at_dtype_name(dt), gpu, host);
+    assert_int_equal(sums.nonfinite, 0);
+    assert_true(host > 0.1 && fabs(gpu - host) <= 1e-9 * host);
+    /* One NaN entry (a poisoned byte pattern) anywhere makes it infinite, as on the host. */
+    memset((unsigned char *)packed + (n / 2) * at_dtype_size(dt), 0xff, at_dtype_size(dt));
+    TU_OK(rt_upload(d_out, packed, n * at_dtype_size(dt)));
+    TU_OK(rt_compare_run(&c, d_ref, d_out, descale, n, &sums));
+    assert_int_equal(sums.nonfinite, 1);
+    assert_true(isinf(rt_compare_rel_l2(&sums)));
+    rt_compare_destroy(&c);
+  }
+  rt_free(d_ref), rt_free(d_out);
+  free(ref), free(got), free(ref64), free(packed);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_bf16_baseline),
       cmocka_unit_test(test_fp8_baseline),
       cmocka_unit_test(test_fp8_unified_refused),
+      cmocka_unit_test(test_compare_on_gpu_matches_host),
   };
   return TU_RUN_GROUP(tests, tu_gpu_setup, tu_gpu_teardown);
 }

@@ -1,4 +1,5 @@
-/* test_nvrtc.c — NVRTC compiles the naive kernels for sm_80 and sm_90a with no GPU present. */
+/* test_nvrtc.c — NVRTC compiles the naive kernels and the output comparison (templates/compare.cu)
+ * for sm_80 and sm_90a with no GPU present. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -67,6 +68,31 @@ static void test_fp8_kv_naive_compiles(void **state)
   assert_null(source);
 }
 
+/* The comparison of every output dtype compiles, spill-free (FP8 outputs exist only where FP8
+ * kernels run, sm_89 and newer: common.cuh decodes them with cvt); an unknown dtype is refused. */
+static void test_compare_compiles(void **state)
+{
+  (void)state;
+  const char *archs[] = {"sm_80", "sm_90a"};
+  for (int a = 0; a < 2; a++)
+    for (int d = AT_DTYPE_F32; d <= AT_DTYPE_E5M2; d++) {
+      if (a == 0 && at_dtype_is_fp8((at_dtype)d)) continue;
+      char *source = NULL;
+      rt_binary bin;
+      TU_OK(rt_compare_source((at_dtype)d, &source));
+      TU_OK(rt_compile(source, "compare.cu", archs[a], NULL, 0, &bin));
+      const rt_kernel_resources *r = rt_binary_kernel(&bin, "at_compare");
+      if (!r) fail_msg("no resource report for at_compare (%s) on %s; log:\n%s", at_dtype_name((at_dtype)d),
+                       archs[a], bin.log);
+      assert_int_equal(r->spill_store_bytes, 0);
+      rt_binary_free(&bin);
+      free(source);
+    }
+  char *source = NULL;
+  assert_int_equal(rt_compare_source((at_dtype)9, &source), AT_ERR_INVALID);
+  assert_null(source);
+}
+
 static void test_compile_error_keeps_the_log(void **state)
 {
   (void)state;
@@ -114,6 +140,7 @@ int main(void)
       cmocka_unit_test(test_naive_compiles_for_sm80_and_sm90a),
       cmocka_unit_test(test_fp8_naive_compiles_for_sm90a),
       cmocka_unit_test(test_fp8_kv_naive_compiles),
+      cmocka_unit_test(test_compare_compiles),
       cmocka_unit_test(test_compile_error_keeps_the_log),
       cmocka_unit_test(test_bad_architecture_is_refused),
       cmocka_unit_test(test_nvrtc_version),

@@ -74,6 +74,9 @@ void tn_harness_close(tn_harness *h)
 {
   for (int i = 0; i < h->n_sets; i++) rt_free(h->q[i]), rt_free(h->k[i]), rt_free(h->v[i]);
   rt_free(h->o), rt_free(h->lse), rt_free(h->scratch), rt_free(h->cover), rt_free(h->fp8_scalars);
+  rt_free(h->ref_o_dev), rt_free(h->cudnn_o_dev);
+  for (int i = 0; i <= AT_DTYPE_E5M2; i++)
+    if (h->compare[i].module) rt_compare_destroy(&h->compare[i]);
   if (h->cudnn) rt_cudnn_sdpa_destroy(h->cudnn);
   free(h->ref_o), free(h->ref_lse), free(h->cudnn_o), free(h->got);
   memset(h, 0, sizeof *h);
@@ -96,6 +99,15 @@ static at_status to_double(const float *x, size_t n, double **out)
   return AT_OK;
 }
 
+/* n fp32 values of host staging into *dev (allocated on first use, kept for the harness). */
+static at_status keep_on_device(const float *x, size_t n, CUdeviceptr *dev)
+{
+  at_status rc;
+  if (!*dev && (rc = rt_alloc(dev, n * sizeof(float))) != AT_OK)
+    return at_fail_context(rc, "a device copy of %zu reference values", n);
+  return rt_upload(*dev, x, n * sizeof(float));
+}
+
 at_status tn_harness_make_reference(tn_harness *h)
 {
   rt_naive ref;
@@ -112,6 +124,7 @@ at_status tn_harness_make_reference(tn_harness *h)
   if (rc != AT_OK) return rc;
   if ((rc = rt_download(h->got, h->o, h->n_q * sizeof(float))) != AT_OK) return rc;
   if ((rc = to_double(h->got, h->n_q, &h->ref_o)) != AT_OK) return rc;
+  if ((rc = keep_on_device(h->got, h->n_q, &h->ref_o_dev)) != AT_OK) return rc;
   if ((rc = rt_download(h->got, h->lse, h->n_lse * sizeof(float))) != AT_OK) return rc;
   return to_double(h->got, h->n_lse, &h->ref_lse);
 }
@@ -245,6 +258,18 @@ static at_status download_output(tn_harness *h, const tn_impl *impl)
   return rc;
 }
 
+/* The compare module for outputs of dtype, compiled on first use. */
+static at_status compare_for(tn_harness *h, at_dtype dtype, rt_compare **out)
+{
+  if ((unsigned)dtype > AT_DTYPE_E5M2) return at_fail(AT_ERR_INVALID, "unknown output dtype %d", (int)dtype);
+  rt_compare *c = &h->compare[dtype];
+  at_status rc;
+  if (!c->module && (rc = rt_compare_create(h->ctx->arch, dtype, c)) != AT_OK)
+    return at_fail_context(rc, "the %s output comparison", at_dtype_name(dtype));
+  *out = c;
+  return AT_OK;
+}
+
 at_status tn_harness_verify(tn_harness *h, tn_impl *impl, double *err_naive, double *err_cudnn)
 {
   at_status rc;
@@ -254,9 +279,15 @@ at_status tn_harness_verify(tn_harness *h, tn_impl *impl, double *err_naive, dou
   if ((rc = rt_fill_u8(h->lse, 0xFF, h->n_lse * sizeof(float))) != AT_OK) return rc;
   if ((rc = tn_impl_launch(h, impl, 0, NULL)) != AT_OK) return rc;
   if ((rc = rt_ctx_sync(h->ctx)) != AT_OK) return rc;
-  if ((rc = download_output(h, impl)) != AT_OK) return rc;
-  *err_naive = tn_compare(h->ref_o, h->got, h->n_q).rel_l2;
-  if (h->cudnn_o) *err_cudnn = tn_compare(h->cudnn_o, h->got, h->n_q).rel_l2;
+  rt_compare *cmp = NULL;
+  rt_compare_sums sums;
+  if ((rc = compare_for(h, impl->out_dtype, &cmp)) != AT_OK) return rc;
+  if ((rc = rt_compare_run(cmp, h->ref_o_dev, h->o, impl->out_descale, h->n_q, &sums)) != AT_OK) return rc;
+  *err_naive = rt_compare_rel_l2(&sums);
+  if (h->cudnn_o_dev) {
+    if ((rc = rt_compare_run(cmp, h->cudnn_o_dev, h->o, impl->out_descale, h->n_q, &sums)) != AT_OK) return rc;
+    *err_cudnn = rt_compare_rel_l2(&sums);
+  }
   if (h->shape.with_lse) {
     if ((rc = rt_download(h->got, h->lse, h->n_lse * sizeof(float))) != AT_OK) return rc;
     double e = tn_compare_lse(h->ref_lse, h->got, h->n_lse).rel_l2;
@@ -268,8 +299,8 @@ at_status tn_harness_verify(tn_harness *h, tn_impl *impl, double *err_naive, dou
 at_status tn_harness_keep_cudnn_output(tn_harness *h, const tn_impl *cudnn)
 {
   at_status rc = download_output(h, cudnn);
-  if (rc != AT_OK) return rc;
-  return to_double(h->got, h->n_q, &h->cudnn_o);
+  if (rc != AT_OK || (rc = to_double(h->got, h->n_q, &h->cudnn_o)) != AT_OK) return rc;
+  return keep_on_device(h->got, h->n_q, &h->cudnn_o_dev);
 }
 
 typedef struct launch_ctx {

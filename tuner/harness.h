@@ -33,6 +33,10 @@ typedef struct tn_harness {
   double *ref_o, *ref_lse; /* naive fp32 reference on set 0 (host); NULL until made */
   double *cudnn_o;         /* cuDNN's output on set 0 (host, decoded); NULL when cuDNN did not run */
   float *got;              /* host staging */
+  /* The same two on the device (fp32) and a compare module per output dtype, made on first use:
+   * tn_harness_verify reduces on the GPU and copies back two sums, not the output. */
+  CUdeviceptr ref_o_dev, cudnn_o_dev;
+  rt_compare compare[AT_DTYPE_E5M2 + 1];
   rt_cudnn_sdpa *cudnn;    /* created on first use */
   /* FP8 shapes: cuDNN's scales and amax outputs, one fp32 each 16 bytes apart (cuDNN aligns its
    * tensors), and the arguments pointing into them; allocated with the first cuDNN FP8 plan. */
