@@ -86,11 +86,20 @@ static at_shape decode_shape(int s, at_dtype kv)
                     .dtype = AT_DTYPE_BF16, .kv_dtype = kv};
 }
 
+/* The cache file and the -wal and -shm files SQLite keeps beside it. */
+static void remove_cache_files(void)
+{
+  char side[sizeof g_path + 8];
+  unlink(g_path);
+  snprintf(side, sizeof side, "%s-wal", g_path), unlink(side);
+  snprintf(side, sizeof side, "%s-shm", g_path), unlink(side);
+}
+
 static int setup(void **state)
 {
   (void)state;
   snprintf(g_path, sizeof g_path, "/tmp/attntune-lookup-%d.db", (int)getpid());
-  unlink(g_path);
+  remove_cache_files();
   gen_templates_version(g_templates, sizeof g_templates);
   if (gen_target_for_arch("sm_90a", &g_target) != AT_OK) return -1;
   cache_db *db;
@@ -128,7 +137,7 @@ static int setup(void **state)
 static int teardown(void **state)
 {
   (void)state;
-  unlink(g_path);
+  remove_cache_files();
   return 0;
 }
 
