@@ -98,3 +98,117 @@ void rt_compiled_free(rt_compiled *c, int n)
 {
   for (int i = 0; i < n; i++) rt_binary_free(&c[i].binary);
 }
+
+/* ---- compiled once per process: the memo ------------------------------------------------------ */
+
+at_status rt_compiled_copy(const rt_compiled *src, rt_compiled *dst)
+{
+  *dst = *src;
+  memset(&dst->binary, 0, sizeof dst->binary);
+  dst->binary.n_kernels = src->binary.n_kernels;
+  memcpy(dst->binary.kernels, src->binary.kernels, sizeof dst->binary.kernels);
+  const size_t log_size = src->binary.log ? strlen(src->binary.log) + 1 : 0;
+  if (src->binary.cubin_size) dst->binary.cubin = malloc(src->binary.cubin_size);
+  if (log_size) dst->binary.log = malloc(log_size);
+  if ((src->binary.cubin_size && !dst->binary.cubin) || (log_size && !dst->binary.log)) {
+    rt_binary_free(&dst->binary);
+    dst->status = AT_ERR_NOMEM;
+    snprintf(dst->message, sizeof dst->message, "no memory for a copy of %s's %zu-byte cubin", src->key,
+             src->binary.cubin_size);
+    return at_fail(AT_ERR_NOMEM, "%s", dst->message);
+  }
+  if (src->binary.cubin_size) memcpy(dst->binary.cubin, src->binary.cubin, src->binary.cubin_size);
+  dst->binary.cubin_size = src->binary.cubin_size;
+  if (log_size) memcpy(dst->binary.log, src->binary.log, log_size);
+  return AT_OK;
+}
+
+/* Entries never move (a list), so a thread can wait on one while others are added. */
+typedef struct memo_entry {
+  gen_target target;
+  char key[GEN_KEY_MAX];
+  int done; /* compiled (well or not): c is final */
+  rt_compiled c;
+  struct memo_entry *next;
+} memo_entry;
+
+struct rt_compile_memo {
+  pthread_mutex_t lock;
+  pthread_cond_t compiled;
+  memo_entry *head;
+  int hits, compiles;
+};
+
+at_status rt_compile_memo_create(rt_compile_memo **out)
+{
+  rt_compile_memo *m = calloc(1, sizeof *m);
+  if (!m) return at_fail(AT_ERR_NOMEM, "no memory for the compile memo");
+  pthread_mutex_init(&m->lock, NULL);
+  pthread_cond_init(&m->compiled, NULL);
+  *out = m;
+  return AT_OK;
+}
+
+void rt_compile_memo_destroy(rt_compile_memo *m)
+{
+  if (!m) return;
+  for (memo_entry *e = m->head, *next; e; e = next) {
+    next = e->next;
+    rt_compiled_free(&e->c, 1);
+    free(e);
+  }
+  pthread_mutex_destroy(&m->lock);
+  pthread_cond_destroy(&m->compiled);
+  free(m);
+}
+
+void rt_compile_memo_counts(rt_compile_memo *m, int *hits, int *compiles)
+{
+  pthread_mutex_lock(&m->lock);
+  *hits = m->hits, *compiles = m->compiles;
+  pthread_mutex_unlock(&m->lock);
+}
+
+static int same_target(const gen_target *a, const gen_target *b)
+{
+  return strcmp(a->arch, b->arch) == 0 && a->cc_major == b->cc_major && a->cc_minor == b->cc_minor &&
+         a->smem_limit == b->smem_limit && a->sm_count == b->sm_count;
+}
+
+void rt_compile_memoized(rt_compile_memo *m, const gen_variant *v, const gen_target *target, rt_compiled *out)
+{
+  char key[GEN_KEY_MAX];
+  if (gen_variant_key(v, key, sizeof key) != AT_OK) {
+    compile_one(v, target, out); /* it fails the same way, with the message */
+    return;
+  }
+  pthread_mutex_lock(&m->lock);
+  memo_entry *e = m->head;
+  while (e && !(strcmp(e->key, key) == 0 && same_target(&e->target, target))) e = e->next;
+  if (e) {
+    /* Another thread may be compiling it: wait for that rather than compile it twice. */
+    while (!e->done) pthread_cond_wait(&m->compiled, &m->lock);
+    m->hits++;
+    pthread_mutex_unlock(&m->lock);
+    rt_compiled_copy(&e->c, out);
+    out->variant = *v;
+    return;
+  }
+  e = calloc(1, sizeof *e);
+  if (!e) {
+    pthread_mutex_unlock(&m->lock);
+    compile_one(v, target, out); /* no room to remember it: compile it anyway */
+    return;
+  }
+  e->target = *target;
+  snprintf(e->key, sizeof e->key, "%s", key);
+  e->next = m->head, m->head = e;
+  m->compiles++;
+  pthread_mutex_unlock(&m->lock);
+  compile_one(v, target, &e->c);
+  rt_compiled_copy(&e->c, out);
+  pthread_mutex_lock(&m->lock);
+  e->done = 1;
+  pthread_cond_broadcast(&m->compiled);
+  pthread_mutex_unlock(&m->lock);
+}

@@ -176,6 +176,23 @@ typedef struct rt_compiled {
 at_status rt_compile_all(const gen_variant *variants, int n, const gen_target *target, int jobs,
                          rt_compiled *out);
 void rt_compiled_free(rt_compiled *c, int n);
+/* dst = a deep copy of src (its cubin and log duplicated; free it with rt_compiled_free). On
+ * AT_ERR_NOMEM dst has no binary and says so in its status and message. */
+at_status rt_compiled_copy(const rt_compiled *src, rt_compiled *dst);
+
+/* Variants compiled at most once per (key, target) for as long as the memo lives, whichever
+ * thread asks: a tuning run's shapes that list the same keys (B1 and B2 of one head dim, mask and
+ * GQA ratio) and its GPUs share the compiles. The generated source depends on the variant and
+ * the target only, so a key's cubin is the same for every shape. Thread-safe; a thread asking
+ * for a key another is compiling waits for that compile. */
+typedef struct rt_compile_memo rt_compile_memo;
+at_status rt_compile_memo_create(rt_compile_memo **memo);
+void rt_compile_memo_destroy(rt_compile_memo *memo);
+/* out = v compiled for target (a copy of the memo's, which keeps the first compile's status,
+ * message, resources and compile_ms); out->variant is v. */
+void rt_compile_memoized(rt_compile_memo *memo, const gen_variant *v, const gen_target *target, rt_compiled *out);
+/* How many requests were served from the memo, and how many compiles it ran. */
+void rt_compile_memo_counts(rt_compile_memo *memo, int *hits, int *compiles);
 
 /* A variant's module on the current context and its entry points in launch order. */
 typedef struct rt_variant {

@@ -6,6 +6,7 @@
 #include <stdint.h>
 
 #include <cmocka.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -93,6 +94,76 @@ static void test_compare_compiles(void **state)
   assert_null(source);
 }
 
+/* The compile memo: one variant asked for by four threads at once compiles once, and every copy
+ * is the same cubin with its resources; another target compiles apart; a variant that cannot be
+ * emitted is remembered with its message; a copy outlives the memo. */
+typedef struct memo_ask {
+  rt_compile_memo *memo;
+  gen_variant v;
+  gen_target t;
+  rt_compiled out;
+} memo_ask;
+
+static void *ask_memo(void *arg)
+{
+  memo_ask *a = arg;
+  rt_compile_memoized(a->memo, &a->v, &a->t, &a->out);
+  return NULL;
+}
+
+static void test_compile_memo(void **state)
+{
+  (void)state;
+  rt_compile_memo *memo;
+  TU_OK(rt_compile_memo_create(&memo));
+  memo_ask asks[5];
+  pthread_t threads[5];
+  gen_target sm90 = tu_sm90(), sm80;
+  TU_OK(gen_target_for_arch("sm_80", &sm80));
+  for (int i = 0; i < 5; i++) {
+    asks[i].memo = memo;
+    TU_OK(gen_variant_parse("fa2.bf16.d64.none.g1.bm64.bn64.w4.s2", &asks[i].v));
+    asks[i].t = i < 4 ? sm90 : sm80;
+    assert_int_equal(pthread_create(&threads[i], NULL, ask_memo, &asks[i]), 0);
+  }
+  for (int i = 0; i < 5; i++) pthread_join(threads[i], NULL);
+  int hits = -1, compiles = -1;
+  rt_compile_memo_counts(memo, &hits, &compiles);
+  assert_int_equal(compiles, 2); /* sm_90a once, sm_80 once */
+  assert_int_equal(hits, 3);
+  for (int i = 0; i < 5; i++) {
+    TU_OK(asks[i].out.status);
+    assert_string_equal(asks[i].out.key, "fa2.bf16.d64.none.g1.bm64.bn64.w4.s2");
+    assert_true(asks[i].out.binary.cubin_size > 1000);
+    assert_true(asks[i].out.resources.registers > 0);
+  }
+  for (int i = 1; i < 4; i++) {
+    assert_int_equal(asks[i].out.binary.cubin_size, asks[0].out.binary.cubin_size);
+    assert_ptr_not_equal(asks[i].out.binary.cubin, asks[0].out.binary.cubin); /* copies, not shared */
+    assert_memory_equal(asks[i].out.binary.cubin, asks[0].out.binary.cubin, asks[0].out.binary.cubin_size);
+  }
+  /* A tile the shared memory cannot hold fails at emission; asked again, the memo answers. */
+  memo_ask bad = {.memo = memo, .t = sm80};
+  TU_OK(gen_variant_parse("fa2.bf16.d256.none.g1.bm128.bn256.w8.s4", &bad.v));
+  rt_compiled again;
+  rt_compile_memoized(memo, &bad.v, &bad.t, &bad.out);
+  rt_compile_memoized(memo, &bad.v, &bad.t, &again);
+  assert_int_not_equal(bad.out.status, AT_OK);
+  assert_int_equal(again.status, bad.out.status);
+  assert_string_equal(again.message, bad.out.message);
+  assert_true(strlen(again.message) > 0);
+  rt_compile_memo_counts(memo, &hits, &compiles);
+  assert_int_equal(compiles, 3);
+  assert_int_equal(hits, 4);
+  rt_compile_memo_destroy(memo);
+  /* The copies are the callers': still readable after the memo is gone (ASan checks it). */
+  for (int i = 0; i < 5; i++) {
+    assert_memory_equal(asks[i].out.binary.cubin, "\x7f" "ELF", 4);
+    rt_compiled_free(&asks[i].out, 1);
+  }
+  rt_compiled_free(&bad.out, 1), rt_compiled_free(&again, 1);
+}
+
 static void test_compile_error_keeps_the_log(void **state)
 {
   (void)state;
@@ -141,6 +212,7 @@ int main(void)
       cmocka_unit_test(test_fp8_naive_compiles_for_sm90a),
       cmocka_unit_test(test_fp8_kv_naive_compiles),
       cmocka_unit_test(test_compare_compiles),
+      cmocka_unit_test(test_compile_memo),
       cmocka_unit_test(test_compile_error_keeps_the_log),
       cmocka_unit_test(test_bad_architecture_is_refused),
       cmocka_unit_test(test_nvrtc_version),

@@ -100,6 +100,7 @@ typedef struct tune_run {
   int n_devices;
   at_status failure; /* first fatal error of any device thread */
   char failure_message[1024];
+  rt_compile_memo *memo; /* every shape's and GPU's compiles: a key compiles once per run */
 } tune_run;
 
 typedef struct device_job {
@@ -262,6 +263,7 @@ static at_status run_candidate(device_job *job, const rt_compiled *c, int reps, 
 typedef struct pipeline {
   const gen_variant *variants;
   const gen_target *target;
+  rt_compile_memo *memo;
   rt_compiled *out;
   char *wanted; /* compile only these */
   char *ready;
@@ -280,7 +282,7 @@ static void *pipeline_thread(void *arg)
     int i = p->next++;
     pthread_mutex_unlock(&p->lock);
     if (i >= p->n) return NULL;
-    if (p->wanted[i]) rt_compile_all(&p->variants[i], 1, p->target, 1, &p->out[i]);
+    if (p->wanted[i]) rt_compile_memoized(p->memo, &p->variants[i], p->target, &p->out[i]);
     pthread_mutex_lock(&p->lock);
     p->ready[i] = 1;
     pthread_cond_broadcast(&p->done);
@@ -291,10 +293,10 @@ static void *pipeline_thread(void *arg)
 static void pipeline_finish(pipeline *p); /* pipeline_start cleans up with it on failure */
 
 static at_status pipeline_start(pipeline *p, const gen_variant *vs, int n, const gen_target *target,
-                                const char *wanted, int jobs)
+                                const char *wanted, int jobs, rt_compile_memo *memo)
 {
   memset(p, 0, sizeof *p);
-  p->variants = vs, p->n = n, p->target = target;
+  p->variants = vs, p->n = n, p->target = target, p->memo = memo;
   p->out = calloc((size_t)n + 1, sizeof *p->out);
   p->ready = calloc((size_t)n + 1, 1);
   p->wanted = calloc((size_t)n + 1, 1);
@@ -335,7 +337,7 @@ static rt_compiled *pipeline_need(pipeline *p, int i)
 {
   rt_compiled *c = pipeline_wait(p, i);
   if (!p->wanted[i]) {
-    rt_compile_all(&p->variants[i], 1, p->target, 1, c);
+    rt_compile_memoized(p->memo, &p->variants[i], p->target, c);
     p->wanted[i] = 1;
   }
   return c;
@@ -803,7 +805,8 @@ static at_status tune_shape(device_job *job, int index)
   if (!prepare_inputs_and_references(&st)) return AT_OK;
   if ((rc = time_baselines(&st)) != AT_OK) return rc;
   rc = choose_candidates(&st);
-  if (rc == AT_OK) rc = pipeline_start(&st.pipe, st.vs, st.n, &job->target, st.wanted, job->run->opts->jobs);
+  if (rc == AT_OK) rc = pipeline_start(&st.pipe, st.vs, st.n, &job->target, st.wanted, job->run->opts->jobs,
+                                        job->run->memo);
   if (rc != AT_OK) {
     free(st.trials), free(st.known), free(st.wanted);
     return rc;
@@ -906,10 +909,13 @@ static void print_summary(const tune_run *run)
     printf("%-46s %-42s %9.4f %8.1f %9s %9s %8s\n", key, r->best_impl, r->best_ms, tflops, fa2, cudnn, speedup);
   }
   const run_stats *st = &run->stats;
+  int memo_hits = 0, nvrtc_runs = 0;
+  rt_compile_memo_counts(run->memo, &memo_hits, &nvrtc_runs);
   printf("\n%d shapes tuned, %d skipped (done earlier); candidates: %d compiled, %d failed to "
-         "compile, %d verified and timed, %d wrong, %d crashed, %d timed out; wall %.1f s\n",
-         st->shapes_done, st->skipped, st->compiled, st->compile_failed, st->timed, st->wrong,
-         st->crashed, st->timeouts, wall_s() - run->started);
+         "compile, %d verified and timed, %d wrong, %d crashed, %d timed out; NVRTC ran %d times (%d "
+         "candidates' keys were compiled for an earlier shape); wall %.1f s\n",
+         st->shapes_done, st->skipped, st->compiled, st->compile_failed, st->timed, st->wrong, st->crashed,
+         st->timeouts, nvrtc_runs, memo_hits, wall_s() - run->started);
 }
 
 int tn_tune_run(const tn_config *cfg, const tn_tune_opts *opts, const int *devices, int n_devices)
@@ -930,7 +936,7 @@ int tn_tune_run(const tn_config *cfg, const tn_tune_opts *opts, const int *devic
     free(run.results), free(run.order), free(jobs), free(threads);
     return TN_EXIT_RUNTIME;
   }
-  if (tn_work_order(cfg, run.order) != AT_OK) {
+  if (tn_work_order(cfg, run.order) != AT_OK || rt_compile_memo_create(&run.memo) != AT_OK) {
     fprintf(stderr, "attntune tune: %s\n", at_last_error());
     free(run.results), free(run.order), free(jobs), free(threads);
     return TN_EXIT_RUNTIME;
@@ -968,6 +974,7 @@ int tn_tune_run(const tn_config *cfg, const tn_tune_opts *opts, const int *devic
     code = 130;
   }
   pthread_mutex_destroy(&run.lock);
+  rt_compile_memo_destroy(run.memo);
   free(run.results), free(run.order), free(jobs), free(threads);
   return code;
 }
