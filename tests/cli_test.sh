@@ -116,6 +116,7 @@ quick=$(dirname "$0")/../configs/quick.yaml
 expect 0 "9 shapes" -- tune "$quick" --dry-run
 expect 0 "b2.t1024.s1024.hq16.hkv16.d64.bf16.none  *quick  *8 (fa3 8)  *12.0 MiB" -- tune "$quick" --dry-run
 expect 0 "total: 9 shapes, 72 candidates, 427819008 bytes of Q, K and V (408.0 MiB)" -- tune "$quick" --dry-run
+expect 0 "^[0-9][0-9]* distinct variant keys: at most this many NVRTC runs" -- tune "$quick" --dry-run
 expect 0 "quick-gqa  *4 (fa2 4) " -- tune "$quick" --dry-run --arch sm_80
 expect 2 "--arch: architecture 'sm_12' is too old" -- tune "$quick" --dry-run --arch sm_12
 expect 2 "--arch applies to --dry-run only" -- tune "$quick" --arch sm_80

@@ -67,6 +67,30 @@ static void format_bytes(double bytes, char *buf, size_t size)
   else snprintf(buf, size, "%.1f %s", v, UNITS[u]);
 }
 
+/* Keys seen so far, to count the NVRTC runs a tuning run makes (its compile memo compiles each
+ * key once). A linear search: a config lists at most a few thousand candidates. */
+typedef struct key_set {
+  char (*keys)[GEN_KEY_MAX];
+  int n, cap;
+} key_set;
+
+static at_status key_set_add(key_set *ks, const gen_variant *v)
+{
+  char key[GEN_KEY_MAX];
+  at_status rc = gen_variant_key(v, key, sizeof key);
+  if (rc != AT_OK) return rc;
+  for (int i = 0; i < ks->n; i++)
+    if (strcmp(ks->keys[i], key) == 0) return AT_OK;
+  if (ks->n == ks->cap) {
+    int cap = ks->cap ? 2 * ks->cap : 256;
+    void *grown = realloc(ks->keys, (size_t)cap * sizeof *ks->keys);
+    if (!grown) return at_fail(AT_ERR_NOMEM, "no memory for %d variant keys", cap);
+    ks->keys = grown, ks->cap = cap;
+  }
+  snprintf(ks->keys[ks->n++], GEN_KEY_MAX, "%s", key);
+  return AT_OK;
+}
+
 /* --dry-run: the expanded config and the work a run would do, without the driver. */
 static int dry_run(const tn_config *cfg, const char *arch, int shard_count, int all, const int *devices,
                    int n_devices)
@@ -85,6 +109,7 @@ static int dry_run(const tn_config *cfg, const char *arch, int shard_count, int 
   long long total_candidates = 0;
   double total_bytes = 0;
   int without = 0;
+  key_set distinct = {0};
   for (int i = 0; i < cfg->n_shapes; i++) {
     const at_shape *s = &cfg->shapes[i];
     char key[TN_SHAPE_KEY_CAP], what[512], size[32];
@@ -99,6 +124,12 @@ static int dry_run(const tn_config *cfg, const char *arch, int shard_count, int 
     } else {
       int per[GEN_FAMILY_COUNT] = {0}, used = 0;
       for (int k = 0; k < n; k++) per[vs[k].family]++;
+      for (int k = 0; k < n; k++)
+        if ((rc = key_set_add(&distinct, &vs[k])) != AT_OK) {
+          free(distinct.keys);
+          fprintf(stderr, "attntune tune: %s\n", at_last_error());
+          return TN_EXIT_RUNTIME;
+        }
       used = snprintf(what, sizeof what, "%d", n);
       /* In the generator's order: the family of the first candidate first. */
       int first = 1;
@@ -122,7 +153,9 @@ static int dry_run(const tn_config *cfg, const char *arch, int shard_count, int 
   printf("total: %d shape%s, %lld candidate%s, %.0f bytes of Q, K and V (%s)", cfg->n_shapes,
          cfg->n_shapes == 1 ? "" : "s", total_candidates, total_candidates == 1 ? "" : "s", total_bytes, size);
   if (without) printf("; %d shape%s without fused candidates", without, without == 1 ? "" : "s");
-  printf("\n");
+  printf("\n%d distinct variant key%s: at most this many NVRTC runs (a run compiles each key once)\n",
+         distinct.n, distinct.n == 1 ? "" : "s");
+  free(distinct.keys);
   return TN_EXIT_OK;
 }
 
