@@ -12,25 +12,12 @@ enum { COMPARE_THREADS = 256, COMPARE_BLOCKS_PER_SM = 8 };
 
 at_status rt_compare_source(at_dtype out_dtype, char **source)
 {
-  size_t n_common = 0, n_body = 0;
-  const char *common = at_template_text("common.cuh", &n_common);
-  const char *body = at_template_text("compare.cu", &n_body);
   char preamble[160];
   *source = NULL;
-  if (!common || !body) return at_fail(AT_ERR_INVALID, "the compare template is not embedded in this build");
   if ((unsigned)out_dtype > AT_DTYPE_E5M2) return at_fail(AT_ERR_INVALID, "unknown output dtype %d", (int)out_dtype);
-  int n_pre = snprintf(preamble, sizeof preamble,
-                       "/* attntune compare: output %s */\n#define AT_IN_DTYPE %d\n#define AT_OUT_DTYPE %d\n",
-                       at_dtype_name(out_dtype), (int)out_dtype, (int)out_dtype);
-  char *text = malloc((size_t)n_pre + n_common + n_body + 2);
-  if (!text) return at_fail(AT_ERR_NOMEM, "no memory for the compare kernel source");
-  memcpy(text, preamble, (size_t)n_pre);
-  memcpy(text + n_pre, common, n_common);
-  text[n_pre + n_common] = '\n';
-  memcpy(text + n_pre + n_common + 1, body, n_body);
-  text[n_pre + n_common + 1 + n_body] = '\0';
-  *source = text;
-  return AT_OK;
+  snprintf(preamble, sizeof preamble, "/* attntune compare: output %s */\n#define AT_IN_DTYPE %d\n#define AT_OUT_DTYPE %d\n",
+           at_dtype_name(out_dtype), (int)out_dtype, (int)out_dtype);
+  return rt_template_source(preamble, "compare.cu", source);
 }
 
 at_status rt_compare_create(const char *arch, at_dtype out_dtype, rt_compare *c)

@@ -99,6 +99,27 @@ void rt_compiled_free(rt_compiled *c, int n)
   for (int i = 0; i < n; i++) rt_binary_free(&c[i].binary);
 }
 
+/* ---- the runtime's own kernels (naive.cu, compare.cu) ------------------------------------------ */
+
+at_status rt_template_source(const char *preamble, const char *body_name, char **source)
+{
+  size_t n_common = 0, n_body = 0;
+  const char *common = at_template_text("common.cuh", &n_common);
+  const char *body = at_template_text(body_name, &n_body);
+  *source = NULL;
+  if (!common || !body) return at_fail(AT_ERR_INVALID, "template %s is not embedded in this build", body_name);
+  const size_t n_pre = strlen(preamble);
+  char *text = malloc(n_pre + n_common + n_body + 2);
+  if (!text) return at_fail(AT_ERR_NOMEM, "no memory for the source of %s", body_name);
+  memcpy(text, preamble, n_pre);
+  memcpy(text + n_pre, common, n_common);
+  text[n_pre + n_common] = '\n';
+  memcpy(text + n_pre + n_common + 1, body, n_body);
+  text[n_pre + n_common + 1 + n_body] = '\0';
+  *source = text;
+  return AT_OK;
+}
+
 /* ---- compiled once per process: the memo ------------------------------------------------------ */
 
 at_status rt_compiled_copy(const rt_compiled *src, rt_compiled *dst)

@@ -35,12 +35,8 @@ at_status rt_naive_source(at_dtype in_dtype, at_dtype out_dtype, char **source)
 
 at_status rt_naive_source_kv(at_dtype in_dtype, at_dtype kv_dtype, at_dtype out_dtype, char **source)
 {
-  size_t n_common = 0, n_body = 0;
-  const char *common = at_template_text("common.cuh", &n_common);
-  const char *body = at_template_text("naive.cu", &n_body);
   char preamble[256];
   *source = NULL;
-  if (!common || !body) return at_fail(AT_ERR_INVALID, "naive templates are not embedded in this build");
   if (out_dtype != AT_DTYPE_F32 && out_dtype != AT_DTYPE_F16 && out_dtype != AT_DTYPE_BF16)
     return at_fail(AT_ERR_INVALID, "naive output dtype %s unsupported (expected f32, f16, bf16)",
                    at_dtype_name(out_dtype));
@@ -54,17 +50,9 @@ at_status rt_naive_source_kv(at_dtype in_dtype, at_dtype kv_dtype, at_dtype out_
                        "#define AT_OUT_DTYPE %d\n",
                        at_dtype_name(in_dtype), at_dtype_name(out_dtype), (int)in_dtype, (int)out_dtype);
   if (kv_dtype != in_dtype)
-    n_pre += snprintf(preamble + n_pre, sizeof preamble - (size_t)n_pre, "#define AT_KV_DTYPE %d /* K, V: %s */\n",
-                      (int)kv_dtype, at_dtype_name(kv_dtype));
-  char *text = malloc((size_t)n_pre + n_common + n_body + 2);
-  if (!text) return at_fail(AT_ERR_NOMEM, "no memory for the naive kernel source");
-  memcpy(text, preamble, (size_t)n_pre);
-  memcpy(text + n_pre, common, n_common);
-  text[n_pre + n_common] = '\n';
-  memcpy(text + n_pre + n_common + 1, body, n_body);
-  text[n_pre + n_common + 1 + n_body] = '\0';
-  *source = text;
-  return AT_OK;
+    snprintf(preamble + n_pre, sizeof preamble - (size_t)n_pre, "#define AT_KV_DTYPE %d /* K, V: %s */\n",
+             (int)kv_dtype, at_dtype_name(kv_dtype));
+  return rt_template_source(preamble, "naive.cu", source);
 }
 
 at_status rt_naive_create(const char *arch, at_dtype in_dtype, at_dtype out_dtype, rt_naive *naive)

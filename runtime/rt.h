@@ -374,6 +374,10 @@ at_status rt_naive_run_serving(const rt_naive *naive, const at_shape *shape, con
                                const at_serving_tensors *t, const rt_naive_descales *fp8, CUdeviceptr scratch,
                                CUstream stream);
 
+/* The source of one of the runtime's own kernels: preamble (its #defines), then common.cuh, then
+ * the template body_name ("naive.cu", "compare.cu"); the caller frees *source. */
+at_status rt_template_source(const char *preamble, const char *body_name, char **source);
+
 /* ---- comparing an output with its reference on the GPU (templates/compare.cu) ----------------- */
 
 /* One module per output dtype on the current context, with its own device sums. */
