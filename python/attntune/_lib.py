@@ -88,6 +88,39 @@ class PlanInfoC(ctypes.Structure):
     ]
 
 
+class ServingLayout(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("q_layout", c_int),  # at_seq_layout
+        ("kv_layout", c_int),
+        ("page_size", c_int),
+        ("max_pages_per_seq", c_int),
+        ("strides", Layout),
+    ]
+
+
+class ServingTensors(ctypes.Structure):
+    _fields_ = [
+        ("struct_size", c_size_t),
+        ("q", c_void_p),
+        ("k", c_void_p),
+        ("v", c_void_p),
+        ("o", c_void_p),
+        ("lse", c_void_p),
+        ("q_stride", Strides),
+        ("k_stride", Strides),
+        ("v_stride", Strides),
+        ("o_stride", Strides),
+        ("cu_seqlens_q", c_void_p),
+        ("cu_seqlens_kv", c_void_p),
+        ("block_table", c_void_p),
+        ("seqlens_kv", c_void_p),
+        ("total_q", c_int),
+        ("total_kv", c_int),
+        ("num_pages", c_int),
+    ]
+
+
 #: name in attntune.h -> ctypes class, for the layout test.
 STRUCTS = {
     "at_shape": Shape,
@@ -97,6 +130,8 @@ STRUCTS = {
     "at_plan_options": PlanOptions,
     "at_fp8_args": Fp8Args,
     "at_plan_info": PlanInfoC,
+    "at_serving_layout": ServingLayout,
+    "at_serving_tensors": ServingTensors,
 }
 
 
@@ -108,6 +143,9 @@ class LayoutRow(ctypes.Structure):
 DTYPES = {"f32": 0, "f16": 1, "bf16": 2, "e4m3": 3, "e5m2": 4}
 FP8_DTYPES = ("e4m3", "e5m2")
 MASKS = {"none": 0, "causal": 1, "causal-br": 2}
+# at_seq_layout values.
+SEQ_LAYOUTS = {"padded": 0, "ragged": 1, "paged": 2}
+PAGE_SIZES = (1, 16, 32, 64, 128, 256)
 
 
 # ---- loading ---------------------------------------------------------------------------------
@@ -155,6 +193,11 @@ py.atpy_plan_get.argtypes = [c_int, POINTER(Shape), POINTER(Layout), c_char_p, c
 py.atpy_plan_get.restype = c_int
 py.atpy_plan_run.argtypes = [c_void_p, POINTER(Tensors), POINTER(Fp8Args), c_void_p]
 py.atpy_plan_run.restype = c_int
+py.atpy_plan_get_serving.argtypes = [c_int, POINTER(Shape), POINTER(ServingLayout), c_char_p, c_char_p,
+                                     POINTER(c_void_p)]
+py.atpy_plan_get_serving.restype = c_int
+py.atpy_plan_run_serving.argtypes = [c_void_p, POINTER(ServingTensors), POINTER(Fp8Args), c_void_p]
+py.atpy_plan_run_serving.restype = c_int
 py.atpy_last_error.argtypes = []
 py.atpy_last_error.restype = c_char_p
 py.atpy_cache_size.argtypes = []

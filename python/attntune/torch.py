@@ -1,6 +1,9 @@
 """attntune for PyTorch: ``scaled_dot_product_attention`` with torch SDPA's layout (B, N, T, H),
 as the custom op ``torch.ops.attntune.sdpa`` (a fake implementation for torch.compile / meta
-tensors; runs on the current CUDA stream).
+tensors; runs on the current CUDA stream); and the serving layouts (include/attntune.h, "Serving
+layouts"): ``varlen_attention`` for sequences packed with cu_seqlens (FlashAttention's varlen
+layout, ``torch.ops.attntune.varlen``) and ``paged_attention`` for decode over a paged KV cache
+(vLLM's layout, ``torch.ops.attntune.paged``).
 
     import attntune.torch
     out = attntune.torch.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True)
@@ -20,7 +23,7 @@ import torch
 from . import _common, _lib, _plans
 from ._lib import Fp8Args, Layout, Tensors
 
-__all__ = ["scaled_dot_product_attention", "sdpa"]
+__all__ = ["scaled_dot_product_attention", "sdpa", "varlen_attention", "paged_attention"]
 
 _FP8 = ("e4m3", "e5m2")
 
@@ -163,3 +166,250 @@ def scaled_dot_product_attention(
                0.0 if scale is None else float(scale), implementation or "", _common.resolve_db(db))
     return out[0] if unbatched else out
 
+
+
+# ---- serving layouts: packed (varlen) sequences and a paged KV cache -------------------------
+
+_FP8_TORCH = {torch.float8_e4m3fn: "e4m3", torch.float8_e5m2: "e5m2"}
+
+
+def _rows_usable(x: torch.Tensor) -> torch.Tensor:
+    """x when its last dim is contiguous and every other stride keeps rows 16-byte aligned, else a
+    contiguous copy (the kernels load 16 bytes at a time)."""
+    size = x.element_size()
+    ok = x.stride(-1) == 1 and x.data_ptr() % 16 == 0 and all(
+        (x.stride(i) * size) % 16 == 0 or x.shape[i] == 1 for i in range(x.dim() - 1))
+    return x if ok else x.contiguous()
+
+
+def _metadata(x: torch.Tensor, name: str, device: torch.device, shape: tuple[int, ...]) -> torch.Tensor:
+    """An int32 CUDA tensor of shape on device, contiguous, or a ValueError naming it."""
+    if not isinstance(x, torch.Tensor) or x.dtype != torch.int32:
+        raise ValueError(f"attntune: {name} must be an int32 tensor, got "
+                         f"{x.dtype if isinstance(x, torch.Tensor) else type(x).__name__}")
+    if tuple(x.shape) != shape:
+        raise ValueError(f"attntune: {name} must have shape {shape}, got {tuple(x.shape)}")
+    if x.device != device:
+        raise ValueError(f"attntune: {name} must be on {device} with the query, got {x.device}")
+    return x.contiguous()
+
+
+def _check_max(name: str, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ValueError(f"attntune: {name} must be a positive int (the longest length the plan "
+                         f"takes), got {value!r}")
+    return value
+
+
+def _serving_plan(device: int, shape: _lib.Shape, q_layout: str, kv_layout: str, page_size: int,
+                  max_pages: int, strides: Layout, impl: str, db: str) -> ctypes.c_void_p:
+    key = ("serving", device, _common.shape_key(shape), shape.kv_dtype, q_layout, kv_layout, page_size,
+           max_pages, tuple((st.batch, st.seq, st.head) for st in (strides.q, strides.k, strides.v, strides.o)),
+           impl, db)
+    plan = _plans._PLANS.get(key)
+    if plan is None:
+        layout = _lib.ServingLayout(struct_size=ctypes.sizeof(_lib.ServingLayout),
+                                    q_layout=_lib.SEQ_LAYOUTS[q_layout], kv_layout=_lib.SEQ_LAYOUTS[kv_layout],
+                                    page_size=page_size, max_pages_per_seq=max_pages, strides=strides)
+        plan = ctypes.c_void_p()
+        _lib.check_py(_lib.py.atpy_plan_get_serving(device, ctypes.byref(shape), ctypes.byref(layout),
+                                                    _lib.encode(impl), _lib.encode(db), ctypes.byref(plan)))
+        _plans._PLANS[key] = plan
+    return plan
+
+
+def _one_cuda_device(*xs: torch.Tensor) -> None:
+    if not (xs[0].is_cuda and all(x.device == xs[0].device for x in xs)):
+        raise ValueError("attntune: the tensors and the metadata must be on one CUDA device, got "
+                         + ", ".join(str(x.device) for x in xs))
+
+
+def _device_index(x: torch.Tensor) -> int:
+    return x.device.index if x.device.index is not None else torch.cuda.current_device()
+
+
+def _run_serving(plan: ctypes.c_void_p, t: _lib.ServingTensors, fp8: Any, device: torch.device) -> None:
+    stream = torch.cuda.current_stream(device).cuda_stream
+    _lib.check_py(_lib.py.atpy_plan_run_serving(plan, ctypes.byref(t), fp8, stream))
+
+
+@torch.library.custom_op("attntune::varlen", mutates_args=())
+def varlen(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, cu_seqlens_q: torch.Tensor,
+           cu_seqlens_k: torch.Tensor, max_seqlen_q: int, max_seqlen_k: int, mask: int, scale: float,
+           impl: str, db: str) -> torch.Tensor:
+    """The op: query (total_q, N, H), key/value (total_k, K, H) packed, cu_seqlens int32 (B + 1)
+    on the query's device; the result (total_q, N, H)."""
+    _one_cuda_device(query, key, value, cu_seqlens_q, cu_seqlens_k)
+    q, k, v = _rows_usable(query), _rows_usable(key), _rows_usable(value)
+    total_q, n, h = q.shape
+    total_k, nk = k.shape[0], k.shape[1]
+    batch = cu_seqlens_q.shape[0] - 1
+    out = q.new_empty((total_q, n, h))
+    shape = _common.make_shape(batch=batch, q_len=max_seqlen_q, kv_len=max_seqlen_k, q_heads=n, kv_heads=nk,
+                               head_dim=h, dtype=_common.dtype_name(q.dtype), mask=mask, scale=scale or None)
+    packed = lambda x: _lib.Strides(batch=0, seq=x.stride(0), head=x.stride(1))  # noqa: E731
+    strides = Layout(q=packed(q), k=packed(k), v=packed(v), o=packed(out))
+    plan = _serving_plan(_device_index(q), shape, "ragged", "ragged", 0, 0, strides, impl, db)
+    t = _lib.ServingTensors(struct_size=ctypes.sizeof(_lib.ServingTensors), q=q.data_ptr(), k=k.data_ptr(),
+                            v=v.data_ptr(), o=out.data_ptr(), lse=None, q_stride=strides.q, k_stride=strides.k,
+                            v_stride=strides.v, o_stride=strides.o, cu_seqlens_q=cu_seqlens_q.data_ptr(),
+                            cu_seqlens_kv=cu_seqlens_k.data_ptr(), total_q=total_q, total_kv=total_k)
+    _run_serving(plan, t, None, q.device)
+    return out
+
+
+@varlen.register_fake
+def _varlen_fake(query, key, value, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, mask, scale,
+                 impl, db):
+    return query.new_empty((query.shape[0], query.shape[1], value.shape[2]))
+
+
+def varlen_attention(
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    cu_seqlens_q: torch.Tensor,
+    cu_seqlens_k: torch.Tensor,
+    max_seqlen_q: int,
+    max_seqlen_k: int,
+    *,
+    is_causal: bool = False,
+    causal_alignment: str = "top_left",
+    scale: Optional[float] = None,
+    implementation: Optional[str] = None,
+    db: Optional[str | os.PathLike] = None,
+) -> torch.Tensor:
+    """Attention over B sequences of different lengths packed along the first axis (FlashAttention's
+    varlen layout): query (total_q, N, H), key and value (total_k, K, H), N a multiple of K;
+    ``cu_seqlens_q``/``cu_seqlens_k`` int32 (B + 1) on the query's device, sequence b being rows
+    cu_seqlens[b] .. cu_seqlens[b + 1] - 1; ``max_seqlen_q``/``max_seqlen_k`` the longest lengths
+    (they size the plan: a longer sequence is cut to them). Masks apply per sequence;
+    ``causal_alignment="bottom_right"`` aligns each sequence's last query with its last key
+    (chunked prefill). float16 or bfloat16; the result is (total_q, N, H) in the input dtype. On
+    sm_90a the plan runs fa3's ragged kernel, elsewhere fa2's; a tuned cache (``db``) has no rows
+    for ragged tensors yet."""
+    for name, x in (("query", query), ("key", key), ("value", value)):
+        if not isinstance(x, torch.Tensor) or x.dim() != 3:
+            raise ValueError(f"attntune: {name} must be a (total, heads, head_dim) tensor, got "
+                             f"{tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__}")
+    if key.shape != value.shape:
+        raise ValueError(f"attntune: key {tuple(key.shape)} and value {tuple(value.shape)} must have one shape")
+    if query.shape[2] != key.shape[2]:
+        raise ValueError(f"attntune: query {tuple(query.shape)} and key {tuple(key.shape)} must agree in head dim")
+    if not (query.dtype == key.dtype == value.dtype) or query.dtype not in (torch.float16, torch.bfloat16):
+        raise TypeError(f"attntune: varlen_attention takes float16 or bfloat16 query, key and value in one "
+                        f"dtype, got {query.dtype}, {key.dtype}, {value.dtype}")
+    if cu_seqlens_q.dim() != 1 or cu_seqlens_q.shape[0] < 2:
+        raise ValueError(f"attntune: cu_seqlens_q must be (B + 1,) with B >= 1, got {tuple(cu_seqlens_q.shape)}")
+    batch = cu_seqlens_q.shape[0] - 1
+    cu_q = _metadata(cu_seqlens_q, "cu_seqlens_q", query.device, (batch + 1,))
+    cu_k = _metadata(cu_seqlens_k, "cu_seqlens_k", query.device, (batch + 1,))
+    max_q, max_k = _check_max("max_seqlen_q", max_seqlen_q), _check_max("max_seqlen_k", max_seqlen_k)
+    mask = _common.mask_code(is_causal, causal_alignment)
+    if not torch.compiler.is_compiling():  # no ctypes under Dynamo; the op checks again when it runs
+        _common.make_shape(batch=batch, q_len=max_q, kv_len=max_k, q_heads=query.shape[1],
+                           kv_heads=key.shape[1], head_dim=query.shape[2], dtype=_common.dtype_name(query.dtype),
+                           mask=mask, scale=scale)
+    return varlen(query, key, value, cu_q, cu_k, max_q, max_k, mask, 0.0 if scale is None else float(scale),
+                  implementation or "", _common.resolve_db(db))
+
+
+@torch.library.custom_op("attntune::paged", mutates_args=())
+def paged(query: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tensor, block_table: torch.Tensor,
+          seqlens_k: torch.Tensor, descale_k: Optional[torch.Tensor], descale_v: Optional[torch.Tensor],
+          max_seqlen_k: int, mask: int, scale: float, impl: str, db: str) -> torch.Tensor:
+    """The op: query (B, T, N, H), caches (num_pages, page_size, K, H), block_table int32
+    (B, max_pages), seqlens_k int32 (B,); the result (B, T, N, H)."""
+    _one_cuda_device(query, key_cache, value_cache, block_table, seqlens_k)
+    q = _rows_usable(query)
+    kc, vc = _rows_usable(key_cache), _rows_usable(value_cache)
+    b, t, n, h = q.shape
+    num_pages, page_size, nk = kc.shape[0], kc.shape[1], kc.shape[2]
+    out = q.new_empty((b, t, n, h))
+    shape = _common.make_shape(batch=b, q_len=t, kv_len=max_seqlen_k, q_heads=n, kv_heads=nk, head_dim=h,
+                               dtype=_common.dtype_name(q.dtype), mask=mask, scale=scale or None)
+    fp8, keep = None, []
+    if kc.dtype in _FP8_TORCH:
+        shape.kv_dtype = _lib.DTYPES[_FP8_TORCH[kc.dtype]]
+        (dk, pk), (dv, pv) = (_descale_ptr(d, name, q.device) for d, name in (
+            (descale_k, "descale_k"), (descale_v, "descale_v")))
+        keep = [dk, dv]
+        fp8 = ctypes.byref(Fp8Args(descale_q=None, descale_k=pk, descale_v=pv))
+    padded = lambda x: _lib.Strides(batch=x.stride(0), seq=x.stride(1), head=x.stride(2))  # noqa: E731
+    strides = Layout(q=padded(q), k=padded(kc), v=padded(vc), o=padded(out))
+    plan = _serving_plan(_device_index(q), shape, "padded", "paged", page_size, block_table.shape[1], strides,
+                         impl, db)
+    st = _lib.ServingTensors(struct_size=ctypes.sizeof(_lib.ServingTensors), q=q.data_ptr(), k=kc.data_ptr(),
+                             v=vc.data_ptr(), o=out.data_ptr(), lse=None, q_stride=strides.q, k_stride=strides.k,
+                             v_stride=strides.v, o_stride=strides.o, block_table=block_table.data_ptr(),
+                             seqlens_kv=seqlens_k.data_ptr(), num_pages=num_pages)
+    _run_serving(plan, st, fp8, q.device)
+    del keep  # the descales' copies, freed to this stream's caching allocator after the kernel
+    return out
+
+
+@paged.register_fake
+def _paged_fake(query, key_cache, value_cache, block_table, seqlens_k, descale_k, descale_v, max_seqlen_k,
+                mask, scale, impl, db):
+    return query.new_empty(query.shape)
+
+
+def paged_attention(
+    query: torch.Tensor,
+    key_cache: torch.Tensor,
+    value_cache: torch.Tensor,
+    block_table: torch.Tensor,
+    seqlens_k: torch.Tensor,
+    max_seqlen_k: int,
+    *,
+    is_causal: bool = False,
+    scale: Optional[float] = None,
+    descale_k: Optional[torch.Tensor] = None,
+    descale_v: Optional[torch.Tensor] = None,
+    implementation: Optional[str] = None,
+    db: Optional[str | os.PathLike] = None,
+) -> torch.Tensor:
+    """Decode over a paged KV cache (vLLM's layout): query (B, T, N, H) with T from 1 to 16 new
+    tokens per sequence; key_cache and value_cache (num_pages, page_size, K, H) with page_size
+    1, 16, 32, 64, 128 or 256; ``block_table`` int32 (B, max_pages), sequence b's tokens
+    p * page_size .. (p + 1) * page_size - 1 in page block_table[b, p]; ``seqlens_k`` int32 (B,),
+    each at most ``max_seqlen_k`` (which sizes the plan). ``is_causal`` masks bottom-right (query
+    row i of T sees keys up to S_b - T + i). float16/bfloat16 query; the caches in its dtype or
+    float8_e4m3fn/e5m2 (an FP8 KV cache) with ``descale_k``/``descale_v`` (float32 one-element
+    tensors). Runs the decode family's paged kernels; the result is (B, T, N, H)."""
+    if not isinstance(query, torch.Tensor) or query.dim() != 4:
+        raise ValueError("attntune: query must be (B, T, N, H)")
+    for name, x in (("key_cache", key_cache), ("value_cache", value_cache)):
+        if not isinstance(x, torch.Tensor) or x.dim() != 4:
+            raise ValueError(f"attntune: {name} must be (num_pages, page_size, K, H)")
+    if key_cache.shape != value_cache.shape or key_cache.dtype != value_cache.dtype:
+        raise ValueError(f"attntune: key_cache {tuple(key_cache.shape)} {key_cache.dtype} and value_cache "
+                         f"{tuple(value_cache.shape)} {value_cache.dtype} must have one shape and dtype")
+    if query.dtype not in (torch.float16, torch.bfloat16):
+        raise TypeError(f"attntune: paged_attention takes a float16 or bfloat16 query, got {query.dtype}")
+    fp8_cache = key_cache.dtype in _FP8_TORCH
+    if key_cache.dtype != query.dtype and not fp8_cache:
+        raise TypeError(f"attntune: the caches must be in the query's dtype ({query.dtype}) or FP8, got "
+                        f"{key_cache.dtype}")
+    if not fp8_cache and (descale_k is not None or descale_v is not None):
+        raise ValueError("attntune: descale_k/descale_v only apply to an FP8 KV cache")
+    b, t, n, h = query.shape
+    page_size = key_cache.shape[1]
+    if page_size not in _lib.PAGE_SIZES:
+        raise ValueError(f"attntune: page size {page_size} (key_cache.shape[1]) is not one of {_lib.PAGE_SIZES}")
+    if key_cache.shape[3] != h:
+        raise ValueError(f"attntune: key_cache head dim {key_cache.shape[3]} differs from the query's {h}")
+    max_k = _check_max("max_seqlen_k", max_seqlen_k)
+    if block_table.dim() != 2:
+        raise ValueError(f"attntune: block_table must be (B, max_pages), got {tuple(block_table.shape)}")
+    table = _metadata(block_table, "block_table", query.device, (b, block_table.shape[1]))
+    if table.shape[1] * page_size < max_k:
+        raise ValueError(f"attntune: block_table has {table.shape[1]} pages per sequence, too few for "
+                         f"max_seqlen_k {max_k} at page size {page_size}")
+    lengths = _metadata(seqlens_k, "seqlens_k", query.device, (b,))
+    mask = _common.mask_code(is_causal, "bottom_right")
+    if not torch.compiler.is_compiling():
+        _common.make_shape(batch=b, q_len=t, kv_len=max_k, q_heads=n, kv_heads=key_cache.shape[2], head_dim=h,
+                           dtype=_common.dtype_name(query.dtype), mask=mask, scale=scale)
+    return paged(query, key_cache, value_cache, table, lengths, descale_k, descale_v, max_k, mask,
+                 0.0 if scale is None else float(scale), implementation or "", _common.resolve_db(db))

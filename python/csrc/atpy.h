@@ -21,8 +21,15 @@
  * On failure *out is NULL and atpy_last_error() says why. */
 AT_API at_status atpy_plan_get(int device, const at_shape *shape, const at_layout *layout, const char *impl,
                                const char *db, at_plan **out);
+/* The same for a serving layout (ragged or paged tensors, at_plan_create_serving); layout's
+ * struct_size must be this build's sizeof(at_serving_layout). */
+AT_API at_status atpy_plan_get_serving(int device, const at_shape *shape, const at_serving_layout *layout,
+                                       const char *impl, const char *db, at_plan **out);
 /* Run a cached plan; serialized per plan (a plan is run by one thread at a time). */
 AT_API at_status atpy_plan_run(at_plan *plan, const at_tensors *t, const at_fp8_args *fp8, void *stream);
+/* Run a cached serving plan (at_plan_run_serving). */
+AT_API at_status atpy_plan_run_serving(at_plan *plan, const at_serving_tensors *t, const at_fp8_args *fp8,
+                                       void *stream);
 /* The calling thread's last error of atpy_* (falls back to at_last_error()). */
 AT_API const char *atpy_last_error(void);
 /* Number of cached plans; destroy them all (and their contexts). Not while a run is in flight. */

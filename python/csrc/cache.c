@@ -27,6 +27,7 @@ typedef struct plan_entry {
   char *impl; /* "" for auto */
   at_shape shape;
   at_layout layout;
+  at_serving_layout serving; /* serving plans (atpy_plan_get_serving); struct_size 0 for others */
   at_plan *plan;
   pthread_mutex_t run_lock;
 } plan_entry;
@@ -68,6 +69,13 @@ static int layout_equal(const at_layout *a, const at_layout *b)
          strides_equal(&a->o, &b->o);
 }
 
+static int serving_equal(const at_serving_layout *a, const at_serving_layout *b)
+{
+  return a->struct_size == b->struct_size && a->q_layout == b->q_layout && a->kv_layout == b->kv_layout &&
+         a->page_size == b->page_size && a->max_pages_per_seq == b->max_pages_per_seq &&
+         layout_equal(&a->strides, &b->strides);
+}
+
 static char *copy_string(const char *s)
 {
   size_t n = strlen(s) + 1;
@@ -104,13 +112,13 @@ static at_status context_get(int device, const char *db, at_context **out)
   return AT_OK;
 }
 
-static plan_entry *find_plan(int device, const at_shape *shape, const at_layout *layout, const char *impl,
-                             const char *db)
+static plan_entry *find_plan(int device, const at_shape *shape, const at_layout *layout,
+                             const at_serving_layout *serving, const char *impl, const char *db)
 {
   for (int i = 0; i < g_n_plans; i++) {
     plan_entry *e = g_plans[i];
     if (e->device == device && shape_equal(&e->shape, shape) && layout_equal(&e->layout, layout) &&
-        strcmp(e->impl, impl) == 0 && strcmp(e->db, db) == 0)
+        serving_equal(&e->serving, serving) && strcmp(e->impl, impl) == 0 && strcmp(e->db, db) == 0)
       return e;
   }
   return NULL;
@@ -126,9 +134,9 @@ static void entry_free(plan_entry *e)
   free(e);
 }
 
-/* Called with g_lock held. */
-static at_status plan_create(int device, const at_shape *shape, const at_layout *layout, const char *impl,
-                             const char *db, plan_entry **out)
+/* Called with g_lock held. serving->struct_size 0: an ordinary plan of layout. */
+static at_status plan_create(int device, const at_shape *shape, const at_layout *layout,
+                             const at_serving_layout *serving, const char *impl, const char *db, plan_entry **out)
 {
   at_status rc;
   at_context *ctx = NULL;
@@ -145,7 +153,7 @@ static at_status plan_create(int device, const at_shape *shape, const at_layout 
     free(e);
     return fail(AT_ERR_NOMEM, "attntune: pthread_mutex_init failed");
   }
-  e->device = device, e->shape = *shape, e->layout = *layout;
+  e->device = device, e->shape = *shape, e->layout = *layout, e->serving = *serving;
   e->db = copy_string(db);
   e->impl = copy_string(impl);
   if (!e->db || !e->impl) {
@@ -153,11 +161,14 @@ static at_status plan_create(int device, const at_shape *shape, const at_layout 
     return fail(AT_ERR_NOMEM, "attntune: no memory for a plan entry");
   }
   at_plan_options opts = {.impl = impl[0] ? impl : NULL};
-  if ((rc = at_plan_create(ctx, shape, layout, &opts, &e->plan)) != AT_OK) {
-    char key[160];
+  rc = serving->struct_size ? at_plan_create_serving(ctx, shape, serving, &opts, &e->plan)
+                            : at_plan_create(ctx, shape, layout, &opts, &e->plan);
+  if (rc != AT_OK) {
+    char key[160], what[96] = "";
     at_shape_key(shape, key, sizeof key);
-    fail(rc, "at_plan_create(%s, impl '%s', device %d): %s: %s", key, impl[0] ? impl : "auto", device,
-         at_status_name(rc), at_last_error());
+    if (serving->struct_size) at_serving_layout_describe(serving, what, sizeof what);
+    fail(rc, "at_plan_create%s(%s%s%s, impl '%s', device %d): %s: %s", serving->struct_size ? "_serving" : "", key,
+         what[0] ? ", " : "", what, impl[0] ? impl : "auto", device, at_status_name(rc), at_last_error());
     e->plan = NULL;
     entry_free(e);
     return rc;
@@ -165,6 +176,18 @@ static at_status plan_create(int device, const at_shape *shape, const at_layout 
   g_plans[g_n_plans++] = e;
   *out = e;
   return AT_OK;
+}
+
+/* The cached plan for the key, created on a miss. */
+static at_status plan_get(int device, const at_shape *shape, const at_layout *layout, const at_serving_layout *serving,
+                          const char *impl, const char *db, at_plan **out)
+{
+  if (pthread_mutex_lock(&g_lock) != 0) return fail(AT_ERR_INVALID, "attntune: cannot lock the plan cache");
+  plan_entry *e = find_plan(device, shape, layout, serving, impl, db);
+  at_status rc = e ? AT_OK : plan_create(device, shape, layout, serving, impl, db, &e);
+  pthread_mutex_unlock(&g_lock);
+  if (rc == AT_OK) *out = e->plan;
+  return rc;
 }
 
 at_status atpy_plan_get(int device, const at_shape *shape, const at_layout *layout, const char *impl,
@@ -180,31 +203,67 @@ at_status atpy_plan_get(int device, const at_shape *shape, const at_layout *layo
   if (!layout) layout = &bshd;
   if (!impl) impl = "";
   if (!db) db = "";
-  if (pthread_mutex_lock(&g_lock) != 0) return fail(AT_ERR_INVALID, "attntune: cannot lock the plan cache");
-  plan_entry *e = find_plan(device, shape, layout, impl, db);
-  rc = e ? AT_OK : plan_create(device, shape, layout, impl, db, &e);
-  pthread_mutex_unlock(&g_lock);
-  if (rc == AT_OK) *out = e->plan;
-  return rc;
+  const at_serving_layout none = {0};
+  return plan_get(device, shape, layout, &none, impl, db, out);
 }
 
-at_status atpy_plan_run(at_plan *plan, const at_tensors *t, const at_fp8_args *fp8, void *stream)
+at_status atpy_plan_get_serving(int device, const at_shape *shape, const at_serving_layout *layout,
+                                const char *impl, const char *db, at_plan **out)
+{
+  if (!out) return fail(AT_ERR_INVALID, "atpy_plan_get_serving: out is NULL");
+  *out = NULL;
+  if (!shape || !layout) return fail(AT_ERR_INVALID, "atpy_plan_get_serving: shape or layout is NULL");
+  g_error[0] = '\0';
+  at_status rc = at_serving_layout_check(shape, layout);
+  if (rc != AT_OK) return fail(rc, "%s", at_last_error());
+  if (layout->struct_size != sizeof *layout)
+    return fail(AT_ERR_INVALID, "atpy_plan_get_serving: at_serving_layout of %zu bytes, this build's has %zu",
+                layout->struct_size, sizeof *layout);
+  const at_layout unused = {{0, 0, 0}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}};
+  return plan_get(device, shape, &unused, layout, impl ? impl : "", db ? db : "", out);
+}
+
+/* The cache entry of plan, or NULL (atpy_last_error says so). */
+static plan_entry *entry_of(at_plan *plan, const char *who)
 {
   plan_entry *e = NULL;
-  if (pthread_mutex_lock(&g_lock) != 0) return fail(AT_ERR_INVALID, "attntune: cannot lock the plan cache");
+  if (pthread_mutex_lock(&g_lock) != 0) {
+    fail(AT_ERR_INVALID, "attntune: cannot lock the plan cache");
+    return NULL;
+  }
   for (int i = 0; i < g_n_plans && !e; i++)
     if (g_plans[i]->plan == plan) e = g_plans[i];
   pthread_mutex_unlock(&g_lock);
-  if (!e) return fail(AT_ERR_INVALID, "atpy_plan_run: plan %p is not in the cache", (void *)plan);
+  if (!e) fail(AT_ERR_INVALID, "%s: plan %p is not in the cache", who, (void *)plan);
+  return e;
+}
+
+/* Run e's plan under its lock: a padded call (t) or a serving one (st). */
+static at_status run_entry(plan_entry *e, const at_tensors *t, const at_serving_tensors *st, const at_fp8_args *fp8,
+                           void *stream)
+{
   if (pthread_mutex_lock(&e->run_lock) != 0) return fail(AT_ERR_INVALID, "attntune: cannot lock the plan");
-  at_status rc = at_plan_run(plan, t, fp8, stream);
+  at_status rc = st ? at_plan_run_serving(e->plan, st, fp8, stream) : at_plan_run(e->plan, t, fp8, stream);
   pthread_mutex_unlock(&e->run_lock);
   if (rc != AT_OK) {
     char key[160];
     at_shape_key(&e->shape, key, sizeof key);
-    return fail(rc, "at_plan_run(%s): %s: %s", key, at_status_name(rc), at_last_error());
+    return fail(rc, "at_plan_run%s(%s): %s: %s", st ? "_serving" : "", key, at_status_name(rc), at_last_error());
   }
   return AT_OK;
+}
+
+at_status atpy_plan_run(at_plan *plan, const at_tensors *t, const at_fp8_args *fp8, void *stream)
+{
+  plan_entry *e = entry_of(plan, "atpy_plan_run");
+  return e ? run_entry(e, t, NULL, fp8, stream) : AT_ERR_INVALID;
+}
+
+at_status atpy_plan_run_serving(at_plan *plan, const at_serving_tensors *t, const at_fp8_args *fp8, void *stream)
+{
+  if (!t) return fail(AT_ERR_INVALID, "atpy_plan_run_serving: tensors are NULL");
+  plan_entry *e = entry_of(plan, "atpy_plan_run_serving");
+  return e ? run_entry(e, NULL, t, fp8, stream) : AT_ERR_INVALID;
 }
 
 int atpy_cache_size(void)

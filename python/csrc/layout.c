@@ -65,6 +65,33 @@ static const atpy_field ROWS[] = {
     FIELD(at_plan_info, cudnn_ms),
     FIELD(at_plan_info, compiled),
     FIELD(at_plan_info, create_ms),
+
+    STRUCT(at_serving_layout),
+    FIELD(at_serving_layout, struct_size),
+    FIELD(at_serving_layout, q_layout),
+    FIELD(at_serving_layout, kv_layout),
+    FIELD(at_serving_layout, page_size),
+    FIELD(at_serving_layout, max_pages_per_seq),
+    FIELD(at_serving_layout, strides),
+
+    STRUCT(at_serving_tensors),
+    FIELD(at_serving_tensors, struct_size),
+    FIELD(at_serving_tensors, q),
+    FIELD(at_serving_tensors, k),
+    FIELD(at_serving_tensors, v),
+    FIELD(at_serving_tensors, o),
+    FIELD(at_serving_tensors, lse),
+    FIELD(at_serving_tensors, q_stride),
+    FIELD(at_serving_tensors, k_stride),
+    FIELD(at_serving_tensors, v_stride),
+    FIELD(at_serving_tensors, o_stride),
+    FIELD(at_serving_tensors, cu_seqlens_q),
+    FIELD(at_serving_tensors, cu_seqlens_kv),
+    FIELD(at_serving_tensors, block_table),
+    FIELD(at_serving_tensors, seqlens_kv),
+    FIELD(at_serving_tensors, total_q),
+    FIELD(at_serving_tensors, total_kv),
+    FIELD(at_serving_tensors, num_pages),
 };
 
 const atpy_field *atpy_layout_row(int i)

@@ -116,3 +116,81 @@ def test_plan_info_matches_the_op():
     info = attntune.plan_info(q, k, v, is_causal=True, layout="BNTH")
     assert attntune.cached_plans() == 1, "plan_info made another plan than the op's"
     print(info)
+
+
+# ---- serving layouts against torch SDPA per sequence ---------------------------------------------
+
+def _sdpa_one(q, k, v, causal, bottom_right):
+    """q (T, N, H), k/v (S, K, H) -> (T, N, H) in float32 through torch SDPA; rows with no key 0."""
+    t, s = q.shape[0], k.shape[0]
+    out = torch.zeros(t, q.shape[1], q.shape[2], device=q.device)
+    if t == 0 or s == 0:
+        return out
+    qq, kk, vv = (x.float().transpose(0, 1).unsqueeze(0) for x in (q, k, v))
+    gqa = kk.shape[1] != qq.shape[1]
+    if causal:
+        mask = torch.ones(t, s, dtype=torch.bool, device=q.device).tril(s - t if bottom_right else 0)
+        o = F.scaled_dot_product_attention(qq, kk, vv, attn_mask=mask, enable_gqa=gqa)
+        o = torch.where(mask.any(-1)[None, None, :, None], o, torch.zeros_like(o))  # rows with no key
+    else:
+        o = F.scaled_dot_product_attention(qq, kk, vv, enable_gqa=gqa)
+    return o[0].transpose(0, 1)
+
+
+@pytest.mark.parametrize("causal,bottom_right,dtype,kv_heads", [
+    (False, False, torch.bfloat16, 8), (True, False, torch.bfloat16, 2), (True, True, torch.float16, 2),
+    (True, False, torch.float16, 1)])
+def test_varlen_matches_sdpa_per_sequence(causal, bottom_right, dtype, kv_heads):
+    seed = seed_for(("varlen", causal, bottom_right, str(dtype), kv_heads))
+    g = torch.Generator().manual_seed(seed)
+    lengths_q = [int(x) for x in torch.randint(1, 300, (5,), generator=g)] + [0, 1]
+    lengths_k = [n + int(torch.randint(0, 64, (1,), generator=g)) for n in lengths_q]
+    n, h = 8, 64
+    total_q, total_k = sum(lengths_q), sum(lengths_k)
+    gd = torch.Generator(device="cuda").manual_seed(seed)
+    q = torch.randn(total_q, n, h, device="cuda", generator=gd).to(dtype)
+    k = torch.randn(total_k, kv_heads, h, device="cuda", generator=gd).to(dtype)
+    v = torch.randn(total_k, kv_heads, h, device="cuda", generator=gd).to(dtype)
+    cu_q = torch.tensor([0] + list(torch.tensor(lengths_q).cumsum(0)), dtype=torch.int32, device="cuda")
+    cu_k = torch.tensor([0] + list(torch.tensor(lengths_k).cumsum(0)), dtype=torch.int32, device="cuda")
+    out = att.varlen_attention(q, k, v, cu_q, cu_k, max(lengths_q), max(lengths_k), is_causal=causal,
+                               causal_alignment="bottom_right" if bottom_right else "top_left")
+    assert out.shape == q.shape and out.dtype == dtype
+    ref = torch.cat([_sdpa_one(q[cu_q[b]:cu_q[b + 1]], k[cu_k[b]:cu_k[b + 1]], v[cu_k[b]:cu_k[b + 1]],
+                               causal, bottom_right) for b in range(len(lengths_q))])
+    err = ((out.float() - ref).norm() / ref.norm()).item()
+    assert err < TOL[dtype], f"relative error {err:.3g} (seed {seed})"
+
+
+@pytest.mark.parametrize("t,page_size,cache_dtype", [(1, 16, torch.bfloat16), (4, 32, torch.bfloat16),
+                                                     (1, 16, torch.float8_e4m3fn)])
+def test_paged_matches_sdpa_on_gathered_pages(t, page_size, cache_dtype):
+    seed = seed_for(("paged", t, page_size, str(cache_dtype)))
+    g = torch.Generator().manual_seed(seed)
+    b, n, k_heads, h, max_k = 3, 32, 8, 128, 700
+    lengths = [int(x) for x in torch.randint(t, max_k + 1, (b,), generator=g)]
+    max_pages = -(-max_k // page_size)
+    num_pages = b * max_pages + 5
+    perm = torch.randperm(num_pages, generator=g)  # pages handed out shuffled
+    table = perm[: b * max_pages].reshape(b, max_pages).to(torch.int32).cuda()
+    gd = torch.Generator(device="cuda").manual_seed(seed)
+    kc = torch.randn(num_pages, page_size, k_heads, h, device="cuda", generator=gd)
+    vc = torch.randn(num_pages, page_size, k_heads, h, device="cuda", generator=gd)
+    kc, vc = kc.to(cache_dtype), vc.to(cache_dtype)
+    q = torch.randn(b, t, n, h, device="cuda", generator=gd).to(torch.bfloat16)
+    extra = {}
+    if cache_dtype != torch.bfloat16:
+        one = torch.ones(1, device="cuda")
+        extra = {"descale_k": one, "descale_v": one}
+    out = att.paged_attention(q, kc, vc, table, torch.tensor(lengths, dtype=torch.int32, device="cuda"), max_k,
+                              is_causal=t > 1, **extra)
+    assert out.shape == q.shape and out.dtype == torch.bfloat16
+    refs = []
+    for i in range(b):
+        pages = table[i, : -(-lengths[i] // page_size)].long()
+        k = kc[pages].float().reshape(-1, k_heads, h)[: lengths[i]]
+        v = vc[pages].float().reshape(-1, k_heads, h)[: lengths[i]]
+        refs.append(_sdpa_one(q[i], k, v, t > 1, True))
+    ref = torch.stack(refs)
+    err = ((out.float() - ref).norm() / ref.norm()).item()
+    assert err < 2e-2, f"relative error {err:.3g} (seed {seed})"

@@ -81,3 +81,77 @@ def test_torch_compile_fullgraph_traces_without_breaks():
                       fullgraph=True, backend="eager")
     with pytest.raises(ValueError, match="CUDA device"):
         f(torch.zeros(1, 2, 16, 64, dtype=torch.bfloat16))
+
+
+# ---- serving layouts: varlen and paged (argument checks and fake implementations) -------------
+
+def cu(*lengths, device="meta"):
+    offsets = [0]
+    for n in lengths:
+        offsets.append(offsets[-1] + n)
+    return torch.tensor(offsets, dtype=torch.int32).to(device)
+
+
+def test_serving_ops_are_registered():
+    assert "attntune::varlen" in str(torch.ops.attntune.varlen.default._schema)
+    assert "attntune::paged" in str(torch.ops.attntune.paged.default._schema)
+
+
+def test_varlen_fake_shape():
+    q, k = meta(37, 8, 64), meta(50, 2, 64)
+    out = att.varlen_attention(q, k, k, cu(10, 27), cu(20, 30), 27, 30, is_causal=True)
+    assert out.shape == (37, 8, 64) and out.dtype == torch.bfloat16 and out.device.type == "meta"
+
+
+def test_paged_fake_shape_and_fp8_cache():
+    q = meta(3, 1, 32, 128)
+    cache = meta(40, 16, 8, 128)
+    table = torch.zeros(3, 8, dtype=torch.int32, device="meta")
+    lengths = torch.zeros(3, dtype=torch.int32, device="meta")
+    out = att.paged_attention(q, cache, cache, table, lengths, 128)
+    assert out.shape == (3, 1, 32, 128) and out.dtype == torch.bfloat16
+    c8 = meta(40, 16, 8, 128, dtype=torch.float8_e4m3fn)
+    d = torch.ones(1, device="meta")
+    out = att.paged_attention(q, c8, c8, table, lengths, 128, descale_k=d, descale_v=d)
+    assert out.shape == (3, 1, 32, 128) and out.dtype == torch.bfloat16
+
+
+def test_varlen_argument_errors():
+    q, k = meta(37, 8, 64), meta(50, 2, 64)
+    with pytest.raises(ValueError, match="cu_seqlens_q must be an int32"):
+        att.varlen_attention(q, k, k, cu(10, 27).long(), cu(20, 30), 27, 30)
+    with pytest.raises(ValueError, match=r"cu_seqlens_k must have shape \(3,\)"):
+        att.varlen_attention(q, k, k, cu(10, 27), cu(50), 27, 50)
+    with pytest.raises(ValueError, match="max_seqlen_q must be a positive int"):
+        att.varlen_attention(q, k, k, cu(10, 27), cu(20, 30), 0, 30)
+    with pytest.raises(ValueError, match="one shape"):
+        att.varlen_attention(q, k, meta(50, 2, 32), cu(10, 27), cu(20, 30), 27, 30)
+    with pytest.raises(ValueError, match=r"\(total, heads, head_dim\)"):
+        att.varlen_attention(meta(1, 37, 8, 64), k, k, cu(10, 27), cu(20, 30), 27, 30)
+    with pytest.raises(TypeError, match="float16 or bfloat16"):
+        att.varlen_attention(q.float(), k.float(), k.float(), cu(10, 27), cu(20, 30), 27, 30)
+    with pytest.raises(ValueError, match="causal_alignment"):
+        att.varlen_attention(q, k, k, cu(10, 27), cu(20, 30), 27, 30, is_causal=True, causal_alignment="x")
+    with pytest.raises(ValueError, match="not a multiple"):
+        att.varlen_attention(q, meta(50, 3, 64), meta(50, 3, 64), cu(10, 27), cu(20, 30), 27, 30)
+
+
+def test_paged_argument_errors():
+    q = meta(3, 1, 32, 128)
+    cache = meta(40, 16, 8, 128)
+    table = torch.zeros(3, 8, dtype=torch.int32, device="meta")
+    lengths = torch.zeros(3, dtype=torch.int32, device="meta")
+    with pytest.raises(ValueError, match="page size 8"):
+        att.paged_attention(q, meta(40, 8, 8, 128), meta(40, 8, 8, 128), table, lengths, 64)
+    with pytest.raises(ValueError, match="too few for max_seqlen_k 200"):
+        att.paged_attention(q, cache, cache, table, lengths, 200)
+    with pytest.raises(ValueError, match=r"seqlens_k must have shape \(3,\)"):
+        att.paged_attention(q, cache, cache, table, lengths[:2], 128)
+    with pytest.raises(ValueError, match="block_table must be an int32"):
+        att.paged_attention(q, cache, cache, table.long(), lengths, 128)
+    with pytest.raises(ValueError, match="only apply to an FP8 KV cache"):
+        att.paged_attention(q, cache, cache, table, lengths, 128, descale_k=torch.ones(1, device="meta"))
+    with pytest.raises(TypeError, match="the query's dtype"):
+        att.paged_attention(q, cache.half(), cache.half(), table, lengths, 128)
+    with pytest.raises(ValueError, match="one shape and dtype"):
+        att.paged_attention(q, cache, meta(40, 16, 4, 128), table, lengths, 128)
