@@ -207,8 +207,9 @@ py.atpy_cache_clear.restype = None
 py.atpy_layout_row.argtypes = [c_int]
 py.atpy_layout_row.restype = POINTER(LayoutRow)
 
-#: The XLA FFI handler (a C function of libattntune_py).
+#: The XLA FFI handlers (C functions of libattntune_py): padded tensors, and packed sequences.
 xla_handler = py.attntune_xla_sdpa
+xla_varlen_handler = py.attntune_xla_varlen
 
 
 def status_name(rc: int) -> str:

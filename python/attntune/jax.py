@@ -1,6 +1,7 @@
 """attntune for JAX: ``dot_product_attention`` with jax.nn.dot_product_attention's layout and
 meaning, run by an XLA FFI custom call on XLA's stream (usable under jax.jit; command-buffer
-compatible).
+compatible); and ``varlen_attention`` for sequences of different lengths packed along one axis
+with cu_seqlens offsets (FlashAttention's varlen layout).
 
     import attntune.jax
     out = jax.jit(attntune.jax.dot_product_attention)(q, k, v)   # q (B, T, N, H), k/v (B, S, K, H)
@@ -20,10 +21,11 @@ import numpy as np
 from . import _common, _lib
 from ._lib import UnsupportedArgumentError
 
-__all__ = ["dot_product_attention", "TARGET"]
+__all__ = ["dot_product_attention", "varlen_attention", "TARGET", "TARGET_VARLEN"]
 
-#: The custom-call target name, as it appears in lowered HLO.
+#: The custom-call target names, as they appear in lowered HLO.
 TARGET = "attntune_sdpa"
+TARGET_VARLEN = "attntune_varlen"
 
 _FP8 = ("e4m3", "e5m2")
 
@@ -32,6 +34,8 @@ def _register() -> None:
     traits = _command_buffer_traits()
     kwargs = {"traits": traits} if traits is not None else {}
     jax.ffi.register_ffi_target(TARGET, jax.ffi.pycapsule(_lib.xla_handler), platform="CUDA", **kwargs)
+    jax.ffi.register_ffi_target(TARGET_VARLEN, jax.ffi.pycapsule(_lib.xla_varlen_handler), platform="CUDA",
+                                **kwargs)
 
 
 def _command_buffer_traits() -> Any:
@@ -137,3 +141,58 @@ def dot_product_attention(
     out = call(*operands, mask=np.int32(shape.mask), scale=np.float32(shape.scale),
                impl=implementation or "", db=_common.resolve_db(db))
     return out[0] if unbatched else out
+
+
+def varlen_attention(
+    query: Any,
+    key: Any,
+    value: Any,
+    cu_seqlens_q: Any,
+    cu_seqlens_k: Any,
+    max_seqlen_q: int,
+    max_seqlen_k: int,
+    *,
+    scale: float | None = None,
+    is_causal: bool = False,
+    causal_alignment: str = "top_left",
+    implementation: str | None = None,
+    db: str | os.PathLike | None = None,
+) -> jax.Array:
+    """Attention over B sequences packed along the first axis: query (total_q, N, H), key and value
+    (total_k, K, H), N % K == 0; ``cu_seqlens_q``/``cu_seqlens_k`` int32 (B + 1), sequence b being
+    rows cu_seqlens[b] .. cu_seqlens[b + 1] - 1; ``max_seqlen_q``/``max_seqlen_k`` Python ints,
+    the longest lengths (they size the plan; a longer sequence is cut to them). Masks apply per
+    sequence (``causal_alignment="bottom_right"``: each sequence's last query sees its last key).
+    float16 or bfloat16; the result is (total_q, N, H) in the input dtype."""
+    query, key, value = jnp.asarray(query), jnp.asarray(key), jnp.asarray(value)
+    cu_q, cu_k = jnp.asarray(cu_seqlens_q), jnp.asarray(cu_seqlens_k)
+    for name, x in (("query", query), ("key", key), ("value", value)):
+        if x.ndim != 3:
+            raise ValueError(f"attntune: {name} must be (total, heads, head_dim), got shape {tuple(x.shape)}")
+    if key.shape != value.shape:
+        raise ValueError(f"attntune: key {tuple(key.shape)} and value {tuple(value.shape)} must have one shape")
+    if query.shape[2] != key.shape[2]:
+        raise ValueError(f"attntune: head dim of query ({query.shape[2]}) and key ({key.shape[2]}) differ")
+    if not (query.dtype == key.dtype == value.dtype) or query.dtype not in (jnp.float16, jnp.bfloat16):
+        raise TypeError(f"attntune: varlen_attention takes float16 or bfloat16 query, key and value in one "
+                        f"dtype, got {query.dtype}, {key.dtype}, {value.dtype}")
+    for name, x in (("cu_seqlens_q", cu_q), ("cu_seqlens_k", cu_k)):
+        if x.dtype != jnp.int32 or x.ndim != 1 or x.shape[0] < 2:
+            raise ValueError(f"attntune: {name} must be int32 (B + 1,) with B >= 1, got {x.dtype} "
+                             f"{tuple(x.shape)}")
+    if cu_q.shape != cu_k.shape:
+        raise ValueError(f"attntune: cu_seqlens_q {tuple(cu_q.shape)} and cu_seqlens_k {tuple(cu_k.shape)} "
+                         "must have one length (B + 1)")
+    for name, m in (("max_seqlen_q", max_seqlen_q), ("max_seqlen_k", max_seqlen_k)):
+        if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or m < 1:
+            raise ValueError(f"attntune: {name} must be a positive int (the longest length the plan takes), "
+                             f"got {m!r}")
+    shape = _common.make_shape(batch=cu_q.shape[0] - 1, q_len=int(max_seqlen_q), kv_len=int(max_seqlen_k),
+                               q_heads=query.shape[1], kv_heads=key.shape[1], head_dim=query.shape[2],
+                               dtype=_common.dtype_name(query.dtype),
+                               mask=_common.mask_code(is_causal, causal_alignment), scale=scale)
+    call = jax.ffi.ffi_call(TARGET_VARLEN, jax.ShapeDtypeStruct(query.shape, query.dtype),
+                            vmap_method="sequential")
+    return call(query, key, value, cu_q, cu_k, mask=np.int32(shape.mask), scale=np.float32(shape.scale),
+                max_q=np.int32(max_seqlen_q), max_k=np.int32(max_seqlen_k), impl=implementation or "",
+                db=_common.resolve_db(db))

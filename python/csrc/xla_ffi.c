@@ -1,6 +1,7 @@
 /*
- * xla_ffi.c — the XLA FFI handler behind attntune.jax.dot_product_attention, written against the
- * XLA FFI C API (xla/ffi/api/c_api.h).
+ * xla_ffi.c — the XLA FFI handlers behind attntune.jax.dot_product_attention and
+ * attntune.jax.varlen_attention (at the end), written against the XLA FFI C API
+ * (xla/ffi/api/c_api.h).
  *
  *   operands  q (B, T, Nq, D), k (B, S, Nkv, D), v (B, S, Nkv, D)    row-major (BSHD)
  *             [descale_q, descale_k, descale_v: f32 scalars, FP8 inputs only]
@@ -136,15 +137,23 @@ static void *driver_symbol(const char *name)
   return f;
 }
 
-static at_status plan_get_relaxed(int device, const at_shape *shape, const char *impl, const char *db,
-                                  at_plan **plan)
+/* serving NULL: a padded plan (dense BSHD); else a serving plan of that layout. */
+static at_status plan_get_relaxed(int device, const at_shape *shape, const at_serving_layout *serving,
+                                  const char *impl, const char *db, at_plan **plan)
 {
   exchange_capture_mode_fn exchange = (exchange_capture_mode_fn)driver_symbol("cuThreadExchangeStreamCaptureMode");
   CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
   int exchanged = exchange && exchange(&mode) == CUDA_SUCCESS;
-  at_status rc = atpy_plan_get(device, shape, NULL, impl, db, plan);
+  at_status rc = serving ? atpy_plan_get_serving(device, shape, serving, impl, db, plan)
+                         : atpy_plan_get(device, shape, NULL, impl, db, plan);
   if (exchanged) exchange(&mode); /* restores the previous mode */
   return rc;
+}
+
+static XLA_FFI_Error_Code code_of(at_status rc)
+{
+  return rc == AT_ERR_INVALID || rc == AT_ERR_UNSUPPORTED ? XLA_FFI_Error_Code_INVALID_ARGUMENT
+                                                          : XLA_FFI_Error_Code_INTERNAL;
 }
 
 static XLA_FFI_Error *device_ordinal(const XLA_FFI_CallFrame *cf, int *device)
@@ -239,14 +248,94 @@ XLA_FFI_Error *attntune_xla_sdpa(XLA_FFI_CallFrame *cf)
   if ((err = api->XLA_FFI_Stream_Get(&sargs))) return err;
 
   at_plan *plan;
-  at_status rc = plan_get_relaxed(device, &shape, impl, db, &plan);
-  if (rc != AT_OK)
-    return ffi_fail(api, rc == AT_ERR_INVALID || rc == AT_ERR_UNSUPPORTED ? XLA_FFI_Error_Code_INVALID_ARGUMENT
-                                                                          : XLA_FFI_Error_Code_INTERNAL,
-                    "attntune: %s", atpy_last_error());
+  at_status rc = plan_get_relaxed(device, &shape, NULL, impl, db, &plan);
+  if (rc != AT_OK) return ffi_fail(api, code_of(rc), "attntune: %s", atpy_last_error());
   at_layout l = at_layout_bshd(&shape);
   at_tensors t = {q->data, k->data, v->data, o->data, NULL, l.q, l.k, l.v, l.o};
   if ((rc = atpy_plan_run(plan, &t, p_fp8, sargs.stream)) != AT_OK)
+    return ffi_fail(api, XLA_FFI_Error_Code_INTERNAL, "attntune: %s", atpy_last_error());
+  return NULL;
+}
+
+/* ---- packed sequences (varlen) ----------------------------------------------------------------
+ *
+ *   operands  q (total_q, Nq, D), k (total_k, Nkv, D), v (total_k, Nkv, D)    row-major
+ *             cu_seqlens_q, cu_seqlens_k (B + 1): s32 offsets of each sequence's first row
+ *   result    o (total_q, Nq, D) in q's dtype (f16 or bf16)
+ *   attrs     mask, scale, impl, db as above; max_q, max_k (s32): the longest lengths, which size
+ *             the plan (include/attntune.h, "Serving layouts")
+ */
+
+AT_API XLA_FFI_Error *attntune_xla_varlen(XLA_FFI_CallFrame *cf);
+
+XLA_FFI_Error *attntune_xla_varlen(XLA_FFI_CallFrame *cf)
+{
+  const XLA_FFI_Api *api = cf->api;
+  if (cf->extension_start && cf->extension_start->type == XLA_FFI_Extension_Metadata)
+    return answer_metadata(api, (XLA_FFI_Metadata_Extension *)cf->extension_start);
+  if (cf->stage != XLA_FFI_ExecutionStage_EXECUTE) return NULL;
+  XLA_FFI_Error *err;
+
+  XLA_FFI_Buffer *q = arg_buffer(cf, 0), *k = arg_buffer(cf, 1), *v = arg_buffer(cf, 2);
+  XLA_FFI_Buffer *cu_q = arg_buffer(cf, 3), *cu_k = arg_buffer(cf, 4), *o = ret_buffer(cf, 0);
+  if (!q || !k || !v || !cu_q || !cu_k || !o || cf->args.size != 5)
+    return ffi_fail(api, XLA_FFI_Error_Code_INVALID_ARGUMENT,
+                    "attntune: expected buffers q, k, v, cu_seqlens_q, cu_seqlens_k and one result, got %lld "
+                    "operands and %lld results",
+                    (long long)cf->args.size, (long long)cf->rets.size);
+  if (q->rank != 3 || k->rank != 3 || v->rank != 3 || o->rank != 3 || cu_q->rank != 1 || cu_k->rank != 1)
+    return ffi_fail(api, XLA_FFI_Error_Code_INVALID_ARGUMENT,
+                    "attntune: q, k, v and o must be rank 3 (total, N, H) and the offsets rank 1");
+  if (!dims_fit_int(q) || !dims_fit_int(k) || !dims_fit_int(cu_q) || cu_q->dims[0] < 2 ||
+      cu_k->dims[0] != cu_q->dims[0])
+    return ffi_fail(api, XLA_FFI_Error_Code_INVALID_ARGUMENT,
+                    "attntune: rows and heads must be 1 .. 2^31 - 1, and cu_seqlens_q and cu_seqlens_k (B + 1) "
+                    "of one length >= 2");
+  for (int i = 0; i < 3; i++)
+    if (k->dims[i] != v->dims[i] || o->dims[i] != q->dims[i])
+      return ffi_fail(api, XLA_FFI_Error_Code_INVALID_ARGUMENT,
+                      "attntune: k and v must have equal shapes and o the shape of q (dim %d)", i);
+  if (k->dims[2] != q->dims[2])
+    return ffi_fail(api, XLA_FFI_Error_Code_INVALID_ARGUMENT, "attntune: q and k must agree in head dim");
+  at_dtype dtype;
+  if (!dtype_from_xla(q->dtype, &dtype) || (dtype != AT_DTYPE_F16 && dtype != AT_DTYPE_BF16) ||
+      k->dtype != q->dtype || v->dtype != q->dtype || o->dtype != q->dtype)
+    return ffi_fail(api, XLA_FFI_Error_Code_INVALID_ARGUMENT,
+                    "attntune: packed q, k, v and o must share one dtype, f16 or bf16 (XLA dtypes %d, %d, %d, %d)",
+                    (int)q->dtype, (int)k->dtype, (int)v->dtype, (int)o->dtype);
+  if (cu_q->dtype != XLA_FFI_DataType_S32 || cu_k->dtype != XLA_FFI_DataType_S32)
+    return ffi_fail(api, XLA_FFI_Error_Code_INVALID_ARGUMENT, "attntune: cu_seqlens_q and cu_seqlens_k must be s32");
+
+  int32_t mask, max_q, max_k;
+  float scale;
+  char impl[128], db[1024];
+  if ((err = attr_scalar(cf, "mask", XLA_FFI_DataType_S32, &mask, sizeof mask))) return err;
+  if ((err = attr_scalar(cf, "scale", XLA_FFI_DataType_F32, &scale, sizeof scale))) return err;
+  if ((err = attr_scalar(cf, "max_q", XLA_FFI_DataType_S32, &max_q, sizeof max_q))) return err;
+  if ((err = attr_scalar(cf, "max_k", XLA_FFI_DataType_S32, &max_k, sizeof max_k))) return err;
+  if ((err = attr_string(cf, "impl", impl, sizeof impl))) return err;
+  if ((err = attr_string(cf, "db", db, sizeof db))) return err;
+
+  at_shape shape = {.batch = (int)cu_q->dims[0] - 1, .q_len = max_q, .kv_len = max_k, .q_heads = (int)q->dims[1],
+                    .kv_heads = (int)k->dims[1], .head_dim = (int)q->dims[2], .dtype = dtype,
+                    .mask = (at_mask)mask, .scale = scale};
+  at_serving_layout layout = at_serving_layout_make(&shape, AT_SEQ_RAGGED, AT_SEQ_RAGGED, 0);
+
+  int device = 0;
+  if ((err = device_ordinal(cf, &device))) return err;
+  XLA_FFI_Stream_Get_Args sargs = {XLA_FFI_Stream_Get_Args_STRUCT_SIZE, NULL, cf->ctx, NULL};
+  if ((err = api->XLA_FFI_Stream_Get(&sargs))) return err;
+
+  at_plan *plan;
+  at_status rc = plan_get_relaxed(device, &shape, &layout, impl, db, &plan);
+  if (rc != AT_OK) return ffi_fail(api, code_of(rc), "attntune: %s", atpy_last_error());
+  at_serving_tensors t = AT_SERVING_TENSORS_INIT;
+  t.q = q->data, t.k = k->data, t.v = v->data, t.o = o->data;
+  t.q_stride = layout.strides.q, t.k_stride = layout.strides.k, t.v_stride = layout.strides.v;
+  t.o_stride = layout.strides.o;
+  t.cu_seqlens_q = cu_q->data, t.cu_seqlens_kv = cu_k->data;
+  t.total_q = (int)q->dims[0], t.total_kv = (int)k->dims[0];
+  if ((rc = atpy_plan_run_serving(plan, &t, NULL, sargs.stream)) != AT_OK)
     return ffi_fail(api, XLA_FFI_Error_Code_INTERNAL, "attntune: %s", atpy_last_error());
   return NULL;
 }

@@ -198,3 +198,27 @@ def test_time_against_the_c_plan():
           f"C at_plan_benchmark {c_ms.value:.4f} ms ({flops / c_ms.value / 1e9:.1f} TFLOP/s), "
           f"ratio {jax_ms / c_ms.value:.3f}")
     assert jax_ms < 1.5 * c_ms.value + 0.1
+
+
+@pytest.mark.parametrize("causal,bottom_right,kv_heads", [(False, False, 8), (True, False, 2), (True, True, 1)])
+def test_varlen_matches_jax_nn_per_sequence(causal, bottom_right, kv_heads):
+    seed = seed_for(("jax-varlen", causal, bottom_right, kv_heads))
+    rng = np.random.default_rng(seed)
+    lengths_q = [int(x) for x in rng.integers(1, 300, 5)] + [1]
+    lengths_k = [n + int(rng.integers(0, 64)) for n in lengths_q]
+    n, h = 8, 64
+    q = jnp.asarray(rng.standard_normal((sum(lengths_q), n, h), np.float32), jnp.bfloat16)
+    k = jnp.asarray(rng.standard_normal((sum(lengths_k), kv_heads, h), np.float32), jnp.bfloat16)
+    v = jnp.asarray(rng.standard_normal((sum(lengths_k), kv_heads, h), np.float32), jnp.bfloat16)
+    cu_q = np.concatenate([[0], np.cumsum(lengths_q)]).astype(np.int32)
+    cu_k = np.concatenate([[0], np.cumsum(lengths_k)]).astype(np.int32)
+    fn = jax.jit(lambda q, k, v, a, b: atj.varlen_attention(
+        q, k, v, a, b, max(lengths_q), max(lengths_k), is_causal=causal,
+        causal_alignment="bottom_right" if bottom_right else "top_left"))
+    out = np.asarray(fn(q, k, v, jnp.asarray(cu_q), jnp.asarray(cu_k)).astype(jnp.float32))
+    refs = [np.asarray(reference(q[None, cu_q[b]:cu_q[b + 1]], k[None, cu_k[b]:cu_k[b + 1]],
+                                 v[None, cu_k[b]:cu_k[b + 1]], is_causal=causal, bottom_right=bottom_right)[0])
+            for b in range(len(lengths_q))]
+    ref = np.concatenate(refs)
+    err = np.linalg.norm(out - ref) / np.linalg.norm(ref)
+    assert err < TOL[jnp.bfloat16], f"relative error {err:.3g} (seed {seed})"

@@ -117,3 +117,38 @@ def test_numpy_inputs_accepted():
     q = np.zeros((1, 8, 2, 64), np.float16)
     out = jax.eval_shape(atj.dot_product_attention, q, q, q)
     assert out.dtype == jnp.float16
+
+
+# ---- packed sequences (varlen) ----------------------------------------------------------------
+
+def packed(total_q=37, total_k=50, n=8, k=2, h=64, b=2, dtype=jnp.bfloat16):
+    return (jax.ShapeDtypeStruct((total_q, n, h), dtype), jax.ShapeDtypeStruct((total_k, k, h), dtype),
+            jax.ShapeDtypeStruct((total_k, k, h), dtype), jax.ShapeDtypeStruct((b + 1,), jnp.int32),
+            jax.ShapeDtypeStruct((b + 1,), jnp.int32))
+
+
+def test_varlen_traces_to_its_custom_call():
+    fn = lambda q, k, v, cq, ck: atj.varlen_attention(q, k, v, cq, ck, 27, 30, is_causal=True,  # noqa: E731
+                                                       causal_alignment="bottom_right")
+    calls = custom_calls(lowered(fn, *packed()))
+    assert len(calls) == 1 and f"@{atj.TARGET_VARLEN}" in calls[0]
+    assert "max_q = 27 : i32" in calls[0] and "max_k = 30 : i32" in calls[0]
+    assert "mask = 2 : i32" in calls[0] and "tensor<37x8x64xbf16>" in calls[0]
+    out = jax.eval_shape(fn, *packed())
+    assert out.shape == (37, 8, 64) and out.dtype == jnp.bfloat16
+
+
+def test_varlen_argument_errors():
+    q, k, v, cq, ck = (jnp.zeros(a.shape, a.dtype) for a in packed())
+    with pytest.raises(ValueError, match="cu_seqlens_q must be int32"):
+        atj.varlen_attention(q, k, v, cq.astype(jnp.float32), ck, 27, 30)
+    with pytest.raises(ValueError, match="must have one length"):
+        atj.varlen_attention(q, k, v, cq, jnp.zeros(4, jnp.int32), 27, 30)
+    with pytest.raises(ValueError, match="max_seqlen_k must be a positive int"):
+        atj.varlen_attention(q, k, v, cq, ck, 27, 0)
+    with pytest.raises(ValueError, match=r"\(total, heads, head_dim\)"):
+        atj.varlen_attention(q[None], k, v, cq, ck, 27, 30)
+    with pytest.raises(TypeError, match="float16 or bfloat16"):
+        atj.varlen_attention(q.astype(jnp.float32), k.astype(jnp.float32), v.astype(jnp.float32), cq, ck, 27, 30)
+    with pytest.raises(ValueError, match="not a multiple"):
+        atj.varlen_attention(q, jnp.zeros((50, 3, 64), q.dtype), jnp.zeros((50, 3, 64), q.dtype), cq, ck, 27, 30)
