@@ -207,9 +207,11 @@ py.atpy_cache_clear.restype = None
 py.atpy_layout_row.argtypes = [c_int]
 py.atpy_layout_row.restype = POINTER(LayoutRow)
 
-#: The XLA FFI handlers (C functions of libattntune_py): padded tensors, and packed sequences.
+#: The XLA FFI handlers (C functions of libattntune_py): padded tensors, packed sequences, a
+#: paged KV cache.
 xla_handler = py.attntune_xla_sdpa
 xla_varlen_handler = py.attntune_xla_varlen
+xla_paged_handler = py.attntune_xla_paged
 
 
 def status_name(rc: int) -> str:

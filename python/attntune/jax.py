@@ -1,7 +1,8 @@
 """attntune for JAX: ``dot_product_attention`` with jax.nn.dot_product_attention's layout and
 meaning, run by an XLA FFI custom call on XLA's stream (usable under jax.jit; command-buffer
-compatible); and ``varlen_attention`` for sequences of different lengths packed along one axis
-with cu_seqlens offsets (FlashAttention's varlen layout).
+compatible); ``varlen_attention`` for sequences of different lengths packed along one axis with
+cu_seqlens offsets (FlashAttention's varlen layout); ``paged_attention`` for decode over a paged KV
+cache (vLLM's layout).
 
     import attntune.jax
     out = jax.jit(attntune.jax.dot_product_attention)(q, k, v)   # q (B, T, N, H), k/v (B, S, K, H)
@@ -21,11 +22,13 @@ import numpy as np
 from . import _common, _lib
 from ._lib import UnsupportedArgumentError
 
-__all__ = ["dot_product_attention", "varlen_attention", "TARGET", "TARGET_VARLEN"]
+__all__ = ["dot_product_attention", "varlen_attention", "paged_attention", "TARGET", "TARGET_VARLEN",
+           "TARGET_PAGED"]
 
 #: The custom-call target names, as they appear in lowered HLO.
 TARGET = "attntune_sdpa"
 TARGET_VARLEN = "attntune_varlen"
+TARGET_PAGED = "attntune_paged"
 
 _FP8 = ("e4m3", "e5m2")
 
@@ -35,6 +38,8 @@ def _register() -> None:
     kwargs = {"traits": traits} if traits is not None else {}
     jax.ffi.register_ffi_target(TARGET, jax.ffi.pycapsule(_lib.xla_handler), platform="CUDA", **kwargs)
     jax.ffi.register_ffi_target(TARGET_VARLEN, jax.ffi.pycapsule(_lib.xla_varlen_handler), platform="CUDA",
+                                **kwargs)
+    jax.ffi.register_ffi_target(TARGET_PAGED, jax.ffi.pycapsule(_lib.xla_paged_handler), platform="CUDA",
                                 **kwargs)
 
 
@@ -196,3 +201,72 @@ def varlen_attention(
     return call(query, key, value, cu_q, cu_k, mask=np.int32(shape.mask), scale=np.float32(shape.scale),
                 max_q=np.int32(max_seqlen_q), max_k=np.int32(max_seqlen_k), impl=implementation or "",
                 db=_common.resolve_db(db))
+
+
+_FP8_CACHE = (jnp.float8_e4m3fn, jnp.float8_e5m2)
+
+
+def paged_attention(
+    query: Any,
+    key_cache: Any,
+    value_cache: Any,
+    block_table: Any,
+    seqlens_k: Any,
+    max_seqlen_k: int,
+    *,
+    scale: float | None = None,
+    is_causal: bool = False,
+    descale_k: Any = None,
+    descale_v: Any = None,
+    implementation: str | None = None,
+    db: str | os.PathLike | None = None,
+) -> jax.Array:
+    """Decode over a paged KV cache: query (B, T, N, H) with T from 1 to 16 new tokens per
+    sequence; key_cache and value_cache (num_pages, page_size, K, H), page_size 1, 16, 32, 64, 128
+    or 256; ``block_table`` int32 (B, max_pages) (sequence b's tokens p * page_size .. in page
+    block_table[b, p]); ``seqlens_k`` int32 (B,), each at most ``max_seqlen_k`` (a Python int that
+    sizes the plan). ``is_causal`` masks bottom-right. float16/bfloat16 query; the caches in its
+    dtype or float8_e4m3fn/e5m2 with ``descale_k``/``descale_v`` (float32 scalars). The result is
+    (B, T, N, H) in the query's dtype."""
+    query, kc, vc = jnp.asarray(query), jnp.asarray(key_cache), jnp.asarray(value_cache)
+    table, lengths = jnp.asarray(block_table), jnp.asarray(seqlens_k)
+    if query.ndim != 4:
+        raise ValueError(f"attntune: query must be (B, T, N, H), got shape {tuple(query.shape)}")
+    if kc.ndim != 4 or kc.shape != vc.shape or kc.dtype != vc.dtype:
+        raise ValueError(f"attntune: key_cache {tuple(kc.shape)} {kc.dtype} and value_cache {tuple(vc.shape)} "
+                         f"{vc.dtype} must be (num_pages, page_size, K, H) of one shape and dtype")
+    if query.dtype not in (jnp.float16, jnp.bfloat16):
+        raise TypeError(f"attntune: paged_attention takes a float16 or bfloat16 query, got {query.dtype}")
+    fp8_cache = kc.dtype in _FP8_CACHE
+    if kc.dtype != query.dtype and not fp8_cache:
+        raise TypeError(f"attntune: the caches must be in the query's dtype ({query.dtype}) or FP8, got {kc.dtype}")
+    b, t, n, h = query.shape
+    page_size = kc.shape[1]
+    if page_size not in _lib.PAGE_SIZES:
+        raise ValueError(f"attntune: page size {page_size} (key_cache.shape[1]) is not one of {_lib.PAGE_SIZES}")
+    if kc.shape[3] != h:
+        raise ValueError(f"attntune: key_cache head dim {kc.shape[3]} differs from the query's {h}")
+    if isinstance(max_seqlen_k, bool) or not isinstance(max_seqlen_k, (int, np.integer)) or max_seqlen_k < 1:
+        raise ValueError(f"attntune: max_seqlen_k must be a positive int (the longest length the plan takes), "
+                         f"got {max_seqlen_k!r}")
+    if table.dtype != jnp.int32 or table.ndim != 2 or table.shape[0] != b:
+        raise ValueError(f"attntune: block_table must be int32 (B={b}, max_pages), got {table.dtype} "
+                         f"{tuple(table.shape)}")
+    if table.shape[1] * page_size < max_seqlen_k:
+        raise ValueError(f"attntune: block_table has {table.shape[1]} pages per sequence, too few for "
+                         f"max_seqlen_k {max_seqlen_k} at page size {page_size}")
+    if lengths.dtype != jnp.int32 or lengths.shape != (b,):
+        raise ValueError(f"attntune: seqlens_k must be int32 ({b},), got {lengths.dtype} {tuple(lengths.shape)}")
+    operands = [query, kc, vc, table, lengths]
+    if fp8_cache:
+        if descale_k is None or descale_v is None:
+            raise ValueError("attntune: an FP8 KV cache needs descale_k and descale_v (float32 scalars)")
+        operands += [_descale(descale_k, "descale_k"), _descale(descale_v, "descale_v")]
+    elif descale_k is not None or descale_v is not None:
+        raise ValueError("attntune: descale_k/descale_v only apply to an FP8 KV cache")
+    shape = _common.make_shape(batch=b, q_len=t, kv_len=int(max_seqlen_k), q_heads=n, kv_heads=kc.shape[2],
+                               head_dim=h, dtype=_common.dtype_name(query.dtype),
+                               mask=_common.mask_code(is_causal, "bottom_right"), scale=scale)
+    call = jax.ffi.ffi_call(TARGET_PAGED, jax.ShapeDtypeStruct(query.shape, query.dtype), vmap_method="sequential")
+    return call(*operands, mask=np.int32(shape.mask), scale=np.float32(shape.scale), max_k=np.int32(max_seqlen_k),
+                impl=implementation or "", db=_common.resolve_db(db))

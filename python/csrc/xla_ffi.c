@@ -1,7 +1,7 @@
 /*
- * xla_ffi.c — the XLA FFI handlers behind attntune.jax.dot_product_attention and
- * attntune.jax.varlen_attention (at the end), written against the XLA FFI C API
- * (xla/ffi/api/c_api.h).
+ * xla_ffi.c — the XLA FFI handlers behind attntune.jax.dot_product_attention,
+ * attntune.jax.varlen_attention and attntune.jax.paged_attention (the last two at the end),
+ * written against the XLA FFI C API (xla/ffi/api/c_api.h).
  *
  *   operands  q (B, T, Nq, D), k (B, S, Nkv, D), v (B, S, Nkv, D)    row-major (BSHD)
  *             [descale_q, descale_k, descale_v: f32 scalars, FP8 inputs only]
@@ -336,6 +336,105 @@ XLA_FFI_Error *attntune_xla_varlen(XLA_FFI_CallFrame *cf)
   t.cu_seqlens_q = cu_q->data, t.cu_seqlens_kv = cu_k->data;
   t.total_q = (int)q->dims[0], t.total_kv = (int)k->dims[0];
   if ((rc = atpy_plan_run_serving(plan, &t, NULL, sargs.stream)) != AT_OK)
+    return ffi_fail(api, XLA_FFI_Error_Code_INTERNAL, "attntune: %s", atpy_last_error());
+  return NULL;
+}
+
+/* ---- decode over a paged KV cache ----------------------------------------------------------------
+ *
+ *   operands  q (B, T, Nq, D) with T 1..16, k_cache and v_cache (num_pages, page_size, Nkv, D)
+ *             row-major, block_table (B, max_pages) s32, seqlens_k (B,) s32
+ *             [descale_k, descale_v: f32 scalars, for an FP8 (f8e4m3fn, f8e5m2) cache only]
+ *   result    o (B, T, Nq, D) in q's dtype (f16 or bf16)
+ *   attrs     mask, scale, impl, db as above; max_k (s32): the longest KV length, sizing the plan
+ */
+
+AT_API XLA_FFI_Error *attntune_xla_paged(XLA_FFI_CallFrame *cf);
+
+XLA_FFI_Error *attntune_xla_paged(XLA_FFI_CallFrame *cf)
+{
+  const XLA_FFI_Api *api = cf->api;
+  if (cf->extension_start && cf->extension_start->type == XLA_FFI_Extension_Metadata)
+    return answer_metadata(api, (XLA_FFI_Metadata_Extension *)cf->extension_start);
+  if (cf->stage != XLA_FFI_ExecutionStage_EXECUTE) return NULL;
+  XLA_FFI_Error *err;
+
+  XLA_FFI_Buffer *q = arg_buffer(cf, 0), *kc = arg_buffer(cf, 1), *vc = arg_buffer(cf, 2);
+  XLA_FFI_Buffer *table = arg_buffer(cf, 3), *lengths = arg_buffer(cf, 4), *o = ret_buffer(cf, 0);
+  if (!q || !kc || !vc || !table || !lengths || !o)
+    return ffi_fail(api, XLA_FFI_Error_Code_INVALID_ARGUMENT,
+                    "attntune: expected buffers q, k_cache, v_cache, block_table, seqlens_k and one result, got "
+                    "%lld operands and %lld results",
+                    (long long)cf->args.size, (long long)cf->rets.size);
+  if (q->rank != 4 || kc->rank != 4 || vc->rank != 4 || o->rank != 4 || table->rank != 2 || lengths->rank != 1)
+    return ffi_fail(api, XLA_FFI_Error_Code_INVALID_ARGUMENT,
+                    "attntune: q and o must be (B, T, N, H), the caches (pages, page_size, K, H), block_table "
+                    "(B, max_pages) and seqlens_k (B,)");
+  if (!dims_fit_int(q) || !dims_fit_int(kc) || !dims_fit_int(table) || table->dims[0] != q->dims[0] ||
+      lengths->dims[0] != q->dims[0])
+    return ffi_fail(api, XLA_FFI_Error_Code_INVALID_ARGUMENT,
+                    "attntune: dimensions must be 1 .. 2^31 - 1 and block_table and seqlens_k have B rows");
+  for (int i = 0; i < 4; i++)
+    if (kc->dims[i] != vc->dims[i] || o->dims[i] != q->dims[i])
+      return ffi_fail(api, XLA_FFI_Error_Code_INVALID_ARGUMENT,
+                      "attntune: the caches must have equal shapes and o the shape of q (dim %d)", i);
+  if (kc->dims[3] != q->dims[3])
+    return ffi_fail(api, XLA_FFI_Error_Code_INVALID_ARGUMENT, "attntune: q and the caches must agree in head dim");
+  at_dtype dtype, kv_dtype;
+  if (!dtype_from_xla(q->dtype, &dtype) || (dtype != AT_DTYPE_F16 && dtype != AT_DTYPE_BF16) ||
+      o->dtype != q->dtype || !dtype_from_xla(kc->dtype, &kv_dtype) || vc->dtype != kc->dtype ||
+      (kv_dtype != dtype && !is_fp8(kv_dtype)))
+    return ffi_fail(api, XLA_FFI_Error_Code_INVALID_ARGUMENT,
+                    "attntune: q (and o) must be f16 or bf16 and the caches in q's dtype or FP8 (XLA dtypes %d, %d, "
+                    "%d, %d)",
+                    (int)q->dtype, (int)kc->dtype, (int)vc->dtype, (int)o->dtype);
+  if (table->dtype != XLA_FFI_DataType_S32 || lengths->dtype != XLA_FFI_DataType_S32)
+    return ffi_fail(api, XLA_FFI_Error_Code_INVALID_ARGUMENT, "attntune: block_table and seqlens_k must be s32");
+
+  int32_t mask, max_k;
+  float scale;
+  char impl[128], db[1024];
+  if ((err = attr_scalar(cf, "mask", XLA_FFI_DataType_S32, &mask, sizeof mask))) return err;
+  if ((err = attr_scalar(cf, "scale", XLA_FFI_DataType_F32, &scale, sizeof scale))) return err;
+  if ((err = attr_scalar(cf, "max_k", XLA_FFI_DataType_S32, &max_k, sizeof max_k))) return err;
+  if ((err = attr_string(cf, "impl", impl, sizeof impl))) return err;
+  if ((err = attr_string(cf, "db", db, sizeof db))) return err;
+
+  at_fp8_args fp8 = {0}, *p_fp8 = NULL;
+  if (is_fp8(kv_dtype)) {
+    XLA_FFI_Buffer *dk = arg_buffer(cf, 5), *dv = arg_buffer(cf, 6);
+    if (cf->args.size != 7 || !dk || !dv || dk->dtype != XLA_FFI_DataType_F32 || dv->dtype != XLA_FFI_DataType_F32)
+      return ffi_fail(api, XLA_FFI_Error_Code_INVALID_ARGUMENT,
+                      "attntune: an FP8 KV cache needs f32 descale_k and descale_v operands");
+    fp8 = (at_fp8_args){NULL, dk->data, dv->data};
+    p_fp8 = &fp8;
+  } else if (cf->args.size != 5) {
+    return ffi_fail(api, XLA_FFI_Error_Code_INVALID_ARGUMENT, "attntune: %lld operands for a 16-bit cache, expected 5",
+                    (long long)cf->args.size);
+  }
+
+  at_shape shape = {.batch = (int)q->dims[0], .q_len = (int)q->dims[1], .kv_len = max_k,
+                    .q_heads = (int)q->dims[2], .kv_heads = (int)kc->dims[2], .head_dim = (int)q->dims[3],
+                    .dtype = dtype, .mask = (at_mask)mask, .scale = scale,
+                    .kv_dtype = kv_dtype == dtype ? AT_KV_SAME : kv_dtype};
+  at_serving_layout layout = at_serving_layout_make(&shape, AT_SEQ_PADDED, AT_SEQ_PAGED, (int)kc->dims[1]);
+  layout.max_pages_per_seq = (int)table->dims[1];
+
+  int device = 0;
+  if ((err = device_ordinal(cf, &device))) return err;
+  XLA_FFI_Stream_Get_Args sargs = {XLA_FFI_Stream_Get_Args_STRUCT_SIZE, NULL, cf->ctx, NULL};
+  if ((err = api->XLA_FFI_Stream_Get(&sargs))) return err;
+
+  at_plan *plan;
+  at_status rc = plan_get_relaxed(device, &shape, &layout, impl, db, &plan);
+  if (rc != AT_OK) return ffi_fail(api, code_of(rc), "attntune: %s", atpy_last_error());
+  at_serving_tensors t = AT_SERVING_TENSORS_INIT;
+  t.q = q->data, t.k = kc->data, t.v = vc->data, t.o = o->data;
+  t.q_stride = layout.strides.q, t.k_stride = layout.strides.k, t.v_stride = layout.strides.v;
+  t.o_stride = layout.strides.o;
+  t.block_table = table->data, t.seqlens_kv = lengths->data;
+  t.num_pages = (int)kc->dims[0];
+  if ((rc = atpy_plan_run_serving(plan, &t, p_fp8, sargs.stream)) != AT_OK)
     return ffi_fail(api, XLA_FFI_Error_Code_INTERNAL, "attntune: %s", atpy_last_error());
   return NULL;
 }

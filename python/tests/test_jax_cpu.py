@@ -152,3 +152,42 @@ def test_varlen_argument_errors():
         atj.varlen_attention(q.astype(jnp.float32), k.astype(jnp.float32), v.astype(jnp.float32), cq, ck, 27, 30)
     with pytest.raises(ValueError, match="not a multiple"):
         atj.varlen_attention(q, jnp.zeros((50, 3, 64), q.dtype), jnp.zeros((50, 3, 64), q.dtype), cq, ck, 27, 30)
+
+
+# ---- a paged KV cache -------------------------------------------------------------------------
+
+def paged_args(b=3, t=1, n=32, k=8, h=128, pages=40, page=16, max_pages=8, cache=jnp.bfloat16):
+    return (jax.ShapeDtypeStruct((b, t, n, h), jnp.bfloat16), jax.ShapeDtypeStruct((pages, page, k, h), cache),
+            jax.ShapeDtypeStruct((pages, page, k, h), cache), jax.ShapeDtypeStruct((b, max_pages), jnp.int32),
+            jax.ShapeDtypeStruct((b,), jnp.int32))
+
+
+def test_paged_traces_to_its_custom_call():
+    fn = lambda q, kc, vc, tb, ln: atj.paged_attention(q, kc, vc, tb, ln, 128, is_causal=True)  # noqa: E731
+    calls = custom_calls(lowered(fn, *paged_args(t=4)))
+    assert len(calls) == 1 and f"@{atj.TARGET_PAGED}" in calls[0]
+    assert "max_k = 128 : i32" in calls[0] and "mask = 2 : i32" in calls[0]
+    out = jax.eval_shape(fn, *paged_args(t=4))
+    assert out.shape == (3, 4, 32, 128) and out.dtype == jnp.bfloat16
+    fp8 = lambda q, kc, vc, tb, ln: atj.paged_attention(q, kc, vc, tb, ln, 128, descale_k=1.0,  # noqa: E731
+                                                         descale_v=1.0)
+    calls = custom_calls(lowered(fp8, *paged_args(cache=jnp.float8_e4m3fn)))
+    assert len(calls) == 1 and "f8E4M3FN" in calls[0]
+
+
+def test_paged_argument_errors():
+    q, kc, vc, tb, ln = (jnp.zeros(a.shape, a.dtype) for a in paged_args())
+    with pytest.raises(ValueError, match="page size 8"):
+        atj.paged_attention(q, jnp.zeros((40, 8, 8, 128), q.dtype), jnp.zeros((40, 8, 8, 128), q.dtype), tb, ln, 64)
+    with pytest.raises(ValueError, match="too few for max_seqlen_k 200"):
+        atj.paged_attention(q, kc, vc, tb, ln, 200)
+    with pytest.raises(ValueError, match="seqlens_k must be int32"):
+        atj.paged_attention(q, kc, vc, tb, ln[:2], 128)
+    with pytest.raises(ValueError, match="block_table must be int32"):
+        atj.paged_attention(q, kc, vc, tb.astype(jnp.float32), ln, 128)
+    with pytest.raises(ValueError, match="only apply to an FP8 KV cache"):
+        atj.paged_attention(q, kc, vc, tb, ln, 128, descale_k=1.0)
+    with pytest.raises(ValueError, match="needs descale_k and descale_v"):
+        atj.paged_attention(q, kc.astype(jnp.float8_e4m3fn), vc.astype(jnp.float8_e4m3fn), tb, ln, 128)
+    with pytest.raises(TypeError, match="the query's dtype"):
+        atj.paged_attention(q, kc.astype(jnp.float16), vc.astype(jnp.float16), tb, ln, 128)
