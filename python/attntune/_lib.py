@@ -188,6 +188,9 @@ core.at_context_destroy.restype = None
 core.at_context_describe.argtypes = [c_void_p]
 core.at_context_describe.restype = c_char_p
 
+core.at_serving_check.argtypes = [c_void_p, POINTER(ServingTensors)]
+core.at_serving_check.restype = c_int
+
 py.atpy_plan_get.argtypes = [c_int, POINTER(Shape), POINTER(Layout), c_char_p, c_char_p,
                              POINTER(c_void_p)]
 py.atpy_plan_get.restype = c_int

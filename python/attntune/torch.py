@@ -228,15 +228,25 @@ def _device_index(x: torch.Tensor) -> int:
     return x.device.index if x.device.index is not None else torch.cuda.current_device()
 
 
-def _run_serving(plan: ctypes.c_void_p, t: _lib.ServingTensors, fp8: Any, device: torch.device) -> None:
-    stream = torch.cuda.current_stream(device).cuda_stream
-    _lib.check_py(_lib.py.atpy_plan_run_serving(plan, ctypes.byref(t), fp8, stream))
+def _run_serving(plan: ctypes.c_void_p, t: _lib.ServingTensors, fp8: Any, device: torch.device,
+                 check: bool) -> None:
+    current = torch.cuda.current_stream(device)
+    if check:
+        # at_serving_check copies the metadata to the host: it must be written first.
+        current.synchronize()
+        rc = _lib.core.at_serving_check(plan, ctypes.byref(t))
+        if rc != 0:
+            message = _lib.core.at_last_error().decode()
+            if _lib.status_name(rc) == "AT_ERR_INVALID":
+                raise ValueError(f"attntune: {message}")
+            raise _lib.AttntuneError(_lib.status_name(rc), message)
+    _lib.check_py(_lib.py.atpy_plan_run_serving(plan, ctypes.byref(t), fp8, current.cuda_stream))
 
 
 @torch.library.custom_op("attntune::varlen", mutates_args=())
 def varlen(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, cu_seqlens_q: torch.Tensor,
            cu_seqlens_k: torch.Tensor, max_seqlen_q: int, max_seqlen_k: int, mask: int, scale: float,
-           impl: str, db: str) -> torch.Tensor:
+           impl: str, db: str, check: bool) -> torch.Tensor:
     """The op: query (total_q, N, H), key/value (total_k, K, H) packed, cu_seqlens int32 (B + 1)
     on the query's device; the result (total_q, N, H)."""
     _one_cuda_device(query, key, value, cu_seqlens_q, cu_seqlens_k)
@@ -254,13 +264,13 @@ def varlen(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, cu_seqle
                             v=v.data_ptr(), o=out.data_ptr(), lse=None, q_stride=strides.q, k_stride=strides.k,
                             v_stride=strides.v, o_stride=strides.o, cu_seqlens_q=cu_seqlens_q.data_ptr(),
                             cu_seqlens_kv=cu_seqlens_k.data_ptr(), total_q=total_q, total_kv=total_k)
-    _run_serving(plan, t, None, q.device)
+    _run_serving(plan, t, None, q.device, check)
     return out
 
 
 @varlen.register_fake
 def _varlen_fake(query, key, value, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, mask, scale,
-                 impl, db):
+                 impl, db, check):
     return query.new_empty((query.shape[0], query.shape[1], value.shape[2]))
 
 
@@ -278,6 +288,7 @@ def varlen_attention(
     scale: Optional[float] = None,
     implementation: Optional[str] = None,
     db: Optional[str | os.PathLike] = None,
+    check_metadata: bool = False,
 ) -> torch.Tensor:
     """Attention over B sequences of different lengths packed along the first axis (FlashAttention's
     varlen layout): query (total_q, N, H), key and value (total_k, K, H), N a multiple of K;
@@ -287,7 +298,9 @@ def varlen_attention(
     ``causal_alignment="bottom_right"`` aligns each sequence's last query with its last key
     (chunked prefill). float16 or bfloat16; the result is (total_q, N, H) in the input dtype. On
     sm_90a the plan runs fa3's ragged kernel, elsewhere fa2's; a tuned cache (``db``) has no rows
-    for ragged tensors yet."""
+    for ragged tensors yet. The kernels never read outside the tensors whatever the offsets say;
+    ``check_metadata=True`` also checks them on the host first (a stream sync and a copy) and
+    raises ValueError naming the first bad entry (at_serving_check)."""
     for name, x in (("query", query), ("key", key), ("value", value)):
         if not isinstance(x, torch.Tensor) or x.dim() != 3:
             raise ValueError(f"attntune: {name} must be a (total, heads, head_dim) tensor, got "
@@ -311,13 +324,13 @@ def varlen_attention(
                            kv_heads=key.shape[1], head_dim=query.shape[2], dtype=_common.dtype_name(query.dtype),
                            mask=mask, scale=scale)
     return varlen(query, key, value, cu_q, cu_k, max_q, max_k, mask, 0.0 if scale is None else float(scale),
-                  implementation or "", _common.resolve_db(db))
+                  implementation or "", _common.resolve_db(db), bool(check_metadata))
 
 
 @torch.library.custom_op("attntune::paged", mutates_args=())
 def paged(query: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tensor, block_table: torch.Tensor,
           seqlens_k: torch.Tensor, descale_k: Optional[torch.Tensor], descale_v: Optional[torch.Tensor],
-          max_seqlen_k: int, mask: int, scale: float, impl: str, db: str) -> torch.Tensor:
+          max_seqlen_k: int, mask: int, scale: float, impl: str, db: str, check: bool) -> torch.Tensor:
     """The op: query (B, T, N, H), caches (num_pages, page_size, K, H), block_table int32
     (B, max_pages), seqlens_k int32 (B,); the result (B, T, N, H)."""
     _one_cuda_device(query, key_cache, value_cache, block_table, seqlens_k)
@@ -343,14 +356,14 @@ def paged(query: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tenso
                              v=vc.data_ptr(), o=out.data_ptr(), lse=None, q_stride=strides.q, k_stride=strides.k,
                              v_stride=strides.v, o_stride=strides.o, block_table=block_table.data_ptr(),
                              seqlens_kv=seqlens_k.data_ptr(), num_pages=num_pages)
-    _run_serving(plan, st, fp8, q.device)
+    _run_serving(plan, st, fp8, q.device, check)
     del keep  # the descales' copies, freed to this stream's caching allocator after the kernel
     return out
 
 
 @paged.register_fake
 def _paged_fake(query, key_cache, value_cache, block_table, seqlens_k, descale_k, descale_v, max_seqlen_k,
-                mask, scale, impl, db):
+                mask, scale, impl, db, check):
     return query.new_empty(query.shape)
 
 
@@ -368,6 +381,7 @@ def paged_attention(
     descale_v: Optional[torch.Tensor] = None,
     implementation: Optional[str] = None,
     db: Optional[str | os.PathLike] = None,
+    check_metadata: bool = False,
 ) -> torch.Tensor:
     """Decode over a paged KV cache (vLLM's layout): query (B, T, N, H) with T from 1 to 16 new
     tokens per sequence; key_cache and value_cache (num_pages, page_size, K, H) with page_size
@@ -376,7 +390,9 @@ def paged_attention(
     each at most ``max_seqlen_k`` (which sizes the plan). ``is_causal`` masks bottom-right (query
     row i of T sees keys up to S_b - T + i). float16/bfloat16 query; the caches in its dtype or
     float8_e4m3fn/e5m2 (an FP8 KV cache) with ``descale_k``/``descale_v`` (float32 one-element
-    tensors). Runs the decode family's paged kernels; the result is (B, T, N, H)."""
+    tensors). Runs the decode family's paged kernels; the result is (B, T, N, H). No kernel reads
+    outside the pools whatever the table holds; ``check_metadata=True`` checks the table and the
+    lengths on the host first and raises ValueError naming the first bad entry."""
     if not isinstance(query, torch.Tensor) or query.dim() != 4:
         raise ValueError("attntune: query must be (B, T, N, H)")
     for name, x in (("key_cache", key_cache), ("value_cache", value_cache)):
@@ -412,4 +428,5 @@ def paged_attention(
         _common.make_shape(batch=b, q_len=t, kv_len=max_k, q_heads=n, kv_heads=key_cache.shape[2], head_dim=h,
                            dtype=_common.dtype_name(query.dtype), mask=mask, scale=scale)
     return paged(query, key_cache, value_cache, table, lengths, descale_k, descale_v, max_k, mask,
-                 0.0 if scale is None else float(scale), implementation or "", _common.resolve_db(db))
+                 0.0 if scale is None else float(scale), implementation or "", _common.resolve_db(db),
+                 bool(check_metadata))

@@ -194,3 +194,20 @@ def test_paged_matches_sdpa_on_gathered_pages(t, page_size, cache_dtype):
     ref = torch.stack(refs)
     err = ((out.float() - ref).norm() / ref.norm()).item()
     assert err < 2e-2, f"relative error {err:.3g} (seed {seed})"
+
+
+def test_bad_metadata_is_named_when_checked():
+    q = torch.randn(30, 8, 64, device="cuda").to(torch.bfloat16)
+    k = torch.randn(40, 2, 64, device="cuda").to(torch.bfloat16)
+    cu_q = torch.tensor([0, 20, 10, 30], dtype=torch.int32, device="cuda")  # decreasing
+    cu_k = torch.tensor([0, 10, 30, 40], dtype=torch.int32, device="cuda")
+    out = att.varlen_attention(q, k, k, cu_q, cu_k, 20, 20)  # unchecked: runs, reads nothing outside
+    assert torch.isfinite(out.float()).all()
+    with pytest.raises(ValueError, match="cu_seqlens_q"):
+        att.varlen_attention(q, k, k, cu_q, cu_k, 20, 20, check_metadata=True)
+    cache = torch.randn(8, 16, 2, 64, device="cuda").to(torch.bfloat16)
+    table = torch.tensor([[0, 1], [2, 99]], dtype=torch.int32, device="cuda")  # 99: past the pool
+    lengths = torch.tensor([20, 30], dtype=torch.int32, device="cuda")
+    qd = torch.randn(2, 1, 8, 64, device="cuda").to(torch.bfloat16)
+    with pytest.raises(ValueError, match="block_table"):
+        att.paged_attention(qd, cache, cache, table, lengths, 32, check_metadata=True)
