@@ -30,11 +30,11 @@ typedef struct tn_harness {
   CUdeviceptr cover; /* keeps the GPU busy while timed launches are enqueued */
   size_t cover_words;
   size_t n_q, n_kv, n_lse;
-  double *ref_o, *ref_lse; /* naive fp32 reference on set 0 (host); NULL until made */
-  double *cudnn_o;         /* cuDNN's output on set 0 (host, decoded); NULL when cuDNN did not run */
-  float *got;              /* host staging */
-  /* The same two on the device (fp32) and a compare module per output dtype, made on first use:
-   * tn_harness_verify reduces on the GPU and copies back two sums, not the output. */
+  double *ref_lse; /* the naive reference's log-sum-exp on set 0 (host); NULL until made */
+  float *got;       /* host staging */
+  /* The naive reference's O and cuDNN's (decoded; 0 when cuDNN did not run) on set 0, fp32 on the
+   * device, and a compare module per output dtype, made on first use: tn_harness_verify reduces
+   * on the GPU and copies back two sums, not the output. */
   CUdeviceptr ref_o_dev, cudnn_o_dev;
   rt_compare compare[AT_DTYPE_E5M2 + 1];
   rt_cudnn_sdpa *cudnn;    /* created on first use */
@@ -50,7 +50,7 @@ typedef struct tn_harness {
 at_status tn_harness_open(tn_harness *h, const rt_ctx *ctx, const at_shape *shape,
                           unsigned long long seed);
 void tn_harness_close(tn_harness *h);
-/* Run the naive kernels with fp32 output on set 0 and keep O and LSE on the host. */
+/* Run the naive kernels with fp32 output on set 0 and keep O (on the device) and LSE (on the host). */
 at_status tn_harness_make_reference(tn_harness *h);
 
 /* Faults a test can plant in a candidate (ATTNTUNE_FAULT). */
