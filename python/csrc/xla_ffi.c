@@ -150,11 +150,7 @@ static at_status plan_get_relaxed(int device, const at_shape *shape, const at_se
   return rc;
 }
 
-static XLA_FFI_Error_Code code_of(at_status rc)
-{
-  return rc == AT_ERR_INVALID || rc == AT_ERR_UNSUPPORTED ? XLA_FFI_Error_Code_INVALID_ARGUMENT
-                                                          : XLA_FFI_Error_Code_INTERNAL;
-}
+
 
 static XLA_FFI_Error *device_ordinal(const XLA_FFI_CallFrame *cf, int *device)
 {
@@ -175,17 +171,96 @@ static XLA_FFI_Error *device_ordinal(const XLA_FFI_CallFrame *cf, int *device)
   return NULL;
 }
 
+/* ---- what every handler does ------------------------------------------------------------------ */
+
+/* 1 when the call is not an execution: XLA's metadata query (answered in *answer) or another
+ * stage (nothing to do); the handler returns *answer then. */
+static int answered_early(XLA_FFI_CallFrame *cf, XLA_FFI_Error **answer)
+{
+  *answer = NULL;
+  if (cf->extension_start && cf->extension_start->type == XLA_FFI_Extension_Metadata) {
+    *answer = answer_metadata(cf->api, (XLA_FFI_Metadata_Extension *)cf->extension_start);
+    return 1;
+  }
+  return cf->stage != XLA_FFI_ExecutionStage_EXECUTE;
+}
+
+/* The attributes every call has. */
+typedef struct call_attrs {
+  int32_t mask;
+  float scale;
+  char impl[128], db[1024];
+} call_attrs;
+
+static XLA_FFI_Error *read_call_attrs(const XLA_FFI_CallFrame *cf, call_attrs *a)
+{
+  XLA_FFI_Error *err;
+  if ((err = attr_scalar(cf, "mask", XLA_FFI_DataType_S32, &a->mask, sizeof a->mask))) return err;
+  if ((err = attr_scalar(cf, "scale", XLA_FFI_DataType_F32, &a->scale, sizeof a->scale))) return err;
+  if ((err = attr_string(cf, "impl", a->impl, sizeof a->impl))) return err;
+  return attr_string(cf, "db", a->db, sizeof a->db);
+}
+
+/* n f32 scalar operands from index first (an FP8 call's descales) into ptrs, or an error naming
+ * them. */
+static XLA_FFI_Error *descale_operands(const XLA_FFI_CallFrame *cf, int first, int n, const char *names,
+                                       const void **ptrs)
+{
+  if (cf->args.size != first + n)
+    return ffi_fail(cf->api, XLA_FFI_Error_Code_INVALID_ARGUMENT, "attntune: %lld operands, expected %d (with %s)",
+                    (long long)cf->args.size, first + n, names);
+  for (int i = 0; i < n; i++) {
+    XLA_FFI_Buffer *b = arg_buffer(cf, first + i);
+    if (!b || b->dtype != XLA_FFI_DataType_F32)
+      return ffi_fail(cf->api, XLA_FFI_Error_Code_INVALID_ARGUMENT, "attntune: FP8 needs f32 %s operands", names);
+    ptrs[i] = b->data;
+  }
+  return NULL;
+}
+
+/* The cached plan for shape on XLA's device (serving NULL: padded tensors), and XLA's stream. */
+static XLA_FFI_Error *plan_and_stream(XLA_FFI_CallFrame *cf, const at_shape *shape, const at_serving_layout *serving,
+                                      const call_attrs *a, at_plan **plan, void **stream)
+{
+  const XLA_FFI_Api *api = cf->api;
+  XLA_FFI_Error *err;
+  int device = 0;
+  if ((err = device_ordinal(cf, &device))) return err;
+  XLA_FFI_Stream_Get_Args sargs = {XLA_FFI_Stream_Get_Args_STRUCT_SIZE, NULL, cf->ctx, NULL};
+  if ((err = api->XLA_FFI_Stream_Get(&sargs))) return err;
+  *stream = sargs.stream;
+  at_status rc = plan_get_relaxed(device, shape, serving, a->impl, a->db, plan);
+  if (rc == AT_OK) return NULL;
+  return ffi_fail(api, rc == AT_ERR_INVALID || rc == AT_ERR_UNSUPPORTED ? XLA_FFI_Error_Code_INVALID_ARGUMENT
+                                                                        : XLA_FFI_Error_Code_INTERNAL,
+                  "attntune: %s", atpy_last_error());
+}
+
+static XLA_FFI_Error *run_failed(const XLA_FFI_Api *api)
+{
+  return ffi_fail(api, XLA_FFI_Error_Code_INTERNAL, "attntune: %s", atpy_last_error());
+}
+
+/* A serving call's tensors: the buffers' data with the layout's strides; metadata by the caller. */
+static at_serving_tensors serving_tensors(const XLA_FFI_Buffer *q, const XLA_FFI_Buffer *k, const XLA_FFI_Buffer *v,
+                                          const XLA_FFI_Buffer *o, const at_serving_layout *layout)
+{
+  at_serving_tensors t = AT_SERVING_TENSORS_INIT;
+  t.q = q->data, t.k = k->data, t.v = v->data, t.o = o->data;
+  t.q_stride = layout->strides.q, t.k_stride = layout->strides.k, t.v_stride = layout->strides.v;
+  t.o_stride = layout->strides.o;
+  return t;
+}
+
 /* ---- the handler ----------------------------------------------------------------------------- */
 
 AT_API XLA_FFI_Error *attntune_xla_sdpa(XLA_FFI_CallFrame *cf);
 
 XLA_FFI_Error *attntune_xla_sdpa(XLA_FFI_CallFrame *cf)
 {
-  const XLA_FFI_Api *api = cf->api;
-  if (cf->extension_start && cf->extension_start->type == XLA_FFI_Extension_Metadata)
-    return answer_metadata(api, (XLA_FFI_Metadata_Extension *)cf->extension_start);
-  if (cf->stage != XLA_FFI_ExecutionStage_EXECUTE) return NULL;
   XLA_FFI_Error *err;
+  if (answered_early(cf, &err)) return err;
+  const XLA_FFI_Api *api = cf->api;
 
   XLA_FFI_Buffer *q = arg_buffer(cf, 0), *k = arg_buffer(cf, 1), *v = arg_buffer(cf, 2), *o = ret_buffer(cf, 0);
   if (!q || !k || !v || !o)
@@ -218,42 +293,25 @@ XLA_FFI_Error *attntune_xla_sdpa(XLA_FFI_CallFrame *cf)
     return ffi_fail(api, XLA_FFI_Error_Code_INVALID_ARGUMENT, "attntune: result has XLA dtype %d, expected %d",
                     (int)o->dtype, (int)want_o);
 
-  int32_t mask;
-  float scale;
-  char impl[128], db[1024];
-  if ((err = attr_scalar(cf, "mask", XLA_FFI_DataType_S32, &mask, sizeof mask))) return err;
-  if ((err = attr_scalar(cf, "scale", XLA_FFI_DataType_F32, &scale, sizeof scale))) return err;
-  if ((err = attr_string(cf, "impl", impl, sizeof impl))) return err;
-  if ((err = attr_string(cf, "db", db, sizeof db))) return err;
-  shape.mask = (at_mask)mask;
-  shape.scale = scale;
+  call_attrs a;
+  if ((err = read_call_attrs(cf, &a))) return err;
+  shape.mask = (at_mask)a.mask;
+  shape.scale = a.scale;
 
-  at_fp8_args fp8 = {0}, *p_fp8 = NULL;
-  if (is_fp8(shape.dtype)) {
-    XLA_FFI_Buffer *dq = arg_buffer(cf, 3), *dk = arg_buffer(cf, 4), *dv = arg_buffer(cf, 5);
-    if (!dq || !dk || !dv || dq->dtype != XLA_FFI_DataType_F32 || dk->dtype != XLA_FFI_DataType_F32 ||
-        dv->dtype != XLA_FFI_DataType_F32)
-      return ffi_fail(api, XLA_FFI_Error_Code_INVALID_ARGUMENT,
-                      "attntune: FP8 inputs need f32 descale_q, descale_k, descale_v operands");
-    fp8 = (at_fp8_args){dq->data, dk->data, dv->data};
-    p_fp8 = &fp8;
-  } else if (cf->args.size != 3) {
+  const void *descales[3] = {NULL, NULL, NULL};
+  if (is_fp8(shape.dtype) && (err = descale_operands(cf, 3, 3, "descale_q, descale_k, descale_v", descales)))
+    return err;
+  if (!is_fp8(shape.dtype) && cf->args.size != 3)
     return ffi_fail(api, XLA_FFI_Error_Code_INVALID_ARGUMENT, "attntune: %lld operands for a non-FP8 call, expected 3",
                     (long long)cf->args.size);
-  }
-
-  int device = 0;
-  if ((err = device_ordinal(cf, &device))) return err;
-  XLA_FFI_Stream_Get_Args sargs = {XLA_FFI_Stream_Get_Args_STRUCT_SIZE, NULL, cf->ctx, NULL};
-  if ((err = api->XLA_FFI_Stream_Get(&sargs))) return err;
+  const at_fp8_args fp8 = {descales[0], descales[1], descales[2]};
 
   at_plan *plan;
-  at_status rc = plan_get_relaxed(device, &shape, NULL, impl, db, &plan);
-  if (rc != AT_OK) return ffi_fail(api, code_of(rc), "attntune: %s", atpy_last_error());
+  void *stream;
+  if ((err = plan_and_stream(cf, &shape, NULL, &a, &plan, &stream))) return err;
   at_layout l = at_layout_bshd(&shape);
   at_tensors t = {q->data, k->data, v->data, o->data, NULL, l.q, l.k, l.v, l.o};
-  if ((rc = atpy_plan_run(plan, &t, p_fp8, sargs.stream)) != AT_OK)
-    return ffi_fail(api, XLA_FFI_Error_Code_INTERNAL, "attntune: %s", atpy_last_error());
+  if (atpy_plan_run(plan, &t, is_fp8(shape.dtype) ? &fp8 : NULL, stream) != AT_OK) return run_failed(api);
   return NULL;
 }
 
@@ -270,11 +328,9 @@ AT_API XLA_FFI_Error *attntune_xla_varlen(XLA_FFI_CallFrame *cf);
 
 XLA_FFI_Error *attntune_xla_varlen(XLA_FFI_CallFrame *cf)
 {
-  const XLA_FFI_Api *api = cf->api;
-  if (cf->extension_start && cf->extension_start->type == XLA_FFI_Extension_Metadata)
-    return answer_metadata(api, (XLA_FFI_Metadata_Extension *)cf->extension_start);
-  if (cf->stage != XLA_FFI_ExecutionStage_EXECUTE) return NULL;
   XLA_FFI_Error *err;
+  if (answered_early(cf, &err)) return err;
+  const XLA_FFI_Api *api = cf->api;
 
   XLA_FFI_Buffer *q = arg_buffer(cf, 0), *k = arg_buffer(cf, 1), *v = arg_buffer(cf, 2);
   XLA_FFI_Buffer *cu_q = arg_buffer(cf, 3), *cu_k = arg_buffer(cf, 4), *o = ret_buffer(cf, 0);
@@ -306,37 +362,24 @@ XLA_FFI_Error *attntune_xla_varlen(XLA_FFI_CallFrame *cf)
   if (cu_q->dtype != XLA_FFI_DataType_S32 || cu_k->dtype != XLA_FFI_DataType_S32)
     return ffi_fail(api, XLA_FFI_Error_Code_INVALID_ARGUMENT, "attntune: cu_seqlens_q and cu_seqlens_k must be s32");
 
-  int32_t mask, max_q, max_k;
-  float scale;
-  char impl[128], db[1024];
-  if ((err = attr_scalar(cf, "mask", XLA_FFI_DataType_S32, &mask, sizeof mask))) return err;
-  if ((err = attr_scalar(cf, "scale", XLA_FFI_DataType_F32, &scale, sizeof scale))) return err;
+  call_attrs a;
+  int32_t max_q, max_k;
+  if ((err = read_call_attrs(cf, &a))) return err;
   if ((err = attr_scalar(cf, "max_q", XLA_FFI_DataType_S32, &max_q, sizeof max_q))) return err;
   if ((err = attr_scalar(cf, "max_k", XLA_FFI_DataType_S32, &max_k, sizeof max_k))) return err;
-  if ((err = attr_string(cf, "impl", impl, sizeof impl))) return err;
-  if ((err = attr_string(cf, "db", db, sizeof db))) return err;
 
   at_shape shape = {.batch = (int)cu_q->dims[0] - 1, .q_len = max_q, .kv_len = max_k, .q_heads = (int)q->dims[1],
                     .kv_heads = (int)k->dims[1], .head_dim = (int)q->dims[2], .dtype = dtype,
-                    .mask = (at_mask)mask, .scale = scale};
+                    .mask = (at_mask)a.mask, .scale = a.scale};
   at_serving_layout layout = at_serving_layout_make(&shape, AT_SEQ_RAGGED, AT_SEQ_RAGGED, 0);
 
-  int device = 0;
-  if ((err = device_ordinal(cf, &device))) return err;
-  XLA_FFI_Stream_Get_Args sargs = {XLA_FFI_Stream_Get_Args_STRUCT_SIZE, NULL, cf->ctx, NULL};
-  if ((err = api->XLA_FFI_Stream_Get(&sargs))) return err;
-
   at_plan *plan;
-  at_status rc = plan_get_relaxed(device, &shape, &layout, impl, db, &plan);
-  if (rc != AT_OK) return ffi_fail(api, code_of(rc), "attntune: %s", atpy_last_error());
-  at_serving_tensors t = AT_SERVING_TENSORS_INIT;
-  t.q = q->data, t.k = k->data, t.v = v->data, t.o = o->data;
-  t.q_stride = layout.strides.q, t.k_stride = layout.strides.k, t.v_stride = layout.strides.v;
-  t.o_stride = layout.strides.o;
+  void *stream;
+  if ((err = plan_and_stream(cf, &shape, &layout, &a, &plan, &stream))) return err;
+  at_serving_tensors t = serving_tensors(q, k, v, o, &layout);
   t.cu_seqlens_q = cu_q->data, t.cu_seqlens_kv = cu_k->data;
   t.total_q = (int)q->dims[0], t.total_kv = (int)k->dims[0];
-  if ((rc = atpy_plan_run_serving(plan, &t, NULL, sargs.stream)) != AT_OK)
-    return ffi_fail(api, XLA_FFI_Error_Code_INTERNAL, "attntune: %s", atpy_last_error());
+  if (atpy_plan_run_serving(plan, &t, NULL, stream) != AT_OK) return run_failed(api);
   return NULL;
 }
 
@@ -353,11 +396,9 @@ AT_API XLA_FFI_Error *attntune_xla_paged(XLA_FFI_CallFrame *cf);
 
 XLA_FFI_Error *attntune_xla_paged(XLA_FFI_CallFrame *cf)
 {
-  const XLA_FFI_Api *api = cf->api;
-  if (cf->extension_start && cf->extension_start->type == XLA_FFI_Extension_Metadata)
-    return answer_metadata(api, (XLA_FFI_Metadata_Extension *)cf->extension_start);
-  if (cf->stage != XLA_FFI_ExecutionStage_EXECUTE) return NULL;
   XLA_FFI_Error *err;
+  if (answered_early(cf, &err)) return err;
+  const XLA_FFI_Api *api = cf->api;
 
   XLA_FFI_Buffer *q = arg_buffer(cf, 0), *kc = arg_buffer(cf, 1), *vc = arg_buffer(cf, 2);
   XLA_FFI_Buffer *table = arg_buffer(cf, 3), *lengths = arg_buffer(cf, 4), *o = ret_buffer(cf, 0);
@@ -391,50 +432,31 @@ XLA_FFI_Error *attntune_xla_paged(XLA_FFI_CallFrame *cf)
   if (table->dtype != XLA_FFI_DataType_S32 || lengths->dtype != XLA_FFI_DataType_S32)
     return ffi_fail(api, XLA_FFI_Error_Code_INVALID_ARGUMENT, "attntune: block_table and seqlens_k must be s32");
 
-  int32_t mask, max_k;
-  float scale;
-  char impl[128], db[1024];
-  if ((err = attr_scalar(cf, "mask", XLA_FFI_DataType_S32, &mask, sizeof mask))) return err;
-  if ((err = attr_scalar(cf, "scale", XLA_FFI_DataType_F32, &scale, sizeof scale))) return err;
+  call_attrs a;
+  int32_t max_k;
+  if ((err = read_call_attrs(cf, &a))) return err;
   if ((err = attr_scalar(cf, "max_k", XLA_FFI_DataType_S32, &max_k, sizeof max_k))) return err;
-  if ((err = attr_string(cf, "impl", impl, sizeof impl))) return err;
-  if ((err = attr_string(cf, "db", db, sizeof db))) return err;
 
-  at_fp8_args fp8 = {0}, *p_fp8 = NULL;
-  if (is_fp8(kv_dtype)) {
-    XLA_FFI_Buffer *dk = arg_buffer(cf, 5), *dv = arg_buffer(cf, 6);
-    if (cf->args.size != 7 || !dk || !dv || dk->dtype != XLA_FFI_DataType_F32 || dv->dtype != XLA_FFI_DataType_F32)
-      return ffi_fail(api, XLA_FFI_Error_Code_INVALID_ARGUMENT,
-                      "attntune: an FP8 KV cache needs f32 descale_k and descale_v operands");
-    fp8 = (at_fp8_args){NULL, dk->data, dv->data};
-    p_fp8 = &fp8;
-  } else if (cf->args.size != 5) {
+  const void *descales[2] = {NULL, NULL};
+  if (is_fp8(kv_dtype) && (err = descale_operands(cf, 5, 2, "descale_k, descale_v", descales))) return err;
+  if (!is_fp8(kv_dtype) && cf->args.size != 5)
     return ffi_fail(api, XLA_FFI_Error_Code_INVALID_ARGUMENT, "attntune: %lld operands for a 16-bit cache, expected 5",
                     (long long)cf->args.size);
-  }
+  const at_fp8_args fp8 = {NULL, descales[0], descales[1]};
 
   at_shape shape = {.batch = (int)q->dims[0], .q_len = (int)q->dims[1], .kv_len = max_k,
                     .q_heads = (int)q->dims[2], .kv_heads = (int)kc->dims[2], .head_dim = (int)q->dims[3],
-                    .dtype = dtype, .mask = (at_mask)mask, .scale = scale,
+                    .dtype = dtype, .mask = (at_mask)a.mask, .scale = a.scale,
                     .kv_dtype = kv_dtype == dtype ? AT_KV_SAME : kv_dtype};
   at_serving_layout layout = at_serving_layout_make(&shape, AT_SEQ_PADDED, AT_SEQ_PAGED, (int)kc->dims[1]);
   layout.max_pages_per_seq = (int)table->dims[1];
 
-  int device = 0;
-  if ((err = device_ordinal(cf, &device))) return err;
-  XLA_FFI_Stream_Get_Args sargs = {XLA_FFI_Stream_Get_Args_STRUCT_SIZE, NULL, cf->ctx, NULL};
-  if ((err = api->XLA_FFI_Stream_Get(&sargs))) return err;
-
   at_plan *plan;
-  at_status rc = plan_get_relaxed(device, &shape, &layout, impl, db, &plan);
-  if (rc != AT_OK) return ffi_fail(api, code_of(rc), "attntune: %s", atpy_last_error());
-  at_serving_tensors t = AT_SERVING_TENSORS_INIT;
-  t.q = q->data, t.k = kc->data, t.v = vc->data, t.o = o->data;
-  t.q_stride = layout.strides.q, t.k_stride = layout.strides.k, t.v_stride = layout.strides.v;
-  t.o_stride = layout.strides.o;
+  void *stream;
+  if ((err = plan_and_stream(cf, &shape, &layout, &a, &plan, &stream))) return err;
+  at_serving_tensors t = serving_tensors(q, kc, vc, o, &layout);
   t.block_table = table->data, t.seqlens_kv = lengths->data;
   t.num_pages = (int)kc->dims[0];
-  if ((rc = atpy_plan_run_serving(plan, &t, p_fp8, sargs.stream)) != AT_OK)
-    return ffi_fail(api, XLA_FFI_Error_Code_INTERNAL, "attntune: %s", atpy_last_error());
+  if (atpy_plan_run_serving(plan, &t, is_fp8(kv_dtype) ? &fp8 : NULL, stream) != AT_OK) return run_failed(api);
   return NULL;
 }
