@@ -53,6 +53,35 @@ def reject(**unsupported: Any) -> None:
             "torch SDPA for the others)")
 
 
+def is_fp8(dtype: Any) -> bool:
+    """True for float8_e4m3fn / float8_e5m2 (of numpy, JAX or PyTorch); False for other dtypes,
+    supported or not."""
+    try:
+        return dtype_name(dtype) in _lib.FP8_DTYPES
+    except TypeError:
+        return False
+
+
+def positive_length(name: str, value: Any) -> int:
+    """A planned maximum length (max_seqlen_q/k): a positive Python or numpy int."""
+    if isinstance(value, bool) or not hasattr(value, "__index__") or value.__index__() < 1:
+        raise ValueError(f"attntune: {name} must be a positive int (the longest length the plan takes), "
+                         f"got {value!r}")
+    return value.__index__()
+
+
+def check_paged(*, page_size: int, cache_head_dim: int, head_dim: int, max_pages: int, max_seqlen_k: int) -> None:
+    """The paged-cache geometry both front ends check: an allowed page size, one head dim, and a
+    block table wide enough for max_seqlen_k."""
+    if page_size not in _lib.PAGE_SIZES:
+        raise ValueError(f"attntune: page size {page_size} (key_cache.shape[1]) is not one of {_lib.PAGE_SIZES}")
+    if cache_head_dim != head_dim:
+        raise ValueError(f"attntune: key_cache head dim {cache_head_dim} differs from the query's {head_dim}")
+    if max_pages * page_size < max_seqlen_k:
+        raise ValueError(f"attntune: block_table has {max_pages} pages per sequence, too few for "
+                         f"max_seqlen_k {max_seqlen_k} at page size {page_size}")
+
+
 def make_shape(*, batch: int, q_len: int, kv_len: int, q_heads: int, kv_heads: int, head_dim: int,
                v_head_dim: int | None = None, dtype: str, mask: int, scale: float | None) -> Shape:
     """An at_shape from dimensions, with a ValueError that names the first problem."""

@@ -188,11 +188,9 @@ def varlen_attention(
     if cu_q.shape != cu_k.shape:
         raise ValueError(f"attntune: cu_seqlens_q {tuple(cu_q.shape)} and cu_seqlens_k {tuple(cu_k.shape)} "
                          "must have one length (B + 1)")
-    for name, m in (("max_seqlen_q", max_seqlen_q), ("max_seqlen_k", max_seqlen_k)):
-        if isinstance(m, bool) or not isinstance(m, (int, np.integer)) or m < 1:
-            raise ValueError(f"attntune: {name} must be a positive int (the longest length the plan takes), "
-                             f"got {m!r}")
-    shape = _common.make_shape(batch=cu_q.shape[0] - 1, q_len=int(max_seqlen_q), kv_len=int(max_seqlen_k),
+    max_seqlen_q = _common.positive_length("max_seqlen_q", max_seqlen_q)
+    max_seqlen_k = _common.positive_length("max_seqlen_k", max_seqlen_k)
+    shape = _common.make_shape(batch=cu_q.shape[0] - 1, q_len=max_seqlen_q, kv_len=max_seqlen_k,
                                q_heads=query.shape[1], kv_heads=key.shape[1], head_dim=query.shape[2],
                                dtype=_common.dtype_name(query.dtype),
                                mask=_common.mask_code(is_causal, causal_alignment), scale=scale)
@@ -202,8 +200,6 @@ def varlen_attention(
                 max_q=np.int32(max_seqlen_q), max_k=np.int32(max_seqlen_k), impl=implementation or "",
                 db=_common.resolve_db(db))
 
-
-_FP8_CACHE = (jnp.float8_e4m3fn, jnp.float8_e5m2)
 
 
 def paged_attention(
@@ -237,24 +233,16 @@ def paged_attention(
                          f"{vc.dtype} must be (num_pages, page_size, K, H) of one shape and dtype")
     if query.dtype not in (jnp.float16, jnp.bfloat16):
         raise TypeError(f"attntune: paged_attention takes a float16 or bfloat16 query, got {query.dtype}")
-    fp8_cache = kc.dtype in _FP8_CACHE
+    fp8_cache = _common.is_fp8(kc.dtype)
     if kc.dtype != query.dtype and not fp8_cache:
         raise TypeError(f"attntune: the caches must be in the query's dtype ({query.dtype}) or FP8, got {kc.dtype}")
     b, t, n, h = query.shape
-    page_size = kc.shape[1]
-    if page_size not in _lib.PAGE_SIZES:
-        raise ValueError(f"attntune: page size {page_size} (key_cache.shape[1]) is not one of {_lib.PAGE_SIZES}")
-    if kc.shape[3] != h:
-        raise ValueError(f"attntune: key_cache head dim {kc.shape[3]} differs from the query's {h}")
-    if isinstance(max_seqlen_k, bool) or not isinstance(max_seqlen_k, (int, np.integer)) or max_seqlen_k < 1:
-        raise ValueError(f"attntune: max_seqlen_k must be a positive int (the longest length the plan takes), "
-                         f"got {max_seqlen_k!r}")
+    max_seqlen_k = _common.positive_length("max_seqlen_k", max_seqlen_k)
     if table.dtype != jnp.int32 or table.ndim != 2 or table.shape[0] != b:
         raise ValueError(f"attntune: block_table must be int32 (B={b}, max_pages), got {table.dtype} "
                          f"{tuple(table.shape)}")
-    if table.shape[1] * page_size < max_seqlen_k:
-        raise ValueError(f"attntune: block_table has {table.shape[1]} pages per sequence, too few for "
-                         f"max_seqlen_k {max_seqlen_k} at page size {page_size}")
+    _common.check_paged(page_size=kc.shape[1], cache_head_dim=kc.shape[3], head_dim=h, max_pages=table.shape[1],
+                        max_seqlen_k=max_seqlen_k)
     if lengths.dtype != jnp.int32 or lengths.shape != (b,):
         raise ValueError(f"attntune: seqlens_k must be int32 ({b},), got {lengths.dtype} {tuple(lengths.shape)}")
     operands = [query, kc, vc, table, lengths]
@@ -264,7 +252,7 @@ def paged_attention(
         operands += [_descale(descale_k, "descale_k"), _descale(descale_v, "descale_v")]
     elif descale_k is not None or descale_v is not None:
         raise ValueError("attntune: descale_k/descale_v only apply to an FP8 KV cache")
-    shape = _common.make_shape(batch=b, q_len=t, kv_len=int(max_seqlen_k), q_heads=n, kv_heads=kc.shape[2],
+    shape = _common.make_shape(batch=b, q_len=t, kv_len=max_seqlen_k, q_heads=n, kv_heads=kc.shape[2],
                                head_dim=h, dtype=_common.dtype_name(query.dtype),
                                mask=_common.mask_code(is_causal, "bottom_right"), scale=scale)
     call = jax.ffi.ffi_call(TARGET_PAGED, jax.ShapeDtypeStruct(query.shape, query.dtype), vmap_method="sequential")

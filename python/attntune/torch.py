@@ -38,12 +38,16 @@ def _empty_out(query: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
 
 
 def _usable(x: torch.Tensor) -> torch.Tensor:
-    """x itself when attntune can read it in place (head dim contiguous, 16-byte aligned rows),
-    else a contiguous copy."""
+    """x itself when attntune can read it in place (head dim contiguous, 16-byte aligned rows: the
+    kernels load 16 bytes at a time), else a contiguous copy."""
     size = x.element_size()
     ok = x.stride(-1) == 1 and x.data_ptr() % 16 == 0 and all(
-        (x.stride(i) * size) % 16 == 0 or x.shape[i] == 1 for i in range(3))
+        (x.stride(i) * size) % 16 == 0 or x.shape[i] == 1 for i in range(x.dim() - 1))
     return x if ok else x.contiguous()
+
+
+def _device_index(x: torch.Tensor) -> int:
+    return x.device.index if x.device.index is not None else torch.cuda.current_device()
 
 
 def _strides(x: torch.Tensor) -> _lib.Strides:
@@ -76,7 +80,7 @@ def sdpa(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
     nk, s = k.shape[1], k.shape[2]
     dtype = _common.dtype_name(q.dtype)
     out = _empty_out(q, v)
-    device = q.device.index if q.device.index is not None else torch.cuda.current_device()
+    device = _device_index(q)
     cache_key = (device, b, t, s, n, nk, h, dtype, mask, scale, q.stride(), k.stride(), v.stride(),
                  out.stride(), impl, db)
     plan = _plans._PLANS.get(cache_key)
@@ -170,18 +174,6 @@ def scaled_dot_product_attention(
 
 # ---- serving layouts: packed (varlen) sequences and a paged KV cache -------------------------
 
-_FP8_TORCH = {torch.float8_e4m3fn: "e4m3", torch.float8_e5m2: "e5m2"}
-
-
-def _rows_usable(x: torch.Tensor) -> torch.Tensor:
-    """x when its last dim is contiguous and every other stride keeps rows 16-byte aligned, else a
-    contiguous copy (the kernels load 16 bytes at a time)."""
-    size = x.element_size()
-    ok = x.stride(-1) == 1 and x.data_ptr() % 16 == 0 and all(
-        (x.stride(i) * size) % 16 == 0 or x.shape[i] == 1 for i in range(x.dim() - 1))
-    return x if ok else x.contiguous()
-
-
 def _metadata(x: torch.Tensor, name: str, device: torch.device, shape: tuple[int, ...]) -> torch.Tensor:
     """An int32 CUDA tensor of shape on device, contiguous, or a ValueError naming it."""
     if not isinstance(x, torch.Tensor) or x.dtype != torch.int32:
@@ -192,13 +184,6 @@ def _metadata(x: torch.Tensor, name: str, device: torch.device, shape: tuple[int
     if x.device != device:
         raise ValueError(f"attntune: {name} must be on {device} with the query, got {x.device}")
     return x.contiguous()
-
-
-def _check_max(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"attntune: {name} must be a positive int (the longest length the plan "
-                         f"takes), got {value!r}")
-    return value
 
 
 def _serving_plan(device: int, shape: _lib.Shape, q_layout: str, kv_layout: str, page_size: int,
@@ -224,10 +209,6 @@ def _one_cuda_device(*xs: torch.Tensor) -> None:
                          + ", ".join(str(x.device) for x in xs))
 
 
-def _device_index(x: torch.Tensor) -> int:
-    return x.device.index if x.device.index is not None else torch.cuda.current_device()
-
-
 def _run_serving(plan: ctypes.c_void_p, t: _lib.ServingTensors, fp8: Any, device: torch.device,
                  check: bool) -> None:
     current = torch.cuda.current_stream(device)
@@ -250,7 +231,7 @@ def varlen(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, cu_seqle
     """The op: query (total_q, N, H), key/value (total_k, K, H) packed, cu_seqlens int32 (B + 1)
     on the query's device; the result (total_q, N, H)."""
     _one_cuda_device(query, key, value, cu_seqlens_q, cu_seqlens_k)
-    q, k, v = _rows_usable(query), _rows_usable(key), _rows_usable(value)
+    q, k, v = _usable(query), _usable(key), _usable(value)
     total_q, n, h = q.shape
     total_k, nk = k.shape[0], k.shape[1]
     batch = cu_seqlens_q.shape[0] - 1
@@ -317,7 +298,8 @@ def varlen_attention(
     batch = cu_seqlens_q.shape[0] - 1
     cu_q = _metadata(cu_seqlens_q, "cu_seqlens_q", query.device, (batch + 1,))
     cu_k = _metadata(cu_seqlens_k, "cu_seqlens_k", query.device, (batch + 1,))
-    max_q, max_k = _check_max("max_seqlen_q", max_seqlen_q), _check_max("max_seqlen_k", max_seqlen_k)
+    max_q = _common.positive_length("max_seqlen_q", max_seqlen_q)
+    max_k = _common.positive_length("max_seqlen_k", max_seqlen_k)
     mask = _common.mask_code(is_causal, causal_alignment)
     if not torch.compiler.is_compiling():  # no ctypes under Dynamo; the op checks again when it runs
         _common.make_shape(batch=batch, q_len=max_q, kv_len=max_k, q_heads=query.shape[1],
@@ -334,16 +316,16 @@ def paged(query: torch.Tensor, key_cache: torch.Tensor, value_cache: torch.Tenso
     """The op: query (B, T, N, H), caches (num_pages, page_size, K, H), block_table int32
     (B, max_pages), seqlens_k int32 (B,); the result (B, T, N, H)."""
     _one_cuda_device(query, key_cache, value_cache, block_table, seqlens_k)
-    q = _rows_usable(query)
-    kc, vc = _rows_usable(key_cache), _rows_usable(value_cache)
+    q = _usable(query)
+    kc, vc = _usable(key_cache), _usable(value_cache)
     b, t, n, h = q.shape
     num_pages, page_size, nk = kc.shape[0], kc.shape[1], kc.shape[2]
     out = q.new_empty((b, t, n, h))
     shape = _common.make_shape(batch=b, q_len=t, kv_len=max_seqlen_k, q_heads=n, kv_heads=nk, head_dim=h,
                                dtype=_common.dtype_name(q.dtype), mask=mask, scale=scale or None)
     fp8, keep = None, []
-    if kc.dtype in _FP8_TORCH:
-        shape.kv_dtype = _lib.DTYPES[_FP8_TORCH[kc.dtype]]
+    if _common.is_fp8(kc.dtype):
+        shape.kv_dtype = _lib.DTYPES[_common.dtype_name(kc.dtype)]
         (dk, pk), (dv, pv) = (_descale_ptr(d, name, q.device) for d, name in (
             (descale_k, "descale_k"), (descale_v, "descale_v")))
         keep = [dk, dv]
@@ -403,25 +385,19 @@ def paged_attention(
                          f"{tuple(value_cache.shape)} {value_cache.dtype} must have one shape and dtype")
     if query.dtype not in (torch.float16, torch.bfloat16):
         raise TypeError(f"attntune: paged_attention takes a float16 or bfloat16 query, got {query.dtype}")
-    fp8_cache = key_cache.dtype in _FP8_TORCH
+    fp8_cache = _common.is_fp8(key_cache.dtype)
     if key_cache.dtype != query.dtype and not fp8_cache:
         raise TypeError(f"attntune: the caches must be in the query's dtype ({query.dtype}) or FP8, got "
                         f"{key_cache.dtype}")
     if not fp8_cache and (descale_k is not None or descale_v is not None):
         raise ValueError("attntune: descale_k/descale_v only apply to an FP8 KV cache")
     b, t, n, h = query.shape
-    page_size = key_cache.shape[1]
-    if page_size not in _lib.PAGE_SIZES:
-        raise ValueError(f"attntune: page size {page_size} (key_cache.shape[1]) is not one of {_lib.PAGE_SIZES}")
-    if key_cache.shape[3] != h:
-        raise ValueError(f"attntune: key_cache head dim {key_cache.shape[3]} differs from the query's {h}")
-    max_k = _check_max("max_seqlen_k", max_seqlen_k)
+    max_k = _common.positive_length("max_seqlen_k", max_seqlen_k)
     if block_table.dim() != 2:
         raise ValueError(f"attntune: block_table must be (B, max_pages), got {tuple(block_table.shape)}")
     table = _metadata(block_table, "block_table", query.device, (b, block_table.shape[1]))
-    if table.shape[1] * page_size < max_k:
-        raise ValueError(f"attntune: block_table has {table.shape[1]} pages per sequence, too few for "
-                         f"max_seqlen_k {max_k} at page size {page_size}")
+    _common.check_paged(page_size=key_cache.shape[1], cache_head_dim=key_cache.shape[3], head_dim=h,
+                        max_pages=table.shape[1], max_seqlen_k=max_k)
     lengths = _metadata(seqlens_k, "seqlens_k", query.device, (b,))
     mask = _common.mask_code(is_causal, "bottom_right")
     if not torch.compiler.is_compiling():
