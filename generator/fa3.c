@@ -18,7 +18,7 @@ static const int k_stages[] = {2, 3};
 static const int k_ws_warps[] = {8, 12};
 static const int k_ws_block_n[] = {192, 176, 128, 112, 96, 80, 64};
 static const int k_ws_stages[] = {2, 3};
-static const int k_ws_kinds[] = {1, 2, 3}; /* without ping-pong, then with (.wspp, .wspg) */
+static const int k_ws_kinds[] = {1, 2}; /* without ping-pong, then with */
 /* Each warp-specialized tile, then (causal masks; check_persistent) its persistent form. */
 static const int k_ws_persistent[] = {0, 1};
 /* FP8 with V^T ahead: V^T's column blocks of 128, 64 or 32 keys take block_n a multiple of 32;
@@ -90,7 +90,7 @@ static at_status spec_check(const gen_spec *s)
 static at_status check_ws_tiles(const gen_variant *v)
 {
   const gen_spec *s = &v->spec;
-  if (v->ws < 1 || v->ws > 3) return at_fail(AT_ERR_INVALID, "fa3 ws must be 0, 1, 2 or 3, not %d", v->ws);
+  if (v->ws != 1 && v->ws != 2) return at_fail(AT_ERR_INVALID, "fa3 ws must be 0, 1 or 2, not %d", v->ws);
   /* FP8: V^T by the producer's 3 idle warps into two buffers of v5's layout (block_n 64 or 128),
    * beside two consumer warpgroups; or (.vt) V^T tiles by TMA in column blocks of the widest of
    * 128, 64 and 32 keys that divides block_n (the swizzle's widths), beside 2 or 3 of them. */
@@ -223,9 +223,6 @@ static at_status enumerate_ws(const gen_spec *spec, const gen_target *target, co
       for (int b = 0; b < (vt ? COUNT(k_vt_block_n) : COUNT(k_ws_block_n)); b++)
         for (int c = 0; c < COUNT(k_ws_stages); c++)
           for (int d = 0; d < COUNT(k_ws_kinds); d++) {
-            /* .wspg (ping-pong over both GEMMs) is FP8's with V^T ahead: for 16-bit inputs that
-             * order ran 25-30% slower (docs/perf.md, "v6"). */
-            if (k_ws_kinds[d] == 3 && !vt) continue;
             const int block_n = vt ? k_vt_block_n[b] : k_ws_block_n[b];
             gen_variant v = {GEN_FAMILY_FA3, *spec,          16 * k_ws_warps[a], block_n,           k_ws_warps[a],
                              k_ws_stages[c], 0,              k_ws_kinds[d],      k_ws_persistent[p], 0, vt};
@@ -480,9 +477,7 @@ static const char *const *extra_entries(const gen_variant *v) { return v->vt ? V
 static void ws_preamble(const gen_variant *v, const gen_target *target, const char *entry, gen_text *t)
 {
   (void)target;
-  /* FA3_PINGPONG: 0 none (.ws); 1 the next consumer's turn opens after this one's Q K^T issue
-   * (.wspp); 2 after its Q K^T and P V issues, FA3's order (.wspg). */
-  if (v->ws) gen_text_put(t, "#define FA3_WS 1\n#define FA3_PINGPONG %d\n", v->ws - 1);
+  if (v->ws) gen_text_put(t, "#define FA3_WS 1\n#define FA3_PINGPONG %d\n", v->ws == 2);
   if (v->persistent) gen_text_put(t, "#define FA3_PERSISTENT 1\n");
   if (v->vt)
     gen_text_put(t, "#define FA3_VT_PRE 1\n#define FA3_VT_KERNEL %s%s\n#define FA3_VT_KEYS %d\n#define FA3_VT_THREADS %d\n",

@@ -147,8 +147,7 @@ at_status gen_variant_key(const gen_variant *v, char *buf, size_t size)
   if (!family) return at_fail(AT_ERR_INVALID, "unknown kernel family %d", (int)v->family);
   /* The output dtype is spelled only where it is a choice (FP8 inputs). */
   char out[16] = "", splits[16] = "", pages[16] = "", ragged[8] = "";
-  static const char *const ws_suffix[] = {"", ".ws", ".wspp", ".wspg"};
-  const char *ws = v->ws >= 0 && v->ws < 4 ? ws_suffix[v->ws] : ".ws?";
+  const char *ws = v->ws == 2 ? ".wspp" : v->ws ? ".ws" : "";
   const char *pers = v->persistent ? ".pers" : "", *vt = v->vt ? ".vt" : "";
   if (at_dtype_is_fp8(v->spec.dtype)) snprintf(out, sizeof out, ".o%s", at_dtype_name(v->spec.out_dtype));
   /* Only split-KV variants have a split count; a 0 elsewhere keeps the older families' keys. */
@@ -257,7 +256,7 @@ at_status gen_variant_parse(const char *key, gen_variant *out)
       len += snprintf(names + len, sizeof names - (size_t)len, "%s%s", f ? "|" : "", gen_family_name((gen_family)f));
     return at_fail(AT_ERR_INVALID,
                    "variant key '%s' is malformed (expected "
-                   "<%s>.<dtype>[.kv<dtype>][.pg<page size>][.rg|.rgq].d<D>.<mask>.g<G>.bm<M>.bn<N>.w<W>.s<S>[.sp<splits>[.lc|.cl]][.ws|.wspp|.wspg][.vt][.pers][.o<dtype>][.lse])",
+                   "<%s>.<dtype>[.kv<dtype>][.pg<page size>][.rg|.rgq].d<D>.<mask>.g<G>.bm<M>.bn<N>.w<W>.s<S>[.sp<splits>[.lc|.cl]][.ws|.wspp][.vt][.pers][.o<dtype>][.lse])",
                    key, names);
   }
   out->family = (gen_family)family;
@@ -284,8 +283,8 @@ at_status gen_variant_parse(const char *key, gen_variant *out)
       continue;
     } else if (strcmp(fields[i], "lc") == 0 || strcmp(fields[i], "cl") == 0) {
       out->merge = fields[i][0] == 'l' ? GEN_MERGE_LAST_CTA : GEN_MERGE_CLUSTER;
-    } else if (strcmp(fields[i], "ws") == 0 || strcmp(fields[i], "wspp") == 0 || strcmp(fields[i], "wspg") == 0) {
-      out->ws = !fields[i][2] ? 1 : fields[i][3] == 'p' ? 2 : 3;
+    } else if (strcmp(fields[i], "ws") == 0 || strcmp(fields[i], "wspp") == 0) {
+      out->ws = fields[i][2] ? 2 : 1;
     } else if (strcmp(fields[i], "vt") == 0) {
       out->vt = 1;
     } else if (strcmp(fields[i], "pers") == 0) {
@@ -293,7 +292,7 @@ at_status gen_variant_parse(const char *key, gen_variant *out)
     } else if (fields[i][0] == 'o' && at_dtype_parse(fields[i] + 1, &out->spec.out_dtype) == AT_OK) {
       continue;
     } else {
-      return at_fail(AT_ERR_INVALID, "variant key '%s': unknown suffix '%s' (expected sp<N>, lc, cl, ws, wspp, wspg, vt, pers, o<dtype> or lse)", key,
+      return at_fail(AT_ERR_INVALID, "variant key '%s': unknown suffix '%s' (expected sp<N>, lc, cl, ws, wspp, vt, pers, o<dtype> or lse)", key,
                      fields[i]);
     }
   }
@@ -306,12 +305,12 @@ at_status gen_variant_parse(const char *key, gen_variant *out)
   /* The persistent kernel is the warp-specialized one looping over work tiles. */
   if (out->persistent && !out->ws)
     return at_fail(AT_ERR_INVALID,
-                   "variant key '%s': .pers is a form of the warp-specialized kernel and needs .ws, .wspp or .wspg before it",
+                   "variant key '%s': .pers is a form of the warp-specialized kernel and needs .ws or .wspp before it",
                    key);
   /* V^T ahead is a form of the warp-specialized kernel too (its producer loads V^T by TMA). */
   if (out->vt && !out->ws)
     return at_fail(AT_ERR_INVALID,
-                   "variant key '%s': .vt is a form of the warp-specialized kernel and needs .ws, .wspp or .wspg before it",
+                   "variant key '%s': .vt is a form of the warp-specialized kernel and needs .ws or .wspp before it",
                    key);
   if (n > 14) return at_fail(AT_ERR_INVALID, "variant key '%s' has too many fields", key);
   if (out->spec.page_size && !gen_family_row(out->family)->paged)

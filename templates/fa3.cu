@@ -18,7 +18,7 @@
  * Accumulator element 4*j + e of a thread is the m16n8 C fragment element e of n8 tile j, for the
  * 16 rows of its warp: rows 16*warp + g (+8 for e >= 2), columns 8j + 2t + (e & 1), lane = 4g + t.
  *
- * Warp-specialized variants (FA3_WS 1, FA3_PINGPONG 0/1/2) have their own kernel at the end:
+ * Warp-specialized variants (FA3_WS 1, FA3_PINGPONG 0/1) have their own kernel at the end:
  * a producer warpgroup loading by TMA, FA3_WARPS / 4 consumer warpgroups running the loop below.
  * FP8 there either transposes V in the producer's idle warps (v9) or, with FA3_VT_PRE 1 (".vt",
  * "V^T ahead" below), reads V^T that a first kernel of the call wrote to the scratch.
@@ -108,12 +108,10 @@
  *       847 (192x96, 3 consumers; 128x224 s3 844) against v5 656 (1.29x) and cuDNN 1009 (0.84x);
  *       D256 1096 (128x128 s2) against v5 741 (1.48x) and cuDNN 1087 (1.01x). Short of the
  *       prediction by 20% and 9%; now FP8's first listed kind and its default.
- *   v12 (FA3_PINGPONG 2, .wspg; FP8 with V^T ahead only): ping-pong over both GEMMs, FA3's
- *       order: a consumer passes the turn after issuing Q K^T and P V, so one consumer's GEMM pair
- *       runs while the other's softmax does. ncu of v11's 128x224 kernel: tensor 45.5% and MUFU
- *       48.3% of peak, adding up to one (run one after the other); v7's placement lets both
- *       consumers' Q K^T issue back to back. Predicted: FA3's FP8 rate on H100 (1.0-1.17 PFLOP/s),
- *       which this order reaches there; at worst within noise of .ws. Not yet measured.
+ *   v12 (tried, removed): ping-pong over both GEMMs for FP8 .vt (the turn passed after the P V
+ *       issue, FA3's order). Measured: e4m3 D128 128x224 818 against .ws 867 (cuDNN 953), D256
+ *       128x128 908 against 1106; ncu unchanged (MUFU 45%, issue 40%), so the two consumers'
+ *       exponentials and MMAs were not serialised by the turn order (docs/perf.md, "v12").
  * Copies by cp.async and stores by threads are generic-proxy writes; wgmma reads shared memory
  * through the async proxy, hence fence.proxy.async before the barriers that publish them.
  */
@@ -788,15 +786,12 @@ __device__ __forceinline__ void fa3_ws_consume(const fa3_ws_ctx &c, const fa3_wo
     fa3_wgmma_fence();
     fa3_issue_qk(sacc, q_wg, c.k + s * FA3_KV_BYTES);
     fa3_wgmma_commit();
-    /* The next consumer's turn: after this Q K^T's issue (FA3_PINGPONG 1), or after the P V
-     * issue below as well (2, FA3's order: one consumer's GEMM pair at a time). */
-    const int pass_turn = FA3_PERSISTENT || !(cw == FA3_CONSUMERS - 1 && t == n_tiles - 1);
-    if (FA3_PINGPONG == 1 && pass_turn) fa3_named_arrive(1 + next_cw, 256);
+    if (FA3_PINGPONG && (FA3_PERSISTENT || !(cw == FA3_CONSUMERS - 1 && t == n_tiles - 1)))
+      fa3_named_arrive(1 + next_cw, 256);
     /* O += P V of tile t-1 runs behind Q K^T and through this tile's softmax. (Rescaling O here,
      * under Q K^T, instead of after the wait below measured slower on 4 of 6 shapes.) */
     if (t > 0) fa3_issue_pv(acc, p, v_prev);
     fa3_wgmma_commit();
-    if (FA3_PINGPONG == 2 && pass_turn) fa3_named_arrive(1 + next_cw, 256);
     asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory"); /* S is in */
     if (lane == 0) fa3_bar_arrive(c.bar_empty_k + 8 * s);
     /* This warp's last Q K^T of the work tile is done: Q's buffer may take the next tile's. */

@@ -42,7 +42,7 @@ expect 2 "with e4m3 inputs runs head dim 128 or 256, not 64" -- gen --emit fa3.e
 # The persistent form (.pers) of warp-specialized causal fa3; refused without a mask or a .ws.
 expect 0 "#define FA3_PERSISTENT 1" -- gen --emit fa3.bf16.d128.causal-br.g4.bm128.bn176.w8.s2.wspp.pers.lse
 expect 2 "persistent fa3 runs causal masks (causal, causal-br), not none" -- gen --emit fa3.bf16.d128.none.g1.bm128.bn176.w8.s2.ws.pers
-expect 2 ".pers is a form of the warp-specialized kernel and needs .ws, .wspp or .wspg" -- gen --emit fa3.bf16.d128.causal.g1.bm128.bn128.w8.s2.pers
+expect 2 ".pers is a form of the warp-specialized kernel and needs .ws or .wspp" -- gen --emit fa3.bf16.d128.causal.g1.bm128.bn128.w8.s2.pers
 expect 0 "decode family" -- gen --help
 # An FP8 KV cache (--kv-dtype): decode variants with .kv<dtype> for T <= 16, a reason otherwise.
 first=$("$bin" gen --head-dim 128 --q-heads 32 --kv-heads 8 --q-len 1 --kv-len 16384 --kv-dtype e4m3 --list 2>&1 | head -n 1)

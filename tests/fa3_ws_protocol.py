@@ -8,8 +8,7 @@ times) of Q and of each K/V tile into a ring of STAGES stages; 2 or 3 consumer w
 arriving 4 times (one per warp) on the empty barriers; mbarriers with parity waits (a fresh
 barrier's phase "-1", parity 1, counts as completed) and expected transactions; Q's full and
 empty pair; the named barriers of the ping-pong (bar.sync by one warpgroup plus bar.arrive by
-another completes a generation), with the turn passed after the Q K^T issue (FA3_PINGPONG 1) or
-after the P V issue (2). A CTA's work tiles get random K/V tile counts, 0 included
+another completes a generation). A CTA's work tiles get random K/V tile counts, 0 included
 (bottom-right rows above the first key).
 
 What it checks: no deadlock; every read sees the tile it expects (ring position, work tile);
@@ -133,12 +132,10 @@ def run(seed, consumers, stages, pingpong, tiles):
                     yield from named_sync(1 + cw, me)
                 read("q", me, j)  # Q K^T issued
                 read(("k", s), me, u)
-                if pingpong == 1:  # .wspp: the turn passes after the Q K^T issue
+                if pingpong:
                     named[1 + next_cw].arrive(me)
                 if t > 0:
                     read(("v", sp), me, u - 1)  # P V of the previous tile issued
-                if pingpong == 2:  # .wspg: after the P V issue too
-                    named[1 + next_cw].arrive(me)
                 yield
                 yield
                 done_reading("q", me)  # wait_group 1: Q K^T is done
@@ -190,7 +187,7 @@ def main():
     runs = int(sys.argv[1]) if len(sys.argv) > 1 else 3000
     for seed in range(runs):
         rnd = random.Random(seed * 7 + 1)
-        consumers, stages, pingpong = rnd.choice([2, 3]), rnd.choice([2, 3, 4]), rnd.choice([0, 1, 2])
+        consumers, stages, pingpong = rnd.choice([2, 3]), rnd.choice([2, 3, 4]), rnd.choice([0, 1])
         tiles = [rnd.choice([0, 1, 2, 3, 5, 8]) for _ in range(rnd.randint(1, 6))]
         try:
             run(seed, consumers, stages, pingpong, tiles)

@@ -756,8 +756,7 @@ static void test_decode_search(void **state)
   tn_config_free(&c);
 }
 
-/* fa3's ws (0 in-CTA, 1 warp-specialized, 2 and 3 with ping-pong) starts at 0, unlike the tile
- * sizes. */
+/* fa3's ws (0 in-CTA, 1 warp-specialized, 2 with ping-pong) starts at 0, unlike the tile sizes. */
 static void test_fa3_ws_search(void **state)
 {
   (void)state;
@@ -769,8 +768,8 @@ static void test_fa3_ws_search(void **state)
   assert_int_equal(ws->v[1], 2);
   assert_null(tn_config_search(&c, "fa2", "ws"));
   tn_config_free(&c);
-  expect_error(ONE_SHAPE "search:\n  fa3: {ws: 4}\n", AT_ERR_CONFIG,
-               "t.yaml:4:13: search.fa3.ws: 4 is too large (at most 3)");
+  expect_error(ONE_SHAPE "search:\n  fa3: {ws: 3}\n", AT_ERR_CONFIG,
+               "t.yaml:4:13: search.fa3.ws: 3 is too large (at most 2)");
   expect_error(ONE_SHAPE "search:\n  fa2: {ws: 0}\n", AT_ERR_CONFIG,
                "t.yaml:4:9: search.fa2: unknown key 'ws' (expected block_m, block_n, warps, stages)");
 }

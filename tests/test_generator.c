@@ -472,7 +472,7 @@ static void test_fa3_ws_family(void **state)
   assert_non_null(strstr(at_last_error(), "multiple of 16"));
   bad = v, bad.block_n = 256, bad.stages = 3;
   assert_int_equal(gen_variant_check(&bad, &t), AT_ERR_UNSUPPORTED); /* shared memory */
-  bad = v, bad.ws = 4;
+  bad = v, bad.ws = 3;
   assert_int_equal(gen_variant_check(&bad, &t), AT_ERR_INVALID);
   assert_int_equal(gen_variant_parse("fa2.bf16.d128.none.g1.bm128.bn64.w4.s2.ws", &back), AT_ERR_INVALID);
   assert_non_null(strstr(at_last_error(), "no warp-specialized"));
@@ -603,7 +603,7 @@ static void test_fa3_vt_family(void **state)
   bad = v, bad.spec.head_dim = 256; /* 128 + 96 + 24 + 32 registers > 240 */
   assert_int_equal(gen_variant_check(&bad, &t), AT_ERR_UNSUPPORTED);
   assert_int_equal(gen_variant_parse("fa3.e4m3.d128.none.g1.bm128.bn128.w8.s2.vt.obf16", &back), AT_ERR_INVALID);
-  assert_non_null(strstr(at_last_error(), "needs .ws, .wspp or .wspg"));
+  assert_non_null(strstr(at_last_error(), "needs .ws or .wspp"));
   assert_int_equal(gen_variant_parse("fa3.e4m3.d128.none.g1.bm128.bn128.w8.s2.vt.ws.obf16", &back), AT_ERR_INVALID);
   assert_non_null(strstr(at_last_error(), "canonical"));
   assert_int_equal(gen_variant_parse("fa2.e4m3.d128.none.g1.bm128.bn128.w8.s2.ws.vt.obf16", &back), AT_ERR_INVALID);
@@ -641,26 +641,10 @@ static void test_fa3_vt_family(void **state)
   TU_OK(gen_default_variant(&s, &t, &def));
   assert_int_equal(def.ws, 0);
   s.head_dim = 128;
-  /* Ping-pong over both GEMMs (.wspg, ws 3) is listed with .vt only, and its key round-trips. */
-  int n_wspg = 0;
-  TU_OK(gen_enumerate(&s, &t, vs, GEN_MAX_VARIANTS, &n));
-  for (int i = 0; i < n; i++)
-    if (vs[i].ws == 3) {
-      assert_int_equal(vs[i].vt, 1);
-      n_wspg++;
-    }
-  assert_true(n_wspg >= 4);
-  TU_OK(gen_variant_parse("fa3.e4m3.d128.none.g1.bm128.bn224.w8.s3.wspg.vt.obf16", &back));
-  assert_int_equal(back.ws, 3);
-  TU_OK(gen_variant_check(&back, &t));
-  TU_OK(gen_variant_key(&back, key, sizeof key));
-  assert_string_equal(key, "fa3.e4m3.d128.none.g1.bm128.bn224.w8.s3.wspg.vt.obf16");
-  bad = back, bad.ws = 4;
-  tu_expect_refused(gen_variant_check(&bad, &t), AT_ERR_INVALID, "ws must be 0, 1, 2 or 3");
-  /* 16-bit inputs list no .vt and no .wspg. */
+  /* 16-bit inputs list no .vt. */
   s.dtype = AT_DTYPE_BF16;
   TU_OK(gen_enumerate(&s, &t, vs, GEN_MAX_VARIANTS, &n));
-  for (int i = 0; i < n; i++) assert_int_equal(vs[i].vt, 0), assert_int_not_equal(vs[i].ws, 3);
+  for (int i = 0; i < n; i++) assert_int_equal(vs[i].vt, 0);
 }
 
 /* The spill-free promise for FP8: every variant listed for D {64, 128, 256} x {none, causal} x
@@ -957,8 +941,8 @@ static void test_decode_compile_no_spills(void **state)
 }
 
 /* Every warp-specialized tile compiles without spills: all listed for bf16 at every head dim,
- * no mask and causal with lse, and for e4m3 at D 128 and 256; ping-pong's .wspp and .wspg (named
- * barriers around the same code; .wspg for e4m3 with V^T ahead) at D=128. f16 and GQA > 1 change no register use (a type
+ * no mask and causal with lse, and for e4m3 at D 128 and 256; ping-pong's .wspp (named barriers
+ * around the same code) at D=128 and for e4m3. f16 and GQA > 1 change no register use (a type
  * name, a constant), so they are left out for CI's time. */
 static void test_ws_compile_no_spills(void **state)
 {
@@ -979,7 +963,7 @@ static void test_ws_compile_no_spills(void **state)
       TU_OK(gen_enumerate(&s, &t, vs, GEN_MAX_VARIANTS, &k));
       const int with_pp = sets[i].d == 128;
       for (int j = 0; j < k; j++)
-        if (vs[j].ws == 1 || (vs[j].ws >= 2 && with_pp)) all[n++] = vs[j];
+        if (vs[j].ws == 1 || (vs[j].ws == 2 && with_pp)) all[n++] = vs[j];
     }
   assert_true(n > 50);
   int bad = tu_compile_count_bad(all, n, &t, "warp-specialized fa3");
@@ -1042,7 +1026,7 @@ static void test_fa3_persistent_family(void **state)
   for (size_t i = 0; i < sizeof bad_keys / sizeof *bad_keys; i++)
     if (gen_variant_parse(bad_keys[i], &back) == AT_OK) fail_msg("key '%s' was accepted", bad_keys[i]);
   assert_int_equal(gen_variant_parse(bad_keys[0], &back), AT_ERR_INVALID);
-  assert_non_null(strstr(at_last_error(), "needs .ws, .wspp or .wspg before it"));
+  assert_non_null(strstr(at_last_error(), "needs .ws or .wspp before it"));
 
   /* Variants that cannot run it, refused by name. */
   gen_variant bad = v;

@@ -347,11 +347,10 @@ static at_status read_search_int(const parser *p, const yaml_node_t *n, const ch
   return read_int(p, n, field, 1, 1024, out);
 }
 
-/* fa3's ws: 0 in-CTA pipeline, 1 warp-specialized, 2 with ping-pong after Q K^T (.wspp), 3 with
- * ping-pong after both GEMMs (.wspg). */
+/* fa3's ws: 0 in-CTA pipeline, 1 warp-specialized, 2 warp-specialized with ping-pong. */
 static at_status read_search_ws(const parser *p, const yaml_node_t *n, const char *field, int *out)
 {
-  return read_int(p, n, field, 0, 3, out);
+  return read_int(p, n, field, 0, 2, out);
 }
 
 /* fa3's persistent: 0 one CTA per work tile, 1 one CTA per SM looping over them (.pers); fa3's
