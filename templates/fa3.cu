@@ -359,6 +359,32 @@ __device__ __forceinline__ void fa3_mask(float (*s)[4], int row0, int key0, int 
     }
 }
 
+/* The largest of a row half's BN/4 scores in this thread, as a tree: the chain of BN/4 dependent
+ * maxes it replaces stood before every exponential of the tile. */
+__device__ __forceinline__ float fa3_row_max(const float (*s)[4], int half)
+{
+  float m[FA3_NT];
+#pragma unroll
+  for (int nt = 0; nt < FA3_NT; nt++) m[nt] = fmaxf(s[nt][2 * half], s[nt][2 * half + 1]);
+#pragma unroll
+  for (int w = 1; w < FA3_NT; w *= 2)
+#pragma unroll
+    for (int nt = 0; nt + w < FA3_NT; nt += 2 * w) m[nt] = fmaxf(m[nt], m[nt + w]);
+  return m[0];
+}
+
+/* FA3_EXP_FMA N (key .ef<N>): the exponentials of every N-th n8 tile of S run on the FMA pipe
+ * (at_exp2_fma), the rest on the MUFU; 0 all on the MUFU. The loops are unrolled, so the choice
+ * is made at compile time. */
+#ifndef FA3_EXP_FMA
+#define FA3_EXP_FMA 0
+#endif
+static constexpr int FA3_EF = FA3_EXP_FMA > 0 ? FA3_EXP_FMA : 1;
+__device__ __forceinline__ float fa3_exp2_of_tile(float x, int nt)
+{
+  return FA3_EXP_FMA > 0 && nt % FA3_EF == FA3_EF - 1 ? at_exp2_fma(x) : at_exp2(x);
+}
+
 /* Online softmax of one tile, as fa2.cu's: s becomes p = 2^(s*scale*log2e - m) (FP8: times 448,
  * added as log2 448 in the exponent); row_max and row_sum move on; alpha rescales the old O. */
 __device__ __forceinline__ void fa3_softmax(float (*s)[4], float *row_max, float *row_sum, float *alpha,
@@ -366,9 +392,7 @@ __device__ __forceinline__ void fa3_softmax(float (*s)[4], float *row_max, float
 {
 #pragma unroll
   for (int half = 0; half < 2; half++) {
-    float mx = row_max[half];
-#pragma unroll
-    for (int nt = 0; nt < FA3_NT; nt++) mx = fmaxf(mx, fmaxf(s[nt][2 * half], s[nt][2 * half + 1]));
+    float mx = fmaxf(row_max[half], fa3_row_max(s, half));
     mx = at_quad_max(mx);
     const float m_scaled = mx == AT_NEG_INF ? 0.f : mx * scale_log2;
     alpha[half] = at_exp2(row_max[half] * scale_log2 - m_scaled);
@@ -377,8 +401,8 @@ __device__ __forceinline__ void fa3_softmax(float (*s)[4], float *row_max, float
     float sum = 0.f;
 #pragma unroll
     for (int nt = 0; nt < FA3_NT; nt++) {
-      s[nt][2 * half] = at_exp2(fmaf(s[nt][2 * half], scale_log2, -m_shift));
-      s[nt][2 * half + 1] = at_exp2(fmaf(s[nt][2 * half + 1], scale_log2, -m_shift));
+      s[nt][2 * half] = fa3_exp2_of_tile(fmaf(s[nt][2 * half], scale_log2, -m_shift), nt);
+      s[nt][2 * half + 1] = fa3_exp2_of_tile(fmaf(s[nt][2 * half + 1], scale_log2, -m_shift), nt);
       sum += s[nt][2 * half] + s[nt][2 * half + 1];
     }
     row_sum[half] = row_sum[half] * alpha[half] + sum;
