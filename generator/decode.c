@@ -250,7 +250,7 @@ static at_status enumerate_block_n(const gen_spec *spec, const gen_target *targe
   const int bm = next_pow2(shape->q_len);
   for (int b = 0; b < COUNT(k_warps); b++)
     for (int c = 0; c < COUNT(k_stages); c++) {
-      gen_variant v = {GEN_FAMILY_DECODE, *spec, bm, block_n, k_warps[b], k_stages[c], 1, 0, 0, 0, 0, 0};
+      gen_variant v = {GEN_FAMILY_DECODE, *spec, bm, block_n, k_warps[b], k_stages[c], 1, 0, 0, 0, 0};
       if (check(&v, target) != AT_OK) continue;
       /* The split count that fills one wave, and its neighbours. */
       const int h = heuristic_splits(&v, target, shape);
@@ -344,7 +344,7 @@ static int default_variant(const gen_spec *spec, const gen_target *target, const
     if (shape->q_len < prefs[i].min_t) continue;
     if (prefs[i].block_n > 128 && gen_tile_too_long(prefs[i].block_n, shape->kv_len)) continue;
     gen_variant v = {GEN_FAMILY_DECODE, *spec, next_pow2(shape->q_len), prefs[i].block_n, prefs[i].warps,
-                     prefs[i].stages, 1, 0, 0, 0, 0, 0};
+                     prefs[i].stages, 1, 0, 0, 0, 0};
     if (check(&v, target) != AT_OK) continue;
     v.splits = heuristic_splits(&v, target, shape);
     prefer_cluster_merge(&v, target, shape);

@@ -19,7 +19,6 @@ typedef struct gen_family_ops {
   int warp_specialized;      /* variants may be warp-specialized (.ws in the key; 0 elsewhere) */
   int paged;                 /* K/V may be paged (spec.page_size, .pg<N> in the key; 0 elsewhere) */
   int ragged;                /* tensors may be ragged (spec.ragged, .rg/.rgq in the key; 0 elsewhere) */
-  int exp_fma;               /* exponentials may be split between MUFU and FMA pipes (.ef<N>; 0 elsewhere) */
   /* Does target run the family at all? Sets no error. */
   int (*target_ok)(const gen_target *target);
   /* What of a spec the family refuses, whatever its tiles (dtype pairs, head dims). */

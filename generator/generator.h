@@ -146,9 +146,6 @@ typedef struct gen_variant {
   /* fa3 with FP8 inputs and ws >= 1: 1 = V transposed once per call by a first kernel into the
    * scratch, the attention kernel loading V^T tiles by TMA (.vt), else 0 */
   int vt;
-  /* fa3: every exp_fma-th n8 column tile of S takes its exponentials on the FMA pipe instead of
-   * the MUFU (.ef<N>; 1 all of them), else 0 */
-  int exp_fma;
 } gen_variant;
 
 /* What the variants are built for: an NVRTC arch and the dynamic shared memory a block may use. */

@@ -186,22 +186,6 @@ __device__ __forceinline__ float at_exp2(float x)
   return y;
 }
 
-/* 2^x on the FMA pipe instead of the MUFU, for x <= 127 (what the MUFU's ex2 does on the other
- * half of a tile, so that neither pipe waits for the other): x = j + f with j = floor(x) from a
- * round-down add of 1.5 * 2^23, 2^f by a cubic through (0, 1) (relative error under 9e-5, far
- * below P's bf16 or FP8 rounding), and j added to the exponent field. x under -127 (-inf for
- * masked keys) gives +0 exactly: j = -127 and f = 0 make an exponent field of zero. */
-__device__ __forceinline__ float at_exp2_fma(float x)
-{
-  x = fmaxf(x, -127.f);
-  const float j = __fadd_rd(x, 12582912.f); /* 1.5 * 2^23 + floor(x): one ulp is 1 here */
-  const float f = x - (j - 12582912.f);      /* in [0, 1) */
-  const float p = fmaf(fmaf(fmaf(0.07706351578f, f, 0.2276488394f), f, 0.6951159239f), f, 1.f);
-  /* j's low bits hold floor(x) in two's complement; shifted into the exponent field (the high
-   * bits of 1.5 * 2^23 fall off the top), it adds floor(x) to p's exponent. */
-  return __int_as_float(__float_as_int(p) + (int)((unsigned)__float_as_int(j) << 23));
-}
-
 __device__ __forceinline__ float at_log2(float x)
 {
   float y;

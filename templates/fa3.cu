@@ -112,6 +112,11 @@
  *       issue, FA3's order). Measured: e4m3 D128 128x224 818 against .ws 867 (cuDNN 953), D256
  *       128x128 908 against 1106; ncu unchanged (MUFU 45%, issue 40%), so the two consumers'
  *       exponentials and MMAs were not serialised by the turn order (docs/perf.md, "v12").
+ *   v13: the row max of a tile as a tree instead of a chain of BN/4 dependent maxes: bf16 D64
+ *       192x128 468 -> 493 TFLOP/s (cuDNN 488), e4m3 D128 128x224 850/845 -> 876, bf16 D128 and
+ *       e4m3 D256 within noise. Tried with it: a share of the exponentials on the FMA pipe (a
+ *       cubic for 2^f; every 8th, 4th or 2nd n8 tile, or all): slower at every share, 1-4% at
+ *       an eighth and 15-30% at a half (docs/perf.md, "v13"); not kept.
  * Copies by cp.async and stores by threads are generic-proxy writes; wgmma reads shared memory
  * through the async proxy, hence fence.proxy.async before the barriers that publish them.
  */
@@ -360,7 +365,7 @@ __device__ __forceinline__ void fa3_mask(float (*s)[4], int row0, int key0, int 
 }
 
 /* The largest of a row half's BN/4 scores in this thread, as a tree: the chain of BN/4 dependent
- * maxes it replaces stood before every exponential of the tile. */
+ * maxes it replaces stood before every exponential of the tile (v13). */
 __device__ __forceinline__ float fa3_row_max(const float (*s)[4], int half)
 {
   float m[FA3_NT];
@@ -371,18 +376,6 @@ __device__ __forceinline__ float fa3_row_max(const float (*s)[4], int half)
 #pragma unroll
     for (int nt = 0; nt + w < FA3_NT; nt += 2 * w) m[nt] = fmaxf(m[nt], m[nt + w]);
   return m[0];
-}
-
-/* FA3_EXP_FMA N (key .ef<N>): the exponentials of every N-th n8 tile of S run on the FMA pipe
- * (at_exp2_fma), the rest on the MUFU; 0 all on the MUFU. The loops are unrolled, so the choice
- * is made at compile time. */
-#ifndef FA3_EXP_FMA
-#define FA3_EXP_FMA 0
-#endif
-static constexpr int FA3_EF = FA3_EXP_FMA > 0 ? FA3_EXP_FMA : 1;
-__device__ __forceinline__ float fa3_exp2_of_tile(float x, int nt)
-{
-  return FA3_EXP_FMA > 0 && nt % FA3_EF == FA3_EF - 1 ? at_exp2_fma(x) : at_exp2(x);
 }
 
 /* Online softmax of one tile, as fa2.cu's: s becomes p = 2^(s*scale*log2e - m) (FP8: times 448,
@@ -401,8 +394,8 @@ __device__ __forceinline__ void fa3_softmax(float (*s)[4], float *row_max, float
     float sum = 0.f;
 #pragma unroll
     for (int nt = 0; nt < FA3_NT; nt++) {
-      s[nt][2 * half] = fa3_exp2_of_tile(fmaf(s[nt][2 * half], scale_log2, -m_shift), nt);
-      s[nt][2 * half + 1] = fa3_exp2_of_tile(fmaf(s[nt][2 * half + 1], scale_log2, -m_shift), nt);
+      s[nt][2 * half] = at_exp2(fmaf(s[nt][2 * half], scale_log2, -m_shift));
+      s[nt][2 * half + 1] = at_exp2(fmaf(s[nt][2 * half + 1], scale_log2, -m_shift));
       sum += s[nt][2 * half] + s[nt][2 * half + 1];
     }
     row_sum[half] = row_sum[half] * alpha[half] + sum;

@@ -23,13 +23,13 @@ static void test_literal_keys(void **state)
 {
   (void)state;
   char key[GEN_KEY_MAX], entry[GEN_KEY_MAX];
-  gen_variant v = {GEN_FAMILY_FA2, {AT_DTYPE_BF16, 128, AT_MASK_CAUSAL_TL, 4, 0, AT_DTYPE_BF16, AT_KV_SAME, 0, 0}, 128, 64, 4, 2, 0, 0, 0, 0, 0, 0};
+  gen_variant v = {GEN_FAMILY_FA2, {AT_DTYPE_BF16, 128, AT_MASK_CAUSAL_TL, 4, 0, AT_DTYPE_BF16, AT_KV_SAME, 0, 0}, 128, 64, 4, 2, 0, 0, 0, 0, 0};
   TU_OK(gen_variant_key(&v, key, sizeof key));
   assert_string_equal(key, "fa2.bf16.d128.causal.g4.bm128.bn64.w4.s2");
   TU_OK(gen_entry_name(&v, entry, sizeof entry));
   assert_string_equal(entry, "fa2_bf16_d128_causal_g4_bm128_bn64_w4_s2");
 
-  gen_variant w = {GEN_FAMILY_FA2, {AT_DTYPE_F16, 80, AT_MASK_CAUSAL_BR, 6, 1, AT_DTYPE_F16, AT_KV_SAME, 0, 0}, 64, 32, 4, 3, 0, 0, 0, 0, 0, 0};
+  gen_variant w = {GEN_FAMILY_FA2, {AT_DTYPE_F16, 80, AT_MASK_CAUSAL_BR, 6, 1, AT_DTYPE_F16, AT_KV_SAME, 0, 0}, 64, 32, 4, 3, 0, 0, 0, 0, 0};
   TU_OK(gen_variant_key(&w, key, sizeof key));
   assert_string_equal(key, "fa2.f16.d80.causal-br.g6.bm64.bn32.w4.s3.lse");
   TU_OK(gen_entry_name(&w, entry, sizeof entry));
@@ -147,7 +147,7 @@ static void test_smem_limit_prunes(void **state)
   assert_true(nb > 0 && nb < na);
   for (int i = 0; i < nb; i++) assert_true(gen_smem_bytes(&b[i]) <= small.smem_limit);
   /* A variant over the limit is refused with the numbers. */
-  gen_variant v = {GEN_FAMILY_FA2, {AT_DTYPE_BF16, 256, AT_MASK_NONE, 1, 0, AT_DTYPE_BF16, AT_KV_SAME, 0, 0}, 128, 128, 8, 3, 0, 0, 0, 0, 0, 0};
+  gen_variant v = {GEN_FAMILY_FA2, {AT_DTYPE_BF16, 256, AT_MASK_NONE, 1, 0, AT_DTYPE_BF16, AT_KV_SAME, 0, 0}, 128, 128, 8, 3, 0, 0, 0, 0, 0};
   assert_int_not_equal(gen_variant_check(&v, &big), AT_OK);
   assert_non_null(strstr(at_last_error(), "shared memory"));
 }
@@ -214,7 +214,7 @@ static void test_fp8_keys(void **state)
 {
   (void)state;
   char key[GEN_KEY_MAX], entry[GEN_KEY_MAX];
-  gen_variant v = {GEN_FAMILY_FA2, {AT_DTYPE_E4M3, 128, AT_MASK_NONE, 1, 0, AT_DTYPE_BF16, AT_KV_SAME, 0, 0}, 128, 64, 8, 2, 0, 0, 0, 0, 0, 0};
+  gen_variant v = {GEN_FAMILY_FA2, {AT_DTYPE_E4M3, 128, AT_MASK_NONE, 1, 0, AT_DTYPE_BF16, AT_KV_SAME, 0, 0}, 128, 64, 8, 2, 0, 0, 0, 0, 0};
   TU_OK(gen_variant_key(&v, key, sizeof key));
   assert_string_equal(key, "fa2.e4m3.d128.none.g1.bm128.bn64.w8.s2.obf16");
   TU_OK(gen_entry_name(&v, entry, sizeof entry));
@@ -223,7 +223,7 @@ static void test_fp8_keys(void **state)
   TU_OK(gen_variant_parse(key, &back));
   assert_memory_equal(&back, &v, sizeof v);
 
-  gen_variant w = {GEN_FAMILY_FA2, {AT_DTYPE_E5M2, 80, AT_MASK_CAUSAL_BR, 6, 1, AT_DTYPE_E5M2, AT_KV_SAME, 0, 0}, 64, 32, 4, 3, 0, 0, 0, 0, 0, 0};
+  gen_variant w = {GEN_FAMILY_FA2, {AT_DTYPE_E5M2, 80, AT_MASK_CAUSAL_BR, 6, 1, AT_DTYPE_E5M2, AT_KV_SAME, 0, 0}, 64, 32, 4, 3, 0, 0, 0, 0, 0};
   TU_OK(gen_variant_key(&w, key, sizeof key));
   assert_string_equal(key, "fa2.e5m2.d80.causal-br.g6.bm64.bn32.w4.s3.oe5m2.lse");
   TU_OK(gen_variant_parse(key, &back));
@@ -891,7 +891,7 @@ static void test_decode_family(void **state)
   assert_int_not_equal(def.family, GEN_FAMILY_DECODE);
 
   /* Refusals name the field. */
-  gen_variant bad = {GEN_FAMILY_DECODE, {AT_DTYPE_BF16, 128, AT_MASK_NONE, 4, 0, AT_DTYPE_BF16, AT_KV_SAME, 0, 0}, 1, 32, 4, 2, 4, 0, 0, 0, 0, 0};
+  gen_variant bad = {GEN_FAMILY_DECODE, {AT_DTYPE_BF16, 128, AT_MASK_NONE, 4, 0, AT_DTYPE_BF16, AT_KV_SAME, 0, 0}, 1, 32, 4, 2, 4, 0, 0, 0, 0};
   assert_int_equal(gen_variant_check(&bad, &t), AT_ERR_UNSUPPORTED);
   assert_non_null(strstr(at_last_error(), "keys per warp"));
   bad.block_n = 64, bad.splits = 0;
@@ -1043,7 +1043,7 @@ static void test_fa3_persistent_family(void **state)
   bad = v, bad.persistent = 2;
   assert_int_equal(gen_variant_check(&bad, &t), AT_ERR_INVALID);
   gen_variant fa2 = {GEN_FAMILY_FA2, {AT_DTYPE_BF16, 128, AT_MASK_CAUSAL_TL, 4, 0, AT_DTYPE_BF16, AT_KV_SAME, 0, 0},
-                     128, 64, 4, 2, 0, 0, 1, 0, 0, 0};
+                     128, 64, 4, 2, 0, 0, 1, 0, 0};
   assert_int_equal(gen_variant_check(&fa2, &t), AT_ERR_INVALID);
   assert_non_null(strstr(at_last_error(), "fa2 has no persistent variants"));
 
@@ -1151,68 +1151,6 @@ static void test_persistent_compile_no_spills(void **state)
   assert_int_equal(bad, 0);
 }
 
-/* fa3's exponentials split between the MUFU and the FMA pipe (.ef<N> after .pers): keys
- * round-trip, old keys keep exp_fma 0, the preamble says FA3_EXP_FMA only when asked, N past
- * block_n / 8 and other families are refused by name, and the split compiles with 0 spills for
- * 16-bit and FP8 tiles (the same registers as without it, for the cubic is on values in flight). */
-static void test_fa3_exp_fma_keys(void **state)
-{
-  (void)state;
-  gen_target t = tu_sm90();
-  gen_variant v, back;
-  char key[GEN_KEY_MAX], *src = NULL;
-  TU_OK(gen_variant_parse("fa3.e4m3.d128.none.g1.bm128.bn224.w8.s3.ws.vt.ef4.obf16.lse", &v));
-  assert_int_equal(v.exp_fma, 4);
-  assert_int_equal(v.vt, 1);
-  assert_int_equal(v.spec.with_lse, 1);
-  TU_OK(gen_variant_check(&v, &t));
-  TU_OK(gen_variant_key(&v, key, sizeof key));
-  assert_string_equal(key, "fa3.e4m3.d128.none.g1.bm128.bn224.w8.s3.ws.vt.ef4.obf16.lse");
-  TU_OK(gen_variant_parse("fa3.bf16.d128.causal.g4.bm128.bn176.w8.s2.wspp.pers.ef2", &back));
-  assert_int_equal(back.exp_fma, 2);
-  assert_int_equal(back.persistent, 1);
-  TU_OK(gen_variant_check(&back, &t));
-  TU_OK(gen_variant_parse("fa3.bf16.d64.none.g1.bm64.bn128.w4.s2.ef1", &back)); /* in-CTA, all on FMA */
-  assert_int_equal(back.exp_fma, 1);
-  TU_OK(gen_variant_check(&back, &t));
-  TU_OK(gen_variant_parse("fa3.e4m3.d128.none.g1.bm128.bn224.w8.s3.ws.vt.obf16.lse", &back));
-  assert_int_equal(back.exp_fma, 0);
-
-  TU_OK(gen_emit(&v, &t, &src));
-  assert_non_null(strstr(src, "#define FA3_EXP_FMA 4\n"));
-  free(src);
-  TU_OK(gen_emit(&back, &t, &src));
-  const char *first = strstr(src, "#define FA3_EXP_FMA"); /* the template's own default (0) only */
-  assert_non_null(first);
-  assert_null(strstr(first + 1, "#define FA3_EXP_FMA"));
-  assert_null(strstr(src, "#define FA3_EXP_FMA 4"));
-  free(src);
-
-  static const char *const bad_keys[] = {
-      "fa3.bf16.d128.none.g1.bm128.bn128.w8.s2.ws.ef0",
-      "fa3.bf16.d128.none.g1.bm128.bn128.w8.s2.ws.ef",
-      "fa3.bf16.d128.none.g1.bm128.bn128.w8.s2.ef2.ws",
-      "fa3.e4m3.d128.none.g1.bm128.bn128.w8.s2.ws.vt.obf16.ef2",
-      "fa2.bf16.d128.none.g1.bm128.bn64.w4.s2.ef2",
-      "decode.bf16.d128.none.g4.bm1.bn128.w4.s3.sp8.ef2",
-  };
-  for (size_t i = 0; i < sizeof bad_keys / sizeof *bad_keys; i++)
-    if (gen_variant_parse(bad_keys[i], &back) == AT_OK) fail_msg("key '%s' was accepted", bad_keys[i]);
-  assert_int_equal(gen_variant_parse(bad_keys[4], &back), AT_ERR_INVALID);
-  assert_non_null(strstr(at_last_error(), "family fa2 runs every exponential on the MUFU (no .ef<N>)"));
-  gen_variant wide = v;
-  wide.exp_fma = 29;
-  assert_int_equal(gen_variant_check(&wide, &t), AT_ERR_INVALID);
-  assert_non_null(strstr(at_last_error(), "must be 0..28, not 29"));
-
-  gen_variant all[4];
-  all[0] = v;
-  TU_OK(gen_variant_parse("fa3.e4m3.d128.none.g1.bm128.bn224.w8.s3.ws.vt.ef2.obf16", &all[1]));
-  TU_OK(gen_variant_parse("fa3.bf16.d64.none.g1.bm192.bn128.w12.s2.ws.ef4", &all[2]));
-  TU_OK(gen_variant_parse("fa3.bf16.d128.causal.g1.bm128.bn176.w8.s2.wspp.ef8", &all[3]));
-  assert_int_equal(tu_compile_count_bad(all, 4, &t, "fa3 .ef"), 0);
-}
-
 /* ---- decode with an FP8 KV cache ---------------------------------------------------------- */
 
 static at_shape kv8_shape(at_dtype q, at_dtype kv, int d, at_mask mask, int nq, int nkv, int t, int s, int lse)
@@ -1230,7 +1168,7 @@ static void test_fp8_kv_keys(void **state)
   gen_target t = tu_sm90();
   char key[GEN_KEY_MAX], entry[GEN_KEY_MAX];
   gen_variant v = {GEN_FAMILY_DECODE, {AT_DTYPE_BF16, 128, AT_MASK_NONE, 4, 0, AT_DTYPE_BF16, AT_DTYPE_E4M3, 0, 0},
-                   1, 256, 4, 3, 8, 0, 0, 0, 0, 0};
+                   1, 256, 4, 3, 8, 0, 0, 0, 0};
   TU_OK(gen_variant_key(&v, key, sizeof key));
   assert_string_equal(key, "decode.bf16.kve4m3.d128.none.g4.bm1.bn256.w4.s3.sp8");
   TU_OK(gen_entry_name(&v, entry, sizeof entry));
@@ -1321,7 +1259,7 @@ static void test_fp8_kv_enumeration(void **state)
   TU_OK(gen_enumerate(&s16, &t, vs, GEN_MAX_VARIANTS, &n16));
   for (int i = 0; i < n16; i++) assert_int_not_equal(vs[i].block_n, 256);
   gen_variant a = {GEN_FAMILY_DECODE, {AT_DTYPE_BF16, 128, AT_MASK_NONE, 4, 0, AT_DTYPE_BF16, AT_DTYPE_E4M3, 0, 0},
-                   1, 128, 4, 3, 1, 0, 0, 0, 0, 0};
+                   1, 128, 4, 3, 1, 0, 0, 0, 0};
   gen_variant b16 = a;
   b16.spec.kv_dtype = AT_KV_SAME;
   /* Q: 16 rows x 256 B; K and V: 3 stages x 128 keys x 128 B (FP8) or 256 B (bf16) */
@@ -1432,7 +1370,7 @@ int main(void)
       cmocka_unit_test(test_decode_default_merge),
       cmocka_unit_test(test_decode_compile_no_spills), cmocka_unit_test(test_fa3_ws_family),
       cmocka_unit_test(test_ws_compile_no_spills), cmocka_unit_test(test_fa3_vt_family),
-      cmocka_unit_test(test_fa3_persistent_family), cmocka_unit_test(test_fa3_exp_fma_keys), cmocka_unit_test(test_persistent_compile_no_spills),
+      cmocka_unit_test(test_fa3_persistent_family), cmocka_unit_test(test_persistent_compile_no_spills),
       cmocka_unit_test(test_fp8_kv_keys),        cmocka_unit_test(test_fp8_kv_enumeration),
       cmocka_unit_test(test_fp8_kv_compile_no_spills),
   };
