@@ -34,7 +34,7 @@ static const char USAGE[] =
     "  --shard I/N        tune only shard I of N (0-based): a deterministic slice for fleet runs;\n"
     "                     merge the shards' files with 'attntune cache merge'\n"
     "  --force            retune shapes already in the cache\n"
-    "  --jobs N           NVRTC compile threads per GPU (default: CPUs / GPUs)\n"
+    "  --jobs N           NVRTC compile threads, shared by the GPUs (default: the CPUs)\n"
     "  --watchdog S       seconds a worker may stay silent beyond its expected time (default 60)\n"
     "  --dry-run          check the config and the arguments without a GPU (the driver is not\n"
     "                     loaded) and print what a run would do: each shape with its group, its\n"
@@ -236,7 +236,7 @@ int tn_cmd_tune(int argc, char **argv)
   }
   if (opts.jobs == 0) {
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    opts.jobs = cpus > n_devices ? (int)(cpus / n_devices) : 1;
+    opts.jobs = cpus < 1 ? 1 : cpus > 256 ? 256 : (int)cpus; /* one pool for every GPU (tuner/pool.h) */
   }
   fprintf(stderr, "attntune tune: %s: %d shape%s%s on %d GPU%s, cache %s\n", cfg.path, cfg.n_shapes,
           cfg.n_shapes == 1 ? "" : "s", shard_count > 1 ? " (this shard)" : "", n_devices,

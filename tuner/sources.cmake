@@ -5,6 +5,7 @@ set(AT_TUNER_LIB_SOURCES
   tuner/config.c
   tuner/harness.c
   tuner/worker.c
+  tuner/pool.c
   tuner/tune.c
   tuner/report.c
   tuner/measure.c

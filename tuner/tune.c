@@ -8,7 +8,7 @@
  *     ├─ cuDNN baseline timed ─────────────────────────────> trial "cudnn"
  *     │
  *     ├─ candidates = pruned variants ∩ config's search, capped by the budget
- *     │    compile (thread pool, NVRTC) ──> VARIANT: verify, first-pass time ──> trial
+ *     │    compile (the run's NVRTC threads, shared by its GPUs) ──> VARIANT: verify, first-pass time ──> trial
  *     │      states: queued → compiled → verified → timed        (ok)
  *     │                  └─ compile_failed  └─ wrong / crashed / timeout / unsupported
  *     ├─ second pass: the fastest `keep` re-timed with full repetitions; the rest → dropped
@@ -51,6 +51,7 @@
 #include "tuner/cli.h"
 #include "tuner/config.h"
 #include "tuner/harness.h"
+#include "tuner/pool.h"
 #include "tuner/reference.h"
 #include "tuner/tune.h"
 #include "tuner/worker.h"
@@ -101,6 +102,7 @@ typedef struct tune_run {
   at_status failure; /* first fatal error of any device thread */
   char failure_message[1024];
   rt_compile_memo *memo; /* every shape's and GPU's compiles: a key compiles once per run */
+  tn_pool *compilers;    /* NVRTC threads shared by the GPUs (pool.h) */
 } tune_run;
 
 typedef struct device_job {
@@ -258,77 +260,44 @@ static at_status run_candidate(device_job *job, const rt_compiled *c, int reps, 
   return put_gpu_trial(job, t);
 }
 
-/* ---- compile pipeline: NVRTC in threads while the GPU works ----------------------------------- */
+/* ---- compile pipeline: NVRTC in the run's shared threads while the GPU works ---------------- */
 
 typedef struct pipeline {
   const gen_variant *variants;
   const gen_target *target;
   rt_compile_memo *memo;
   rt_compiled *out;
-  char *wanted; /* compile only these */
-  char *ready;
-  int n, next;
-  pthread_mutex_t lock;
-  pthread_cond_t done;
-  pthread_t threads[64];
-  int n_threads;
+  char *wanted; /* compiled by the pool; the rest only on demand (pipeline_need) */
+  int n;
+  tn_batch *batch;
 } pipeline;
 
-static void *pipeline_thread(void *arg)
+static void compile_candidate(void *ctx, int i)
 {
-  pipeline *p = arg;
-  for (;;) {
-    pthread_mutex_lock(&p->lock);
-    int i = p->next++;
-    pthread_mutex_unlock(&p->lock);
-    if (i >= p->n) return NULL;
-    if (p->wanted[i]) rt_compile_memoized(p->memo, &p->variants[i], p->target, &p->out[i]);
-    pthread_mutex_lock(&p->lock);
-    p->ready[i] = 1;
-    pthread_cond_broadcast(&p->done);
-    pthread_mutex_unlock(&p->lock);
-  }
+  pipeline *p = ctx;
+  rt_compile_memoized(p->memo, &p->variants[i], p->target, &p->out[i]);
 }
 
-static void pipeline_finish(pipeline *p); /* pipeline_start cleans up with it on failure */
-
 static at_status pipeline_start(pipeline *p, const gen_variant *vs, int n, const gen_target *target,
-                                const char *wanted, int jobs, rt_compile_memo *memo)
+                                const char *wanted, tn_pool *pool, rt_compile_memo *memo)
 {
   memset(p, 0, sizeof *p);
   p->variants = vs, p->n = n, p->target = target, p->memo = memo;
   p->out = calloc((size_t)n + 1, sizeof *p->out);
-  p->ready = calloc((size_t)n + 1, 1);
   p->wanted = calloc((size_t)n + 1, 1);
-  if (!p->out || !p->ready || !p->wanted) {
-    free(p->out), free(p->ready), free(p->wanted);
+  if (!p->out || !p->wanted) {
+    free(p->out), free(p->wanted);
     return at_fail(AT_ERR_NOMEM, "no memory for %d candidates", n);
   }
   memcpy(p->wanted, wanted, (size_t)n);
-  pthread_mutex_init(&p->lock, NULL);
-  pthread_cond_init(&p->done, NULL);
-  if (jobs < 1) jobs = 1;
-  if (jobs > 64) jobs = 64;
-  for (int i = 0; i < jobs && i < n; i++) {
-    int err = pthread_create(&p->threads[p->n_threads], NULL, pipeline_thread, p);
-    if (err != 0) {
-      /* Out of threads means the process is short of resources; fewer compilers would only hide
-       * it. pipeline_finish stops the threads already started, joins them and frees the lot. */
-      at_status rc = at_fail(AT_ERR_NOMEM, "cannot start NVRTC compile thread %d of %d: %s", i + 1,
-                             jobs < n ? jobs : n, strerror(err));
-      pipeline_finish(p);
-      return rc;
-    }
-    p->n_threads++;
-  }
-  return AT_OK;
+  at_status rc = tn_pool_submit(pool, n, wanted, compile_candidate, p, &p->batch);
+  if (rc != AT_OK) free(p->out), free(p->wanted);
+  return rc;
 }
 
 static rt_compiled *pipeline_wait(pipeline *p, int i)
 {
-  pthread_mutex_lock(&p->lock);
-  while (!p->ready[i]) pthread_cond_wait(&p->done, &p->lock);
-  pthread_mutex_unlock(&p->lock);
+  tn_batch_wait(p->batch, i);
   return &p->out[i];
 }
 
@@ -338,22 +307,17 @@ static rt_compiled *pipeline_need(pipeline *p, int i)
   rt_compiled *c = pipeline_wait(p, i);
   if (!p->wanted[i]) {
     rt_compile_memoized(p->memo, &p->variants[i], p->target, c);
-    p->wanted[i] = 1;
+    p->wanted[i] = 1; /* the pool never runs it: its copy of wanted says no */
   }
   return c;
 }
 
 static void pipeline_finish(pipeline *p)
 {
-  pthread_mutex_lock(&p->lock);
-  p->next = p->n; /* no new compiles */
-  pthread_mutex_unlock(&p->lock);
-  for (int i = 0; i < p->n_threads; i++) pthread_join(p->threads[i], NULL);
+  tn_batch_finish(p->batch); /* no new compiles; the running ones end first */
   for (int i = 0; i < p->n; i++)
     if (p->wanted[i]) rt_compiled_free(&p->out[i], 1);
-  free(p->out), free(p->ready), free(p->wanted);
-  pthread_mutex_destroy(&p->lock);
-  pthread_cond_destroy(&p->done);
+  free(p->out), free(p->wanted);
 }
 
 /* ---- one shape ------------------------------------------------------------------------------ */
@@ -805,7 +769,7 @@ static at_status tune_shape(device_job *job, int index)
   if (!prepare_inputs_and_references(&st)) return AT_OK;
   if ((rc = time_baselines(&st)) != AT_OK) return rc;
   rc = choose_candidates(&st);
-  if (rc == AT_OK) rc = pipeline_start(&st.pipe, st.vs, st.n, &job->target, st.wanted, job->run->opts->jobs,
+  if (rc == AT_OK) rc = pipeline_start(&st.pipe, st.vs, st.n, &job->target, st.wanted, job->run->compilers,
                                         job->run->memo);
   if (rc != AT_OK) {
     free(st.trials), free(st.known), free(st.wanted);
@@ -936,8 +900,10 @@ int tn_tune_run(const tn_config *cfg, const tn_tune_opts *opts, const int *devic
     free(run.results), free(run.order), free(jobs), free(threads);
     return TN_EXIT_RUNTIME;
   }
-  if (tn_work_order(cfg, run.order) != AT_OK || rt_compile_memo_create(&run.memo) != AT_OK) {
+  if (tn_work_order(cfg, run.order) != AT_OK || rt_compile_memo_create(&run.memo) != AT_OK ||
+      tn_pool_create(opts->jobs < 1 ? 1 : opts->jobs > 256 ? 256 : opts->jobs, &run.compilers) != AT_OK) {
     fprintf(stderr, "attntune tune: %s\n", at_last_error());
+    rt_compile_memo_destroy(run.memo);
     free(run.results), free(run.order), free(jobs), free(threads);
     return TN_EXIT_RUNTIME;
   }
@@ -974,6 +940,7 @@ int tn_tune_run(const tn_config *cfg, const tn_tune_opts *opts, const int *devic
     code = 130;
   }
   pthread_mutex_destroy(&run.lock);
+  tn_pool_destroy(run.compilers); /* every shape's batch is finished: the device threads are joined */
   rt_compile_memo_destroy(run.memo);
   free(run.results), free(run.order), free(jobs), free(threads);
   return code;
