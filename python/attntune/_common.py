@@ -82,6 +82,29 @@ def check_paged(*, page_size: int, cache_head_dim: int, head_dim: int, max_pages
                          f"max_seqlen_k {max_seqlen_k} at page size {page_size}")
 
 
+def check_packed(*, query: tuple, key: tuple, value: tuple, dtypes: tuple) -> None:
+    """The packed (varlen) tensors' checks both front ends make, on shapes and dtypes: each
+    (total, heads, head_dim), key and value of one shape, one head dim, float16 or bfloat16 in
+    one dtype."""
+    for name, shape in (("query", query), ("key", key), ("value", value)):
+        if len(shape) != 3:
+            raise ValueError(f"attntune: {name} must be (total, heads, head_dim), got shape {tuple(shape)}")
+    if tuple(key) != tuple(value):
+        raise ValueError(f"attntune: key {tuple(key)} and value {tuple(value)} must have one shape")
+    if query[2] != key[2]:
+        raise ValueError(f"attntune: head dim of query ({query[2]}) and key ({key[2]}) differ")
+
+    def is_16bit(dtype: Any) -> bool:
+        try:
+            return dtype_name(dtype) in ("f16", "bf16")
+        except TypeError:
+            return False
+
+    if len({str(d) for d in dtypes}) != 1 or not is_16bit(dtypes[0]):
+        raise TypeError(f"attntune: varlen_attention takes float16 or bfloat16 query, key and value in one "
+                        f"dtype, got {', '.join(str(d) for d in dtypes)}")
+
+
 def make_shape(*, batch: int, q_len: int, kv_len: int, q_heads: int, kv_heads: int, head_dim: int,
                v_head_dim: int | None = None, dtype: str, mask: int, scale: float | None) -> Shape:
     """An at_shape from dimensions, with a ValueError that names the first problem."""

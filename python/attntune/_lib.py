@@ -102,15 +102,7 @@ class ServingLayout(ctypes.Structure):
 class ServingTensors(ctypes.Structure):
     _fields_ = [
         ("struct_size", c_size_t),
-        ("q", c_void_p),
-        ("k", c_void_p),
-        ("v", c_void_p),
-        ("o", c_void_p),
-        ("lse", c_void_p),
-        ("q_stride", Strides),
-        ("k_stride", Strides),
-        ("v_stride", Strides),
-        ("o_stride", Strides),
+        *Tensors._fields_,  # at_serving_tensors begins as at_tensors does
         ("cu_seqlens_q", c_void_p),
         ("cu_seqlens_kv", c_void_p),
         ("block_table", c_void_p),

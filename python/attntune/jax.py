@@ -171,16 +171,8 @@ def varlen_attention(
     float16 or bfloat16; the result is (total_q, N, H) in the input dtype."""
     query, key, value = jnp.asarray(query), jnp.asarray(key), jnp.asarray(value)
     cu_q, cu_k = jnp.asarray(cu_seqlens_q), jnp.asarray(cu_seqlens_k)
-    for name, x in (("query", query), ("key", key), ("value", value)):
-        if x.ndim != 3:
-            raise ValueError(f"attntune: {name} must be (total, heads, head_dim), got shape {tuple(x.shape)}")
-    if key.shape != value.shape:
-        raise ValueError(f"attntune: key {tuple(key.shape)} and value {tuple(value.shape)} must have one shape")
-    if query.shape[2] != key.shape[2]:
-        raise ValueError(f"attntune: head dim of query ({query.shape[2]}) and key ({key.shape[2]}) differ")
-    if not (query.dtype == key.dtype == value.dtype) or query.dtype not in (jnp.float16, jnp.bfloat16):
-        raise TypeError(f"attntune: varlen_attention takes float16 or bfloat16 query, key and value in one "
-                        f"dtype, got {query.dtype}, {key.dtype}, {value.dtype}")
+    _common.check_packed(query=query.shape, key=key.shape, value=value.shape,
+                         dtypes=(query.dtype, key.dtype, value.dtype))
     for name, x in (("cu_seqlens_q", cu_q), ("cu_seqlens_k", cu_k)):
         if x.dtype != jnp.int32 or x.ndim != 1 or x.shape[0] < 2:
             raise ValueError(f"attntune: {name} must be int32 (B + 1,) with B >= 1, got {x.dtype} "

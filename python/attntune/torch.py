@@ -283,16 +283,10 @@ def varlen_attention(
     ``check_metadata=True`` also checks them on the host first (a stream sync and a copy) and
     raises ValueError naming the first bad entry (at_serving_check)."""
     for name, x in (("query", query), ("key", key), ("value", value)):
-        if not isinstance(x, torch.Tensor) or x.dim() != 3:
-            raise ValueError(f"attntune: {name} must be a (total, heads, head_dim) tensor, got "
-                             f"{tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__}")
-    if key.shape != value.shape:
-        raise ValueError(f"attntune: key {tuple(key.shape)} and value {tuple(value.shape)} must have one shape")
-    if query.shape[2] != key.shape[2]:
-        raise ValueError(f"attntune: query {tuple(query.shape)} and key {tuple(key.shape)} must agree in head dim")
-    if not (query.dtype == key.dtype == value.dtype) or query.dtype not in (torch.float16, torch.bfloat16):
-        raise TypeError(f"attntune: varlen_attention takes float16 or bfloat16 query, key and value in one "
-                        f"dtype, got {query.dtype}, {key.dtype}, {value.dtype}")
+        if not isinstance(x, torch.Tensor):
+            raise ValueError(f"attntune: {name} must be a (total, heads, head_dim) tensor, got {type(x).__name__}")
+    _common.check_packed(query=tuple(query.shape), key=tuple(key.shape), value=tuple(value.shape),
+                         dtypes=(query.dtype, key.dtype, value.dtype))
     if cu_seqlens_q.dim() != 1 or cu_seqlens_q.shape[0] < 2:
         raise ValueError(f"attntune: cu_seqlens_q must be (B + 1,) with B >= 1, got {tuple(cu_seqlens_q.shape)}")
     batch = cu_seqlens_q.shape[0] - 1
