@@ -574,8 +574,6 @@ static int run_suite(int argc, char **argv)
     tn_config_free(&cfg);
     return tn_fail_exit("bench", rc);
   }
-  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-  opts.jobs = cpus > n ? (int)(cpus / n) : 1;
   fprintf(stderr, "attntune bench: suite %s (%s): %d shapes on %d GPU%s, cache %s\n", suite, path,
           cfg.n_shapes, n, n == 1 ? "" : "s", opts.db_path);
   int code = tn_tune_run(&cfg, &opts, devices, n);

@@ -234,10 +234,6 @@ int tn_cmd_tune(int argc, char **argv)
     tn_config_free(&cfg);
     return tn_fail_exit("tune", rc);
   }
-  if (opts.jobs == 0) {
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    opts.jobs = cpus < 1 ? 1 : cpus > 256 ? 256 : (int)cpus; /* one pool for every GPU (tuner/pool.h) */
-  }
   fprintf(stderr, "attntune tune: %s: %d shape%s%s on %d GPU%s, cache %s\n", cfg.path, cfg.n_shapes,
           cfg.n_shapes == 1 ? "" : "s", shard_count > 1 ? " (this shard)" : "", n_devices,
           n_devices == 1 ? "" : "s", opts.db_path);

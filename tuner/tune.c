@@ -882,6 +882,14 @@ static void print_summary(const tune_run *run)
          st->timeouts, nvrtc_runs, memo_hits, wall_s() - run->started);
 }
 
+/* The NVRTC pool's size: --jobs, else one thread per CPU (the pool serves every GPU). */
+static int compile_threads(const tn_tune_opts *opts)
+{
+  if (opts->jobs > 0) return opts->jobs;
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  return cpus < 1 ? 1 : cpus > 256 ? 256 : (int)cpus;
+}
+
 int tn_tune_run(const tn_config *cfg, const tn_tune_opts *opts, const int *devices, int n_devices)
 {
   tune_run run;
@@ -901,7 +909,7 @@ int tn_tune_run(const tn_config *cfg, const tn_tune_opts *opts, const int *devic
     return TN_EXIT_RUNTIME;
   }
   if (tn_work_order(cfg, run.order) != AT_OK || rt_compile_memo_create(&run.memo) != AT_OK ||
-      tn_pool_create(opts->jobs < 1 ? 1 : opts->jobs > 256 ? 256 : opts->jobs, &run.compilers) != AT_OK) {
+      tn_pool_create(compile_threads(opts), &run.compilers) != AT_OK) {
     fprintf(stderr, "attntune tune: %s\n", at_last_error());
     rt_compile_memo_destroy(run.memo);
     free(run.results), free(run.order), free(jobs), free(threads);

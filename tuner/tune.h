@@ -12,7 +12,7 @@ typedef struct tn_tune_opts {
   const char *db_path;
   const char *exe;  /* the attntune binary the workers run */
   int force;        /* retune shapes already done */
-  int jobs;         /* NVRTC threads, shared by the GPUs */
+  int jobs;         /* NVRTC threads, shared by the GPUs; 0: one per CPU */
   double watchdog_s; /* a worker silent this long (plus the shape's own time) is hung */
   int with_naive;   /* also verify and time the naive kernels (trial "naive"), as the codelab does;
                      * f32 shapes always do, it is all they run */
