@@ -58,7 +58,8 @@ static int register_estimate(const gen_variant *v, int via_f16)
   int slices = v->block_m / v->warps / 16;
   int d_out = gen_round_up(v->spec.head_dim, 16);
   int fp8 = at_dtype_is_fp8(v->spec.dtype) && via_f16 ? fp8_extra_regs(d_out, v->stages, slices) : 0;
-  return slices * (d_out + v->block_n) / 2 + v->block_n / 4 + 79 + 12 * (slices - 1) + fp8;
+  int ragged = v->spec.ragged ? 6 : 0; /* FA2_RAGGED_REGS */
+  return slices * (d_out + v->block_n) / 2 + v->block_n / 4 + 79 + 12 * (slices - 1) + fp8 + ragged;
 }
 
 static int pruning_register_estimate(const gen_variant *v) { return register_estimate(v, 1); }

@@ -458,7 +458,7 @@ static at_status describe_launch(const gen_variant *v, const at_shape *shape, ge
   out->tmap_rows[0] = v->block_m;
   out->tmap_rows[1] = out->tmap_rows[2] = v->block_n;
   if (v->persistent) return describe_persistent(shape, out);
-  if (v->spec.mask != AT_MASK_NONE && k->grid[0]) { /* (Nq, B, query blocks): the template says why */
+  if (v->spec.mask != AT_MASK_NONE && !v->spec.ragged && k->grid[0]) { /* (Nq, B, query blocks): the template says why */
     if (k->grid[0] > 65535 || k->grid[2] > 65535)
       return at_fail(AT_ERR_UNSUPPORTED,
                      "causal warp-specialized fa3 launches (Nq, B, T / block_m): %u query blocks or batch %u is over 65535",

@@ -295,6 +295,7 @@ typedef enum gen_arg {
   GEN_ARG_CU_SEQLENS_KV, /* const int32 [B + 1]; NULL for .rgq */
   GEN_ARG_TOTAL_Q,       /* int: rows of packed Q and O */
   GEN_ARG_TOTAL_KV,      /* int: rows of packed K and V (0 for .rgq) */
+  GEN_ARG_BATCH,         /* int: B, the sequences (grid x runs over their query blocks) */
   GEN_ARG_COUNT
 } gen_arg;
 
@@ -349,5 +350,8 @@ typedef struct gen_launch_desc {
 
 /* The launch of v for shape (checked to be v's spec; sizes in range of the grid). */
 at_status gen_launch_describe(const gen_variant *v, const at_shape *shape, gen_launch_desc *out);
+/* A ragged variant's CTAs along grid x for a call of total_q packed query rows: the query blocks
+ * of its sequences, bounded by total_q (the description's grid[0] is the bound over the maxima). */
+unsigned gen_ragged_query_blocks(const gen_variant *v, const at_shape *shape, int total_q);
 
 #endif /* AT_GENERATOR_GENERATOR_H */

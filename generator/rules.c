@@ -62,10 +62,29 @@ static const gen_arg FA_ARGS[] = {
     GEN_ARG_K_SH, GEN_ARG_V_SB, GEN_ARG_V_SS, GEN_ARG_V_SH, GEN_ARG_O_SB, GEN_ARG_O_SS,      GEN_ARG_O_SH,
     GEN_ARG_DESCALE_Q,          GEN_ARG_DESCALE_K,          GEN_ARG_DESCALE_V,  GEN_ARG_SCALE_O, GEN_ARG_AMAX_O,
 };
-/* Ragged variants: after the list (and fa3's tensor maps), the offsets and the packed totals. */
+/* Ragged variants: after the list (before fa3's tensor maps), the offsets, the packed totals and B. */
 static const gen_arg RAGGED_ARGS[] = {
-    GEN_ARG_CU_SEQLENS_Q, GEN_ARG_CU_SEQLENS_KV, GEN_ARG_TOTAL_Q, GEN_ARG_TOTAL_KV,
+    GEN_ARG_CU_SEQLENS_Q, GEN_ARG_CU_SEQLENS_KV, GEN_ARG_TOTAL_Q, GEN_ARG_TOTAL_KV, GEN_ARG_BATCH,
 };
+
+/* Ragged grids (padded: ceil(T / block_m) x Nq x B) run over the query blocks of the sequences
+ * one after another on x (templates/common.cuh at_ragged_block), so no CTA starts past a
+ * sequence's end. sum_b ceil(T_b / block_m) is at most ceil(max T / block_m) per sequence, and,
+ * with at most min(B, total_q) sequences not empty, at most (total_q + min(B, total_q)
+ * (block_m - 1)) / block_m in all; the launch takes the smaller (total_q < 0: the first). */
+static long long ragged_blocks_bound(const gen_variant *v, const at_shape *shape, long long total_q)
+{
+  const long long padded = (long long)shape->batch * gen_tiles(shape->q_len, v->block_m);
+  if (total_q < 0) return padded;
+  const long long nonempty = total_q < shape->batch ? total_q : shape->batch;
+  const long long by_total = (total_q + nonempty * (v->block_m - 1)) / v->block_m;
+  return by_total < padded ? by_total : padded;
+}
+
+unsigned gen_ragged_query_blocks(const gen_variant *v, const at_shape *shape, int total_q)
+{
+  return (unsigned)ragged_blocks_bound(v, shape, total_q);
+}
 
 at_status gen_launch_append_args(gen_kernel_launch *k, const gen_arg *args, int n)
 {
@@ -85,7 +104,15 @@ at_status gen_describe_fa_launch(const gen_variant *v, const at_shape *shape, in
   out->align_bytes = 16; /* cp.async and the output stores move 16 bytes */
   out->zero_amax = at_dtype_is_fp8(v->spec.out_dtype);
   k->entry = 0;
-  if (shape->batch > 0 && shape->q_len > 0) {
+  if (shape->batch > 0 && shape->q_len > 0 && v->spec.ragged) {
+    const long long blocks = ragged_blocks_bound(v, shape, -1);
+    if (blocks > 0x7fffffffLL)
+      return at_fail(AT_ERR_UNSUPPORTED, "a ragged launch of %d sequences of up to %d rows (%lld query blocks of %d) is over 2^31 - 1 CTAs",
+                     shape->batch, shape->q_len, blocks, v->block_m);
+    k->grid[0] = (unsigned)blocks;
+    k->grid[1] = (unsigned)shape->q_heads;
+    k->grid[2] = 1;
+  } else if (shape->batch > 0 && shape->q_len > 0) {
     k->grid[0] = (unsigned)gen_tiles(shape->q_len, v->block_m);
     k->grid[1] = (unsigned)shape->q_heads;
     k->grid[2] = (unsigned)shape->batch;

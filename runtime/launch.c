@@ -121,6 +121,7 @@ static void fill_slots(rt_launch_frame *f, const gen_variant *v, const at_shape 
   if (ragged) {
     s[GEN_ARG_CU_SEQLENS_Q].ptr = dptr(ragged->cu_seqlens_q), s[GEN_ARG_CU_SEQLENS_KV].ptr = dptr(ragged->cu_seqlens_kv);
     s[GEN_ARG_TOTAL_Q].i = ragged->total_q, s[GEN_ARG_TOTAL_KV].i = ragged->total_kv;
+    s[GEN_ARG_BATCH].i = shape->batch;
   }
 }
 
@@ -308,6 +309,7 @@ at_status rt_variant_prepare_serving(const rt_variant *lv, const at_shape *shape
       return rc;
     for (int i = 0; i < 3; i++) f->dims[k].grid[i] = kl->grid[i], f->dims[k].block[i] = kl->block[i];
     if (k == 0 && d->work_tiles > 0) f->dims[k].grid[0] = persistent_ctas(lv, d, kl->grid[0]);
+    if (k == 0 && v->spec.ragged && kl->grid[0]) f->dims[k].grid[0] = gen_ragged_query_blocks(v, shape, ragged->total_q);
     f->dims[k].smem_bytes = kl->smem_bytes;
     f->dims[k].programmatic = kl->waits_for_previous && programmatic_launch_ok(lv);
     for (int a = 0; a < kl->n_args; a++) f->args[k][a] = arg_address(f, kl->args[a]);

@@ -219,6 +219,44 @@ __device__ __forceinline__ unsigned at_pack_out(float lo, float hi)
   return r;
 }
 
+/* Ragged launches (fa2, fa3; generator/rules.c): grid x runs over the query blocks of the
+ * sequences one after another, ceil(T_b / bm) for sequence b, T_b = its rows in the packed tensor
+ * as the kernels clamp them (into [0, total], cut to max_len). Block p is block j of sequence b
+ * with blocks(0 .. b-1) <= p < blocks(0 .. b): one warp-wide scan per 32 sequences. from_last
+ * (causal masks) numbers a sequence's blocks from its last, which reads the most K/V tiles, so
+ * each sequence's longest CTAs start first. False past the last block (a grid bound by the
+ * totals, or offsets that overlap). Every lane of the warp calls it with the same p. */
+__device__ __forceinline__ bool at_ragged_block(const int *cu, int batch, int total, int max_len, int bm,
+                                                bool from_last, int p, int *b_out, int *m_out)
+{
+  const int lane = threadIdx.x & 31;
+  int before = 0; /* blocks of the sequences before this group of 32 */
+  for (int b0 = 0; b0 < batch; b0 += 32) {
+    const int b = b0 + lane;
+    int blocks = 0;
+    if (b < batch) {
+      const int start = min(max(cu[b], 0), total), end = min(max(cu[b + 1], start), total);
+      blocks = (min(end - start, max_len) + bm - 1) / bm;
+    }
+    int upto = blocks; /* inclusive prefix sum over the lanes */
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+      const int y = __shfl_up_sync(0xffffffffu, upto, o);
+      if (lane >= o) upto += y;
+    }
+    const unsigned hit = __ballot_sync(0xffffffffu, b < batch && p < before + upto);
+    if (hit) {
+      const int l = __ffs(hit) - 1;
+      const int j = p - before - __shfl_sync(0xffffffffu, upto - blocks, l);
+      const int n = __shfl_sync(0xffffffffu, blocks, l);
+      *b_out = b0 + l, *m_out = from_last ? n - 1 - j : j;
+      return true;
+    }
+    before += __shfl_sync(0xffffffffu, upto, 31);
+  }
+  return false;
+}
+
 /* Is key j visible from query i? offset = 0 (top-left) or S - T (bottom-right). */
 __device__ __forceinline__ bool at_visible(int mask, long long i, long long j, long long offset)
 {

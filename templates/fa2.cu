@@ -29,10 +29,12 @@
  *
  * Ragged (varlen prefill, include/attntune.h "Serving layouts"): q, o: (total_q, Nq, D) with
  * int32 cu_seqlens_q [B + 1]; k, v: (total_kv, Nkv, D) with cu_seqlens_kv (.rg) or (B, S, Nkv, D)
- * (.rgq); lse: (Nq, total_q). T and S are the planned maxima and size the grid; each CTA reads its
- * sequence's T_b, S_b and first rows from the offsets (clamped into the tensors, fa2_ragged_rows),
- * returns at once when its query block starts at or past T_b, and otherwise runs the padded
- * kernel's loop with T_b and S_b: keys past S_b are never loaded (zero-filled) and masked, the
+ * (.rgq); lse: (Nq, total_q). T and S are the planned maxima. The grid is (query blocks, Nq, 1):
+ * x runs over the query blocks of the sequences one after another (common.cuh at_ragged_block,
+ * from each sequence's last block under a causal mask; the launch sizes x from total_q, so no CTA
+ * starts past a sequence's end). Each CTA reads its sequence's T_b, S_b and first rows from the
+ * offsets (clamped into the tensors, fa2_ragged_rows) and runs the padded kernel's loop with T_b
+ * and S_b: keys past S_b are never loaded (zero-filled) and masked, the
  * masks apply per sequence (bottom-right aligns T_b with S_b), and rows past T_b are neither
  * read nor stored. The batch strides of packed tensors are ignored.
  *
@@ -188,8 +190,12 @@ static_assert(FA2_SMEM_BYTES <= FA2_SMEM_LIMIT, "shared memory over the target's
 static constexpr int FA2_FP8_OPERAND_REGS = FA2_DO > 128 ? 36 : FA2_DO > 56 ? (FA2_DO - 64) / 8 + 1 : 0;
 static constexpr int FA2_FP8_REGS =
     FA2_FP8 && FA2_FP8_VIA_F16 ? FA2_FP8_OPERAND_REGS + 16 * (FA2_STAGES - 2) + 6 * (FA2_MT - 1) : 0;
+/* Ragged: the CTA's sequence and query block are values the loop keeps in registers, where the
+ * padded kernel reads them again from blockIdx (sm_90a: d80 bm128 bn64 w4 s3 .rgq, estimated
+ * 251, spilled 32 bytes at 254 registers). */
+static constexpr int FA2_RAGGED_REGS = FA2_RAGGED ? 6 : 0;
 static constexpr int FA2_REG_ESTIMATE =
-    FA2_MT * (FA2_DO + FA2_BN) / 2 + FA2_BN / 4 + 79 + 12 * (FA2_MT - 1) + FA2_FP8_REGS;
+    FA2_MT * (FA2_DO + FA2_BN) / 2 + FA2_BN / 4 + 79 + 12 * (FA2_MT - 1) + FA2_FP8_REGS + FA2_RAGGED_REGS;
 static_assert(FA2_REG_ESTIMATE <= (65536 / FA2_THREADS < 255 ? 65536 / FA2_THREADS : 255),
               "accumulators do not fit the register budget");
 
@@ -345,7 +351,8 @@ FA2_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k, const a
            const float *__restrict__ scale_o, float *__restrict__ amax_o
 #if FA2_RAGGED
            ,
-           const int *__restrict__ cu_seqlens_q, const int *__restrict__ cu_seqlens_kv, int total_q, int total_kv
+           const int *__restrict__ cu_seqlens_q, const int *__restrict__ cu_seqlens_kv, int total_q, int total_kv,
+           int n_seqs
 #endif
 )
 {
@@ -360,14 +367,20 @@ FA2_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k, const a
   }
   extern __shared__ __align__(128) unsigned char fa2_smem[];
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
-  const int h = blockIdx.y, b = blockIdx.z, hk = h / FA2_GQA;
+  const int h = blockIdx.y, hk = h / FA2_GQA;
+#if FA2_RAGGED
+  /* Ragged: x runs over the sequences' query blocks (common.cuh at_ragged_block). */
+  int b, m_block;
+  if (!at_ragged_block(cu_seqlens_q, n_seqs, total_q, T, FA2_BM, FA2_CAUSAL, (int)blockIdx.x, &b, &m_block)) return;
+#else
+  const int b = blockIdx.z;
   /* Causal CTAs near the bottom have the most tiles: launch them first for a better tail. */
   const int m_block = FA2_CAUSAL ? (int)(gridDim.x - 1 - blockIdx.x) : (int)blockIdx.x;
+#endif
   const int m0 = m_block * FA2_BM;
 
   /* Ragged: T and S become this sequence's T_b and S_b, and its rows start at q_first / kv_first
-   * of the packed tensors (batch strides unused); the grid covers the longest sequence, so the
-   * CTAs past T_b have nothing to do. */
+   * of the packed tensors (batch strides unused). */
   int q_first = 0, kv_first = 0;
 #if FA2_RAGGED
   T = fa2_ragged_rows(cu_seqlens_q, b, total_q, T, &q_first);

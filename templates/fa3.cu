@@ -852,6 +852,7 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
            const float *__restrict__ descale_v, const float *__restrict__ scale_o, float *__restrict__ amax_o,
 #if FA3_RAGGED
            const int *__restrict__ cu_seqlens_q, const int *__restrict__ cu_seqlens_kv, int total_q, int total_kv,
+           int n_seqs,
 #endif
            const __grid_constant__ fa3_tmap tm_q, const __grid_constant__ fa3_tmap tm_k,
            const __grid_constant__ fa3_tmap tm_v
@@ -876,17 +877,16 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
   fa3_ws_ctx c;
   c.q_first = c.kv_first = 0;
 #if FA3_RAGGED
-  /* Ragged: this CTA's sequence's T_b and S_b in place of the maxima (the grid's size); the CTA
-   * returns below when its query block starts at or past T_b. */
-  {
-    const int b = FA3_CAUSAL ? blockIdx.y : blockIdx.z; /* fa3_work_of_block's */
-    T = fa3_ragged_rows(cu_seqlens_q, b, total_q, T, &c.q_first);
+  /* Ragged: grid (query blocks, Nq, 1), x over the sequences' query blocks (common.cuh
+   * at_ragged_block); this CTA's sequence's T_b and S_b replace the maxima. */
+  int rg_b, rg_m;
+  if (!at_ragged_block(cu_seqlens_q, n_seqs, total_q, T, FA3_BM, FA3_CAUSAL, (int)blockIdx.x, &rg_b, &rg_m)) return;
+  T = fa3_ragged_rows(cu_seqlens_q, rg_b, total_q, T, &c.q_first);
 #if FA3_RAGGED == FA3_RAGGED_QKV
-    S = fa3_ragged_rows(cu_seqlens_kv, b, total_kv, S, &c.kv_first);
+  S = fa3_ragged_rows(cu_seqlens_kv, rg_b, total_kv, S, &c.kv_first);
 #else
-    (void)cu_seqlens_kv, (void)total_kv;
+  (void)cu_seqlens_kv, (void)total_kv;
 #endif
-  }
 #endif
   c.T = T, c.S = S, c.offset = FA3_MASK == AT_MASK_CAUSAL_BR ? S - T : 0;
 #if FA3_PERSISTENT
@@ -895,8 +895,13 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
   const int m_blocks = (T + FA3_BM - 1) / FA3_BM;
   const int batch = work_tiles / (n_heads * m_blocks);
 #else
+#if FA3_RAGGED
+  const fa3_work work = fa3_work_at(c, rg_m, blockIdx.y, rg_b);
+  const int n_heads = gridDim.y;
+#else
   const fa3_work work = fa3_work_of_block(c);
   const int n_heads = FA3_CAUSAL ? gridDim.x : gridDim.y;
+#endif
   if (FA3_RAGGED && work.m0 >= c.T) return; /* past this sequence's rows: the whole CTA, before any barrier */
 #endif
 

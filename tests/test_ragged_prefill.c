@@ -157,18 +157,29 @@ static void test_launch_and_source(void **state)
   gen_launch_desc dr, dp;
   TU_OK(gen_launch_describe(&v, &s, &dr));
   TU_OK(gen_launch_describe(&p, &s, &dp));
-  /* The padded grid over the maxima (ceil(T / block_m), Nq, B); four arguments more, last. */
+  /* The padded grid is (ceil(T / block_m), Nq, B); the ragged one (B * ceil(T / block_m), Nq, 1),
+   * x over the sequences' query blocks, as a bound the launch lowers from total_q; five
+   * arguments more, last. */
   const gen_kernel_launch *k = &dr.kernels[0];
-  assert_memory_equal(k->grid, dp.kernels[0].grid, sizeof k->grid);
-  assert_int_equal(k->grid[0], (3000 + v.block_m - 1) / v.block_m);
+  const unsigned tiles = (3000 + v.block_m - 1) / v.block_m;
+  assert_int_equal(dp.kernels[0].grid[0], tiles);
+  assert_int_equal(dp.kernels[0].grid[2], 16);
+  assert_int_equal(k->grid[0], 16 * tiles);
   assert_int_equal(k->grid[1], 32);
-  assert_int_equal(k->grid[2], 16);
-  assert_int_equal(k->n_args, dp.kernels[0].n_args + 4);
+  assert_int_equal(k->grid[2], 1);
+  assert_int_equal(k->n_args, dp.kernels[0].n_args + 5);
   assert_memory_equal(k->args, dp.kernels[0].args, (size_t)dp.kernels[0].n_args * sizeof *k->args);
-  assert_int_equal(k->args[k->n_args - 4], GEN_ARG_CU_SEQLENS_Q);
-  assert_int_equal(k->args[k->n_args - 3], GEN_ARG_CU_SEQLENS_KV);
-  assert_int_equal(k->args[k->n_args - 2], GEN_ARG_TOTAL_Q);
-  assert_int_equal(k->args[k->n_args - 1], GEN_ARG_TOTAL_KV);
+  assert_int_equal(k->args[k->n_args - 5], GEN_ARG_CU_SEQLENS_Q);
+  assert_int_equal(k->args[k->n_args - 4], GEN_ARG_CU_SEQLENS_KV);
+  assert_int_equal(k->args[k->n_args - 3], GEN_ARG_TOTAL_Q);
+  assert_int_equal(k->args[k->n_args - 2], GEN_ARG_TOTAL_KV);
+  assert_int_equal(k->args[k->n_args - 1], GEN_ARG_BATCH);
+  /* A call's x: the blocks that total_q rows can fill, at most one partial block per sequence,
+   * never over the bound of the maxima. */
+  assert_int_equal(gen_ragged_query_blocks(&v, &s, 0), 0);
+  assert_int_equal(gen_ragged_query_blocks(&v, &s, 1), 1);
+  assert_int_equal(gen_ragged_query_blocks(&v, &s, 10 * v.block_m), 10 + 16 - 1);
+  assert_int_equal(gen_ragged_query_blocks(&v, &s, 16 * 3000), 16 * tiles);
   assert_int_equal(dr.kernels[0].smem_bytes, dp.kernels[0].smem_bytes);
   assert_int_equal(dr.scratch_bytes, 0);
   /* The launch of a ragged variant needs the ragged shape: a padded spec does not match it. */
@@ -193,10 +204,15 @@ static void test_launch_and_source(void **state)
   TU_OK(gen_launch_describe(&f, &s, &dr));
   TU_OK(gen_launch_describe(&fp, &s, &dp));
   k = &dr.kernels[0];
-  assert_memory_equal(k->grid, dp.kernels[0].grid, sizeof k->grid);
-  assert_int_equal(k->n_args, dp.kernels[0].n_args + 4);
-  assert_int_equal(k->args[k->n_args - 7], GEN_ARG_CU_SEQLENS_Q);
-  assert_int_equal(k->args[k->n_args - 4], GEN_ARG_TOTAL_KV);
+  /* Causal padded fa3 runs (Nq, B, query blocks); ragged fa3 the same grid as ragged fa2. */
+  assert_int_equal(k->grid[0], 16 * ((3000 + f.block_m - 1) / f.block_m));
+  assert_int_equal(k->grid[1], 32);
+  assert_int_equal(k->grid[2], 1);
+  assert_int_equal(dp.kernels[0].grid[0], 32);
+  assert_int_equal(k->n_args, dp.kernels[0].n_args + 5);
+  assert_int_equal(k->args[k->n_args - 8], GEN_ARG_CU_SEQLENS_Q);
+  assert_int_equal(k->args[k->n_args - 5], GEN_ARG_TOTAL_KV);
+  assert_int_equal(k->args[k->n_args - 4], GEN_ARG_BATCH);
   assert_int_equal(k->args[k->n_args - 3], GEN_ARG_TMAP_Q);
   assert_int_equal(k->args[k->n_args - 1], GEN_ARG_TMAP_V);
   assert_memory_equal(dr.tmap_rows, dp.tmap_rows, sizeof dr.tmap_rows);
