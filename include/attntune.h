@@ -300,8 +300,12 @@ AT_API at_status at_plan_benchmark(at_plan *plan, const at_tensors *t, const at_
  * starts past its sequence's end returns at once. Everything else with ragged or paged tensors
  * (padded Q with ragged K/V, ragged Q with paged K/V, paged K/V under queries longer than 16
  * tokens, an FP8 KV cache with ragged Q) runs only the naive reference kernels (impl "naive",
- * and what "auto" falls back to; at_plan_info.reason says why); cuDNN refuses every ragged or
- * paged layout with AT_ERR_UNSUPPORTED until its ragged and paged graphs are built. A plan made
+ * and what "auto" falls back to; at_plan_info.reason says why). cuDNN ("cudnn", and the step
+ * of "auto" after the ragged default) runs ragged Q with ragged or padded K/V in f16/bf16 through
+ * its ragged SDPA graph (cuDNN >= 9.6.0; a small kernel on the caller's stream turns cu_seqlens
+ * into cuDNN's element offsets and lengths before it, another writes rows that see no key and the
+ * ragged lse after it); it refuses the other ragged and paged layouts with AT_ERR_UNSUPPORTED
+ * (its paged graph and one for padded Q with ragged K/V are not built). A plan made
  * by at_plan_create_serving with padded Q and padded K/V is an ordinary plan (the whole chain
  * applies).
  *
@@ -389,12 +393,13 @@ typedef struct at_serving_tensors {
  * the paged decode default (auto falls back to naive where there is none), a paged decode key
  * (.pg<N> matching the layout's page size) is taken as given, "cudnn" is refused. Ragged Q with
  * ragged or padded K/V: "auto" and "fused" give the ragged prefill default (fa3/fa2 .rg / .rgq;
- * auto falls back to naive where there is none), a ragged key of the layout's kind is taken as
- * given, "cudnn" is refused. Other ragged or paged tensors: "auto" (or NULL opts) gives the
- * naive kernels, whose info.reason names why every earlier step of the chain was skipped;
- * "fused", "cudnn" and variant keys are refused with AT_ERR_UNSUPPORTED naming the layout;
- * "naive" is "naive". A paged decode or ragged prefill plan's run launches on the caller's
- * stream and allocates nothing (capturable in a CUDA graph). */
+ * auto falls back to cuDNN's ragged graph, then naive, where there is none), a ragged key of the
+ * layout's kind is taken as given, "cudnn" gives cuDNN's ragged graph (f16/bf16). Other ragged
+ * or paged tensors: "auto" (or NULL opts) gives the naive kernels, whose info.reason names why
+ * every earlier step of the chain was skipped; "fused", "cudnn" and variant keys are refused
+ * with AT_ERR_UNSUPPORTED naming the layout; "naive" is "naive". A paged decode, ragged prefill
+ * or cuDNN ragged plan's run launches on the caller's stream and allocates nothing (capturable in
+ * a CUDA graph; for cuDNN's, as far as its engine is). */
 AT_API at_status at_plan_create_serving(at_context *ctx, const at_shape *shape, const at_serving_layout *layout,
                                         const at_plan_options *opts, at_plan **out);
 /* Enqueue a plan's attention (any plan: one from at_plan_create takes padded tensors here). The

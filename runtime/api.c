@@ -46,8 +46,8 @@ struct at_plan {
   at_layout layout;
   /* The tensors' layout kinds; padded Q and K/V (layout.strides == layout above) for plans from
    * at_plan_create. Padded Q with paged K/V runs a paged decode variant or the naive kernels,
-   * ragged Q with ragged or padded K/V a ragged fa3/fa2 variant or the naive kernels; other
-   * ragged or paged plans only the naive kernels (include/attntune.h). */
+   * ragged Q with ragged or padded K/V a ragged fa3/fa2 variant, cuDNN's ragged graph or the
+   * naive kernels; other ragged or paged plans only the naive kernels (include/attntune.h). */
   at_serving_layout serving;
   at_plan_info info;
   plan_kind kind;
@@ -181,8 +181,8 @@ static at_status variant_cubin(at_context *c, const gen_variant *v, const char *
   return AT_OK;
 }
 
-/* The generated families and cuDNN have no kernels for ragged or paged tensors yet; the message
- * names the implementation and the layout. */
+/* A layout the generated families cannot read; the message names the implementation and the
+ * layout. */
 static at_status refuse_serving(const at_plan *p, const char *impl, const char *why)
 {
   char what[96];
@@ -246,10 +246,23 @@ static at_status use_variant(at_context *c, at_plan *p, const gen_variant *v)
   return AT_OK;
 }
 
+/* cuDNN's plan for the plan's tensors: the padded graphs, or for ragged Q with ragged or padded
+ * K/V the ragged one (cudnn_sdpa.h), whose metadata kernels and scratch are made here. */
+static at_status plan_cudnn(at_plan *p)
+{
+  if (!at_serving_is_padded(&p->serving)) return rt_cudnn_sdpa_plan_serving(p->cudnn, &p->shape, &p->serving, NULL);
+  at_tensors t;
+  memset(&t, 0, sizeof t);
+  t.q_stride = p->layout.q, t.k_stride = p->layout.k, t.v_stride = p->layout.v, t.o_stride = p->layout.o;
+  rt_cudnn_plan_info info;
+  return rt_cudnn_sdpa_plan(p->cudnn, &p->shape, &t, NULL, &info);
+}
+
 static at_status use_cudnn(at_plan *p)
 {
-  if (!at_serving_is_padded(&p->serving))
-    return refuse_serving(p, "cudnn", "attntune's cuDNN graphs take padded tensors; ragged and paged ones are not built yet");
+  char why[256];
+  if (!rt_cudnn_serving_supported(&p->shape, &p->serving, why, sizeof why))
+    return at_fail(AT_ERR_UNSUPPORTED, "unsupported: cudnn cannot run %s; impl \"naive\" runs it", why);
   if (at_dtype_is_fp8(p->shape.dtype))
     return at_fail(AT_ERR_UNSUPPORTED, "cuDNN's FP8 attention writes FP8 output; plans for FP8 inputs write bf16");
   if (at_shape_kv_dtype(&p->shape) != p->shape.dtype)
@@ -257,11 +270,7 @@ static at_status use_cudnn(at_plan *p)
                    at_dtype_name(p->shape.dtype), at_dtype_name(at_shape_kv_dtype(&p->shape)));
   at_status rc = rt_cudnn_sdpa_create(&p->ctx->rt, &p->cudnn);
   if (rc != AT_OK) return rc;
-  at_tensors t;
-  memset(&t, 0, sizeof t);
-  t.q_stride = p->layout.q, t.k_stride = p->layout.k, t.v_stride = p->layout.v, t.o_stride = p->layout.o;
-  rt_cudnn_plan_info info;
-  if ((rc = rt_cudnn_sdpa_plan(p->cudnn, &p->shape, &t, NULL, &info)) != AT_OK) {
+  if ((rc = plan_cudnn(p)) != AT_OK) {
     rt_cudnn_sdpa_destroy(p->cudnn);
     p->cudnn = NULL;
     return rc;
@@ -577,7 +586,7 @@ static at_status launch_ragged_variant(at_plan *p, const at_serving_tensors *t, 
 
 /* A checked serving call: padded plans launch as at_plan_run does; paged K/V with padded Q runs a
  * paged decode variant or the naive kernels; ragged Q with ragged or padded K/V a ragged fa2/fa3
- * variant or the naive kernels. */
+ * variant, cuDNN's ragged graph or the naive kernels. */
 static at_status launch_serving(at_plan *p, const at_serving_tensors *t, const at_fp8_args *fp8, CUstream stream)
 {
   if (at_serving_is_padded(&p->serving)) {
@@ -586,6 +595,7 @@ static at_status launch_serving(at_plan *p, const at_serving_tensors *t, const a
   }
   if (p->kind == PLAN_FA2 && plan_page_size(p)) return launch_paged_variant(p, t, fp8, stream);
   if (p->kind == PLAN_FA2 && plan_ragged(p)) return launch_ragged_variant(p, t, fp8, stream);
+  if (p->kind == PLAN_CUDNN) return rt_cudnn_sdpa_run_serving(p->cudnn, &p->shape, &p->serving, t, stream);
   if (p->kind != PLAN_NAIVE) return at_fail(AT_ERR_INVALID, "a %s plan for a serving layout", p->info.impl);
   rt_naive_descales d;
   return rt_naive_run_serving(&p->naive, &p->shape, &p->serving, t, naive_descales(p, fp8, &d), p->scratch, stream);

@@ -20,7 +20,21 @@
 #include <string.h>
 #include <time.h>
 
+#include "runtime/cudnn_ragged.h"
 #include "runtime/cudnn_sdpa.h"
+
+/* The ragged graph sets CUDNN_ATTR_TENSOR_RAGGED_OFFSET_DESC and the matmul M/N/K override
+ * attributes, which cuDNN's headers have since 8.9. Older headers build the library without the
+ * ragged graph (it then says so at run time) rather than failing to compile. */
+#if defined(CUDNN_VERSION) && CUDNN_VERSION >= 8900
+#define HEADERS_HAVE_RAGGED 1
+#else
+#define HEADERS_HAVE_RAGGED 0
+#endif
+
+/* The loaded cuDNN the ragged graph needs: ragged offsets with GQA (Nkv < Nq) and the
+ * bottom-right mask at any lengths came with 9.6.0 (cudnn-frontend's support checks). */
+enum { RAGGED_MIN_VERSION = 90600 };
 
 /* PACKS_PER_PLAN: variant packs kept per plan, one per set of pointers, so that a benchmark
  * rotating a few input sets does not rebuild a pack on every launch. */
@@ -32,9 +46,13 @@ enum { PLAN_CACHE_CAP = 16, PACKS_PER_PLAN = 8, MAX_CONFIGS = 64, MAX_OPS = 48 }
 enum {
   UID_Q = 1, UID_K, UID_V, UID_O, UID_STATS, UID_SCALE, UID_NEG_INF, UID_SEQ_KV, UID_SEQ_Q,
   UID_DESCALE_Q, UID_DESCALE_K, UID_DESCALE_V, UID_DESCALE_S, UID_SCALE_S, UID_SCALE_O,
-  UID_AMAX_S, UID_AMAX_O, UID_END,
+  UID_AMAX_S, UID_AMAX_O,
+  /* the ragged graph: per-sequence lengths [B,1,1,1] and element offsets [B+1,1,1,1] (int32, device) */
+  UID_SEQ_LEN_Q, UID_SEQ_LEN_KV, UID_RAGGED_Q, UID_RAGGED_K, UID_RAGGED_V, UID_RAGGED_O,
+  UID_END,
   UID_VIRTUAL = 100
 };
+_Static_assert(UID_END <= 32, "plan_entry.uid_used has a bit per caller-visible UID");
 
 /* A variant pack: the pointers (and workspace) it was made for. */
 typedef struct pack_slot {
@@ -48,6 +66,7 @@ typedef struct pack_slot {
 typedef struct plan_key {
   int batch, q_len, kv_len, q_heads, kv_heads, head_dim;
   int dtype, mask, with_lse, path;
+  int q_ragged, kv_ragged; /* packed Q/O, packed K/V (the ragged graph); 0, 0 for padded tensors */
   float scale;
   at_strides q, k, v, o;
 } plan_key;
@@ -81,6 +100,10 @@ struct rt_cudnn_sdpa {
   cudnnBackendDescriptor_t bound_pack;
   CUdeviceptr workspace;
   size_t workspace_bytes;
+  /* the ragged graph's metadata kernels (loaded at its first plan) and their scratch */
+  rt_cudnn_ragged_kernels ragged_kernels;
+  CUdeviceptr ragged_scratch;
+  size_t ragged_scratch_bytes;
 };
 
 /* ---- names ---------------------------------------------------------------------------------- */
@@ -232,9 +255,12 @@ static void b_set(builder *b, cudnnBackendDescriptor_t d, cudnnBackendAttributeN
   b_set((b), (d), (name), (type), (n), (value), "cudnnBackendSetAttribute(" #name ")", __LINE__)
 
 /* A tensor [d0, d1, d2, d3] with strides. uid 0: a virtual intermediate with the next free UID.
- * by_value: a host scalar passed in the variant pack. */
-static cudnnBackendDescriptor_t b_tensor(builder *b, int64_t uid, cudnnDataType_t dtype,
-                                         const int64_t dims[4], const int64_t strides[4], bool by_value)
+ * by_value: a host scalar passed in the variant pack. ragged_offsets: NULL, or the int32
+ * [d0 + 1, 1, 1, 1] tensor whose entry b is the element offset of batch entry b (a packed
+ * tensor; then the batch stride is not what addresses it). */
+static cudnnBackendDescriptor_t b_tensor_at(builder *b, int64_t uid, cudnnDataType_t dtype, const int64_t dims[4],
+                                            const int64_t strides[4], bool by_value,
+                                            cudnnBackendDescriptor_t ragged_offsets)
 {
   bool is_virtual = uid == 0;
   int64_t alignment = 16;
@@ -248,8 +274,22 @@ static cudnnBackendDescriptor_t b_tensor(builder *b, int64_t uid, cudnnDataType_
   B_SET(b, t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &alignment);
   if (is_virtual) B_SET(b, t, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1, &is_virtual);
   if (by_value) B_SET(b, t, CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN, 1, &by_value);
+#if HEADERS_HAVE_RAGGED
+  if (ragged_offsets)
+    B_SET(b, t, CUDNN_ATTR_TENSOR_RAGGED_OFFSET_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &ragged_offsets);
+#else
+  if (ragged_offsets && ok(b))
+    b->rc = at_fail(AT_ERR_UNSUPPORTED, "unsupported: this build's cuDNN headers (%d) lack ragged offsets",
+                    (int)CUDNN_VERSION);
+#endif
   B_FINALIZE(b, t, "tensor");
   return t;
+}
+
+static cudnnBackendDescriptor_t b_tensor(builder *b, int64_t uid, cudnnDataType_t dtype, const int64_t dims[4],
+                                         const int64_t strides[4], bool by_value)
+{
+  return b_tensor_at(b, uid, dtype, dims, strides, by_value, NULL);
 }
 
 static const int64_t ONE4[4] = {1, 1, 1, 1};
@@ -316,9 +356,16 @@ static void b_reduction(builder *b, cudnnReduceTensorOp_t mode, cudnnBackendDesc
   b_add_op(b, op);
 }
 
-/* c = a · bm, batched over the two leading dims (bm may have fewer heads: GQA). fp32 accumulate. */
-static void b_matmul(builder *b, cudnnBackendDescriptor_t a, cudnnBackendDescriptor_t bm,
-                     cudnnBackendDescriptor_t c)
+/* The GEMM sizes one batch entry actually has: M, N or K overridden per entry by an int32
+ * [B,1,1,1] tensor (the ragged graph's sequence lengths), NULL keeping the tensor's extent. */
+typedef struct gemm_overrides {
+  cudnnBackendDescriptor_t m, n, k;
+} gemm_overrides;
+
+/* c = a · bm, batched over the two leading dims (bm may have fewer heads: GQA). fp32 accumulate.
+ * ov may be NULL (no overrides). */
+static void b_matmul_sized(builder *b, cudnnBackendDescriptor_t a, cudnnBackendDescriptor_t bm,
+                           cudnnBackendDescriptor_t c, const gemm_overrides *ov)
 {
   cudnnDataType_t f32 = CUDNN_DATA_FLOAT;
   cudnnBackendDescriptor_t mm = B_CREATE(b, CUDNN_BACKEND_MATMUL_DESCRIPTOR);
@@ -329,8 +376,23 @@ static void b_matmul(builder *b, cudnnBackendDescriptor_t a, cudnnBackendDescrip
   B_SET(b, op, CUDNN_ATTR_OPERATION_MATMUL_BDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &bm);
   B_SET(b, op, CUDNN_ATTR_OPERATION_MATMUL_CDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &c);
   B_SET(b, op, CUDNN_ATTR_OPERATION_MATMUL_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &mm);
+#if HEADERS_HAVE_RAGGED
+  if (ov && ov->m) B_SET(b, op, CUDNN_ATTR_OPERATION_MATMUL_GEMM_M_OVERRIDE_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &ov->m);
+  if (ov && ov->n) B_SET(b, op, CUDNN_ATTR_OPERATION_MATMUL_GEMM_N_OVERRIDE_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &ov->n);
+  if (ov && ov->k) B_SET(b, op, CUDNN_ATTR_OPERATION_MATMUL_GEMM_K_OVERRIDE_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &ov->k);
+#else
+  if (ov && ok(b))
+    b->rc = at_fail(AT_ERR_UNSUPPORTED, "unsupported: this build's cuDNN headers (%d) lack matmul size overrides",
+                    (int)CUDNN_VERSION);
+#endif
   B_FINALIZE(b, op, "matmul operation");
   b_add_op(b, op);
+}
+
+static void b_matmul(builder *b, cudnnBackendDescriptor_t a, cudnnBackendDescriptor_t bm,
+                     cudnnBackendDescriptor_t c)
+{
+  b_matmul_sized(b, a, bm, c, NULL);
 }
 
 /* ---- the SDPA graphs ---------------------------------------------------------------------- */
@@ -359,22 +421,60 @@ static sdpa_dims dims_of(const plan_key *k)
   return d;
 }
 
-/* Q [B,Nq,T,D]; K as given [B,Nkv,S,D] or transposed Kᵀ [B,Nkv,D,S]; V [B,Nkv,S,D]; O [B,Nq,T,D]. */
-static void b_qkvo(builder *b, const plan_key *k, int k_transposed, cudnnBackendDescriptor_t out[4])
+/* The ragged graph's extra inputs, all int32 device tensors the plan's metadata kernel writes
+ * (runtime/cudnn_ragged.h): per-sequence lengths [B,1,1,1], and element offsets [B+1,1,1,1] of
+ * each packed tensor (K's and V's only when K/V are packed). All NULL in the padded graphs. */
+typedef struct ragged_tensors {
+  cudnnBackendDescriptor_t seq_q, seq_kv;
+  cudnnBackendDescriptor_t off_q, off_k, off_v, off_o;
+} ragged_tensors;
+
+static ragged_tensors b_ragged_tensors(builder *b, const plan_key *k)
+{
+  ragged_tensors r;
+  memset(&r, 0, sizeof r);
+  if (!k->q_ragged) return r;
+  const int64_t lens[4] = {k->batch, 1, 1, 1}, offsets[4] = {k->batch + 1, 1, 1, 1};
+  r.seq_q = b_tensor(b, UID_SEQ_LEN_Q, CUDNN_DATA_INT32, lens, ONE4, false);
+  r.seq_kv = b_tensor(b, UID_SEQ_LEN_KV, CUDNN_DATA_INT32, lens, ONE4, false);
+  r.off_q = b_tensor(b, UID_RAGGED_Q, CUDNN_DATA_INT32, offsets, ONE4, false);
+  r.off_o = b_tensor(b, UID_RAGGED_O, CUDNN_DATA_INT32, offsets, ONE4, false);
+  if (k->kv_ragged) {
+    r.off_k = b_tensor(b, UID_RAGGED_K, CUDNN_DATA_INT32, offsets, ONE4, false);
+    r.off_v = b_tensor(b, UID_RAGGED_V, CUDNN_DATA_INT32, offsets, ONE4, false);
+  }
+  return r;
+}
+
+/* A packed tensor has no batch stride of its own (its layout says 0; the offsets address each
+ * sequence): cuDNN is given what a padded tensor of the same rows would have. */
+static int64_t batch_stride(at_strides st, int64_t len, int packed)
+{
+  return packed ? len * st.seq : st.batch;
+}
+
+/* Q [B,Nq,T,D]; K as given [B,Nkv,S,D] or transposed Kᵀ [B,Nkv,D,S]; V [B,Nkv,S,D]; O [B,Nq,T,D];
+ * packed ones with their ragged offsets (r may be NULL: padded). */
+static void b_qkvo(builder *b, const plan_key *k, int k_transposed, const ragged_tensors *r,
+                   cudnnBackendDescriptor_t out[4])
 {
   int64_t B = k->batch, H = k->q_heads, Hk = k->kv_heads, T = k->q_len, S = k->kv_len, D = k->head_dim;
-  out[0] = b_tensor(b, UID_Q, b->io, (int64_t[4]){B, H, T, D},
-                    (int64_t[4]){k->q.batch, k->q.head, k->q.seq, 1}, false);
+  const ragged_tensors none = {0};
+  if (!r) r = &none;
+  const int64_t qb = batch_stride(k->q, T, k->q_ragged), ob = batch_stride(k->o, T, k->q_ragged);
+  const int64_t kb = batch_stride(k->k, S, k->kv_ragged), vb = batch_stride(k->v, S, k->kv_ragged);
+  out[0] = b_tensor_at(b, UID_Q, b->io, (int64_t[4]){B, H, T, D}, (int64_t[4]){qb, k->q.head, k->q.seq, 1}, false,
+                       r->off_q);
   if (k_transposed)
-    out[1] = b_tensor(b, UID_K, b->io, (int64_t[4]){B, Hk, D, S},
-                      (int64_t[4]){k->k.batch, k->k.head, 1, k->k.seq}, false);
+    out[1] = b_tensor_at(b, UID_K, b->io, (int64_t[4]){B, Hk, D, S}, (int64_t[4]){kb, k->k.head, 1, k->k.seq}, false,
+                         r->off_k);
   else
-    out[1] = b_tensor(b, UID_K, b->io, (int64_t[4]){B, Hk, S, D},
-                      (int64_t[4]){k->k.batch, k->k.head, k->k.seq, 1}, false);
-  out[2] = b_tensor(b, UID_V, b->io, (int64_t[4]){B, Hk, S, D},
-                    (int64_t[4]){k->v.batch, k->v.head, k->v.seq, 1}, false);
-  out[3] = b_tensor(b, UID_O, b->io, (int64_t[4]){B, H, T, D},
-                    (int64_t[4]){k->o.batch, k->o.head, k->o.seq, 1}, false);
+    out[1] = b_tensor_at(b, UID_K, b->io, (int64_t[4]){B, Hk, S, D}, (int64_t[4]){kb, k->k.head, k->k.seq, 1}, false,
+                         r->off_k);
+  out[2] = b_tensor_at(b, UID_V, b->io, (int64_t[4]){B, Hk, S, D}, (int64_t[4]){vb, k->v.head, k->v.seq, 1}, false,
+                       r->off_v);
+  out[3] = b_tensor_at(b, UID_O, b->io, (int64_t[4]){B, H, T, D}, (int64_t[4]){ob, k->o.head, k->o.seq, 1}, false,
+                       r->off_o);
 }
 
 /* y = x · scalar (a fresh virtual fp32 tensor shaped like the score matrix or like dims). */
@@ -386,20 +486,54 @@ static cudnnBackendDescriptor_t b_mul(builder *b, cudnnBackendDescriptor_t x, cu
   return y;
 }
 
+/* The -inf that masked scores become, one by-value scalar however many masks use it. */
+static cudnnBackendDescriptor_t b_mask_fill(builder *b, size_t version)
+{
+  /* cuDNN before 9.10 wanted the lowest finite float rather than -inf as the fill */
+  b->e->neg_inf = version >= 91000 ? -INFINITY : -FLT_MAX;
+  return b_scalar(b, UID_NEG_INF, CUDNN_DATA_FLOAT, true);
+}
+
+/* The padding mask of the ragged graph, as cudnn-frontend's padding_mask builds it: keep (i, j)
+ * where i < seq_len_q[b] and j < seq_len_kv[b] (GEN_INDEX rows and columns, CMP_LT against the
+ * [B,1,1,1] lengths broadcast, LOGICAL_AND), else -inf (BINARY_SELECT). */
+static cudnnBackendDescriptor_t b_padding_mask(builder *b, const sdpa_dims *d, cudnnBackendDescriptor_t s,
+                                               const ragged_tensors *r, cudnnBackendDescriptor_t fill)
+{
+  const cudnnDataType_t I = CUDNN_DATA_INT32, L = CUDNN_DATA_BOOLEAN;
+  cudnnBackendDescriptor_t row = b_virtual(b, I, d->s, d->s_str), col = b_virtual(b, I, d->s, d->s_str);
+  b_pointwise(b, CUDNN_POINTWISE_GEN_INDEX, I, s, NULL, NULL, row, 2);
+  b_pointwise(b, CUDNN_POINTWISE_GEN_INDEX, I, s, NULL, NULL, col, 3);
+  cudnnBackendDescriptor_t row_in = b_virtual(b, L, d->s, d->s_str), col_in = b_virtual(b, L, d->s, d->s_str);
+  b_pointwise(b, CUDNN_POINTWISE_CMP_LT, L, row, r->seq_q, NULL, row_in, -1);
+  b_pointwise(b, CUDNN_POINTWISE_CMP_LT, L, col, r->seq_kv, NULL, col_in, -1);
+  cudnnBackendDescriptor_t keep = b_virtual(b, L, d->s, d->s_str);
+  b_pointwise(b, CUDNN_POINTWISE_LOGICAL_AND, L, row_in, col_in, NULL, keep, -1);
+  cudnnBackendDescriptor_t masked = b_virtual(b, CUDNN_DATA_FLOAT, d->s, d->s_str);
+  b_pointwise(b, CUDNN_POINTWISE_BINARY_SELECT, CUDNN_DATA_FLOAT, s, fill, keep, masked, -1);
+  return masked;
+}
+
 /* Causal masks, as the frontend's diagonal-band node lowers them for cuDNN < 9.21:
- * keep (i, j) where row' >= j with row' = i (top-left) or i + S - T (bottom-right), else -inf. */
+ * keep (i, j) where row' >= j with row' = i (top-left) or i + S - T (bottom-right), else -inf.
+ * In the ragged graph S and T are each sequence's lengths (r's device tensors); in the padded
+ * graphs the shape's, by value. */
 static cudnnBackendDescriptor_t b_causal(builder *b, const plan_key *k, const sdpa_dims *d,
-                                         cudnnBackendDescriptor_t s, size_t version)
+                                         cudnnBackendDescriptor_t s, const ragged_tensors *r,
+                                         cudnnBackendDescriptor_t fill)
 {
   cudnnBackendDescriptor_t row = b_virtual(b, CUDNN_DATA_INT32, d->s, d->s_str);
   cudnnBackendDescriptor_t col = b_virtual(b, CUDNN_DATA_INT32, d->s, d->s_str);
   b_pointwise(b, CUDNN_POINTWISE_GEN_INDEX, CUDNN_DATA_FLOAT, s, NULL, NULL, row, 2);
   b_pointwise(b, CUDNN_POINTWISE_GEN_INDEX, CUDNN_DATA_FLOAT, s, NULL, NULL, col, 3);
   if (k->mask == AT_MASK_CAUSAL_BR) {
-    b->e->seq_kv = k->kv_len;
-    b->e->seq_q = k->q_len;
-    cudnnBackendDescriptor_t skv = b_scalar(b, UID_SEQ_KV, CUDNN_DATA_INT32, true);
-    cudnnBackendDescriptor_t sq = b_scalar(b, UID_SEQ_Q, CUDNN_DATA_INT32, true);
+    cudnnBackendDescriptor_t skv = r->seq_kv, sq = r->seq_q;
+    if (!r->seq_q) {
+      b->e->seq_kv = k->kv_len;
+      b->e->seq_q = k->q_len;
+      skv = b_scalar(b, UID_SEQ_KV, CUDNN_DATA_INT32, true);
+      sq = b_scalar(b, UID_SEQ_Q, CUDNN_DATA_INT32, true);
+    }
     cudnnBackendDescriptor_t r1 = b_virtual(b, CUDNN_DATA_INT32, d->s, d->s_str);
     cudnnBackendDescriptor_t r2 = b_virtual(b, CUDNN_DATA_INT32, d->s, d->s_str);
     b_pointwise(b, CUDNN_POINTWISE_ADD, CUDNN_DATA_INT32, row, skv, NULL, r1, -1);
@@ -408,9 +542,6 @@ static cudnnBackendDescriptor_t b_causal(builder *b, const plan_key *k, const sd
   }
   cudnnBackendDescriptor_t keep = b_virtual(b, CUDNN_DATA_BOOLEAN, d->s, d->s_str);
   b_pointwise(b, CUDNN_POINTWISE_CMP_GE, CUDNN_DATA_BOOLEAN, row, col, NULL, keep, -1);
-  /* cuDNN before 9.10 wanted the lowest finite float rather than -inf as the fill */
-  b->e->neg_inf = version >= 91000 ? -INFINITY : -FLT_MAX;
-  cudnnBackendDescriptor_t fill = b_scalar(b, UID_NEG_INF, CUDNN_DATA_FLOAT, true);
   cudnnBackendDescriptor_t masked = b_virtual(b, CUDNN_DATA_FLOAT, d->s, d->s_str);
   b_pointwise(b, CUDNN_POINTWISE_BINARY_SELECT, CUDNN_DATA_FLOAT, s, fill, keep, masked, -1);
   return masked;
@@ -441,28 +572,35 @@ static cudnnBackendDescriptor_t b_softmax(builder *b, const plan_key *k, const s
   return p;
 }
 
+/* The composite graph; with packed tensors (k->q_ragged) the ragged one: the GEMMs sized per
+ * sequence by the lengths (Q·Kᵀ: M = seq_len_q, N = seq_len_kv; P·V: M = seq_len_q,
+ * K = seq_len_kv), the padding mask before the causal one, as cudnn-frontend orders them. */
 static void build_composite(builder *b, const plan_key *k, size_t version)
 {
   const cudnnDataType_t F = CUDNN_DATA_FLOAT;
   const int fp8 = k->path == RT_CUDNN_PATH_FP8;
   sdpa_dims d = dims_of(k);
   cudnnBackendDescriptor_t t[4];
-  b_qkvo(b, k, 1, t);
+  const ragged_tensors r = b_ragged_tensors(b, k);
+  b_qkvo(b, k, 1, &r, t);
   b->e->attn_scale = k->scale;
   cudnnBackendDescriptor_t scale = b_scalar(b, UID_SCALE, F, true);
+  cudnnBackendDescriptor_t fill = k->q_ragged || k->mask != AT_MASK_NONE ? b_mask_fill(b, version) : NULL;
+  const gemm_overrides qk_sizes = {r.seq_q, r.seq_kv, NULL}, pv_sizes = {r.seq_q, NULL, r.seq_kv};
 
   cudnnBackendDescriptor_t s = b_virtual(b, F, d.s, d.s_str);
-  b_matmul(b, t[0], t[1], s);
+  b_matmul_sized(b, t[0], t[1], s, k->q_ragged ? &qk_sizes : NULL);
   s = b_mul(b, s, scale, d.s, d.s_str);
   if (fp8) {
     s = b_mul(b, s, b_scalar(b, UID_DESCALE_Q, F, false), d.s, d.s_str);
     s = b_mul(b, s, b_scalar(b, UID_DESCALE_K, F, false), d.s, d.s_str);
   }
-  if (k->mask != AT_MASK_NONE) s = b_causal(b, k, &d, s, version);
+  if (k->q_ragged) s = b_padding_mask(b, &d, s, &r, fill);
+  if (k->mask != AT_MASK_NONE) s = b_causal(b, k, &d, s, &r, fill);
   /* P must be in the I/O type for f16/bf16 (else NOT_SUPPORTED); FP8 quantizes it below */
   cudnnBackendDescriptor_t p = b_softmax(b, k, &d, s, fp8 ? F : b->io);
   if (!fp8) {
-    b_matmul(b, p, t[2], t[3]);
+    b_matmul_sized(b, p, t[2], t[3], k->q_ragged ? &pv_sizes : NULL);
     return;
   }
   b_reduction(b, CUDNN_REDUCE_TENSOR_AMAX, p, b_scalar(b, UID_AMAX_S, F, false));
@@ -482,7 +620,7 @@ static void build_unified(builder *b, const plan_key *k)
 {
   sdpa_dims d = dims_of(k);
   cudnnBackendDescriptor_t t[4], stats = NULL;
-  b_qkvo(b, k, 0, t);
+  b_qkvo(b, k, 0, NULL, t);
   b->e->attn_scale = k->scale;
   cudnnBackendDescriptor_t scale = b_scalar(b, UID_SCALE, CUDNN_DATA_FLOAT, true);
   if (k->with_lse) stats = b_tensor(b, UID_STATS, CUDNN_DATA_FLOAT, d.row, d.row_str, false);
@@ -658,9 +796,10 @@ static at_status build_plan(rt_cudnn_sdpa *cd, const plan_key *k, plan_entry **o
   e->key = *k;
   at_status rc = build_graph_and_plan(cd, k, e);
   if (rc != AT_OK)
-    rc = at_fail_context(rc, "cuDNN %s plan for B=%d T=%d S=%d Nq=%d Nkv=%d D=%d %s %s",
+    rc = at_fail_context(rc, "cuDNN %s plan for B=%d T=%d S=%d Nq=%d Nkv=%d D=%d %s %s%s",
                          rt_cudnn_path_name((rt_cudnn_path)k->path), k->batch, k->q_len, k->kv_len, k->q_heads,
-                         k->kv_heads, k->head_dim, at_dtype_name((at_dtype)k->dtype), at_mask_name((at_mask)k->mask));
+                         k->kv_heads, k->head_dim, at_dtype_name((at_dtype)k->dtype), at_mask_name((at_mask)k->mask),
+                         !k->q_ragged ? "" : k->kv_ragged ? " (ragged Q and K/V)" : " (ragged Q, padded K/V)");
   if (rc == AT_ERR_UNSUPPORTED) {
     /* keep the refusal: descriptors go, the message stays */
     for (int i = e->n_descs - 1; i >= 0; i--) destroy_desc(e->descs[i]);
@@ -686,18 +825,22 @@ static at_status build_plan(rt_cudnn_sdpa *cd, const plan_key *k, plan_entry **o
 /* ---- requests ----------------------------------------------------------------------------- */
 
 
-static at_status check_strides(const char *name, at_strides st)
+/* Positive strides; a packed tensor's batch stride is 0 (at_serving_layout), the offsets
+ * address its sequences. */
+static at_status check_strides(const char *name, at_strides st, int packed)
 {
-  if (st.batch <= 0 || st.seq <= 0 || st.head <= 0)
-    return at_fail(AT_ERR_INVALID, "%s strides (batch %lld, seq %lld, head %lld) must be positive", name,
-                   (long long)st.batch, (long long)st.seq, (long long)st.head);
+  if ((packed ? st.batch != 0 : st.batch <= 0) || st.seq <= 0 || st.head <= 0)
+    return at_fail(AT_ERR_INVALID, "%s strides (batch %lld, seq %lld, head %lld) must be positive%s", name,
+                   (long long)st.batch, (long long)st.seq, (long long)st.head,
+                   packed ? " (batch 0 for a packed tensor)" : "");
   return AT_OK;
 }
 
 /* Validate a request and turn it into a plan key. Refusals that are cuDNN's own limits (not
- * argument errors) are AT_ERR_UNSUPPORTED. */
-static at_status make_key(const rt_cudnn_sdpa *cd, const at_shape *s, const at_tensors *t,
-                          const rt_cudnn_fp8_args *fp8, plan_key *k)
+ * argument errors) are AT_ERR_UNSUPPORTED. q_ragged, kv_ragged: the ragged graph's packed
+ * tensors (make_serving_key has checked them). */
+static at_status make_key_for(const rt_cudnn_sdpa *cd, const at_shape *s, const at_tensors *t,
+                              const rt_cudnn_fp8_args *fp8, int q_ragged, int kv_ragged, plan_key *k)
 {
   at_status rc;
   if ((rc = at_shape_check(s)) != AT_OK) return rc;
@@ -715,13 +858,19 @@ static at_status make_key(const rt_cudnn_sdpa *cd, const at_shape *s, const at_t
     /* as cudnn-frontend chooses: the fused op where it covers the request (measured a few
      * percent faster on the H200 with 9.19), else the composite graph */
     if (at_dtype_is_fp8(s->dtype)) path = RT_CUDNN_PATH_FP8;
+    else if (q_ragged) path = RT_CUDNN_PATH_COMPOSITE; /* the only graph with ragged offsets here */
     else if (s->mask == AT_MASK_NONE && cd->version >= 91301) path = RT_CUDNN_PATH_UNIFIED;
     else path = RT_CUDNN_PATH_COMPOSITE;
   }
   if (at_dtype_is_fp8(s->dtype) != (path == RT_CUDNN_PATH_FP8))
     return at_fail(AT_ERR_INVALID, "cuDNN path '%s' does not take %s inputs", rt_cudnn_path_name(path),
                    at_dtype_name(s->dtype));
-  if (s->mask == AT_MASK_CAUSAL_BR && s->q_len > s->kv_len)
+  if (q_ragged && path != RT_CUDNN_PATH_COMPOSITE)
+    return at_fail(AT_ERR_UNSUPPORTED, "unsupported: attntune's ragged cuDNN graph is the composite one (asked for "
+                   "the %s path)", rt_cudnn_path_name(path));
+  /* With the padding mask (ragged graph) cuDNN takes T > S; the rows that see no key are
+   * written by the fix-up kernel afterwards (runtime/cudnn_ragged.h). */
+  if (!q_ragged && s->mask == AT_MASK_CAUSAL_BR && s->q_len > s->kv_len)
     return at_fail(AT_ERR_UNSUPPORTED, "cuDNN's bottom-right causal mask needs T <= S (got T=%d, S=%d): "
                    "rows without a visible key are not supported", s->q_len, s->kv_len);
   if (path == RT_CUDNN_PATH_UNIFIED && cd->version < 91301)
@@ -730,16 +879,25 @@ static at_status make_key(const rt_cudnn_sdpa *cd, const at_shape *s, const at_t
   if (path == RT_CUDNN_PATH_UNIFIED && s->mask != AT_MASK_NONE)
     return at_fail(AT_ERR_UNSUPPORTED, "the fused SDPA_FWD operation takes no mask before cuDNN 9.21 "
                    "(asked for %s); use the composite path", at_mask_name(s->mask));
-  if ((rc = check_strides("q", t->q_stride)) != AT_OK || (rc = check_strides("k", t->k_stride)) != AT_OK ||
-      (rc = check_strides("v", t->v_stride)) != AT_OK || (rc = check_strides("o", t->o_stride)) != AT_OK)
+  if ((rc = check_strides("q", t->q_stride, q_ragged)) != AT_OK ||
+      (rc = check_strides("k", t->k_stride, kv_ragged)) != AT_OK ||
+      (rc = check_strides("v", t->v_stride, kv_ragged)) != AT_OK ||
+      (rc = check_strides("o", t->o_stride, q_ragged)) != AT_OK)
     return rc;
   memset(k, 0, sizeof *k);
   k->batch = s->batch, k->q_len = s->q_len, k->kv_len = s->kv_len;
   k->q_heads = s->q_heads, k->kv_heads = s->kv_heads, k->head_dim = s->head_dim;
   k->dtype = s->dtype, k->mask = s->mask, k->with_lse = s->with_lse != 0, k->path = path;
+  k->q_ragged = q_ragged, k->kv_ragged = kv_ragged;
   k->scale = at_shape_scale(s);
   k->q = t->q_stride, k->k = t->k_stride, k->v = t->v_stride, k->o = t->o_stride;
   return AT_OK;
+}
+
+static at_status make_key(const rt_cudnn_sdpa *cd, const at_shape *s, const at_tensors *t,
+                          const rt_cudnn_fp8_args *fp8, plan_key *k)
+{
+  return make_key_for(cd, s, t, fp8, 0, 0, k);
 }
 
 /* The cached plan for k, or a new one (evicting the least recently used when full). */
@@ -804,6 +962,8 @@ void rt_cudnn_sdpa_destroy(rt_cudnn_sdpa *cd)
   if (rt_ctx_bind(&cd->ctx) == AT_OK) {
     for (int i = 0; i < PLAN_CACHE_CAP; i++) entry_free(cd->cache[i]);
     rt_free(cd->workspace);
+    rt_free(cd->ragged_scratch);
+    rt_cudnn_ragged_kernels_unload(&cd->ragged_kernels);
     (void)RT_CUDNN(rt_cudnn()->cudnnDestroy(cd->handle));
   }
   free(cd);
@@ -847,18 +1007,29 @@ static at_status ensure_workspace(rt_cudnn_sdpa *cd, int64_t bytes)
 
 static int aligned16(const void *p) { return ((uintptr_t)p & 15u) == 0; }
 
-/* The caller's pointer for each UID the graph uses; host addresses for by-value scalars. */
+static void *dev(CUdeviceptr p) { return (void *)(uintptr_t)p; }
+
+/* The caller's pointer for each UID the graph uses; host addresses for by-value scalars. meta:
+ * the ragged graph's metadata (then its stats, not t->lse, are the stats tensor), else NULL. */
 static at_status gather_pointers(plan_entry *e, const at_tensors *t, const rt_cudnn_fp8_args *f,
-                                 void *ptrs[UID_END])
+                                 const rt_cudnn_ragged_meta *meta, void *ptrs[UID_END])
 {
   static const char *const names[UID_END] = {
       [UID_Q] = "q", [UID_K] = "k", [UID_V] = "v", [UID_O] = "o", [UID_STATS] = "lse",
       [UID_DESCALE_Q] = "descale_q", [UID_DESCALE_K] = "descale_k", [UID_DESCALE_V] = "descale_v",
       [UID_DESCALE_S] = "descale_s", [UID_SCALE_S] = "scale_s", [UID_SCALE_O] = "scale_o",
-      [UID_AMAX_S] = "amax_s", [UID_AMAX_O] = "amax_o"};
+      [UID_AMAX_S] = "amax_s", [UID_AMAX_O] = "amax_o", [UID_SEQ_LEN_Q] = "seq_len_q",
+      [UID_SEQ_LEN_KV] = "seq_len_kv", [UID_RAGGED_Q] = "q offsets", [UID_RAGGED_K] = "k offsets",
+      [UID_RAGGED_V] = "v offsets", [UID_RAGGED_O] = "o offsets"};
   memset(ptrs, 0, UID_END * sizeof *ptrs);
   ptrs[UID_Q] = (void *)t->q, ptrs[UID_K] = (void *)t->k, ptrs[UID_V] = (void *)t->v;
   ptrs[UID_O] = t->o, ptrs[UID_STATS] = t->lse;
+  if (meta) {
+    ptrs[UID_STATS] = dev(meta->stats);
+    ptrs[UID_SEQ_LEN_Q] = dev(meta->seq_q), ptrs[UID_SEQ_LEN_KV] = dev(meta->seq_kv);
+    ptrs[UID_RAGGED_Q] = dev(meta->q_off), ptrs[UID_RAGGED_K] = dev(meta->k_off);
+    ptrs[UID_RAGGED_V] = dev(meta->v_off), ptrs[UID_RAGGED_O] = dev(meta->o_off);
+  }
   ptrs[UID_SCALE] = &e->attn_scale, ptrs[UID_NEG_INF] = &e->neg_inf;
   ptrs[UID_SEQ_KV] = &e->seq_kv, ptrs[UID_SEQ_Q] = &e->seq_q;
   if (f) {
@@ -931,7 +1102,7 @@ at_status rt_cudnn_sdpa_bind(rt_cudnn_sdpa *cd, const at_shape *shape, const at_
   if ((rc = rt_cudnn_sdpa_plan(cd, shape, t, fp8, NULL)) != AT_OK) return rc;
   plan_entry *e = cd->last;
   if (shape->with_lse && !t->lse) return at_fail(AT_ERR_INVALID, "cuDNN SDPA: shape asks for lse but lse is NULL");
-  if ((rc = gather_pointers(e, t, fp8, ptrs)) != AT_OK) return rc;
+  if ((rc = gather_pointers(e, t, fp8, NULL, ptrs)) != AT_OK) return rc;
   if ((rc = ensure_workspace(cd, e->info.workspace_bytes)) != AT_OK) return rc;
   if ((rc = find_pack(cd, e, ptrs, &pack)) != AT_OK) return rc;
   cd->bound = e;
@@ -972,3 +1143,124 @@ void rt_cudnn_plan_info_format(const rt_cudnn_plan_info *info, char *out, size_t
 }
 
 long rt_cudnn_sdpa_builds(const rt_cudnn_sdpa *cd) { return cd->builds; }
+
+/* ---- the ragged graph --------------------------------------------------------------------- */
+
+int rt_cudnn_serving_supported(const at_shape *s, const at_serving_layout *l, char *why, size_t cap)
+{
+  char what[96];
+  if (cap) why[0] = '\0';
+  if (!l || at_serving_is_padded(l)) return 1;
+  at_serving_layout_describe(l, what, sizeof what);
+  if (l->kv_layout == AT_SEQ_PAGED)
+    snprintf(why, cap, "%s: attntune's paged cuDNN graph (cuDNN's page-table tensors) is not built yet", what);
+  else if (l->q_layout != AT_SEQ_RAGGED)
+    snprintf(why, cap, "%s: attntune's ragged cuDNN graph takes ragged Q (with ragged or padded K/V); this "
+             "combination's graph is not built yet", what);
+  else if (at_shape_kv_dtype(s) != s->dtype)
+    snprintf(why, cap, "%s with %s Q and %s K/V: attntune's ragged cuDNN graph takes Q, K and V in one dtype", what,
+             at_dtype_name(s->dtype), at_dtype_name(at_shape_kv_dtype(s)));
+  else if (s->dtype != AT_DTYPE_F16 && s->dtype != AT_DTYPE_BF16)
+    snprintf(why, cap, "%s with %s inputs: attntune's ragged cuDNN graph takes f16 or bf16%s", what,
+             at_dtype_name(s->dtype),
+             at_dtype_is_fp8(s->dtype) ? " (cuDNN's FP8 attention writes FP8; plans for FP8 inputs write bf16)" : "");
+  else
+    return 1;
+  return 0;
+}
+
+/* The plan key of a ragged call: the layout's strides, its packed tensors, and what this build
+ * and the loaded cuDNN can do. */
+static at_status make_serving_key(const rt_cudnn_sdpa *cd, const at_shape *s, const at_serving_layout *l,
+                                  plan_key *k)
+{
+  char why[256];
+  at_status rc;
+  if ((rc = at_serving_layout_check(s, l)) != AT_OK) return rc;
+  if (!rt_cudnn_serving_supported(s, l, why, sizeof why))
+    return at_fail(AT_ERR_UNSUPPORTED, "unsupported: %s", why);
+  if (at_serving_is_padded(l))
+    return at_fail(AT_ERR_INVALID, "cuDNN ragged plan for padded tensors: use rt_cudnn_sdpa_plan");
+  if (!HEADERS_HAVE_RAGGED)
+    return at_fail(AT_ERR_UNSUPPORTED, "unsupported: this build's cuDNN headers (%d) lack ragged offsets",
+                   (int)CUDNN_VERSION);
+  if (cd->version < RAGGED_MIN_VERSION)
+    return at_fail(AT_ERR_UNSUPPORTED, "unsupported: cuDNN %zu.%zu.%zu lacks ragged offsets with GQA and per-sequence "
+                   "bottom-right masks (attntune's ragged graph needs cuDNN >= 9.6.0)",
+                   cd->version / 10000, cd->version / 100 % 100, cd->version % 100);
+  at_tensors strides;
+  memset(&strides, 0, sizeof strides);
+  strides.q_stride = l->strides.q, strides.k_stride = l->strides.k;
+  strides.v_stride = l->strides.v, strides.o_stride = l->strides.o;
+  return make_key_for(cd, s, &strides, NULL, 1, l->kv_layout == AT_SEQ_RAGGED, k);
+}
+
+/* What every run of a ragged plan uses, made at plan time so that runs allocate nothing: the
+ * metadata kernels, their scratch, cuDNN's workspace. */
+static at_status prepare_ragged_resources(rt_cudnn_sdpa *cd, const at_shape *s, const plan_entry *e)
+{
+  at_status rc;
+  const at_dtype io = s->dtype;
+  if (cd->ragged_kernels.module && cd->ragged_kernels.io != io) rt_cudnn_ragged_kernels_unload(&cd->ragged_kernels);
+  if (!cd->ragged_kernels.module &&
+      (rc = rt_cudnn_ragged_kernels_load(cd->ctx.arch, io, &cd->ragged_kernels)) != AT_OK)
+    return rc;
+  const size_t bytes = rt_cudnn_ragged_meta_bytes(s);
+  if (bytes > cd->ragged_scratch_bytes) {
+    if ((rc = rt_ctx_sync(&cd->ctx)) != AT_OK) return rc; /* earlier runs may still read the old one */
+    rt_free(cd->ragged_scratch);
+    cd->ragged_scratch = 0, cd->ragged_scratch_bytes = 0;
+    if ((rc = rt_alloc(&cd->ragged_scratch, bytes)) != AT_OK)
+      return at_fail_context(rc, "cuDNN ragged metadata of %zu bytes", bytes);
+    cd->ragged_scratch_bytes = bytes;
+  }
+  return ensure_workspace(cd, e->info.workspace_bytes);
+}
+
+at_status rt_cudnn_sdpa_plan_serving(rt_cudnn_sdpa *cd, const at_shape *shape, const at_serving_layout *layout,
+                                     rt_cudnn_plan_info *info)
+{
+  plan_key k;
+  plan_entry *e = NULL;
+  at_status rc;
+  if ((rc = make_serving_key(cd, shape, layout, &k)) != AT_OK) return rc;
+  if ((rc = rt_ctx_bind(&cd->ctx)) != AT_OK) return rc;
+  if ((rc = lookup(cd, &k, &e)) != AT_OK) return rc;
+  cd->last = e;
+  if ((rc = prepare_ragged_resources(cd, shape, e)) != AT_OK) return rc;
+  if (info) *info = e->info;
+  return AT_OK;
+}
+
+/* The variant pack of a ragged call: the caller's tensors, the plan's metadata. */
+static at_status bind_serving(rt_cudnn_sdpa *cd, const at_shape *s, const at_serving_layout *l,
+                              const at_serving_tensors *t, rt_cudnn_ragged_meta *meta)
+{
+  void *ptrs[UID_END];
+  cudnnBackendDescriptor_t pack = NULL;
+  at_status rc;
+  cd->bound = NULL, cd->bound_pack = NULL;
+  if ((rc = rt_cudnn_sdpa_plan_serving(cd, s, l, NULL)) != AT_OK) return rc;
+  if (s->with_lse && !t->lse) return at_fail(AT_ERR_INVALID, "cuDNN SDPA: shape asks for lse but lse is NULL");
+  if (!t->cu_seqlens_q || (l->kv_layout == AT_SEQ_RAGGED && !t->cu_seqlens_kv))
+    return at_fail(AT_ERR_INVALID, "cuDNN ragged SDPA: cu_seqlens_%s is NULL", t->cu_seqlens_q ? "kv" : "q");
+  if ((rc = rt_cudnn_ragged_check_offsets(l, t)) != AT_OK) return rc;
+  *meta = rt_cudnn_ragged_meta_at(cd->ragged_scratch, s);
+  at_tensors plain = {t->q, t->k, t->v, t->o, t->lse, t->q_stride, t->k_stride, t->v_stride, t->o_stride};
+  if ((rc = gather_pointers(cd->last, &plain, NULL, meta, ptrs)) != AT_OK) return rc;
+  if ((rc = find_pack(cd, cd->last, ptrs, &pack)) != AT_OK) return rc;
+  cd->bound = cd->last, cd->bound_pack = pack;
+  return AT_OK;
+}
+
+at_status rt_cudnn_sdpa_run_serving(rt_cudnn_sdpa *cd, const at_shape *shape, const at_serving_layout *layout,
+                                    const at_serving_tensors *t, CUstream stream)
+{
+  rt_cudnn_ragged_meta meta;
+  at_status rc;
+  if ((rc = bind_serving(cd, shape, layout, t, &meta)) != AT_OK) return rc;
+  if ((rc = rt_cudnn_ragged_prepare(&cd->ragged_kernels, shape, layout, t, &meta, stream)) != AT_OK) return rc;
+  if ((rc = rt_cudnn_sdpa_launch(cd, stream)) != AT_OK) return rc;
+  if (!rt_cudnn_ragged_needs_finish(shape, layout)) return AT_OK;
+  return rt_cudnn_ragged_finish(&cd->ragged_kernels, shape, layout, t, &meta, stream);
+}

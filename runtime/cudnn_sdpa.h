@@ -7,7 +7,7 @@
  * call, recording the expression, file and line, cuDNN's status name and its own explanation
  * (cudnnGetLastErrorString).
  *
- * Three graphs, one per rt_cudnn_path:
+ * Three graphs, one per rt_cudnn_path, and the ragged form of the composite one:
  *
  *   composite (f16/bf16) — the op graph cudnn-frontend's SDPA node emits, which cuDNN fuses into
  *     one flash-attention kernel:
@@ -22,6 +22,19 @@
  *       P8 = fp8(P·scale_s) → O32 = (P8·V)·descale_s·descale_v → amax_o = max|O32| →
  *       O = fp8(O32·scale_o)
  *     O has the input FP8 type (Hopper's FP8 engines write FP8 only).
+ *   ragged (f16/bf16, cuDNN >= 9.6.0) — the composite graph for packed (varlen) tensors, as the
+ *     frontend builds it with ragged offsets and a padding mask: ragged Q/O with ragged or padded
+ *     K/V (include/attntune.h, "Serving layouts"). Each packed tensor is [B, H, maxlen, D] with a
+ *     ragged offset tensor (int32 [B+1,1,1,1], entry b = the element offset of sequence b's first
+ *     row, cu_seqlens[b] x its seq stride); seq_len_q and seq_len_kv (int32 [B,1,1,1]) size the
+ *     GEMMs per sequence (matmul M/N/K overrides) and the padding mask
+ *       keep(i, j) = i < seq_len_q[b] && j < seq_len_kv[b]   (GEN_INDEX, CMP_LT, LOGICAL_AND)
+ *     comes before the causal mask, which then uses each sequence's lengths (bottom-right:
+ *     j <= i + seq_len_kv[b] - seq_len_q[b]). A small kernel (runtime/cudnn_ragged.h) computes
+ *     the offsets and lengths from cu_seqlens on the caller's stream before the graph, and a second
+ *     one afterwards writes o = 0, lse = -inf on rows that see no key and copies cuDNN's stats
+ *     ([B, Nq, T], padded, in the plan's scratch) to attntune's ragged lse [Nq, total_q]. Padded Q
+ *     with ragged K/V and paged K/V are refused (rt_cudnn_serving_supported says why).
  *
  * Layout: Q [B, T, Nq, D], K/V [B, S, Nkv, D], O [B, T, Nq, D] by at_strides (D stride 1), GQA and
  * MQA by Nkv < Nq; cuDNN sees them as [B, H, seq, D] with those strides (Kᵀ is K's dims and
@@ -120,5 +133,25 @@ at_status rt_cudnn_sdpa_plan_info(const rt_cudnn_sdpa *cd, rt_cudnn_plan_info *i
 void rt_cudnn_plan_info_format(const rt_cudnn_plan_info *info, char *out, size_t cap);
 /* Plans built by this object so far (a cache hit builds none). */
 long rt_cudnn_sdpa_builds(const rt_cudnn_sdpa *cd);
+
+/* ---- ragged (varlen) tensors --------------------------------------------------------------- */
+
+/* Can attntune's cuDNN graphs take this layout with this shape's dtypes? 1 for padded tensors and
+ * for ragged Q with ragged or padded K/V in f16/bf16; else 0 and why names the layout and what is
+ * missing (paged K/V, padded Q with ragged K/V, FP8, f32, an FP8 KV cache). Needs no GPU and no
+ * cuDNN: the version checks come at plan time. */
+int rt_cudnn_serving_supported(const at_shape *shape, const at_serving_layout *layout, char *why, size_t cap);
+/* Find or build the ragged plan for shape and layout (its strides; packed tensors' batch strides
+ * 0), and make what its runs use (the metadata kernels, compiled with NVRTC on first use, their
+ * scratch, cuDNN's workspace), so that rt_cudnn_sdpa_run_serving allocates nothing.
+ * AT_ERR_UNSUPPORTED with the reason where this layout, this build or the loaded cuDNN (< 9.6.0)
+ * cannot run it, or cuDNN refuses the graph. */
+at_status rt_cudnn_sdpa_plan_serving(rt_cudnn_sdpa *cd, const at_shape *shape, const at_serving_layout *layout,
+                                     rt_cudnn_plan_info *info);
+/* Enqueue a ragged call on stream: the metadata kernel, cuDNN's graph, and the fix-up kernel
+ * where rows may see no key or the lse is wanted. t is checked by the caller
+ * (at_plan_run_serving) except what cuDNN adds: the element offsets total x seq stride fit int32. */
+at_status rt_cudnn_sdpa_run_serving(rt_cudnn_sdpa *cd, const at_shape *shape, const at_serving_layout *layout,
+                                    const at_serving_tensors *t, CUstream stream);
 
 #endif /* AT_RUNTIME_CUDNN_SDPA_H */

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "runtime/cudnn_sdpa.h"
 #include "runtime/lookup.h"
 #include "runtime/rt.h"
 
@@ -237,8 +238,11 @@ at_status rt_lookup_chain_serving(cache_db *cache, const cache_env *now, const g
             "ragged Q with ragged or padded K/V, the decode family padded Q with paged K/V)", what);
   }
   if (fused_only) return AT_OK;
-  skip(l, "cuDNN: unsupported: %s (attntune's cuDNN graphs take padded tensors; its ragged and paged graphs are "
-          "not built yet)", what);
+  char why[256];
+  if (rt_cudnn_serving_supported(shape, layout, why, sizeof why))
+    snprintf(add(l, AT_CHOICE_CUDNN, "cudnn")->why, sizeof l->steps[0].why, "cuDNN's ragged graph (%s)", what);
+  else
+    skip(l, "cuDNN: unsupported: %s", why);
   snprintf(add(l, AT_CHOICE_NAIVE, "naive")->why, sizeof l->steps[0].why, "the naive kernels (%s)", what);
   return AT_OK;
 }

@@ -42,9 +42,10 @@ at_status rt_lookup_chain(cache_db *cache, const cache_env *now, const gen_targe
 
 /* The chain for a serving layout: rt_lookup_chain for padded Q and K/V (layout NULL too); for
  * ragged or paged tensors the generator's default for the layout where one exists (paged decode;
- * ragged prefill: fa3's warp-specialized kernel or fa2), then the naive kernels (none when
- * fused_only), with `skipped` saying that the tuned rows (none exist for these layouts yet) and
- * cuDNN are unsupported for that layout and naming it. */
+ * ragged prefill: fa3's warp-specialized kernel or fa2), then cuDNN's ragged graph for ragged Q
+ * with ragged or padded K/V in f16/bf16 (rt_cudnn_serving_supported), then the naive kernels
+ * (neither when fused_only), with `skipped` saying that the tuned rows (none exist for these
+ * layouts yet) are unsupported for that layout, and why cuDNN is where it is, naming the layout. */
 at_status rt_lookup_chain_serving(cache_db *cache, const cache_env *now, const gen_target *target,
                                   const at_shape *shape, const at_serving_layout *layout, int fused_only,
                                   rt_lookup *out);

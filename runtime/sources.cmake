@@ -10,6 +10,7 @@ set(AT_RUNTIME_SOURCES
   runtime/compare.c
   runtime/cudnn.c
   runtime/cudnn_sdpa.c
+  runtime/cudnn_ragged.c
   runtime/fp8.c
   runtime/lookup.c
   runtime/api.c

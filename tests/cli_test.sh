@@ -77,6 +77,7 @@ for impls in decode; do
 done
 # bench --lengths / --page-size (serving layouts): flags checked before a GPU is opened.
 expect 0 "--lengths SPEC     a ragged batch" -- bench --help
+expect 0 "--impl cudnn       with a ragged batch: cuDNN's ragged (varlen) graph" -- bench --help
 expect 2 "--page-size 8 not allowed (expected 1, 16, 32, 64, 128, 256)" -- bench --lengths 512,0,1 --page-size 8
 expect 2 "length 'x' in lengths is not a length" -- bench --lengths 1,x
 expect 2 "length range 9..3 invalid" -- bench --lengths uniform:9:3

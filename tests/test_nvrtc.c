@@ -1,5 +1,6 @@
-/* test_nvrtc.c — NVRTC compiles the naive kernels and the output comparison (templates/compare.cu)
- * for sm_80 and sm_90a with no GPU present. */
+/* test_nvrtc.c — NVRTC compiles the naive kernels, the output comparison (templates/compare.cu)
+ * and the metadata kernels of cuDNN's ragged graph (templates/cudnn_ragged.cu) for sm_80 and
+ * sm_90a with no GPU present. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/cudnn_ragged.h"
 #include "tests/testutil.h"
 
 static void compile_naive_kv(const char *arch, at_dtype in, at_dtype kv, at_dtype out)
@@ -91,6 +93,36 @@ static void test_compare_compiles(void **state)
     }
   char *source = NULL;
   assert_int_equal(rt_compare_source((at_dtype)9, &source), AT_ERR_INVALID);
+  assert_null(source);
+}
+
+/* The kernels around cuDNN's ragged graph compile for both 16-bit output dtypes, spill-free, with
+ * both entry points; other dtypes are refused with the dtype named. */
+static void test_cudnn_ragged_kernels_compile(void **state)
+{
+  (void)state;
+  const char *archs[] = {"sm_80", "sm_90a"};
+  const at_dtype ios[] = {AT_DTYPE_F16, AT_DTYPE_BF16};
+  const char *kernels[] = {"cudnn_ragged_prepare", "cudnn_ragged_finish"};
+  for (int a = 0; a < 2; a++)
+    for (int d = 0; d < 2; d++) {
+      char *source = NULL;
+      rt_binary bin;
+      TU_OK(rt_cudnn_ragged_source(ios[d], &source));
+      TU_OK(rt_compile(source, "cudnn_ragged.cu", archs[a], NULL, 0, &bin));
+      for (int k = 0; k < 2; k++) {
+        const rt_kernel_resources *r = rt_binary_kernel(&bin, kernels[k]);
+        if (!r) fail_msg("no resource report for %s (%s) on %s; log:\n%s", kernels[k], at_dtype_name(ios[d]),
+                         archs[a], bin.log);
+        assert_int_equal(r->spill_store_bytes, 0);
+        assert_int_equal(r->stack_bytes, 0);
+      }
+      rt_binary_free(&bin);
+      free(source);
+    }
+  char *source = NULL;
+  assert_int_equal(rt_cudnn_ragged_source(AT_DTYPE_E4M3, &source), AT_ERR_INVALID);
+  assert_non_null(strstr(at_last_error(), "f16 or bf16 output (got e4m3)"));
   assert_null(source);
 }
 
@@ -212,6 +244,7 @@ int main(void)
       cmocka_unit_test(test_fp8_naive_compiles_for_sm90a),
       cmocka_unit_test(test_fp8_kv_naive_compiles),
       cmocka_unit_test(test_compare_compiles),
+      cmocka_unit_test(test_cudnn_ragged_kernels_compile),
       cmocka_unit_test(test_compile_memo),
       cmocka_unit_test(test_compile_error_keeps_the_log),
       cmocka_unit_test(test_bad_architecture_is_refused),

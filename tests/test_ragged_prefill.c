@@ -221,9 +221,10 @@ static void test_launch_and_source(void **state)
   free(src);
 }
 
-/* The lookup chain of a ragged serving plan: the ragged default (fa3's on sm_90a) first (then naive; cuDNN and the
- * tuned rows skipped with their reasons); "fused" keeps the default alone. Ragged Q with paged
- * K/V and padded Q with ragged K/V have no generated kernel. */
+/* The lookup chain of a ragged serving plan: the ragged default (fa3's on sm_90a) first, then
+ * cuDNN's ragged graph, then naive (the tuned rows skipped with their reason); "fused" keeps the
+ * default alone. Ragged Q with paged K/V and padded Q with ragged K/V have no generated kernel
+ * and no cuDNN graph. */
 static void test_lookup_chain(void **state)
 {
   (void)state;
@@ -239,11 +240,12 @@ static void test_lookup_chain(void **state)
     rt_lookup chain;
     TU_OK(rt_lookup_chain_serving(NULL, &now, &t, &s, &l, 0, &chain));
     printf("  skipped: %s\n", chain.skipped);
-    assert_int_equal(chain.n_steps, 2);
+    assert_int_equal(chain.n_steps, 3);
     assert_int_equal(chain.steps[0].choice, AT_CHOICE_DEFAULT);
     assert_non_null(strstr(chain.steps[0].impl, want[i]));
-    assert_string_equal(chain.steps[1].impl, "naive");
-    assert_non_null(strstr(chain.skipped, "cuDNN: unsupported"));
+    assert_string_equal(chain.steps[1].impl, "cudnn");
+    assert_string_equal(chain.steps[2].impl, "naive");
+    assert_null(strstr(chain.skipped, "cuDNN"));
     assert_non_null(strstr(chain.skipped, "no tuned kernels for ragged tensors"));
     TU_OK(rt_lookup_chain_serving(NULL, &now, &t, &s, &l, 1, &chain));
     assert_int_equal(chain.n_steps, 1);
@@ -253,6 +255,7 @@ static void test_lookup_chain(void **state)
   TU_OK(rt_lookup_chain_serving(NULL, &now, &t, &s, &kv_only, 0, &chain));
   assert_int_equal(chain.n_steps, 1);
   assert_string_equal(chain.steps[0].impl, "naive");
+  assert_non_null(strstr(chain.skipped, "cuDNN: unsupported: padded Q with ragged K/V"));
   assert_int_equal(rt_serving_ragged(&kv_only), GEN_RAGGED_NONE);
   at_serving_layout paged = at_serving_layout_make(&s, AT_SEQ_RAGGED, AT_SEQ_PAGED, 16);
   assert_int_equal(rt_serving_ragged(&paged), GEN_RAGGED_NONE);

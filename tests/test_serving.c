@@ -1,6 +1,7 @@
 /* test_serving.c — serving layouts on the CPU: layout checks, size-versioned structs, the host
  * check of ragged offsets and paged block tables (good and bad metadata, messages that name the
- * array, the index and the value), and the lookup chain's refusals for these layouts. */
+ * array, the index and the value), the lookup chain's refusals for these layouts, and what
+ * cuDNN's ragged graph takes (its refusals, its metadata scratch, its int32 offset bound). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -11,6 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "runtime/cudnn_ragged.h"
+#include "runtime/cudnn_sdpa.h"
 #include "runtime/lookup.h"
 #include "tests/testutil.h"
 
@@ -340,6 +343,133 @@ static void test_lookup_falls_back_to_naive(void **state)
   expect_error(rt_lookup_chain_serving(NULL, &now, &target, &s, &bad, 0, &l), AT_ERR_INVALID, "page_size 12", NULL);
 }
 
+/* ---- cuDNN's ragged graph ------------------------------------------------------------------------ */
+
+/* Fails unless rt_cudnn_serving_supported says no, with every one of the NULL-terminated words. */
+static void expect_cudnn_refusal(const at_shape *s, const at_serving_layout *l, ...)
+{
+  char why[256];
+  if (rt_cudnn_serving_supported(s, l, why, sizeof why)) fail_msg("cuDNN's graphs should refuse this layout");
+  printf("  refused: %s\n", why);
+  va_list ap;
+  va_start(ap, l);
+  for (const char *word = va_arg(ap, const char *); word; word = va_arg(ap, const char *))
+    if (!strstr(why, word)) fail_msg("reason lacks '%s': %s", word, why);
+  va_end(ap);
+}
+
+/* Ragged Q with ragged or padded K/V in f16/bf16 is cuDNN's (the lookup chain puts cuDNN between
+ * the ragged default and naive); everything else is refused, and the reason names the layout and
+ * what is missing. */
+static void test_cudnn_ragged_support(void **state)
+{
+  (void)state;
+  gen_target target;
+  TU_OK(gen_target_for_arch("sm_90a", &target));
+  cache_env now;
+  memset(&now, 0, sizeof now);
+  snprintf(now.gpu_model, sizeof now.gpu_model, "NVIDIA H200");
+  at_shape s = shape(4, 512, 4096);
+  char why[256] = "x";
+  assert_true(rt_cudnn_serving_supported(&s, NULL, why, sizeof why));
+  assert_string_equal(why, "");
+  const at_seq_layout kv_kinds[] = {AT_SEQ_RAGGED, AT_SEQ_PADDED};
+  const at_dtype dtypes[] = {AT_DTYPE_BF16, AT_DTYPE_F16};
+  for (int i = 0; i < 2; i++) {
+    at_shape t = s;
+    t.dtype = dtypes[i];
+    at_serving_layout l = at_serving_layout_make(&t, AT_SEQ_RAGGED, kv_kinds[i], 0);
+    assert_true(rt_cudnn_serving_supported(&t, &l, why, sizeof why));
+    rt_lookup chain;
+    TU_OK(rt_lookup_chain_serving(NULL, &now, &target, &t, &l, 0, &chain));
+    assert_int_equal(chain.n_steps, 3);
+    assert_int_equal(chain.steps[0].choice, AT_CHOICE_DEFAULT);
+    assert_int_equal(chain.steps[1].choice, AT_CHOICE_CUDNN);
+    assert_string_equal(chain.steps[1].impl, "cudnn");
+    assert_non_null(strstr(chain.steps[1].why, "ragged graph"));
+    assert_string_equal(chain.steps[2].impl, "naive");
+    TU_OK(rt_lookup_chain_serving(NULL, &now, &target, &t, &l, 1, &chain)); /* "fused": no cuDNN */
+    for (int k = 0; k < chain.n_steps; k++) assert_string_not_equal(chain.steps[k].impl, "cudnn");
+  }
+  at_serving_layout paged = at_serving_layout_make(&s, AT_SEQ_RAGGED, AT_SEQ_PAGED, 16);
+  expect_cudnn_refusal(&s, &paged, "ragged Q with paged K/V (page size 16)", "paged cuDNN graph", "not built yet",
+                       NULL);
+  at_serving_layout decode = at_serving_layout_make(&s, AT_SEQ_PADDED, AT_SEQ_PAGED, 64);
+  expect_cudnn_refusal(&s, &decode, "padded Q with paged K/V (page size 64)", "not built yet", NULL);
+  at_serving_layout kv_only = at_serving_layout_make(&s, AT_SEQ_PADDED, AT_SEQ_RAGGED, 0);
+  expect_cudnn_refusal(&s, &kv_only, "padded Q with ragged K/V", "takes ragged Q", NULL);
+  at_serving_layout ragged = at_serving_layout_make(&s, AT_SEQ_RAGGED, AT_SEQ_RAGGED, 0);
+  at_shape wide = s;
+  wide.dtype = AT_DTYPE_F32;
+  expect_cudnn_refusal(&wide, &ragged, "with f32 inputs", "f16 or bf16", NULL);
+  wide.dtype = AT_DTYPE_E4M3;
+  expect_cudnn_refusal(&wide, &ragged, "with e4m3 inputs", "writes FP8", NULL);
+  wide.dtype = AT_DTYPE_BF16, wide.kv_dtype = AT_DTYPE_E5M2;
+  expect_cudnn_refusal(&wide, &ragged, "one dtype", NULL);
+  rt_lookup chain; /* the chain says the same, and goes on to naive */
+  TU_OK(rt_lookup_chain_serving(NULL, &now, &target, &wide, &ragged, 0, &chain));
+  assert_string_equal(chain.steps[chain.n_steps - 1].impl, "naive");
+  assert_non_null(strstr(chain.skipped, "cuDNN: unsupported"));
+  assert_non_null(strstr(chain.skipped, "one dtype"));
+}
+
+/* The ragged graph's metadata: offsets [B + 1] of Q, O, K, V and lengths [B] of Q and K/V, each
+ * 256-byte aligned and apart; cuDNN's stats [B, Nq, T] only with lse. The fix-up after the graph
+ * runs where a row may see no key or the lse is wanted. */
+static void test_cudnn_ragged_metadata(void **state)
+{
+  (void)state;
+  at_shape s = shape(3, 100, 200);
+  s.with_lse = 0;
+  const size_t plain = rt_cudnn_ragged_meta_bytes(&s);
+  assert_int_equal(plain, 6 * 256);
+  rt_cudnn_ragged_meta m = rt_cudnn_ragged_meta_at(4096, &s);
+  const CUdeviceptr parts[] = {m.q_off, m.o_off, m.k_off, m.v_off, m.seq_q, m.seq_kv};
+  for (int i = 0; i < 6; i++) assert_int_equal(parts[i], 4096 + 256 * i);
+  assert_int_equal(m.stats, 0);
+  s.with_lse = 1;
+  assert_int_equal(rt_cudnn_ragged_meta_bytes(&s), plain + 3 * 8 * 100 * sizeof(float) / 256 * 256 + 256);
+  m = rt_cudnn_ragged_meta_at(4096, &s);
+  assert_int_equal(m.stats, 4096 + 6 * 256);
+  at_shape big = shape(1000, 100, 200); /* offsets of 1001 entries: 4004 bytes, 16 blocks */
+  big.with_lse = 0;
+  assert_int_equal(rt_cudnn_ragged_meta_bytes(&big), 4 * 4096 + 2 * 4096);
+
+  at_serving_layout rg = at_serving_layout_make(&s, AT_SEQ_RAGGED, AT_SEQ_RAGGED, 0);
+  at_serving_layout rgq = at_serving_layout_make(&s, AT_SEQ_RAGGED, AT_SEQ_PADDED, 0);
+  assert_true(rt_cudnn_ragged_needs_finish(&s, &rgq)); /* lse */
+  s.with_lse = 0;
+  assert_true(rt_cudnn_ragged_needs_finish(&s, &rg)); /* S_b may be 0 */
+  s.mask = AT_MASK_CAUSAL_TL;
+  assert_false(rt_cudnn_ragged_needs_finish(&s, &rgq)); /* every row sees key 0 */
+  s.mask = AT_MASK_CAUSAL_BR;
+  assert_false(rt_cudnn_ragged_needs_finish(&s, &rgq)); /* T <= S: row i sees i + S - T_b >= 0 */
+  at_shape longer_q = shape(3, 300, 200);
+  at_serving_layout rgq_long = at_serving_layout_make(&longer_q, AT_SEQ_RAGGED, AT_SEQ_PADDED, 0);
+  assert_true(rt_cudnn_ragged_needs_finish(&longer_q, &rgq_long)); /* T_b > S: the first rows see none */
+}
+
+/* cuDNN's ragged offsets are int32 elements: the last row's start times the seq stride must fit,
+ * for Q and O (total_q) and packed K and V (total_kv); the message names the tensor and the numbers. */
+static void test_cudnn_ragged_offsets_fit_int32(void **state)
+{
+  (void)state;
+  at_shape s = shape(2, 100000, 100000);
+  s.q_heads = 64, s.kv_heads = 8, s.head_dim = 256; /* Q rows of 16384 elements */
+  at_serving_layout l = at_serving_layout_make(&s, AT_SEQ_RAGGED, AT_SEQ_RAGGED, 0);
+  at_serving_tensors t = AT_SERVING_TENSORS_INIT;
+  t.q_stride = l.strides.q, t.k_stride = l.strides.k, t.v_stride = l.strides.v, t.o_stride = l.strides.o;
+  t.total_q = 131071, t.total_kv = 200000; /* 131071 x 16384 < 2^31; 200000 x 2048 too */
+  TU_OK(rt_cudnn_ragged_check_offsets(&l, &t));
+  t.total_q = 131072; /* 2^31 */
+  expect_error(rt_cudnn_ragged_check_offsets(&l, &t), AT_ERR_UNSUPPORTED, "int32", "q's last", "131072",
+               "16384", "2147483648", NULL);
+  t.total_q = 1000, t.total_kv = 1 << 20; /* 2^20 x 2048 = 2^31 */
+  expect_error(rt_cudnn_ragged_check_offsets(&l, &t), AT_ERR_UNSUPPORTED, "k's last", NULL);
+  at_serving_layout padded_kv = at_serving_layout_make(&s, AT_SEQ_RAGGED, AT_SEQ_PADDED, 0);
+  TU_OK(rt_cudnn_ragged_check_offsets(&padded_kv, &t)); /* padded K/V have no offsets */
+}
+
 /* ---- length mixes and keys ------------------------------------------------------------------------ */
 
 static void test_length_mixes(void **state)
@@ -447,6 +577,9 @@ int main(void)
       cmocka_unit_test(test_ragged_offsets),
       cmocka_unit_test(test_paged_block_tables),
       cmocka_unit_test(test_lookup_falls_back_to_naive),
+      cmocka_unit_test(test_cudnn_ragged_support),
+      cmocka_unit_test(test_cudnn_ragged_metadata),
+      cmocka_unit_test(test_cudnn_ragged_offsets_fit_int32),
       cmocka_unit_test(test_length_mixes),
       cmocka_unit_test(test_serving_keys),
       cmocka_unit_test(test_api_refuses_null_plans),

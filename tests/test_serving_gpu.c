@@ -24,6 +24,12 @@
  * and V that no kernel may read; offsets that point anywhere run without a fault or a NaN, and
  * a ragged plan replays in a CUDA graph.
  *
+ * cuDNN's ragged graph (impl "cudnn": ragged Q with ragged or padded K/V, f16/bf16) runs the same
+ * kinds of cases (lengths 0, 1 and the maximum; none, causal and causal-br masks with T_b and S_b
+ * drawn apart, so some rows see no key; GQA and MQA; lse) into poisoned outputs, each sequence
+ * compared on its own with the reference at the output dtype's tolerance; its run replays in a
+ * CUDA graph.
+ *
  * Also: metadata that points outside the tensors and the pool runs without a fault, the device
  * check names it, and the API refuses what it cannot run. */
 #include <setjmp.h>
@@ -432,8 +438,8 @@ static void run_case(const serving_case *c)
   } else {
     assert_string_equal(info.impl, "naive");
     assert_int_equal(info.choice, AT_CHOICE_NAIVE);
-    if (!strstr(info.reason, "unsupported") || !strstr(info.reason, "not built yet"))
-      fail_msg("reason does not say why the fused kernels were skipped: %s", info.reason);
+    if (!strstr(info.reason, "unsupported") || !strstr(info.reason, "cuDNN: unsupported"))
+      fail_msg("reason does not say why the fused kernels and cuDNN were skipped: %s", info.reason);
   }
 
   at_serving_tensors t = tensors_of(&x);
@@ -901,6 +907,116 @@ static void test_ragged_prefill_plan_in_a_graph(void **state)
   expect_graph_replay_matches(plan, &x);
 }
 
+/* ---- cuDNN's ragged graph ------------------------------------------------------------------------ */
+
+/* Sequence b's rows of O and entries of lse, output against reference, compared on their own so
+ * that a failure names the sequence and its lengths (rows that see no key: o = 0, lse = -inf). */
+static void expect_sequence_close(const serving_io *x, int b, const reference *want, const float *got_o,
+                                  const float *got_lse, const char *label)
+{
+  const at_shape *s = &x->shape;
+  const int T = x->T[b], nq = s->q_heads, d = s->head_dim;
+  if (T == 0) return;
+  char what[600];
+  snprintf(what, sizeof what, "%s: sequence %d (T_b %d, S_b %d)", label, b, T, x->S[b]);
+  printf("   sequence %d (T_b %d, S_b %d)\n", b, T, x->S[b]);
+  const size_t first = (size_t)x->q_first[b] * nq * d, n = (size_t)T * nq * d;
+  expect_close("o", want->o + first, got_o + first, n, at_dtype_tolerance(s->dtype), what);
+  if (!s->with_lse) return;
+  float *w = malloc((size_t)nq * T * sizeof *w), *g = malloc((size_t)nq * T * sizeof *g);
+  assert_true(w && g);
+  for (int h = 0; h < nq; h++)
+    for (int i = 0; i < T; i++) {
+      w[(size_t)h * T + i] = want->lse[lse_index(x, b, h, i)];
+      g[(size_t)h * T + i] = got_lse[lse_index(x, b, h, i)];
+    }
+  expect_close("lse", w, g, (size_t)nq * T, 1e-3, what);
+  free(w), free(g);
+}
+
+/* A "cudnn" plan for a case; skips the test where the loaded cuDNN has no ragged graph (older
+ * than 9.6.0), and fails with cuDNN's reason where it refuses the graph. */
+static at_plan *cudnn_plan(serving_io *x, const char *label)
+{
+  at_plan *plan = NULL;
+  at_plan_options cudnn = {"cudnn"};
+  at_status rc = at_plan_create_serving(g_ctx, &x->shape, &x->layout, &cudnn, &plan);
+  if (rc == AT_ERR_UNSUPPORTED && strstr(at_last_error(), "lacks ragged offsets")) {
+    printf("  skipped: %s\n", at_last_error());
+    free_io(x);
+    skip();
+  }
+  if (rc != AT_OK) fail_msg("%s: cuDNN's ragged plan: %s", label, at_last_error());
+  at_plan_info info;
+  TU_OK(at_plan_describe(plan, &info));
+  assert_string_equal(info.impl, "cudnn");
+  assert_int_equal(info.choice, AT_CHOICE_FORCED);
+  return plan;
+}
+
+/* Plans cuDNN for the case, runs it into the poisoned O and lse make_io left, and compares every
+ * sequence with the naive kernels run on its gathered copy. */
+static void run_cudnn_case(const serving_case *c)
+{
+  serving_io x;
+  make_io(c, &x);
+  char label[512];
+  describe(c, &x, label, sizeof label);
+  printf("  cudnn %s\n", label);
+  at_plan *plan = cudnn_plan(&x, label);
+  at_serving_tensors t = tensors_of(&x);
+  TU_OK(at_serving_check(plan, &t));
+  TU_OK(at_plan_run_serving(plan, &t, NULL, NULL));
+  TU_OK(at_synchronize(g_ctx)); /* a read past the tensors (the NaN rows are inside) faults here */
+
+  const size_t o_count = (size_t)x.q_rows * c->nq * c->d;
+  reference r = {calloc(o_count + 1, sizeof(float)), calloc(x.lse_count + 1, sizeof(float))};
+  float *got_o = malloc((o_count + 1) * sizeof *got_o), *got_lse = malloc((x.lse_count + 1) * sizeof *got_lse);
+  assert_true(r.o && r.lse && got_o && got_lse);
+  tu_download(at_dtype_default_out(c->dtype), (CUdeviceptr)(uintptr_t)x.o, o_count, got_o);
+  TU_OK(at_copy_to_host(g_ctx, got_lse, x.lse, x.lse_count * sizeof(float)));
+  const rt_naive *naive = naive_for(&x.shape);
+  for (int b = 0; b < c->batch; b++) reference_sequence(naive, &x, b, &r);
+  for (int b = 0; b < c->batch; b++) expect_sequence_close(&x, b, &r, got_o, got_lse, label);
+  /* and the whole packed output: no row is left poisoned */
+  expect_close("o (all rows)", r.o, got_o, o_count, at_dtype_tolerance(c->dtype), label);
+
+  at_plan_destroy(plan);
+  free(r.o), free(r.lse), free(got_o), free(got_lse);
+  free_io(&x);
+}
+
+static void test_cudnn_ragged_prefill(void **state)
+{
+  (void)state;
+  if (!tu_have_gpu) skip();
+  /* T_b and S_b are drawn apart (make_io): sequence 1 has T 1, S 0 and sequence 2 T 0, S 1, so
+   * rows without keys occur under every mask; causal-br with T_b > S_b adds more. */
+  const serving_case cases[] = {
+      {AT_SEQ_RAGGED, AT_SEQ_RAGGED, 0, 7, 300, 300, 8, 2, 128, AT_MASK_NONE, BF16, SAME, 1, 0},
+      {AT_SEQ_RAGGED, AT_SEQ_RAGGED, 0, 7, 300, 300, 8, 2, 128, AT_MASK_CAUSAL_TL, BF16, SAME, 1, 0},
+      {AT_SEQ_RAGGED, AT_SEQ_RAGGED, 0, 6, 200, 333, 8, 2, 128, AT_MASK_CAUSAL_BR, BF16, SAME, 1, 0},
+      {AT_SEQ_RAGGED, AT_SEQ_RAGGED, 0, 6, 257, 190, 4, 1, 64, AT_MASK_CAUSAL_BR, AT_DTYPE_F16, SAME, 0, 0},
+      /* padded K/V: every S_b = S; T > S under bottom-right leaves the first rows without keys */
+      {AT_SEQ_RAGGED, AT_SEQ_PADDED, 0, 5, 130, 100, 8, 2, 128, AT_MASK_CAUSAL_BR, BF16, SAME, 1, 0},
+      {AT_SEQ_RAGGED, AT_SEQ_PADDED, 0, 4, 100, 160, 8, 8, 64, AT_MASK_NONE, AT_DTYPE_F16, SAME, 0, 0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) run_cudnn_case(&cases[i]);
+}
+
+/* cuDNN's ragged plan allocates nothing at run time: its run (metadata kernel, graph, fix-up)
+ * captured in a CUDA graph replays what a direct run writes, bit for bit. */
+static void test_cudnn_ragged_plan_in_a_graph(void **state)
+{
+  (void)state;
+  if (!tu_have_gpu) skip();
+  const serving_case c = {AT_SEQ_RAGGED, AT_SEQ_RAGGED, 0, 5, 400, 400, 8, 2, 128, AT_MASK_CAUSAL_TL, BF16, SAME, 1, 0};
+  serving_io x;
+  make_io(&c, &x);
+  at_plan *plan = cudnn_plan(&x, "cudnn ragged in a graph");
+  expect_graph_replay_matches(plan, &x);
+}
+
 /* ---- metadata that points anywhere --------------------------------------------------------------- */
 
 static void test_bad_metadata_never_reads_outside(void **state)
@@ -972,6 +1088,9 @@ static void test_api_refusals(void **state)
   at_plan_options cudnn = {"cudnn"}, fused = {"fused"};
   tu_expect_refused(at_plan_create_serving(g_ctx, &x.shape, &x.layout, &cudnn, &plan), AT_ERR_UNSUPPORTED,
                "unsupported: cudnn cannot run ragged Q with paged K/V (page size 16)");
+  at_serving_layout kv_only = at_serving_layout_make(&x.shape, AT_SEQ_PADDED, AT_SEQ_RAGGED, 0);
+  tu_expect_refused(at_plan_create_serving(g_ctx, &x.shape, &kv_only, &cudnn, &plan), AT_ERR_UNSUPPORTED,
+               "unsupported: cudnn cannot run padded Q with ragged K/V");
   tu_expect_refused(at_plan_create_serving(g_ctx, &x.shape, &x.layout, &fused, &plan), AT_ERR_UNSUPPORTED,
                "no generated kernel reads it");
   gen_target target;
@@ -1088,6 +1207,8 @@ int main(void)
       cmocka_unit_test(test_ragged_prefill_variants_fp8),
       cmocka_unit_test(test_ragged_prefill_bad_offsets),
       cmocka_unit_test(test_ragged_prefill_plan_in_a_graph),
+      cmocka_unit_test(test_cudnn_ragged_prefill),
+      cmocka_unit_test(test_cudnn_ragged_plan_in_a_graph),
       cmocka_unit_test(test_bad_metadata_never_reads_outside),
       cmocka_unit_test(test_api_refusals),
       cmocka_unit_test(test_padded_serving_plan_is_an_ordinary_plan),

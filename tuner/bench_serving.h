@@ -8,9 +8,10 @@
  * times the contiguous decode variants of the same shape for comparison (a last line compares
  * the best of each). Ragged Q with ragged or padded K/V (prefill) runs the ragged fa2 variants:
  * --impl fa2 (fa3, fused) lists every ragged variant of the family, verifies and times it, and a
- * last line compares the best with seqsum; default and variant keys are verified too. Everything
- * else runs only the naive kernels yet: every other implementation gets a row that says why the
- * library refused it. The naive kernels are the reference itself (tests/test_serving_gpu.c checks
+ * last line compares the best with seqsum; default and variant keys are verified too; --impl
+ * cudnn plans cuDNN's ragged graph (f16/bf16), verified the same way and timed with its metadata
+ * kernels, and a line compares it with the best ragged variant. Everything else runs only the
+ * naive kernels yet: every other implementation gets a row that says why the library refused it. The naive kernels are the reference itself (tests/test_serving_gpu.c checks
  * them against the contiguous path).
  */
 #ifndef AT_TUNER_BENCH_SERVING_H

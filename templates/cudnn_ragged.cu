@@ -1,0 +1,103 @@
+/*
+ * cudnn_ragged.cu — the two small kernels around cuDNN's ragged (varlen) SDPA graph
+ * (runtime/cudnn_ragged.c launches them, runtime/cudnn_sdpa.c builds the graph).
+ *
+ * attntune's callers describe packed tensors FlashAttention's way: int32 row offsets cu_seqlens
+ * [B + 1] (include/attntune.h, "Serving layouts"). cuDNN reads a packed tensor as [B, H, maxlen, D]
+ * with a ragged offset tensor (entry b: the *element* offset of sequence b's first row, cu[b] times
+ * the tensor's seq stride) and takes each sequence's lengths from its padding-mask tensors
+ * seq_len_q and seq_len_kv [B]. So, on the caller's stream:
+ *
+ *   cudnn_ragged_prepare (before the graph)   grid ceil((B + 1) / 256), block 256; thread b:
+ *     first = clamp(cu[b], 0, total), end = clamp(cu[b + 1], first, total)
+ *     len[b] = min(end - first, maxlen)          off[b] = first * seq_stride     (b < B)
+ *     off[B] = clamp(cu[B], 0, total) * seq_stride
+ *   for Q and O (cu_q, their own seq strides) and, when K/V are packed, for K and V (cu_kv); with
+ *   padded K/V every seq_len_kv[b] is the planned S. The clamping is naive.cu's (naive_ragged_rows),
+ *   so cuDNN is handed only rows inside the tensors, whatever the offsets hold, and every
+ *   implementation sees the same sequences. The host checks that total * seq_stride fits int32.
+ *
+ *   cudnn_ragged_finish (after the graph)      grid (ceil(T / 64), B), block 256; block (x, b)
+ *     owns rows x*64 .. x*64 + 63 of sequence b (those < T_b):
+ *     - rows that see no key (all T_b rows when S_b = 0; rows i < T_b - S_b under the bottom-right
+ *       mask) get o = 0 and lse = -inf, attntune's contract for them; what cuDNN writes there is
+ *       not relied on (its softmax of an all -inf row is not specified);
+ *     - with lse, the cuDNN stats [B, H, T] (padded, natural log) are copied to attntune's ragged
+ *       lse [H, total_q]: row first_b + i of head h at h * total_q + first_b + i.
+ *   The keyless rows of a sequence are always a prefix 0 .. L_b - 1 of its rows, so a block
+ *   whose rows start past L_b (and lse is not wanted) returns at once.
+ *
+ * The preamble sets AT_IN_DTYPE and AT_OUT_DTYPE to the plan's I/O dtype (f16 or bf16), so
+ * at_out_t is O's element.
+ */
+
+__device__ __forceinline__ int cudnn_ragged_clamp(int x, int lo, int hi) { return x < lo ? lo : (x > hi ? hi : x); }
+
+/* Rows of sequence b in a packed tensor of `total` rows, as naive.cu's naive_ragged_rows. */
+__device__ __forceinline__ int cudnn_ragged_rows(const int *cu, int b, int total, int max_len, int *first)
+{
+  const int start = cudnn_ragged_clamp(cu[b], 0, total), end = cudnn_ragged_clamp(cu[b + 1], start, total);
+  *first = start;
+  return min(end - start, max_len);
+}
+
+/* Must match struct cudnn_ragged_params in runtime/cudnn_ragged.c field for field. */
+struct cudnn_ragged_params {
+  const int *cu_q, *cu_kv;            /* [B + 1]; cu_kv null for padded K/V */
+  int *q_off, *o_off, *k_off, *v_off; /* [B + 1] element offsets (k_off, v_off unused for padded K/V) */
+  int *seq_q, *seq_kv;                /* [B] */
+  const float *stats;                 /* cuDNN's [B, H, T] stats, or null (no lse) */
+  float *lse;                         /* [H, total_q], or null */
+  at_out_t *o;
+  long long q_ss, o_ss, k_ss, v_ss;   /* seq strides in elements */
+  long long o_sh;                     /* O's head stride */
+  int B, T, S, H, D;
+  int total_q, total_kv;
+  int bottom_right;                   /* mask is causal bottom-right */
+};
+static_assert(sizeof(cudnn_ragged_params) == 11 * 8 + 5 * 8 + 8 * 4, "cudnn_ragged_params layout");
+
+extern "C" __global__ void cudnn_ragged_prepare(cudnn_ragged_params p)
+{
+  const int b = blockIdx.x * blockDim.x + threadIdx.x;
+  if (b > p.B) return;
+  int q_first = 0, kv_first = 0;
+  if (b < p.B) {
+    p.seq_q[b] = cudnn_ragged_rows(p.cu_q, b, p.total_q, p.T, &q_first);
+    p.seq_kv[b] = p.cu_kv ? cudnn_ragged_rows(p.cu_kv, b, p.total_kv, p.S, &kv_first) : p.S;
+  } else {
+    q_first = cudnn_ragged_clamp(p.cu_q[b], 0, p.total_q);
+    kv_first = p.cu_kv ? cudnn_ragged_clamp(p.cu_kv[b], 0, p.total_kv) : 0;
+  }
+  p.q_off[b] = (int)(q_first * p.q_ss);
+  p.o_off[b] = (int)(q_first * p.o_ss);
+  if (p.cu_kv) {
+    p.k_off[b] = (int)(kv_first * p.k_ss);
+    p.v_off[b] = (int)(kv_first * p.v_ss);
+  }
+}
+
+#define CUDNN_RAGGED_FINISH_ROWS 64
+
+extern "C" __global__ void cudnn_ragged_finish(cudnn_ragged_params p)
+{
+  const int b = blockIdx.y, row0 = blockIdx.x * CUDNN_RAGGED_FINISH_ROWS;
+  int first = 0;
+  const int T_b = cudnn_ragged_rows(p.cu_q, b, p.total_q, p.T, &first);
+  const int S_b = p.seq_kv[b];
+  const int keyless = S_b == 0 ? T_b : (p.bottom_right ? max(T_b - S_b, 0) : 0);
+  const int rows = min(T_b - row0, CUDNN_RAGGED_FINISH_ROWS);
+  if (rows <= 0 || (!p.lse && row0 >= keyless)) return;
+  if (p.lse) {
+    for (int k = threadIdx.x; k < rows * p.H; k += blockDim.x) {
+      const int i = row0 + k % rows, h = k / rows;
+      const float stat = p.stats[((long long)b * p.H + h) * p.T + i];
+      p.lse[(long long)h * p.total_q + first + i] = i < keyless ? AT_NEG_INF : stat;
+    }
+  }
+  const int zero_rows = min(keyless - row0, rows);
+  for (long long k = threadIdx.x; k < (long long)max(zero_rows, 0) * p.H * p.D; k += blockDim.x) {
+    const int d = (int)(k % p.D), h = (int)(k / p.D % p.H), i = row0 + (int)(k / ((long long)p.D * p.H));
+    p.o[(long long)(first + i) * p.o_ss + (long long)h * p.o_sh + d] = at_out_from_float(0.0f);
+  }
+}
