@@ -178,13 +178,22 @@ static int watchdog_ms(const device_job *job, const at_shape *s, int reps)
   return ms > 3.6e6 ? 3600000 : (int)ms;
 }
 
+/* Loading a shape also draws its random inputs on the host, packs and uploads them: at 50 ns an
+ * element (a few times what it takes), the time for Q, K and V on top of the launches' (a B=128,
+ * S=16k KV cache has 4.3e9 elements). */
+static int load_watchdog_ms(const device_job *job, const at_shape *s)
+{
+  const double elements = (double)s->batch * ((double)s->q_len * s->q_heads + 2.0 * s->kv_len * s->kv_heads) * s->head_dim;
+  const double ms = watchdog_ms(job, s, 10) + elements * 50e-6;
+  return ms > 3.6e6 ? 3600000 : (int)ms;
+}
+
 /* SHAPE on a (re)started worker. resp describes cuDNN on the shape. */
 static at_status load_shape(device_job *job, tn_response *resp)
 {
   at_status rc = ensure_worker(job);
   if (rc != AT_OK) return rc;
-  rc = tn_worker_call(&job->worker, &job->shape_req, NULL, resp,
-                      watchdog_ms(job, &job->shape_req.shape, 10));
+  rc = tn_worker_call(&job->worker, &job->shape_req, NULL, resp, load_watchdog_ms(job, &job->shape_req.shape));
   if (rc == AT_OK && resp->rc != AT_OK)
     return at_fail((at_status)resp->rc, "preparing the shape on GPU %d: %s", job->device, resp->message);
   job->shape_loaded = rc == AT_OK;
