@@ -434,6 +434,35 @@ static void test_fp8_output_decodes_within_tolerance(void **state)
   free_problem(&p);
 }
 
+/* Random inputs in chunks on several threads: every element written (the buffer starts as NaN
+ * codes), in [-1, 1), the same bytes for the same seed and different ones for another, and the
+ * chunks not copies of one another. */
+static void test_random_packed_is_reproducible_and_complete(void **state)
+{
+  (void)state;
+  const size_t n = 2 * TN_RANDOM_CHUNK + 12345; /* a partial last chunk */
+  static const at_dtype dtypes[] = {AT_DTYPE_BF16, AT_DTYPE_F16, AT_DTYPE_E4M3, AT_DTYPE_E5M2};
+  for (size_t d = 0; d < sizeof dtypes / sizeof *dtypes; d++) {
+    const at_dtype dt = dtypes[d];
+    const size_t bytes = n * at_dtype_size(dt);
+    unsigned char *a = malloc(bytes), *b = malloc(bytes);
+    float *x = malloc(n * sizeof *x);
+    assert_non_null(a), assert_non_null(b), assert_non_null(x);
+    memset(a, 0xff, bytes); /* NaN in every format */
+    TU_OK(tn_random_packed(42, dt, n, a));
+    TU_OK(tn_random_packed(42, dt, n, b));
+    assert_memory_equal(a, b, bytes);
+    TU_OK(tn_unpack(dt, a, n, x));
+    for (size_t i = 0; i < n; i++)
+      if (!(x[i] >= -1.0f && x[i] <= 1.0f)) fail_msg("%s element %zu: %g", at_dtype_name(dt), i, (double)x[i]);
+    const size_t esz = at_dtype_size(dt);
+    assert_memory_not_equal(a, a + TN_RANDOM_CHUNK * esz, 4096 * esz);
+    TU_OK(tn_random_packed(43, dt, n, b));
+    assert_memory_not_equal(a, b, 4096 * esz);
+    free(a), free(b), free(x);
+  }
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -450,6 +479,7 @@ int main(void)
       cmocka_unit_test(test_flops),
       cmocka_unit_test(test_half_conversions_round_to_nearest_even),
       cmocka_unit_test(test_fp8_output_decodes_within_tolerance),
+      cmocka_unit_test(test_random_packed_is_reproducible_and_complete),
   };
   return TU_RUN_GROUP(tests, NULL, NULL);
 }

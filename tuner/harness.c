@@ -22,12 +22,11 @@ static at_tensors tensors_for(const tn_harness *h, int set)
   return t;
 }
 
-static at_status upload_random(tn_rng *rng, at_dtype dtype, size_t n, float *staging, void *packed,
-                               CUdeviceptr *out)
+/* Each tensor draws from its own seed, the next number of the harness's generator. */
+static at_status upload_random(tn_rng *rng, at_dtype dtype, size_t n, void *packed, CUdeviceptr *out)
 {
   at_status rc;
-  tn_rng_fill(rng, staging, n, -1.0f, 1.0f);
-  if ((rc = tn_pack(dtype, staging, n, packed)) != AT_OK) return rc;
+  if ((rc = tn_random_packed(tn_rng_u64(rng), dtype, n, packed)) != AT_OK) return rc;
   if ((rc = rt_alloc(out, n * at_dtype_size(dtype))) != AT_OK) return rc;
   return rt_upload(*out, packed, n * at_dtype_size(dtype));
 }
@@ -49,16 +48,14 @@ at_status tn_harness_open(tn_harness *h, const rt_ctx *ctx, const at_shape *shap
   h->n_lse = (size_t)s->batch * s->q_heads * s->q_len;
   h->n_sets = rt_rotation_sets(h->n_q * esz + 2 * h->n_kv * esz_kv, (size_t)ctx->info.l2_bytes, TN_MAX_SETS);
   size_t n_max = h->n_q > h->n_kv ? h->n_q : h->n_kv;
-  float *staging = malloc(n_max * sizeof(float));
   void *packed = malloc(n_max * (esz > esz_kv ? esz : esz_kv));
   tn_rng rng = tn_rng_seeded(seed);
-  if (!staging || !packed) rc = at_fail(AT_ERR_NOMEM, "no host memory for %zu inputs", n_max);
+  if (!packed) rc = at_fail(AT_ERR_NOMEM, "no host memory for %zu inputs", n_max);
   for (int i = 0; i < h->n_sets && rc == AT_OK; i++) {
-    if ((rc = upload_random(&rng, s->dtype, h->n_q, staging, packed, &h->q[i])) != AT_OK) break;
-    if ((rc = upload_random(&rng, kv, h->n_kv, staging, packed, &h->k[i])) != AT_OK) break;
-    rc = upload_random(&rng, kv, h->n_kv, staging, packed, &h->v[i]);
+    if ((rc = upload_random(&rng, s->dtype, h->n_q, packed, &h->q[i])) != AT_OK) break;
+    if ((rc = upload_random(&rng, kv, h->n_kv, packed, &h->k[i])) != AT_OK) break;
+    rc = upload_random(&rng, kv, h->n_kv, packed, &h->v[i]);
   }
-  free(staging);
   free(packed);
   if (rc == AT_OK) rc = rt_alloc(&h->o, h->n_q * 4); /* room for an f32 output */
   if (rc == AT_OK) rc = rt_alloc(&h->lse, h->n_lse * sizeof(float));

@@ -1,5 +1,6 @@
 /* reference.c — CPU reference attention, error measures, and random inputs. */
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -137,6 +138,66 @@ float tn_rng_uniform(tn_rng *rng, float lo, float hi)
 void tn_rng_fill(tn_rng *rng, float *x, size_t n, float lo, float hi)
 {
   for (size_t i = 0; i < n; i++) x[i] = tn_rng_uniform(rng, lo, hi);
+}
+
+uint64_t tn_rng_u64(tn_rng *rng) { return next_u64(rng); }
+
+/* splitmix64's finalizer: chunk seeds far apart in xorshift's state space. */
+static uint64_t mix_seed(uint64_t seed, uint64_t chunk)
+{
+  uint64_t z = seed + (chunk + 1) * 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+typedef struct random_job {
+  uint64_t seed;
+  at_dtype dtype;
+  size_t n, chunks;
+  unsigned char *out;
+  int stride, first; /* this thread takes chunks first, first + stride, ... */
+  at_status rc;
+} random_job;
+
+static void *random_chunks(void *arg)
+{
+  random_job *j = arg;
+  const size_t esz = at_dtype_size(j->dtype);
+  float *x = malloc(TN_RANDOM_CHUNK * sizeof *x);
+  j->rc = x ? AT_OK : at_fail(AT_ERR_NOMEM, "no host memory for random inputs");
+  for (size_t c = (size_t)j->first; c < j->chunks && j->rc == AT_OK; c += (size_t)j->stride) {
+    const size_t begin = c * TN_RANDOM_CHUNK, m = j->n - begin < TN_RANDOM_CHUNK ? j->n - begin : TN_RANDOM_CHUNK;
+    tn_rng rng = tn_rng_seeded(mix_seed(j->seed, c));
+    tn_rng_fill(&rng, x, m, -1.0f, 1.0f);
+    j->rc = tn_pack(j->dtype, x, m, j->out + begin * esz);
+  }
+  free(x);
+  return NULL;
+}
+
+at_status tn_random_packed(uint64_t seed, at_dtype dtype, size_t n, void *out)
+{
+  enum { MAX_THREADS = 32 };
+  const size_t chunks = (n + TN_RANDOM_CHUNK - 1) / TN_RANDOM_CHUNK;
+  long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  int threads = cpus < 1 ? 1 : cpus > MAX_THREADS ? MAX_THREADS : (int)cpus;
+  if ((size_t)threads > chunks) threads = chunks ? (int)chunks : 1;
+  random_job jobs[MAX_THREADS];
+  pthread_t tid[MAX_THREADS];
+  int running[MAX_THREADS] = {0};
+  for (int t = 0; t < threads; t++) {
+    jobs[t] = (random_job){.seed = seed, .dtype = dtype, .n = n, .chunks = chunks, .out = out, .stride = threads, .first = t};
+    running[t] = t > 0 && pthread_create(&tid[t], NULL, random_chunks, &jobs[t]) == 0;
+  }
+  /* This thread takes share 0, and the share of any thread that could not start. */
+  at_status rc = AT_OK;
+  for (int t = 0; t < threads; t++) {
+    if (running[t]) pthread_join(tid[t], NULL);
+    else random_chunks(&jobs[t]);
+    if (rc == AT_OK) rc = jobs[t].rc;
+  }
+  return rc;
 }
 
 at_status tn_decode_output(at_dtype dtype, float descale, const void *in, size_t n, float *out)
