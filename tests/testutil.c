@@ -8,6 +8,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -54,30 +55,42 @@ static int end_test(void **state)
 int tu_run_group(const char *group, const struct CMUnitTest *tests, size_t n, CMFixtureFunction setup,
                  CMFixtureFunction teardown)
 {
-  struct CMUnitTest *wrapped = calloc(n ? n : 1, sizeof *wrapped);
-  if (!wrapped) {
+  struct CMUnitTest *chosen = calloc(n ? n : 1, sizeof *chosen), *wrapped = calloc(n ? n : 1, sizeof *wrapped);
+  if (!chosen || !wrapped) {
     fprintf(stderr, "%s: no memory for %zu tests\n", group, n);
+    free(chosen), free(wrapped);
     return 1;
   }
-  for (size_t i = 0; i < n; i++) {
-    wrapped[i] = tests[i];
+  /* ATTNTUNE_TEST_FILTER=PATTERN (fnmatch: * and ?) runs only the tests whose names match it. */
+  const char *filter = getenv("ATTNTUNE_TEST_FILTER");
+  const int filtered = filter && *filter;
+  size_t m = 0;
+  for (size_t i = 0; i < n; i++)
+    if (!filtered || fnmatch(filter, tests[i].name, 0) == 0) chosen[m++] = tests[i];
+  for (size_t i = 0; i < m; i++) {
+    wrapped[i] = chosen[i];
     wrapped[i].setup_func = begin_test;
     wrapped[i].test_func = call_test;
     wrapped[i].teardown_func = end_test;
   }
-  g_group = tests, g_begun = g_returned = 0;
-  int failed = _cmocka_run_group_tests(group, wrapped, n, setup, teardown);
+  g_group = chosen, g_begun = g_returned = 0;
+  int failed = _cmocka_run_group_tests(group, wrapped, m, setup, teardown);
   free(wrapped);
+  free(chosen);
   if (failed != 0) return failed;
   size_t skipped = g_begun - g_returned;
   const char *name = strrchr(group, '/') ? strrchr(group, '/') + 1 : group;
-  if (n > 0 && g_begun == n && skipped == n) {
-    printf("%s: all %zu tests skipped (exit %d: ctest lists the program as skipped)\n", name, n, TU_SKIPPED);
+  if (filtered && m == 0) {
+    printf("%s: no test matches ATTNTUNE_TEST_FILTER '%s'\n", name, filter);
+    return 1;
+  }
+  if (m > 0 && g_begun == m && skipped == m) {
+    printf("%s: all %zu tests skipped (exit %d: ctest lists the program as skipped)\n", name, m, TU_SKIPPED);
     return TU_SKIPPED;
   }
-  if (g_begun < n) {
+  if (g_begun < m) {
     /* The group setup failed (cmocka then runs no test) and cmocka still said 0. */
-    printf("%s: only %zu of %zu tests ran\n", name, g_begun, n);
+    printf("%s: only %zu of %zu tests ran\n", name, g_begun, m);
     return 1;
   }
   return 0;
