@@ -23,13 +23,12 @@ at_status rt_compare_source(at_dtype out_dtype, char **source)
 at_status rt_compare_create(const char *arch, at_dtype out_dtype, rt_compare *c)
 {
   char *source = NULL;
-  rt_binary bin;
   at_status rc;
   memset(c, 0, sizeof *c);
-  memset(&bin, 0, sizeof bin);
   if ((rc = rt_compare_source(out_dtype, &source)) != AT_OK) return rc;
-  if ((rc = rt_compile(source, "compare.cu", arch, NULL, 0, &bin)) != AT_OK) goto out;
-  if ((rc = rt_module_load(bin.cubin, &c->module)) != AT_OK) goto out;
+  rc = rt_module_compile(source, "compare.cu", arch, &c->module);
+  free(source);
+  if (rc != AT_OK) goto out;
   if ((rc = rt_module_function(c->module, "at_compare", &c->fn)) != AT_OK) goto out;
   /* sums[2] (fp64) then the non-finite count: zeroed before, read after every call. */
   if ((rc = rt_alloc(&c->sums, 3 * sizeof(double))) != AT_OK) goto out;
@@ -41,8 +40,6 @@ at_status rt_compare_create(const char *arch, at_dtype out_dtype, rt_compare *c)
   c->out_dtype = out_dtype;
 out:
   if (rc != AT_OK) rt_compare_destroy(c);
-  rt_binary_free(&bin);
-  free(source);
   return rc;
 }
 

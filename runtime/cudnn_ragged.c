@@ -39,20 +39,15 @@ at_status rt_cudnn_ragged_source(at_dtype io, char **source)
 at_status rt_cudnn_ragged_kernels_load(const char *arch, at_dtype io, rt_cudnn_ragged_kernels *k)
 {
   char *source = NULL;
-  rt_binary bin;
   at_status rc;
   memset(k, 0, sizeof *k);
-  memset(&bin, 0, sizeof bin);
   if ((rc = rt_cudnn_ragged_source(io, &source)) != AT_OK) return rc;
-  if ((rc = rt_compile(source, "cudnn_ragged.cu", arch, NULL, 0, &bin)) != AT_OK) goto out;
-  if ((rc = rt_module_load(bin.cubin, &k->module)) != AT_OK) goto out;
-  if ((rc = rt_module_function(k->module, "cudnn_ragged_prepare", &k->prepare)) != AT_OK) goto out;
-  if ((rc = rt_module_function(k->module, "cudnn_ragged_finish", &k->finish)) != AT_OK) goto out;
-  k->io = io;
-out:
-  if (rc != AT_OK) rt_cudnn_ragged_kernels_unload(k);
-  rt_binary_free(&bin);
+  rc = rt_module_compile(source, "cudnn_ragged.cu", arch, &k->module);
   free(source);
+  if (rc == AT_OK) rc = rt_module_function(k->module, "cudnn_ragged_prepare", &k->prepare);
+  if (rc == AT_OK) rc = rt_module_function(k->module, "cudnn_ragged_finish", &k->finish);
+  if (rc != AT_OK) rt_cudnn_ragged_kernels_unload(k);
+  else k->io = io;
   return rc;
 }
 

@@ -10,6 +10,16 @@ at_status rt_module_load(const void *cubin, CUmodule *module)
   return RT_CU(rt_cu()->cuModuleLoadData(module, cubin));
 }
 
+at_status rt_module_compile(const char *source, const char *name, const char *arch, CUmodule *module)
+{
+  rt_binary bin;
+  memset(&bin, 0, sizeof bin);
+  at_status rc = rt_compile(source, name, arch, NULL, 0, &bin);
+  if (rc == AT_OK) rc = rt_module_load(bin.cubin, module);
+  rt_binary_free(&bin);
+  return rc;
+}
+
 void rt_module_unload(CUmodule module)
 {
   if (module) rt_cu()->cuModuleUnload(module);

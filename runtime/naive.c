@@ -64,13 +64,12 @@ at_status rt_naive_create_kv(const char *arch, at_dtype in_dtype, at_dtype kv_dt
                              rt_naive *naive)
 {
   char *source = NULL;
-  rt_binary bin;
   at_status rc;
   memset(naive, 0, sizeof *naive);
-  memset(&bin, 0, sizeof bin);
   if ((rc = rt_naive_source_kv(in_dtype, kv_dtype, out_dtype, &source)) != AT_OK) return rc;
-  if ((rc = rt_compile(source, "naive.cu", arch, NULL, 0, &bin)) != AT_OK) goto out;
-  if ((rc = rt_module_load(bin.cubin, &naive->module)) != AT_OK) goto out;
+  rc = rt_module_compile(source, "naive.cu", arch, &naive->module);
+  free(source);
+  if (rc != AT_OK) goto out;
   if ((rc = rt_module_function(naive->module, "naive_scores", &naive->scores)) != AT_OK) goto out;
   if ((rc = rt_module_function(naive->module, "naive_softmax", &naive->softmax)) != AT_OK) goto out;
   if ((rc = rt_module_function(naive->module, "naive_pv", &naive->pv)) != AT_OK) goto out;
@@ -82,8 +81,6 @@ out:
     rt_module_unload(naive->module);
     naive->module = NULL;
   }
-  rt_binary_free(&bin);
-  free(source);
   return rc;
 }
 

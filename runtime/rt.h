@@ -144,6 +144,9 @@ at_status rt_nvrtc_load(void);
 /* ---- modules and launches ---------------------------------------------------------------- */
 
 at_status rt_module_load(const void *cubin, CUmodule *module);
+/* NVRTC-compile source (named name, for arch) and load the cubin: the runtime's own small
+ * kernels (naive, compare, cuDNN's ragged metadata). */
+at_status rt_module_compile(const char *source, const char *name, const char *arch, CUmodule *module);
 void rt_module_unload(CUmodule module);
 at_status rt_module_function(CUmodule module, const char *name, CUfunction *fn);
 /* Allow a kernel more than 48 KB of dynamic shared memory. */
