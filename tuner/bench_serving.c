@@ -62,25 +62,22 @@ typedef struct serving_buffers {
   int q_rows, kv_rows, num_pages;
 } serving_buffers;
 
-enum { FILL_CHUNK = 1 << 20 };
+/* Random inputs are drawn and uploaded this many elements at a time (a host buffer of that many). */
+enum { FILL_CHUNK = 64 * TN_RANDOM_CHUNK };
 
-/* n random elements of dtype in [-1, 1) (FP8 codes at unit scale), uploaded chunk by chunk. */
+/* n random elements of dtype in [-1, 1) (FP8 codes at unit scale; tn_random_packed), uploaded
+ * chunk by chunk, each chunk from the next seed of rng. */
 static at_status fill_random(at_context *ctx, at_dtype dtype, void *dev, size_t n, tn_rng *rng)
 {
   const size_t esz = at_dtype_size(dtype);
-  float *x = malloc(FILL_CHUNK * sizeof *x);
   unsigned char *packed = malloc(FILL_CHUNK * esz);
-  at_status rc = x && packed ? AT_OK : at_fail(AT_ERR_NOMEM, "no memory for random inputs");
+  at_status rc = packed ? AT_OK : at_fail(AT_ERR_NOMEM, "no memory for random inputs");
   for (size_t done = 0; done < n && rc == AT_OK; done += FILL_CHUNK) {
     const size_t m = n - done < FILL_CHUNK ? n - done : FILL_CHUNK;
-    tn_rng_fill(rng, x, m, -1.0f, 1.0f);
-    if (at_dtype_is_fp8(dtype))
-      for (size_t i = 0; i < m; i++) packed[i] = at_f32_to_fp8(x[i], dtype);
-    else
-      rc = tn_pack(dtype, x, m, packed);
+    rc = tn_random_packed(tn_rng_u64(rng), dtype, m, packed);
     if (rc == AT_OK) rc = at_copy_to_device(ctx, (unsigned char *)dev + done * esz, packed, m * esz);
   }
-  free(x), free(packed);
+  free(packed);
   return rc;
 }
 
