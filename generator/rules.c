@@ -69,21 +69,20 @@ static const gen_arg RAGGED_ARGS[] = {
 
 /* Ragged grids (padded: ceil(T / block_m) x Nq x B) run over the query blocks of the sequences
  * one after another on x (templates/common.cuh at_ragged_block), so no CTA starts past a
- * sequence's end. sum_b ceil(T_b / block_m) is at most ceil(max T / block_m) per sequence, and,
- * with at most min(B, total_q) sequences not empty, at most (total_q + min(B, total_q)
- * (block_m - 1)) / block_m in all; the launch takes the smaller (total_q < 0: the first). */
-static long long ragged_blocks_bound(const gen_variant *v, const at_shape *shape, long long total_q)
+ * sequence's end. sum_b ceil(T_b / block_m) is at most ceil(max T / block_m) per sequence (the
+ * description's bound), and, with at most min(B, total_q) sequences not empty, at most
+ * (total_q + min(B, total_q) (block_m - 1)) / block_m in all (a call's). */
+static long long ragged_blocks_of_maxima(const gen_variant *v, const at_shape *shape)
 {
-  const long long padded = (long long)shape->batch * gen_tiles(shape->q_len, v->block_m);
-  if (total_q < 0) return padded;
-  const long long nonempty = total_q < shape->batch ? total_q : shape->batch;
-  const long long by_total = (total_q + nonempty * (v->block_m - 1)) / v->block_m;
-  return by_total < padded ? by_total : padded;
+  return (long long)shape->batch * gen_tiles(shape->q_len, v->block_m);
 }
 
 unsigned gen_ragged_query_blocks(const gen_variant *v, const at_shape *shape, int total_q)
 {
-  return (unsigned)ragged_blocks_bound(v, shape, total_q);
+  const long long padded = ragged_blocks_of_maxima(v, shape);
+  const long long nonempty = total_q < shape->batch ? total_q : shape->batch;
+  const long long by_total = ((long long)total_q + nonempty * (v->block_m - 1)) / v->block_m;
+  return (unsigned)(by_total < padded ? by_total : padded);
 }
 
 at_status gen_launch_append_args(gen_kernel_launch *k, const gen_arg *args, int n)
@@ -105,7 +104,7 @@ at_status gen_describe_fa_launch(const gen_variant *v, const at_shape *shape, in
   out->zero_amax = at_dtype_is_fp8(v->spec.out_dtype);
   k->entry = 0;
   if (shape->batch > 0 && shape->q_len > 0 && v->spec.ragged) {
-    const long long blocks = ragged_blocks_bound(v, shape, -1);
+    const long long blocks = ragged_blocks_of_maxima(v, shape);
     if (blocks > 0x7fffffffLL)
       return at_fail(AT_ERR_UNSUPPORTED, "a ragged launch of %d sequences of up to %d rows (%lld query blocks of %d) is over 2^31 - 1 CTAs",
                      shape->batch, shape->q_len, blocks, v->block_m);

@@ -170,13 +170,16 @@ static at_status ensure_worker(device_job *job)
   return tn_worker_start(&job->worker, job->run->opts->exe, job->device);
 }
 
-static int watchdog_ms(const device_job *job, const at_shape *s, int reps)
+/* Generous: the floor, plus the naive path at 10 TFLOP/s per launch, plus extra_ms; at most an
+ * hour, so hangs still end. */
+static int watchdog_plus_ms(const device_job *job, const at_shape *s, int reps, double extra_ms)
 {
-  /* Generous: the naive path at 10 TFLOP/s, per launch, plus a floor; hangs still end. */
   double per_launch_ms = at_shape_flops(s) / 1e13 * 1e3;
-  double ms = job->run->opts->watchdog_s * 1000.0 + per_launch_ms * (reps + 20);
+  double ms = job->run->opts->watchdog_s * 1000.0 + per_launch_ms * (reps + 20) + extra_ms;
   return ms > 3.6e6 ? 3600000 : (int)ms;
 }
+
+static int watchdog_ms(const device_job *job, const at_shape *s, int reps) { return watchdog_plus_ms(job, s, reps, 0); }
 
 /* Loading a shape also draws its random inputs on the host, packs and uploads them: at 50 ns an
  * element (a few times what it takes), the time for Q, K and V on top of the launches' (a B=128,
@@ -184,8 +187,7 @@ static int watchdog_ms(const device_job *job, const at_shape *s, int reps)
 static int load_watchdog_ms(const device_job *job, const at_shape *s)
 {
   const double elements = (double)s->batch * ((double)s->q_len * s->q_heads + 2.0 * s->kv_len * s->kv_heads) * s->head_dim;
-  const double ms = watchdog_ms(job, s, 10) + elements * 50e-6;
-  return ms > 3.6e6 ? 3600000 : (int)ms;
+  return watchdog_plus_ms(job, s, 10, elements * 50e-6);
 }
 
 /* SHAPE on a (re)started worker. resp describes cuDNN on the shape. */
