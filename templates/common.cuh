@@ -219,12 +219,22 @@ __device__ __forceinline__ unsigned at_pack_out(float lo, float hi)
   return r;
 }
 
+/* Rows of sequence b in a packed tensor of `total` rows: cu[b] .. cu[b+1] - 1, clamped into
+ * [0, total] whatever cu holds (offsets are device data nobody has checked), and cut to max_len;
+ * *first is its first row. The one reading of a ragged offset table: the kernels, their grid
+ * (at_ragged_block), the naive reference and cuDNN's ragged offsets all agree on it. */
+__device__ __forceinline__ int at_ragged_rows(const int *cu, int b, int total, int max_len, int *first)
+{
+  const int start = min(max(cu[b], 0), total), end = min(max(cu[b + 1], start), total);
+  *first = start;
+  return min(end - start, max_len);
+}
+
 /* Ragged launches (fa2, fa3; generator/rules.c): grid x runs over the query blocks of the
- * sequences one after another, ceil(T_b / bm) for sequence b, T_b = its rows in the packed tensor
- * as the kernels clamp them (into [0, total], cut to max_len). Block p is block j of sequence b
- * with blocks(0 .. b-1) <= p < blocks(0 .. b): one warp-wide scan per 32 sequences. from_last
- * (causal masks) numbers a sequence's blocks from its last, which reads the most K/V tiles, so
- * each sequence's longest CTAs start first. False past the last block (a grid bound by the
+ * sequences one after another, ceil(T_b / bm) for sequence b, T_b = at_ragged_rows. Block p is
+ * block j of sequence b with blocks(0 .. b-1) <= p < blocks(0 .. b): one warp-wide scan per 32
+ * sequences. from_last (causal masks) numbers a sequence's blocks from its last, which reads the
+ * most K/V tiles, so each sequence's longest CTAs start first. False past the last block (a grid bound by the
  * totals, or offsets that overlap). Every lane of the warp calls it with the same p. */
 __device__ __forceinline__ bool at_ragged_block(const int *cu, int batch, int total, int max_len, int bm,
                                                 bool from_last, int p, int *b_out, int *m_out)
@@ -234,10 +244,8 @@ __device__ __forceinline__ bool at_ragged_block(const int *cu, int batch, int to
   for (int b0 = 0; b0 < batch; b0 += 32) {
     const int b = b0 + lane;
     int blocks = 0;
-    if (b < batch) {
-      const int start = min(max(cu[b], 0), total), end = min(max(cu[b + 1], start), total);
-      blocks = (min(end - start, max_len) + bm - 1) / bm;
-    }
+    int first;
+    if (b < batch) blocks = (at_ragged_rows(cu, b, total, max_len, &first) + bm - 1) / bm;
     int upto = blocks; /* inclusive prefix sum over the lanes */
 #pragma unroll
     for (int o = 1; o < 32; o <<= 1) {

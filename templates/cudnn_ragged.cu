@@ -13,7 +13,7 @@
  *     len[b] = min(end - first, maxlen)          off[b] = first * seq_stride     (b < B)
  *     off[B] = clamp(cu[B], 0, total) * seq_stride
  *   for Q and O (cu_q, their own seq strides) and, when K/V are packed, for K and V (cu_kv); with
- *   padded K/V every seq_len_kv[b] is the planned S. The clamping is naive.cu's (naive_ragged_rows),
+ *   padded K/V every seq_len_kv[b] is the planned S. The clamping is common.cuh's (at_ragged_rows),
  *   so cuDNN is handed only rows inside the tensors, whatever the offsets hold, and every
  *   implementation sees the same sequences. The host checks that total * seq_stride fits int32.
  *
@@ -30,16 +30,6 @@
  * The preamble sets AT_IN_DTYPE and AT_OUT_DTYPE to the plan's I/O dtype (f16 or bf16), so
  * at_out_t is O's element.
  */
-
-__device__ __forceinline__ int cudnn_ragged_clamp(int x, int lo, int hi) { return x < lo ? lo : (x > hi ? hi : x); }
-
-/* Rows of sequence b in a packed tensor of `total` rows, as naive.cu's naive_ragged_rows. */
-__device__ __forceinline__ int cudnn_ragged_rows(const int *cu, int b, int total, int max_len, int *first)
-{
-  const int start = cudnn_ragged_clamp(cu[b], 0, total), end = cudnn_ragged_clamp(cu[b + 1], start, total);
-  *first = start;
-  return min(end - start, max_len);
-}
 
 /* Must match struct cudnn_ragged_params in runtime/cudnn_ragged.c field for field. */
 struct cudnn_ragged_params {
@@ -63,11 +53,11 @@ extern "C" __global__ void cudnn_ragged_prepare(cudnn_ragged_params p)
   if (b > p.B) return;
   int q_first = 0, kv_first = 0;
   if (b < p.B) {
-    p.seq_q[b] = cudnn_ragged_rows(p.cu_q, b, p.total_q, p.T, &q_first);
-    p.seq_kv[b] = p.cu_kv ? cudnn_ragged_rows(p.cu_kv, b, p.total_kv, p.S, &kv_first) : p.S;
+    p.seq_q[b] = at_ragged_rows(p.cu_q, b, p.total_q, p.T, &q_first);
+    p.seq_kv[b] = p.cu_kv ? at_ragged_rows(p.cu_kv, b, p.total_kv, p.S, &kv_first) : p.S;
   } else {
-    q_first = cudnn_ragged_clamp(p.cu_q[b], 0, p.total_q);
-    kv_first = p.cu_kv ? cudnn_ragged_clamp(p.cu_kv[b], 0, p.total_kv) : 0;
+    q_first = min(max(p.cu_q[b], 0), p.total_q); /* the end offset, clamped as at_ragged_rows does */
+    kv_first = p.cu_kv ? min(max(p.cu_kv[b], 0), p.total_kv) : 0;
   }
   p.q_off[b] = (int)(q_first * p.q_ss);
   p.o_off[b] = (int)(q_first * p.o_ss);
@@ -83,7 +73,7 @@ extern "C" __global__ void cudnn_ragged_finish(cudnn_ragged_params p)
 {
   const int b = blockIdx.y, row0 = blockIdx.x * CUDNN_RAGGED_FINISH_ROWS;
   int first = 0;
-  const int T_b = cudnn_ragged_rows(p.cu_q, b, p.total_q, p.T, &first);
+  const int T_b = at_ragged_rows(p.cu_q, b, p.total_q, p.T, &first);
   const int S_b = p.seq_kv[b];
   const int keyless = S_b == 0 ? T_b : (p.bottom_right ? max(T_b - S_b, 0) : 0);
   const int rows = min(T_b - row0, CUDNN_RAGGED_FINISH_ROWS);

@@ -33,7 +33,7 @@
  * x runs over the query blocks of the sequences one after another (common.cuh at_ragged_block,
  * from each sequence's last block under a causal mask; the launch sizes x from total_q, so no CTA
  * starts past a sequence's end). Each CTA reads its sequence's T_b, S_b and first rows from the
- * offsets (clamped into the tensors, fa2_ragged_rows) and runs the padded kernel's loop with T_b
+ * offsets (clamped into the tensors, at_ragged_rows) and runs the padded kernel's loop with T_b
  * and S_b: keys past S_b are never loaded (zero-filled) and masked, the
  * masks apply per sequence (bottom-right aligns T_b with S_b), and rows past T_b are neither
  * read nor stored. The batch strides of packed tensors are ignored.
@@ -286,17 +286,6 @@ __device__ __forceinline__ unsigned fa2_swz(int r, int c)
   return (unsigned)(r * FA2_ROW_BYTES + ((c ^ (r & 7)) << 4));
 }
 
-/* Rows of sequence b in a packed tensor of `total` rows: cu[b] .. cu[b+1] - 1, clamped into
- * [0, total] whatever cu holds (a decreasing offset gives an empty sequence) and cut to max_len,
- * the planned maximum: the rows a CTA reads and writes stay inside the tensor. The naive kernels
- * clamp the same way (templates/naive.cu), so both agree on any metadata. */
-__device__ __forceinline__ int fa2_ragged_rows(const int *cu, int b, int total, int max_len, int *first)
-{
-  const int start = min(max(cu[b], 0), total), end = min(max(cu[b + 1], start), total);
-  *first = start;
-  return min(end - start, max_len);
-}
-
 /* ---- global -> shared tile loads ---------------------------------------------------------------- */
 
 /* Load rows [row0, row0 + ROWS) of a [rows_total, D] tensor slice (row stride `stride` elements) into
@@ -383,10 +372,10 @@ FA2_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k, const a
    * of the packed tensors (batch strides unused). */
   int q_first = 0, kv_first = 0;
 #if FA2_RAGGED
-  T = fa2_ragged_rows(cu_seqlens_q, b, total_q, T, &q_first);
+  T = at_ragged_rows(cu_seqlens_q, b, total_q, T, &q_first);
   q_sb = o_sb = 0;
 #if FA2_RAGGED == FA2_RAGGED_QKV
-  S = fa2_ragged_rows(cu_seqlens_kv, b, total_kv, S, &kv_first);
+  S = at_ragged_rows(cu_seqlens_kv, b, total_kv, S, &kv_first);
   k_sb = v_sb = 0;
 #else
   (void)cu_seqlens_kv, (void)total_kv;

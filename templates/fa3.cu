@@ -672,16 +672,6 @@ static_assert(!FA3_PERSISTENT || (!FA3_FP8 && FA3_CAUSAL), "persistent: f16/bf16
 #endif
 static_assert(!FA3_RAGGED || (!FA3_FP8 && !FA3_PERSISTENT), "ragged: the 16-bit kernel with one CTA per work tile");
 
-/* fa2.cu's fa2_ragged_rows (the same clamp as the naive kernels), repeated here so that neither
- * template reaches into the other: rows of sequence b in a packed tensor of `total` rows, clamped
- * into it and cut to max_len. */
-__device__ __forceinline__ int fa3_ragged_rows(const int *cu, int b, int total, int max_len, int *first)
-{
-  const int start = min(max(cu[b], 0), total), end = min(max(cu[b + 1], start), total);
-  *first = start;
-  return min(end - start, max_len);
-}
-
 /* What every work tile of a warp-specialized CTA shares: the shared-memory tiles and mbarriers
  * (addresses), the call's lengths and the causal offset. */
 struct fa3_ws_ctx {
@@ -881,9 +871,9 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
    * at_ragged_block); this CTA's sequence's T_b and S_b replace the maxima. */
   int rg_b, rg_m;
   if (!at_ragged_block(cu_seqlens_q, n_seqs, total_q, T, FA3_BM, FA3_CAUSAL, (int)blockIdx.x, &rg_b, &rg_m)) return;
-  T = fa3_ragged_rows(cu_seqlens_q, rg_b, total_q, T, &c.q_first);
+  T = at_ragged_rows(cu_seqlens_q, rg_b, total_q, T, &c.q_first);
 #if FA3_RAGGED == FA3_RAGGED_QKV
-  S = fa3_ragged_rows(cu_seqlens_kv, rg_b, total_kv, S, &c.kv_first);
+  S = at_ragged_rows(cu_seqlens_kv, rg_b, total_kv, S, &c.kv_first);
 #else
   (void)cu_seqlens_kv, (void)total_kv;
 #endif

@@ -107,21 +107,12 @@ struct naive_seq {
   int kv_first;      /* ragged K/V: its first packed row */
 };
 
-/* Rows of sequence b in a packed tensor of total rows: cu[b] .. cu[b+1] - 1, clamped into
- * [0, total) whatever cu holds, and cut to max_len. */
-__device__ __forceinline__ int naive_ragged_rows(const int *cu, int b, int total, int max_len, int *first)
-{
-  const int start = naive_clamp(cu[b], 0, total), end = naive_clamp(cu[b + 1], start, total);
-  *first = start;
-  return min(end - start, max_len);
-}
-
 __device__ naive_seq naive_seq_of(const at_naive_params &p, int b)
 {
   naive_seq q;
   q.q_first = q.kv_first = 0;
-  q.T = p.q_layout == NAIVE_SEQ_RAGGED ? naive_ragged_rows(p.cu_q, b, p.total_q, p.T, &q.q_first) : p.T;
-  if (p.kv_layout == NAIVE_SEQ_RAGGED) q.S = naive_ragged_rows(p.cu_kv, b, p.total_kv, p.S, &q.kv_first);
+  q.T = p.q_layout == NAIVE_SEQ_RAGGED ? at_ragged_rows(p.cu_q, b, p.total_q, p.T, &q.q_first) : p.T;
+  if (p.kv_layout == NAIVE_SEQ_RAGGED) q.S = at_ragged_rows(p.cu_kv, b, p.total_kv, p.S, &q.kv_first);
   else if (p.kv_layout == NAIVE_SEQ_PAGED) q.S = naive_clamp(p.seqlens_kv[b], 0, p.S);
   else q.S = p.S;
   return q;
