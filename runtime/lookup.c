@@ -123,7 +123,7 @@ static at_status exact_step(cache_db *cache, const cache_env *now, const at_shap
 {
   cache_best b;
   int found = 0, stale = 0;
-  at_status rc = cache_get_best(cache, now->gpu_model, shape, &b, &found);
+  at_status rc = cache_get_best(cache, now->gpu_model, shape, NULL, &b, &found);
   if (rc != AT_OK) return rc;
   char why[384], said[384];
   if (!found) skip(l, "exact: no tuned kernel stored for this shape on %s", now->gpu_model);

@@ -396,7 +396,7 @@ static void assert_second_pass(const cache_trial *t, int full_reps)
 static at_status find_current_trial(device_job *job, const at_shape *s, const char *impl, int *found, cache_trial *t)
 {
   cache_env measured;
-  at_status rc = cache_find_trial(job->db, &job->env, s, impl, found, t, &measured);
+  at_status rc = cache_find_trial(job->db, &job->env, s, NULL, impl, found, t, &measured);
   if (rc == AT_OK && *found && cache_trial_stale(&measured, &job->env, impl, NULL, 0)) *found = 0;
   return rc;
 }
@@ -499,20 +499,20 @@ static at_status skip_if_done_earlier(shape_tuning *st, int *skipped)
   char why[512];
   at_status rc;
   *skipped = 0;
-  if (job->run->opts->force && (rc = cache_forget_shape(job->db, &job->env, st->s)) != AT_OK) return rc;
-  if ((rc = cache_is_done(job->db, &job->env, st->s, &done)) != AT_OK) return rc;
+  if (job->run->opts->force && (rc = cache_forget_shape(job->db, &job->env, st->s, NULL)) != AT_OK) return rc;
+  if ((rc = cache_is_done(job->db, &job->env, st->s, NULL, &done)) != AT_OK) return rc;
   if (!done) return AT_OK;
-  if ((rc = cache_shape_stale(job->db, &job->env, st->s, &stale, why, sizeof why)) != AT_OK) return rc;
+  if ((rc = cache_shape_stale(job->db, &job->env, st->s, NULL, &stale, why, sizeof why)) != AT_OK) return rc;
   if (stale) {
     progress(job->run, "gpu%d %s: done earlier, but stale (%s): retuning", job->device, st->key, why);
     return AT_OK;
   }
   cache_best b;
   int found = 0;
-  if (cache_get_best(job->db, job->env.gpu_model, st->s, &b, &found) == AT_OK && found) {
+  if (cache_get_best(job->db, job->env.gpu_model, st->s, NULL, &b, &found) == AT_OK && found) {
     record_result(job, st->index, &b, b.cudnn_ms, gen_is_variant_key(b.impl) ? b.time_ms : NAN);
     cache_best_clear(&b);
-  } else if (st->f32 && cache_find_trial(job->db, &job->env, st->s, "naive", &found, &st->naive, NULL) == AT_OK &&
+  } else if (st->f32 && cache_find_trial(job->db, &job->env, st->s, NULL, "naive", &found, &st->naive, NULL) == AT_OK &&
              found) {
     record_naive_only(job, st->index, &st->naive);
   }
@@ -704,7 +704,7 @@ static at_status store_best_row(shape_tuning *st, cache_best *best, int winner, 
   }
   int stored = 0;
   at_status rc = cache_put_best(job->db, best, &stored);
-  if (rc == AT_OK) rc = cache_mark_done(job->db, &job->env, s);
+  if (rc == AT_OK) rc = cache_mark_done(job->db, &job->env, s, NULL);
   if (rc == AT_OK) {
     record_result(job, st->index, best, st->cudnn_ms, fa2_ms);
     count(job->run, &job->run->stats.shapes_done);
@@ -720,7 +720,7 @@ static at_status store_naive_only(shape_tuning *st)
 {
   device_job *job = st->job;
   const cache_trial *naive = &st->naive;
-  at_status rc = cache_mark_done(job->db, &job->env, st->s);
+  at_status rc = cache_mark_done(job->db, &job->env, st->s, NULL);
   if (rc == AT_OK) {
     record_naive_only(job, st->index, naive);
     count(job->run, &job->run->stats.shapes_done);
@@ -754,8 +754,8 @@ static at_status store_best(shape_tuning *st, at_status rc)
                  : "");
     /* A best row from an earlier run (now stale: this run retuned the shape) would still be
      * served, and found stale by every later run. */
-    rc = cache_forget_best(job->db, &job->env, st->s);
-    if (rc == AT_OK) rc = cache_mark_done(job->db, &job->env, st->s);
+    rc = cache_forget_best(job->db, &job->env, st->s, NULL);
+    if (rc == AT_OK) rc = cache_mark_done(job->db, &job->env, st->s, NULL);
     count(job->run, &job->run->stats.shapes_done);
   }
   return rc;
