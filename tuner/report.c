@@ -50,7 +50,16 @@ static int find_row(loader *l, const char *gpu_model, const char *key)
 }
 
 /* A fresh row with every time unknown; -1 (and l->rc set) when memory runs out. */
-static int add_row(loader *l, const char *gpu_model, const at_shape *shape)
+/* A row's key: at_shape_key, and for a ragged or paged shape its serving part (cache.h), so the
+ * shape column says the layout and the row is not merged with the padded shape's. */
+static void row_key(const at_shape *shape, const char *serving, char key[160])
+{
+  at_shape_key(shape, key, 160);
+  const size_t used = strlen(key);
+  snprintf(key + used, 160 - used, "%s", serving);
+}
+
+static int add_row(loader *l, const char *gpu_model, const at_shape *shape, const char *key)
 {
   tn_report *r = l->r;
   if (r->n_rows == l->cap) {
@@ -70,7 +79,7 @@ static int add_row(loader *l, const char *gpu_model, const at_shape *shape)
   memset(&l->extra[r->n_rows], 0, sizeof *l->extra);
   snprintf(row->gpu_model, sizeof row->gpu_model, "%s", gpu_model);
   row->shape = *shape;
-  at_shape_key(shape, row->key, sizeof row->key);
+  snprintf(row->key, sizeof row->key, "%s", key);
   row->best_ms = row->best_tflops = row->best_kv_tbs = NAN;
   row->tuned_ms = row->tuned_tflops = row->cudnn_ms = row->naive_ms = NAN;
   row->speedup_tuned = row->speedup_best = row->err_naive = row->err_cudnn = NAN;
@@ -96,7 +105,7 @@ static int visit_best(void *user, const cache_best *b)
 {
   loader *l = user;
   char key[160];
-  at_shape_key(&b->shape, key, sizeof key);
+  row_key(&b->shape, b->serving, key);
   int i = find_row(l, b->env.gpu_model, key);
   if (i >= 0) {
     /* Another template version's row for the same shape: keep the newest, count the other. */
@@ -104,7 +113,7 @@ static int visit_best(void *user, const cache_best *b)
     if (strcmp(b->updated_at, l->extra[i].updated_at) > 0) take_best(&l->r->rows[i], &l->extra[i], b);
     return 0;
   }
-  if ((i = add_row(l, b->env.gpu_model, &b->shape)) < 0) return 1;
+  if ((i = add_row(l, b->env.gpu_model, &b->shape, key)) < 0) return 1;
   take_best(&l->r->rows[i], &l->extra[i], b);
   return 0;
 }
@@ -113,9 +122,9 @@ static int visit_trial(void *user, const cache_env *env, const cache_trial *t)
 {
   loader *l = user;
   char key[160];
-  at_shape_key(&t->shape, key, sizeof key);
+  row_key(&t->shape, t->serving, key);
   int i = find_row(l, env->gpu_model, key);
-  if (i < 0 && (i = add_row(l, env->gpu_model, &t->shape)) < 0) return 1;
+  if (i < 0 && (i = add_row(l, env->gpu_model, &t->shape, key)) < 0) return 1;
   tn_report_row *row = &l->r->rows[i];
   row_extra *x = &l->extra[i];
   /* Trials measured with other kernel templates than the row's best say nothing about it. */
