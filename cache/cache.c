@@ -84,6 +84,10 @@ static const char *const MIGRATIONS[] = {
     "  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ','now')),\n"
     "  PRIMARY KEY (impl, arch, template_version)\n"
     ");\n",
+    /* 2 -> 3: the shape keys of ragged and paged shapes carry a serving part (cache.h), which an
+     * attntune of schema 2 would read as a padded shape of the same maxima; the bump alone makes
+     * it refuse such a file ("newer than this attntune knows"). No table changes. */
+    "-- schema 3: serving parts in shape keys\n",
 };
 enum { N_MIGRATIONS = sizeof MIGRATIONS / sizeof *MIGRATIONS };
 _Static_assert(N_MIGRATIONS == CACHE_SCHEMA_VERSION, "one migration per schema version");

@@ -32,7 +32,7 @@
 
 #include "attntune.h"
 
-#define CACHE_SCHEMA_VERSION 2
+#define CACHE_SCHEMA_VERSION 3
 
 typedef struct cache_db cache_db;
 

@@ -279,7 +279,7 @@ static void test_migration_from_version_1_keeps_rows(void **state)
   assert_int_equal(sqlite3_exec(raw, "DROP TABLE cubins; PRAGMA user_version = 1", NULL, NULL, NULL), SQLITE_OK);
   sqlite3_close(raw);
   TU_OK(cache_open(p, 0, &db));
-  assert_int_equal(cache_schema_version(db), 2);
+  assert_int_equal(cache_schema_version(db), CACHE_SCHEMA_VERSION);
   int found = 0;
   TU_OK(cache_find_trial(db, &e, &s, NULL, "fa2.kept", &found, NULL, NULL));
   assert_true(found);

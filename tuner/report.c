@@ -49,7 +49,6 @@ static int find_row(loader *l, const char *gpu_model, const char *key)
   return -1;
 }
 
-/* A fresh row with every time unknown; -1 (and l->rc set) when memory runs out. */
 /* A row's key: at_shape_key, and for a ragged or paged shape its serving part (cache.h), so the
  * shape column says the layout and the row is not merged with the padded shape's. */
 static void row_key(const at_shape *shape, const char *serving, char key[160])
@@ -59,6 +58,15 @@ static void row_key(const at_shape *shape, const char *serving, char key[160])
   snprintf(key + used, 160 - used, "%s", serving);
 }
 
+/* Is this a ragged or paged shape's row (a key longer than its shape's)? */
+static int row_is_serving(const tn_report_row *row)
+{
+  char plain[160];
+  at_shape_key(&row->shape, plain, sizeof plain);
+  return strlen(row->key) > strlen(plain);
+}
+
+/* A fresh row with every time unknown; -1 (and l->rc set) when memory runs out. */
 static int add_row(loader *l, const char *gpu_model, const at_shape *shape, const char *key)
 {
   tn_report *r = l->r;
@@ -181,7 +189,9 @@ static void settle_row(tn_report_row *row, const row_extra *x)
     row->tuned_tflops = flops / (row->tuned_ms * 1e-3) / 1e12;
   if (isfinite(row->best_ms) && !isfinite(row->best_tflops))
     row->best_tflops = flops / (row->best_ms * 1e-3) / 1e12;
-  if (tn_is_decode_shape(&row->shape)) row->best_kv_tbs = tn_kv_tbs(&row->shape, row->best_ms);
+  /* A serving row's key keeps its length buckets, not its lengths: its K/V bytes are not known
+   * here (its TFLOP/s are the tuner's, of the sequences' own lengths). */
+  if (tn_is_decode_shape(&row->shape) && !row_is_serving(row)) row->best_kv_tbs = tn_kv_tbs(&row->shape, row->best_ms);
   row->speedup_tuned = row->cudnn_ms / row->tuned_ms; /* NaN when either is missing */
   row->speedup_best = row->cudnn_ms / row->best_ms;
   settle_note(row);
@@ -1188,6 +1198,7 @@ static void svg_speedup_line_chart(FILE *out, const char *title, const char *x_l
 /* A series' K/V rate in TB/s: tuned and cuDNN only (the naive kernels re-read K/V per step). */
 static double series_kv_tbs(const tn_report_row *row, int s)
 {
+  if (row_is_serving(row)) return NAN; /* settle_row says why */
   return s == S_NAIVE ? NAN : tn_kv_tbs(&row->shape, series_ms(row, s));
 }
 

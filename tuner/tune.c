@@ -117,6 +117,7 @@ typedef struct device_job {
   int shape_loaded; /* the worker holds the current shape's inputs */
   tn_request shape_req;
   char serving[CACHE_SERVING_CAP]; /* the current shape's serving part of its cache key ("" padded) */
+  double flops; /* the current shape's work (shape_flops): what its TFLOP/s divide */
 } device_job;
 
 /* A trial that ran on the GPU, stored unless the run is stopping: an interrupt (Ctrl-C, or the
@@ -229,11 +230,29 @@ static void trial_init(cache_trial *t, const at_shape *s, const char *serving, c
   t->registers = t->spill_bytes = t->smem_bytes = -1;
 }
 
-static void trial_from_response(cache_trial *t, const tn_response *r, const at_shape *s)
+/* FLOPs of shape index: of its visible pairs per sequence for a ragged or paged shape (its
+ * lengths; the maxima would overstate a mix of lengths), else at_shape_flops. */
+static double shape_flops(const tn_config *cfg, int index)
+{
+  const at_shape *s = &cfg->shapes[index];
+  const tn_serving_shape *v = cfg->serving ? &cfg->serving[index] : NULL;
+  if (!v || at_serving_is_padded(&v->layout)) return at_shape_flops(s);
+  double total = 0;
+  for (int b = 0; b < s->batch; b++) {
+    at_shape one = *s;
+    one.batch = 1;
+    one.q_len = v->layout.q_layout == AT_SEQ_RAGGED && v->q_lens ? v->q_lens[b] : s->q_len;
+    one.kv_len = v->layout.kv_layout != AT_SEQ_PADDED && v->kv_lens ? v->kv_lens[b] : s->kv_len;
+    if (one.q_len > 0 && one.kv_len > 0) total += at_shape_flops(&one);
+  }
+  return total;
+}
+
+static void trial_from_response(cache_trial *t, const tn_response *r, double flops)
 {
   t->status = (cache_status)r->status;
   t->time_ms = r->status == CACHE_OK ? r->time_ms : NAN;
-  t->tflops = isfinite(t->time_ms) ? at_shape_flops(s) / (t->time_ms * 1e-3) / 1e12 : NAN;
+  t->tflops = isfinite(t->time_ms) ? flops / (t->time_ms * 1e-3) / 1e12 : NAN;
   t->err_naive = r->err_naive;
   t->err_cudnn = r->err_cudnn;
   t->reps = r->status == CACHE_OK ? r->reps : 0;
@@ -265,7 +284,7 @@ static at_status run_candidate(device_job *job, const rt_compiled *c, int reps, 
     tn_worker_stop(&job->worker);
     job->shape_loaded = 0;
   }
-  trial_from_response(t, &resp, s);
+  trial_from_response(t, &resp, job->flops);
   run_stats *st = &job->run->stats;
   if (t->status == CACHE_OK) count(job->run, &st->timed), count(job->run, &st->verified);
   else if (t->status == CACHE_WRONG) count(job->run, &st->wrong);
@@ -421,7 +440,7 @@ static at_status tune_cudnn(device_job *job, const tn_response *shape_resp, cach
   if (found && (t->status != CACHE_OK || t->reps >= cfg->reps)) return AT_OK;
   trial_init(t, s, job->serving, "cudnn");
   if (shape_resp->status != CACHE_OK) {
-    trial_from_response(t, shape_resp, s);
+    trial_from_response(t, shape_resp, job->flops);
   } else {
     tn_request q = job->shape_req;
     tn_response r;
@@ -429,7 +448,7 @@ static at_status tune_cudnn(device_job *job, const tn_response *shape_resp, cach
     q.timing = (rt_timing_opts){.warmup = cfg->warmup, .reps = cfg->reps};
     rc = tn_worker_call(&job->worker, &q, NULL, &r, watchdog_ms(job, s, cfg->reps));
     if (rc != AT_OK) job->shape_loaded = 0;
-    trial_from_response(t, &r, s);
+    trial_from_response(t, &r, job->flops);
     t->err_naive = shape_resp->err_naive;
     if (t->status == CACHE_OK && !t->message[0]) snprintf(t->message, sizeof t->message, "%s", shape_resp->message);
   }
@@ -452,7 +471,7 @@ static at_status tune_naive(device_job *job, cache_trial *t)
   rc = tn_worker_call(&job->worker, &q, NULL, &r, watchdog_ms(job, s, cfg->reps + cfg->warmup));
   if (rc != AT_OK) job->shape_loaded = 0;
   trial_init(t, s, job->serving, "naive");
-  trial_from_response(t, &r, s);
+  trial_from_response(t, &r, job->flops);
   return put_gpu_trial(job, t);
 }
 
@@ -704,7 +723,7 @@ static at_status store_best_row(shape_tuning *st, cache_best *best, int winner, 
   snprintf(best->serving, sizeof best->serving, "%s", job->serving);
   best->env = job->env;
   best->cudnn_ms = st->cudnn_ms;
-  best->tflops = at_shape_flops(s) / (best->time_ms * 1e-3) / 1e12;
+  best->tflops = job->flops / (best->time_ms * 1e-3) / 1e12;
   snprintf(best->arch, sizeof best->arch, "%s", job->target.arch);
   if (winner == -2) {
     snprintf(best->impl, sizeof best->impl, "cudnn");
@@ -791,6 +810,7 @@ static void shape_identity(device_job *job, int index, char *key, size_t size)
   else
     snprintf(key, size, "%s", plain);
   snprintf(job->serving, sizeof job->serving, "%s", key + strlen(plain));
+  job->flops = shape_flops(cfg, index);
 }
 
 /* One shape, the steps of the header comment in order. An error return ends the device's run;
@@ -910,7 +930,7 @@ static void print_summary(const tune_run *run)
       printf("%-48s %-44s\n", key, "(not tuned)");
       continue;
     }
-    double tflops = at_shape_flops(&cfg->shapes[i]) / (r->best_ms * 1e-3) / 1e12;
+    double tflops = shape_flops(cfg, i) / (r->best_ms * 1e-3) / 1e12;
     char cudnn[32] = "-", fa2[32] = "-", speedup[32] = "-";
     if (isfinite(r->cudnn_ms)) snprintf(cudnn, sizeof cudnn, "%.4f", r->cudnn_ms);
     if (isfinite(r->fa2_ms)) snprintf(fa2, sizeof fa2, "%.4f", r->fa2_ms);
