@@ -209,7 +209,8 @@ static int compare_rows(const void *pa, const void *pb)
                     y->kv_heads, y->batch, y->q_len, y->kv_len, y->with_lse};
   for (size_t i = 0; i < sizeof ka / sizeof *ka; i++)
     if (ka[i] != kb[i]) return ka[i] < kb[i] ? -1 : 1;
-  return 0;
+  /* Rows of one shape's maxima differ by the rest of their key: a serving part, a scale. */
+  return strcmp(a->key, b->key);
 }
 
 static int same_group(const tn_report_row *a, const tn_report_row *b)
