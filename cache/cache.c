@@ -84,6 +84,10 @@ static const char *const MIGRATIONS[] = {
     "  created_at TEXT NOT NULL DEFAULT (strftime('%Y-%m-%dT%H:%M:%SZ','now')),\n"
     "  PRIMARY KEY (impl, arch, template_version)\n"
     ");\n",
+    /* 2 -> 3: the shape keys of ragged and paged shapes carry a serving part (cache.h), which an
+     * attntune of schema 2 would read as a padded shape of the same maxima; the bump alone makes
+     * it refuse such a file ("newer than this attntune knows"). No table changes. */
+    "-- schema 3: serving parts in shape keys\n",
 };
 enum { N_MIGRATIONS = sizeof MIGRATIONS / sizeof *MIGRATIONS };
 _Static_assert(N_MIGRATIONS == CACHE_SCHEMA_VERSION, "one migration per schema version");
@@ -525,12 +529,22 @@ static void copy_column(sqlite3_stmt *st, int i, char *buf, size_t size)
   snprintf(buf, size, "%s", t ? (const char *)t : "");
 }
 
-/* Binds env (7 columns) at first..first+6 and shape (10 columns) after. Returns the next index. */
-static int bind_env_shape(sqlite3_stmt *st, int first, const cache_env *e, const at_shape *s, int *rc)
+/* The shape_key column of a row: at_shape_key, then the serving part (cache.h) when there is one. */
+static void row_key(const at_shape *s, const char *serving, char key[160])
+{
+  at_shape_key(s, key, 160);
+  const size_t used = strlen(key);
+  if (serving && serving[0]) snprintf(key + used, 160 - used, "%s", serving);
+}
+
+/* Binds env (7 columns) at first..first+6 and shape (10 columns, with its serving part in the
+ * key) after. Returns the next index. */
+static int bind_env_shape(sqlite3_stmt *st, int first, const cache_env *e, const at_shape *s, const char *serving,
+                          int *rc)
 {
   char cc[16], key[160];
   snprintf(cc, sizeof cc, "%d.%d", e->cc_major, e->cc_minor);
-  at_shape_key(s, key, sizeof key);
+  row_key(s, serving, key);
   int i = first, r = SQLITE_OK;
   r |= bind_text(st, i++, e->gpu_model);
   r |= bind_text(st, i++, cc);
@@ -564,11 +578,25 @@ static at_status bad_column(cache_db *c, const char *table, const char *column, 
                  column, text);
 }
 
-/* Reads the ENV_SHAPE_COLUMNS starting at column first. */
-static at_status read_env_shape(cache_db *c, const char *table, sqlite3_stmt *st, int first, cache_env *e,
-                                at_shape *s)
+/* The serving part of a stored shape_key: what follows at_shape_key of the row's own columns. A
+ * key that does not begin with it was not written by this cache (or its columns were edited). */
+static at_status split_serving(cache_db *c, const char *table, const char *stored, const at_shape *s, char *serving)
 {
-  char cc[16], text[32];
+  char key[160];
+  at_shape_key(s, key, sizeof key);
+  const size_t n = strlen(key);
+  if (strncmp(stored, key, n) != 0 || (stored[n] && stored[n] != '.') || strlen(stored + n) >= CACHE_SERVING_CAP)
+    return at_fail(AT_ERR_CACHE, "%s: a %s row has shape_key '%s', which does not match its columns (%s)", c->path,
+                   table, stored, key);
+  snprintf(serving, CACHE_SERVING_CAP, "%s", stored + n);
+  return AT_OK;
+}
+
+/* Reads the ENV_SHAPE_COLUMNS starting at column first; serving gets the key's serving part. */
+static at_status read_env_shape(cache_db *c, const char *table, sqlite3_stmt *st, int first, cache_env *e,
+                                at_shape *s, char *serving)
+{
+  char cc[16], text[32], stored[160];
   int i = first;
   memset(e, 0, sizeof *e);
   memset(s, 0, sizeof *s);
@@ -580,7 +608,7 @@ static at_status read_env_shape(cache_db *c, const char *table, sqlite3_stmt *st
   copy_column(st, i++, e->nvrtc, sizeof e->nvrtc);
   copy_column(st, i++, e->cudnn, sizeof e->cudnn);
   copy_column(st, i++, e->template_version, sizeof e->template_version);
-  i++; /* shape_key: derived */
+  copy_column(st, i++, stored, sizeof stored); /* checked against the columns below */
   s->batch = sqlite3_column_int(st, i++);
   s->q_len = sqlite3_column_int(st, i++);
   s->kv_len = sqlite3_column_int(st, i++);
@@ -592,7 +620,7 @@ static at_status read_env_shape(cache_db *c, const char *table, sqlite3_stmt *st
   copy_column(st, i++, text, sizeof text);
   if (at_mask_parse(text, &s->mask) != AT_OK) return bad_column(c, table, "mask", text);
   s->with_lse = sqlite3_column_int(st, i++);
-  return AT_OK;
+  return split_serving(c, table, stored, s, serving);
 }
 
 /* Run a statement that returns no rows, then finalize it. */
@@ -619,7 +647,7 @@ at_status cache_put_trial(cache_db *c, const cache_env *env, const cache_trial *
   at_status s = prepare(c, SQL, &st);
   if (s != AT_OK) return s;
   int rc;
-  int i = bind_env_shape(st, 1, env, &t->shape, &rc);
+  int i = bind_env_shape(st, 1, env, &t->shape, t->serving, &rc);
   rc |= bind_text(st, i++, t->impl);
   rc |= bind_text(st, i++, cache_status_name(t->status));
   rc |= bind_real_or_null(st, i++, t->time_ms);
@@ -641,7 +669,7 @@ static at_status read_trial(cache_db *c, sqlite3_stmt *st, cache_env *env, cache
 {
   char text[32];
   memset(t, 0, sizeof *t);
-  at_status s = read_env_shape(c, "trials", st, 0, env, &t->shape);
+  at_status s = read_env_shape(c, "trials", st, 0, env, &t->shape, t->serving);
   if (s != AT_OK) return s;
   int i = 17;
   copy_column(st, i++, t->impl, sizeof t->impl);
@@ -660,15 +688,15 @@ static at_status read_trial(cache_db *c, sqlite3_stmt *st, cache_env *env, cache
 }
 
 /* Binds (gpu_model, template_version, shape_key) at 1..3. */
-static int bind_identity(sqlite3_stmt *st, const cache_env *env, const at_shape *shape)
+static int bind_identity(sqlite3_stmt *st, const cache_env *env, const at_shape *shape, const char *serving)
 {
   char key[160];
-  at_shape_key(shape, key, sizeof key);
+  row_key(shape, serving, key);
   return bind_text(st, 1, env->gpu_model) | bind_text(st, 2, env->template_version) |
          bind_text(st, 3, key);
 }
 
-at_status cache_find_trial(cache_db *c, const cache_env *env, const at_shape *shape,
+at_status cache_find_trial(cache_db *c, const cache_env *env, const at_shape *shape, const char *serving,
                            const char *impl, int *found, cache_trial *out, cache_env *measured)
 {
   static const char SQL[] = "SELECT " TRIAL_COLUMNS " FROM trials WHERE gpu_model = ? AND "
@@ -677,7 +705,7 @@ at_status cache_find_trial(cache_db *c, const cache_env *env, const at_shape *sh
   *found = 0;
   at_status s = prepare(c, SQL, &st);
   if (s != AT_OK) return s;
-  int rc = bind_identity(st, env, shape) | bind_text(st, 4, impl);
+  int rc = bind_identity(st, env, shape, serving) | bind_text(st, 4, impl);
   if ((s = SQL_CHECK(c, rc, "looking up a trial")) == AT_OK) {
     rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) {
@@ -696,13 +724,13 @@ at_status cache_find_trial(cache_db *c, const cache_env *env, const at_shape *sh
 }
 
 static at_status count_rows(cache_db *c, const char *sql, const cache_env *env,
-                            const at_shape *shape, int *count)
+                            const at_shape *shape, const char *serving, int *count)
 {
   sqlite3_stmt *st = NULL;
   *count = 0;
   at_status s = prepare(c, sql, &st);
   if (s != AT_OK) return s;
-  if ((s = SQL_CHECK(c, bind_identity(st, env, shape), "counting rows")) == AT_OK) {
+  if ((s = SQL_CHECK(c, bind_identity(st, env, shape, serving), "counting rows")) == AT_OK) {
     int rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) *count = sqlite3_column_int(st, 0);
     else s = sql_fail(c, rc, "counting rows", __LINE__);
@@ -711,10 +739,10 @@ static at_status count_rows(cache_db *c, const char *sql, const cache_env *env,
   return s;
 }
 
-at_status cache_count_trials(cache_db *c, const cache_env *env, const at_shape *shape, int *count)
+at_status cache_count_trials(cache_db *c, const cache_env *env, const at_shape *shape, const char *serving, int *count)
 {
   return count_rows(c, "SELECT count(*) FROM trials WHERE gpu_model = ? AND template_version = ? "
-                       "AND shape_key = ?", env, shape, count);
+                       "AND shape_key = ?", env, shape, serving, count);
 }
 
 /* ---- best ------------------------------------------------------------------------------------ */
@@ -729,7 +757,7 @@ static at_status put_best_row(cache_db *c, const cache_best *b)
   at_status s = prepare(c, SQL, &st);
   if (s != AT_OK) return s;
   int rc;
-  int i = bind_env_shape(st, 1, &b->env, &b->shape, &rc);
+  int i = bind_env_shape(st, 1, &b->env, &b->shape, b->serving, &rc);
   rc |= bind_text(st, i++, b->impl);
   rc |= sqlite3_bind_double(st, i++, b->time_ms);
   rc |= sqlite3_bind_double(st, i++, b->tflops);
@@ -754,7 +782,7 @@ static at_status best_time(cache_db *c, const cache_best *best, double *ms, int 
   *stale = 0;
   at_status s = prepare(c, SQL, &st);
   if (s != AT_OK) return s;
-  if ((s = SQL_CHECK(c, bind_identity(st, &best->env, &best->shape), "reading a best time")) == AT_OK) {
+  if ((s = SQL_CHECK(c, bind_identity(st, &best->env, &best->shape, best->serving), "reading a best time")) == AT_OK) {
     int rc = sqlite3_step(st);
     if (rc == SQLITE_ROW) {
       cache_env had = best->env;
@@ -801,7 +829,7 @@ at_status cache_put_best(cache_db *c, const cache_best *b, int *stored)
 static at_status read_best(cache_db *c, sqlite3_stmt *st, cache_best *b)
 {
   memset(b, 0, sizeof *b);
-  at_status s = read_env_shape(c, "best", st, 0, &b->env, &b->shape);
+  at_status s = read_env_shape(c, "best", st, 0, &b->env, &b->shape, b->serving);
   if (s != AT_OK) return s;
   int i = 17;
   copy_column(st, i++, b->impl, sizeof b->impl);
@@ -824,7 +852,7 @@ static at_status read_best(cache_db *c, sqlite3_stmt *st, cache_best *b)
   return AT_OK;
 }
 
-at_status cache_get_best(cache_db *c, const char *gpu_model, const at_shape *shape,
+at_status cache_get_best(cache_db *c, const char *gpu_model, const at_shape *shape, const char *serving,
                          cache_best *out, int *found)
 {
   static const char SQL[] = "SELECT " BEST_COLUMNS " FROM best WHERE gpu_model = ? AND "
@@ -833,7 +861,7 @@ at_status cache_get_best(cache_db *c, const char *gpu_model, const at_shape *sha
   sqlite3_stmt *st = NULL;
   *found = 0;
   memset(out, 0, sizeof *out); /* callers may clear it whether or not a row was found */
-  at_shape_key(shape, key, sizeof key);
+  row_key(shape, serving, key);
   at_status s = prepare(c, SQL, &st);
   if (s != AT_OK) return s;
   int rc = bind_text(st, 1, gpu_model) | bind_text(st, 2, key);
@@ -859,22 +887,22 @@ void cache_best_clear(cache_best *b)
 
 /* ---- done marks -------------------------------------------------------------------------- */
 
-at_status cache_mark_done(cache_db *c, const cache_env *env, const at_shape *shape)
+at_status cache_mark_done(cache_db *c, const cache_env *env, const at_shape *shape, const char *serving)
 {
   sqlite3_stmt *st = NULL;
   at_status s = prepare(c, "INSERT OR REPLACE INTO done (gpu_model, template_version, shape_key) "
                            "VALUES (?, ?, ?)", &st);
   if (s != AT_OK) return s;
-  return step_done(c, st, bind_identity(st, env, shape), "marking a shape done");
+  return step_done(c, st, bind_identity(st, env, shape, serving), "marking a shape done");
 }
 
-at_status cache_is_done(cache_db *c, const cache_env *env, const at_shape *shape, int *done)
+at_status cache_is_done(cache_db *c, const cache_env *env, const at_shape *shape, const char *serving, int *done)
 {
   return count_rows(c, "SELECT count(*) FROM done WHERE gpu_model = ? AND template_version = ? "
-                       "AND shape_key = ?", env, shape, done);
+                       "AND shape_key = ?", env, shape, serving, done);
 }
 
-at_status cache_forget_shape(cache_db *c, const cache_env *env, const at_shape *shape)
+at_status cache_forget_shape(cache_db *c, const cache_env *env, const at_shape *shape, const char *serving)
 {
   static const char *const SQL[] = {
       "DELETE FROM trials WHERE gpu_model = ? AND template_version = ? AND shape_key = ?",
@@ -884,7 +912,7 @@ at_status cache_forget_shape(cache_db *c, const cache_env *env, const at_shape *
   for (int i = 0; i < 3 && s == AT_OK; i++) {
     sqlite3_stmt *st = NULL;
     if ((s = prepare(c, SQL[i], &st)) == AT_OK)
-      s = step_done(c, st, bind_identity(st, env, shape), "forgetting a shape");
+      s = step_done(c, st, bind_identity(st, env, shape, serving), "forgetting a shape");
   }
   if (s != AT_OK) {
     sqlite3_exec(c->db, "ROLLBACK", NULL, NULL, NULL);
@@ -893,22 +921,23 @@ at_status cache_forget_shape(cache_db *c, const cache_env *env, const at_shape *
   return exec(c, "COMMIT", "committing a forgotten shape");
 }
 
-at_status cache_forget_best(cache_db *c, const cache_env *env, const at_shape *shape)
+at_status cache_forget_best(cache_db *c, const cache_env *env, const at_shape *shape, const char *serving)
 {
   sqlite3_stmt *st = NULL;
   at_status s = prepare(c, "DELETE FROM best WHERE gpu_model = ? AND template_version = ? AND shape_key = ?", &st);
   if (s != AT_OK) return s;
-  return step_done(c, st, bind_identity(st, env, shape), "forgetting a best result");
+  return step_done(c, st, bind_identity(st, env, shape, serving), "forgetting a best result");
 }
 
 /* One row of the best row and trials of a shape: what was measured, and in which environment. */
 static at_status first_stale_row(cache_db *c, const char *sql, int is_best, const cache_env *env,
-                                 const at_shape *shape, int *stale, char *why, size_t why_size)
+                                 const at_shape *shape, const char *serving, int *stale, char *why, size_t why_size)
 {
   sqlite3_stmt *st = NULL;
   at_status s = prepare(c, sql, &st);
   if (s != AT_OK) return s;
-  if ((s = SQL_CHECK(c, bind_identity(st, env, shape), "checking a shape for stale results")) != AT_OK) goto out;
+  s = SQL_CHECK(c, bind_identity(st, env, shape, serving), "checking a shape for stale results");
+  if (s != AT_OK) goto out;
   int rc = SQLITE_DONE;
   while (!*stale && (rc = sqlite3_step(st)) == SQLITE_ROW) {
     cache_env had = *env;
@@ -926,17 +955,18 @@ out:
   return s;
 }
 
-at_status cache_shape_stale(cache_db *c, const cache_env *env, const at_shape *shape, int *stale, char *why,
-                            size_t why_size)
+at_status cache_shape_stale(cache_db *c, const cache_env *env, const at_shape *shape, const char *serving,
+                            int *stale, char *why, size_t why_size)
 {
   *stale = 0;
   if (why && why_size) why[0] = '\0';
   at_status s = first_stale_row(c, "SELECT impl, nvrtc, cudnn FROM best WHERE gpu_model = ? AND "
-                                   "template_version = ? AND shape_key = ?", 1, env, shape, stale, why, why_size);
+                                   "template_version = ? AND shape_key = ?", 1, env, shape, serving, stale, why,
+                                 why_size);
   if (s == AT_OK && !*stale)
     s = first_stale_row(c, "SELECT impl, nvrtc, cudnn FROM trials WHERE gpu_model = ? AND "
                            "template_version = ? AND shape_key = ? AND impl IN ('cudnn', 'naive') ORDER BY impl",
-                        0, env, shape, stale, why, why_size);
+                        0, env, shape, serving, stale, why, why_size);
   return s;
 }
 

@@ -32,7 +32,7 @@
 
 #include "attntune.h"
 
-#define CACHE_SCHEMA_VERSION 2
+#define CACHE_SCHEMA_VERSION 3
 
 typedef struct cache_db cache_db;
 
@@ -61,6 +61,12 @@ int cache_trial_stale(const cache_env *measured, const cache_env *now, const cha
 int cache_best_stale(const cache_env *measured, const cache_env *now, const char *impl, char *why,
                      size_t why_size);
 
+/* Ragged and paged (serving) shapes: a row's identity is its shape and, for ragged or paged
+ * tensors, the part of its at_serving_key past at_shape_key (".qragged.kvragged.lq512.lkv512",
+ * ".kvpaged16.lkv2048"), stored joined in the shape_key column. The cache treats that part as
+ * opaque text, as it does variant keys; every function below that takes a shape takes it beside
+ * (serving: NULL or "" for padded tensors, whose rows are what they always were). */
+
 /* How a trial ended. The order is the tuning job's state machine's final states. */
 typedef enum cache_status {
   CACHE_OK = 0,          /* verified and timed */
@@ -76,8 +82,12 @@ typedef enum cache_status {
 const char *cache_status_name(cache_status status); /* "ok", "compile_failed", ... */
 at_status cache_status_parse(const char *text, cache_status *out);
 
+/* Bytes of a row's serving part, NUL included (cache_trial.serving, cache_best.serving). */
+enum { CACHE_SERVING_CAP = 64 };
+
 typedef struct cache_trial {
   at_shape shape;
+  char serving[CACHE_SERVING_CAP]; /* "" for padded tensors, else the layout part of its key (below) */
   char impl[96]; /* a variant key, "cudnn" or "naive" */
   cache_status status;
   double time_ms, tflops;  /* NaN when not timed */
@@ -90,6 +100,7 @@ typedef struct cache_trial {
 
 typedef struct cache_best {
   at_shape shape;
+  char serving[CACHE_SERVING_CAP]; /* as cache_trial.serving */
   cache_env env;
   char impl[96];
   double time_ms, tflops;
@@ -123,10 +134,11 @@ int cache_opened_version(const cache_db *db);
 at_status cache_put_trial(cache_db *db, const cache_env *env, const cache_trial *trial);
 /* Was impl already tried for shape in this environment's GPU model and template version? out
  * and measured (the environment it was measured in), when not NULL, receive the trial. */
-at_status cache_find_trial(cache_db *db, const cache_env *env, const at_shape *shape,
+at_status cache_find_trial(cache_db *db, const cache_env *env, const at_shape *shape, const char *serving,
                            const char *impl, int *found, cache_trial *out, cache_env *measured);
 /* Count trials of a shape (all statuses) for the environment's GPU model and template version. */
-at_status cache_count_trials(cache_db *db, const cache_env *env, const at_shape *shape, int *count);
+at_status cache_count_trials(cache_db *db, const cache_env *env, const at_shape *shape, const char *serving,
+                             int *count);
 
 /* Store best unless the file already holds a faster one for the same GPU model, shape and
  * template version, measured with the same cuDNN and NVRTC: a row that is stale against best's
@@ -134,24 +146,24 @@ at_status cache_count_trials(cache_db *db, const cache_env *env, const at_shape 
  * Committed on return. */
 at_status cache_put_best(cache_db *db, const cache_best *best, int *stored);
 /* The best for (gpu_model, shape), any template version but the newest first. */
-at_status cache_get_best(cache_db *db, const char *gpu_model, const at_shape *shape,
+at_status cache_get_best(cache_db *db, const char *gpu_model, const at_shape *shape, const char *serving,
                          cache_best *out, int *found);
 void cache_best_clear(cache_best *best);
 
 /* A shape is done when its tuning finished (all candidates tried or the budget spent). */
-at_status cache_mark_done(cache_db *db, const cache_env *env, const at_shape *shape);
-at_status cache_is_done(cache_db *db, const cache_env *env, const at_shape *shape, int *done);
+at_status cache_mark_done(cache_db *db, const cache_env *env, const at_shape *shape, const char *serving);
+at_status cache_is_done(cache_db *db, const cache_env *env, const at_shape *shape, const char *serving, int *done);
 /* Forget a shape's trials, best and done mark for this environment (tune --force). */
-at_status cache_forget_shape(cache_db *db, const cache_env *env, const at_shape *shape);
+at_status cache_forget_shape(cache_db *db, const cache_env *env, const at_shape *shape, const char *serving);
 /* Forget only its best row (a retune of a stale shape in which nothing passed). */
-at_status cache_forget_best(cache_db *db, const cache_env *env, const at_shape *shape);
+at_status cache_forget_best(cache_db *db, const cache_env *env, const at_shape *shape, const char *serving);
 /* Is the outcome of tuning shape (under env's GPU model and template version) stale against
  * env's cuDNN and NVRTC? That is its best row, which carries both versions, and its baseline
  * trials (cuDNN's, and the naive kernels' that an f32 shape has instead of a best row); a
  * generated kernel's trial is judged when a retune finds it (cache_trial_stale), since one that
  * the config no longer lists would never be redone. *stale says so, why says which and how. */
-at_status cache_shape_stale(cache_db *db, const cache_env *env, const at_shape *shape, int *stale, char *why,
-                            size_t why_size);
+at_status cache_shape_stale(cache_db *db, const cache_env *env, const at_shape *shape, const char *serving,
+                            int *stale, char *why, size_t why_size);
 
 /* Visit every best row (ordered by GPU model, dtype, head dim, mask, shape); stop when visit
  * returns non-zero. gpu_model NULL: all models. */

@@ -289,14 +289,15 @@ AT_API at_status at_plan_benchmark(at_plan *plan, const at_tensors *t, const at_
  * What runs them today: padded Q of 1 to 16 tokens (f16 or bf16, K/V in Q's dtype or an FP8 KV
  * cache) with paged K/V runs the decode family's paged variants (keys with .pg<page size>,
  * e.g. "decode.bf16.pg16.d128.none.g4.bm1.bn128.w4.s3.sp8"): "auto", "fused" and "decode" plan
- * the generator's paged decode default (no tuned rows for paged K/V exist yet), a paged decode
+ * the variant `attntune tune` stored for this shape and layout where the cache holds one, else
+ * the generator's paged decode default, a paged decode
  * key is taken as given, and "naive" is still the naive kernels. Ragged Q with ragged K/V, or
  * with padded K/V (varlen prefill; Q, K and V in one dtype) runs ragged variants (keys with .rg,
  * or .rgq for padded K/V): fa3's warp-specialized kernel for f16/bf16 on sm_90a (e.g.
  * "fa3.bf16.rg.d128.causal-br.g4.bm128.bn176.w8.s2.ws.lse") and fa2 for f16, bf16 and FP8 with
  * bf16 output on sm_89+ (e.g. "fa2.bf16.rg.d128.causal-br.g4.bm128.bn64.w8.s2.lse"): "auto" and
- * "fused" plan the generator's ragged default (fa3 where it applies; no tuned rows for ragged
- * tensors exist yet), a ragged key is taken as given; the launch is one CTA per query block of the longest sequence, and a CTA whose block
+ * "fused" plan the tuned variant of this shape and layout where the cache holds one, else the
+ * generator's ragged default (fa3 where it applies), a ragged key is taken as given; the launch is one CTA per query block of the longest sequence, and a CTA whose block
  * starts past its sequence's end returns at once. Everything else with ragged or paged tensors
  * (padded Q with ragged K/V, ragged Q with paged K/V, paged K/V under queries longer than 16
  * tokens, an FP8 KV cache with ragged Q) runs only the naive reference kernels (impl "naive",

@@ -2,6 +2,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "runtime/cudnn_sdpa.h"
@@ -9,6 +10,7 @@
 #include "runtime/rt.h"
 
 static void skip(rt_lookup *l, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void append(char *buf, size_t size, const char *text);
 
 static void skip(rt_lookup *l, const char *fmt, ...)
 {
@@ -34,6 +36,7 @@ static rt_lookup_step *add(rt_lookup *l, at_choice choice, const char *impl)
 static void from_row(rt_lookup_step *s, const cache_best *b)
 {
   at_shape_key(&b->shape, s->tuned_shape, sizeof s->tuned_shape);
+  append(s->tuned_shape, sizeof s->tuned_shape, b->serving);
   s->tuned_ms = b->time_ms;
   s->cudnn_ms = b->cudnn_ms;
 }
@@ -101,7 +104,8 @@ static int visit(void *user, const cache_best *b)
   char key_a[160], key_b[160];
   at_shape_key(&b->shape, key_a, sizeof key_a);
   at_shape_key(n->shape, key_b, sizeof key_b);
-  if (!same_kind(&b->shape, n->shape) || strcmp(key_a, key_b) == 0) return 0;
+  /* A serving row's kernel reads packed or paged tensors: never one for padded tensors. */
+  if (b->serving[0] || !same_kind(&b->shape, n->shape) || strcmp(key_a, key_b) == 0) return 0;
   char why[384];
   int stale = 0;
   if (!rt_row_usable(b, n->now, &stale, why, sizeof why)) return n->skipped_templates++, 0;
@@ -123,7 +127,7 @@ static at_status exact_step(cache_db *cache, const cache_env *now, const at_shap
 {
   cache_best b;
   int found = 0, stale = 0;
-  at_status rc = cache_get_best(cache, now->gpu_model, shape, &b, &found);
+  at_status rc = cache_get_best(cache, now->gpu_model, shape, NULL, &b, &found);
   if (rc != AT_OK) return rc;
   char why[384], said[384];
   if (!found) skip(l, "exact: no tuned kernel stored for this shape on %s", now->gpu_model);
@@ -195,6 +199,131 @@ at_status rt_lookup_chain(cache_db *cache, const cache_env *now, const gen_targe
   return AT_OK;
 }
 
+/* ---- serving layouts: the exact step --------------------------------------------------------- */
+
+/* The layout part of a plan's serving key: at_serving_key past at_shape_key, without length
+ * buckets (a plan is made before its lengths are known): ".qragged.kvragged", ".kvpaged16". */
+static void layout_part(const at_shape *shape, const at_serving_layout *layout, char *buf, size_t size)
+{
+  char plain[160], full[192];
+  at_shape_key(shape, plain, sizeof plain);
+  at_serving_key(shape, layout, NULL, NULL, full, sizeof full);
+  snprintf(buf, size, "%s", full + strlen(plain));
+}
+
+/* The sum of a serving part's length buckets (".lq512.lkv1024": 1536). */
+static long long bucket_sum(const char *serving)
+{
+  long long sum = 0;
+  for (const char *p = strstr(serving, ".l"); p; p = strstr(p + 2, ".l")) {
+    const char *digits = p + 2 + (p[2] == 'q' ? 1 : p[2] == 'k' && p[3] == 'v' ? 2 : 0);
+    sum += strtoll(digits, NULL, 10);
+  }
+  return sum;
+}
+
+typedef struct serving_exact {
+  const at_shape *shape;
+  const at_serving_layout *layout;
+  const cache_env *now;
+  int fused_only;
+  char shape_key[160], layout_key[64]; /* the plan's at_shape_key, and its layout part */
+  cache_best row;
+  int found, refused, stale;
+  char stale_why[384], refusal[384];
+} serving_exact;
+
+/* Why the implementation of a row of this shape and layout cannot run the plan, or "" when it can:
+ * a variant must read this layout (ragged tensors, or paged K/V at this page size); cuDNN must
+ * run it (its ragged graph) and be allowed. */
+static void serving_impl_refusal(const serving_exact *x, const char *impl, char *why, size_t size)
+{
+  why[0] = '\0';
+  if (strcmp(impl, "cudnn") == 0) {
+    char reason[256];
+    if (x->fused_only) snprintf(why, size, "cuDNN measured fastest, and generated kernels were asked for");
+    else if (!rt_cudnn_serving_supported(x->shape, x->layout, reason, sizeof reason))
+      snprintf(why, size, "it names cuDNN, which cannot run it: %s", reason);
+    return;
+  }
+  gen_variant v;
+  const int page_size = x->layout->kv_layout == AT_SEQ_PAGED ? x->layout->page_size : 0;
+  if (gen_variant_parse(impl, &v) != AT_OK ||
+      gen_variant_matches_serving(&v, x->shape, page_size, rt_serving_ragged(x->layout)) != AT_OK)
+    snprintf(why, size, "its kernel %s does not read this layout: %s", impl, at_last_error());
+}
+
+/* Rows of the plan's shape key whose serving part is the plan's layout followed by nothing but
+ * length buckets; of those that can run the plan, the one tuned at the longest lengths (the
+ * plan's maxima bound every call it gets). */
+static int visit_serving(void *user, const cache_best *b)
+{
+  serving_exact *x = user;
+  char key[160], why[384];
+  const size_t n = strlen(x->layout_key);
+  at_shape_key(&b->shape, key, sizeof key);
+  if (strcmp(key, x->shape_key) != 0 || strncmp(b->serving, x->layout_key, n) != 0) return 0;
+  if (b->serving[n] && strncmp(b->serving + n, ".l", 2) != 0) return 0; /* .kvpaged16 is not .kvpaged1 */
+  int stale = 0;
+  if (!rt_row_usable(b, x->now, &stale, why, sizeof why)) {
+    snprintf(x->refusal, sizeof x->refusal, "%s%s: %s", key, b->serving, why);
+    return x->refused++, 0;
+  }
+  serving_impl_refusal(x, b->impl, why, sizeof why);
+  if (why[0]) {
+    snprintf(x->refusal, sizeof x->refusal, "%s%s: %s", key, b->serving, why);
+    return x->refused++, 0;
+  }
+  if (x->found && bucket_sum(b->serving) <= bucket_sum(x->row.serving)) return 0;
+  x->row = *b;
+  x->row.cubin = NULL; /* owned by the iteration; plans fetch cubins by key */
+  x->row.cubin_size = 0;
+  x->found = 1;
+  x->stale = stale;
+  snprintf(x->stale_why, sizeof x->stale_why, "%s", why);
+  return 0;
+}
+
+/* The exact step of a serving plan: a tuned row of the same shape and layout (any length mix of
+ * it: the plan does not know its lengths), else a skip that says why. There is no nearest step:
+ * the rows of other maxima were tuned for other tiles of the sequences. */
+static at_status exact_serving_step(cache_db *cache, const cache_env *now, const at_shape *shape,
+                                    const at_serving_layout *layout, int fused_only, rt_lookup *l)
+{
+  serving_exact x;
+  memset(&x, 0, sizeof x);
+  x.shape = shape, x.layout = layout, x.now = now, x.fused_only = fused_only;
+  at_shape_key(shape, x.shape_key, sizeof x.shape_key);
+  layout_part(shape, layout, x.layout_key, sizeof x.layout_key);
+  at_status rc = cache_each_best(cache, now->gpu_model, visit_serving, &x);
+  if (rc != AT_OK) return rc;
+  if (!x.found && x.refused)
+    skip(l, "exact: %d tuned row%s of this shape and layout refused (%s)", x.refused, x.refused == 1 ? "" : "s",
+         x.refusal);
+  else if (!x.found)
+    skip(l, "exact: no tuned kernel stored for %s%s on %s", x.shape_key, x.layout_key, now->gpu_model);
+  if (x.found) {
+    char said[384];
+    rt_lookup_step *s = add(l, AT_CHOICE_EXACT, x.row.impl);
+    from_row(s, &x.row);
+    const char *buckets = x.row.serving + strlen(x.layout_key); /* ".lq512.lkv512", or "" */
+    snprintf(said, sizeof said, "tuned for this shape and layout on %s (lengths %s): %s %.4f ms%s", now->gpu_model,
+             buckets[0] ? buckets + 1 : "not bucketed", x.row.impl, x.row.time_ms,
+             strcmp(x.row.impl, "cudnn") == 0 ? " (cuDNN's ragged graph measured fastest)" : "");
+    describe_row(s, said, x.stale, x.stale_why);
+  }
+  skip(l, "nearest: not searched for ragged or paged tensors (only rows of this shape and layout are used)");
+  return AT_OK;
+}
+
+/* The exact step where a cache is open; "no cache" said otherwise. */
+static at_status tuned_serving_step(cache_db *cache, const cache_env *now, const at_shape *shape,
+                                    const at_serving_layout *layout, int fused_only, rt_lookup *l)
+{
+  if (!cache) return skip(l, "no cache"), AT_OK;
+  return exact_serving_step(cache, now, shape, layout, fused_only, l);
+}
+
 at_status rt_lookup_chain_serving(cache_db *cache, const cache_env *now, const gen_target *target,
                                   const at_shape *shape, const at_serving_layout *layout, int fused_only,
                                   rt_lookup *l)
@@ -205,14 +334,14 @@ at_status rt_lookup_chain_serving(cache_db *cache, const cache_env *now, const g
   if ((rc = at_serving_layout_check(shape, layout)) != AT_OK) return rc;
   char what[96];
   at_serving_layout_describe(layout, what, sizeof what);
-  /* The cache's rows are kernels for padded tensors: serving one of them here would read the
-   * packed or paged tensors as if they were padded. Padded Q with paged K/V has the decode
-   * family's paged default (queries of 1 to GEN_DECODE_MAX_T tokens); ragged Q with ragged or
-   * padded K/V the ragged prefill default. */
+  /* Only rows tuned for this layout are used (a padded shape's kernel would read the packed or
+   * paged tensors as if they were padded); then padded Q with paged K/V has the decode family's
+   * paged default (queries of 1 to GEN_DECODE_MAX_T tokens); ragged Q with ragged or padded K/V
+   * the ragged prefill default. */
   if (layout->q_layout == AT_SEQ_PADDED && layout->kv_layout == AT_SEQ_PAGED) {
     gen_variant v;
     char key[GEN_KEY_MAX];
-    skip(l, "exact and nearest: the cache holds no tuned kernels for paged K/V yet");
+    if ((rc = tuned_serving_step(cache, now, shape, layout, fused_only, l)) != AT_OK) return rc;
     if (gen_default_variant_paged(shape, layout->page_size, target, &v) == AT_OK &&
         gen_variant_key(&v, key, sizeof key) == AT_OK) {
       rt_lookup_step *s = add(l, AT_CHOICE_DEFAULT, key);
@@ -225,7 +354,7 @@ at_status rt_lookup_chain_serving(cache_db *cache, const cache_env *now, const g
     gen_variant v;
     char key[GEN_KEY_MAX];
     const int ragged = rt_serving_ragged(layout);
-    skip(l, "exact and nearest: the cache holds no tuned kernels for ragged tensors yet");
+    if ((rc = tuned_serving_step(cache, now, shape, layout, fused_only, l)) != AT_OK) return rc;
     if (gen_default_variant_serving(shape, 0, ragged, target, &v) == AT_OK &&
         gen_variant_key(&v, key, sizeof key) == AT_OK) {
       rt_lookup_step *s = add(l, AT_CHOICE_DEFAULT, key);

@@ -41,11 +41,16 @@ at_status rt_lookup_chain(cache_db *cache, const cache_env *now, const gen_targe
                           int fused_only, rt_lookup *out);
 
 /* The chain for a serving layout: rt_lookup_chain for padded Q and K/V (layout NULL too); for
- * ragged or paged tensors the generator's default for the layout where one exists (paged decode;
- * ragged prefill: fa3's warp-specialized kernel or fa2), then cuDNN's ragged graph for ragged Q
- * with ragged or padded K/V in f16/bf16 (rt_cudnn_serving_supported), then the naive kernels
- * (neither when fused_only), with `skipped` saying that the tuned rows (none exist for these
- * layouts yet) are unsupported for that layout, and why cuDNN is where it is, naming the layout. */
+ * ragged or paged tensors that a generated kernel reads: the tuned row of the same shape and
+ * layout (exact step: a row whose key is the plan's at_serving_key followed only by length
+ * buckets, `attntune tune` on a ragged or paged config entry; of several length mixes the one
+ * tuned at the longest lengths; its impl must be a variant of this layout and page size, or
+ * cuDNN where it runs the layout; rows of padded shapes, of other layouts or page sizes are never
+ * taken, and there is no nearest step), then the generator's default for the layout (paged
+ * decode; ragged prefill: fa3's warp-specialized kernel or fa2), then cuDNN's ragged graph for
+ * ragged Q with ragged or padded K/V in f16/bf16 (rt_cudnn_serving_supported), then the naive
+ * kernels (neither when fused_only), with `skipped` saying why each missing step is missing,
+ * naming the layout. */
 at_status rt_lookup_chain_serving(cache_db *cache, const cache_env *now, const gen_target *target,
                                   const at_shape *shape, const at_serving_layout *layout, int fused_only,
                                   rt_lookup *out);

@@ -279,9 +279,9 @@ static void test_migration_from_version_1_keeps_rows(void **state)
   assert_int_equal(sqlite3_exec(raw, "DROP TABLE cubins; PRAGMA user_version = 1", NULL, NULL, NULL), SQLITE_OK);
   sqlite3_close(raw);
   TU_OK(cache_open(p, 0, &db));
-  assert_int_equal(cache_schema_version(db), 2);
+  assert_int_equal(cache_schema_version(db), CACHE_SCHEMA_VERSION);
   int found = 0;
-  TU_OK(cache_find_trial(db, &e, &s, "fa2.kept", &found, NULL, NULL));
+  TU_OK(cache_find_trial(db, &e, &s, NULL, "fa2.kept", &found, NULL, NULL));
   assert_true(found);
   static const unsigned char bin[] = {0x7f, 'E', 'L', 'F', 9};
   TU_OK(cache_put_cubin(db, "fa2.x", "sm_90a", "t1", "13.0", "fa2_x", bin, sizeof bin));
@@ -317,26 +317,26 @@ static void test_trials_round_trip_and_replace(void **state)
   TU_OK(cache_put_trial(db, &e, &b));
   int found = 0, count = 0;
   cache_trial got;
-  TU_OK(cache_find_trial(db, &e, &s, b.impl, &found, &got, NULL));
+  TU_OK(cache_find_trial(db, &e, &s, NULL, b.impl, &found, &got, NULL));
   assert_true(found);
   assert_int_equal(got.status, CACHE_CRASHED);
   assert_true(isnan(got.time_ms));
   assert_string_equal(got.message, "CUDA_ERROR_ILLEGAL_ADDRESS");
   assert_int_equal(got.shape.mask, AT_MASK_CAUSAL_TL);
   assert_int_equal(got.shape.kv_heads, 4);
-  TU_OK(cache_find_trial(db, &e, &s, a.impl, &found, &got, NULL));
+  TU_OK(cache_find_trial(db, &e, &s, NULL, a.impl, &found, &got, NULL));
   assert_true(found && got.status == CACHE_OK && fabs(got.time_ms - 0.25) < 1e-12);
-  TU_OK(cache_count_trials(db, &e, &s, &count));
+  TU_OK(cache_count_trials(db, &e, &s, NULL, &count));
   assert_int_equal(count, 2);
   /* Another template version does not see these rows. */
   cache_env e2 = e;
   snprintf(e2.template_version, sizeof e2.template_version, "t2");
-  TU_OK(cache_find_trial(db, &e2, &s, a.impl, &found, NULL, NULL));
+  TU_OK(cache_find_trial(db, &e2, &s, NULL, a.impl, &found, NULL, NULL));
   assert_false(found);
   /* Rewriting a trial (a --force rerun) replaces it. */
   a.time_ms = 0.2;
   TU_OK(cache_put_trial(db, &e, &a));
-  TU_OK(cache_count_trials(db, &e, &s, &count));
+  TU_OK(cache_count_trials(db, &e, &s, NULL, &count));
   assert_int_equal(count, 2);
   cache_close(db);
 }
@@ -358,14 +358,14 @@ static void test_best_keeps_the_faster(void **state)
   TU_OK(cache_put_best(db, &b, &stored));
   assert_true(stored);
   cache_best got;
-  TU_OK(cache_get_best(db, "NVIDIA H200", &s, &got, &found));
+  TU_OK(cache_get_best(db, "NVIDIA H200", &s, NULL, &got, &found));
   assert_true(found);
   assert_string_equal(got.impl, "fa2.faster");
   assert_int_equal(got.cubin_size, 7);
   assert_memory_equal(got.cubin, "\x7f" "ELF", 4);
   assert_true(fabs(got.cudnn_ms - 1.6) < 1e-12);
   cache_best_clear(&got);
-  TU_OK(cache_get_best(db, "NVIDIA A100", &s, &got, &found));
+  TU_OK(cache_get_best(db, "NVIDIA A100", &s, NULL, &got, &found));
   assert_false(found);
   cache_close(db);
 }
@@ -432,13 +432,13 @@ static void test_stale_best_is_replaced_by_a_slower_retune(void **state)
   TU_OK(cache_put_best(db, &b, &stored));
   assert_false(stored);
   cache_best got;
-  TU_OK(cache_get_best(db, "NVIDIA H200", &s, &got, &found));
+  TU_OK(cache_get_best(db, "NVIDIA H200", &s, NULL, &got, &found));
   assert_true(found);
   assert_string_equal(got.impl, "fa2.now-fastest");
   assert_string_equal(got.env.cudnn, "9.19.0");
   cache_best_clear(&got);
-  TU_OK(cache_forget_best(db, &b.env, &s));
-  TU_OK(cache_get_best(db, "NVIDIA H200", &s, &got, &found));
+  TU_OK(cache_forget_best(db, &b.env, &s, NULL));
+  TU_OK(cache_get_best(db, "NVIDIA H200", &s, NULL, &got, &found));
   assert_false(found);
   cache_close(db);
 }
@@ -458,32 +458,80 @@ static void test_shape_staleness_names_the_result(void **state)
   int stale = 0, found = 0;
   char why[256];
   /* A generated kernel's trial alone is judged when a retune meets it, not here. */
-  TU_OK(cache_shape_stale(db, &now, &s, &stale, why, sizeof why));
+  TU_OK(cache_shape_stale(db, &now, &s, NULL, &stale, why, sizeof why));
   assert_false(stale);
   TU_OK(cache_put_trial(db, &old, &cudnn));
-  TU_OK(cache_shape_stale(db, &now, &s, &stale, why, sizeof why));
+  TU_OK(cache_shape_stale(db, &now, &s, NULL, &stale, why, sizeof why));
   assert_true(stale);
   assert_non_null(strstr(why, "trial cudnn: timed with cuDNN 9.14.0"));
   /* find_trial says where a trial was measured. */
   cache_env measured;
-  TU_OK(cache_find_trial(db, &now, &s, "cudnn", &found, NULL, &measured));
+  TU_OK(cache_find_trial(db, &now, &s, NULL, "cudnn", &found, NULL, &measured));
   assert_true(found);
   assert_string_equal(measured.cudnn, "9.14.0");
   assert_string_equal(measured.nvrtc, "12.8");
   TU_OK(cache_put_trial(db, &now, &cudnn)); /* retimed */
-  TU_OK(cache_shape_stale(db, &now, &s, &stale, why, sizeof why));
+  TU_OK(cache_shape_stale(db, &now, &s, NULL, &stale, why, sizeof why));
   assert_false(stale);
   /* The best row counts too, and a process that knows neither library judges nothing. */
   cache_best b = best(s, "cudnn", 0.3);
   b.env = old;
   TU_OK(cache_put_best(db, &b, NULL));
-  TU_OK(cache_shape_stale(db, &now, &s, &stale, why, sizeof why));
+  TU_OK(cache_shape_stale(db, &now, &s, NULL, &stale, why, sizeof why));
   assert_true(stale);
   assert_non_null(strstr(why, "best cudnn: cuDNN measured fastest with cuDNN 9.14.0"));
   cache_env blind = now;
   blind.cudnn[0] = blind.nvrtc[0] = '\0';
-  TU_OK(cache_shape_stale(db, &blind, &s, &stale, why, sizeof why));
+  TU_OK(cache_shape_stale(db, &blind, &s, NULL, &stale, why, sizeof why));
   assert_false(stale);
+  cache_close(db);
+}
+
+/* A serving shape's rows are its own: the same at_shape with a serving part is another key, which
+ * reads back with that part; the done mark and the best row follow it. */
+static void test_serving_rows_are_their_own_key(void **state)
+{
+  (void)state;
+  cache_db *db;
+  TU_OK(cache_open(path_in_dir("serving.db"), 0, &db));
+  cache_env e = tu_h200_env("t1");
+  at_shape s = shape(1024, AT_MASK_CAUSAL_BR);
+  const char *ragged = ".qragged.kvragged.lq512.lkv512";
+  cache_trial padded = trial(s, "fa2.x", CACHE_OK, 0.5), packed = trial(s, "fa2.x", CACHE_OK, 0.25);
+  snprintf(packed.serving, sizeof packed.serving, "%s", ragged);
+  TU_OK(cache_put_trial(db, &e, &padded));
+  TU_OK(cache_put_trial(db, &e, &packed));
+  int found = 0, count = 0, done = 0;
+  cache_trial got;
+  TU_OK(cache_find_trial(db, &e, &s, ragged, "fa2.x", &found, &got, NULL));
+  assert_true(found && fabs(got.time_ms - 0.25) < 1e-12);
+  assert_string_equal(got.serving, ragged);
+  TU_OK(cache_find_trial(db, &e, &s, "", "fa2.x", &found, &got, NULL));
+  assert_true(found && fabs(got.time_ms - 0.5) < 1e-12);
+  assert_string_equal(got.serving, "");
+  TU_OK(cache_count_trials(db, &e, &s, ragged, &count));
+  assert_int_equal(count, 1);
+  TU_OK(cache_mark_done(db, &e, &s, ragged));
+  TU_OK(cache_is_done(db, &e, &s, NULL, &done));
+  assert_int_equal(done, 0);
+  TU_OK(cache_is_done(db, &e, &s, ragged, &done));
+  assert_int_equal(done, 1);
+  cache_best b = best(s, "fa2.rg", 0.25);
+  snprintf(b.serving, sizeof b.serving, "%s", ragged);
+  TU_OK(cache_put_best(db, &b, NULL));
+  cache_best row;
+  TU_OK(cache_get_best(db, "NVIDIA H200", &s, NULL, &row, &found));
+  assert_false(found);
+  TU_OK(cache_get_best(db, "NVIDIA H200", &s, ragged, &row, &found));
+  assert_true(found);
+  assert_string_equal(row.serving, ragged);
+  assert_string_equal(row.impl, "fa2.rg");
+  cache_best_clear(&row);
+  TU_OK(cache_forget_shape(db, &e, &s, ragged));
+  TU_OK(cache_find_trial(db, &e, &s, ragged, "fa2.x", &found, NULL, NULL));
+  assert_false(found);
+  TU_OK(cache_find_trial(db, &e, &s, NULL, "fa2.x", &found, NULL, NULL));
+  assert_true(found); /* the padded row is another shape's */
   cache_close(db);
 }
 
@@ -495,20 +543,20 @@ static void test_resume_marks(void **state)
   cache_env e = tu_h200_env("t1");
   at_shape s1 = shape(256, AT_MASK_NONE), s2 = shape(512, AT_MASK_NONE);
   TU_OK(cache_open(p, 0, &db));
-  TU_OK(cache_mark_done(db, &e, &s1));
+  TU_OK(cache_mark_done(db, &e, &s1, NULL));
   cache_trial t = trial(s2, "fa2.x", CACHE_OK, 0.1);
   TU_OK(cache_put_trial(db, &e, &t));
   cache_close(db); /* as if the process died here */
   TU_OK(cache_open(p, 0, &db));
   int done = -1, found = 0;
-  TU_OK(cache_is_done(db, &e, &s1, &done));
+  TU_OK(cache_is_done(db, &e, &s1, NULL, &done));
   assert_int_equal(done, 1);
-  TU_OK(cache_is_done(db, &e, &s2, &done));
+  TU_OK(cache_is_done(db, &e, &s2, NULL, &done));
   assert_int_equal(done, 0);
-  TU_OK(cache_find_trial(db, &e, &s2, "fa2.x", &found, NULL, NULL));
+  TU_OK(cache_find_trial(db, &e, &s2, NULL, "fa2.x", &found, NULL, NULL));
   assert_true(found);
-  TU_OK(cache_forget_shape(db, &e, &s2));
-  TU_OK(cache_find_trial(db, &e, &s2, "fa2.x", &found, NULL, NULL));
+  TU_OK(cache_forget_shape(db, &e, &s2, NULL));
+  TU_OK(cache_find_trial(db, &e, &s2, NULL, "fa2.x", &found, NULL, NULL));
   assert_false(found);
   cache_close(db);
 }
@@ -546,17 +594,17 @@ static void test_merge_keeps_better_per_key(void **state)
   TU_OK(cache_open(c, 1, &db));
   cache_best got;
   int found, n = 0;
-  TU_OK(cache_get_best(db, "NVIDIA H200", &s1, &got, &found));
+  TU_OK(cache_get_best(db, "NVIDIA H200", &s1, NULL, &got, &found));
   assert_string_equal(got.impl, "from-a-fast");
   cache_best_clear(&got);
-  TU_OK(cache_get_best(db, "NVIDIA H200", &s2, &got, &found));
+  TU_OK(cache_get_best(db, "NVIDIA H200", &s2, NULL, &got, &found));
   assert_string_equal(got.impl, "from-b-fast");
   cache_best_clear(&got);
   TU_OK(cache_each_best(db, NULL, count_best, &n));
   assert_int_equal(n, 3);
-  TU_OK(cache_find_trial(db, &e, &s1, "from-a-fast", &found, NULL, NULL));
+  TU_OK(cache_find_trial(db, &e, &s1, NULL, "from-a-fast", &found, NULL, NULL));
   assert_true(found);
-  TU_OK(cache_find_trial(db, &e, &s2, "from-b-fast", &found, NULL, NULL));
+  TU_OK(cache_find_trial(db, &e, &s2, NULL, "from-b-fast", &found, NULL, NULL));
   assert_true(found);
   cache_close(db);
   /* Merging a missing file names it. */
@@ -607,15 +655,15 @@ static void test_merge_prefers_the_later_of_other_versions(void **state)
     cache_env measured;
     int found = 0;
     TU_OK(cache_open(outs[i], 1, &db));
-    TU_OK(cache_get_best(db, "NVIDIA H200", &s1, &got, &found));
+    TU_OK(cache_get_best(db, "NVIDIA H200", &s1, NULL, &got, &found));
     assert_true(found);
     assert_string_equal(got.impl, "fa2.retuned");
     assert_string_equal(got.env.cudnn, "9.19.0");
     cache_best_clear(&got);
-    TU_OK(cache_get_best(db, "NVIDIA H200", &s2, &got, &found));
+    TU_OK(cache_get_best(db, "NVIDIA H200", &s2, NULL, &got, &found));
     assert_string_equal(got.impl, "fa2.same-version-fast");
     cache_best_clear(&got);
-    TU_OK(cache_find_trial(db, &new_env, &s1, "cudnn", &found, &tr, &measured));
+    TU_OK(cache_find_trial(db, &new_env, &s1, NULL, "cudnn", &found, &tr, &measured));
     assert_true(found);
     assert_string_equal(measured.cudnn, "9.19.0");
     assert_true(fabs(tr.time_ms - 1.3) < 1e-12);
@@ -637,9 +685,9 @@ static void test_prune_drops_stale_template_rows(void **state)
   int removed = 0, found = 0;
   TU_OK(cache_prune(db, "t1", &removed));
   assert_int_equal(removed, 1);
-  TU_OK(cache_find_trial(db, &cur, &s, "fa2.y", &found, NULL, NULL));
+  TU_OK(cache_find_trial(db, &cur, &s, NULL, "fa2.y", &found, NULL, NULL));
   assert_true(found);
-  TU_OK(cache_find_trial(db, &old, &s, "fa2.y", &found, NULL, NULL));
+  TU_OK(cache_find_trial(db, &old, &s, NULL, "fa2.y", &found, NULL, NULL));
   assert_false(found);
   char models[256];
   int n_models = 0;
@@ -664,7 +712,7 @@ static void test_two_writers_share_a_file(void **state)
   }
   int count = 0;
   at_shape s = shape(64 + 49, AT_MASK_NONE);
-  TU_OK(cache_count_trials(a, &e, &s, &count));
+  TU_OK(cache_count_trials(a, &e, &s, NULL, &count));
   assert_int_equal(count, 1);
   /* The first to close leaves WAL mode to the other, at once (no wait on its lock). */
   time_t t0 = time(NULL);
@@ -679,7 +727,7 @@ static void test_two_writers_share_a_file(void **state)
   journal_mode(p, mode, sizeof mode);
   assert_string_equal(mode, "delete");
   TU_OK(cache_open(p, 1, &a));
-  TU_OK(cache_count_trials(a, &e, &last.shape, &count));
+  TU_OK(cache_count_trials(a, &e, &last.shape, NULL, &count));
   assert_int_equal(count, 1);
   cache_close(a);
 }
@@ -718,7 +766,7 @@ static void test_eight_writers_lose_nothing(void **state)
       char impl[32];
       snprintf(impl, sizeof impl, "fa3.w%d.k0", w);
       cache_best b = best(s, impl, 1.0);
-      if (cache_put_best(db, &b, NULL) != AT_OK || cache_mark_done(db, &e, &s) != AT_OK) {
+      if (cache_put_best(db, &b, NULL) != AT_OK || cache_mark_done(db, &e, &s, NULL) != AT_OK) {
         fprintf(stderr, "writer %d: best: %s\n", w, at_last_error());
         _exit(3);
       }
@@ -749,8 +797,8 @@ static void test_eight_writers_lose_nothing(void **state)
     for (int i = 0; i < SHAPES; i++) {
       const at_shape s = shape(64 * (w * SHAPES + i + 1), AT_MASK_CAUSAL_TL);
       int done = 0, n = 0;
-      TU_OK(cache_is_done(db, &e, &s, &done));
-      TU_OK(cache_count_trials(db, &e, &s, &n));
+      TU_OK(cache_is_done(db, &e, &s, NULL, &done));
+      TU_OK(cache_count_trials(db, &e, &s, NULL, &n));
       assert_int_equal(done, 1);
       assert_int_equal(n, IMPLS);
     }
@@ -789,7 +837,7 @@ static void test_writer_closing_before_a_reader(void **state)
   sqlite3_finalize(q);
   sqlite3_close(raw);
   int found = 0;
-  TU_OK(cache_find_trial(r, &e, &t.shape, t.impl, &found, NULL, NULL));
+  TU_OK(cache_find_trial(r, &e, &t.shape, NULL, t.impl, &found, NULL, NULL));
   assert_true(found);
   cache_close(r);
 }
@@ -829,7 +877,7 @@ static int read_cases(void *arg)
     at_shape s = shape(1024, AT_MASK_CAUSAL_TL);
     void *cubin = NULL;
     size_t size = 0;
-    if ((rc = cache_get_best(db, "NVIDIA H200", &s, &got, &found)) != AT_OK || !found ||
+    if ((rc = cache_get_best(db, "NVIDIA H200", &s, NULL, &got, &found)) != AT_OK || !found ||
         strcmp(got.impl, "fa2.shipped") != 0 || got.cubin_size != 7) {
       fprintf(stderr, "%s: best row not read back (%s: %s)\n", k->path, at_status_name(rc), at_last_error());
       failures++;
@@ -843,7 +891,7 @@ static int read_cases(void *arg)
     free(cubin);
     if (k->trial_impl[0]) {
       cache_env e = tu_h200_env("t1");
-      if (cache_find_trial(db, &e, &s, k->trial_impl, &found, NULL, NULL) != AT_OK || !found) {
+      if (cache_find_trial(db, &e, &s, NULL, k->trial_impl, &found, NULL, NULL) != AT_OK || !found) {
         fprintf(stderr, "%s: trial %s not read back: %s\n", k->path, k->trial_impl, at_last_error());
         failures++;
       }
@@ -1053,6 +1101,7 @@ int main(void)
       cmocka_unit_test(test_stale_best_is_replaced_by_a_slower_retune),
       cmocka_unit_test(test_shape_staleness_names_the_result),
       cmocka_unit_test(test_resume_marks),
+      cmocka_unit_test(test_serving_rows_are_their_own_key),
       cmocka_unit_test(test_merge_keeps_better_per_key),
       cmocka_unit_test(test_merge_prefers_the_later_of_other_versions),
       cmocka_unit_test(test_prune_drops_stale_template_rows),

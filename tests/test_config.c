@@ -607,7 +607,7 @@ static void test_serving_shapes(void **state)
   snprintf(head, sizeof head, "t.yaml: shape b4.t%d.s%d.hq16.hkv16.d128.bf16.causal.qragged.kvragged.lq", c.shapes[0].q_len,
            c.shapes[0].kv_len);
   if (strncmp(at_last_error(), head, strlen(head)) != 0 ||
-      !strstr(at_last_error(), "(ragged-prefill) has ragged Q with ragged K/V: ragged and paged shapes cannot be tuned yet"))
+      !strstr(at_last_error(), "(ragged-prefill) has ragged Q with ragged K/V: ragged and paged shapes are not benchmarked from a config"))
     fail_msg("refusal: %s", at_last_error());
 
   /* Sharding keeps every shape's own lengths with it. */

@@ -374,6 +374,104 @@ static void test_fp8_kv_cache(void **state)
   assert_int_equal(l.n_steps, 0);
 }
 
+/* A serving row (cache.h: its key's serving part) in a cache of its own. */
+static void put_serving_best(cache_db *db, const at_shape *s, const char *serving, const char *impl, double ms)
+{
+  cache_best b;
+  memset(&b, 0, sizeof b);
+  b.shape = *s;
+  snprintf(b.serving, sizeof b.serving, "%s", serving);
+  b.env = now_env();
+  snprintf(b.impl, sizeof b.impl, "%s", impl);
+  b.time_ms = ms, b.tflops = 1, b.cudnn_ms = 2 * ms, b.err_naive = 1e-3, b.err_cudnn = NAN;
+  snprintf(b.arch, sizeof b.arch, "sm_90a");
+  TU_OK(cache_put_best(db, &b, NULL));
+}
+
+static void paged_key(const at_shape *s, int page_size, int splits, char *key)
+{
+  gen_variant v;
+  TU_OK(gen_default_variant_paged(s, page_size, &g_target, &v));
+  if (splits) v.splits = splits;
+  TU_OK(gen_variant_check(&v, &g_target));
+  TU_OK(gen_variant_key(&v, key, GEN_KEY_MAX));
+}
+
+static void serving_chain(cache_db *db, const at_shape *s, const at_serving_layout *layout, int fused_only,
+                          rt_lookup *l)
+{
+  cache_env now = now_env();
+  TU_OK(rt_lookup_chain_serving(db, &now, &g_target, s, layout, fused_only, l));
+}
+
+/* Tuned serving rows: the exact step takes the row of the same shape and layout (any length
+ * bucket: the plan does not know its lengths; the longest bucket of several), never a row of
+ * another layout or page size, nor one whose kernel reads another page size; the padded chain
+ * never takes a serving row as its nearest. */
+static void test_tuned_serving_rows(void **state)
+{
+  (void)state;
+  char path[300], pg16[GEN_KEY_MAX], pg16_other[GEN_KEY_MAX], pg32[GEN_KEY_MAX], rg[GEN_KEY_MAX];
+  snprintf(path, sizeof path, "%s.serving", g_path);
+  unlink(path);
+  cache_db *db;
+  TU_OK(cache_open(path, 0, &db));
+  at_shape dec = decode_shape(4096, AT_KV_SAME);
+  paged_key(&dec, 16, 0, pg16);
+  paged_key(&dec, 16, 4, pg16_other);
+  paged_key(&dec, 32, 0, pg32);
+  assert_string_not_equal(pg16, pg16_other);
+  put_serving_best(db, &dec, ".kvpaged16.lkv1024", pg16_other, 0.02);
+  put_serving_best(db, &dec, ".kvpaged16.lkv4096", pg16, 0.04); /* the longer mix: taken */
+  put_serving_best(db, &dec, ".kvpaged32.lkv4096", pg32, 0.01);
+  at_shape pre = bf16(128, 1024, AT_MASK_CAUSAL_BR, 16, 16);
+  gen_variant v;
+  TU_OK(gen_default_variant_serving(&pre, 0, GEN_RAGGED_QKV, &g_target, &v));
+  TU_OK(gen_variant_key(&v, rg, sizeof rg));
+  put_serving_best(db, &pre, ".qragged.kvragged.lq512.lkv512", rg, 0.03);
+  put_serving_best(db, &pre, ".qragged.lq512", pg16, 0.01); /* a paged decode kernel: refused */
+  rt_lookup l;
+
+  at_serving_layout paged16 = at_serving_layout_make(&dec, AT_SEQ_PADDED, AT_SEQ_PAGED, 16);
+  serving_chain(db, &dec, &paged16, 0, &l);
+  assert_int_equal(l.steps[0].choice, AT_CHOICE_EXACT);
+  assert_string_equal(l.steps[0].impl, pg16);
+  assert_non_null(strstr(l.steps[0].tuned_shape, ".kvpaged16.lkv4096"));
+  assert_non_null(strstr(l.steps[0].why, "lengths lkv4096"));
+  assert_int_equal(l.steps[1].choice, AT_CHOICE_DEFAULT);
+
+  /* Page size 64: the rows of 16 and 32 are another layout's. */
+  at_serving_layout paged64 = at_serving_layout_make(&dec, AT_SEQ_PADDED, AT_SEQ_PAGED, 64);
+  serving_chain(db, &dec, &paged64, 0, &l);
+  assert_int_equal(l.steps[0].choice, AT_CHOICE_DEFAULT);
+  assert_non_null(strstr(l.skipped, "exact: no tuned kernel stored for"));
+  assert_non_null(strstr(l.skipped, ".kvpaged64 on NVIDIA H200"));
+
+  /* Page size 1 is not a prefix match of .kvpaged16. */
+  at_serving_layout paged1 = at_serving_layout_make(&dec, AT_SEQ_PADDED, AT_SEQ_PAGED, 1);
+  serving_chain(db, &dec, &paged1, 0, &l);
+  assert_int_equal(l.steps[0].choice, AT_CHOICE_DEFAULT);
+
+  /* Ragged Q and K/V: its own row; ragged Q with padded K/V: the row there names a paged kernel. */
+  at_serving_layout ragged = at_serving_layout_make(&pre, AT_SEQ_RAGGED, AT_SEQ_RAGGED, 0);
+  serving_chain(db, &pre, &ragged, 1, &l);
+  assert_int_equal(l.steps[0].choice, AT_CHOICE_EXACT);
+  assert_string_equal(l.steps[0].impl, rg);
+  at_serving_layout q_only = at_serving_layout_make(&pre, AT_SEQ_RAGGED, AT_SEQ_PADDED, 0);
+  serving_chain(db, &pre, &q_only, 0, &l);
+  assert_int_not_equal(l.steps[0].choice, AT_CHOICE_EXACT);
+  assert_non_null(strstr(l.skipped, "exact: 1 tuned row of this shape and layout refused"));
+  assert_non_null(strstr(l.skipped, "does not read this layout"));
+
+  /* Padded tensors of the same shape: no exact row, and no serving row as the nearest. */
+  cache_env now = now_env();
+  TU_OK(rt_lookup_chain(db, &now, &g_target, &dec, 0, &l));
+  assert_int_equal(l.steps[0].choice, AT_CHOICE_DEFAULT);
+  assert_non_null(strstr(l.skipped, "nearest: no other tuned shape"));
+  cache_close(db);
+  unlink(path);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -387,6 +485,7 @@ int main(void)
       cmocka_unit_test(test_rows_of_another_nvrtc_are_marked_stale),
       cmocka_unit_test(test_no_cache),
       cmocka_unit_test(test_fp8_kv_cache),
+      cmocka_unit_test(test_tuned_serving_rows),
   };
   return TU_RUN_GROUP(tests, setup, teardown);
 }

@@ -1258,6 +1258,59 @@ static void build_decode_cache(const char *db_path)
 
 static char *render_db(const char *db_path, tn_report_format format) { return render_from(db_path, NULL, format); }
 
+/* Serving rows (a ragged prefill and a paged decode shape, with the padded shape of the same
+ * at_shape beside each): their own rows, the layout in the shape column of every format. */
+static void test_serving_rows_show_their_layout(void **state)
+{
+  (void)state;
+  char db_path[320], line[1024];
+  snprintf(db_path, sizeof db_path, "%s/serving.db", g_dir);
+  unlink(db_path);
+  cache_db *db;
+  TU_OK(cache_open(db_path, 0, &db));
+  cache_env e = env_of(H200);
+  at_shape pre = mk(3, 1024, 1024, 16, 16, 128, AT_DTYPE_BF16, AT_MASK_CAUSAL_BR);
+  at_shape dec = mk(4, 1, 2048, 32, 8, 128, AT_DTYPE_BF16, AT_MASK_NONE);
+  const char *layouts[] = {".qragged.kvragged.lq512.lkv512", ".kvpaged16.lkv2048"};
+  const at_shape shapes[] = {pre, dec};
+  for (int k = 0; k < 2; k++) {
+    cache_best b;
+    memset(&b, 0, sizeof b);
+    b.shape = shapes[k], b.env = e;
+    snprintf(b.serving, sizeof b.serving, "%s", layouts[k]);
+    snprintf(b.impl, sizeof b.impl, "%s", k ? "decode.bf16.pg16.d128.none.g4.bm1.bn128.w4.s3.sp2"
+                                            : "fa2.bf16.rg.d128.causal-br.g1.bm128.bn64.w4.s2");
+    b.time_ms = 0.05, b.tflops = 100, b.cudnn_ms = k ? NAN : 0.06, b.err_naive = 3e-3, b.err_cudnn = NAN;
+    snprintf(b.arch, sizeof b.arch, "sm_90a");
+    TU_OK(cache_put_best(db, &b, NULL));
+    cache_trial t;
+    memset(&t, 0, sizeof t);
+    t.shape = shapes[k];
+    snprintf(t.serving, sizeof t.serving, "%s", layouts[k]);
+    snprintf(t.impl, sizeof t.impl, "%s", b.impl);
+    t.status = CACHE_OK, t.time_ms = 0.05, t.tflops = 100, t.err_naive = 3e-3, t.err_cudnn = NAN, t.reps = 50;
+    TU_OK(cache_put_trial(db, &e, &t));
+  }
+  put_trial(db, &e, pre, "fa2.bf16.d128.causal-br.g1.bm128.bn64.w4.s2", CACHE_OK, 0.2); /* padded: its own row */
+  cache_close(db);
+
+  tn_report r;
+  TU_OK(tn_report_load(db_path, NULL, &r));
+  assert_int_equal(r.n_rows, 3);
+  tn_report_free(&r);
+  const tn_report_format formats[] = {TN_REPORT_TEXT, TN_REPORT_MD, TN_REPORT_CSV, TN_REPORT_JSON};
+  for (size_t f = 0; f < sizeof formats / sizeof *formats; f++) {
+    char *text = render_db(db_path, formats[f]);
+    for (int k = 0; k < 2; k++) {
+      char key[160];
+      at_shape_key(&shapes[k], key, sizeof key);
+      strcat(key, layouts[k]);
+      assert_true(line_with(text, key, line, sizeof line));
+    }
+    free(text);
+  }
+}
+
 static void test_decode_rows_in_tb_per_s(void **state)
 {
   (void)state;
@@ -1513,6 +1566,7 @@ int main(void)
       cmocka_unit_test(test_f32_row_in_every_format),
       cmocka_unit_test(test_f32_only_cache),
       cmocka_unit_test(test_decode_rows_in_tb_per_s),
+      cmocka_unit_test(test_serving_rows_show_their_layout),
       cmocka_unit_test(test_no_decode_chart_without_decode_rows),
       cmocka_unit_test(test_decode_shape_matches_the_generator),
       cmocka_unit_test(test_gpu_filter_and_messages),

@@ -87,7 +87,7 @@ static void tune_shape_synthetic(cache_db *db, const cache_env *e, const at_shap
   b.err_naive = 2e-3, b.err_cudnn = 1e-3;
   snprintf(b.arch, sizeof b.arch, "sm_90a");
   TU_OK(cache_put_best(db, &b, NULL));
-  TU_OK(cache_mark_done(db, e, s));
+  TU_OK(cache_mark_done(db, e, s, NULL));
 }
 
 static void tune_into(const char *path, const tn_config *c, const int *owner, int shard, unsigned run)
@@ -127,12 +127,12 @@ static void expect_same_best(const char *single, const char *merged, const tn_co
   for (int i = 0; i < c->n_shapes; i++) {
     cache_best x, y;
     int fx = 0, fy = 0, nx = 0, ny = 0;
-    TU_OK(cache_get_best(a, "NVIDIA H200", &c->shapes[i], &x, &fx));
-    TU_OK(cache_get_best(b, "NVIDIA H200", &c->shapes[i], &y, &fy));
+    TU_OK(cache_get_best(a, "NVIDIA H200", &c->shapes[i], NULL, &x, &fx));
+    TU_OK(cache_get_best(b, "NVIDIA H200", &c->shapes[i], NULL, &y, &fy));
     assert_true(fx && fy);
     const cache_env e = tu_h200_env("fa2-test+fa3-test");
-    TU_OK(cache_count_trials(a, &e, &c->shapes[i], &nx));
-    TU_OK(cache_count_trials(b, &e, &c->shapes[i], &ny));
+    TU_OK(cache_count_trials(a, &e, &c->shapes[i], NULL, &nx));
+    TU_OK(cache_count_trials(b, &e, &c->shapes[i], NULL, &ny));
     assert_int_equal(nx, N_CANDIDATES);
     assert_int_equal(ny, N_CANDIDATES); /* every trial of every shard reached the merged file */
     if (clear_winner(&c->shapes[i])) {

@@ -4,7 +4,8 @@
 #  2. kill -9 in the middle, rerun: trials committed before the kill are kept and not redone;
 #  3. Ctrl-C: the trial in flight finishes and a rerun completes;
 #  4. FP8: cuDNN's FP8 graph is the baseline, never the best;
-#  5. results that say another cuDNN or NVRTC measured them are retuned, and only those.
+#  5. results that say another cuDNN or NVRTC measured them are retuned, and only those;
+#  6. ragged and paged (serving) shapes are tuned under their serving keys and resume.
 bin=$1 sql=$2
 here=$(dirname "$0")
 config=$here/data/tune-small.yaml
@@ -168,5 +169,21 @@ grep -q "done earlier, but stale (best .*compiled with NVRTC 1.0" "$dir/stale4.e
 grep -q " 0 compiled" "$dir/stale4.out" && { cat "$dir/stale4.out"; fail "stale: another NVRTC recompiled nothing"; }
 "$bin" cache list --db "$dir/stale.db" | grep -q "stale" && fail "stale: still stale after the NVRTC retune"
 echo "ok: rows of another NVRTC were recompiled and retimed"
+# 6. Serving shapes: a ragged prefill batch of 3 sequences and a paged decode batch (page size 16)
+# are tuned under their serving keys; a rerun skips them (resumable like padded shapes).
+serving=$here/data/tune-serving.yaml
+"$bin" tune "$serving" --db "$dir/serving.db" >"$dir/serving.out" 2>"$dir/serving.err" ||
+  { cat "$dir/serving.err"; fail "tune of serving shapes exited $?"; }
+"$bin" cache export --trials --format csv --db "$dir/serving.db" >"$dir/serving.csv" || fail "export serving"
+grep -q '\.qragged\.kvragged\.lq128\.lkv128,.*,ok,' "$dir/serving.csv" || { cat "$dir/serving.csv"; fail "no ok ragged trial"; }
+grep -q '\.kvpaged16\.lkv128,.*decode\.bf16\.pg16\..*,ok,' "$dir/serving.csv" ||
+  { cat "$dir/serving.csv"; fail "no ok paged decode trial"; }
+grep '\.kvpaged16\.' "$dir/serving.csv" | grep -q 'cudnn,unsupported,' || fail "paged: no cuDNN reason recorded"
+"$bin" report --db "$dir/serving.db" >"$dir/serving.report" || fail "report of serving rows"
+grep -q 'qragged.kvragged' "$dir/serving.report" && grep -q 'kvpaged16' "$dir/serving.report" ||
+  { cat "$dir/serving.report"; fail "report lacks the serving rows"; }
+"$bin" tune "$serving" --db "$dir/serving.db" >/dev/null 2>"$dir/serving2.err" || fail "serving rerun"
+[ "$(grep -c 'done earlier, skipped' "$dir/serving2.err")" -eq 2 ] || { cat "$dir/serving2.err"; fail "serving rerun redid work"; }
+echo "ok: ragged and paged shapes tuned under their serving keys, reported, and skipped on rerun"
 echo "ok: crash recorded and run completed; kill -9 + rerun lost nothing and redid nothing"
 cat "$dir/kill2.out"

@@ -55,13 +55,6 @@ int tn_serving_bench_setup(const char *lengths, int page_size, int q_len_given, 
 
 /* ---- inputs -------------------------------------------------------------------------------------- */
 
-typedef struct serving_buffers {
-  void *q, *k, *v, *o, *lse, *descales;
-  int32_t *cu_q, *cu_kv, *table, *lens; /* device */
-  at_serving_tensors t;
-  int q_rows, kv_rows, num_pages;
-} serving_buffers;
-
 /* Random inputs are drawn and uploaded this many elements at a time (a host buffer of that many). */
 enum { FILL_CHUNK = 64 * TN_RANDOM_CHUNK };
 
@@ -115,7 +108,7 @@ static int32_t *shuffled_table(const tn_serving_bench *b, int num_pages, tn_rng 
   return table;
 }
 
-static at_status upload_metadata(at_context *ctx, const tn_serving_bench *b, tn_rng *rng, serving_buffers *x)
+static at_status upload_metadata(at_context *ctx, const tn_serving_bench *b, tn_rng *rng, tn_serving_buffers *x)
 {
   const int n = b->shape.batch;
   int32_t *cu = malloc((size_t)(n + 1) * sizeof *cu);
@@ -148,7 +141,7 @@ static long long sum_of(const int *v, int n)
   return s;
 }
 
-static at_status make_buffers(at_context *ctx, const tn_serving_bench *b, serving_buffers *x)
+at_status tn_serving_buffers_make(at_context *ctx, const tn_serving_bench *b, tn_serving_buffers *x)
 {
   const at_shape *s = &b->shape;
   const at_serving_layout *l = &b->layout;
@@ -190,7 +183,7 @@ static at_status make_buffers(at_context *ctx, const tn_serving_bench *b, servin
   return AT_OK;
 }
 
-static void free_buffers(at_context *ctx, serving_buffers *x)
+void tn_serving_buffers_free(at_context *ctx, tn_serving_buffers *x)
 {
   void *all[] = {x->q, x->k, x->v, x->o, x->lse, x->descales, x->cu_q, x->cu_kv, x->table, x->lens};
   for (size_t i = 0; i < sizeof all / sizeof *all; i++) at_device_free(ctx, all[i]);
@@ -211,8 +204,8 @@ static int is_decode(const tn_serving_bench *b)
   return b->layout.q_layout == AT_SEQ_PADDED && tn_is_decode_shape(&b->shape);
 }
 
-/* The batch's work: FLOPs of its visible pairs, or for decode the K/V bytes read. */
-static double work_of(const tn_serving_bench *b)
+/* See bench_serving.h. */
+double tn_serving_work(const tn_serving_bench *b)
 {
   double total = 0;
   for (int i = 0; i < b->shape.batch; i++) {
@@ -225,7 +218,7 @@ static double work_of(const tn_serving_bench *b)
 
 static void print_row(const tn_serving_bench *b, const char *name, double ms, const char *note)
 {
-  printf("%-44s %10.4f %9.2f %9s  %s\n", name, ms, work_of(b) / (ms * 1e-3) / 1e12, "-", note);
+  printf("%-44s %10.4f %9.2f %9s  %s\n", name, ms, tn_serving_work(b) / (ms * 1e-3) / 1e12, "-", note);
   fflush(stdout);
 }
 
@@ -244,7 +237,7 @@ static void print_failure(const char *name, const char *status, const char *why)
   fflush(stdout);
 }
 
-static const at_fp8_args *fp8_args(const at_shape *s, const serving_buffers *x, at_fp8_args *a)
+const at_fp8_args *tn_serving_fp8_args(const at_shape *s, const tn_serving_buffers *x, at_fp8_args *a)
 {
   const float *d = x->descales;
   if (!at_dtype_is_fp8(s->dtype) && !at_dtype_is_fp8(at_shape_kv_dtype(s))) return NULL;
@@ -281,7 +274,7 @@ static at_status device_target(int device, gen_target *t)
 }
 
 /* The output of a call (o of the bench's buffers) as fp32 on the host; NULL on failure. */
-static float *download_output(at_context *ctx, const tn_serving_bench *b, const serving_buffers *x)
+static float *download_output(at_context *ctx, const tn_serving_bench *b, const tn_serving_buffers *x)
 {
   const at_dtype out = at_dtype_default_out(b->shape.dtype);
   const size_t n = (size_t)x->q_rows * b->shape.q_heads * b->shape.head_dim;
@@ -296,7 +289,7 @@ static float *download_output(at_context *ctx, const tn_serving_bench *b, const 
 
 /* Relative L2 error of got against want over every row of O (padded or packed; a sequence
  * without keys writes zeros in both); any NaN gives NaN. */
-static double output_error(const tn_serving_bench *b, const serving_buffers *x, const float *want, const float *got)
+static double output_error(const tn_serving_bench *b, const tn_serving_buffers *x, const float *want, const float *got)
 {
   const size_t n = (size_t)x->q_rows * b->shape.q_heads * b->shape.head_dim;
   double num = 0, den = 0;
@@ -309,13 +302,13 @@ static double output_error(const tn_serving_bench *b, const serving_buffers *x, 
 }
 
 /* The naive kernels' output on the bench's paged or ragged inputs: the reference of the variants. */
-static float *serving_reference(at_context *ctx, const tn_serving_bench *b, serving_buffers *x)
+float *tn_serving_reference(at_context *ctx, const tn_serving_bench *b, tn_serving_buffers *x)
 {
   at_plan *plan = NULL;
   at_plan_options naive = {"naive"};
   at_fp8_args a;
   at_status rc = at_plan_create_serving(ctx, &b->shape, &b->layout, &naive, &plan);
-  if (rc == AT_OK) rc = at_plan_run_serving(plan, &x->t, fp8_args(&b->shape, x, &a), NULL);
+  if (rc == AT_OK) rc = at_plan_run_serving(plan, &x->t, tn_serving_fp8_args(&b->shape, x, &a), NULL);
   if (rc == AT_OK) rc = at_synchronize(ctx);
   at_plan_destroy(plan);
   return rc == AT_OK ? download_output(ctx, b, x) : NULL;
@@ -323,8 +316,8 @@ static float *serving_reference(at_context *ctx, const tn_serving_bench *b, serv
 
 /* Poisons O, runs plan once and compares O with the reference: *err is the relative error (NAN
  * when it could not be measured). */
-static at_status run_checked(at_context *ctx, const tn_serving_bench *b, serving_buffers *x, at_plan *plan,
-                             const float *ref, double *err)
+at_status tn_serving_run_checked(at_context *ctx, const tn_serving_bench *b, tn_serving_buffers *x, at_plan *plan,
+                                 const float *ref, double *err)
 {
   at_fp8_args a;
   const size_t o_bytes = (size_t)x->q_rows * b->shape.q_heads * b->shape.head_dim *
@@ -334,7 +327,7 @@ static at_status run_checked(at_context *ctx, const tn_serving_bench *b, serving
   *err = NAN;
   if (rc == AT_OK && o_bytes) memset(poison, 0xff, o_bytes), rc = at_copy_to_device(ctx, x->o, poison, o_bytes);
   free(poison);
-  if (rc == AT_OK) rc = at_plan_run_serving(plan, &x->t, fp8_args(&b->shape, x, &a), NULL);
+  if (rc == AT_OK) rc = at_plan_run_serving(plan, &x->t, tn_serving_fp8_args(&b->shape, x, &a), NULL);
   if (rc == AT_OK) rc = at_synchronize(ctx);
   if (rc == AT_OK) {
     float *got = download_output(ctx, b, x);
@@ -353,7 +346,7 @@ static int variant_wanted(const gen_variant *v, const char *name)
 /* Every generated variant of the layout that --impl name asks for (paged decode: "decode";
  * ragged prefill: "fa2", "fa3" or "fused") through the serving API (a forced key), verified
  * against the naive kernels and timed. *best_ms: the fastest verified one. */
-static int bench_serving_variants(at_context *ctx, const tn_serving_bench *b, serving_buffers *x, const char *name,
+static int bench_serving_variants(at_context *ctx, const tn_serving_bench *b, tn_serving_buffers *x, const char *name,
                                   double *best_ms)
 {
   gen_target target;
@@ -367,7 +360,7 @@ static int bench_serving_variants(at_context *ctx, const tn_serving_bench *b, se
     print_failure(name, rc == AT_ERR_UNSUPPORTED ? "unsupported" : "failed", at_last_error());
     return rc != AT_ERR_UNSUPPORTED;
   }
-  float *ref = serving_reference(ctx, b, x);
+  float *ref = tn_serving_reference(ctx, b, x);
   if (!ref) {
     print_failure(name, "failed", at_last_error());
     return 1;
@@ -384,14 +377,14 @@ static int bench_serving_variants(at_context *ctx, const tn_serving_bench *b, se
     at_fp8_args a;
     double ms = 0, err = NAN;
     rc = at_plan_create_serving(ctx, &b->shape, &b->layout, &opts, &plan);
-    if (rc == AT_OK) rc = run_checked(ctx, b, x, plan, ref, &err);
+    if (rc == AT_OK) rc = tn_serving_run_checked(ctx, b, x, plan, ref, &err);
     if (rc == AT_OK && !(err <= tol)) {
       printf("%-44s %10s %9s %9.2e  WRONG (tolerance %.0e): not timed\n", key, "-", "-", err, tol);
       failures++;
     } else {
-      if (rc == AT_OK) rc = at_plan_benchmark_serving(plan, &x->t, fp8_args(&b->shape, x, &a), b->warmup, b->reps, &ms);
+      if (rc == AT_OK) rc = at_plan_benchmark_serving(plan, &x->t, tn_serving_fp8_args(&b->shape, x, &a), b->warmup, b->reps, &ms);
       if (rc == AT_OK) {
-        print_row_checked(key, ms, work_of(b), err, what);
+        print_row_checked(key, ms, tn_serving_work(b), err, what);
         if (*best_ms <= 0 || ms < *best_ms) *best_ms = ms;
       } else {
         print_failure(key, "failed", at_last_error());
@@ -407,7 +400,7 @@ static int bench_serving_variants(at_context *ctx, const tn_serving_bench *b, se
 
 /* One implementation on the whole batch through the serving API; a generated kernel's output is
  * checked against the naive kernels' first. *ms_out: its time when it ran and verified. */
-static int bench_plan(at_context *ctx, const tn_serving_bench *b, serving_buffers *x, const char *name,
+static int bench_plan(at_context *ctx, const tn_serving_bench *b, tn_serving_buffers *x, const char *name,
                       double *ms_out)
 {
   at_plan *plan = NULL;
@@ -424,8 +417,8 @@ static int bench_plan(at_context *ctx, const tn_serving_bench *b, serving_buffer
   if (rc == AT_OK) rc = at_plan_describe(plan, &info);
   const int generated = rc == AT_OK && strcmp(info.impl, "naive") != 0;
   if (generated) {
-    float *ref = serving_reference(ctx, b, x);
-    rc = ref ? run_checked(ctx, b, x, plan, ref, &err) : AT_ERR_CUDA;
+    float *ref = tn_serving_reference(ctx, b, x);
+    rc = ref ? tn_serving_run_checked(ctx, b, x, plan, ref, &err) : AT_ERR_CUDA;
     free(ref);
     if (rc == AT_OK && !(err <= at_dtype_tolerance(b->shape.dtype))) {
       printf("%-44s %10s %9s %9.2e  WRONG (tolerance %.0e): %s, not timed\n", name, "-", "-", err,
@@ -434,11 +427,11 @@ static int bench_plan(at_context *ctx, const tn_serving_bench *b, serving_buffer
       return 1;
     }
   }
-  if (rc == AT_OK) rc = at_plan_benchmark_serving(plan, &x->t, fp8_args(&b->shape, x, &a), b->warmup, b->reps, &ms);
+  if (rc == AT_OK) rc = at_plan_benchmark_serving(plan, &x->t, tn_serving_fp8_args(&b->shape, x, &a), b->warmup, b->reps, &ms);
   if (rc == AT_OK && generated) {
     /* cuDNN's ragged plan runs three launches; all are in its time, as a caller pays for them */
     const int cudnn_ragged = strcmp(info.impl, "cudnn") == 0 && !at_serving_is_padded(&b->layout);
-    print_row_checked(name, ms, work_of(b), err,
+    print_row_checked(name, ms, tn_serving_work(b), err,
                       cudnn_ragged ? "cudnn: ragged graph, with its offsets and fix-up kernels" : info.impl);
     if (*ms_out <= 0 || ms < *ms_out) *ms_out = ms;
   } else if (rc == AT_OK) {
@@ -467,9 +460,9 @@ static int bench_contiguous_variants(at_context *ctx, const tn_serving_bench *b,
   }
   tn_serving_bench dense = *b;
   dense.layout = at_serving_layout_make(&b->shape, AT_SEQ_PADDED, AT_SEQ_PADDED, 0);
-  serving_buffers c;
-  if ((rc = make_buffers(ctx, &dense, &c)) != AT_OK) {
-    free_buffers(ctx, &c);
+  tn_serving_buffers c;
+  if ((rc = tn_serving_buffers_make(ctx, &dense, &c)) != AT_OK) {
+    tn_serving_buffers_free(ctx, &c);
     print_failure("contiguous", "failed", at_last_error());
     return 1;
   }
@@ -484,7 +477,7 @@ static int bench_contiguous_variants(at_context *ctx, const tn_serving_bench *b,
     at_fp8_args a;
     double ms = 0;
     rc = at_plan_create(ctx, &b->shape, NULL, &opts, &plan);
-    if (rc == AT_OK) rc = at_plan_benchmark(plan, &t, fp8_args(&b->shape, &c, &a), b->warmup, b->reps, &ms);
+    if (rc == AT_OK) rc = at_plan_benchmark(plan, &t, tn_serving_fp8_args(&b->shape, &c, &a), b->warmup, b->reps, &ms);
     if (rc == AT_OK) {
       print_row_checked(name, ms, tn_kv_bytes(&b->shape), NAN, "contiguous K/V, B x S_max (not verified here)");
       if (*best_ms <= 0 || ms < *best_ms) *best_ms = ms;
@@ -494,7 +487,7 @@ static int bench_contiguous_variants(at_context *ctx, const tn_serving_bench *b,
     }
     at_plan_destroy(plan);
   }
-  free_buffers(ctx, &c);
+  tn_serving_buffers_free(ctx, &c);
   return failures != 0;
 }
 
@@ -504,11 +497,11 @@ static int bench_sequence_sum(at_context *ctx, const tn_serving_bench *b, double
 {
   at_shape longest = b->shape;
   longest.batch = 1;
-  serving_buffers c;
+  tn_serving_buffers c;
   tn_serving_bench one = *b;
   one.shape = longest;
   one.layout = at_serving_layout_make(&longest, AT_SEQ_PADDED, AT_SEQ_PADDED, 0);
-  at_status rc = make_buffers(ctx, &one, &c);
+  at_status rc = tn_serving_buffers_make(ctx, &one, &c);
   double total_ms = 0;
   int n_timed = 0;
   char impl[96] = "";
@@ -522,13 +515,13 @@ static int bench_sequence_sum(at_context *ctx, const tn_serving_bench *b, double
     at_fp8_args a;
     double ms = 0;
     rc = at_plan_create(ctx, &s, NULL, NULL, &plan);
-    if (rc == AT_OK) rc = at_plan_benchmark(plan, &t, fp8_args(&s, &c, &a), b->warmup, b->reps, &ms);
+    if (rc == AT_OK) rc = at_plan_benchmark(plan, &t, tn_serving_fp8_args(&s, &c, &a), b->warmup, b->reps, &ms);
     if (rc == AT_OK && at_plan_describe(plan, &info) == AT_OK && s.kv_len == b->shape.kv_len)
       snprintf(impl, sizeof impl, "%s", info.impl);
     at_plan_destroy(plan);
     total_ms += ms, n_timed++;
   }
-  free_buffers(ctx, &c);
+  tn_serving_buffers_free(ctx, &c);
   if (rc != AT_OK) {
     print_failure("seqsum", "failed", at_last_error());
     return 1;
@@ -541,7 +534,7 @@ static int bench_sequence_sum(at_context *ctx, const tn_serving_bench *b, double
   return 0;
 }
 
-static void print_header(const at_context *ctx, const tn_serving_bench *b, const serving_buffers *x)
+static void print_header(const at_context *ctx, const tn_serving_bench *b, const tn_serving_buffers *x)
 {
   const at_shape *s = &b->shape;
   char what[96], key[256];
@@ -567,11 +560,11 @@ static void print_header(const at_context *ctx, const tn_serving_bench *b, const
 int tn_serving_bench_run(const tn_serving_bench *b)
 {
   at_context *ctx = NULL;
-  serving_buffers x;
+  tn_serving_buffers x;
   at_status rc = at_context_create(b->device, NULL, 0, &ctx);
   if (rc != AT_OK) return tn_fail_exit("bench", rc);
-  if ((rc = make_buffers(ctx, b, &x)) != AT_OK) {
-    free_buffers(ctx, &x);
+  if ((rc = tn_serving_buffers_make(ctx, b, &x)) != AT_OK) {
+    tn_serving_buffers_free(ctx, &x);
     at_context_destroy(ctx);
     return tn_fail_exit("bench", rc);
   }
@@ -595,20 +588,20 @@ int tn_serving_bench_run(const tn_serving_bench *b)
   free(list);
   if (best_ragged > 0 && seqsum_ms > 0)
     printf("best ragged prefill %.4f ms (%.1f TFLOP/s) vs seqsum %.4f ms: %.1f%% of the padding-free ideal's rate\n",
-           best_ragged, work_of(b) / (best_ragged * 1e-3) / 1e12, seqsum_ms, 100.0 * seqsum_ms / best_ragged);
+           best_ragged, tn_serving_work(b) / (best_ragged * 1e-3) / 1e12, seqsum_ms, 100.0 * seqsum_ms / best_ragged);
   if (best_ragged > 0 && cudnn_ms > 0)
     printf("best ragged prefill %.4f ms vs cuDNN's ragged graph %.4f ms (%.1f TFLOP/s): %.2fx cuDNN\n", best_ragged,
-           cudnn_ms, work_of(b) / (cudnn_ms * 1e-3) / 1e12, cudnn_ms / best_ragged);
+           cudnn_ms, tn_serving_work(b) / (cudnn_ms * 1e-3) / 1e12, cudnn_ms / best_ragged);
   if (best_paged > 0 && best_contiguous > 0)
     printf("best paged decode %.4f ms (%.2f TB/s) vs best contiguous decode %.4f ms (%.2f TB/s): %.1f%% of contiguous "
            "bandwidth%s\n",
-           best_paged, work_of(b) / (best_paged * 1e-3) / 1e12, best_contiguous,
+           best_paged, tn_serving_work(b) / (best_paged * 1e-3) / 1e12, best_contiguous,
            tn_kv_bytes(&b->shape) / (best_contiguous * 1e-3) / 1e12,
-           100.0 * (work_of(b) / best_paged) / (tn_kv_bytes(&b->shape) / best_contiguous),
-           b->layout.kv_layout == AT_SEQ_PAGED && work_of(b) != tn_kv_bytes(&b->shape)
+           100.0 * (tn_serving_work(b) / best_paged) / (tn_kv_bytes(&b->shape) / best_contiguous),
+           b->layout.kv_layout == AT_SEQ_PAGED && tn_serving_work(b) != tn_kv_bytes(&b->shape)
                ? " (lengths differ: contiguous reads B x S_max)"
                : "");
-  free_buffers(ctx, &x);
+  tn_serving_buffers_free(ctx, &x);
   at_context_destroy(ctx);
   return failures ? TN_EXIT_RUNTIME : TN_EXIT_OK;
 }

@@ -17,7 +17,10 @@
 #ifndef AT_TUNER_BENCH_SERVING_H
 #define AT_TUNER_BENCH_SERVING_H
 
+#include <stdint.h>
+
 #include "attntune.h"
+#include "attntune_fp8.h"
 
 enum { TN_SERVING_MAX_BATCH = 4096 };
 
@@ -30,6 +33,31 @@ typedef struct tn_serving_bench {
   int warmup, reps, device;
   unsigned long long seed;
 } tn_serving_bench;
+
+/* A batch's tensors on the device: random Q, K and V (packed or in a shuffled page pool), O and
+ * LSE, unit FP8 descales, and the metadata (offsets, block table, lengths); t is the call. */
+typedef struct tn_serving_buffers {
+  void *q, *k, *v, *o, *lse, *descales;
+  int32_t *cu_q, *cu_kv, *table, *lens; /* device */
+  at_serving_tensors t;
+  int q_rows, kv_rows, num_pages;
+} tn_serving_buffers;
+
+/* What `bench` and the tuning worker share (tuner/worker.c tunes serving shapes with these, so
+ * both verify and time a serving variant the same way): the buffers of b's batch from b->seed
+ * (free them with tn_serving_buffers_free, also after a failure); the naive kernels' output on
+ * them as fp32 (the reference; NULL on failure, the caller frees it); one checked run of plan
+ * (O poisoned first; *err the relative L2 error against ref over every row of O, NAN when it
+ * could not be measured); the FP8 descales of the buffers for plans of FP8 shapes (NULL else). */
+at_status tn_serving_buffers_make(at_context *ctx, const tn_serving_bench *b, tn_serving_buffers *x);
+void tn_serving_buffers_free(at_context *ctx, tn_serving_buffers *x);
+float *tn_serving_reference(at_context *ctx, const tn_serving_bench *b, tn_serving_buffers *x);
+at_status tn_serving_run_checked(at_context *ctx, const tn_serving_bench *b, tn_serving_buffers *x, at_plan *plan,
+                                 const float *ref, double *err);
+const at_fp8_args *tn_serving_fp8_args(const at_shape *s, const tn_serving_buffers *x, at_fp8_args *a);
+/* The batch's work: FLOPs of its sequences' visible pairs, or for decode (padded Q of at most 16
+ * tokens) the K/V bytes its lengths read; what TFLOP/s or TB/s of a serving row divide. */
+double tn_serving_work(const tn_serving_bench *b);
 
 /* The shape, layout and lengths from bench's flags: lengths (NULL: every sequence kv_len long)
  * and page_size (0: not paged). With lengths and no explicit q_len Q is ragged with T_b = S_b

@@ -18,6 +18,9 @@ static const char USAGE[] =
     "       attntune tune CONFIG.yaml --dry-run [--arch ARCH] [--shard I/N]\n"
     "\n"
     "Tunes every shape of the config: compiles the variants of the fa2, fa3 and decode families\n"
+    "(for a ragged or paged shape, the serving variants of its layout and page size, verified\n"
+    "against the naive kernels on the same packed or paged batch, cuDNN's ragged graph as the\n"
+    "baseline where it runs the layout, stored under the shape's serving key)\n"
     "that the generator lists for it (fa3 on sm_90a, decode for queries of 1 to 16 tokens; narrowed\n"
     "by the config's search section) with NVRTC in a thread pool while the GPU verifies each against\n"
     "the naive reference and cuDNN (on the GPU) and times it; a variant key listed for several\n"
@@ -112,13 +115,17 @@ static int dry_run(const tn_config *cfg, const char *arch, int shard_count, int 
   key_set distinct = {0};
   for (int i = 0; i < cfg->n_shapes; i++) {
     const at_shape *s = &cfg->shapes[i];
-    char key[TN_SHAPE_KEY_CAP], what[512], size[32];
+    char key[256], what[512], size[32];
     gen_variant vs[GEN_MAX_VARIANTS];
     int n = 0;
+    const tn_serving_shape *v = cfg->serving ? &cfg->serving[i] : NULL;
     tn_shape_key(s, key, sizeof key);
+    if (v && !at_serving_is_padded(&v->layout)) /* the key its rows get (at_serving_key) */
+      at_serving_key(s, &v->layout, v->layout.q_layout == AT_SEQ_RAGGED ? v->q_lens : NULL, v->kv_lens, key,
+                     sizeof key);
     if (s->dtype == AT_DTYPE_F32) {
       snprintf(what, sizeof what, "0 (f32: naive kernels only)");
-    } else if (tn_tune_candidates(cfg, s, &target, vs, &n) != AT_OK) {
+    } else if (tn_tune_candidates(cfg, s, v, &target, vs, &n) != AT_OK) {
       snprintf(what, sizeof what, "0 (%s)", at_last_error());
       n = 0;
     } else {
@@ -211,11 +218,6 @@ int tn_cmd_tune(int argc, char **argv)
   if (rc != AT_OK) {
     fprintf(stderr, "attntune tune: %s\n", at_last_error());
     return rc == AT_ERR_IO || rc == AT_ERR_CONFIG ? TN_EXIT_USAGE : TN_EXIT_RUNTIME;
-  }
-  if ((rc = tn_config_refuse_serving(&cfg)) != AT_OK) {
-    fprintf(stderr, "attntune tune: %s\n", at_last_error());
-    tn_config_free(&cfg);
-    return TN_EXIT_USAGE;
   }
   if (!devices_text) {
     all = cfg.all_devices, n_devices = cfg.n_devices;

@@ -1220,8 +1220,8 @@ at_status tn_config_refuse_serving(const tn_config *c)
                  sizeof key);
   at_serving_layout_describe(&v->layout, what, sizeof what);
   return at_fail(AT_ERR_CONFIG,
-                 "%s: shape %s%s%s%s has %s: ragged and paged shapes cannot be tuned yet (the cache has no rows "
-                 "for them; 'attntune bench --lengths / --page-size' times them)",
+                 "%s: shape %s%s%s%s has %s: ragged and paged shapes are not benchmarked from a config "
+                 "('attntune tune' tunes them; 'attntune bench --lengths / --page-size' times one)",
                  c->path, key, c->groups[i][0] ? " (" : "", c->groups[i], c->groups[i][0] ? ")" : "", what);
 }
 

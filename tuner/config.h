@@ -92,8 +92,8 @@ at_status tn_config_parse(const char *text, size_t len, const char *name, tn_con
 /* Free the shape lists; c is left as after tn_config_init. */
 void tn_config_free(tn_config *c);
 
-/* The first shape with ragged or paged tensors, or -1: what `tune` cannot tune yet (only the
- * naive kernels run those layouts). */
+/* The first shape with ragged or paged tensors, or -1: what `bench --suite` does not run (`tune`
+ * tunes them; `bench --lengths / --page-size` times one). */
 int tn_config_first_serving(const tn_config *c);
 /* AT_ERR_CONFIG naming that shape (its serving key and group) and why, or AT_OK when there is none. */
 at_status tn_config_refuse_serving(const tn_config *c);

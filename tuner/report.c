@@ -49,8 +49,25 @@ static int find_row(loader *l, const char *gpu_model, const char *key)
   return -1;
 }
 
+/* A row's key: at_shape_key, and for a ragged or paged shape its serving part (cache.h), so the
+ * shape column says the layout and the row is not merged with the padded shape's. */
+static void row_key(const at_shape *shape, const char *serving, char key[160])
+{
+  at_shape_key(shape, key, 160);
+  const size_t used = strlen(key);
+  snprintf(key + used, 160 - used, "%s", serving);
+}
+
+/* Is this a ragged or paged shape's row (a key longer than its shape's)? */
+static int row_is_serving(const tn_report_row *row)
+{
+  char plain[160];
+  at_shape_key(&row->shape, plain, sizeof plain);
+  return strlen(row->key) > strlen(plain);
+}
+
 /* A fresh row with every time unknown; -1 (and l->rc set) when memory runs out. */
-static int add_row(loader *l, const char *gpu_model, const at_shape *shape)
+static int add_row(loader *l, const char *gpu_model, const at_shape *shape, const char *key)
 {
   tn_report *r = l->r;
   if (r->n_rows == l->cap) {
@@ -70,7 +87,7 @@ static int add_row(loader *l, const char *gpu_model, const at_shape *shape)
   memset(&l->extra[r->n_rows], 0, sizeof *l->extra);
   snprintf(row->gpu_model, sizeof row->gpu_model, "%s", gpu_model);
   row->shape = *shape;
-  at_shape_key(shape, row->key, sizeof row->key);
+  snprintf(row->key, sizeof row->key, "%s", key);
   row->best_ms = row->best_tflops = row->best_kv_tbs = NAN;
   row->tuned_ms = row->tuned_tflops = row->cudnn_ms = row->naive_ms = NAN;
   row->speedup_tuned = row->speedup_best = row->err_naive = row->err_cudnn = NAN;
@@ -96,7 +113,7 @@ static int visit_best(void *user, const cache_best *b)
 {
   loader *l = user;
   char key[160];
-  at_shape_key(&b->shape, key, sizeof key);
+  row_key(&b->shape, b->serving, key);
   int i = find_row(l, b->env.gpu_model, key);
   if (i >= 0) {
     /* Another template version's row for the same shape: keep the newest, count the other. */
@@ -104,7 +121,7 @@ static int visit_best(void *user, const cache_best *b)
     if (strcmp(b->updated_at, l->extra[i].updated_at) > 0) take_best(&l->r->rows[i], &l->extra[i], b);
     return 0;
   }
-  if ((i = add_row(l, b->env.gpu_model, &b->shape)) < 0) return 1;
+  if ((i = add_row(l, b->env.gpu_model, &b->shape, key)) < 0) return 1;
   take_best(&l->r->rows[i], &l->extra[i], b);
   return 0;
 }
@@ -113,9 +130,9 @@ static int visit_trial(void *user, const cache_env *env, const cache_trial *t)
 {
   loader *l = user;
   char key[160];
-  at_shape_key(&t->shape, key, sizeof key);
+  row_key(&t->shape, t->serving, key);
   int i = find_row(l, env->gpu_model, key);
-  if (i < 0 && (i = add_row(l, env->gpu_model, &t->shape)) < 0) return 1;
+  if (i < 0 && (i = add_row(l, env->gpu_model, &t->shape, key)) < 0) return 1;
   tn_report_row *row = &l->r->rows[i];
   row_extra *x = &l->extra[i];
   /* Trials measured with other kernel templates than the row's best say nothing about it. */
@@ -172,7 +189,9 @@ static void settle_row(tn_report_row *row, const row_extra *x)
     row->tuned_tflops = flops / (row->tuned_ms * 1e-3) / 1e12;
   if (isfinite(row->best_ms) && !isfinite(row->best_tflops))
     row->best_tflops = flops / (row->best_ms * 1e-3) / 1e12;
-  if (tn_is_decode_shape(&row->shape)) row->best_kv_tbs = tn_kv_tbs(&row->shape, row->best_ms);
+  /* A serving row's key keeps its length buckets, not its lengths: its K/V bytes are not known
+   * here (its TFLOP/s are the tuner's, of the sequences' own lengths). */
+  if (tn_is_decode_shape(&row->shape) && !row_is_serving(row)) row->best_kv_tbs = tn_kv_tbs(&row->shape, row->best_ms);
   row->speedup_tuned = row->cudnn_ms / row->tuned_ms; /* NaN when either is missing */
   row->speedup_best = row->cudnn_ms / row->best_ms;
   settle_note(row);
@@ -190,7 +209,8 @@ static int compare_rows(const void *pa, const void *pb)
                     y->kv_heads, y->batch, y->q_len, y->kv_len, y->with_lse};
   for (size_t i = 0; i < sizeof ka / sizeof *ka; i++)
     if (ka[i] != kb[i]) return ka[i] < kb[i] ? -1 : 1;
-  return 0;
+  /* Rows of one shape's maxima differ by the rest of their key: a serving part, a scale. */
+  return strcmp(a->key, b->key);
 }
 
 static int same_group(const tn_report_row *a, const tn_report_row *b)
@@ -1179,6 +1199,7 @@ static void svg_speedup_line_chart(FILE *out, const char *title, const char *x_l
 /* A series' K/V rate in TB/s: tuned and cuDNN only (the naive kernels re-read K/V per step). */
 static double series_kv_tbs(const tn_report_row *row, int s)
 {
+  if (row_is_serving(row)) return NAN; /* settle_row says why */
   return s == S_NAIVE ? NAN : tn_kv_tbs(&row->shape, series_ms(row, s));
 }
 

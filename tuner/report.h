@@ -39,7 +39,7 @@ typedef enum tn_report_cudnn {
 
 typedef struct tn_report_row {
   char gpu_model[128];
-  char key[160]; /* at_shape_key */
+  char key[160]; /* at_shape_key, then a ragged or paged shape's serving part (".kvpaged16.lkv2048") */
   at_shape shape;
   int has_best;  /* 0: only trials, none of which was stored as the best */
   char best_impl[96];

@@ -5,6 +5,7 @@ set(AT_TUNER_LIB_SOURCES
   tuner/config.c
   tuner/harness.c
   tuner/worker.c
+  tuner/bench_serving.c  # its batch buffers and checks are the worker's too
   tuner/pool.c
   tuner/tune.c
   tuner/report.c
@@ -14,7 +15,6 @@ set(AT_TUNER_CLI_SOURCES
   tuner/main.c
   tuner/cmd_devices.c
   tuner/cmd_bench.c
-  tuner/bench_serving.c
   tuner/cmd_tune.c
   tuner/cmd_cache.c
   tuner/cmd_gen.c

@@ -55,6 +55,7 @@
 #include "tuner/reference.h"
 #include "tuner/tune.h"
 #include "tuner/worker.h"
+#include "runtime/lookup.h"
 
 static volatile sig_atomic_t g_stop;
 
@@ -115,6 +116,8 @@ typedef struct device_job {
   char device_name[256];
   int shape_loaded; /* the worker holds the current shape's inputs */
   tn_request shape_req;
+  char serving[CACHE_SERVING_CAP]; /* the current shape's serving part of its cache key ("" padded) */
+  double flops; /* the current shape's work (shape_flops): what its TFLOP/s divide */
 } device_job;
 
 /* A trial that ran on the GPU, stored unless the run is stopping: an interrupt (Ctrl-C, or the
@@ -217,20 +220,39 @@ static int fault_for(const char *key)
   return 0;
 }
 
-static void trial_init(cache_trial *t, const at_shape *s, const char *impl)
+static void trial_init(cache_trial *t, const at_shape *s, const char *serving, const char *impl)
 {
   memset(t, 0, sizeof *t);
   t->shape = *s;
+  snprintf(t->serving, sizeof t->serving, "%s", serving);
   snprintf(t->impl, sizeof t->impl, "%s", impl);
   t->time_ms = t->tflops = t->err_naive = t->err_cudnn = NAN;
   t->registers = t->spill_bytes = t->smem_bytes = -1;
 }
 
-static void trial_from_response(cache_trial *t, const tn_response *r, const at_shape *s)
+/* FLOPs of shape index: of its visible pairs per sequence for a ragged or paged shape (its
+ * lengths; the maxima would overstate a mix of lengths), else at_shape_flops. */
+static double shape_flops(const tn_config *cfg, int index)
+{
+  const at_shape *s = &cfg->shapes[index];
+  const tn_serving_shape *v = cfg->serving ? &cfg->serving[index] : NULL;
+  if (!v || at_serving_is_padded(&v->layout)) return at_shape_flops(s);
+  double total = 0;
+  for (int b = 0; b < s->batch; b++) {
+    at_shape one = *s;
+    one.batch = 1;
+    one.q_len = v->layout.q_layout == AT_SEQ_RAGGED && v->q_lens ? v->q_lens[b] : s->q_len;
+    one.kv_len = v->layout.kv_layout != AT_SEQ_PADDED && v->kv_lens ? v->kv_lens[b] : s->kv_len;
+    if (one.q_len > 0 && one.kv_len > 0) total += at_shape_flops(&one);
+  }
+  return total;
+}
+
+static void trial_from_response(cache_trial *t, const tn_response *r, double flops)
 {
   t->status = (cache_status)r->status;
   t->time_ms = r->status == CACHE_OK ? r->time_ms : NAN;
-  t->tflops = isfinite(t->time_ms) ? at_shape_flops(s) / (t->time_ms * 1e-3) / 1e12 : NAN;
+  t->tflops = isfinite(t->time_ms) ? flops / (t->time_ms * 1e-3) / 1e12 : NAN;
   t->err_naive = r->err_naive;
   t->err_cudnn = r->err_cudnn;
   t->reps = r->status == CACHE_OK ? r->reps : 0;
@@ -244,7 +266,7 @@ static at_status run_candidate(device_job *job, const rt_compiled *c, int reps, 
   const at_shape *s = &job->shape_req.shape;
   tn_response resp;
   at_status rc;
-  trial_init(t, s, c->key);
+  trial_init(t, s, job->serving, c->key);
   t->registers = c->resources.registers;
   t->spill_bytes = c->resources.spill_store_bytes;
   t->smem_bytes = gen_smem_bytes(&c->variant);
@@ -262,7 +284,7 @@ static at_status run_candidate(device_job *job, const rt_compiled *c, int reps, 
     tn_worker_stop(&job->worker);
     job->shape_loaded = 0;
   }
-  trial_from_response(t, &resp, s);
+  trial_from_response(t, &resp, job->flops);
   run_stats *st = &job->run->stats;
   if (t->status == CACHE_OK) count(job->run, &st->timed), count(job->run, &st->verified);
   else if (t->status == CACHE_WRONG) count(job->run, &st->wrong);
@@ -350,13 +372,17 @@ static int search_allows(const tn_family_search *fs, const gen_variant *v)
          allowed(&fs->ws, v->ws) && allowed(&fs->persistent, v->persistent) && allowed(&fs->vt, v->vt);
 }
 
-at_status tn_tune_candidates(const tn_config *cfg, const at_shape *s, const gen_target *target, gen_variant *out,
-                             int *n_out)
+at_status tn_tune_candidates(const tn_config *cfg, const at_shape *s, const tn_serving_shape *v,
+                             const gen_target *target, gen_variant *out, int *n_out)
 {
   gen_variant all[GEN_MAX_VARIANTS];
   int n = 0, kept = 0;
   *n_out = 0;
-  at_status rc = gen_enumerate(s, target, all, GEN_MAX_VARIANTS, &n);
+  const at_serving_layout *l = v ? &v->layout : NULL;
+  at_status rc = !l || at_serving_is_padded(l)
+                     ? gen_enumerate(s, target, all, GEN_MAX_VARIANTS, &n)
+                     : gen_enumerate_serving(s, l->kv_layout == AT_SEQ_PAGED ? l->page_size : 0, rt_serving_ragged(l),
+                                             target, all, GEN_MAX_VARIANTS, &n);
   if (rc != AT_OK) return rc;
   int cap = cfg->budget_candidates;
   /* The budget takes the first allowed candidates in the generator's order (decode first for
@@ -367,9 +393,11 @@ at_status tn_tune_candidates(const tn_config *cfg, const at_shape *s, const gen_
   return AT_OK;
 }
 
-static at_status candidates_for(device_job *job, const at_shape *s, gen_variant *out, int *n_out)
+static at_status candidates_for(device_job *job, int index, gen_variant *out, int *n_out)
 {
-  return tn_tune_candidates(job->run->config, s, &job->target, out, n_out);
+  const tn_config *cfg = job->run->config;
+  return tn_tune_candidates(cfg, &cfg->shapes[index], cfg->serving ? &cfg->serving[index] : NULL, &job->target, out,
+                            n_out);
 }
 
 typedef struct ranked {
@@ -396,7 +424,7 @@ static void assert_second_pass(const cache_trial *t, int full_reps)
 static at_status find_current_trial(device_job *job, const at_shape *s, const char *impl, int *found, cache_trial *t)
 {
   cache_env measured;
-  at_status rc = cache_find_trial(job->db, &job->env, s, impl, found, t, &measured);
+  at_status rc = cache_find_trial(job->db, &job->env, s, job->serving, impl, found, t, &measured);
   if (rc == AT_OK && *found && cache_trial_stale(&measured, &job->env, impl, NULL, 0)) *found = 0;
   return rc;
 }
@@ -410,9 +438,9 @@ static at_status tune_cudnn(device_job *job, const tn_response *shape_resp, cach
   at_status rc = find_current_trial(job, s, "cudnn", &found, t);
   if (rc != AT_OK) return rc;
   if (found && (t->status != CACHE_OK || t->reps >= cfg->reps)) return AT_OK;
-  trial_init(t, s, "cudnn");
+  trial_init(t, s, job->serving, "cudnn");
   if (shape_resp->status != CACHE_OK) {
-    trial_from_response(t, shape_resp, s);
+    trial_from_response(t, shape_resp, job->flops);
   } else {
     tn_request q = job->shape_req;
     tn_response r;
@@ -420,7 +448,7 @@ static at_status tune_cudnn(device_job *job, const tn_response *shape_resp, cach
     q.timing = (rt_timing_opts){.warmup = cfg->warmup, .reps = cfg->reps};
     rc = tn_worker_call(&job->worker, &q, NULL, &r, watchdog_ms(job, s, cfg->reps));
     if (rc != AT_OK) job->shape_loaded = 0;
-    trial_from_response(t, &r, s);
+    trial_from_response(t, &r, job->flops);
     t->err_naive = shape_resp->err_naive;
     if (t->status == CACHE_OK && !t->message[0]) snprintf(t->message, sizeof t->message, "%s", shape_resp->message);
   }
@@ -442,8 +470,8 @@ static at_status tune_naive(device_job *job, cache_trial *t)
   q.timing = (rt_timing_opts){.warmup = cfg->warmup, .reps = cfg->reps};
   rc = tn_worker_call(&job->worker, &q, NULL, &r, watchdog_ms(job, s, cfg->reps + cfg->warmup));
   if (rc != AT_OK) job->shape_loaded = 0;
-  trial_init(t, s, "naive");
-  trial_from_response(t, &r, s);
+  trial_init(t, s, job->serving, "naive");
+  trial_from_response(t, &r, job->flops);
   return put_gpu_trial(job, t);
 }
 
@@ -499,20 +527,20 @@ static at_status skip_if_done_earlier(shape_tuning *st, int *skipped)
   char why[512];
   at_status rc;
   *skipped = 0;
-  if (job->run->opts->force && (rc = cache_forget_shape(job->db, &job->env, st->s)) != AT_OK) return rc;
-  if ((rc = cache_is_done(job->db, &job->env, st->s, &done)) != AT_OK) return rc;
+  if (job->run->opts->force && (rc = cache_forget_shape(job->db, &job->env, st->s, job->serving)) != AT_OK) return rc;
+  if ((rc = cache_is_done(job->db, &job->env, st->s, job->serving, &done)) != AT_OK) return rc;
   if (!done) return AT_OK;
-  if ((rc = cache_shape_stale(job->db, &job->env, st->s, &stale, why, sizeof why)) != AT_OK) return rc;
+  if ((rc = cache_shape_stale(job->db, &job->env, st->s, job->serving, &stale, why, sizeof why)) != AT_OK) return rc;
   if (stale) {
     progress(job->run, "gpu%d %s: done earlier, but stale (%s): retuning", job->device, st->key, why);
     return AT_OK;
   }
   cache_best b;
   int found = 0;
-  if (cache_get_best(job->db, job->env.gpu_model, st->s, &b, &found) == AT_OK && found) {
+  if (cache_get_best(job->db, job->env.gpu_model, st->s, job->serving, &b, &found) == AT_OK && found) {
     record_result(job, st->index, &b, b.cudnn_ms, gen_is_variant_key(b.impl) ? b.time_ms : NAN);
     cache_best_clear(&b);
-  } else if (st->f32 && cache_find_trial(job->db, &job->env, st->s, "naive", &found, &st->naive, NULL) == AT_OK &&
+  } else if (st->f32 && cache_find_trial(job->db, &job->env, st->s, job->serving, "naive", &found, &st->naive, NULL) == AT_OK &&
              found) {
     record_naive_only(job, st->index, &st->naive);
   }
@@ -533,6 +561,12 @@ static int prepare_inputs_and_references(shape_tuning *st)
   job->shape_req.shape = *st->s;
   job->shape_req.seed = tn_fresh_seed();
   job->shape_req.tolerance = job->run->config->tolerance[st->s->dtype];
+  const tn_serving_shape *v = job->run->config->serving ? &job->run->config->serving[st->index] : NULL;
+  if (v && !at_serving_is_padded(&v->layout)) {
+    job->shape_req.layout = v->layout;
+    memcpy(job->shape_req.q_lens, v->q_lens, (size_t)st->s->batch * sizeof *v->q_lens);
+    memcpy(job->shape_req.kv_lens, v->kv_lens, (size_t)st->s->batch * sizeof *v->kv_lens);
+  }
   job->shape_loaded = 0;
   if (load_shape(job, &st->shape_resp) != AT_OK) {
     progress(job->run, "gpu%d %s: not tuned: %s", job->device, st->key, at_last_error());
@@ -567,7 +601,7 @@ static at_status choose_candidates(shape_tuning *st)
   st->n = 0;
   if (st->f32) {
     st->n = 0; /* said in time_baselines */
-  } else if ((rc = candidates_for(job, st->s, st->vs, &st->n)) != AT_OK) {
+  } else if ((rc = candidates_for(job, st->index, st->vs, &st->n)) != AT_OK) {
     progress(job->run, "gpu%d %s: no fused variants (%s)", job->device, st->key, at_last_error());
     st->n = 0;
   }
@@ -591,7 +625,7 @@ static at_status choose_candidates(shape_tuning *st)
 static at_status record_compile_failure(shape_tuning *st, const rt_compiled *c, cache_trial *t)
 {
   device_job *job = st->job;
-  trial_init(t, st->s, c->key);
+  trial_init(t, st->s, job->serving, c->key);
   t->status = CACHE_COMPILE_FAILED;
   snprintf(t->message, sizeof t->message, "%s", c->message);
   count(job->run, &job->run->stats.compile_failed);
@@ -686,9 +720,10 @@ static at_status store_best_row(shape_tuning *st, cache_best *best, int winner, 
   device_job *job = st->job;
   const at_shape *s = st->s;
   best->shape = *s;
+  snprintf(best->serving, sizeof best->serving, "%s", job->serving);
   best->env = job->env;
   best->cudnn_ms = st->cudnn_ms;
-  best->tflops = at_shape_flops(s) / (best->time_ms * 1e-3) / 1e12;
+  best->tflops = job->flops / (best->time_ms * 1e-3) / 1e12;
   snprintf(best->arch, sizeof best->arch, "%s", job->target.arch);
   if (winner == -2) {
     snprintf(best->impl, sizeof best->impl, "cudnn");
@@ -704,7 +739,7 @@ static at_status store_best_row(shape_tuning *st, cache_best *best, int winner, 
   }
   int stored = 0;
   at_status rc = cache_put_best(job->db, best, &stored);
-  if (rc == AT_OK) rc = cache_mark_done(job->db, &job->env, s);
+  if (rc == AT_OK) rc = cache_mark_done(job->db, &job->env, s, job->serving);
   if (rc == AT_OK) {
     record_result(job, st->index, best, st->cudnn_ms, fa2_ms);
     count(job->run, &job->run->stats.shapes_done);
@@ -720,7 +755,7 @@ static at_status store_naive_only(shape_tuning *st)
 {
   device_job *job = st->job;
   const cache_trial *naive = &st->naive;
-  at_status rc = cache_mark_done(job->db, &job->env, st->s);
+  at_status rc = cache_mark_done(job->db, &job->env, st->s, job->serving);
   if (rc == AT_OK) {
     record_naive_only(job, st->index, naive);
     count(job->run, &job->run->stats.shapes_done);
@@ -754,11 +789,28 @@ static at_status store_best(shape_tuning *st, at_status rc)
                  : "");
     /* A best row from an earlier run (now stale: this run retuned the shape) would still be
      * served, and found stale by every later run. */
-    rc = cache_forget_best(job->db, &job->env, st->s);
-    if (rc == AT_OK) rc = cache_mark_done(job->db, &job->env, st->s);
+    rc = cache_forget_best(job->db, &job->env, st->s, job->serving);
+    if (rc == AT_OK) rc = cache_mark_done(job->db, &job->env, st->s, job->serving);
     count(job->run, &job->run->stats.shapes_done);
   }
   return rc;
+}
+
+/* The shape's key as progress lines say it (its at_serving_key for a ragged or paged shape), and
+ * the serving part of it that its cache rows carry (job->serving). */
+static void shape_identity(device_job *job, int index, char *key, size_t size)
+{
+  const tn_config *cfg = job->run->config;
+  const tn_serving_shape *v = cfg->serving ? &cfg->serving[index] : NULL;
+  char plain[160];
+  at_shape_key(&cfg->shapes[index], plain, sizeof plain);
+  if (v && !at_serving_is_padded(&v->layout))
+    at_serving_key(&cfg->shapes[index], &v->layout, v->layout.q_layout == AT_SEQ_RAGGED ? v->q_lens : NULL, v->kv_lens,
+                   key, size);
+  else
+    snprintf(key, size, "%s", plain);
+  snprintf(job->serving, sizeof job->serving, "%s", key + strlen(plain));
+  job->flops = shape_flops(cfg, index);
 }
 
 /* One shape, the steps of the header comment in order. An error return ends the device's run;
@@ -772,8 +824,8 @@ static at_status tune_shape(device_job *job, int index)
   st.s = &job->run->config->shapes[index];
   st.f32 = st.s->dtype == AT_DTYPE_F32;
   st.cudnn_ms = NAN;
-  at_shape_key(st.s, st.key, sizeof st.key);
-  trial_init(&st.naive, st.s, "naive");
+  shape_identity(job, index, st.key, sizeof st.key);
+  trial_init(&st.naive, st.s, job->serving, "naive");
   int skipped = 0;
   at_status rc = skip_if_done_earlier(&st, &skipped);
   if (rc != AT_OK || skipped) return rc;
@@ -863,8 +915,10 @@ static void print_summary(const tune_run *run)
          "cudnn_ms", "tuned/cuDNN");
   for (int i = 0; i < cfg->n_shapes; i++) {
     const shape_result *r = &run->results[i];
-    char key[160];
-    at_shape_key(&cfg->shapes[i], key, sizeof key);
+    char key[192];
+    const tn_serving_shape *v = cfg->serving ? &cfg->serving[i] : NULL;
+    at_serving_key(&cfg->shapes[i], v ? &v->layout : NULL, v && v->layout.q_layout == AT_SEQ_RAGGED ? v->q_lens : NULL,
+                   v ? v->kv_lens : NULL, key, sizeof key);
     if (r->naive_only) {
       char note[96] = "naive only (no fused kernel, cuDNN unsupported): not timed";
       if (isfinite(r->naive_ms))
@@ -876,7 +930,7 @@ static void print_summary(const tune_run *run)
       printf("%-48s %-44s\n", key, "(not tuned)");
       continue;
     }
-    double tflops = at_shape_flops(&cfg->shapes[i]) / (r->best_ms * 1e-3) / 1e12;
+    double tflops = shape_flops(cfg, i) / (r->best_ms * 1e-3) / 1e12;
     char cudnn[32] = "-", fa2[32] = "-", speedup[32] = "-";
     if (isfinite(r->cudnn_ms)) snprintf(cudnn, sizeof cudnn, "%.4f", r->cudnn_ms);
     if (isfinite(r->fa2_ms)) snprintf(fa2, sizeof fa2, "%.4f", r->fa2_ms);

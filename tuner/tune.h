@@ -18,10 +18,12 @@ typedef struct tn_tune_opts {
                      * f32 shapes always do, it is all they run */
 } tn_tune_opts;
 
-/* The candidates a tuning run times for shape s on target: the generator's list (gen_enumerate)
- * narrowed by cfg's search section and capped by budget.candidates, in the generator's order. */
-at_status tn_tune_candidates(const tn_config *cfg, const at_shape *s, const gen_target *target, gen_variant *out,
-                             int *n_out);
+/* The candidates a tuning run times for shape s on target: the generator's list (gen_enumerate;
+ * for a ragged or paged shape v, gen_enumerate_serving with its page size and ragged tensors; v
+ * NULL: padded) narrowed by cfg's search section and capped by budget.candidates, in the
+ * generator's order. */
+at_status tn_tune_candidates(const tn_config *cfg, const at_shape *s, const tn_serving_shape *v,
+                             const gen_target *target, gen_variant *out, int *n_out);
 
 /* 1 when cuDNN, measured fastest, may be stored as shape s's best: not for FP8 inputs, whose
  * cuDNN baseline writes FP8 output where plans write bf16 (tune.c's header). */

@@ -11,6 +11,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "runtime/cudnn_sdpa.h"
+#include "tuner/bench_serving.h"
 #include "tuner/harness.h"
 #include "tuner/worker.h"
 
@@ -164,6 +166,13 @@ typedef struct serve_state {
   int have_shape;
   int cudnn_ok; /* cuDNN ran and passed on the current shape */
   tn_impl cudnn;
+  /* A ragged or paged shape: the library's plans on the batch's buffers (bench_serving.h). */
+  int serving;
+  at_context *actx; /* made on the first serving shape, on the device's primary context */
+  tn_serving_bench batch;
+  tn_serving_buffers buffers;
+  float *ref;         /* the naive kernels' output on the buffers */
+  at_plan *cudnn_plan; /* cuDNN's ragged graph, verified (cudnn_ok) */
 } serve_state;
 
 static void fill_env(serve_state *st, tn_response *r)
@@ -184,8 +193,19 @@ static void set_message(tn_response *r, const char *text)
   snprintf(r->message, sizeof r->message, "%s", text);
 }
 
+static void close_serving(serve_state *st)
+{
+  if (!st->serving) return;
+  at_plan_destroy(st->cudnn_plan);
+  tn_serving_buffers_free(st->actx, &st->buffers);
+  free(st->ref);
+  st->cudnn_plan = NULL, st->ref = NULL, st->serving = 0;
+  memset(&st->buffers, 0, sizeof st->buffers);
+}
+
 static void close_shape(serve_state *st)
 {
+  close_serving(st);
   if (st->cudnn_ok || st->cudnn.kind == TN_IMPL_CUDNN) tn_impl_close(&st->cudnn);
   if (st->have_shape) tn_harness_close(&st->h);
   st->have_shape = st->cudnn_ok = 0;
@@ -204,12 +224,102 @@ static void describe_cudnn(const serve_state *st, const rt_cudnn_plan_info *info
   }
 }
 
+/* ---- ragged and paged shapes: the library's serving plans, as bench runs them ------------------- */
+
+/* The response of a plan that failed: crashed for a CUDA fault (the context is gone), else
+ * unsupported (the library declined it). Returns 0 when the worker must exit. */
+static int serving_failure(tn_response *r, at_status rc)
+{
+  r->rc = rc;
+  r->status = rc == AT_ERR_CUDA ? CACHE_CRASHED : CACHE_UNSUPPORTED;
+  set_message(r, at_last_error());
+  return rc != AT_ERR_CUDA;
+}
+
+/* Plan impl for the batch and check it once against the reference: *plan kept when it passed
+ * (r->status CACHE_OK), destroyed otherwise. Returns 0 when the worker must exit. */
+static int plan_checked(serve_state *st, const char *impl, double tolerance, tn_response *r, at_plan **plan)
+{
+  at_plan_options opts = {impl};
+  *plan = NULL;
+  at_status rc = at_plan_create_serving(st->actx, &st->batch.shape, &st->batch.layout, &opts, plan);
+  if (rc == AT_OK) rc = tn_serving_run_checked(st->actx, &st->batch, &st->buffers, *plan, st->ref, &r->err_naive);
+  if (rc != AT_OK) {
+    at_plan_destroy(*plan), *plan = NULL;
+    return serving_failure(r, rc);
+  }
+  if (!(r->err_naive <= tolerance)) {
+    r->status = CACHE_WRONG;
+    snprintf(r->message, sizeof r->message, "error vs naive %.3g over tolerance %.3g on the %s batch", r->err_naive,
+             tolerance, at_seq_layout_name(st->batch.layout.q_layout));
+    at_plan_destroy(*plan), *plan = NULL;
+    return 1;
+  }
+  r->status = CACHE_OK;
+  return 1;
+}
+
+/* SHAPE of a ragged or paged shape: the batch's buffers, the naive reference on them, and cuDNN's
+ * ragged graph verified where it runs the layout (else unsupported, with its reason). */
+static int serve_serving_shape(serve_state *st, const tn_request *q, tn_response *r)
+{
+  at_status rc = st->actx ? AT_OK : at_context_create(st->device, NULL, 0, &st->actx);
+  if (rc != AT_OK) return r->rc = rc, set_message(r, at_last_error()), rc != AT_ERR_CUDA;
+  tn_serving_bench *b = &st->batch;
+  memset(b, 0, sizeof *b);
+  b->shape = q->shape, b->layout = q->layout, b->seed = q->seed, b->device = st->device;
+  memcpy(b->q_lens, q->q_lens, (size_t)q->shape.batch * sizeof *b->q_lens);
+  memcpy(b->kv_lens, q->kv_lens, (size_t)q->shape.batch * sizeof *b->kv_lens);
+  st->serving = 1;
+  rc = tn_serving_buffers_make(st->actx, b, &st->buffers);
+  if (rc == AT_OK && !(st->ref = tn_serving_reference(st->actx, b, &st->buffers))) rc = AT_ERR_CUDA;
+  r->rc = rc;
+  if (rc != AT_OK) return set_message(r, at_last_error()), rc != AT_ERR_CUDA;
+  char why[256];
+  if (!rt_cudnn_serving_supported(&b->shape, &b->layout, why, sizeof why)) {
+    r->status = CACHE_UNSUPPORTED;
+    set_message(r, why);
+    return 1;
+  }
+  int keep_going = plan_checked(st, "cudnn", q->tolerance, r, &st->cudnn_plan);
+  r->rc = AT_OK; /* cuDNN declining the shape does not fail SHAPE */
+  st->cudnn_ok = r->status == CACHE_OK;
+  if (st->cudnn_ok) set_message(r, "cuDNN's ragged graph, with its offsets and fix-up kernels");
+  return keep_going;
+}
+
+static int serve_serving_time(serve_state *st, at_plan *plan, const tn_request *q, tn_response *r)
+{
+  at_fp8_args a;
+  double ms = 0;
+  at_status rc = at_plan_benchmark_serving(plan, &st->buffers.t, tn_serving_fp8_args(&st->batch.shape, &st->buffers, &a),
+                                           q->timing.warmup, q->timing.reps, &ms);
+  if (rc != AT_OK) return serving_failure(r, rc);
+  r->rc = AT_OK, r->status = CACHE_OK, r->time_ms = ms, r->reps = q->timing.reps;
+  return 1;
+}
+
+/* VARIANT of a serving shape: the library plans the key (compiling it itself: the parent's cubin
+ * is for the padded harness), then verify and time. ATTNTUNE_FAULT's hang applies; its crash and
+ * NaN faults are the padded harness's (tn_impl) and do not. */
+static int serve_serving_variant(serve_state *st, const tn_request *q, tn_response *r)
+{
+  at_plan *plan = NULL;
+  if (q->fault == TN_FAULT_HANG)
+    for (;;) pause(); /* only the parent's watchdog ends this */
+  int keep_going = plan_checked(st, q->key, q->tolerance, r, &plan);
+  if (keep_going && r->status == CACHE_OK) keep_going = serve_serving_time(st, plan, q, r);
+  at_plan_destroy(plan);
+  return keep_going;
+}
+
 /* Inputs and the naive reference; then cuDNN, verified, as the second yardstick (FP8 too: its FP8
  * graph, FP8 output decoded, the same tolerance; harness.h). The response's
  * status/err_naive/message describe cuDNN. Returns 0 when the worker must exit. */
 static int serve_shape(serve_state *st, const tn_request *q, tn_response *r)
 {
   close_shape(st);
+  if (q->layout.struct_size && !at_serving_is_padded(&q->layout)) return serve_serving_shape(st, q, r);
   at_status rc = tn_harness_open(&st->h, &st->ctx, &q->shape, q->seed);
   if (rc == AT_OK) {
     st->have_shape = 1;
@@ -263,6 +373,7 @@ static int serve_cudnn(serve_state *st, const tn_request *q, tn_response *r)
     set_message(r, "cuDNN did not pass on this shape");
     return 1;
   }
+  if (st->serving) return serve_serving_time(st, st->cudnn_plan, q, r);
   at_status rc = tn_harness_time(&st->h, &st->cudnn, &q->timing, &tm);
   r->rc = rc;
   if (rc != AT_OK) {
@@ -305,6 +416,7 @@ static int serve_variant(serve_state *st, const tn_request *q, const void *cubin
   tn_impl impl;
   rt_timing tm;
   memset(&impl, 0, sizeof impl);
+  if (st->serving) return serve_serving_variant(st, q, r);
   if (!st->have_shape) {
     r->rc = AT_ERR_INVALID;
     set_message(r, "VARIANT before SHAPE");
@@ -391,6 +503,7 @@ int tn_worker_serve(int device, int in_fd, int out_fd)
   }
   if (st.ctx_rc == AT_OK) {
     close_shape(&st);
+    at_context_destroy(st.actx);
     rt_ctx_close(&st.ctx);
   }
   return 0;

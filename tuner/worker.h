@@ -11,7 +11,8 @@
  *   INFO                            ->    device, driver, NVRTC, cuDNN versions
  *   SHAPE (shape, seed)             ->    fresh inputs, naive reference
  *   CUDNN (timing)                  ->    verify, keep output as the cuDNN yardstick, time
- *   VARIANT (key, cubin, timing)    ->    load, verify, time
+ *   VARIANT (key, cubin, timing)    ->    load, verify, time (a serving shape's: planned by key
+ *                                         through the library, which compiles it itself)
  *   NAIVE (timing)                  ->    verify and time the naive path
  *   QUIT                            ->    exit 0
  *
@@ -27,6 +28,7 @@
 
 #include "cache/cache.h"
 #include "generator/generator.h"
+#include "tuner/bench_serving.h"
 #include "tuner/harness.h"
 
 typedef enum tn_request_kind {
@@ -48,6 +50,11 @@ typedef struct tn_request {
   char key[GEN_KEY_MAX]; /* VARIANT */
   uint64_t cubin_size;   /* VARIANT: this many bytes follow the request */
   int32_t fault;         /* test hook: a tn_fault */
+  /* SHAPE of a ragged or paged shape: its layout and lengths (shape.batch of each; T_b is q_len for
+   * padded Q). The worker then runs the public library's serving plans on the batch's buffers as
+   * `bench --lengths / --page-size` does (bench_serving.h); padded: a zeroed layout. */
+  at_serving_layout layout;
+  int32_t q_lens[TN_SERVING_MAX_BATCH], kv_lens[TN_SERVING_MAX_BATCH];
 } tn_request;
 
 typedef struct tn_response {

@@ -72,7 +72,8 @@ static void look_up(cache_db *db, const rows *r)
     const cache_best *b = &r->best[i];
     cache_best again;
     int found = 0;
-    if (cache_get_best(db, b->env.gpu_model, &b->shape, &again, &found) == AT_OK && found) cache_best_clear(&again);
+    if (cache_get_best(db, b->env.gpu_model, &b->shape, NULL, &again, &found) == AT_OK && found)
+      cache_best_clear(&again);
     void *cubin = NULL;
     size_t n = 0;
     if (cache_get_cubin(db, b->impl, b->arch, b->env.template_version, &cubin, &n, &found) == AT_OK && found &&
@@ -83,9 +84,9 @@ static void look_up(cache_db *db, const rows *r)
   for (int i = 0; i < r->n_trials; i++) {
     cache_trial again;
     int found = 0, count = 0, done = 0;
-    (void)cache_find_trial(db, &r->env[i], &r->trial[i].shape, r->trial[i].impl, &found, &again, NULL);
-    (void)cache_count_trials(db, &r->env[i], &r->trial[i].shape, &count);
-    (void)cache_is_done(db, &r->env[i], &r->trial[i].shape, &done);
+    (void)cache_find_trial(db, &r->env[i], &r->trial[i].shape, NULL, r->trial[i].impl, &found, &again, NULL);
+    (void)cache_count_trials(db, &r->env[i], &r->trial[i].shape, NULL, &count);
+    (void)cache_is_done(db, &r->env[i], &r->trial[i].shape, NULL, &done);
   }
 }
 

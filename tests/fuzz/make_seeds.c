@@ -65,7 +65,7 @@ static void write_cache(const char *path)
                   .cubin_size = sizeof CUBIN};
   int stored = 0;
   check(cache_put_best(db, &b, &stored));
-  check(cache_mark_done(db, &env, s));
+  check(cache_mark_done(db, &env, s, NULL));
   check(cache_put_cubin(db, "fa2.f16.d128.none.g4.bm64.bn64.w4.s2", "sm_90a", "fa2-1", "13.0",
                         "fa2_f16_d128_none_g4_bm64_bn64_w4_s2", CUBIN, sizeof CUBIN));
   cache_close(db);
