@@ -230,7 +230,8 @@ typedef struct serving_exact {
   char shape_key[160], layout_key[64]; /* the plan's at_shape_key, and its layout part */
   cache_best row;
   int found, refused, stale;
-  char stale_why[384], refusal[384];
+  char stale_why[384];
+  char refusal[160 + CACHE_SERVING_CAP + 2 + 384]; /* "<shape key><serving>: <why>", whole */
 } serving_exact;
 
 /* Why the implementation of a row of this shape and layout cannot run the plan, or "" when it can:
