@@ -529,12 +529,11 @@ static void copy_column(sqlite3_stmt *st, int i, char *buf, size_t size)
   snprintf(buf, size, "%s", t ? (const char *)t : "");
 }
 
-/* The shape_key column of a row: at_shape_key, then the serving part (cache.h) when there is one. */
-static void row_key(const at_shape *s, const char *serving, char key[160])
+void cache_row_key(const at_shape *s, const char *serving, char key[CACHE_ROW_KEY_CAP])
 {
-  at_shape_key(s, key, 160);
+  at_shape_key(s, key, CACHE_ROW_KEY_CAP);
   const size_t used = strlen(key);
-  if (serving && serving[0]) snprintf(key + used, 160 - used, "%s", serving);
+  if (serving && serving[0]) snprintf(key + used, CACHE_ROW_KEY_CAP - used, "%s", serving);
 }
 
 /* Binds env (7 columns) at first..first+6 and shape (10 columns, with its serving part in the
@@ -544,7 +543,7 @@ static int bind_env_shape(sqlite3_stmt *st, int first, const cache_env *e, const
 {
   char cc[16], key[160];
   snprintf(cc, sizeof cc, "%d.%d", e->cc_major, e->cc_minor);
-  row_key(s, serving, key);
+  cache_row_key(s, serving, key);
   int i = first, r = SQLITE_OK;
   r |= bind_text(st, i++, e->gpu_model);
   r |= bind_text(st, i++, cc);
@@ -691,7 +690,7 @@ static at_status read_trial(cache_db *c, sqlite3_stmt *st, cache_env *env, cache
 static int bind_identity(sqlite3_stmt *st, const cache_env *env, const at_shape *shape, const char *serving)
 {
   char key[160];
-  row_key(shape, serving, key);
+  cache_row_key(shape, serving, key);
   return bind_text(st, 1, env->gpu_model) | bind_text(st, 2, env->template_version) |
          bind_text(st, 3, key);
 }
@@ -861,7 +860,7 @@ at_status cache_get_best(cache_db *c, const char *gpu_model, const at_shape *sha
   sqlite3_stmt *st = NULL;
   *found = 0;
   memset(out, 0, sizeof *out); /* callers may clear it whether or not a row was found */
-  row_key(shape, serving, key);
+  cache_row_key(shape, serving, key);
   at_status s = prepare(c, SQL, &st);
   if (s != AT_OK) return s;
   int rc = bind_text(st, 1, gpu_model) | bind_text(st, 2, key);

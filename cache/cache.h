@@ -85,6 +85,13 @@ at_status cache_status_parse(const char *text, cache_status *out);
 /* Bytes of a row's serving part, NUL included (cache_trial.serving, cache_best.serving). */
 enum { CACHE_SERVING_CAP = 64 };
 
+/* Bytes of a row's whole key (the shape_key column), NUL included. */
+enum { CACHE_ROW_KEY_CAP = 160 };
+
+/* The shape_key column of a row: at_shape_key, then the serving part when there is one (a ragged
+ * or paged shape's layout and length buckets), so its rows are told apart from the padded shape's. */
+void cache_row_key(const at_shape *shape, const char *serving, char key[CACHE_ROW_KEY_CAP]);
+
 typedef struct cache_trial {
   at_shape shape;
   char serving[CACHE_SERVING_CAP]; /* "" for padded tensors, else the layout part of its key (below) */

@@ -122,6 +122,44 @@ static void test_export(void **state)
   assert_non_null(strstr(g_out, "--format csv or json"));
 }
 
+/* A ragged or paged shape's rows carry their layout in the shape column of every listing, so
+ * they are never read as the padded shape's. */
+static void test_serving_rows_keep_their_layout(void **state)
+{
+  (void)state;
+  char path[320], current[96];
+  snprintf(path, sizeof path, "%s/serving.db", g_dir);
+  gen_templates_version(current, sizeof current);
+  const cache_env now = tu_h200_env(current);
+  const char *serving = ".qragged.kvragged.lq128.lkv128";
+  cache_db *db;
+  TU_OK(cache_open(path, CACHE_WRITE, &db));
+  cache_trial tr;
+  memset(&tr, 0, sizeof tr);
+  tr.shape = shape(256);
+  snprintf(tr.serving, sizeof tr.serving, "%s", serving);
+  snprintf(tr.impl, sizeof tr.impl, "fa2.bf16.rg.d128.causal.g1.bm128.bn64.w8.s2");
+  tr.status = CACHE_OK, tr.time_ms = 0.02, tr.tflops = 50, tr.err_naive = 2e-3, tr.err_cudnn = NAN;
+  tr.registers = 180, tr.reps = 10;
+  TU_OK(cache_put_trial(db, &now, &tr));
+  cache_best b;
+  memset(&b, 0, sizeof b);
+  b.shape = tr.shape, b.env = now;
+  snprintf(b.serving, sizeof b.serving, "%s", serving);
+  snprintf(b.impl, sizeof b.impl, "%s", tr.impl);
+  b.time_ms = 0.02, b.tflops = 50, b.cudnn_ms = 0.03, b.err_naive = 2e-3, b.err_cudnn = NAN;
+  snprintf(b.arch, sizeof b.arch, "sm_90a");
+  TU_OK(cache_put_best(db, &b, NULL));
+  cache_close(db);
+  const char *row = "b2.t256.s256.hq16.hkv16.d128.bf16.causal.qragged.kvragged.lq128.lkv128,";
+  assert_int_equal(cli("cache export --format csv --trials --db '%s'", path), 0);
+  assert_non_null(strstr(g_out, row));
+  assert_int_equal(cli("cache export --format csv --db '%s'", path), 0);
+  assert_non_null(strstr(g_out, row));
+  assert_int_equal(cli("cache list --db '%s'", path), 0);
+  assert_non_null(strstr(g_out, "causal.qragged.kvragged.lq128.lkv128 "));
+}
+
 static void test_merge_then_prune(void **state)
 {
   (void)state;
@@ -380,6 +418,7 @@ int main(void)
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_list_and_show),
       cmocka_unit_test(test_export),
+      cmocka_unit_test(test_serving_rows_keep_their_layout),
       cmocka_unit_test(test_merge_then_prune),
       cmocka_unit_test(test_list_marks_stale_rows),
       cmocka_unit_test(test_other_schema_versions),

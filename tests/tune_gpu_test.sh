@@ -107,7 +107,7 @@ for i in $(seq 1 600); do
   n=$("$bin" cache export --trials --format csv --db "$dir/term.db" 2>/dev/null | grep -c ',ok,')
   [ "$n" -ge 4 ] && break
 done
-kill -TERM -- -$pid
+kill -TERM -"$pid" # dash: a negative pid after the signal is the process group
 wait $pid
 "$bin" cache export --trials --format csv --db "$dir/term.db" >"$dir/term.csv" || fail "export after SIGTERM"
 grep -qE ',(crashed|timeout),' "$dir/term.csv" && fail "SIGTERM: the trial in flight was stored as crashed or timeout"

@@ -96,9 +96,9 @@ typedef struct list_ctx {
 static int print_best(void *user, const cache_best *b)
 {
   list_ctx *l = user;
-  char key[160], why[384], note[400] = "";
+  char key[CACHE_ROW_KEY_CAP], why[384], note[400] = "";
   int stale = 0;
-  at_shape_key(&b->shape, key, sizeof key);
+  cache_row_key(&b->shape, b->serving, key);
   l->n++;
   if (!rt_row_usable(b, &l->now, &stale, why, sizeof why)) snprintf(note, sizeof note, "  not used: %s", why);
   else if (stale) snprintf(note, sizeof note, "  stale: %s", why);
@@ -155,8 +155,8 @@ static int print_trial(void *user, const cache_env *env, const cache_trial *t)
 {
   const char *gpu_model = env->gpu_model;
   show_ctx *s = user;
-  char key[160];
-  at_shape_key(&t->shape, key, sizeof key);
+  char key[CACHE_ROW_KEY_CAP];
+  cache_row_key(&t->shape, t->serving, key);
   if (strcmp(key, s->key) != 0 || (s->gpu && strcmp(gpu_model, s->gpu) != 0)) return 0;
   s->n++;
   printf("%-14s %-44s %-15s %10.4f %9.1f %9.2e %9.2e %5d %6d  %.80s\n", gpu_model, t->impl,
@@ -215,8 +215,8 @@ static int export_best(void *user, const cache_best *b)
 {
   export_ctx *e = user;
   FILE *f = e->out;
-  char key[160];
-  at_shape_key(&b->shape, key, sizeof key);
+  char key[CACHE_ROW_KEY_CAP];
+  cache_row_key(&b->shape, b->serving, key);
   if (e->json) {
     fprintf(f, "%s\n  {\"gpu\": \"%s\", \"shape\": \"%s\", ", e->n ? "," : "", b->env.gpu_model, key);
     print_shape_fields(f, &b->shape, 1);
@@ -250,8 +250,8 @@ static int export_trial(void *user, const cache_env *env, const cache_trial *t)
   const char *gpu = env->gpu_model;
   export_ctx *e = user;
   FILE *f = e->out;
-  char key[160];
-  at_shape_key(&t->shape, key, sizeof key);
+  char key[CACHE_ROW_KEY_CAP];
+  cache_row_key(&t->shape, t->serving, key);
   if (e->json) {
     fprintf(f, "%s\n  {\"gpu\": \"%s\", \"shape\": \"%s\", ", e->n ? "," : "", gpu, key);
     print_shape_fields(f, &t->shape, 1);

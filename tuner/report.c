@@ -49,15 +49,6 @@ static int find_row(loader *l, const char *gpu_model, const char *key)
   return -1;
 }
 
-/* A row's key: at_shape_key, and for a ragged or paged shape its serving part (cache.h), so the
- * shape column says the layout and the row is not merged with the padded shape's. */
-static void row_key(const at_shape *shape, const char *serving, char key[160])
-{
-  at_shape_key(shape, key, 160);
-  const size_t used = strlen(key);
-  snprintf(key + used, 160 - used, "%s", serving);
-}
-
 /* Is this a ragged or paged shape's row (a key longer than its shape's)? */
 static int row_is_serving(const tn_report_row *row)
 {
@@ -112,8 +103,8 @@ static void take_best(tn_report_row *row, row_extra *x, const cache_best *b)
 static int visit_best(void *user, const cache_best *b)
 {
   loader *l = user;
-  char key[160];
-  row_key(&b->shape, b->serving, key);
+  char key[CACHE_ROW_KEY_CAP];
+  cache_row_key(&b->shape, b->serving, key);
   int i = find_row(l, b->env.gpu_model, key);
   if (i >= 0) {
     /* Another template version's row for the same shape: keep the newest, count the other. */
@@ -129,8 +120,8 @@ static int visit_best(void *user, const cache_best *b)
 static int visit_trial(void *user, const cache_env *env, const cache_trial *t)
 {
   loader *l = user;
-  char key[160];
-  row_key(&t->shape, t->serving, key);
+  char key[CACHE_ROW_KEY_CAP];
+  cache_row_key(&t->shape, t->serving, key);
   int i = find_row(l, env->gpu_model, key);
   if (i < 0 && (i = add_row(l, env->gpu_model, &t->shape, key)) < 0) return 1;
   tn_report_row *row = &l->r->rows[i];
