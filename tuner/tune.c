@@ -124,9 +124,14 @@ typedef struct device_job {
  * SIGTERM that `timeout` sends the whole process group) also kills the worker, and the trial in
  * flight then reads as crashed or timed out; it is not the candidate's fault, so it stays
  * untried and the rerun tries it. */
+static int cut_by_interrupt(const cache_trial *t)
+{
+  return g_stop && (t->status == CACHE_CRASHED || t->status == CACHE_TIMEOUT);
+}
+
 static at_status put_gpu_trial(device_job *job, const cache_trial *t)
 {
-  if (g_stop && (t->status == CACHE_CRASHED || t->status == CACHE_TIMEOUT)) return AT_OK;
+  if (cut_by_interrupt(t)) return AT_OK;
   return cache_put_trial(job->db, &job->env, t);
 }
 
@@ -288,7 +293,9 @@ static at_status run_candidate(device_job *job, const rt_compiled *c, int reps, 
   run_stats *st = &job->run->stats;
   if (t->status == CACHE_OK) count(job->run, &st->timed), count(job->run, &st->verified);
   else if (t->status == CACHE_WRONG) count(job->run, &st->wrong);
-  else if (t->status == CACHE_CRASHED) count(job->run, &st->crashed);
+  else if (cut_by_interrupt(t)) {
+    /* neither counted nor stored: the rerun tries it */
+  } else if (t->status == CACHE_CRASHED) count(job->run, &st->crashed);
   else if (t->status == CACHE_TIMEOUT) count(job->run, &st->timeouts);
   return put_gpu_trial(job, t);
 }
@@ -654,6 +661,10 @@ static at_status first_pass(shape_tuning *st)
       rc = run_candidate(job, c, first_reps, &st->trials[i]);
     }
     st->known[i] = 1;
+    if (cut_by_interrupt(&st->trials[i])) {
+      progress(job->run, "gpu%d %s: %s interrupted (not stored)", job->device, st->key, st->trials[i].impl);
+      break;
+    }
     progress(job->run, "gpu%d %s: %s %s %.4f ms", job->device, st->key, st->trials[i].impl,
              cache_status_name(st->trials[i].status), st->trials[i].time_ms);
   }
