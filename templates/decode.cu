@@ -222,6 +222,10 @@
  *      Measured (one run, the best listed variant before and after): e4m3 K/V B1 S4k 7.0 ->
  *      6.7 us, B1 S16k 12.8 -> 12.2, B8 S16k 65.6 -> 64.7, B8 T16 S8k causal-br 94.9 -> 69.5 us
  *      (bf16 K/V there: 73.1); bf16 K/V unchanged (B1 S4k 8.0 -> 7.9, S16k 19.5 -> 19.5).
+ *   Tried after 9, not kept: KV8 tiles widened once per CTA into f16 rows in shared memory (a
+ *   second barrier per tile; 8-30% slower at T8-16, e.g. B8 T16 S8k 69.1 -> 85.0 us), and the
+ *   exponentials two at a time by ex2.approx.f16x2 (ptxas splits it into two MUFU ops: 1-6%
+ *   slower). docs/perf.md has both.
  */
 
 #if AT_IN_DTYPE != AT_DTYPE_BF16 && AT_IN_DTYPE != AT_DTYPE_F16

@@ -117,6 +117,9 @@
  *       e4m3 D256 within noise. Tried with it: a share of the exponentials on the FMA pipe (a
  *       cubic for 2^f; every 8th, 4th or 2nd n8 tile, or all): slower at every share, 1-4% at
  *       an eighth and 15-30% at a half (docs/perf.md, "v13"); not kept.
+ *   v14 (tried, reverted): FP8's exponentials two at a time (ex2.approx.f16x2, row sums in
+ *       f16x2, P from f16 pairs). ptxas lowers the packed ex2 to two MUFU.EX2.F16, so the MUFU
+ *       count stayed and the conversions were extra: e4m3 D128 128x224 862/841 -> 703 TFLOP/s.
  * Copies by cp.async and stores by threads are generic-proxy writes; wgmma reads shared memory
  * through the async proxy, hence fence.proxy.async before the barriers that publish them.
  */
