@@ -89,6 +89,10 @@ at_status at_lengths_parse(const char *text, int batch, int cap, int *out, int *
  * bucket for that side. */
 void at_serving_key(const at_shape *shape, const at_serving_layout *layout, const int *q_lens, const int *kv_lens,
                     char *buf, size_t size);
+/* The part of at_serving_key after at_shape_key (".qragged.kvpaged16.lq2048.lkv2048"; "" for padded
+ * tensors): what a cache row's serving field holds. */
+void at_serving_part(const at_shape *shape, const at_serving_layout *layout, const int *q_lens, const int *kv_lens,
+                     char *buf, size_t size);
 
 /* ---- arch names -------------------------------------------------------------------------- */
 

@@ -402,8 +402,17 @@ void at_serving_key(const at_shape *s, const at_serving_layout *l, const int *q_
 {
   if (size == 0) return; /* nothing can be written, not even the terminating NUL */
   at_shape_key(s, buf, size);
+  const size_t used = strlen(buf);
+  at_serving_part(s, l, q_lens, kv_lens, buf + used, size - used);
+}
+
+void at_serving_part(const at_shape *s, const at_serving_layout *l, const int *q_lens, const int *kv_lens, char *buf,
+                     size_t size)
+{
+  if (size == 0) return;
+  buf[0] = '\0';
   if (!l || at_serving_is_padded(l)) return;
-  size_t used = strlen(buf);
+  size_t used = 0;
   if (l->q_layout == AT_SEQ_RAGGED && used < size)
     used += (size_t)snprintf(buf + used, size - used, ".qragged");
   if (l->kv_layout == AT_SEQ_RAGGED && used < size)

@@ -201,16 +201,6 @@ at_status rt_lookup_chain(cache_db *cache, const cache_env *now, const gen_targe
 
 /* ---- serving layouts: the exact step --------------------------------------------------------- */
 
-/* The layout part of a plan's serving key: at_serving_key past at_shape_key, without length
- * buckets (a plan is made before its lengths are known): ".qragged.kvragged", ".kvpaged16". */
-static void layout_part(const at_shape *shape, const at_serving_layout *layout, char *buf, size_t size)
-{
-  char plain[160], full[192];
-  at_shape_key(shape, plain, sizeof plain);
-  at_serving_key(shape, layout, NULL, NULL, full, sizeof full);
-  snprintf(buf, size, "%s", full + strlen(plain));
-}
-
 /* The sum of a serving part's length buckets (".lq512.lkv1024": 1536). */
 static long long bucket_sum(const char *serving)
 {
@@ -295,7 +285,8 @@ static at_status exact_serving_step(cache_db *cache, const cache_env *now, const
   memset(&x, 0, sizeof x);
   x.shape = shape, x.layout = layout, x.now = now, x.fused_only = fused_only;
   at_shape_key(shape, x.shape_key, sizeof x.shape_key);
-  layout_part(shape, layout, x.layout_key, sizeof x.layout_key);
+  /* without length buckets: a plan is made before its lengths are known */
+  at_serving_part(shape, layout, NULL, NULL, x.layout_key, sizeof x.layout_key);
   at_status rc = cache_each_best(cache, now->gpu_model, visit_serving, &x);
   if (rc != AT_OK) return rc;
   if (!x.found && x.refused)

@@ -523,6 +523,13 @@ static void test_serving_keys(void **state)
   at_serving_layout l = at_serving_layout_make(&s, AT_SEQ_RAGGED, AT_SEQ_PAGED, 16);
   at_serving_key(&s, &l, q, kv, key, sizeof key);
   assert_string_equal(key, "b4.t4096.s4096.hq16.hkv16.d128.bf16.causal-br.qragged.kvpaged16.lq2048.lkv2048");
+  char part[64];
+  at_serving_part(&s, &l, q, kv, part, sizeof part); /* what follows at_shape_key */
+  assert_string_equal(part, ".qragged.kvpaged16.lq2048.lkv2048");
+  at_serving_part(&s, &l, NULL, NULL, part, sizeof part);
+  assert_string_equal(part, ".qragged.kvpaged16");
+  at_serving_part(&s, NULL, q, kv, part, sizeof part);
+  assert_string_equal(part, "");
   l = at_serving_layout_make(&s, AT_SEQ_PADDED, AT_SEQ_PAGED, 256);
   at_serving_key(&s, &l, NULL, kv, key, sizeof key);
   assert_string_equal(key, "b4.t4096.s4096.hq16.hkv16.d128.bf16.causal-br.kvpaged256.lkv2048");

@@ -807,21 +807,21 @@ static at_status store_best(shape_tuning *st, at_status rc)
   return rc;
 }
 
-/* The shape's key as progress lines say it (its at_serving_key for a ragged or paged shape), and
- * the serving part of it that its cache rows carry (job->serving). */
+/* Shape index's key as progress lines and the summary say it (its at_serving_key for a ragged or
+ * paged shape), and where part is not NULL the serving part of it that its cache rows carry. */
+static void config_shape_key(const tn_config *cfg, int index, char *key, size_t size, char *part, size_t part_size)
+{
+  const tn_serving_shape *v = cfg->serving ? &cfg->serving[index] : NULL;
+  const at_serving_layout *l = v ? &v->layout : NULL;
+  const int *q_lens = v && v->layout.q_layout == AT_SEQ_RAGGED ? v->q_lens : NULL, *kv_lens = v ? v->kv_lens : NULL;
+  at_serving_key(&cfg->shapes[index], l, q_lens, kv_lens, key, size);
+  if (part) at_serving_part(&cfg->shapes[index], l, q_lens, kv_lens, part, part_size);
+}
+
 static void shape_identity(device_job *job, int index, char *key, size_t size)
 {
-  const tn_config *cfg = job->run->config;
-  const tn_serving_shape *v = cfg->serving ? &cfg->serving[index] : NULL;
-  char plain[160];
-  at_shape_key(&cfg->shapes[index], plain, sizeof plain);
-  if (v && !at_serving_is_padded(&v->layout))
-    at_serving_key(&cfg->shapes[index], &v->layout, v->layout.q_layout == AT_SEQ_RAGGED ? v->q_lens : NULL, v->kv_lens,
-                   key, size);
-  else
-    snprintf(key, size, "%s", plain);
-  snprintf(job->serving, sizeof job->serving, "%s", key + strlen(plain));
-  job->flops = shape_flops(cfg, index);
+  config_shape_key(job->run->config, index, key, size, job->serving, sizeof job->serving);
+  job->flops = shape_flops(job->run->config, index);
 }
 
 /* One shape, the steps of the header comment in order. An error return ends the device's run;
@@ -927,9 +927,7 @@ static void print_summary(const tune_run *run)
   for (int i = 0; i < cfg->n_shapes; i++) {
     const shape_result *r = &run->results[i];
     char key[192];
-    const tn_serving_shape *v = cfg->serving ? &cfg->serving[i] : NULL;
-    at_serving_key(&cfg->shapes[i], v ? &v->layout : NULL, v && v->layout.q_layout == AT_SEQ_RAGGED ? v->q_lens : NULL,
-                   v ? v->kv_lens : NULL, key, sizeof key);
+    config_shape_key(cfg, i, key, sizeof key, NULL, 0);
     if (r->naive_only) {
       char note[96] = "naive only (no fused kernel, cuDNN unsupported): not timed";
       if (isfinite(r->naive_ms))
