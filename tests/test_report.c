@@ -1471,6 +1471,22 @@ static void test_decode_shape_matches_the_generator(void **state)
 
 /* ---- selection and messages -------------------------------------------------------------- */
 
+/* A batch's work is its sequences' own: the sum of each alone, none for an empty sequence; with
+ * no lengths the shape's, as at_shape_flops and tn_kv_bytes give it. */
+static void test_sequences_work(void **state)
+{
+  (void)state;
+  at_shape s = {.batch = 3, .q_len = 512, .kv_len = 512, .q_heads = 8, .kv_heads = 2, .head_dim = 64,
+                .dtype = AT_DTYPE_BF16, .mask = AT_MASK_NONE};
+  const int q[3] = {512, 100, 0}, kv[3] = {512, 300, 400};
+  at_shape a = s, b = s;
+  a.batch = b.batch = 1, b.q_len = 100, b.kv_len = 300;
+  assert_true(fabs(tn_sequences_work(&s, q, kv, 0) - (at_shape_flops(&a) + at_shape_flops(&b))) < 1.0);
+  assert_true(fabs(tn_sequences_work(&s, NULL, kv, 1) -
+                   (tn_kv_bytes(&a) + tn_kv_bytes(&b) + 400.0 / 512.0 * tn_kv_bytes(&a))) < 1.0);
+  assert_true(fabs(tn_sequences_work(&s, NULL, NULL, 0) - at_shape_flops(&s)) < 1.0);
+}
+
 static void test_gpu_filter_and_messages(void **state)
 {
   (void)state;
@@ -1566,6 +1582,7 @@ int main(void)
       cmocka_unit_test(test_f32_row_in_every_format),
       cmocka_unit_test(test_f32_only_cache),
       cmocka_unit_test(test_decode_rows_in_tb_per_s),
+      cmocka_unit_test(test_sequences_work),
       cmocka_unit_test(test_serving_rows_show_their_layout),
       cmocka_unit_test(test_no_decode_chart_without_decode_rows),
       cmocka_unit_test(test_decode_shape_matches_the_generator),

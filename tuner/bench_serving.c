@@ -207,13 +207,7 @@ static int is_decode(const tn_serving_bench *b)
 /* See bench_serving.h. */
 double tn_serving_work(const tn_serving_bench *b)
 {
-  double total = 0;
-  for (int i = 0; i < b->shape.batch; i++) {
-    if (b->q_lens[i] < 1 || b->kv_lens[i] < 1) continue;
-    at_shape one = sequence_shape(b, i);
-    total += is_decode(b) ? tn_kv_bytes(&one) : at_shape_flops(&one);
-  }
-  return total;
+  return tn_sequences_work(&b->shape, b->q_lens, b->kv_lens, is_decode(b));
 }
 
 static void print_row(const tn_serving_bench *b, const char *name, double ms, const char *note)

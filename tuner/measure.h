@@ -21,4 +21,10 @@ double tn_kv_bytes(const at_shape *shape);
 /* TB/s of K/V read at ms per call (10^12 bytes per second); NaN unless ms is a positive time. */
 double tn_kv_tbs(const at_shape *shape, double ms);
 
+/* A batch of sequences of their own lengths (q_lens[b] x kv_lens[b]; NULL: every sequence the
+ * shape's q_len or kv_len long): at_shape_flops (kv_bytes 0) or tn_kv_bytes (kv_bytes 1) of each
+ * sequence alone, summed; sequences without queries or keys do no work. What a ragged or paged
+ * batch's rates divide: the maxima would overstate a mix of lengths. */
+double tn_sequences_work(const at_shape *shape, const int *q_lens, const int *kv_lens, int kv_bytes);
+
 #endif

@@ -51,6 +51,7 @@
 #include "tuner/cli.h"
 #include "tuner/config.h"
 #include "tuner/harness.h"
+#include "tuner/measure.h"
 #include "tuner/pool.h"
 #include "tuner/reference.h"
 #include "tuner/tune.h"
@@ -242,15 +243,8 @@ static double shape_flops(const tn_config *cfg, int index)
   const at_shape *s = &cfg->shapes[index];
   const tn_serving_shape *v = cfg->serving ? &cfg->serving[index] : NULL;
   if (!v || at_serving_is_padded(&v->layout)) return at_shape_flops(s);
-  double total = 0;
-  for (int b = 0; b < s->batch; b++) {
-    at_shape one = *s;
-    one.batch = 1;
-    one.q_len = v->layout.q_layout == AT_SEQ_RAGGED && v->q_lens ? v->q_lens[b] : s->q_len;
-    one.kv_len = v->layout.kv_layout != AT_SEQ_PADDED && v->kv_lens ? v->kv_lens[b] : s->kv_len;
-    if (one.q_len > 0 && one.kv_len > 0) total += at_shape_flops(&one);
-  }
-  return total;
+  return tn_sequences_work(s, v->layout.q_layout == AT_SEQ_RAGGED ? v->q_lens : NULL,
+                           v->layout.kv_layout != AT_SEQ_PADDED ? v->kv_lens : NULL, 0);
 }
 
 static void trial_from_response(cache_trial *t, const tn_response *r, double flops)
