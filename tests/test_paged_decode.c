@@ -174,9 +174,7 @@ static void test_lookup_chain(void **state)
 {
   (void)state;
   const gen_target t = tu_sm90();
-  cache_env now;
-  memset(&now, 0, sizeof now);
-  snprintf(now.gpu_model, sizeof now.gpu_model, "NVIDIA H200");
+  const cache_env now = tu_h200_env(""); /* no cache: only the GPU model matters */
   const at_shape s = decode_shape(1, 4096, 32, 8, 128, AT_MASK_NONE, AT_KV_SAME);
   at_serving_layout paged = at_serving_layout_make(&s, AT_SEQ_PADDED, AT_SEQ_PAGED, 16);
   rt_lookup l;

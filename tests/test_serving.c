@@ -308,9 +308,7 @@ static void test_lookup_falls_back_to_naive(void **state)
   (void)state;
   gen_target target;
   TU_OK(gen_target_for_arch("sm_90a", &target));
-  cache_env now;
-  memset(&now, 0, sizeof now);
-  snprintf(now.gpu_model, sizeof now.gpu_model, "NVIDIA H200");
+  const cache_env now = tu_h200_env(""); /* no cache: only the GPU model matters */
   const at_shape s = shape(4, 512, 4096);
   rt_lookup l;
   at_serving_layout ragged = at_serving_layout_make(&s, AT_SEQ_RAGGED, AT_SEQ_PAGED, 16);
@@ -366,9 +364,7 @@ static void test_cudnn_ragged_support(void **state)
   (void)state;
   gen_target target;
   TU_OK(gen_target_for_arch("sm_90a", &target));
-  cache_env now;
-  memset(&now, 0, sizeof now);
-  snprintf(now.gpu_model, sizeof now.gpu_model, "NVIDIA H200");
+  const cache_env now = tu_h200_env(""); /* no cache: only the GPU model matters */
   at_shape s = shape(4, 512, 4096);
   char why[256] = "x";
   assert_true(rt_cudnn_serving_supported(&s, NULL, why, sizeof why));
