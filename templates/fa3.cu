@@ -120,6 +120,19 @@
  *   v14 (tried, reverted): FP8's exponentials two at a time (ex2.approx.f16x2, row sums in
  *       f16x2, P from f16 pairs). ptxas lowers the packed ex2 to two MUFU.EX2.F16, so the MUFU
  *       count stayed and the conversions were extra: e4m3 D128 128x224 862/841 -> 703 TFLOP/s.
+ *   v15: O's rescale skipped where alpha is 1 for every row of the warp (the row max did not
+ *       move this tile), exact. The unmasked tile of e4m3 D128 128x224 issues 64 FMULs for it.
+ *   v16 (FA3_ONES, FP8 .vt at D 128): the row sums by the tensor cores: 8 rows of ones after
+ *       V^T's D rows in each V stage, P V as m64n136, O's last n8 tile the sums. Counted offline
+ *       (cuobjdump, 128x224): the unmasked tile's 114 FADDs go, 774 -> 645 instructions, for
+ *       6% more P V work on tensor cores that the softmax leaves idle.
+ *   v17: P V under the softmax for real. cuobjdump of every fa3 kernel up to v16 showed none of
+ *       it: the first tile's empty commit group made ptxas add a dummy wgmma group after each
+ *       P V, so "wait for S" (wait_group 1) waited for P V too, and ptxas also scheduled the
+ *       wait for P V at the top of the softmax's basic block. P V's commit now sits with its
+ *       issue, and the wait, rescale and pack run at the top of the next tile (fa3_finish_tile),
+ *       behind the loop's back edge: all 114 exponentials of e4m3 D128 128x224 sit between the
+ *       two waits.
  * Copies by cp.async and stores by threads are generic-proxy writes; wgmma reads shared memory
  * through the async proxy, hence fence.proxy.async before the barriers that publish them.
  */
@@ -141,9 +154,6 @@
 #ifndef FA3_WS
 #define FA3_WS 0
 #endif
-#ifndef FA3_VT_PRE
-#define FA3_VT_PRE 0 /* FP8 warp-specialized: V^T from the scratch (the V^T-ahead section below) */
-#endif
 static constexpr int FA3_D = FA3_HEAD_DIM;
 /* Warp-specialized variants keep tiles in whole 128-byte column blocks: head dims 96 and 192
  * are padded to 128 and 192 columns, which the tensor maps fill with zeros past D. */
@@ -152,7 +162,16 @@ static constexpr int FA3_BM = FA3_BLOCK_M;
 static constexpr int FA3_BN = FA3_BLOCK_N;
 static constexpr int FA3_THREADS = FA3_WARPS * 32;
 static constexpr int FA3_NT = FA3_BN / 8; /* n8 tiles of S per warp */
-static constexpr int FA3_OT = FA3_DP / 8; /* n8 tiles of O per warp */
+#ifndef FA3_VT_PRE
+#define FA3_VT_PRE 0 /* FP8 warp-specialized: V^T from the scratch (the V^T-ahead section below) */
+#endif
+/* Row sums by the tensor cores (v16; FP8 V^T ahead at D 128): each V^T stage holds 8 rows of
+ * ones after its D rows, P V runs n = D + 8, and O's last n8 tile is P's row sum (every column
+ * of it, summed over the keys by the MMA). The softmax adds nothing up, and O's rescale scales
+ * the sum too. D 256 keeps the adds: n would be 264, past wgmma's 256. */
+#define FA3_ONES (FA3_VT_PRE && FA3_HEAD_DIM == 128)
+static constexpr int FA3_ONES_ROWS = FA3_ONES ? 8 : 0;
+static constexpr int FA3_OT = (FA3_DP + FA3_ONES_ROWS) / 8; /* n8 tiles of O (and the sums) per warp */
 static constexpr int FA3_ESIZE = FA3_FP8 ? 1 : 2;  /* bytes per Q/K/V element */
 static constexpr int FA3_ROWB = FA3_D * FA3_ESIZE;  /* bytes per Q/K/V row */
 static constexpr int FA3_KSTEP = 32 / FA3_ESIZE;    /* wgmma k: 32 (FP8) or 16 (16-bit), 32 bytes */
@@ -167,6 +186,9 @@ static constexpr int FA3_CW_N = FA3_VT_PRE ? (FA3_BN % 128 == 0 ? 128 : FA3_BN %
 static constexpr int FA3_TILE_ROWB = FA3_DP * FA3_ESIZE; /* bytes per tile row */
 static constexpr int FA3_Q_BYTES = FA3_BM * FA3_TILE_ROWB;
 static constexpr int FA3_KV_BYTES = FA3_BN * FA3_TILE_ROWB;
+/* A V stage: as K's, or with the ones rows, BN / CW_N column blocks of D + 8 rows (each block
+ * stays a whole number of its swizzle's 8-row atoms, so its alignment holds). */
+static constexpr int FA3_V_BYTES = FA3_ONES ? FA3_BN * (FA3_D + FA3_ONES_ROWS) : FA3_KV_BYTES;
 /* Overlapped loop (header): P V of tile t-1 runs during tile t's softmax. 16-bit V is read in
  * place by that P V, so its stage must outlive one more tile: the prefetch runs STAGES-2 tiles
  * ahead instead of STAGES-1, which needs 3 stages; 16-bit with 2 stages keeps the in-order loop.
@@ -177,7 +199,7 @@ static constexpr int FA3_VT_BUFS = FA3_FP8 && !FA3_VT_PRE ? 2 : 0;
 /* Warp-specialized variants (FA3_WS, below): 256 bytes after the tiles hold the mbarriers. */
 static constexpr int FA3_BAR_BYTES = FA3_WS ? 256 : 0;
 static constexpr int FA3_SMEM_BYTES =
-    1024 + FA3_Q_BYTES + (2 * FA3_STAGES + FA3_VT_BUFS) * FA3_KV_BYTES + FA3_BAR_BYTES;
+    1024 + FA3_Q_BYTES + (FA3_STAGES + FA3_VT_BUFS) * FA3_KV_BYTES + FA3_STAGES * FA3_V_BYTES + FA3_BAR_BYTES;
 static constexpr bool FA3_CAUSAL = FA3_MASK != AT_MASK_NONE;
 /* FP8: P is stored as e4m3(p * 448); log2(448) is added in the exponent instead of multiplying.
  * 16-bit: P is stored in the input dtype, unscaled. */
@@ -346,12 +368,22 @@ __device__ __forceinline__ void fa3_issue_pv(float (*acc)[4], const unsigned (*p
   for (int kk = 0; kk < FA3_PK; kk++) {
 #if FA3_FP8
     const int col = 32 * kk;
-    const unsigned vb = v_buf + (unsigned)((col / FA3_CW_N) * FA3_D * FA3_CW_N + col % FA3_CW_N);
+    const unsigned vb = v_buf + (unsigned)((col / FA3_CW_N) * (FA3_D + FA3_ONES_ROWS) * FA3_CW_N + col % FA3_CW_N);
     fa3_mma_pv(&acc[0][0], p[kk], fa3_desc<FA3_CW_N>(vb));
 #else
     fa3_mma_pv(&acc[0][0], p[kk], fa3_desc_mn<FA3_BN * 128>(v_buf + (unsigned)(kk * 16 * 128)));
 #endif
   }
+}
+
+/* Wait for S = Q K^T, the older of the two groups when P V of the previous tile was issued
+ * after it. P V's commit sits inside its `if`: an empty group on the first tile made ptxas put
+ * a dummy wgmma into every tile's group sequence, and the wait for S then waited for P V too,
+ * with no P V / softmax overlap left (v17). */
+__device__ __forceinline__ void fa3_wait_s(bool pv_in_flight)
+{
+  if (pv_in_flight) asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+  else fa3_wgmma_wait0();
 }
 
 /* Keys past S, and for causal masks keys after the row's diagonal, get -inf. */
@@ -399,14 +431,18 @@ __device__ __forceinline__ void fa3_softmax(float (*s)[4], float *row_max, float
     for (int nt = 0; nt < FA3_NT; nt++) {
       s[nt][2 * half] = at_exp2(fmaf(s[nt][2 * half], scale_log2, -m_shift));
       s[nt][2 * half + 1] = at_exp2(fmaf(s[nt][2 * half + 1], scale_log2, -m_shift));
-      sum += s[nt][2 * half] + s[nt][2 * half + 1];
+      if (!FA3_ONES) sum += s[nt][2 * half] + s[nt][2 * half + 1];
     }
-    row_sum[half] = row_sum[half] * alpha[half] + sum;
+    if (!FA3_ONES) row_sum[half] = row_sum[half] * alpha[half] + sum; /* FA3_ONES: O's last n8 tile */
   }
 }
 
+/* O *= alpha per row half. Once a row's max has settled, alpha is exactly 1 (2^0); where it is
+ * for every row of the warp, the 2 * D / 8 multiplies are skipped (v15): exact, and the branch is
+ * warp-uniform. */
 __device__ __forceinline__ void fa3_rescale(float (*acc)[4], const float *alpha)
 {
+  if (__all_sync(0xffffffffu, alpha[0] == 1.f && alpha[1] == 1.f)) return;
 #pragma unroll
   for (int j = 0; j < FA3_OT; j++) {
     acc[j][0] *= alpha[0];
@@ -437,6 +473,18 @@ __device__ __forceinline__ void fa3_pack_p(const float (*s)[4], unsigned (*p)[4]
   }
 }
 
+/* The end of a tile in the overlapped loop, run at the top of the next tile (and after the
+ * last): wait for P V of the tile before, rescale O, pack P. Written after the softmax, in its
+ * basic block, ptxas scheduled this wait before the exponentials, so P V never ran under them;
+ * behind the loop's back edge it cannot (v17). */
+__device__ __forceinline__ void fa3_finish_tile(float (*acc)[4], const float *alpha, const float (*s)[4],
+                                                unsigned (*p)[4])
+{
+  fa3_wgmma_wait0();
+  fa3_rescale(acc, alpha);
+  fa3_pack_p(s, p);
+}
+
 /* The K/V tiles a block of query rows from m0 visits, and how many of them (from the first) no
  * key of which is masked for any of its rows: every tile of S, cut at the last row's diagonal
  * for causal masks (offset = S - T bottom-right, else 0). */
@@ -465,7 +513,8 @@ __device__ __forceinline__ void fa3_store_o(at_out_t *__restrict__ o, float *__r
 {
 #pragma unroll
   for (int half = 0; half < 2; half++) {
-    const float sum = at_quad_sum(row_sum[half]);
+    /* FA3_ONES: every thread holds the whole sum (O's last n8 tile), not a quarter of it. */
+    const float sum = FA3_ONES ? acc[FA3_OT - 1][2 * half] : at_quad_sum(row_sum[half]);
     const float inv = sum > 0.f ? o_descale / sum : 0.f;
     const int r = wrow + g + half * 8;
     if (m0 + r >= rows) continue;
@@ -645,7 +694,7 @@ __device__ __forceinline__ void fa3_tma_vt_tile(unsigned dst, const fa3_tmap *ma
 {
 #pragma unroll
   for (int c = 0; c < FA3_BN / FA3_CW_N; c++)
-    fa3_tma_load(dst + c * FA3_D * FA3_CW_N, map, key0 + c * FA3_CW_N, 0, head, b, bar);
+    fa3_tma_load(dst + c * (FA3_D + FA3_ONES_ROWS) * FA3_CW_N, map, key0 + c * FA3_CW_N, 0, head, b, bar);
 }
 
 __device__ __forceinline__ void fa3_named_sync(int id, int threads)
@@ -741,13 +790,31 @@ __device__ __forceinline__ void fa3_ws_produce(const fa3_ws_ctx &c, const fa3_wo
     fa3_bar_expect(c.bar_full_k + 8 * s, FA3_KV_BYTES);
     fa3_tma_tile<FA3_BN>(c.k + s * FA3_KV_BYTES, tm_k, c.kv_first + t * FA3_BN, w.hk, kv_b, c.bar_full_k + 8 * s);
     fa3_bar_wait(c.bar_empty_v + 8 * s, phase ^ 1u);
-    fa3_bar_expect(c.bar_full_v + 8 * s, FA3_KV_BYTES);
+    fa3_bar_expect(c.bar_full_v + 8 * s, FA3_KV_BYTES); /* the ones rows are not loaded */
 #if FA3_VT_PRE /* tm_v maps the V^T in the scratch */
-    fa3_tma_vt_tile(c.v + s * FA3_KV_BYTES, tm_v, t * FA3_BN, w.hk, w.b, c.bar_full_v + 8 * s);
+    fa3_tma_vt_tile(c.v + s * FA3_V_BYTES, tm_v, t * FA3_BN, w.hk, w.b, c.bar_full_v + 8 * s);
 #else
     fa3_tma_tile<FA3_BN>(c.v + s * FA3_KV_BYTES, tm_v, c.kv_first + t * FA3_BN, w.hk, kv_b, c.bar_full_v + 8 * s);
 #endif
   }
+}
+
+/* FA3_ONES: rows D .. D + 7 of every column block of every V stage hold ones (of V's dtype; the
+ * TMA boxes never reach them), written once before the CTA's barrier and published to wgmma. */
+__device__ __forceinline__ void fa3_fill_ones_rows(unsigned v, int tid)
+{
+#if FA3_ONES
+  const unsigned one = AT_IN_DTYPE == AT_DTYPE_E4M3 ? 0x38383838u : 0x3c3c3c3cu; /* 1.0 in each byte */
+  constexpr int WORDS_PER_BLOCK = FA3_ONES_ROWS * FA3_CW_N / 4, BLOCKS = FA3_STAGES * (FA3_BN / FA3_CW_N);
+  for (int i = tid; i < BLOCKS * WORDS_PER_BLOCK; i += FA3_ALL_THREADS) {
+    const int blk = i / WORDS_PER_BLOCK, w = i % WORDS_PER_BLOCK;
+    const unsigned addr = v + (unsigned)(blk * (FA3_D + FA3_ONES_ROWS) * FA3_CW_N + FA3_D * FA3_CW_N + 4 * w);
+    asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(addr), "r"(one) : "memory");
+  }
+  fa3_fence_async_smem();
+#else
+  (void)v, (void)tid;
+#endif
 }
 
 /* One consumer warpgroup's loop over a work tile's K/V tiles (ring positions it, it + 1, ...):
@@ -777,22 +844,27 @@ __device__ __forceinline__ void fa3_ws_consume(const fa3_ws_ctx &c, const fa3_wo
   fa3_bar_wait(c.bar_q, (unsigned)j & 1u);
   /* A work tile without keys (bottom-right rows above the first key) reads no Q. */
   if (FA3_PERSISTENT && n_tiles == 0 && lane == 0) fa3_bar_arrive(c.bar_q_empty);
+  float sacc[FA3_NT][4];
+  unsigned v_release = 0; /* the V stage (or V^T buffer) that the P V in flight reads */
   for (int t = 0; t < n_tiles; t++) {
     const int u = it + t; /* ring position */
     const int s = u % FA3_STAGES, sp = (u + FA3_STAGES - 1) % FA3_STAGES;
+    if (t > 0) {
+      fa3_finish_tile(acc, alpha, sacc, p);
+      if (v_release && lane == 0) fa3_bar_arrive(v_release);
+    }
     fa3_bar_wait(c.bar_full_k + 8 * s, (unsigned)(u / FA3_STAGES) & 1u);
 #if FA3_PRODUCER_TRANSPOSES /* never persistent: V^T's buffers count from the CTA's only work tile */
     const unsigned v_prev = c.vt + ((t - 1) & 1) * FA3_KV_BYTES;
     const unsigned bar_v_prev_full = c.bar_vt_full + 8 * ((t - 1) & 1), bar_v_prev_empty = c.bar_vt_empty + 8 * ((t - 1) & 1);
     const unsigned v_prev_parity = (unsigned)((t - 1) / 2) & 1u;
 #else
-    const unsigned v_prev = c.v + sp * FA3_KV_BYTES;
+    const unsigned v_prev = c.v + sp * FA3_V_BYTES;
     const unsigned bar_v_prev_full = c.bar_full_v + 8 * sp, bar_v_prev_empty = c.bar_empty_v + 8 * sp;
     const unsigned v_prev_parity = (unsigned)((u - 1) / FA3_STAGES) & 1u;
 #endif
     if (t > 0) fa3_bar_wait(bar_v_prev_full, v_prev_parity);
     if (FA3_PINGPONG) fa3_named_sync(1 + cw, 256);
-    float sacc[FA3_NT][4];
     fa3_wgmma_fence();
     fa3_issue_qk(sacc, q_wg, c.k + s * FA3_KV_BYTES);
     fa3_wgmma_commit();
@@ -800,21 +872,22 @@ __device__ __forceinline__ void fa3_ws_consume(const fa3_ws_ctx &c, const fa3_wo
       fa3_named_arrive(1 + next_cw, 256);
     /* O += P V of tile t-1 runs behind Q K^T and through this tile's softmax. (Rescaling O here,
      * under Q K^T, instead of after the wait below measured slower on 4 of 6 shapes.) */
-    if (t > 0) fa3_issue_pv(acc, p, v_prev);
-    fa3_wgmma_commit();
-    asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory"); /* S is in */
+    if (t > 0) {
+      fa3_issue_pv(acc, p, v_prev);
+      fa3_wgmma_commit();
+    }
+    fa3_wait_s(t > 0);
     if (lane == 0) fa3_bar_arrive(c.bar_empty_k + 8 * s);
     /* This warp's last Q K^T of the work tile is done: Q's buffer may take the next tile's. */
     if (FA3_PERSISTENT && t == n_tiles - 1 && lane == 0) fa3_bar_arrive(c.bar_q_empty);
 
     if (t >= n_full) fa3_mask(sacc, row0, t * FA3_BN, c.S, c.offset, g, tq);
     fa3_softmax(sacc, row_max, row_sum, alpha, scale_log2);
-    fa3_wgmma_wait0(); /* P V of tile t-1 is in O; P's registers are free */
-    if (t > 0 && lane == 0) fa3_bar_arrive(bar_v_prev_empty);
-    fa3_rescale(acc, alpha);
-    fa3_pack_p(sacc, p);
+    v_release = t > 0 ? bar_v_prev_empty : 0u;
   }
   if (n_tiles > 0) {
+    fa3_finish_tile(acc, alpha, sacc, p);
+    if (v_release && lane == 0) fa3_bar_arrive(v_release);
     const int last = n_tiles - 1;
 #if FA3_PRODUCER_TRANSPOSES
     fa3_bar_wait(c.bar_vt_full + 8 * (last & 1), (unsigned)(last / 2) & 1u);
@@ -822,7 +895,7 @@ __device__ __forceinline__ void fa3_ws_consume(const fa3_ws_ctx &c, const fa3_wo
 #else
     const int s = (it + last) % FA3_STAGES;
     fa3_bar_wait(c.bar_full_v + 8 * s, (unsigned)((it + last) / FA3_STAGES) & 1u);
-    const unsigned v_last = c.v + s * FA3_KV_BYTES;
+    const unsigned v_last = c.v + s * FA3_V_BYTES;
 #endif
     fa3_wgmma_fence();
     fa3_issue_pv(acc, p, v_last);
@@ -901,7 +974,7 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
   c.q = (at_smem_addr(fa3_smem) + 1023u) & ~1023u;
   c.k = c.q + FA3_Q_BYTES;
   c.v = c.k + FA3_STAGES * FA3_KV_BYTES;
-  c.vt = c.v + FA3_STAGES * FA3_KV_BYTES; /* FP8: V^T of tile t in buffer t % 2 */
+  c.vt = c.v + FA3_STAGES * FA3_V_BYTES; /* FP8: V^T of tile t in buffer t % 2 */
   /* mbarriers: Q's, then full K, full V, empty K, empty V per stage, then (FP8) V^T full and
    * empty per buffer, then (persistent) Q's empty one. */
   c.bar_q = c.vt + FA3_VT_BUFS * FA3_KV_BYTES;
@@ -929,6 +1002,7 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     fa3_fence_async_smem();
   }
+  if (FA3_ONES) fa3_fill_ones_rows(c.v, tid);
   __syncthreads();
 
   if (wg == 0) {
@@ -1068,8 +1142,10 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
   const int row0 = m0 + warp * 16;
   float alpha[2];
   unsigned p[FA3_PK][4];
+  float s[FA3_NT][4];
   for (int t = 0; t < n_tiles; t++) {
     const int stage = t % FA3_STAGES;
+    if (FA3_OVERLAP && t > 0) fa3_finish_tile(acc, alpha, s, p); /* P V of tile t-2 is in O */
     /* Tile t landed (AHEAD - 1 younger groups may be in flight); publish it to the async proxy.
      * The barrier also means every warp is done with what the prefetch below overwrites: tile
      * t-1's K and (FP8) V, or, when P V of the previous tile is still running (16-bit,
@@ -1086,7 +1162,6 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
       at_cp_async_commit();
     }
 
-    float s[FA3_NT][4];
     fa3_wgmma_fence();
     fa3_issue_qk(s, q_wg, smem_k + stage * FA3_KV_BYTES);
     fa3_wgmma_commit();
@@ -1102,23 +1177,21 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
 #else
         fa3_issue_pv(acc, p, smem_v + ((t + FA3_STAGES - 1) % FA3_STAGES) * FA3_KV_BYTES);
 #endif
+        fa3_wgmma_commit();
       }
-      fa3_wgmma_commit();
     }
 #if FA3_FP8
     /* V^T_t is read by P V in the next tile, after the fence and barrier at its top. */
     fa3_transpose_v<FA3_WARPS>(vt_now, smem_v + stage * FA3_KV_BYTES, warp, lane);
 #endif
-    if (FA3_OVERLAP) asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory"); /* S is in */
-    else fa3_wgmma_wait0();
+    fa3_wait_s(FA3_OVERLAP && t > 0);
 
     if (t >= n_full) fa3_mask(s, row0, t * FA3_BN, S, offset, g, tq);
     fa3_softmax(s, row_max, row_sum, alpha, scale_log2);
-    if (FA3_OVERLAP) fa3_wgmma_wait0(); /* P V of tile t-1 is in O */
-    fa3_rescale(acc, alpha);
-    fa3_pack_p(s, p);
 
     if (!FA3_OVERLAP) {
+      fa3_rescale(acc, alpha);
+      fa3_pack_p(s, p);
       fa3_wgmma_fence();
       fa3_issue_pv(acc, p, smem_v + stage * FA3_KV_BYTES);
       fa3_wgmma_commit();
@@ -1127,6 +1200,7 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
   }
   if (FA3_OVERLAP && n_tiles > 0) {
     /* P V of the last tile. FP8: every warp's share of its V^T must be written and fenced. */
+    fa3_finish_tile(acc, alpha, s, p);
     const int last = n_tiles - 1;
 #if FA3_FP8
     fa3_fence_async_smem();

@@ -513,7 +513,12 @@ static void test_fa3_vt_family(void **state)
   TU_OK(gen_variant_key(&v, key, sizeof key));
   assert_string_equal(key, "fa3.e4m3.d128.causal.g4.bm128.bn192.w8.s2.wspp.vt.obf16.lse");
   assert_int_equal(gen_threads(&v), 3 * 128);
-  assert_int_equal(gen_smem_bytes(&v), 1024 + 128 * 128 + 4 * 192 * 128 + 256); /* no V^T buffers */
+  /* No V^T buffers; at D 128 each V stage holds 8 rows of ones after V^T's 128 (FA3_ONES). */
+  assert_int_equal(gen_smem_bytes(&v), 1024 + 128 * 128 + 2 * 192 * 128 + 2 * 192 * 136 + 256);
+  TU_OK(gen_emit(&v, &t, &src));
+  assert_non_null(strstr(src, "wgmma.mma_async.sync.aligned.m64n136k32.f32.e4m3.e4m3"));
+  free(src);
+  src = NULL;
   TU_OK(gen_variant_parse("fa3.e4m3.d128.none.g1.bm128.bn128.w8.s2.ws.obf16", &back));
   assert_int_equal(back.vt, 0);
   TU_OK(gen_entry_names(&back, names, &n));
@@ -524,6 +529,15 @@ static void test_fa3_vt_family(void **state)
   TU_OK(gen_emit(&v, &t, &src));
   assert_non_null(strstr(src, "#define FA3_VT_PRE 1\n#define FA3_VT_KERNEL fa3_e4m3_d128_causal_g4_bm128_bn192_w8_s2_wspp_vt_obf16_lse_vt\n"));
   free(src);
+
+  /* D 256 keeps V^T's stages as loaded: n 264 is past wgmma's 256. */
+  gen_variant wide;
+  TU_OK(gen_variant_parse("fa3.e4m3.d256.none.g1.bm128.bn128.w8.s2.ws.vt.obf16", &wide));
+  assert_int_equal(gen_smem_bytes(&wide), 1024 + 128 * 256 + 4 * 128 * 256 + 256);
+  TU_OK(gen_emit(&wide, &t, &src));
+  assert_non_null(strstr(src, "wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3"));
+  free(src);
+  src = NULL;
 
   /* The launch: B 3, Nq 16 / Nkv 4, T 1000, S 1000 -> S' = 1152 (6 tiles of 192). */
   at_shape s = shape_of(AT_DTYPE_E4M3, 128, AT_MASK_CAUSAL_TL, 16, 4, 1);
