@@ -125,7 +125,9 @@
  *   v16 (FA3_ONES, FP8 .vt at D 128): the row sums by the tensor cores: 8 rows of ones after
  *       V^T's D rows in each V stage, P V as m64n136, O's last n8 tile the sums. Counted offline
  *       (cuobjdump, 128x224): the unmasked tile's 114 FADDs go, 774 -> 645 instructions, for
- *       6% more P V work on tensor cores that the softmax leaves idle.
+ *       6% more P V work on tensor cores that the softmax leaves idle. First run: 14% off at
+ *       S 8192 (FP8 wgmma's accumulation is narrower than fp32), so each tile's sums now move
+ *       to fp32 registers (fa3_take_row_sums).
  *   v17: P V under the softmax for real. cuobjdump of every fa3 kernel up to v16 showed none of
  *       it: the first tile's empty commit group made ptxas add a dummy wgmma group after each
  *       P V, so "wait for S" (wait_group 1) waited for P V too, and ptxas also scheduled the
@@ -473,14 +475,30 @@ __device__ __forceinline__ void fa3_pack_p(const float (*s)[4], unsigned (*p)[4]
   }
 }
 
+/* FA3_ONES: the row sums of the P V just waited for (O's last n8 tile, in every thread) join the
+ * fp32 row sums, and the tile starts again from 0. Left to accumulate over the whole row, the
+ * sums came out 14% off at S 8192: FP8 wgmma accumulates in less than fp32, and these sums
+ * only grow (test_fp8_gpu's short rows passed). Summed per tile, they stay small. */
+__device__ __forceinline__ void fa3_take_row_sums(float (*acc)[4], float *row_sum)
+{
+  if (!FA3_ONES) return;
+  /* One asm for the adds and the zeroing: written as C, the compiler's copies of the tile made
+   * ptxas spill 1.6 KB. */
+  asm("{\nadd.f32 %0, %0, %2;\nadd.f32 %1, %1, %3;\nmov.b32 %2, 0;\nmov.b32 %3, 0;\nmov.b32 %4, 0;\nmov.b32 %5, 0;\n}\n"
+      : "+f"(row_sum[0]), "+f"(row_sum[1]), "+f"(acc[FA3_OT - 1][0]), "+f"(acc[FA3_OT - 1][2]),
+        "+f"(acc[FA3_OT - 1][1]), "+f"(acc[FA3_OT - 1][3]));
+}
+
 /* The end of a tile in the overlapped loop, run at the top of the next tile (and after the
- * last): wait for P V of the tile before, rescale O, pack P. Written after the softmax, in its
- * basic block, ptxas scheduled this wait before the exponentials, so P V never ran under them;
- * behind the loop's back edge it cannot (v17). */
-__device__ __forceinline__ void fa3_finish_tile(float (*acc)[4], const float *alpha, const float (*s)[4],
-                                                unsigned (*p)[4])
+ * last): wait for P V of the tile before, rescale O (and FA3_ONES' row sums), pack P. Written
+ * after the softmax, in its basic block, ptxas scheduled this wait before the exponentials, so
+ * P V never ran under them; behind the loop's back edge it cannot (v17). */
+__device__ __forceinline__ void fa3_finish_tile(float (*acc)[4], const float *alpha, float *row_sum,
+                                                const float (*s)[4], unsigned (*p)[4])
 {
   fa3_wgmma_wait0();
+  fa3_take_row_sums(acc, row_sum);
+  if (FA3_ONES) row_sum[0] *= alpha[0], row_sum[1] *= alpha[1];
   fa3_rescale(acc, alpha);
   fa3_pack_p(s, p);
 }
@@ -513,8 +531,8 @@ __device__ __forceinline__ void fa3_store_o(at_out_t *__restrict__ o, float *__r
 {
 #pragma unroll
   for (int half = 0; half < 2; half++) {
-    /* FA3_ONES: every thread holds the whole sum (O's last n8 tile), not a quarter of it. */
-    const float sum = FA3_ONES ? acc[FA3_OT - 1][2 * half] : at_quad_sum(row_sum[half]);
+    /* FA3_ONES: every thread holds the whole sum (from O's last n8 tile), not a quarter of it. */
+    const float sum = FA3_ONES ? row_sum[half] : at_quad_sum(row_sum[half]);
     const float inv = sum > 0.f ? o_descale / sum : 0.f;
     const int r = wrow + g + half * 8;
     if (m0 + r >= rows) continue;
@@ -850,7 +868,7 @@ __device__ __forceinline__ void fa3_ws_consume(const fa3_ws_ctx &c, const fa3_wo
     const int u = it + t; /* ring position */
     const int s = u % FA3_STAGES, sp = (u + FA3_STAGES - 1) % FA3_STAGES;
     if (t > 0) {
-      fa3_finish_tile(acc, alpha, sacc, p);
+      fa3_finish_tile(acc, alpha, row_sum, sacc, p);
       if (v_release && lane == 0) fa3_bar_arrive(v_release);
     }
     fa3_bar_wait(c.bar_full_k + 8 * s, (unsigned)(u / FA3_STAGES) & 1u);
@@ -886,7 +904,7 @@ __device__ __forceinline__ void fa3_ws_consume(const fa3_ws_ctx &c, const fa3_wo
     v_release = t > 0 ? bar_v_prev_empty : 0u;
   }
   if (n_tiles > 0) {
-    fa3_finish_tile(acc, alpha, sacc, p);
+    fa3_finish_tile(acc, alpha, row_sum, sacc, p);
     if (v_release && lane == 0) fa3_bar_arrive(v_release);
     const int last = n_tiles - 1;
 #if FA3_PRODUCER_TRANSPOSES
@@ -901,6 +919,7 @@ __device__ __forceinline__ void fa3_ws_consume(const fa3_ws_ctx &c, const fa3_wo
     fa3_issue_pv(acc, p, v_last);
     fa3_wgmma_commit();
     fa3_wgmma_wait0();
+    fa3_take_row_sums(acc, row_sum);
 #if !FA3_FP8
     /* One CTA per tile: nothing more is loaded. Persistent: the next work tile's producer
      * reuses the last tile's V stage, like any other. */
@@ -1145,7 +1164,7 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
   float s[FA3_NT][4];
   for (int t = 0; t < n_tiles; t++) {
     const int stage = t % FA3_STAGES;
-    if (FA3_OVERLAP && t > 0) fa3_finish_tile(acc, alpha, s, p); /* P V of tile t-2 is in O */
+    if (FA3_OVERLAP && t > 0) fa3_finish_tile(acc, alpha, row_sum, s, p); /* P V of tile t-2 is in O */
     /* Tile t landed (AHEAD - 1 younger groups may be in flight); publish it to the async proxy.
      * The barrier also means every warp is done with what the prefetch below overwrites: tile
      * t-1's K and (FP8) V, or, when P V of the previous tile is still running (16-bit,
@@ -1200,7 +1219,7 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
   }
   if (FA3_OVERLAP && n_tiles > 0) {
     /* P V of the last tile. FP8: every warp's share of its V^T must be written and fenced. */
-    fa3_finish_tile(acc, alpha, s, p);
+    fa3_finish_tile(acc, alpha, row_sum, s, p);
     const int last = n_tiles - 1;
 #if FA3_FP8
     fa3_fence_async_smem();
