@@ -44,11 +44,12 @@ static int tile_cols(const gen_variant *v) { return v->ws ? gen_round_up(v->spec
 /* FP8 variants that transpose V in shared memory (all but .vt, whose V^T comes transposed). */
 static int transposes_v(const gen_variant *v) { return at_dtype_is_fp8(v->spec.dtype) && !v->vt; }
 
-/* FP8 .vt at D 128 sums P's rows on the tensor cores (FA3_ONES in the template): each V^T stage
- * holds 8 rows of ones after its D rows, and P V is 8 columns wider. D 256 would need n 264. */
+/* FP8 .vt at D 128 without lse sums P's rows on the tensor cores (FA3_ONES in the template says
+ * why not with lse): each V^T stage holds 8 rows of ones after its D rows, and P V is 8 columns
+ * wider. D 256 would need n 264. */
 static int ones_rows(const gen_variant *v)
 {
-  return at_dtype_is_fp8(v->spec.dtype) && v->vt && v->spec.head_dim == 128 ? 8 : 0;
+  return at_dtype_is_fp8(v->spec.dtype) && v->vt && v->spec.head_dim == 128 && !v->spec.with_lse ? 8 : 0;
 }
 
 /* Mirrors FA3_SMEM_BYTES: 1 KB to align the tiles, Q, STAGES x (K, V; V with its ones rows), two
@@ -77,7 +78,11 @@ static int register_estimate(const gen_variant *v)
   const int fp8 = at_dtype_is_fp8(v->spec.dtype);
   /* Consumers of warp-specialized variants hold no load addresses: about 32 besides the tiles. */
   const int p_words = v->block_n / (fp8 ? 8 : 4);
-  if (v->ws) return (tile_cols(v) + ones_rows(v)) / 2 + v->block_n / 2 + p_words + 32;
+  /* Persistent with lse: S stays live across the K/V loop's back edge (v17) while the work-tile
+   * loop and the lse epilogue hold theirs, and ptxas spilled 48-184 bytes in exactly the tiles
+   * that BN/4 more registers put over setmaxnreg's budget (all of them, and none that it kept). */
+  const int persistent_lse = v->persistent && v->spec.with_lse ? v->block_n / 4 : 0;
+  if (v->ws) return (tile_cols(v) + ones_rows(v)) / 2 + v->block_n / 2 + p_words + 32 + persistent_lse;
   const int transpose_units = fp8 ? (v->spec.head_dim / 32) * (v->block_n / 16) / v->warps : 0;
   return v->spec.head_dim / 2 + v->block_n / 2 + p_words + 56 + 7 * transpose_units;
 }

@@ -513,10 +513,16 @@ static void test_fa3_vt_family(void **state)
   TU_OK(gen_variant_key(&v, key, sizeof key));
   assert_string_equal(key, "fa3.e4m3.d128.causal.g4.bm128.bn192.w8.s2.wspp.vt.obf16.lse");
   assert_int_equal(gen_threads(&v), 3 * 128);
-  /* No V^T buffers; at D 128 each V stage holds 8 rows of ones after V^T's 128 (FA3_ONES). */
-  assert_int_equal(gen_smem_bytes(&v), 1024 + 128 * 128 + 2 * 192 * 128 + 2 * 192 * 136 + 256);
-  TU_OK(gen_emit(&v, &t, &src));
+  assert_int_equal(gen_smem_bytes(&v), 1024 + 128 * 128 + 4 * 192 * 128 + 256); /* no V^T buffers */
+  /* Without lse, at D 128, each V stage holds 8 rows of ones after V^T's 128 (FA3_ONES). */
+  gen_variant ones;
+  TU_OK(gen_variant_parse("fa3.e4m3.d128.causal.g4.bm128.bn192.w8.s2.wspp.vt.obf16", &ones));
+  assert_int_equal(gen_smem_bytes(&ones), 1024 + 128 * 128 + 2 * 192 * 128 + 2 * 192 * 136 + 256);
+  TU_OK(gen_emit(&ones, &t, &src));
   assert_non_null(strstr(src, "wgmma.mma_async.sync.aligned.m64n136k32.f32.e4m3.e4m3"));
+  free(src);
+  TU_OK(gen_emit(&v, &t, &src));
+  assert_non_null(strstr(src, "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3"));
   free(src);
   src = NULL;
   TU_OK(gen_variant_parse("fa3.e4m3.d128.none.g1.bm128.bn128.w8.s2.ws.obf16", &back));
@@ -996,15 +1002,15 @@ static void test_fa3_persistent_family(void **state)
   gen_target t = tu_sm90();
   gen_variant v, back;
   char key[GEN_KEY_MAX], *src = NULL;
-  TU_OK(gen_variant_parse("fa3.bf16.d128.causal.g4.bm128.bn176.w8.s2.ws.pers.lse", &v));
+  TU_OK(gen_variant_parse("fa3.bf16.d128.causal.g4.bm128.bn128.w8.s2.ws.pers.lse", &v));
   assert_int_equal(v.ws, 1);
   assert_int_equal(v.persistent, 1);
   assert_int_equal(v.spec.with_lse, 1);
   TU_OK(gen_variant_check(&v, &t));
   TU_OK(gen_variant_key(&v, key, sizeof key));
-  assert_string_equal(key, "fa3.bf16.d128.causal.g4.bm128.bn176.w8.s2.ws.pers.lse");
+  assert_string_equal(key, "fa3.bf16.d128.causal.g4.bm128.bn128.w8.s2.ws.pers.lse");
   TU_OK(gen_entry_name(&v, key, sizeof key));
-  assert_string_equal(key, "fa3_bf16_d128_causal_g4_bm128_bn176_w8_s2_ws_pers_lse");
+  assert_string_equal(key, "fa3_bf16_d128_causal_g4_bm128_bn128_w8_s2_ws_pers_lse");
   TU_OK(gen_variant_parse("fa3.f16.d64.causal-br.g1.bm192.bn128.w12.s2.wspp.pers", &back));
   assert_int_equal(back.ws, 2);
   assert_int_equal(back.persistent, 1);
@@ -1021,7 +1027,7 @@ static void test_fa3_persistent_family(void **state)
 
   TU_OK(gen_emit(&v, &t, &src));
   assert_non_null(strstr(src, "#define FA3_WS 1\n#define FA3_PINGPONG 0\n#define FA3_PERSISTENT 1\n"));
-  assert_non_null(strstr(src, "FA3_KERNEL fa3_bf16_d128_causal_g4_bm128_bn176_w8_s2_ws_pers_lse\n"));
+  assert_non_null(strstr(src, "FA3_KERNEL fa3_bf16_d128_causal_g4_bm128_bn128_w8_s2_ws_pers_lse\n"));
   free(src);
   TU_OK(gen_emit(&plain, &t, &src));
   assert_null(strstr(src, "#define FA3_PERSISTENT 1")); /* the old preamble, unchanged */
@@ -1078,7 +1084,7 @@ static void test_fa3_persistent_family(void **state)
   assert_int_equal(k->args[k->n_args - 2], GEN_ARG_Q_HEADS);
   assert_int_equal(k->args[k->n_args - 1], GEN_ARG_WORK_TILES);
   assert_int_equal(d.tmap_rows[0], 128);
-  assert_int_equal(d.tmap_rows[2], 176);
+  assert_int_equal(d.tmap_rows[2], 128);
   TU_OK(gen_launch_describe(&plain, &s, &d)); /* without the loop: no work tiles */
   assert_int_equal(d.work_tiles, 0);
   assert_int_equal(d.kernels[0].grid[2], 8u);
@@ -1087,33 +1093,41 @@ static void test_fa3_persistent_family(void **state)
   assert_int_equal(d.kernels[0].grid[0], 0u);
   assert_int_equal(d.work_tiles, 0);
 
-  /* Enumeration: every warp-specialized causal tile, then their persistent twins in the same
-   * order (measured slower: they come last); none without a mask, none for FP8. */
+  /* Enumeration: every warp-specialized causal tile, then the persistent twins of those whose
+   * twin fits the registers (with lse the large ones do not), in the same order (measured
+   * slower: they come last); none without a mask, none for FP8. */
   gen_variant vs[GEN_MAX_VARIANTS];
   int n = 0, twins = 0;
   const at_mask causal[] = {AT_MASK_CAUSAL_TL, AT_MASK_CAUSAL_BR};
-  for (int m = 0; m < 2; m++) {
-    s = shape_of(AT_DTYPE_BF16, 128, causal[m], 32, 8, 1);
-    TU_OK(gen_enumerate(&s, &t, vs, GEN_MAX_VARIANTS, &n));
-    int first_pers = -1, n_ws = 0, n_pers = 0;
-    for (int i = 0; i < n; i++) {
-      if (vs[i].ws && !vs[i].persistent) {
-        assert_true(first_pers < 0); /* no plain tile after the first persistent one */
-        n_ws++;
+  for (int lse = 0; lse < 2; lse++)
+    for (int m = 0; m < 2; m++) {
+      s = shape_of(AT_DTYPE_BF16, 128, causal[m], 32, 8, lse);
+      TU_OK(gen_enumerate(&s, &t, vs, GEN_MAX_VARIANTS, &n));
+      int first_pers = -1, n_ws = 0, n_fit = 0, n_pers = 0, next_plain = 0;
+      for (int i = 0; i < n; i++) {
+        if (vs[i].ws && !vs[i].persistent) {
+          assert_true(first_pers < 0); /* no plain tile after the first persistent one */
+          if (n_ws++ == 0) next_plain = i;
+          gen_variant twin = vs[i];
+          twin.persistent = 1;
+          if (gen_variant_check(&twin, &t) == AT_OK) n_fit++;
+        }
+        if (!vs[i].persistent) continue;
+        if (first_pers < 0) first_pers = i;
+        twins++, n_pers++;
+        gen_variant twin = vs[i];
+        twin.persistent = 0;
+        while (next_plain < first_pers && memcmp(&vs[next_plain], &twin, sizeof twin) != 0) next_plain++;
+        assert_true(next_plain < first_pers); /* its plain tile, after the previous twin's */
+        next_plain++;
+        TU_OK(gen_variant_key(&vs[i], key, sizeof key));
+        TU_OK(gen_variant_parse(key, &back));
+        assert_memory_equal(&back, &vs[i], sizeof back);
       }
-      if (!vs[i].persistent) continue;
-      if (first_pers < 0) first_pers = i;
-      twins++;
-      gen_variant twin = vs[first_pers - n_ws + n_pers++]; /* the same place among the plain tiles */
-      assert_int_equal(twin.persistent, 0);
-      twin.persistent = 1;
-      assert_memory_equal(&twin, &vs[i], sizeof twin);
-      TU_OK(gen_variant_key(&vs[i], key, sizeof key));
-      TU_OK(gen_variant_parse(key, &back));
-      assert_memory_equal(&back, &vs[i], sizeof back);
+      assert_int_equal(n_pers, n_fit);
+      if (!lse) assert_int_equal(n_pers, n_ws);
+      else assert_true(n_pers < n_ws);
     }
-    assert_int_equal(n_pers, n_ws);
-  }
   assert_true(twins >= 2 * 16);
   const at_shape none[] = {shape_of(AT_DTYPE_BF16, 128, AT_MASK_NONE, 32, 8, 1),
                            shape_of(AT_DTYPE_E4M3, 128, AT_MASK_CAUSAL_TL, 32, 8, 1)};
