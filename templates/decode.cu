@@ -225,9 +225,9 @@
  *   Tried after 9, not kept: KV8 tiles widened once per CTA into f16 rows in shared memory (a
  *   second barrier per tile; 8-30% slower at T8-16, e.g. B8 T16 S8k 69.1 -> 85.0 us), and the
  *   exponentials two at a time by ex2.approx.f16x2 (ptxas splits it into two MUFU ops: 1-6%
- *   slower). docs/perf.md has both.
- *  10. O's rescale skipped where alpha is 1 for every row of the warp (the row max did not move
- *      this tile): exact, fewer multiplies where the issue rate bounds (KV8, T8-16).
+ *   slower); and O's rescale skipped where alpha is 1 for the whole warp (a vote and a branch
+ *   per row half: 6-8% slower at T8-16, e.g. B8 T16 S8k causal-br 71.7 -> 77.7 us). docs/perf.md
+ *   has all three.
  */
 
 #if AT_IN_DTYPE != AT_DTYPE_BF16 && AT_IN_DTYPE != AT_DTYPE_F16
@@ -1329,14 +1329,10 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
           sum += s[i][nt][2 * half] + s[i][nt][2 * half + 1];
         }
         row_sum[i][half] = row_sum[i][half] * alpha + sum;
-        /* alpha is exactly 1 once the row max has settled; skipped where it is for the whole warp
-         * (step 10). */
-        if (!__all_sync(0xffffffffu, alpha == 1.f)) {
 #pragma unroll
-          for (int j = 0; j < DEC_OT; j++) {
-            acc[i][j][2 * half] *= alpha;
-            acc[i][j][2 * half + 1] *= alpha;
-          }
+        for (int j = 0; j < DEC_OT; j++) {
+          acc[i][j][2 * half] *= alpha;
+          acc[i][j][2 * half + 1] *= alpha;
         }
       }
       /* The S accumulators of n8 tiles 2kk, 2kk+1 are the A fragment of keys 16kk..16kk+15. */

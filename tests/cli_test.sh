@@ -40,7 +40,7 @@ expect 2 "family fa2 has no warp-specialized variants" -- gen --emit fa2.bf16.d1
 expect 0 "fa3_transpose_v<FA3_TRANSPOSERS>" -- gen --emit fa3.e4m3.d128.none.g1.bm128.bn128.w8.s2.ws.obf16
 expect 2 "with e4m3 inputs runs head dim 128 or 256, not 64" -- gen --emit fa3.e4m3.d64.none.g1.bm128.bn128.w8.s2.ws.obf16
 # The persistent form (.pers) of warp-specialized causal fa3; refused without a mask or a .ws.
-expect 0 "#define FA3_PERSISTENT 1" -- gen --emit fa3.bf16.d128.causal-br.g4.bm128.bn176.w8.s2.wspp.pers.lse
+expect 0 "#define FA3_PERSISTENT 1" -- gen --emit fa3.bf16.d128.causal-br.g4.bm128.bn128.w8.s2.wspp.pers.lse
 expect 2 "persistent fa3 runs causal masks (causal, causal-br), not none" -- gen --emit fa3.bf16.d128.none.g1.bm128.bn176.w8.s2.ws.pers
 expect 2 ".pers is a form of the warp-specialized kernel and needs .ws or .wspp" -- gen --emit fa3.bf16.d128.causal.g1.bm128.bn128.w8.s2.pers
 expect 0 "decode family" -- gen --help
