@@ -349,8 +349,7 @@ static void acc_operands(gen_text *t, int count)
 /* Two wgmma wrappers per variant, their register lists sized for the tile: fa3_mma_qk (A = Q and
  * B = K from shared memory; the accumulators zeroed when accumulate is 0, the scale-d predicate)
  * and fa3_mma_pv (A = P from four registers, B = V, and the ones rows where there are; always
- * accumulates). k is 32 for FP8 and 16
- * for 16-bit inputs. */
+ * accumulates). k is 32 for FP8 and 16 for 16-bit inputs. */
 static void wgmma_wrappers(const gen_variant *v, gen_text *t)
 {
   const int fp8 = at_dtype_is_fp8(v->spec.dtype);

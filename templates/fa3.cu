@@ -71,9 +71,10 @@
  * Per K/V tile t (the overlapped loop: FP8, and 16-bit with 3+ stages): wait for the tile's
  * copies, barrier; prefetch tile t + AHEAD; issue S = Q K_t^T (32-byte k steps of the row), then
  * O += P_{t-1} V_{t-1}; FP8: transpose V_t into V^T buffer t % 2; wait for S only; mask; online
- * softmax (exp2; FP8: P as e4m3(p * 448), fa2.cu explains the scale) while P V runs; wait for P V;
- * rescale O; pack P_t. P V of the last tile follows the loop. The barrier at the top of tile t+1
- * publishes V^T_t to every warp and frees buffer (t+1) % 2, whose P V all warps waited for. 16-bit
+ * softmax (exp2; FP8: P as e4m3(p * 448), fa2.cu explains the scale) while P V runs; then, at the
+ * top of tile t+1 (v17, fa3_finish_tile), wait for P V, rescale O, pack P_t. P V of the last
+ * tile follows the loop. The barrier at the top of tile t+1 publishes V^T_t to every warp and
+ * frees buffer (t+1) % 2, whose P V all warps waited for. 16-bit
  * with 2 stages runs the in-order loop (S, softmax, P V, wait), because there P V reads V in place
  * and the prefetch would overwrite tile t-1's V while it runs.
  *
@@ -123,11 +124,11 @@
  *   v15: O's rescale skipped where alpha is 1 for every row of the warp (the row max did not
  *       move this tile), exact. The unmasked tile of e4m3 D128 128x224 issues 64 FMULs for it.
  *   v16 (FA3_ONES, FP8 .vt at D 128): the row sums by the tensor cores: 8 rows of ones after
- *       V^T's D rows in each V stage, P V as m64n136, O's last n8 tile the sums. Counted offline
- *       (cuobjdump, 128x224): the unmasked tile's 114 FADDs go, 774 -> 645 instructions, for
- *       6% more P V work on tensor cores that the softmax leaves idle. First run: 14% off at
- *       S 8192 (FP8 wgmma's accumulation is narrower than fp32), so each tile's sums now move
- *       to fp32 registers (fa3_take_row_sums).
+ *       V^T's D rows in each V stage, P V as m64n136, O's last n8 tile the sums: the softmax's
+ *       112 FADDs per tile go, for 6% more P V work on tensor cores the softmax leaves idle.
+ *       First run: 14% off at S 8192 (FP8 wgmma's accumulation is narrower than fp32), so each
+ *       tile's sums now move to fp32 registers (fa3_take_row_sums); lse variants keep the exact
+ *       sums. Measured after v17: 192x96 w12 887 against 858 TFLOP/s without it (+3.4%).
  *   v17: P V under the softmax for real. cuobjdump of every fa3 kernel up to v16 showed none of
  *       it: the first tile's empty commit group made ptxas add a dummy wgmma group after each
  *       P V, so "wait for S" (wait_group 1) waited for P V too, and ptxas also scheduled the
@@ -196,6 +197,8 @@ static constexpr int FA3_KV_BYTES = FA3_BN * FA3_TILE_ROWB;
 /* A V stage: as K's, or with the ones rows, BN / CW_N column blocks of D + 8 rows (each block
  * stays a whole number of its swizzle's 8-row atoms, so its alignment holds). */
 static constexpr int FA3_V_BYTES = FA3_ONES ? FA3_BN * (FA3_D + FA3_ONES_ROWS) : FA3_KV_BYTES;
+/* FP8: the bytes of one V^T column block in a stage, its D rows (and the ones rows) of CW_N. */
+static constexpr int FA3_VT_BLOCK_BYTES = (FA3_D + FA3_ONES_ROWS) * FA3_CW_N;
 /* Overlapped loop (header): P V of tile t-1 runs during tile t's softmax. 16-bit V is read in
  * place by that P V, so its stage must outlive one more tile: the prefetch runs STAGES-2 tiles
  * ahead instead of STAGES-1, which needs 3 stages; 16-bit with 2 stages keeps the in-order loop.
@@ -375,7 +378,7 @@ __device__ __forceinline__ void fa3_issue_pv(float (*acc)[4], const unsigned (*p
   for (int kk = 0; kk < FA3_PK; kk++) {
 #if FA3_FP8
     const int col = 32 * kk;
-    const unsigned vb = v_buf + (unsigned)((col / FA3_CW_N) * (FA3_D + FA3_ONES_ROWS) * FA3_CW_N + col % FA3_CW_N);
+    const unsigned vb = v_buf + (unsigned)((col / FA3_CW_N) * FA3_VT_BLOCK_BYTES + col % FA3_CW_N);
     fa3_mma_pv(&acc[0][0], p[kk], fa3_desc<FA3_CW_N>(vb));
 #else
     fa3_mma_pv(&acc[0][0], p[kk], fa3_desc_mn<FA3_BN * 128>(v_buf + (unsigned)(kk * 16 * 128)));
@@ -717,7 +720,7 @@ __device__ __forceinline__ void fa3_tma_vt_tile(unsigned dst, const fa3_tmap *ma
 {
 #pragma unroll
   for (int c = 0; c < FA3_BN / FA3_CW_N; c++)
-    fa3_tma_load(dst + c * (FA3_D + FA3_ONES_ROWS) * FA3_CW_N, map, key0 + c * FA3_CW_N, 0, head, b, bar);
+    fa3_tma_load(dst + c * FA3_VT_BLOCK_BYTES, map, key0 + c * FA3_CW_N, 0, head, b, bar);
 }
 
 __device__ __forceinline__ void fa3_named_sync(int id, int threads)
@@ -826,18 +829,15 @@ __device__ __forceinline__ void fa3_ws_produce(const fa3_ws_ctx &c, const fa3_wo
  * TMA boxes never reach them), written once before the CTA's barrier and published to wgmma. */
 __device__ __forceinline__ void fa3_fill_ones_rows(unsigned v, int tid)
 {
-#if FA3_ONES
+  if (!FA3_ONES) return;
   const unsigned one = AT_IN_DTYPE == AT_DTYPE_E4M3 ? 0x38383838u : 0x3c3c3c3cu; /* 1.0 in each byte */
   constexpr int WORDS_PER_BLOCK = FA3_ONES_ROWS * FA3_CW_N / 4, BLOCKS = FA3_STAGES * (FA3_BN / FA3_CW_N);
   for (int i = tid; i < BLOCKS * WORDS_PER_BLOCK; i += FA3_ALL_THREADS) {
     const int blk = i / WORDS_PER_BLOCK, w = i % WORDS_PER_BLOCK;
-    const unsigned addr = v + (unsigned)(blk * (FA3_D + FA3_ONES_ROWS) * FA3_CW_N + FA3_D * FA3_CW_N + 4 * w);
+    const unsigned addr = v + (unsigned)(blk * FA3_VT_BLOCK_BYTES + FA3_D * FA3_CW_N + 4 * w);
     asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(addr), "r"(one) : "memory");
   }
   fa3_fence_async_smem();
-#else
-  (void)v, (void)tid;
-#endif
 }
 
 /* One consumer warpgroup's loop over a work tile's K/V tiles (ring positions it, it + 1, ...):
@@ -894,7 +894,7 @@ __device__ __forceinline__ void fa3_ws_consume(const fa3_ws_ctx &c, const fa3_wo
     if (FA3_PINGPONG && (FA3_PERSISTENT || !(cw == FA3_CONSUMERS - 1 && t == n_tiles - 1)))
       fa3_named_arrive(1 + next_cw, 256);
     /* O += P V of tile t-1 runs behind Q K^T and through this tile's softmax. (Rescaling O here,
-     * under Q K^T, instead of after the wait below measured slower on 4 of 6 shapes.) */
+     * under Q K^T, instead of in fa3_finish_tile measured slower on 4 of 6 shapes, before v17.) */
     if (t > 0) {
       fa3_issue_pv(acc, p, v_prev);
       fa3_wgmma_commit();
@@ -1026,7 +1026,7 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     fa3_fence_async_smem();
   }
-  if (FA3_ONES) fa3_fill_ones_rows(c.v, tid);
+  fa3_fill_ones_rows(c.v, tid);
   __syncthreads();
 
   if (wg == 0) {
