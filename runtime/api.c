@@ -181,6 +181,31 @@ static at_status variant_cubin(at_context *c, const gen_variant *v, const char *
   return AT_OK;
 }
 
+at_status rt_context_adopt_cubin(at_context *c, const char *key, const void *cubin)
+{
+  gen_variant v;
+  rt_variant lv;
+  at_status rc = gen_variant_parse(key, &v);
+  if (rc != AT_OK) return rc;
+  if (!cubin) return at_fail(AT_ERR_INVALID, "no cubin given for %s", key);
+  if ((rc = bind_context(c)) != AT_OK) return rc;
+  pthread_mutex_lock(&c->lock);
+  if (!find_loaded(c, key)) {
+    memset(&lv, 0, sizeof lv);
+    rc = rt_variant_load(&v, cubin, &lv);
+    if (rc == AT_OK) rc = remember_loaded(c, key, &lv);
+    if (rc != AT_OK) rt_variant_unload(&lv);
+  }
+  pthread_mutex_unlock(&c->lock);
+  return rc;
+}
+
+at_status rt_context_bind(const at_context *c, const char **arch)
+{
+  if (arch) *arch = c->rt.arch;
+  return bind_context(c);
+}
+
 /* A layout the generated families cannot read; the message names the implementation and the
  * layout. */
 static at_status refuse_serving(const at_plan *p, const char *impl, const char *why)

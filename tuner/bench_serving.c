@@ -7,6 +7,7 @@
 #include "attntune_fp8.h"
 #include "core/core.h"
 #include "generator/generator.h"
+#include "runtime/api_internal.h"
 #include "runtime/lookup.h"
 #include "runtime/rt.h"
 #include "tuner/bench_serving.h"
@@ -281,41 +282,54 @@ static float *download_output(at_context *ctx, const tn_serving_bench *b, const 
   return o;
 }
 
-/* Relative L2 error of got against want over every row of O (padded or packed; a sequence
- * without keys writes zeros in both); any NaN gives NaN. */
-static double output_error(const tn_serving_bench *b, const tn_serving_buffers *x, const float *want, const float *got)
+static size_t output_entries(const tn_serving_bench *b, const tn_serving_buffers *x)
 {
-  const size_t n = (size_t)x->q_rows * b->shape.q_heads * b->shape.head_dim;
-  double num = 0, den = 0;
-  for (size_t e = 0; e < n; e++) {
-    if (isnan(got[e]) || isnan(want[e])) return NAN;
-    const double d = (double)got[e] - want[e];
-    num += d * d, den += (double)want[e] * want[e];
-  }
-  return den > 0 ? sqrt(num / den) : sqrt(num);
+  return (size_t)x->q_rows * b->shape.q_heads * b->shape.head_dim;
 }
 
-/* The naive kernels' output on the bench's paged or ragged inputs: the reference of the variants. */
-float *tn_serving_reference(at_context *ctx, const tn_serving_bench *b, tn_serving_buffers *x)
+/* The naive kernels' output on the bench's paged or ragged inputs, as fp32 on the device (the
+ * reference of the variants), and the comparison kernel for the plans' output dtype: checking a
+ * candidate then copies three numbers back, not its output (a 16-sequence prefill batch's O
+ * has 288M entries, which the host took seconds to compare). */
+at_status tn_serving_reference(at_context *ctx, const tn_serving_bench *b, tn_serving_buffers *x, tn_serving_ref *ref)
 {
   at_plan *plan = NULL;
   at_plan_options naive = {"naive"};
   at_fp8_args a;
+  const char *arch = NULL;
+  float *host = NULL;
+  const size_t n = output_entries(b, x);
+  memset(ref, 0, sizeof *ref);
   at_status rc = at_plan_create_serving(ctx, &b->shape, &b->layout, &naive, &plan);
   if (rc == AT_OK) rc = at_plan_run_serving(plan, &x->t, tn_serving_fp8_args(&b->shape, x, &a), NULL);
   if (rc == AT_OK) rc = at_synchronize(ctx);
   at_plan_destroy(plan);
-  return rc == AT_OK ? download_output(ctx, b, x) : NULL;
+  if (rc == AT_OK && !(host = download_output(ctx, b, x))) rc = AT_ERR_CUDA;
+  if (rc == AT_OK) rc = at_device_alloc(ctx, (n ? n : 1) * sizeof(float), &ref->o);
+  if (rc == AT_OK && n) rc = at_copy_to_device(ctx, ref->o, host, n * sizeof(float));
+  free(host);
+  if (rc == AT_OK) rc = rt_context_bind(ctx, &arch);
+  if (rc == AT_OK) rc = rt_compare_create(arch, at_dtype_default_out(b->shape.dtype), &ref->compare);
+  if (rc != AT_OK) tn_serving_reference_free(ctx, ref);
+  return rc;
 }
 
-/* Poisons O, runs plan once and compares O with the reference: *err is the relative error (NAN
- * when it could not be measured). */
+void tn_serving_reference_free(at_context *ctx, tn_serving_ref *ref)
+{
+  if (ref->compare.module) rt_compare_destroy(&ref->compare);
+  if (ref->o) at_device_free(ctx, ref->o);
+  memset(ref, 0, sizeof *ref);
+}
+
+/* Poisons O, runs plan once and compares O with the reference on the GPU: *err is the relative
+ * L2 error (infinite where an entry is NaN, or unwritten and still poisoned; NAN when it could
+ * not be measured). */
 at_status tn_serving_run_checked(at_context *ctx, const tn_serving_bench *b, tn_serving_buffers *x, at_plan *plan,
-                                 const float *ref, double *err)
+                                 const tn_serving_ref *ref, double *err)
 {
   at_fp8_args a;
-  const size_t o_bytes = (size_t)x->q_rows * b->shape.q_heads * b->shape.head_dim *
-                         at_dtype_size(at_dtype_default_out(b->shape.dtype));
+  rt_compare_sums sums;
+  const size_t n = output_entries(b, x), o_bytes = n * at_dtype_size(at_dtype_default_out(b->shape.dtype));
   unsigned char *poison = malloc(o_bytes ? o_bytes : 1);
   at_status rc = poison ? AT_OK : at_fail(AT_ERR_NOMEM, "no memory");
   *err = NAN;
@@ -323,11 +337,10 @@ at_status tn_serving_run_checked(at_context *ctx, const tn_serving_bench *b, tn_
   free(poison);
   if (rc == AT_OK) rc = at_plan_run_serving(plan, &x->t, tn_serving_fp8_args(&b->shape, x, &a), NULL);
   if (rc == AT_OK) rc = at_synchronize(ctx);
-  if (rc == AT_OK) {
-    float *got = download_output(ctx, b, x);
-    *err = got ? output_error(b, x, ref, got) : NAN;
-    free(got);
-  }
+  if (rc == AT_OK) rc = rt_context_bind(ctx, NULL);
+  if (rc == AT_OK)
+    rc = rt_compare_run(&ref->compare, (CUdeviceptr)ref->o, (CUdeviceptr)x->o, 1.0f, n, &sums);
+  if (rc == AT_OK) *err = rt_compare_rel_l2(&sums);
   return rc;
 }
 
@@ -354,8 +367,8 @@ static int bench_serving_variants(at_context *ctx, const tn_serving_bench *b, tn
     print_failure(name, rc == AT_ERR_UNSUPPORTED ? "unsupported" : "failed", at_last_error());
     return rc != AT_ERR_UNSUPPORTED;
   }
-  float *ref = tn_serving_reference(ctx, b, x);
-  if (!ref) {
+  tn_serving_ref ref;
+  if (tn_serving_reference(ctx, b, x, &ref) != AT_OK) {
     print_failure(name, "failed", at_last_error());
     return 1;
   }
@@ -371,7 +384,7 @@ static int bench_serving_variants(at_context *ctx, const tn_serving_bench *b, tn
     at_fp8_args a;
     double ms = 0, err = NAN;
     rc = at_plan_create_serving(ctx, &b->shape, &b->layout, &opts, &plan);
-    if (rc == AT_OK) rc = tn_serving_run_checked(ctx, b, x, plan, ref, &err);
+    if (rc == AT_OK) rc = tn_serving_run_checked(ctx, b, x, plan, &ref, &err);
     if (rc == AT_OK && !(err <= tol)) {
       printf("%-44s %10s %9s %9.2e  WRONG (tolerance %.0e): not timed\n", key, "-", "-", err, tol);
       failures++;
@@ -388,7 +401,7 @@ static int bench_serving_variants(at_context *ctx, const tn_serving_bench *b, tn
     at_plan_destroy(plan);
   }
   if (!listed) print_failure(name, "unsupported", "no variant of this family reads this layout for this shape");
-  free(ref);
+  tn_serving_reference_free(ctx, &ref);
   return failures != 0;
 }
 
@@ -411,9 +424,10 @@ static int bench_plan(at_context *ctx, const tn_serving_bench *b, tn_serving_buf
   if (rc == AT_OK) rc = at_plan_describe(plan, &info);
   const int generated = rc == AT_OK && strcmp(info.impl, "naive") != 0;
   if (generated) {
-    float *ref = tn_serving_reference(ctx, b, x);
-    rc = ref ? tn_serving_run_checked(ctx, b, x, plan, ref, &err) : AT_ERR_CUDA;
-    free(ref);
+    tn_serving_ref ref;
+    rc = tn_serving_reference(ctx, b, x, &ref);
+    if (rc == AT_OK) rc = tn_serving_run_checked(ctx, b, x, plan, &ref, &err);
+    tn_serving_reference_free(ctx, &ref);
     if (rc == AT_OK && !(err <= at_dtype_tolerance(b->shape.dtype))) {
       printf("%-44s %10s %9s %9.2e  WRONG (tolerance %.0e): %s, not timed\n", name, "-", "-", err,
              at_dtype_tolerance(b->shape.dtype), info.impl);

@@ -21,6 +21,7 @@
 
 #include "attntune.h"
 #include "attntune_fp8.h"
+#include "runtime/rt.h"
 
 enum { TN_SERVING_MAX_BATCH = 4096 };
 
@@ -43,17 +44,26 @@ typedef struct tn_serving_buffers {
   int q_rows, kv_rows, num_pages;
 } tn_serving_buffers;
 
+/* The reference output of a batch: fp32 on the device, and the comparison kernel
+ * (runtime/rt.h rt_compare) for the output dtype of the plans checked against it. */
+typedef struct tn_serving_ref {
+  void *o;
+  rt_compare compare;
+} tn_serving_ref;
+
 /* What `bench` and the tuning worker share (tuner/worker.c tunes serving shapes with these, so
  * both verify and time a serving variant the same way): the buffers of b's batch from b->seed
  * (free them with tn_serving_buffers_free, also after a failure); the naive kernels' output on
- * them as fp32 (the reference; NULL on failure, the caller frees it); one checked run of plan
- * (O poisoned first; *err the relative L2 error against ref over every row of O, NAN when it
- * could not be measured); the FP8 descales of the buffers for plans of FP8 shapes (NULL else). */
+ * them as fp32 on the device with the kernel that compares an output with it (the reference;
+ * free it with tn_serving_reference_free, also after a failure); one checked run of plan (O
+ * poisoned first; *err the relative L2 error against ref over every row of O, reduced on the
+ * GPU: infinite where an entry is NaN, NAN when it could not be measured); the FP8 descales of the buffers for plans of FP8 shapes (NULL else). */
 at_status tn_serving_buffers_make(at_context *ctx, const tn_serving_bench *b, tn_serving_buffers *x);
 void tn_serving_buffers_free(at_context *ctx, tn_serving_buffers *x);
-float *tn_serving_reference(at_context *ctx, const tn_serving_bench *b, tn_serving_buffers *x);
+at_status tn_serving_reference(at_context *ctx, const tn_serving_bench *b, tn_serving_buffers *x, tn_serving_ref *ref);
+void tn_serving_reference_free(at_context *ctx, tn_serving_ref *ref);
 at_status tn_serving_run_checked(at_context *ctx, const tn_serving_bench *b, tn_serving_buffers *x, at_plan *plan,
-                                 const float *ref, double *err);
+                                 const tn_serving_ref *ref, double *err);
 const at_fp8_args *tn_serving_fp8_args(const at_shape *s, const tn_serving_buffers *x, at_fp8_args *a);
 /* The batch's work: FLOPs of its sequences' visible pairs, or for decode (padded Q of at most 16
  * tokens) the K/V bytes its lengths read; what TFLOP/s or TB/s of a serving row divide. */

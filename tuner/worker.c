@@ -11,6 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "runtime/api_internal.h"
 #include "runtime/cudnn_sdpa.h"
 #include "tuner/bench_serving.h"
 #include "tuner/harness.h"
@@ -171,7 +172,7 @@ typedef struct serve_state {
   at_context *actx; /* made on the first serving shape, on the device's primary context */
   tn_serving_bench batch;
   tn_serving_buffers buffers;
-  float *ref;         /* the naive kernels' output on the buffers */
+  tn_serving_ref ref;  /* the naive kernels' output on the buffers, on the device */
   at_plan *cudnn_plan; /* cuDNN's ragged graph, verified (cudnn_ok) */
 } serve_state;
 
@@ -198,8 +199,8 @@ static void close_serving(serve_state *st)
   if (!st->serving) return;
   at_plan_destroy(st->cudnn_plan);
   tn_serving_buffers_free(st->actx, &st->buffers);
-  free(st->ref);
-  st->cudnn_plan = NULL, st->ref = NULL, st->serving = 0;
+  tn_serving_reference_free(st->actx, &st->ref);
+  st->cudnn_plan = NULL, st->serving = 0;
   memset(&st->buffers, 0, sizeof st->buffers);
 }
 
@@ -243,7 +244,7 @@ static int plan_checked(serve_state *st, const char *impl, double tolerance, tn_
   at_plan_options opts = {impl};
   *plan = NULL;
   at_status rc = at_plan_create_serving(st->actx, &st->batch.shape, &st->batch.layout, &opts, plan);
-  if (rc == AT_OK) rc = tn_serving_run_checked(st->actx, &st->batch, &st->buffers, *plan, st->ref, &r->err_naive);
+  if (rc == AT_OK) rc = tn_serving_run_checked(st->actx, &st->batch, &st->buffers, *plan, &st->ref, &r->err_naive);
   if (rc != AT_OK) {
     at_plan_destroy(*plan), *plan = NULL;
     return serving_failure(r, rc);
@@ -272,7 +273,7 @@ static int serve_serving_shape(serve_state *st, const tn_request *q, tn_response
   memcpy(b->kv_lens, q->kv_lens, (size_t)q->shape.batch * sizeof *b->kv_lens);
   st->serving = 1;
   rc = tn_serving_buffers_make(st->actx, b, &st->buffers);
-  if (rc == AT_OK && !(st->ref = tn_serving_reference(st->actx, b, &st->buffers))) rc = AT_ERR_CUDA;
+  if (rc == AT_OK) rc = tn_serving_reference(st->actx, b, &st->buffers, &st->ref);
   r->rc = rc;
   if (rc != AT_OK) return set_message(r, at_last_error()), rc != AT_ERR_CUDA;
   char why[256];
@@ -299,14 +300,19 @@ static int serve_serving_time(serve_state *st, at_plan *plan, const tn_request *
   return 1;
 }
 
-/* VARIANT of a serving shape: the library plans the key (compiling it itself: the parent's cubin
- * is for the padded harness), then verify and time. ATTNTUNE_FAULT's hang applies; its crash and
- * NaN faults are the padded harness's (tn_impl) and do not. */
-static int serve_serving_variant(serve_state *st, const tn_request *q, tn_response *r)
+/* VARIANT of a serving shape: the library plans the key from the cubin the parent compiled
+ * (adopted into the context's module table: a key's cubin is the same for every shape), then
+ * verify and time. ATTNTUNE_FAULT's hang applies; its crash and NaN faults are the padded
+ * harness's (tn_impl) and do not. */
+static int serve_serving_variant(serve_state *st, const tn_request *q, const void *cubin, tn_response *r)
 {
   at_plan *plan = NULL;
   if (q->fault == TN_FAULT_HANG)
     for (;;) pause(); /* only the parent's watchdog ends this */
+  if (cubin && q->cubin_size) {
+    at_status rc = rt_context_adopt_cubin(st->actx, q->key, cubin);
+    if (rc != AT_OK) return serving_failure(r, rc);
+  }
   int keep_going = plan_checked(st, q->key, q->tolerance, r, &plan);
   if (keep_going && r->status == CACHE_OK) keep_going = serve_serving_time(st, plan, q, r);
   at_plan_destroy(plan);
@@ -416,7 +422,7 @@ static int serve_variant(serve_state *st, const tn_request *q, const void *cubin
   tn_impl impl;
   rt_timing tm;
   memset(&impl, 0, sizeof impl);
-  if (st->serving) return serve_serving_variant(st, q, r);
+  if (st->serving) return serve_serving_variant(st, q, cubin, r);
   if (!st->have_shape) {
     r->rc = AT_ERR_INVALID;
     set_message(r, "VARIANT before SHAPE");

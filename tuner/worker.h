@@ -12,7 +12,7 @@
  *   SHAPE (shape, seed)             ->    fresh inputs, naive reference
  *   CUDNN (timing)                  ->    verify, keep output as the cuDNN yardstick, time
  *   VARIANT (key, cubin, timing)    ->    load, verify, time (a serving shape's: planned by key
- *                                         through the library, which compiles it itself)
+ *                                         through the library, which takes the parent's cubin)
  *   NAIVE (timing)                  ->    verify and time the naive path
  *   QUIT                            ->    exit 0
  *
