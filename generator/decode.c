@@ -372,7 +372,6 @@ static void extra_preamble(const gen_variant *v, const gen_target *target, const
   gen_text_put(t, "#define DEC_COMBINE %s%s\n#define DEC_COMBINE_THREADS %d\n#define DEC_LAST_CTA %d\n", entry,
                EXTRA_ENTRIES[0], COMBINE_THREADS, v->merge == GEN_MERGE_LAST_CTA);
   if (v->merge == GEN_MERGE_CLUSTER) gen_text_put(t, "#define DEC_CLUSTER %d\n", v->splits);
-  if (v->spec.page_size) gen_text_put(t, "#define DEC_PAGE_SIZE %d\n", v->spec.page_size);
   if (kv != v->spec.dtype)
     gen_text_put(t, "#define DEC_KV_DTYPE %d /* %s */\n#define DEC_KV8_REG_BASE %d\n", (int)kv, at_dtype_name(kv),
                  KV8_REG_BASE);
@@ -384,10 +383,6 @@ static const gen_arg SPLIT_ARGS[] = {
     GEN_ARG_SCALE_LOG2, GEN_ARG_Q_SB, GEN_ARG_Q_SS, GEN_ARG_Q_SH,      GEN_ARG_K_SB,       GEN_ARG_K_SS,
     GEN_ARG_K_SH, GEN_ARG_V_SB, GEN_ARG_V_SS,      GEN_ARG_V_SH,       GEN_ARG_O_SB,       GEN_ARG_O_SS,
     GEN_ARG_O_SH, GEN_ARG_DESCALE_K, GEN_ARG_DESCALE_V, GEN_ARG_SPLIT_COUNTERS,
-};
-/* Paged K/V: after the split kernel's arguments, the block table, lengths and their bounds. */
-static const gen_arg PAGED_ARGS[] = {
-    GEN_ARG_BLOCK_TABLE, GEN_ARG_SEQLENS_KV, GEN_ARG_MAX_PAGES_PER_SEQ, GEN_ARG_NUM_PAGES,
 };
 static const gen_arg COMBINE_ARGS[] = {
     GEN_ARG_O_PART, GEN_ARG_LSE_PART, GEN_ARG_O,    GEN_ARG_LSE,  GEN_ARG_T,
@@ -429,7 +424,7 @@ static at_status describe_launch(const gen_variant *v, const at_shape *shape, ge
   k->waits_for_previous = v->merge != GEN_MERGE_CLUSTER;
   k->n_args = 0;
   at_status rc = gen_launch_append_args(k, SPLIT_ARGS, COUNT(SPLIT_ARGS));
-  if (rc == AT_OK && v->spec.page_size) rc = gen_launch_append_args(k, PAGED_ARGS, COUNT(PAGED_ARGS));
+  if (rc == AT_OK && v->spec.page_size) rc = gen_launch_append_paged_args(k); /* after split_counters */
   if (rc != AT_OK) return rc;
   out->n_kernels = 1;
   if (splits > 1 && v->merge == GEN_MERGE_CLUSTER) return AT_OK; /* partials stay on chip */

@@ -37,6 +37,9 @@ static void put_preamble(gen_text *t, const gen_variant *v, const gen_target *ta
   if (v->spec.ragged)
     gen_text_put(t, "#define %s_RAGGED %d /* .%s: rows found through cu_seqlens */\n", p, v->spec.ragged,
                  gen_ragged_name(v->spec.ragged));
+  if (v->spec.page_size)
+    gen_text_put(t, "#define %s_PAGE_SIZE %d /* .pg%d: K/V gathered through a block table */\n", p,
+                 v->spec.page_size, v->spec.page_size);
 }
 
 /* The source is: the family's #define preamble, common.cuh, generated helpers (fa3: the wgmma

@@ -39,13 +39,33 @@ static int fp8_via_f16(const gen_variant *v, const gen_target *target)
   return at_dtype_is_fp8(v->spec.dtype) && target->cc_major == 9 && target->cc_minor == 0;
 }
 
+/* Mirrors FA2_IDS_BYTES: paged K/V's ring of page ids, 2*STAGES-2 slots of one int32 per page a
+ * K/V tile touches (BLOCK_N / page size, at least 1), in whole 128-byte lines. */
+static int page_ids_bytes(const gen_variant *v)
+{
+  const int ps = v->spec.page_size;
+  if (!ps) return 0;
+  const int ids = ps >= v->block_n ? 1 : v->block_n / ps;
+  return gen_round_up(4 * ids * (2 * v->stages - 2), 128);
+}
+
 /* Mirrors FA2_SMEM_BYTES in the template: Q tile plus STAGES K and V tiles, rows padded to whole
- * 128-byte swizzle lines (D rounded up to 64 elements of 16 bits, 128 of FP8). */
+ * 128-byte swizzle lines (D rounded up to 64 elements of 16 bits, 128 of FP8), and paged K/V's
+ * page ids. */
 static int smem_bytes(const gen_variant *v)
 {
   int elem = at_dtype_is_fp8(v->spec.dtype) ? 1 : 2;
   int row_bytes = gen_round_up(v->spec.head_dim * elem, 128);
-  return (v->block_m + 2 * v->stages * v->block_n) * row_bytes;
+  return (v->block_m + 2 * v->stages * v->block_n) * row_bytes + page_ids_bytes(v);
+}
+
+/* Mirrors FA2_ONE_COLUMN: does each thread copy chunks of one column down a K/V tile's rows? (16-byte
+ * chunks per row of the MMAs' extent, D rounded up to 16 elements of 16 bits, 32 of FP8.) */
+static int one_column_loads(const gen_variant *v)
+{
+  const int fp8 = at_dtype_is_fp8(v->spec.dtype);
+  const int cpr = gen_round_up(v->spec.head_dim, fp8 ? 32 : 16) / (fp8 ? 16 : 8);
+  return threads(v) % cpr == 0 && (v->block_n * cpr) % threads(v) == 0;
 }
 
 /* Mirrors FA2_REG_ESTIMATE in the template: O and S accumulators (fp32 per thread), the K fragments
@@ -58,8 +78,9 @@ static int register_estimate(const gen_variant *v, int via_f16)
   int slices = v->block_m / v->warps / 16;
   int d_out = gen_round_up(v->spec.head_dim, 16);
   int fp8 = at_dtype_is_fp8(v->spec.dtype) && via_f16 ? fp8_extra_regs(d_out, v->stages, slices) : 0;
-  int ragged = v->spec.ragged ? 6 : 0; /* FA2_RAGGED_REGS */
-  return slices * (d_out + v->block_n) / 2 + v->block_n / 4 + 79 + 12 * (slices - 1) + fp8 + ragged;
+  int ragged = v->spec.ragged ? 6 : 0;     /* FA2_RAGGED_REGS */
+  int paged = v->spec.page_size ? 8 + (one_column_loads(v) ? 20 : 32) * (v->stages - 2) : 0; /* FA2_PAGED_REGS */
+  return slices * (d_out + v->block_n) / 2 + v->block_n / 4 + 79 + 12 * (slices - 1) + fp8 + ragged + paged;
 }
 
 static int pruning_register_estimate(const gen_variant *v) { return register_estimate(v, 1); }
@@ -133,9 +154,17 @@ static at_status check(const gen_variant *v, const gen_target *target)
   return gen_check_budgets(target, threads(v), smem_bytes(v), register_estimate(v, fp8_via_f16(v, target)));
 }
 
+/* Paged K/V with padded Q of 1..GEN_DECODE_MAX_T tokens is the decode family's (it reads each
+ * K/V tile once per KV head); fa2 lists paged variants for longer queries and for ragged Q. */
+static int paged_decode_shape(const gen_spec *spec, const at_shape *shape)
+{
+  return spec->page_size && spec->ragged == GEN_RAGGED_NONE && shape->q_len >= 1 && shape->q_len <= GEN_DECODE_MAX_T;
+}
+
 static at_status enumerate(const gen_spec *spec, const gen_target *target, const at_shape *shape,
                            gen_variant *out, int cap, int *n)
 {
+  if (paged_decode_shape(spec, shape)) return AT_OK;
   for (int a = 0; a < COUNT(k_block_m); a++)
     for (int b = 0; b < COUNT(k_warps); b++)
       for (int c = 0; c < COUNT(k_block_n); c++)
@@ -157,7 +186,7 @@ static int default_variant(const gen_spec *spec, const gen_target *target, const
       {64, 128, 64, 4, 2},  {64, 64, 128, 4, 2},  {128, 128, 128, 8, 3}, {128, 128, 64, 8, 2},
       {256, 128, 64, 8, 2}, {256, 128, 32, 8, 2}, {256, 64, 32, 4, 2},
   };
-  (void)shape;
+  if (paged_decode_shape(spec, shape)) return 0;
   for (int i = 0; i < COUNT(prefs); i++) {
     if (spec->head_dim > prefs[i].max_d) continue;
     gen_variant v = {GEN_FAMILY_FA2, *spec, prefs[i].block_m, prefs[i].block_n, prefs[i].warps,
@@ -186,6 +215,7 @@ const gen_family_ops gen_fa2_family = {
     .template_file = "fa2.cu",
     .macro_prefix = "FA2",
     .split_kv = 0,
+    .paged = 1,
     .ragged = 1,
     .target_ok = target_ok,
     .spec_check = spec_check,

@@ -13,12 +13,6 @@ static at_status unknown_family(gen_family family)
   return at_fail(AT_ERR_INVALID, "unknown kernel family %d", (int)family);
 }
 
-static at_status check_ragged_paged(int page_size, int ragged)
-{
-  return at_fail(AT_ERR_UNSUPPORTED,
-                 "no generated variant reads ragged Q (.%s) with K/V in pages of %d; the naive kernels run it",
-                 gen_ragged_name(ragged) ? gen_ragged_name(ragged) : "?", page_size);
-}
 
 /* ---- dispatch -------------------------------------------------------------------------------- */
 
@@ -39,7 +33,8 @@ at_status gen_variant_check(const gen_variant *v, const gen_target *target)
                    v->spec.page_size);
   if (v->spec.page_size != 0 && !at_page_size_allowed(v->spec.page_size))
     return at_fail(AT_ERR_INVALID, "page size %d is not one of %s", v->spec.page_size, at_page_sizes_text());
-  if (v->spec.ragged != 0 && (!f->ragged || !gen_ragged_name(v->spec.ragged) || v->spec.page_size != 0))
+  if (v->spec.ragged != 0 &&
+      (!f->ragged || !gen_ragged_name(v->spec.ragged) || (v->spec.page_size != 0 && v->spec.ragged != GEN_RAGGED_Q)))
     return at_fail(AT_ERR_INVALID, "%s variants cannot read ragged layout %d%s", f->name, v->spec.ragged,
                    v->spec.page_size ? " with paged K/V" : "");
   /* K and V in another dtype than Q: only where the family's spec allows it (decode). */
@@ -86,9 +81,10 @@ static at_status refuse_paged(const at_shape *shape, int page_size)
   char t[48] = "without a query length (T unknown)";
   if (shape->q_len > 0) snprintf(t, sizeof t, "for T = %d", shape->q_len);
   return at_fail(AT_ERR_UNSUPPORTED,
-                 "no generated variant reads K/V in pages of %d %s: paged K/V runs on the decode family only, "
-                 "for queries of 1 to %d tokens (fa2 and fa3 read contiguous K and V; the naive kernels run it)",
-                 page_size, t, GEN_DECODE_MAX_T);
+                 "no generated variant reads K/V in pages of %d %s for head dim %d %s: paged K/V runs on the "
+                 "decode family for queries of 1 to %d tokens and on fa2 for longer or ragged ones (fa3 reads "
+                 "contiguous K and V; the naive kernels run it)",
+                 page_size, t, shape->head_dim, at_dtypes_name(shape->dtype, shape->kv_dtype), GEN_DECODE_MAX_T);
 }
 
 at_status gen_enumerate_paged(const at_shape *shape, int page_size, const gen_target *target, gen_variant *out,
@@ -98,13 +94,13 @@ at_status gen_enumerate_paged(const at_shape *shape, int page_size, const gen_ta
 }
 
 /* Why no variant reads these ragged tensors, where the shape itself is fine. */
-static at_status refuse_ragged(const at_shape *shape, int ragged, const gen_target *target)
+static at_status refuse_ragged(const at_shape *shape, int page_size, int ragged, const gen_target *target)
 {
+  const char *what = ragged != GEN_RAGGED_Q ? "ragged Q and K/V" : page_size ? "ragged Q with paged K/V" : "ragged Q with padded K/V";
   return at_fail(AT_ERR_UNSUPPORTED,
                  "no generated variant reads %s tensors (.%s) for head dim %d %s on %s (fa2 and fa3's "
-                 "warp-specialized kernel run ragged prefill; the naive kernels run it)",
-                 ragged == GEN_RAGGED_Q ? "ragged Q with padded K/V" : "ragged Q and K/V", gen_ragged_name(ragged),
-                 shape->head_dim, at_dtype_name(shape->dtype), target->arch);
+                 "warp-specialized kernel run ragged prefill, fa2 alone with paged K/V; the naive kernels run it)",
+                 what, gen_ragged_name(ragged), shape->head_dim, at_dtype_name(shape->dtype), target->arch);
 }
 
 at_status gen_enumerate_serving(const at_shape *shape, int page_size, int ragged, const gen_target *target,
@@ -112,8 +108,8 @@ at_status gen_enumerate_serving(const at_shape *shape, int page_size, int ragged
 {
   at_status rc =
       enumerate_families(shape, at_dtype_default_out(shape->dtype), page_size, ragged, target, out, cap, n_out);
+  if (rc == AT_OK && ragged && *n_out == 0) return refuse_ragged(shape, page_size, ragged, target);
   if (rc == AT_OK && page_size && *n_out == 0) return refuse_paged(shape, page_size);
-  if (rc == AT_OK && ragged && *n_out == 0) return refuse_ragged(shape, ragged, target);
   return rc;
 }
 
@@ -144,8 +140,8 @@ static at_status enumerate_families(const at_shape *shape, at_dtype out_dtype, i
   }
   at_clear_error(); /* the refusals above are expected, not errors */
   if (!any_spec && last_refusal != AT_OK) return at_fail(last_refusal, "%s", refusal);
+  if (n == 0 && ragged) return refuse_ragged(shape, page_size, ragged, target);
   if (n == 0 && page_size) return refuse_paged(shape, page_size);
-  if (n == 0 && ragged) return refuse_ragged(shape, ragged, target);
   if (n == 0) {
     const at_dtype kv = at_shape_kv_dtype(shape);
     if (kv != shape->dtype && !(shape->q_len >= 1 && shape->q_len <= GEN_DECODE_MAX_T)) {
@@ -172,7 +168,7 @@ static at_status enumerate_families(const at_shape *shape, at_dtype out_dtype, i
 
 /* Ragged tensors: the first family in gen_family_order whose default applies (fa3's is its
  * warp-specialized kernel, on sm_90a for 16-bit inputs), else the first variant listed. */
-static at_status default_variant_ragged(const at_shape *shape, int ragged, const gen_target *target,
+static at_status default_variant_ragged(const at_shape *shape, int page_size, int ragged, const gen_target *target,
                                         gen_variant *out)
 {
   int n_order = 0;
@@ -181,7 +177,8 @@ static at_status default_variant_ragged(const at_shape *shape, int ragged, const
     const gen_family_ops *f = gen_family_row(order[i]);
     gen_spec spec;
     if (!f->ragged || !f->target_ok(target)) continue;
-    if (gen_spec_from_shape_serving(order[i], shape, at_dtype_default_out(shape->dtype), 0, ragged, &spec) != AT_OK)
+    if (gen_spec_from_shape_serving(order[i], shape, at_dtype_default_out(shape->dtype), page_size, ragged, &spec) !=
+        AT_OK)
       continue;
     if (f->default_variant(&spec, target, shape, out)) {
       at_clear_error();
@@ -192,7 +189,7 @@ static at_status default_variant_ragged(const at_shape *shape, int ragged, const
   int n = 0;
   at_shape any_len = *shape;
   any_len.q_len = any_len.kv_len = 0;
-  at_status rc = gen_enumerate_serving(&any_len, 0, ragged, target, all, GEN_MAX_VARIANTS, &n);
+  at_status rc = gen_enumerate_serving(&any_len, page_size, ragged, target, all, GEN_MAX_VARIANTS, &n);
   if (rc != AT_OK) return rc;
   *out = all[0];
   return AT_OK;
@@ -202,11 +199,7 @@ at_status gen_default_variant_serving(const at_shape *shape, int page_size, int 
                                       gen_variant *out)
 {
   if (ragged == GEN_RAGGED_NONE) return gen_default_variant_paged(shape, page_size, target, out);
-  if (page_size) {
-    at_status rc = check_ragged_paged(page_size, ragged);
-    if (rc != AT_OK) return rc;
-  }
-  return default_variant_ragged(shape, ragged, target, out);
+  return default_variant_ragged(shape, page_size, ragged, target, out);
 }
 
 at_status gen_default_variant_paged(const at_shape *shape, int page_size, const gen_target *target,
@@ -219,8 +212,10 @@ at_status gen_default_variant_paged(const at_shape *shape, int page_size, const 
     const gen_family_ops *f = gen_family_row(order[i]);
     gen_spec spec;
     if (!f->paged || !f->target_ok(target)) continue;
-    at_status rc = gen_spec_from_shape_paged(order[i], shape, at_dtype_default_out(shape->dtype), page_size, &spec);
-    if (rc != AT_OK) return rc; /* the paged family's own reason (dtype, head dim, page size) */
+    /* A family declining the shape (dtype, head dim) leaves it to the next; the listing below
+     * says why none takes it. */
+    if (gen_spec_from_shape_paged(order[i], shape, at_dtype_default_out(shape->dtype), page_size, &spec) != AT_OK)
+      continue;
     if (f->default_variant(&spec, target, shape, out)) {
       at_clear_error();
       return AT_OK;

@@ -73,5 +73,8 @@ at_status gen_describe_fa_launch(const gen_variant *v, const at_shape *shape, in
                                  gen_launch_desc *out);
 /* Appends n arguments to k's list, refusing a list longer than GEN_MAX_ARGS. */
 at_status gen_launch_append_args(gen_kernel_launch *k, const gen_arg *args, int n);
+/* Paged K/V's arguments, after a kernel's others: block table, seqlens_kv, max_pages_per_seq,
+ * num_pages (templates/decode.cu and fa2.cu "Paged K/V"). */
+at_status gen_launch_append_paged_args(gen_kernel_launch *k);
 
 #endif /* AT_GENERATOR_FAMILY_H */

@@ -85,6 +85,11 @@ unsigned gen_ragged_query_blocks(const gen_variant *v, const at_shape *shape, in
   return (unsigned)(by_total < padded ? by_total : padded);
 }
 
+/* Paged variants: after the others (and a ragged variant's), the block table, lengths and bounds. */
+static const gen_arg PAGED_ARGS[] = {
+    GEN_ARG_BLOCK_TABLE, GEN_ARG_SEQLENS_KV, GEN_ARG_MAX_PAGES_PER_SEQ, GEN_ARG_NUM_PAGES,
+};
+
 at_status gen_launch_append_args(gen_kernel_launch *k, const gen_arg *args, int n)
 {
   if (n < 0 || k->n_args + n > GEN_MAX_ARGS)
@@ -122,6 +127,12 @@ at_status gen_describe_fa_launch(const gen_variant *v, const at_shape *shape, in
   k->n_args = 0;
   at_status rc = gen_launch_append_args(k, FA_ARGS, COUNT(FA_ARGS));
   if (rc == AT_OK && v->spec.ragged) rc = gen_launch_append_args(k, RAGGED_ARGS, COUNT(RAGGED_ARGS));
+  if (rc == AT_OK && v->spec.page_size) rc = gen_launch_append_paged_args(k);
   return rc;
+}
+
+at_status gen_launch_append_paged_args(gen_kernel_launch *k)
+{
+  return gen_launch_append_args(k, PAGED_ARGS, COUNT(PAGED_ARGS));
 }
 

@@ -27,7 +27,7 @@ static at_status check_page_size(const gen_family_ops *f, int page_size)
   if (!f->paged)
     return at_fail(AT_ERR_UNSUPPORTED,
                    "%s reads contiguous K and V, not pages (page size %d): paged K/V runs on the decode family "
-                   "(queries of 1 to %d tokens) and the naive kernels",
+                   "(queries of 1 to %d tokens), fa2 (longer queries, and ragged Q) and the naive kernels",
                    f->name, page_size, GEN_DECODE_MAX_T);
   return AT_OK;
 }
@@ -38,7 +38,8 @@ const char *gen_ragged_name(int ragged)
   return ragged >= 0 && ragged < 3 ? NAMES[ragged] : NULL;
 }
 
-/* Ragged tensors only where the family finds its rows through cu_seqlens, and not with pages. */
+/* Ragged tensors only where the family finds its rows through cu_seqlens; with pages only ragged
+ * Q (.rgq: paged K/V is not packed) and only where the family also gathers pages. */
 static at_status check_ragged(const gen_family_ops *f, int page_size, int ragged)
 {
   if (ragged == GEN_RAGGED_NONE) return AT_OK;
@@ -48,8 +49,12 @@ static at_status check_ragged(const gen_family_ops *f, int page_size, int ragged
                    "%s reads padded tensors, not ragged ones (.%s): ragged prefill runs on fa2, fa3's "
                    "warp-specialized kernel and the naive kernels",
                    f->name, gen_ragged_name(ragged));
-  if (page_size)
-    return at_fail(AT_ERR_UNSUPPORTED, "%s has no kernel for ragged Q with paged K/V (page size %d); the naive kernels run it",
+  if (page_size && ragged == GEN_RAGGED_QKV)
+    return at_fail(AT_ERR_INVALID, "paged K/V (page size %d) is not packed K/V (.rg): ragged Q with paged K/V is .rgq",
+                   page_size);
+  if (page_size && !f->paged)
+    return at_fail(AT_ERR_UNSUPPORTED,
+                   "%s has no kernel for ragged Q with paged K/V (page size %d); fa2 and the naive kernels run it",
                    f->name, page_size);
   return AT_OK;
 }
@@ -315,7 +320,7 @@ at_status gen_variant_parse(const char *key, gen_variant *out)
   if (n > 14) return at_fail(AT_ERR_INVALID, "variant key '%s' has too many fields", key);
   if (out->spec.page_size && !gen_family_row(out->family)->paged)
     return at_fail(AT_ERR_INVALID,
-                   "variant key '%s': family %s reads contiguous K and V (no .pg<N>; paged K/V runs on decode)", key,
+                   "variant key '%s': family %s reads contiguous K and V (no .pg<N>; paged K/V runs on decode and fa2)", key,
                    gen_family_row(out->family)->name);
   if (out->spec.page_size && !at_page_size_allowed(out->spec.page_size))
     return at_fail(AT_ERR_INVALID, "variant key '%s': page size %d is not one of %s", key, out->spec.page_size,
@@ -324,9 +329,9 @@ at_status gen_variant_parse(const char *key, gen_variant *out)
     return at_fail(AT_ERR_INVALID,
                    "variant key '%s': family %s reads padded tensors (no .rg/.rgq; ragged prefill runs on fa2 and fa3)",
                    key, gen_family_row(out->family)->name);
-  if (out->spec.ragged && out->spec.page_size)
-    return at_fail(AT_ERR_INVALID, "variant key '%s': ragged Q with paged K/V has no generated kernel (.pg<N> with .%s)",
-                   key, gen_ragged_name(out->spec.ragged));
+  if (out->spec.ragged == GEN_RAGGED_QKV && out->spec.page_size)
+    return at_fail(AT_ERR_INVALID, "variant key '%s': paged K/V is not packed K/V (.pg<N> with .rg; ragged Q with paged K/V is .pg<N>.rgq)",
+                   key);
   const int split_kv = gen_family_row(out->family)->split_kv;
   if (split_kv != (out->splits != 0))
     return at_fail(AT_ERR_INVALID, "variant key '%s': %s", key,

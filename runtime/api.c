@@ -227,12 +227,11 @@ static int plan_ragged(const at_plan *p)
   return rt_serving_ragged(&p->serving);
 }
 
-/* Generated kernels run padded Q with padded or paged K/V, and ragged Q with ragged or padded
- * K/V; padded Q with ragged K/V and ragged Q with paged K/V only naive. */
+/* Generated kernels run padded Q with padded or paged K/V, and ragged Q with ragged, padded or
+ * paged K/V; padded Q with ragged K/V only naive. */
 static int generated_kernels_run(const at_serving_layout *l)
 {
-  if (l->q_layout == AT_SEQ_PADDED) return l->kv_layout != AT_SEQ_RAGGED;
-  return l->kv_layout != AT_SEQ_PAGED;
+  return l->q_layout != AT_SEQ_PADDED || l->kv_layout != AT_SEQ_RAGGED;
 }
 
 static at_status use_variant(at_context *c, at_plan *p, const gen_variant *v)
@@ -241,8 +240,8 @@ static at_status use_variant(at_context *c, at_plan *p, const gen_variant *v)
   at_status rc;
   if (!generated_kernels_run(&p->serving))
     return refuse_serving(p, gen_variant_key(v, key, sizeof key) == AT_OK ? key : "a generated kernel",
-                          "no generated kernel reads this combination; fa2 and fa3 run ragged Q with ragged or padded "
-                          "K/V, decode padded Q with paged K/V");
+                          "no generated kernel reads padded Q with ragged K/V; fa2 and fa3 run ragged Q with ragged "
+                          "or padded K/V, fa2 ragged Q with paged K/V, decode and fa2 padded Q with paged K/V");
   if ((rc = gen_variant_matches_serving(v, &p->shape, plan_page_size(p), plan_ragged(p))) != AT_OK) return rc;
   if ((rc = gen_variant_check(v, &c->target)) != AT_OK) return rc;
   if ((rc = gen_variant_key(v, key, sizeof key)) != AT_OK) return rc;
@@ -583,43 +582,35 @@ at_status at_plan_run(at_plan *p, const at_tensors *t, const at_fp8_args *fp8, v
   return launch(p, t, fp8, (CUstream)stream);
 }
 
-/* A paged decode variant: the tensors as at_plan_run takes them (the pools, with the page stride
- * as their batch stride) and the block table, lengths and bounds. Nothing is allocated. */
-static at_status launch_paged_variant(at_plan *p, const at_serving_tensors *t, const at_fp8_args *fp8,
-                                      CUstream stream)
-{
-  at_tensors plain = plain_tensors(t);
-  rt_paged_args paged = {t->block_table, t->seqlens_kv, p->serving.max_pages_per_seq, t->num_pages};
-  rt_fp8_args g;
-  return rt_variant_launch_serving(&p->kernel, &p->shape, &plain, variant_fp8(fp8, &g), &paged, NULL, p->scratch,
-                                   stream);
-}
-
-/* A ragged fa2/fa3 variant: the packed tensors as at_plan_run takes them (batch strides 0) and
- * the offsets with the packed totals. Nothing is allocated. */
-static at_status launch_ragged_variant(at_plan *p, const at_serving_tensors *t, const at_fp8_args *fp8,
-                                       CUstream stream)
+/* A paged or ragged variant: the tensors as at_plan_run takes them (paged K/V: the pools, with
+ * the page stride as their batch stride; packed tensors: batch strides 0), and the block table,
+ * lengths and bounds (paged K/V) and the offsets with the packed totals (ragged Q). Nothing is
+ * allocated. */
+static at_status launch_serving_variant(at_plan *p, const at_serving_tensors *t, const at_fp8_args *fp8,
+                                        CUstream stream)
 {
   at_tensors plain = plain_tensors(t);
   const int kv_packed = p->serving.kv_layout == AT_SEQ_RAGGED;
+  rt_paged_args paged = {t->block_table, t->seqlens_kv, p->serving.max_pages_per_seq, t->num_pages};
   rt_ragged_args ragged = {t->cu_seqlens_q, kv_packed ? t->cu_seqlens_kv : NULL, t->total_q,
                            kv_packed ? t->total_kv : 0};
   rt_fp8_args g;
-  return rt_variant_launch_serving(&p->kernel, &p->shape, &plain, variant_fp8(fp8, &g), NULL, &ragged, p->scratch,
+  return rt_variant_launch_serving(&p->kernel, &p->shape, &plain, variant_fp8(fp8, &g),
+                                   plan_page_size(p) ? &paged : NULL, plan_ragged(p) ? &ragged : NULL, p->scratch,
                                    stream);
 }
 
 /* A checked serving call: padded plans launch as at_plan_run does; paged K/V with padded Q runs a
- * paged decode variant or the naive kernels; ragged Q with ragged or padded K/V a ragged fa2/fa3
- * variant, cuDNN's ragged graph or the naive kernels. */
+ * paged decode or fa2 variant or the naive kernels; ragged Q with ragged or padded K/V a ragged
+ * fa2/fa3 variant, cuDNN's ragged graph or the naive kernels, with paged K/V a paged ragged fa2
+ * variant or the naive kernels. */
 static at_status launch_serving(at_plan *p, const at_serving_tensors *t, const at_fp8_args *fp8, CUstream stream)
 {
   if (at_serving_is_padded(&p->serving)) {
     at_tensors plain = plain_tensors(t);
     return launch(p, &plain, fp8, stream);
   }
-  if (p->kind == PLAN_FA2 && plan_page_size(p)) return launch_paged_variant(p, t, fp8, stream);
-  if (p->kind == PLAN_FA2 && plan_ragged(p)) return launch_ragged_variant(p, t, fp8, stream);
+  if (p->kind == PLAN_FA2 && (plan_page_size(p) || plan_ragged(p))) return launch_serving_variant(p, t, fp8, stream);
   if (p->kind == PLAN_CUDNN) return rt_cudnn_sdpa_run_serving(p->cudnn, &p->shape, &p->serving, t, stream);
   if (p->kind != PLAN_NAIVE) return at_fail(AT_ERR_INVALID, "a %s plan for a serving layout", p->info.impl);
   rt_naive_descales d;

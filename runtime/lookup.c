@@ -327,9 +327,9 @@ at_status rt_lookup_chain_serving(cache_db *cache, const cache_env *now, const g
   char what[96];
   at_serving_layout_describe(layout, what, sizeof what);
   /* Only rows tuned for this layout are used (a padded shape's kernel would read the packed or
-   * paged tensors as if they were padded); then padded Q with paged K/V has the decode family's
-   * paged default (queries of 1 to GEN_DECODE_MAX_T tokens); ragged Q with ragged or padded K/V
-   * the ragged prefill default. */
+   * paged tensors as if they were padded); then padded Q with paged K/V has the paged default
+   * (the decode family's for queries of 1 to GEN_DECODE_MAX_T tokens, else fa2's); ragged Q with
+   * ragged, padded or paged K/V the ragged prefill default. */
   if (layout->q_layout == AT_SEQ_PADDED && layout->kv_layout == AT_SEQ_PAGED) {
     gen_variant v;
     char key[GEN_KEY_MAX];
@@ -337,8 +337,8 @@ at_status rt_lookup_chain_serving(cache_db *cache, const cache_env *now, const g
     if (gen_default_variant_paged(shape, layout->page_size, target, &v) == AT_OK &&
         gen_variant_key(&v, key, sizeof key) == AT_OK) {
       rt_lookup_step *s = add(l, AT_CHOICE_DEFAULT, key);
-      snprintf(s->why, sizeof s->why, "the generator's paged decode default for %s (page size %d)", target->arch,
-               layout->page_size);
+      snprintf(s->why, sizeof s->why, "the generator's paged %s default for %s (page size %d)",
+               shape->q_len <= GEN_DECODE_MAX_T ? "decode" : "prefill", target->arch, layout->page_size);
     } else {
       skip(l, "generator default: %s", at_last_error());
     }
@@ -347,7 +347,8 @@ at_status rt_lookup_chain_serving(cache_db *cache, const cache_env *now, const g
     char key[GEN_KEY_MAX];
     const int ragged = rt_serving_ragged(layout);
     if ((rc = tuned_serving_step(cache, now, shape, layout, fused_only, l)) != AT_OK) return rc;
-    if (gen_default_variant_serving(shape, 0, ragged, target, &v) == AT_OK &&
+    const int page_size = layout->kv_layout == AT_SEQ_PAGED ? layout->page_size : 0;
+    if (gen_default_variant_serving(shape, page_size, ragged, target, &v) == AT_OK &&
         gen_variant_key(&v, key, sizeof key) == AT_OK) {
       rt_lookup_step *s = add(l, AT_CHOICE_DEFAULT, key);
       snprintf(s->why, sizeof s->why, "the generator's ragged prefill default for %s (%s)", target->arch, what);
@@ -356,7 +357,8 @@ at_status rt_lookup_chain_serving(cache_db *cache, const cache_env *now, const g
     }
   } else {
     skip(l, "exact, nearest and generator default: unsupported: %s (no generated kernel reads it: fa2 and fa3 run "
-            "ragged Q with ragged or padded K/V, the decode family padded Q with paged K/V)", what);
+            "ragged Q with ragged or padded K/V, fa2 ragged Q with paged K/V, decode and fa2 padded Q with paged "
+            "K/V)", what);
   }
   if (fused_only) return AT_OK;
   char why[256];
@@ -371,6 +373,6 @@ at_status rt_lookup_chain_serving(cache_db *cache, const cache_env *now, const g
 int rt_serving_ragged(const at_serving_layout *layout)
 {
   if (!layout || layout->q_layout != AT_SEQ_RAGGED) return GEN_RAGGED_NONE;
-  if (layout->kv_layout == AT_SEQ_RAGGED) return GEN_RAGGED_QKV;
-  return layout->kv_layout == AT_SEQ_PADDED ? GEN_RAGGED_Q : GEN_RAGGED_NONE;
+  /* Q packed and K/V not: padded, or paged (pages are not packed rows) */
+  return layout->kv_layout == AT_SEQ_RAGGED ? GEN_RAGGED_QKV : GEN_RAGGED_Q;
 }

@@ -56,8 +56,8 @@ at_status rt_lookup_chain_serving(cache_db *cache, const cache_env *now, const g
                                   rt_lookup *out);
 
 /* The generator's name for a layout's ragged tensors (gen_ragged): GEN_RAGGED_QKV for ragged Q and
- * K/V, GEN_RAGGED_Q for ragged Q with padded K/V, GEN_RAGGED_NONE otherwise (no ragged kernel
- * reads padded Q with ragged K/V, or ragged Q with paged K/V). */
+ * K/V, GEN_RAGGED_Q for ragged Q with padded or paged K/V, GEN_RAGGED_NONE otherwise (no ragged
+ * kernel reads padded Q with ragged K/V). */
 int rt_serving_ragged(const at_serving_layout *layout);
 
 /* Is row current for now? 0 when its templates are another build's (why says so: skip it);

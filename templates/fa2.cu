@@ -25,7 +25,9 @@
  *                               m16n8k32 FP8 instruction (sm_89, sm_100+)
  *
  *   FA2_RAGGED                  0 padded; 1 (.rg) Q, O, K and V packed along the sequence axis,
- *                               2 (.rgq) Q and O packed, K and V padded (below)
+ *                               2 (.rgq) Q and O packed, K and V padded or paged (below)
+ *   FA2_PAGE_SIZE               0: K/V contiguous; 1, 16, 32, 64, 128 or 256 (.pg<N>): K/V paged
+ *                               in pages of that many tokens ("Paged K/V" below)
  *
  * Ragged (varlen prefill, include/attntune.h "Serving layouts"): q, o: (total_q, Nq, D) with
  * int32 cu_seqlens_q [B + 1]; k, v: (total_kv, Nkv, D) with cu_seqlens_kv (.rg) or (B, S, Nkv, D)
@@ -37,6 +39,27 @@
  * and S_b: keys past S_b are never loaded (zero-filled) and masked, the
  * masks apply per sequence (bottom-right aligns T_b with S_b), and rows past T_b are neither
  * read nor stored. The batch strides of packed tensors are ignored.
+ *
+ * Paged K/V (FA2_PAGE_SIZE = PS > 0; the vLLM layout of include/attntune.h "Serving layouts"),
+ * with padded Q (prefill or a chunk of it, T > 16: shorter queries run on the decode family) or
+ * ragged Q (.rgq): k, v are pools [num_pages, PS, Nkv, D], pages k_sb / v_sb elements apart,
+ * rows k_ss / v_ss apart within a page; block_table int32 [B, max_pages_per_seq]; seqlens_kv
+ * int32 [B]. Key j of sequence b is row j % PS of page block_table[b * max_pages_per_seq + j /
+ * PS]; the sequence has S_b = clamp(seqlens_kv[b], 0, S) keys, which replaces S (the key range,
+ * the bottom-right offset S_b - T_b). Four arguments follow the others: block_table, seqlens_kv,
+ * max_pages_per_seq, num_pages.
+ *   Page ids (IDS = BLOCK_N / PS per tile, 1 when PS >= BLOCK_N: a tile never crosses a page,
+ *   both powers of two) are staged in shared memory after V, in a ring of 2*STAGES-2 slots, by
+ *   4-byte cp.async in the pipeline's own groups: K_n's group carries the ids of tile
+ *   n + STAGES - 1, so when iteration t issues tile t + STAGES - 1 its ids landed with K_t (the
+ *   wait that is there anyway) and the table's latency hides behind the tiles in flight. Only the
+ *   ids of the first 2*STAGES-2 tiles are waited for, once per CTA, with Q. Slots: the ids of
+ *   tile n are written at iteration n - 2*STAGES + 2 (after its barrier) and read at iteration
+ *   n - STAGES + 1, so 2*STAGES-2 slots never overlap a write with a read.
+ *   A table entry outside [0, num_pages) is never dereferenced: its keys are zero-filled (a
+ *   caller's error; at_serving_check refuses such tables on the host). The bytes read from HBM
+ *   are those of contiguous K/V; per 16-byte copy one shared-memory read of its page id and a
+ *   64-bit multiply-add.
  *
  * Work split: grid (ceil(T / BLOCK_M), Nq, B); CTA (x, h, b) owns query rows
  * [m0, m0 + BLOCK_M) of head h. Warp w owns rows [m0 + w*RW, m0 + (w+1)*RW), RW = BLOCK_M / WARPS,
@@ -147,6 +170,16 @@
 #if FA2_RAGGED != 0 && FA2_RAGGED != FA2_RAGGED_QKV && FA2_RAGGED != FA2_RAGGED_Q
 #error "FA2_RAGGED: 0, 1 (.rg) or 2 (.rgq)"
 #endif
+#ifndef FA2_PAGE_SIZE
+#define FA2_PAGE_SIZE 0
+#endif
+#if FA2_PAGE_SIZE != 0 && FA2_PAGE_SIZE != 1 && FA2_PAGE_SIZE != 16 && FA2_PAGE_SIZE != 32 && FA2_PAGE_SIZE != 64 && \
+    FA2_PAGE_SIZE != 128 && FA2_PAGE_SIZE != 256
+#error "FA2_PAGE_SIZE: 0 (contiguous), 1, 16, 32, 64, 128 or 256"
+#endif
+#if FA2_PAGE_SIZE && FA2_RAGGED == FA2_RAGGED_QKV
+#error "paged K/V with packed K/V (.rg): ragged Q with paged K/V is .rgq"
+#endif
 #define FA2_OUT_FP8 (AT_OUT_DTYPE == AT_DTYPE_E4M3 || AT_OUT_DTYPE == AT_DTYPE_E5M2)
 
 static constexpr int FA2_ESIZE = FA2_FP8 ? 1 : 2;   /* bytes per Q/K/V element */
@@ -166,7 +199,11 @@ static constexpr int FA2_PK = FA2_BN / FA2_KSTEP;  /* k steps of P V per tile */
 static constexpr int FA2_ROW_BYTES = (FA2_D * FA2_ESIZE + 127) / 128 * 128;
 static constexpr int FA2_Q_BYTES = FA2_BM * FA2_ROW_BYTES;
 static constexpr int FA2_KV_BYTES = FA2_BN * FA2_ROW_BYTES; /* one K or one V tile */
-static constexpr int FA2_SMEM_BYTES = FA2_Q_BYTES + 2 * FA2_STAGES * FA2_KV_BYTES;
+static constexpr int FA2_PS = FA2_PAGE_SIZE;                                  /* 0: contiguous */
+static constexpr int FA2_IDS = FA2_PS == 0 ? 0 : FA2_PS >= FA2_BN ? 1 : FA2_BN / FA2_PS; /* ids per tile */
+static constexpr int FA2_ID_SLOTS = 2 * FA2_STAGES - 2;
+static constexpr int FA2_IDS_BYTES = (4 * FA2_IDS * FA2_ID_SLOTS + 127) / 128 * 128;
+static constexpr int FA2_SMEM_BYTES = FA2_Q_BYTES + 2 * FA2_STAGES * FA2_KV_BYTES + FA2_IDS_BYTES;
 static constexpr bool FA2_CAUSAL = FA2_MASK != AT_MASK_NONE;
 
 static_assert(FA2_D % 8 == 0 && FA2_D >= 32 && FA2_D <= 256, "head dim: multiple of 8 in 32..256");
@@ -194,8 +231,16 @@ static constexpr int FA2_FP8_REGS =
  * padded kernel reads them again from blockIdx (sm_90a: d80 bm128 bn64 w4 s3 .rgq, estimated
  * 251, spilled 32 bytes at 254 registers). */
 static constexpr int FA2_RAGGED_REGS = FA2_RAGGED ? 6 : 0;
-static constexpr int FA2_REG_ESTIMATE =
-    FA2_MT * (FA2_DO + FA2_BN) / 2 + FA2_BN / 4 + 79 + 12 * (FA2_MT - 1) + FA2_FP8_REGS + FA2_RAGGED_REGS;
+/* Paged K/V: the table's bounds and the ring's slot addresses, and per stage past two the ids of
+ * the tiles in flight, more where a thread's chunks do not keep one column (fa2_load_tile_paged's
+ * second path, e.g. D 96): calibrated like the rest (sm_90a, CUDA 13.0: with 8 + 8 per stage,
+ * d96 bm64 bn128 w4 s3 and d256 bm64 bn32 w4 s3 .rgq spilled 40-96 bytes at 255 registers; with
+ * 8 + 20 per stage d96 bm64 bn128 w4 s3 still 32). */
+static constexpr int FA2_KV_CPR = FA2_DK / FA2_CHUNK;
+static constexpr bool FA2_ONE_COLUMN = FA2_THREADS % FA2_KV_CPR == 0 && (FA2_BN * FA2_KV_CPR) % FA2_THREADS == 0;
+static constexpr int FA2_PAGED_REGS = FA2_PAGE_SIZE ? 8 + (FA2_ONE_COLUMN ? 20 : 32) * (FA2_STAGES - 2) : 0;
+static constexpr int FA2_REG_ESTIMATE = FA2_MT * (FA2_DO + FA2_BN) / 2 + FA2_BN / 4 + 79 + 12 * (FA2_MT - 1) +
+                                        FA2_FP8_REGS + FA2_RAGGED_REGS + FA2_PAGED_REGS;
 static_assert(FA2_REG_ESTIMATE <= (65536 / FA2_THREADS < 255 ? 65536 / FA2_THREADS : 255),
               "accumulators do not fit the register budget");
 
@@ -329,6 +374,104 @@ __device__ __forceinline__ void fa2_load_tile(unsigned tile, const at_in_t *base
   }
 }
 
+/* ---- paged K/V: page ids and gathered tiles (FA2_PAGE_SIZE > 0; header "Paged K/V") ------------ */
+
+/* 4-byte global -> shared copy (.ca: the only cache mode below 16 bytes); src_bytes 0 writes zeros. */
+__device__ __forceinline__ void fa2_cp_async4(unsigned dst, const void *src, int src_bytes)
+{
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+}
+
+__device__ __forceinline__ int fa2_ld_shared_s32(unsigned addr)
+{
+  int x;
+  asm volatile("ld.shared.s32 %0, [%1];\n" : "=r"(x) : "r"(addr) : "memory");
+  return x;
+}
+
+/* The ring slot of tile n's page ids. */
+__device__ __forceinline__ unsigned fa2_ids_slot(unsigned ring, int n)
+{
+  return ring + (unsigned)((n % (FA2_ID_SLOTS > 0 ? FA2_ID_SLOTS : 1)) * FA2_IDS * 4);
+}
+
+/* Page ids of tile n (keys n * BLOCK_N ..) into its slot, in the current cp.async group; nothing
+ * for a tile this CTA never loads. Entries past the table row are zero-filled, never read. */
+__device__ __forceinline__ void fa2_load_ids(unsigned ring, const int *table_row, int max_pages, int n, int n_tiles,
+                                             int tid)
+{
+  if (FA2_PS == 0 || n >= n_tiles) return;
+  const unsigned slot = fa2_ids_slot(ring, n);
+  const int p0 = n * FA2_BN / (FA2_PS > 0 ? FA2_PS : 1);
+  for (int i = tid; i < FA2_IDS; i += FA2_THREADS) {
+    const bool in_row = p0 + i < max_pages;
+    fa2_cp_async4(slot + 4 * i, in_row ? table_row + p0 + i : table_row, in_row ? 4 : 0);
+  }
+}
+
+/* Keys [j0, j0 + BLOCK_N) of one head (pool: head hk of page 0) into a swizzled tile through the
+ * tile's page ids (slot): key j is row j % PS of page ids[(j - j0) / PS] (ids[0] when PS >=
+ * BLOCK_N). fa2_load_tile's chunk-to-thread mapping: where a thread keeps one column and steps
+ * down rows r + i*STEP, the row's slot is i*STEP / PS for PS >= STEP (r < STEP: the same for
+ * every thread, one broadcast read per page) and (r + i*STEP) / PS below. Keys >= j_end and keys
+ * of a page outside [0, num_pages) are zero-filled (src-size 0: never read). */
+__device__ __forceinline__ void fa2_load_tile_paged(unsigned tile, const at_in_t *pool, long long page_stride,
+                                                    int stride, int j0, int j_end, unsigned slot, int num_pages,
+                                                    int tid)
+{
+  constexpr int PS = FA2_PS > 0 ? FA2_PS : 1;
+  constexpr int CPR = FA2_DK / FA2_CHUNK;
+  constexpr int TOTAL = FA2_BN * CPR;
+  if constexpr (FA2_THREADS % CPR == 0 && TOTAL % FA2_THREADS == 0) {
+    constexpr int STEP = FA2_THREADS / CPR, PER = TOTAL / FA2_THREADS;
+    const int c = tid % CPR, r = tid / CPR;
+    const bool col_ok = c * FA2_CHUNK < FA2_D;
+    const at_in_t *col = pool + c * FA2_CHUNK;
+    int page[PER > 0 ? PER : 1];
+#pragma unroll
+    for (int i = 0; i < PER; i++) {
+      if constexpr (PS >= STEP) {
+        const int sl = PS >= FA2_BN ? 0 : i * STEP / PS, prev = PS >= FA2_BN ? 0 : (i - 1) * STEP / PS;
+        page[i] = i > 0 && sl == prev ? page[i > 0 ? i - 1 : 0] : fa2_ld_shared_s32(slot + 4 * sl);
+      } else {
+        page[i] = fa2_ld_shared_s32(slot + 4 * ((r + i * STEP) / PS));
+      }
+    }
+    const int first = PS >= FA2_BN ? (int)((unsigned)j0 % PS) : 0; /* row of key j0 in its page */
+#pragma unroll
+    for (int i = 0; i < PER; i++) {
+      const int rr = r + i * STEP;
+      const int row = PS >= FA2_BN ? first + rr : (int)((unsigned)rr % PS);
+      const bool valid = col_ok && j0 + rr < j_end && (unsigned)page[i] < (unsigned)num_pages;
+      const at_in_t *src = valid ? col + page[i] * page_stride + (long long)row * stride : pool;
+      at_cp_async16(tile + fa2_swz(rr, c), src, valid ? 16 : 0);
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < (TOTAL + FA2_THREADS - 1) / FA2_THREADS; i++) {
+      const int idx = tid + i * FA2_THREADS;
+      if (TOTAL % FA2_THREADS == 0 || idx < TOTAL) {
+        const int r = idx / CPR, c = idx % CPR;
+        const int page = fa2_ld_shared_s32(slot + 4 * (PS >= FA2_BN ? 0 : r / PS));
+        const int row = PS >= FA2_BN ? (int)((unsigned)j0 % PS) + r : r % PS;
+        const bool valid = j0 + r < j_end && c * FA2_CHUNK < FA2_D && (unsigned)page < (unsigned)num_pages;
+        const at_in_t *src = valid ? pool + page * page_stride + (long long)row * stride + c * FA2_CHUNK : pool;
+        at_cp_async16(tile + fa2_swz(r, c), src, valid ? 16 : 0);
+      }
+    }
+  }
+}
+
+/* K or V tile n: contiguous rows of base, or gathered through the page ids in ring. */
+__device__ __forceinline__ void fa2_load_kv(unsigned tile, const at_in_t *base, long long page_stride, int stride,
+                                            int n, int S, unsigned ring, int num_pages, int tid)
+{
+  if constexpr (FA2_PS > 0)
+    fa2_load_tile_paged(tile, base, page_stride, stride, n * FA2_BN, S, fa2_ids_slot(ring, n), num_pages, tid);
+  else
+    fa2_load_tile<FA2_BN>(tile, base, stride, n * FA2_BN, S, tid);
+}
+
 /* ---- the kernel ------------------------------------------------------------------------------- */
 
 extern "C" __global__ void __launch_bounds__(FA2_THREADS, 1)
@@ -342,6 +485,11 @@ FA2_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k, const a
            ,
            const int *__restrict__ cu_seqlens_q, const int *__restrict__ cu_seqlens_kv, int total_q, int total_kv,
            int n_seqs
+#endif
+#if FA2_PAGE_SIZE
+           ,
+           const int *__restrict__ block_table, const int *__restrict__ seqlens_kv, int max_pages_per_seq,
+           int num_pages
 #endif
 )
 {
@@ -382,6 +530,16 @@ FA2_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k, const a
 #endif
   if (m0 >= T) return;
 #endif
+  /* Paged: S becomes S_b; K and V are pools whose batch strides are the page strides. */
+  long long k_page = 0, v_page = 0;
+  const int *table_row = nullptr;
+  int max_pages = 0, pool_pages = 0;
+#if FA2_PAGE_SIZE
+  S = min(max(seqlens_kv[b], 0), S);
+  k_page = k_sb, v_page = v_sb, k_sb = v_sb = 0;
+  max_pages = max(max_pages_per_seq, 0), pool_pages = num_pages;
+  table_row = block_table + (long long)b * max_pages;
+#endif
   const long long q_row0 = b * q_sb + (long long)q_first * q_ss; /* row 0 of this sequence in Q */
   const long long o_row0 = b * o_sb + (long long)q_first * o_ss;
   const at_in_t *qh = q + q_row0 + (long long)h * q_sh + (long long)m0 * q_ss;
@@ -409,16 +567,26 @@ FA2_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k, const a
   const unsigned smem_q = at_smem_addr(fa2_smem);
   const unsigned smem_k = smem_q + FA2_Q_BYTES;
   const unsigned smem_v = smem_k + FA2_STAGES * FA2_KV_BYTES;
+  const unsigned smem_ids = smem_v + FA2_STAGES * FA2_KV_BYTES; /* paged: the page ids' ring */
 
-  /* cp.async groups, in commit order: Q, then K_t and V_t as separate groups for every tile t, so
-   * S = Q K_t^T can start before V_t has landed. The first STAGES-1 tiles are issued here. */
+  /* cp.async groups, in commit order: Q (paged: with the first 2*STAGES-2 tiles' page ids,
+   * waited for here), then K_t and V_t as separate groups for every tile t, so S = Q K_t^T can
+   * start before V_t has landed. The first STAGES-1 tiles are issued here. */
   fa2_load_tile<FA2_BM>(smem_q, qh, q_ss, 0, T - m0, tid);
+  if constexpr (FA2_PS > 0) {
+#pragma unroll
+    for (int n = 0; n < FA2_ID_SLOTS; n++) fa2_load_ids(smem_ids, table_row, max_pages, n, n_tiles, tid);
+  }
   at_cp_async_commit();
+  if constexpr (FA2_PS > 0) {
+    at_cp_async_wait<0>();
+    __syncthreads();
+  }
 #pragma unroll
   for (int s = 0; s < FA2_STAGES - 1; s++) {
-    if (s < n_tiles) fa2_load_tile<FA2_BN>(smem_k + s * FA2_KV_BYTES, kh, k_ss, s * FA2_BN, S, tid);
+    if (s < n_tiles) fa2_load_kv(smem_k + s * FA2_KV_BYTES, kh, k_page, k_ss, s, S, smem_ids, pool_pages, tid);
     at_cp_async_commit();
-    if (s < n_tiles) fa2_load_tile<FA2_BN>(smem_v + s * FA2_KV_BYTES, vh, v_ss, s * FA2_BN, S, tid);
+    if (s < n_tiles) fa2_load_kv(smem_v + s * FA2_KV_BYTES, vh, v_page, v_ss, s, S, smem_ids, pool_pages, tid);
     at_cp_async_commit();
   }
 
@@ -459,9 +627,11 @@ FA2_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k, const a
     __syncthreads();
     {
       const int tn = t + FA2_STAGES - 1, sn = tn % FA2_STAGES;
-      if (tn < n_tiles) fa2_load_tile<FA2_BN>(smem_k + sn * FA2_KV_BYTES, kh, k_ss, tn * FA2_BN, S, tid);
+      if (tn < n_tiles) fa2_load_kv(smem_k + sn * FA2_KV_BYTES, kh, k_page, k_ss, tn, S, smem_ids, pool_pages, tid);
+      /* paged: the ids of the tile iteration tn issues, with K_tn (header "Paged K/V") */
+      fa2_load_ids(smem_ids, table_row, max_pages, tn + FA2_STAGES - 1, n_tiles, tid);
       at_cp_async_commit();
-      if (tn < n_tiles) fa2_load_tile<FA2_BN>(smem_v + sn * FA2_KV_BYTES, vh, v_ss, tn * FA2_BN, S, tid);
+      if (tn < n_tiles) fa2_load_kv(smem_v + sn * FA2_KV_BYTES, vh, v_page, v_ss, tn, S, smem_ids, pool_pages, tid);
       at_cp_async_commit();
     }
 

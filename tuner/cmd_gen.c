@@ -40,12 +40,14 @@ static const char USAGE[] =
     "  --q-len N           T alone\n"
     "  --kv-len N          S alone (default T)\n"
     "  --page-size N       K and V paged in pages of N tokens (1, 16, 32, 64, 128, 256; the vLLM\n"
-    "                      layout: pools and a block table): the decode family's .pg<N> variants,\n"
-    "                      give --q-len 1..16; default: contiguous K/V\n"
+    "                      layout: pools and a block table): the .pg<N> variants, decode's for\n"
+    "                      --q-len 1..16, fa2's for longer queries and with --ragged-q;\n"
+    "                      default: contiguous K/V\n"
     "  --ragged            Q, O, K and V packed along the sequence axis with cu_seqlens (varlen\n"
     "                      prefill; T and S are then the longest sequences): the .rg variants of\n"
     "                      fa2 and of fa3's warp-specialized kernel\n"
-    "  --ragged-q          Q and O packed, K and V padded: the .rgq variants\n"
+    "  --ragged-q          Q and O packed, K and V padded (or paged, with --page-size): the .rgq\n"
+    "                      variants\n"
     "  --arch ARCH         NVRTC target (default sm_90a)\n"
     "  --smem-limit BYTES  dynamic shared memory per block (default: the arch's opt-in limit)\n"
     "\n"
@@ -179,9 +181,9 @@ static int parse_args(int argc, char **argv, gen_opts *o)
     return tn_usage_error("gen", "--page-size is for --list and --compile (a key spells its own: .pg<N>)");
   if (o->act == ACT_EMIT && o->ragged)
     return tn_usage_error("gen", "--ragged and --ragged-q are for --list and --compile (a key spells its own: .rg, .rgq)");
-  if (o->ragged && o->page_size)
-    return tn_usage_error("gen", "--page-size with --ragged%s: no generated kernel reads ragged Q with paged K/V",
-                          o->ragged == GEN_RAGGED_Q ? "-q" : "");
+  if (o->ragged == GEN_RAGGED_QKV && o->page_size)
+    return tn_usage_error("gen", "--page-size with --ragged: paged K/V is not packed (ragged Q with paged K/V is "
+                                 "--ragged-q --page-size N)");
   if (!o->seq_kv_given) o->shape.kv_len = o->shape.q_len;
   if (o->act != ACT_EMIT) {
     /* The sizes at_shape_check bounds; an unknown length (0: any) is checked as 1. */
