@@ -66,8 +66,14 @@ static void test_keys_refused(void **state)
   assert_int_not_equal(gen_variant_parse("decode.bf16.pg16.kve4m3.d128.none.g4.bm1.bn128.w4.s3.sp8", &v), AT_OK);
   /* pg belongs next to the dtypes, not among the suffixes */
   assert_int_not_equal(gen_variant_parse("decode.bf16.d128.none.g4.bm1.bn128.w4.s3.sp8.pg16", &v), AT_OK);
-  tu_expect_refused(gen_variant_parse("fa2.bf16.pg16.d128.causal.g4.bm128.bn64.w4.s2", &v), AT_ERR_INVALID,
-                 "family fa2 reads contiguous K and V");
+  /* fa2 gathers pages too (paged prefill), with padded or ragged Q; not with packed K/V */
+  TU_OK(gen_variant_parse("fa2.bf16.pg16.d128.causal.g4.bm128.bn64.w4.s2", &v));
+  assert_int_equal(v.family, GEN_FAMILY_FA2);
+  assert_int_equal(v.spec.page_size, 16);
+  TU_OK(gen_variant_parse("fa2.bf16.pg1.rgq.d128.causal.g4.bm128.bn64.w4.s2", &v));
+  assert_int_equal(v.spec.ragged, GEN_RAGGED_Q);
+  tu_expect_refused(gen_variant_parse("fa2.bf16.pg16.rg.d128.causal.g4.bm128.bn64.w4.s2", &v), AT_ERR_INVALID,
+                 "paged K/V is not packed K/V");
   tu_expect_refused(gen_variant_parse("fa3.bf16.pg16.d128.none.g1.bm128.bn128.w8.s2", &v), AT_ERR_INVALID,
                  "family fa3 reads contiguous K and V");
 }
@@ -81,8 +87,7 @@ static void test_specs_and_families(void **state)
   assert_int_equal(spec.page_size, 16);
   TU_OK(gen_spec_from_shape(GEN_FAMILY_DECODE, &s, &plain));
   assert_int_equal(plain.page_size, 0);
-  tu_expect_refused(gen_spec_from_shape_paged(GEN_FAMILY_FA2, &s, AT_DTYPE_BF16, 16, &spec), AT_ERR_UNSUPPORTED,
-                 "fa2 reads contiguous K and V");
+  TU_OK(gen_spec_from_shape_paged(GEN_FAMILY_FA2, &s, AT_DTYPE_BF16, 16, &spec));
   tu_expect_refused(gen_spec_from_shape_paged(GEN_FAMILY_FA3, &s, AT_DTYPE_BF16, 16, &spec), AT_ERR_UNSUPPORTED,
                  "fa3 reads contiguous K and V");
   tu_expect_refused(gen_spec_from_shape_paged(GEN_FAMILY_DECODE, &s, AT_DTYPE_BF16, 8, &spec), AT_ERR_INVALID,
@@ -103,17 +108,24 @@ static void test_specs_and_families(void **state)
   same_tiles.spec.page_size = 0;
   assert_memory_equal(&same_tiles, &c, sizeof c); /* the paged default is the contiguous one, paged */
 
-  /* Queries longer than decode's, or a dtype decode does not read: no paged variant. */
+  /* Queries longer than decode's: fa2's paged variants (prefill), every one paged, its default
+   * first; a dtype decode does not read at T = 1: none (fa2 leaves short queries to decode). */
   const at_shape prefill = decode_shape(128, 4096, 32, 8, 128, AT_MASK_CAUSAL_BR, AT_KV_SAME);
   gen_variant vs[GEN_MAX_VARIANTS];
   int n = 0;
-  tu_expect_refused(gen_enumerate_paged(&prefill, 16, &t, vs, GEN_MAX_VARIANTS, &n), AT_ERR_UNSUPPORTED,
-                 "paged K/V runs on the decode family only");
-  tu_expect_refused(gen_default_variant_paged(&prefill, 16, &t, &v), AT_ERR_UNSUPPORTED, "decode family only");
+  TU_OK(gen_enumerate_paged(&prefill, 16, &t, vs, GEN_MAX_VARIANTS, &n));
+  assert_true(n > 0);
+  for (int i = 0; i < n; i++) {
+    assert_int_equal(vs[i].family, GEN_FAMILY_FA2);
+    assert_int_equal(vs[i].spec.page_size, 16);
+  }
+  TU_OK(gen_default_variant_paged(&prefill, 16, &t, &v));
+  assert_int_equal(v.family, GEN_FAMILY_FA2);
+  assert_int_equal(v.spec.page_size, 16);
   at_shape fp8 = s;
   fp8.dtype = AT_DTYPE_E4M3;
   tu_expect_refused(gen_enumerate_paged(&fp8, 16, &t, vs, GEN_MAX_VARIANTS, &n), AT_ERR_UNSUPPORTED,
-                 "decode runs f16 or bf16 inputs");
+                 "decode family for queries of 1 to 16 tokens");
 
   /* The paged space: the contiguous one's tiles, every one paged. */
   int n_plain = 0;
@@ -126,9 +138,9 @@ static void test_specs_and_families(void **state)
     assert_int_equal(vs[i].spec.page_size, 64);
     TU_OK(gen_variant_check(&vs[i], &t));
   }
-  /* A contiguous variant with a page size set by hand is refused in fa2. */
+  /* A contiguous variant with a page size set by hand is refused in fa3. */
   gen_variant bad;
-  TU_OK(gen_variant_parse("fa2.bf16.d128.causal.g4.bm128.bn64.w4.s2", &bad));
+  TU_OK(gen_variant_parse("fa3.bf16.d128.causal.g4.bm128.bn128.w8.s2", &bad));
   bad.spec.page_size = 16;
   tu_expect_refused(gen_variant_check(&bad, &t), AT_ERR_INVALID, "read contiguous K and V");
 }
@@ -161,15 +173,40 @@ static void test_launch_and_source(void **state)
   assert_true(gen_smem_bytes(&v) - gen_smem_bytes(&c) <= 4096);
   char *src = NULL;
   TU_OK(gen_emit(&v, &t, &src));
-  assert_non_null(strstr(src, "#define DEC_PAGE_SIZE 16\n"));
+  assert_non_null(strstr(src, "#define DEC_PAGE_SIZE 16 "));
   free(src);
   TU_OK(gen_emit(&c, &t, &src));
   assert_null(strstr(src, "#define DEC_PAGE_SIZE 16"));
   free(src);
+
+  /* fa2's paged prefill: the same grid as contiguous, the four paged arguments last (after a
+   * ragged variant's offsets), the ring of page ids in shared memory. */
+  const at_shape pre = decode_shape(1024, 4096, 32, 8, 128, AT_MASK_CAUSAL_BR, AT_KV_SAME);
+  const char *fa2_keys[] = {"fa2.bf16.pg16.d128.causal-br.g4.bm128.bn64.w8.s3.lse",
+                            "fa2.bf16.pg1.rgq.d128.causal-br.g4.bm128.bn64.w8.s3.lse"};
+  for (int i = 0; i < 2; i++) {
+    TU_OK(gen_variant_parse(fa2_keys[i], &v));
+    c = v;
+    c.spec.page_size = 0;
+    TU_OK(gen_launch_describe(&v, &pre, &dp));
+    TU_OK(gen_launch_describe(&c, &pre, &dc));
+    assert_memory_equal(dp.kernels[0].grid, dc.kernels[0].grid, sizeof dc.kernels[0].grid);
+    k = &dp.kernels[0];
+    assert_int_equal(k->n_args, dc.kernels[0].n_args + 4);
+    assert_int_equal(k->args[k->n_args - 4], GEN_ARG_BLOCK_TABLE);
+    assert_int_equal(k->args[k->n_args - 1], GEN_ARG_NUM_PAGES);
+    /* 4 slots (2*3 - 2) of 64/16 = 4 ids (page 16) or 64 (page 1), in 128-byte lines */
+    const int ids = i == 0 ? 4 : 64;
+    assert_int_equal(gen_smem_bytes(&v) - gen_smem_bytes(&c), (4 * ids * 4 + 127) / 128 * 128);
+    TU_OK(gen_emit(&v, &t, &src));
+    assert_non_null(strstr(src, i == 0 ? "#define FA2_PAGE_SIZE 16 " : "#define FA2_PAGE_SIZE 1 "));
+    free(src);
+  }
 }
 
 /* The lookup chain of a serving plan: padded Q with paged K/V gets the paged decode default
- * first (then naive; cuDNN skipped with its reason); ragged Q stays naive. */
+ * first (then naive; cuDNN skipped with its reason), longer queries fa2's paged default, and
+ * ragged Q with paged K/V fa2's .pg<N>.rgq default. */
 static void test_lookup_chain(void **state)
 {
   (void)state;
@@ -192,14 +229,17 @@ static void test_lookup_chain(void **state)
   const at_shape prefill = decode_shape(64, 4096, 32, 8, 128, AT_MASK_CAUSAL_BR, AT_KV_SAME);
   at_serving_layout paged_prefill = at_serving_layout_make(&prefill, AT_SEQ_PADDED, AT_SEQ_PAGED, 16);
   TU_OK(rt_lookup_chain_serving(NULL, &now, &t, &prefill, &paged_prefill, 0, &l));
-  assert_int_equal(l.n_steps, 1);
-  assert_string_equal(l.steps[0].impl, "naive");
-  assert_non_null(strstr(l.skipped, "decode family only"));
+  assert_int_equal(l.n_steps, 2);
+  assert_non_null(strstr(l.steps[0].impl, "fa2.bf16.pg16.d128.causal-br."));
+  assert_non_null(strstr(l.steps[0].why, "paged prefill default"));
+  assert_string_equal(l.steps[1].impl, "naive");
 
-  at_serving_layout ragged = at_serving_layout_make(&s, AT_SEQ_RAGGED, AT_SEQ_PAGED, 16);
-  TU_OK(rt_lookup_chain_serving(NULL, &now, &t, &s, &ragged, 0, &l));
-  assert_int_equal(l.n_steps, 1);
-  assert_string_equal(l.steps[0].impl, "naive");
+  /* Ragged Q with paged K/V: fa2's .pg<N>.rgq default (chunked prefill on a paged cache). */
+  at_serving_layout ragged = at_serving_layout_make(&prefill, AT_SEQ_RAGGED, AT_SEQ_PAGED, 16);
+  TU_OK(rt_lookup_chain_serving(NULL, &now, &t, &prefill, &ragged, 0, &l));
+  assert_int_equal(l.n_steps, 2);
+  assert_non_null(strstr(l.steps[0].impl, "fa2.bf16.pg16.rgq.d128.causal-br."));
+  assert_string_equal(l.steps[1].impl, "naive");
 }
 
 /* Keeps one split count per kernel: the split count is a launch argument, so variants that differ
@@ -252,12 +292,50 @@ static void test_compile_no_spills(void **state)
   assert_int_equal(bad, 0);
 }
 
+/* fa2's paged variants (prefill on a paged cache): padded Q at head dims 128 and 96 (whose
+ * loads take the second path of fa2_load_tile_paged), ragged Q (.rgq) with lse, FP8, every page
+ * size class (1: an id per row; 16, 64: several pages per tile; 256: one page per tile). */
+static void test_compile_paged_prefill_no_spills(void **state)
+{
+  (void)state;
+  const gen_target t = tu_sm90();
+  typedef struct pcase {
+    at_shape s;
+    int page_size, ragged;
+  } pcase;
+  at_shape fp8 = decode_shape(2048, 4096, 32, 8, 128, AT_MASK_CAUSAL_TL, AT_KV_SAME);
+  fp8.dtype = AT_DTYPE_E4M3;
+  at_shape f16 = decode_shape(1024, 4096, 16, 16, 256, AT_MASK_NONE, AT_KV_SAME);
+  f16.dtype = AT_DTYPE_F16;
+  const pcase cases[] = {
+      {decode_shape(2048, 4096, 32, 8, 128, AT_MASK_CAUSAL_BR, AT_KV_SAME), 16, GEN_RAGGED_NONE},
+      {decode_shape(512, 4096, 32, 8, 96, AT_MASK_NONE, AT_KV_SAME), 1, GEN_RAGGED_Q},
+      {fp8, 256, GEN_RAGGED_NONE},
+      {f16, 64, GEN_RAGGED_Q},
+  };
+  const int n_cases = (int)(sizeof cases / sizeof *cases);
+  gen_variant *all = calloc((size_t)n_cases * GEN_MAX_VARIANTS, sizeof *all);
+  assert_non_null(all);
+  int n = 0;
+  for (int i = 0; i < n_cases; i++) {
+    int k = 0;
+    TU_OK(gen_enumerate_serving(&cases[i].s, cases[i].page_size, cases[i].ragged, &t, all + n, GEN_MAX_VARIANTS, &k));
+    assert_true(k > 0);
+    for (int j = 0; j < k; j++) assert_int_equal(all[n + j].family, GEN_FAMILY_FA2);
+    n += k;
+  }
+  int bad = tu_compile_count_bad(all, n, &t, "paged prefill");
+  free(all);
+  assert_int_equal(bad, 0);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
       cmocka_unit_test(test_keys_round_trip),    cmocka_unit_test(test_keys_refused),
       cmocka_unit_test(test_specs_and_families), cmocka_unit_test(test_launch_and_source),
       cmocka_unit_test(test_lookup_chain),       cmocka_unit_test(test_compile_no_spills),
+      cmocka_unit_test(test_compile_paged_prefill_no_spills),
   };
   return TU_RUN_GROUP(tests, NULL, NULL);
 }

@@ -96,8 +96,12 @@ static void test_specs_and_families(void **state)
   assert_int_equal(spec.ragged, GEN_RAGGED_QKV);
   tu_expect_refused(gen_spec_from_shape_serving(GEN_FAMILY_DECODE, &s, AT_DTYPE_BF16, 0, GEN_RAGGED_QKV, &spec),
                  AT_ERR_UNSUPPORTED, "reads padded tensors");
-  tu_expect_refused(gen_spec_from_shape_serving(GEN_FAMILY_FA2, &s, AT_DTYPE_BF16, 16, GEN_RAGGED_Q, &spec),
-                 AT_ERR_UNSUPPORTED, "paged K/V");
+  TU_OK(gen_spec_from_shape_serving(GEN_FAMILY_FA2, &s, AT_DTYPE_BF16, 16, GEN_RAGGED_Q, &spec));
+  assert_int_equal(spec.page_size, 16);
+  tu_expect_refused(gen_spec_from_shape_serving(GEN_FAMILY_FA2, &s, AT_DTYPE_BF16, 16, GEN_RAGGED_QKV, &spec),
+                 AT_ERR_INVALID, "paged K/V (page size 16) is not packed K/V");
+  tu_expect_refused(gen_spec_from_shape_serving(GEN_FAMILY_FA3, &s, AT_DTYPE_BF16, 16, GEN_RAGGED_Q, &spec),
+                 AT_ERR_UNSUPPORTED, "fa3 reads contiguous K and V");
   tu_expect_refused(gen_spec_from_shape_serving(GEN_FAMILY_FA2, &s, AT_DTYPE_BF16, 0, 5, &spec), AT_ERR_INVALID,
                  "unknown ragged layout 5");
   /* The space: only ragged variants of the asked kind: fa3's warp-specialized tiles without
@@ -139,7 +143,20 @@ static void test_specs_and_families(void **state)
   TU_OK(gen_target_for_arch("sm_80", &sm80));
   TU_OK(gen_default_variant_serving(&s, 0, GEN_RAGGED_QKV, &sm80, &w));
   assert_int_equal(w.family, GEN_FAMILY_FA2);
-  tu_expect_refused(gen_default_variant_serving(&s, 16, GEN_RAGGED_QKV, &t, &v), AT_ERR_UNSUPPORTED, "pages of 16");
+  tu_expect_refused(gen_default_variant_serving(&s, 16, GEN_RAGGED_QKV, &t, &v), AT_ERR_INVALID,
+                    "page size 16) is not packed");
+  /* Ragged Q with paged K/V: fa2 alone (fa3 reads contiguous K/V), every variant .pg16.rgq. */
+  TU_OK(gen_default_variant_serving(&s, 16, GEN_RAGGED_Q, &t, &v));
+  assert_int_equal(v.family, GEN_FAMILY_FA2);
+  assert_int_equal(v.spec.page_size, 16);
+  assert_int_equal(v.spec.ragged, GEN_RAGGED_Q);
+  TU_OK(gen_enumerate_serving(&s, 16, GEN_RAGGED_Q, &t, vs, GEN_MAX_VARIANTS, &n));
+  assert_true(n > 0);
+  for (int i = 0; i < n; i++) {
+    assert_int_equal(vs[i].family, GEN_FAMILY_FA2);
+    assert_int_equal(vs[i].spec.page_size, 16);
+    assert_int_equal(vs[i].spec.ragged, GEN_RAGGED_Q);
+  }
   /* f32 has no fused kernel: the refusal names the layout. */
   const at_shape f32 = prefill_shape(512, 512, 8, 8, 64, AT_MASK_NONE, AT_DTYPE_F32);
   tu_expect_refused(gen_enumerate_serving(&f32, 0, GEN_RAGGED_QKV, &t, vs, GEN_MAX_VARIANTS, &n), AT_ERR_UNSUPPORTED, "");
@@ -223,8 +240,8 @@ static void test_launch_and_source(void **state)
 
 /* The lookup chain of a ragged serving plan: the ragged default (fa3's on sm_90a) first, then
  * cuDNN's ragged graph, then naive (the tuned rows skipped with their reason); "fused" keeps the
- * default alone. Ragged Q with paged K/V and padded Q with ragged K/V have no generated kernel
- * and no cuDNN graph. */
+ * default alone. Padded Q with ragged K/V has no generated kernel and no cuDNN graph; ragged Q
+ * with paged K/V is fa2's (.pg<N>.rgq; tests/test_paged_decode.c). */
 static void test_lookup_chain(void **state)
 {
   (void)state;
@@ -256,7 +273,7 @@ static void test_lookup_chain(void **state)
   assert_non_null(strstr(chain.skipped, "cuDNN: unsupported: padded Q with ragged K/V"));
   assert_int_equal(rt_serving_ragged(&kv_only), GEN_RAGGED_NONE);
   at_serving_layout paged = at_serving_layout_make(&s, AT_SEQ_RAGGED, AT_SEQ_PAGED, 16);
-  assert_int_equal(rt_serving_ragged(&paged), GEN_RAGGED_NONE);
+  assert_int_equal(rt_serving_ragged(&paged), GEN_RAGGED_Q); /* Q packed, K/V not */
   assert_int_equal(rt_serving_ragged(NULL), GEN_RAGGED_NONE);
 }
 

@@ -311,19 +311,27 @@ static void test_lookup_falls_back_to_naive(void **state)
   const cache_env now = tu_h200_env(""); /* no cache: only the GPU model matters */
   const at_shape s = shape(4, 512, 4096);
   rt_lookup l;
-  at_serving_layout ragged = at_serving_layout_make(&s, AT_SEQ_RAGGED, AT_SEQ_PAGED, 16);
-  TU_OK(rt_lookup_chain_serving(NULL, &now, &target, &s, &ragged, 0, &l));
+  at_serving_layout kv_ragged = at_serving_layout_make(&s, AT_SEQ_PADDED, AT_SEQ_RAGGED, 0);
+  TU_OK(rt_lookup_chain_serving(NULL, &now, &target, &s, &kv_ragged, 0, &l));
   assert_int_equal(l.n_steps, 1);
   assert_int_equal(l.steps[0].choice, AT_CHOICE_NAIVE);
   assert_string_equal(l.steps[0].impl, "naive");
   printf("  skipped: %s\n", l.skipped);
-  const char *words[] = {"unsupported", "ragged Q with paged K/V (page size 16)", "not built yet", "cuDNN"};
+  const char *words[] = {"unsupported", "padded Q with ragged K/V", "not built yet", "cuDNN"};
   for (int i = 0; i < 4; i++)
     if (!strstr(l.skipped, words[i])) fail_msg("skipped lacks '%s': %s", words[i], l.skipped);
 
-  TU_OK(rt_lookup_chain_serving(NULL, &now, &target, &s, &ragged, 1, &l));
-  assert_int_equal(l.n_steps, 0); /* "fused": nothing can run it yet */
+  TU_OK(rt_lookup_chain_serving(NULL, &now, &target, &s, &kv_ragged, 1, &l));
+  assert_int_equal(l.n_steps, 0); /* "fused": nothing generated reads it */
   assert_non_null(strstr(l.skipped, "unsupported"));
+
+  /* Ragged Q with paged K/V: fa2's .rgq paged default, then naive; cuDNN skipped with its reason. */
+  at_serving_layout ragged = at_serving_layout_make(&s, AT_SEQ_RAGGED, AT_SEQ_PAGED, 16);
+  TU_OK(rt_lookup_chain_serving(NULL, &now, &target, &s, &ragged, 0, &l));
+  assert_int_equal(l.n_steps, 2);
+  assert_non_null(strstr(l.steps[0].impl, ".pg16.rgq."));
+  assert_string_equal(l.steps[1].impl, "naive");
+  assert_non_null(strstr(l.skipped, "cuDNN: unsupported: ragged Q with paged K/V (page size 16)"));
 
   /* Padded tensors (or no layout): the ordinary chain, default first. */
   at_serving_layout padded = at_serving_layout_make(&s, AT_SEQ_PADDED, AT_SEQ_PADDED, 0);
