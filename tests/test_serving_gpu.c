@@ -403,6 +403,17 @@ static int ragged_prefill_case(const serving_case *c)
          c->d % (fp8 ? 16 : 8) == 0 && c->d >= 32 && c->d <= 256;
 }
 
+/* Does "auto" plan a paged fa2 variant for this case (paged K/V in Q's dtype with ragged Q, or
+ * padded Q of more than 16 tokens: prefill on a paged cache)? */
+static int paged_prefill_case(const serving_case *c)
+{
+  const int fp8 = at_dtype_is_fp8(c->dtype);
+  return c->kv_layout == AT_SEQ_PAGED && (c->q_layout == AT_SEQ_RAGGED || c->max_q > GEN_DECODE_MAX_T) &&
+         c->kv_dtype == AT_KV_SAME &&
+         (c->dtype == AT_DTYPE_BF16 || c->dtype == AT_DTYPE_F16 || (fp8 && have_fp8_conversions())) &&
+         c->d % (fp8 ? 16 : 8) == 0 && c->d >= 32 && c->d <= 256;
+}
+
 /* Does "auto" plan a paged decode variant for this case (padded Q of 1..16 tokens, paged K/V,
  * 16-bit Q)? */
 static int paged_decode_case(const serving_case *c)
@@ -423,10 +434,17 @@ static void run_case(const serving_case *c)
   TU_OK(at_plan_create_serving(g_ctx, &x.shape, &x.layout, NULL, &plan));
   at_plan_info info;
   TU_OK(at_plan_describe(plan, &info));
-  const int decode = paged_decode_case(c), prefill = ragged_prefill_case(c);
+  const int decode = paged_decode_case(c), prefill = ragged_prefill_case(c), paged_prefill = paged_prefill_case(c);
   if (decode) { /* padded Q of 1..16 tokens with paged K/V: the decode family's paged default */
     if (strncmp(info.impl, "decode.", 7) != 0 || !strstr(info.impl, ".pg"))
       fail_msg("padded Q with paged K/V planned %s, not a paged decode variant: %s", info.impl, info.reason);
+    assert_int_equal(info.choice, AT_CHOICE_DEFAULT);
+    printf("    %s\n", info.impl);
+  } else if (paged_prefill) { /* longer or ragged Q with paged K/V: fa2's paged default */
+    const char *want = c->q_layout == AT_SEQ_RAGGED ? ".rgq." : ".d";
+    if (strncmp(info.impl, "fa2.", 4) != 0 || !strstr(info.impl, ".pg") || !strstr(info.impl, want))
+      fail_msg("paged K/V with %s Q planned %s, not a paged fa2 variant: %s", at_seq_layout_name(c->q_layout),
+               info.impl, info.reason);
     assert_int_equal(info.choice, AT_CHOICE_DEFAULT);
     printf("    %s\n", info.impl);
   } else if (prefill) { /* ragged Q with ragged or padded K/V: the ragged prefill default */
@@ -462,7 +480,7 @@ static void run_case(const serving_case *c)
   /* Naive: the same fp32 arithmetic on the same values, only the summation over the longer
    * padded score rows (exact zeros added) differs, so the bound is far below the output's
    * rounding. A decode variant: the output dtype's tolerance (P rounded to 16 bits). */
-  const int generated = decode || prefill;
+  const int generated = decode || prefill || paged_prefill;
   expect_close("o", r.o, got_o, o_count, generated ? at_dtype_tolerance(c->dtype) : 1e-6, label);
   if (c->with_lse) expect_close("lse", r.lse, got_lse, x.lse_count, generated ? 1e-3 : 1e-6, label);
 
@@ -595,10 +613,13 @@ static int check_paged_variant(const rt_variant *lv, const char *key, int i, voi
   at_serving_tensors st = tensors_of(x);
   at_tensors t = {st.q, st.k, st.v, st.o, st.lse, st.q_stride, st.k_stride, st.v_stride, st.o_stride};
   rt_paged_args paged = {st.block_table, st.seqlens_kv, x->layout.max_pages_per_seq, st.num_pages};
+  const int ragged_q = x->layout.q_layout == AT_SEQ_RAGGED;
+  rt_ragged_args ragged = {st.cu_seqlens_q, NULL, st.total_q, 0};
   const float *d = x->descales;
-  rt_fp8_args fp8 = {NULL, d + 1, d + 2, NULL, NULL};
+  rt_fp8_args fp8 = {at_dtype_is_fp8(s->dtype) ? d : NULL, d + 1, d + 2, NULL, NULL};
   CUdeviceptr scratch = tu_variant_scratch(&lv->variant, s);
-  TU_OK(rt_variant_launch_serving(lv, s, &t, needs_fp8(s) ? &fp8 : NULL, &paged, NULL, scratch, NULL));
+  TU_OK(rt_variant_launch_serving(lv, s, &t, needs_fp8(s) ? &fp8 : NULL, &paged, ragged_q ? &ragged : NULL, scratch,
+                                  NULL));
   TU_OK(at_synchronize(g_ctx));
   tu_variant_scratch_done(&lv->variant, s, scratch);
   const size_t o_count = (size_t)x->q_rows * s->q_heads * s->head_dim;
@@ -606,8 +627,15 @@ static int check_paged_variant(const rt_variant *lv, const char *key, int i, voi
   assert_true(got_o && got_lse);
   tu_download(at_dtype_default_out(s->dtype), (CUdeviceptr)(uintptr_t)x->o, o_count, got_o);
   TU_OK(at_copy_to_host(g_ctx, got_lse, x->lse, x->lse_count * sizeof(float)));
-  int ok = sequences_close(vr, vr->r.o, got_o, o_count / (size_t)s->batch, at_dtype_tolerance(s->dtype), "o", key);
-  if (s->with_lse) ok &= sequences_close(vr, vr->r.lse, got_lse, x->lse_count / (size_t)s->batch, 1e-3, "lse", key);
+  /* Packed Q: one "sequence" of every packed row (rows of no sequence do not exist). */
+  variant_run all = *vr;
+  serving_case one = *vr->c;
+  one.batch = 1;
+  all.c = &one, all.skip_b = -1;
+  const variant_run *by = ragged_q ? &all : vr;
+  const size_t seqs = ragged_q ? 1 : (size_t)s->batch;
+  int ok = sequences_close(by, vr->r.o, got_o, o_count / seqs, at_dtype_tolerance(s->dtype), "o", key);
+  if (s->with_lse) ok &= sequences_close(by, vr->r.lse, got_lse, x->lse_count / seqs, 1e-3, "lse", key);
   /* The skipped sequence's rows are still written, and finite (its pages outside the pool are
    * masked, not read). */
   for (size_t e = 0; ok && vr->skip_b >= 0 && e < o_count / (size_t)s->batch; e++)
@@ -618,9 +646,10 @@ static int check_paged_variant(const rt_variant *lv, const char *key, int i, voi
   return !ok;
 }
 
-/* Every variant gen_enumerate_paged lists for the case's shape and page size, against the naive
- * kernels run per sequence on gathered copies. bad_entry: sequence 0's first table entry points
- * past the pool (that sequence is not compared; nothing may fault). */
+/* Every variant gen_enumerate_serving lists for the case's shape, page size and Q layout (padded
+ * Q: decode's for 1..16 tokens, fa2's above; ragged Q: fa2's .rgq), against the naive kernels
+ * run per sequence on gathered copies. bad_entry (padded Q): sequence 0's first table entry
+ * points past the pool (that sequence is not compared; nothing may fault). */
 static void check_paged_variants(const serving_case *c, int bad_entry)
 {
   serving_io x;
@@ -643,13 +672,15 @@ static void check_paged_variants(const serving_case *c, int bad_entry)
   TU_OK(gen_target_make(tu_gpu.arch, tu_gpu.info.smem_per_block_optin, &target));
   gen_variant vs[GEN_MAX_VARIANTS];
   int n = 0;
-  TU_OK(gen_enumerate_paged(&x.shape, c->page_size, &target, vs, GEN_MAX_VARIANTS, &n));
+  const int ragged = c->q_layout == AT_SEQ_RAGGED ? GEN_RAGGED_Q : GEN_RAGGED_NONE;
+  assert_true(!bad_entry || !ragged);
+  TU_OK(gen_enumerate_serving(&x.shape, c->page_size, ragged, &target, vs, GEN_MAX_VARIANTS, &n));
   assert_true(n > 0);
   const int failures = tu_check_variants(vs, n, &target, check_paged_variant, &vr);
   printf("    %d paged variants, %d wrong\n", vr.n_runs, failures);
   free(vr.r.o), free(vr.r.lse);
   free_io(&x);
-  if (failures) fail_msg("%d of %d paged decode variants are wrong for %s", failures, n, label);
+  if (failures) fail_msg("%d of %d paged variants are wrong for %s", failures, n, label);
 }
 
 static void test_paged_decode_variants(void **state)
@@ -690,6 +721,33 @@ static void test_paged_decode_entry_outside_pool(void **state)
       {AT_SEQ_PADDED, AT_SEQ_PAGED, 1, 4, 1, 200, 8, 2, 128, AT_MASK_NONE, BF16, AT_DTYPE_E4M3, 1, 0},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) check_paged_variants(&cases[i], 1);
+}
+
+/* fa2 on a paged cache: padded Q longer than decode's (chunked prefill) and ragged Q (.rgq);
+ * page sizes 1, 16, 64, 256; lengths 0, 1 and the max among random ones; every mask; GQA, MQA;
+ * lse; head dims 64, 96 (fa2_load_tile_paged's second path), 128, 256; f16, bf16 and e4m3. */
+static void test_paged_prefill_variants(void **state)
+{
+  (void)state;
+  if (!tu_have_gpu) skip();
+  const serving_case cases[] = {
+      {AT_SEQ_PADDED, AT_SEQ_PAGED, 16, 4, 100, 700, 16, 4, 128, AT_MASK_CAUSAL_BR, BF16, SAME, 1, 0},
+      {AT_SEQ_RAGGED, AT_SEQ_PAGED, 1, 5, 90, 300, 8, 2, 64, AT_MASK_CAUSAL_TL, AT_DTYPE_F16, SAME, 1, 0},
+      {AT_SEQ_RAGGED, AT_SEQ_PAGED, 64, 5, 130, 450, 8, 1, 96, AT_MASK_CAUSAL_BR, BF16, SAME, 1, 0},
+      {AT_SEQ_RAGGED, AT_SEQ_PAGED, 256, 4, 70, 600, 4, 4, 128, AT_MASK_NONE, BF16, SAME, 0, 0},
+      {AT_SEQ_PADDED, AT_SEQ_PAGED, 32, 3, 40, 200, 8, 2, 256, AT_MASK_CAUSAL_BR, BF16, SAME, 1, 1},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) check_paged_variants(&cases[i], 0);
+  const serving_case outside = {AT_SEQ_PADDED, AT_SEQ_PAGED, 16, 4, 64, 300, 8, 2, 64, AT_MASK_CAUSAL_BR, BF16,
+                                SAME, 1, 0};
+  check_paged_variants(&outside, 1);
+  if (!have_fp8_conversions()) {
+    printf("  no FP8 Q before sm_89\n");
+    return;
+  }
+  const serving_case e4m3 = {AT_SEQ_RAGGED, AT_SEQ_PAGED, 16, 4, 80, 260, 8, 2, 128, AT_MASK_CAUSAL_BR,
+                             AT_DTYPE_E4M3, SAME, 1, 0};
+  check_paged_variants(&e4m3, 0);
 }
 
 /* A plan's run captured in a CUDA graph on the caller's stream replays what a direct run writes,
@@ -1091,7 +1149,7 @@ static void test_api_refusals(void **state)
   at_serving_layout kv_only = at_serving_layout_make(&x.shape, AT_SEQ_PADDED, AT_SEQ_RAGGED, 0);
   tu_expect_refused(at_plan_create_serving(g_ctx, &x.shape, &kv_only, &cudnn, &plan), AT_ERR_UNSUPPORTED,
                "unsupported: cudnn cannot run padded Q with ragged K/V");
-  tu_expect_refused(at_plan_create_serving(g_ctx, &x.shape, &x.layout, &fused, &plan), AT_ERR_UNSUPPORTED,
+  tu_expect_refused(at_plan_create_serving(g_ctx, &x.shape, &kv_only, &fused, &plan), AT_ERR_UNSUPPORTED,
                "no generated kernel reads it");
   gen_target target;
   gen_variant v;
@@ -1099,12 +1157,19 @@ static void test_api_refusals(void **state)
   TU_OK(gen_target_make(tu_gpu.arch, tu_gpu.info.smem_per_block_optin, &target));
   at_shape padded = x.shape;
   padded.q_len = 64; /* a prefill default, valid for the padded shape */
-  at_serving_layout l = at_serving_layout_make(&padded, AT_SEQ_RAGGED, AT_SEQ_PAGED, 16);
+  at_serving_layout l = at_serving_layout_make(&padded, AT_SEQ_PADDED, AT_SEQ_RAGGED, 0);
   TU_OK(gen_default_variant(&padded, &target, &v));
   TU_OK(gen_variant_key(&v, key, sizeof key));
   at_plan_options forced = {key};
   tu_expect_refused(at_plan_create_serving(g_ctx, &padded, &l, &forced, &plan), AT_ERR_UNSUPPORTED,
-               "no generated kernel reads this combination");
+               "no generated kernel reads padded Q with ragged K/V");
+  assert_null(plan);
+  /* A contiguous key for paged K/V, and a paged one whose Q layout differs. */
+  at_serving_layout pl = at_serving_layout_make(&padded, AT_SEQ_RAGGED, AT_SEQ_PAGED, 16);
+  tu_expect_refused(at_plan_create_serving(g_ctx, &padded, &pl, &forced, &plan), AT_ERR_INVALID, "does not fit shape");
+  assert_null(plan);
+  at_plan_options pg_padded = {"fa2.bf16.pg16.d64.causal-br.g4.bm64.bn64.w4.s2"};
+  tu_expect_refused(at_plan_create_serving(g_ctx, &padded, &pl, &pg_padded, &plan), AT_ERR_INVALID, "does not fit shape");
   assert_null(plan);
   /* A padded variant for ragged Q and K/V, and a ragged one for the other ragged layout. */
   at_serving_layout rg = at_serving_layout_make(&padded, AT_SEQ_RAGGED, AT_SEQ_RAGGED, 0);
@@ -1203,6 +1268,7 @@ int main(void)
       cmocka_unit_test(test_paged_decode_variants_fp8_kv),
       cmocka_unit_test(test_paged_decode_entry_outside_pool),
       cmocka_unit_test(test_paged_decode_plan_in_a_graph),
+      cmocka_unit_test(test_paged_prefill_variants),
       cmocka_unit_test(test_ragged_prefill_variants),
       cmocka_unit_test(test_ragged_prefill_variants_fp8),
       cmocka_unit_test(test_ragged_prefill_bad_offsets),

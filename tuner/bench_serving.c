@@ -257,6 +257,12 @@ static int is_paged_decode(const tn_serving_bench *b)
   return b->layout.kv_layout == AT_SEQ_PAGED && is_decode(b);
 }
 
+/* Paged K/V under longer or ragged queries: fa2's paged prefill variants. */
+static int is_paged_prefill(const tn_serving_bench *b)
+{
+  return b->layout.kv_layout == AT_SEQ_PAGED && !is_decode(b);
+}
+
 /* The library's target for the bench's device, as at_context_create builds it. */
 static at_status device_target(int device, gen_target *t)
 {
@@ -373,8 +379,9 @@ static int bench_serving_variants(at_context *ctx, const tn_serving_bench *b, tn
     return 1;
   }
   const double tol = at_dtype_tolerance(b->shape.dtype);
-  const char *what = is_decode(b) ? "paged decode variant (KV TB/s of the sequences' lengths)"
-                                  : "ragged prefill variant (TFLOP/s of the sequences' visible pairs)";
+  const char *what = is_decode(b)           ? "paged decode variant (KV TB/s of the sequences' lengths)"
+                     : is_paged_prefill(b) ? "paged prefill variant (TFLOP/s of the sequences' visible pairs)"
+                                           : "ragged prefill variant (TFLOP/s of the sequences' visible pairs)";
   for (int i = 0; i < n; i++) {
     char key[GEN_KEY_MAX];
     if (!variant_wanted(&vs[i], name) || gen_variant_key(&vs[i], key, sizeof key) != AT_OK) continue;
@@ -451,15 +458,23 @@ static int bench_plan(at_context *ctx, const tn_serving_bench *b, tn_serving_buf
   return rc != AT_OK;
 }
 
-/* Contiguous decode of the same shape (B sequences of the longest length, dense [B, S, Nkv, D]
- * K/V): every decode variant gen_enumerate lists, through ordinary plans. With uniform lengths
- * (no --lengths) it reads the same bytes as the paged batch, so the two rates compare directly.
- * *best_ms: the fastest. */
+/* The paged batch's shape on contiguous K/V (B sequences of the longest length, dense [B, S, Nkv,
+ * D]): every variant gen_enumerate lists of the family the paged batch runs (decode for paged
+ * decode, fa2 for paged prefill with padded Q), through ordinary plans. With uniform lengths (no
+ * --lengths) it does the same work on the same bytes as the paged batch, so the two compare
+ * directly. *best_ms: the fastest. */
 static int bench_contiguous_variants(at_context *ctx, const tn_serving_bench *b, double *best_ms)
 {
   gen_target target;
   gen_variant vs[GEN_MAX_VARIANTS];
   int n = 0, failures = 0;
+  if (b->layout.q_layout != AT_SEQ_PADDED || b->layout.kv_layout != AT_SEQ_PAGED) {
+    print_failure("contiguous", "unsupported",
+                  "compares paged K/V with padded Q against contiguous K/V; for ragged Q, seqsum is the comparison");
+    return 0;
+  }
+  const gen_family family = is_paged_decode(b) ? GEN_FAMILY_DECODE : GEN_FAMILY_FA2;
+  const double work = family == GEN_FAMILY_DECODE ? tn_kv_bytes(&b->shape) : at_shape_flops(&b->shape);
   at_status rc = device_target(b->device, &target);
   if (rc == AT_OK) rc = gen_enumerate(&b->shape, &target, vs, GEN_MAX_VARIANTS, &n);
   if (rc != AT_OK) {
@@ -478,7 +493,7 @@ static int bench_contiguous_variants(at_context *ctx, const tn_serving_bench *b,
   const at_tensors t = {c.q, c.k, c.v, c.o, b->shape.with_lse ? c.lse : NULL, l.q, l.k, l.v, l.o};
   for (int i = 0; i < n; i++) {
     char key[GEN_KEY_MAX], name[GEN_KEY_MAX + 16];
-    if (vs[i].family != GEN_FAMILY_DECODE || gen_variant_key(&vs[i], key, sizeof key) != AT_OK) continue;
+    if (vs[i].family != family || gen_variant_key(&vs[i], key, sizeof key) != AT_OK) continue;
     snprintf(name, sizeof name, "contiguous %s", key);
     at_plan *plan = NULL;
     at_plan_options opts = {key};
@@ -487,7 +502,7 @@ static int bench_contiguous_variants(at_context *ctx, const tn_serving_bench *b,
     rc = at_plan_create(ctx, &b->shape, NULL, &opts, &plan);
     if (rc == AT_OK) rc = at_plan_benchmark(plan, &t, tn_serving_fp8_args(&b->shape, &c, &a), b->warmup, b->reps, &ms);
     if (rc == AT_OK) {
-      print_row_checked(name, ms, tn_kv_bytes(&b->shape), NAN, "contiguous K/V, B x S_max (not verified here)");
+      print_row_checked(name, ms, work, NAN, "contiguous K/V, B x S_max (not verified here)");
       if (*best_ms <= 0 || ms < *best_ms) *best_ms = ms;
     } else {
       print_failure(name, "failed", at_last_error());
@@ -559,6 +574,7 @@ static void print_header(const at_context *ctx, const tn_serving_bench *b, const
   printf("device: %s, warm-up %d, %d timed launches (events), seed %llu; %s\n", at_context_describe(ctx), b->warmup,
          b->reps, b->seed,
          is_paged_decode(b)                              ? "paged decode variants and the naive kernels run this layout"
+         : is_paged_prefill(b) ? "paged fa2 variants (prefill) and the naive kernels run this layout"
          : rt_serving_ragged(&b->layout) != GEN_RAGGED_NONE
              ? "ragged fa2/fa3 variants, cuDNN's ragged graph and the naive kernels run this layout"
                                                          : "only the naive kernels run this layout");
@@ -587,6 +603,7 @@ int tn_serving_bench_run(const tn_serving_bench *b)
     else if (strcmp(name, "decode") == 0 && is_paged_decode(b))
       failures += bench_serving_variants(ctx, b, &x, name, &best_paged);
     else if (family && ragged) failures += bench_serving_variants(ctx, b, &x, name, &best_ragged);
+    else if (family && is_paged_prefill(b)) failures += bench_serving_variants(ctx, b, &x, name, &best_paged);
     else if (strcmp(name, "contiguous") == 0) failures += bench_contiguous_variants(ctx, b, &best_contiguous);
     else if (strcmp(name, "cudnn-unified") == 0 && ragged)
       print_failure(name, "unsupported", "attntune's ragged cuDNN graph is the composite one: --impl cudnn runs it");
@@ -600,7 +617,12 @@ int tn_serving_bench_run(const tn_serving_bench *b)
   if (best_ragged > 0 && cudnn_ms > 0)
     printf("best ragged prefill %.4f ms vs cuDNN's ragged graph %.4f ms (%.1f TFLOP/s): %.2fx cuDNN\n", best_ragged,
            cudnn_ms, tn_serving_work(b) / (cudnn_ms * 1e-3) / 1e12, cudnn_ms / best_ragged);
-  if (best_paged > 0 && best_contiguous > 0)
+  if (best_paged > 0 && best_contiguous > 0 && is_paged_prefill(b))
+    printf("best paged prefill %.4f ms (%.1f TFLOP/s) vs best contiguous fa2 %.4f ms: %.1f%% of contiguous's rate%s\n",
+           best_paged, tn_serving_work(b) / (best_paged * 1e-3) / 1e12, best_contiguous,
+           100.0 * (tn_serving_work(b) / best_paged) / (at_shape_flops(&b->shape) / best_contiguous),
+           tn_serving_work(b) != at_shape_flops(&b->shape) ? " (lengths differ: contiguous runs B x S_max)" : "");
+  else if (best_paged > 0 && best_contiguous > 0)
     printf("best paged decode %.4f ms (%.2f TB/s) vs best contiguous decode %.4f ms (%.2f TB/s): %.1f%% of contiguous "
            "bandwidth%s\n",
            best_paged, tn_serving_work(b) / (best_paged * 1e-3) / 1e12, best_contiguous,
