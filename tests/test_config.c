@@ -63,8 +63,16 @@ static void assert_no_mismatch(void)
   assert_int_equal(n, 0);
 }
 
+/* Shape i's key; a ragged or paged shape's with its layout and length buckets (at_serving_key),
+ * as tune names it: a paged and a ragged shape of one batch share the padded key. */
 static void key_of(const tn_config *c, int i, char *key)
 {
+  const tn_serving_shape *v = c->serving ? &c->serving[i] : NULL;
+  if (v && !at_serving_is_padded(&v->layout)) {
+    at_serving_key(&c->shapes[i], &v->layout, v->layout.q_layout == AT_SEQ_RAGGED ? v->q_lens : NULL, v->kv_lens, key,
+                   TN_SHAPE_KEY_CAP);
+    return;
+  }
   tn_shape_key(&c->shapes[i], key, TN_SHAPE_KEY_CAP);
 }
 
