@@ -1297,6 +1297,14 @@ static void test_serving_rows_show_their_layout(void **state)
   tn_report r;
   TU_OK(tn_report_load(db_path, NULL, &r));
   assert_int_equal(r.n_rows, 3);
+  /* The paged decode row's K/V rate from the tuner's TFLOP/s (no mask, T = 1: 4 Nq D FLOPs per
+   * key against 2 Nkv D bf16 bytes): 100 TFLOP/s x 32 / 128 = 25 TB/s; prefill rows have none. */
+  int decode_rows = 0;
+  for (int i = 0; i < r.n_rows; i++) {
+    if (r.rows[i].shape.q_len == 1) assert_float_equal(r.rows[i].best_kv_tbs, 25.0, 1e-9), decode_rows++;
+    else assert_true(isnan(r.rows[i].best_kv_tbs));
+  }
+  assert_int_equal(decode_rows, 1);
   tn_report_free(&r);
   const tn_report_format formats[] = {TN_REPORT_TEXT, TN_REPORT_MD, TN_REPORT_CSV, TN_REPORT_JSON};
   for (size_t f = 0; f < sizeof formats / sizeof *formats; f++) {

@@ -172,6 +172,20 @@ static void settle_note(tn_report_row *row)
     snprintf(row->note, sizeof row->note, "cuDNN: %s", row->cudnn_message);
 }
 
+/* A serving decode row's K/V rate. Its key keeps length buckets, not lengths, so the bytes are
+ * not known here; its TFLOP/s are the tuner's, of the sequences' own lengths, and where every
+ * key is visible from every query row (no mask, or T = 1) FLOPs and K/V bytes are in a fixed
+ * ratio: 4 Nq T D FLOPs per key against 2 Nkv D element sizes. NaN otherwise (causal-br with
+ * T > 1: the visible pairs depend on the lengths). */
+static double serving_kv_tbs(const tn_report_row *row)
+{
+  const at_shape *s = &row->shape;
+  if (!isfinite(row->best_tflops) || (s->mask != AT_MASK_NONE && s->q_len != 1)) return NAN;
+  const double bytes_per_flop =
+      2.0 * s->kv_heads * (double)at_dtype_size(at_shape_kv_dtype(s)) / (4.0 * s->q_heads * s->q_len);
+  return row->best_tflops * bytes_per_flop;
+}
+
 static void settle_row(tn_report_row *row, const row_extra *x)
 {
   double flops = at_shape_flops(&row->shape);
@@ -180,9 +194,8 @@ static void settle_row(tn_report_row *row, const row_extra *x)
     row->tuned_tflops = flops / (row->tuned_ms * 1e-3) / 1e12;
   if (isfinite(row->best_ms) && !isfinite(row->best_tflops))
     row->best_tflops = flops / (row->best_ms * 1e-3) / 1e12;
-  /* A serving row's key keeps its length buckets, not its lengths: its K/V bytes are not known
-   * here (its TFLOP/s are the tuner's, of the sequences' own lengths). */
   if (tn_is_decode_shape(&row->shape) && !row_is_serving(row)) row->best_kv_tbs = tn_kv_tbs(&row->shape, row->best_ms);
+  else if (tn_is_decode_shape(&row->shape)) row->best_kv_tbs = serving_kv_tbs(row);
   row->speedup_tuned = row->cudnn_ms / row->tuned_ms; /* NaN when either is missing */
   row->speedup_best = row->cudnn_ms / row->best_ms;
   settle_note(row);
