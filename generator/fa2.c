@@ -183,7 +183,9 @@ static int default_variant(const gen_spec *spec, const gen_target *target, const
                            gen_variant *out)
 {
   static const struct { int max_d, block_m, block_n, warps, stages; } prefs[] = {
-      {64, 128, 64, 4, 2},  {64, 64, 128, 4, 2},  {128, 128, 128, 8, 3}, {128, 128, 64, 8, 2},
+      /* bm128 bn128 w8 s2 after s3: paged K/V's register surcharge prunes s3 at D 128, and s2 ran
+       * paged prefill 1.13x faster than bn64 (docs/perf.md, "Paged prefill") */
+      {64, 128, 64, 4, 2},  {64, 64, 128, 4, 2},  {128, 128, 128, 8, 3}, {128, 128, 128, 8, 2}, {128, 128, 64, 8, 2},
       {256, 128, 64, 8, 2}, {256, 128, 32, 8, 2}, {256, 64, 32, 4, 2},
   };
   if (paged_decode_shape(spec, shape)) return 0;
