@@ -148,24 +148,6 @@ __device__ __forceinline__ void at_cp_async16(unsigned dst, const void *src, int
                : "memory");
 }
 
-/* An L2 policy for lines read once (decode's K/V stream): they are the first to go when L2 needs
- * room, so the stream does not push out what every call reads again (block tables, lengths, Q). */
-__device__ __forceinline__ unsigned long long at_l2_evict_first(void)
-{
-  unsigned long long policy;
-  asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
-  return policy;
-}
-
-/* at_cp_async16 under an L2 policy (at_l2_evict_first). */
-__device__ __forceinline__ void at_cp_async16_policy(unsigned dst, const void *src, int src_bytes,
-                                                     unsigned long long policy)
-{
-  asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;\n" ::"r"(dst), "l"(src),
-               "r"(src_bytes), "l"(policy)
-               : "memory");
-}
-
 __device__ __forceinline__ void at_cp_async_commit(void)
 {
   asm volatile("cp.async.commit_group;\n" ::: "memory");

@@ -222,11 +222,6 @@
  *      Measured (one run, the best listed variant before and after): e4m3 K/V B1 S4k 7.0 ->
  *      6.7 us, B1 S16k 12.8 -> 12.2, B8 S16k 65.6 -> 64.7, B8 T16 S8k causal-br 94.9 -> 69.5 us
  *      (bf16 K/V there: 73.1); bf16 K/V unchanged (B1 S4k 8.0 -> 7.9, S16k 19.5 -> 19.5).
- *   10. K and V copied under L2's evict-first policy (dec_cp_kv): a call streams its K/V through
- *      L2 once (67 MB at B1 S16k, more than the H200's 60 MB L2), which otherwise evicts the
- *      block table, lengths and Q that the next call reads first. Predicted: a paged CTA's first
- *      table read (which contiguous decode does not make, before its first K/V copy) hits L2
- *      instead of HBM, about 0.5 us of B1 S16k's 24.5 us; little elsewhere.
  *   Tried after 9, not kept: KV8 tiles widened once per CTA into f16 rows in shared memory (a
  *   second barrier per tile; 8-30% slower at T8-16, e.g. B8 T16 S8k 69.1 -> 85.0 us), and the
  *   exponentials two at a time by ex2.approx.f16x2 (ptxas splits it into two MUFU ops: 1-6%
@@ -634,14 +629,6 @@ __device__ __forceinline__ void dec_q_rows_to_f16(unsigned smem_q, int row0, int
  * keys >= j_end are zero-filled. Chunk i goes to thread i % THREADS: a warp copies consecutive
  * 16-byte pieces of a row (coalesced reads, conflict-free writes). When THREADS is a multiple of
  * the chunks per row, a thread keeps one column and steps down the rows with one pointer. */
-/* A 16-byte K/V copy: K and V stream through once per call, so under L2's evict-first policy
- * (common.cuh at_l2_evict_first) they leave the block table, lengths and Q in L2 for the next
- * call (step 8). */
-__device__ __forceinline__ void dec_cp_kv(unsigned dst, const void *src, int src_bytes)
-{
-  at_cp_async16_policy(dst, src, src_bytes, at_l2_evict_first());
-}
-
 __device__ __forceinline__ void dec_load_kv(unsigned tile, const dec_kv_t *base, int stride, int j0,
                                             int j_end, int tid)
 {
@@ -655,7 +642,7 @@ __device__ __forceinline__ void dec_load_kv(unsigned tile, const dec_kv_t *base,
 #pragma unroll
     for (int i = 0; i < TOTAL / DEC_THREADS; i++) {
       const bool valid = i * STEP < rem;
-      dec_cp_kv(tile + dec_swz<DEC_KVROW>(r + i * STEP, c), valid ? src : base, valid ? 16 : 0);
+      at_cp_async16(tile + dec_swz<DEC_KVROW>(r + i * STEP, c), valid ? src : base, valid ? 16 : 0);
       /* The step is opaque to the compiler (asm), so it cannot hoist the i*step offsets of every
        * row out of the K/V loop as 64-bit registers. */
       asm("add.s64 %0, %0, %1;" : "+l"(src) : "l"(step));
@@ -668,7 +655,7 @@ __device__ __forceinline__ void dec_load_kv(unsigned tile, const dec_kv_t *base,
         const int r = idx / DEC_KV_CPR, c = idx % DEC_KV_CPR;
         const bool valid = j0 + r < j_end;
         const dec_kv_t *src = valid ? base + (long long)(j0 + r) * stride + c * DEC_KV_EPC : base;
-        dec_cp_kv(tile + dec_swz<DEC_KVROW>(r, c), src, valid ? 16 : 0);
+        at_cp_async16(tile + dec_swz<DEC_KVROW>(r, c), src, valid ? 16 : 0);
       }
     }
   }
@@ -770,7 +757,7 @@ __device__ __forceinline__ void dec_load_kv_paged(unsigned tile, const dec_kv_t 
       const bool valid = i * STEP < rem && in_pool;
       bad |= i * STEP < rem && !in_pool;
       const dec_kv_t *src = valid ? col + page[i] * page_stride + (long long)row * stride : pool;
-      dec_cp_kv(tile + dec_swz<DEC_KVROW>(r + i * STEP, c), src, valid ? 16 : 0);
+      at_cp_async16(tile + dec_swz<DEC_KVROW>(r + i * STEP, c), src, valid ? 16 : 0);
     }
   } else {
 #pragma unroll
@@ -789,7 +776,7 @@ __device__ __forceinline__ void dec_load_kv_paged(unsigned tile, const dec_kv_t 
         bad |= j < j_end && !in_pool;
         const dec_kv_t *src =
             valid ? pool + page[i] * page_stride + (long long)((unsigned)j % DEC_PS) * stride + c * DEC_KV_EPC : pool;
-        dec_cp_kv(tile + dec_swz<DEC_KVROW>(r, c), src, valid ? 16 : 0);
+        at_cp_async16(tile + dec_swz<DEC_KVROW>(r, c), src, valid ? 16 : 0);
       }
     }
   }
