@@ -11,16 +11,17 @@
 /* Mirrors struct cudnn_ragged_params in templates/cudnn_ragged.cu. */
 struct ragged_params {
   CUdeviceptr cu_q, cu_kv;
+  CUdeviceptr seqlens_kv;
   CUdeviceptr q_off, o_off, k_off, v_off;
   CUdeviceptr seq_q, seq_kv;
   CUdeviceptr stats, lse, o;
   long long q_ss, o_ss, k_ss, v_ss;
-  long long o_sh;
+  long long o_sh, o_sb;
   int B, T, S, H, D;
   int total_q, total_kv;
   int bottom_right;
 };
-_Static_assert(sizeof(struct ragged_params) == 11 * 8 + 5 * 8 + 8 * 4, "ragged_params layout");
+_Static_assert(sizeof(struct ragged_params) == 12 * 8 + 6 * 8 + 8 * 4, "ragged_params layout");
 
 /* FINISH_ROWS is CUDNN_RAGGED_FINISH_ROWS of the template: the rows one block of the fix-up owns. */
 enum { PREPARE_THREADS = 256, FINISH_THREADS = 256, FINISH_ROWS = 64, META_ALIGN = 256 };
@@ -107,16 +108,18 @@ static CUdeviceptr dptr(const void *p) { return (CUdeviceptr)(uintptr_t)p; }
 static struct ragged_params params_of(const at_shape *s, const at_serving_layout *l, const at_serving_tensors *t,
                                       const rt_cudnn_ragged_meta *m)
 {
-  const int kv_packed = l->kv_layout == AT_SEQ_RAGGED;
+  const int kv_packed = l->kv_layout == AT_SEQ_RAGGED, q_packed = l->q_layout == AT_SEQ_RAGGED;
+  const int paged = l->kv_layout == AT_SEQ_PAGED;
   struct ragged_params p = {
-      .cu_q = dptr(t->cu_seqlens_q), .cu_kv = kv_packed ? dptr(t->cu_seqlens_kv) : 0,
+      .cu_q = q_packed ? dptr(t->cu_seqlens_q) : 0, .cu_kv = kv_packed ? dptr(t->cu_seqlens_kv) : 0,
+      .seqlens_kv = paged ? dptr(t->seqlens_kv) : 0,
       .q_off = m->q_off, .o_off = m->o_off, .k_off = m->k_off, .v_off = m->v_off,
       .seq_q = m->seq_q, .seq_kv = m->seq_kv,
       .stats = s->with_lse ? m->stats : 0, .lse = s->with_lse ? dptr(t->lse) : 0, .o = dptr(t->o),
       .q_ss = t->q_stride.seq, .o_ss = t->o_stride.seq, .k_ss = t->k_stride.seq, .v_ss = t->v_stride.seq,
-      .o_sh = t->o_stride.head,
+      .o_sh = t->o_stride.head, .o_sb = t->o_stride.batch,
       .B = s->batch, .T = s->q_len, .S = s->kv_len, .H = s->q_heads, .D = s->head_dim,
-      .total_q = t->total_q, .total_kv = kv_packed ? t->total_kv : 0,
+      .total_q = q_packed ? t->total_q : 0, .total_kv = kv_packed ? t->total_kv : 0,
       .bottom_right = s->mask == AT_MASK_CAUSAL_BR,
   };
   return p;
@@ -124,7 +127,7 @@ static struct ragged_params params_of(const at_shape *s, const at_serving_layout
 
 int rt_cudnn_ragged_needs_finish(const at_shape *s, const at_serving_layout *l)
 {
-  const int keys_may_be_missing = l->kv_layout == AT_SEQ_RAGGED || (s->mask == AT_MASK_CAUSAL_BR && s->q_len > s->kv_len);
+  const int keys_may_be_missing = l->kv_layout != AT_SEQ_PADDED || (s->mask == AT_MASK_CAUSAL_BR && s->q_len > s->kv_len);
   return s->with_lse || keys_may_be_missing;
 }
 
@@ -133,8 +136,9 @@ static unsigned ceil_div(long long a, long long b) { return (unsigned)((a + b - 
 at_status rt_cudnn_ragged_prepare(const rt_cudnn_ragged_kernels *k, const at_shape *s, const at_serving_layout *l,
                                   const at_serving_tensors *t, const rt_cudnn_ragged_meta *m, CUstream stream)
 {
-  if (l->q_layout != AT_SEQ_RAGGED)
-    return at_fail(AT_ERR_INVALID, "cuDNN ragged metadata: Q is %s, not ragged", at_seq_layout_name(l->q_layout));
+  if (l->q_layout != AT_SEQ_RAGGED && l->kv_layout != AT_SEQ_PAGED)
+    return at_fail(AT_ERR_INVALID, "cuDNN ragged metadata: Q is %s and K/V %s (expected ragged Q or paged K/V)",
+                   at_seq_layout_name(l->q_layout), at_seq_layout_name(l->kv_layout));
   struct ragged_params p = params_of(s, l, t, m);
   void *args[] = {&p};
   rt_launch_dims dims = {{ceil_div(s->batch + 1, PREPARE_THREADS), 1, 1}, {PREPARE_THREADS, 1, 1}, 0, 0};

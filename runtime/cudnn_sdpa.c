@@ -32,6 +32,18 @@
 #define HEADERS_HAVE_RAGGED 0
 #endif
 
+/* The paged graph loads K and V through page tables (CUDNN_BACKEND_OPERATION_PAGED_CACHE_LOAD),
+ * in cuDNN's headers and library since 9.5 (cudnn-frontend's checks). */
+#if defined(CUDNN_VERSION) && CUDNN_VERSION >= 90500
+#define HEADERS_HAVE_PAGED 1
+#else
+#define HEADERS_HAVE_PAGED 0
+#endif
+/* The pools' page count as the paged graph's container tensors give it: the block table's
+ * entries are the caller's, so the container is described as large as any call may pass
+ * (num_pages is checked against it per call). */
+enum { PAGED_CONTAINER_PAGES = 1 << 24 };
+
 /* The loaded cuDNN the ragged graph needs: ragged offsets with GQA (Nkv < Nq) and the
  * bottom-right mask at any lengths came with 9.6.0 (cudnn-frontend's support checks). */
 enum { RAGGED_MIN_VERSION = 90600 };
@@ -49,6 +61,8 @@ enum {
   UID_AMAX_S, UID_AMAX_O,
   /* the ragged graph: per-sequence lengths [B,1,1,1] and element offsets [B+1,1,1,1] (int32, device) */
   UID_SEQ_LEN_Q, UID_SEQ_LEN_KV, UID_RAGGED_Q, UID_RAGGED_K, UID_RAGGED_V, UID_RAGGED_O,
+  /* the paged graph: the block table [B,1,max_pages,1] (int32, device), once per paged load */
+  UID_PAGE_TABLE_K, UID_PAGE_TABLE_V,
   UID_END,
   UID_VIRTUAL = 100
 };
@@ -67,6 +81,7 @@ typedef struct plan_key {
   int batch, q_len, kv_len, q_heads, kv_heads, head_dim;
   int dtype, mask, with_lse, path;
   int q_ragged, kv_ragged; /* packed Q/O, packed K/V (the ragged graph); 0, 0 for padded tensors */
+  int page_size, max_pages; /* K/V pools read through a block table (the paged graph); 0, 0 otherwise */
   float scale;
   at_strides q, k, v, o;
 } plan_key;
@@ -429,14 +444,19 @@ typedef struct ragged_tensors {
   cudnnBackendDescriptor_t off_q, off_k, off_v, off_o;
 } ragged_tensors;
 
+/* Is the graph sized per sequence (the padding mask, the GEMMs' M/N/K overrides)? Packed Q, or
+ * K/V read through page tables with per-sequence lengths. */
+static int per_sequence(const plan_key *k) { return k->q_ragged || k->page_size; }
+
 static ragged_tensors b_ragged_tensors(builder *b, const plan_key *k)
 {
   ragged_tensors r;
   memset(&r, 0, sizeof r);
-  if (!k->q_ragged) return r;
+  if (!per_sequence(k)) return r;
   const int64_t lens[4] = {k->batch, 1, 1, 1}, offsets[4] = {k->batch + 1, 1, 1, 1};
   r.seq_q = b_tensor(b, UID_SEQ_LEN_Q, CUDNN_DATA_INT32, lens, ONE4, false);
   r.seq_kv = b_tensor(b, UID_SEQ_LEN_KV, CUDNN_DATA_INT32, lens, ONE4, false);
+  if (!k->q_ragged) return r;
   r.off_q = b_tensor(b, UID_RAGGED_Q, CUDNN_DATA_INT32, offsets, ONE4, false);
   r.off_o = b_tensor(b, UID_RAGGED_O, CUDNN_DATA_INT32, offsets, ONE4, false);
   if (k->kv_ragged) {
@@ -476,6 +496,44 @@ static void b_qkvo(builder *b, const plan_key *k, int k_transposed, const ragged
   out[3] = b_tensor_at(b, UID_O, b->io, (int64_t[4]){B, H, T, D}, (int64_t[4]){ob, k->o.head, k->o.seq, 1}, false,
                        r->off_o);
 }
+
+#if HEADERS_HAVE_PAGED
+/* y (virtual, dense) = the pool container read through table for lengths seq_kv: cuDNN's paged
+ * cache load, which cudnn-frontend places right before the GEMM that reads K (as Kᵀ) or V. */
+static void b_paged_load(builder *b, cudnnBackendDescriptor_t container, cudnnBackendDescriptor_t table,
+                         cudnnBackendDescriptor_t seq_kv, cudnnBackendDescriptor_t y)
+{
+  if (!ok(b)) return;
+  cudnnBackendDescriptor_t op = B_CREATE(b, CUDNN_BACKEND_OPERATION_PAGED_CACHE_LOAD_DESCRIPTOR);
+  B_SET(b, op, CUDNN_ATTR_OPERATION_PAGED_CACHE_LOAD_CONTAINER_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &container);
+  B_SET(b, op, CUDNN_ATTR_OPERATION_PAGED_CACHE_LOAD_PAGE_TABLE_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &table);
+  B_SET(b, op, CUDNN_ATTR_OPERATION_PAGED_CACHE_LOAD_SEQUENCE_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &seq_kv);
+  B_SET(b, op, CUDNN_ATTR_OPERATION_PAGED_CACHE_LOAD_YDESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y);
+  B_FINALIZE(b, op, "paged cache load operation");
+  b_add_op(b, op);
+}
+
+/* Kᵀ [B,Nkv,D,S] and V [B,Nkv,S,D] (S = max_pages x page size, virtual) loaded from the pools
+ * [num_pages, Nkv, page, D] (the vLLM layout [num_pages, page, Nkv, D] by its strides: the
+ * layout's batch stride is the page stride) through the block table [B,1,max_pages,1], given
+ * twice (one table tensor per load, as cudnn-frontend builds them). */
+static void b_paged_kv(builder *b, const plan_key *k, const ragged_tensors *r, cudnnBackendDescriptor_t *kt,
+                       cudnnBackendDescriptor_t *v)
+{
+  const int64_t B = k->batch, Hk = k->kv_heads, D = k->head_dim, P = k->page_size, M = k->max_pages, S = M * P;
+  const int64_t table_dims[4] = {B, 1, M, 1}, table_str[4] = {M, M, 1, 1};
+  cudnnBackendDescriptor_t k_pool = b_tensor(b, UID_K, b->io, (int64_t[4]){PAGED_CONTAINER_PAGES, Hk, P, D},
+                                             (int64_t[4]){k->k.batch, k->k.head, k->k.seq, 1}, false);
+  cudnnBackendDescriptor_t v_pool = b_tensor(b, UID_V, b->io, (int64_t[4]){PAGED_CONTAINER_PAGES, Hk, P, D},
+                                             (int64_t[4]){k->v.batch, k->v.head, k->v.seq, 1}, false);
+  cudnnBackendDescriptor_t k_table = b_tensor(b, UID_PAGE_TABLE_K, CUDNN_DATA_INT32, table_dims, table_str, false);
+  cudnnBackendDescriptor_t v_table = b_tensor(b, UID_PAGE_TABLE_V, CUDNN_DATA_INT32, table_dims, table_str, false);
+  *kt = b_virtual(b, b->io, (int64_t[4]){B, Hk, D, S}, (int64_t[4]){Hk * D * S, D * S, 1, D});
+  *v = b_virtual(b, b->io, (int64_t[4]){B, Hk, S, D}, (int64_t[4]){Hk * S * D, S * D, D, 1});
+  b_paged_load(b, k_pool, k_table, r->seq_kv, *kt);
+  b_paged_load(b, v_pool, v_table, r->seq_kv, *v);
+}
+#endif
 
 /* y = x · scalar (a fresh virtual fp32 tensor shaped like the score matrix or like dims). */
 static cudnnBackendDescriptor_t b_mul(builder *b, cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t scalar,
@@ -582,25 +640,29 @@ static void build_composite(builder *b, const plan_key *k, size_t version)
   sdpa_dims d = dims_of(k);
   cudnnBackendDescriptor_t t[4];
   const ragged_tensors r = b_ragged_tensors(b, k);
+  const int per_seq = per_sequence(k);
   b_qkvo(b, k, 1, &r, t);
+#if HEADERS_HAVE_PAGED
+  if (k->page_size) b_paged_kv(b, k, &r, &t[1], &t[2]); /* replaces b_qkvo's K and V */
+#endif
   b->e->attn_scale = k->scale;
   cudnnBackendDescriptor_t scale = b_scalar(b, UID_SCALE, F, true);
-  cudnnBackendDescriptor_t fill = k->q_ragged || k->mask != AT_MASK_NONE ? b_mask_fill(b, version) : NULL;
+  cudnnBackendDescriptor_t fill = per_seq || k->mask != AT_MASK_NONE ? b_mask_fill(b, version) : NULL;
   const gemm_overrides qk_sizes = {r.seq_q, r.seq_kv, NULL}, pv_sizes = {r.seq_q, NULL, r.seq_kv};
 
   cudnnBackendDescriptor_t s = b_virtual(b, F, d.s, d.s_str);
-  b_matmul_sized(b, t[0], t[1], s, k->q_ragged ? &qk_sizes : NULL);
+  b_matmul_sized(b, t[0], t[1], s, per_seq ? &qk_sizes : NULL);
   s = b_mul(b, s, scale, d.s, d.s_str);
   if (fp8) {
     s = b_mul(b, s, b_scalar(b, UID_DESCALE_Q, F, false), d.s, d.s_str);
     s = b_mul(b, s, b_scalar(b, UID_DESCALE_K, F, false), d.s, d.s_str);
   }
-  if (k->q_ragged) s = b_padding_mask(b, &d, s, &r, fill);
+  if (per_seq) s = b_padding_mask(b, &d, s, &r, fill);
   if (k->mask != AT_MASK_NONE) s = b_causal(b, k, &d, s, &r, fill);
   /* P must be in the I/O type for f16/bf16 (else NOT_SUPPORTED); FP8 quantizes it below */
   cudnnBackendDescriptor_t p = b_softmax(b, k, &d, s, fp8 ? F : b->io);
   if (!fp8) {
-    b_matmul_sized(b, p, t[2], t[3], k->q_ragged ? &pv_sizes : NULL);
+    b_matmul_sized(b, p, t[2], t[3], per_seq ? &pv_sizes : NULL);
     return;
   }
   b_reduction(b, CUDNN_REDUCE_TENSOR_AMAX, p, b_scalar(b, UID_AMAX_S, F, false));
@@ -799,7 +861,10 @@ static at_status build_plan(rt_cudnn_sdpa *cd, const plan_key *k, plan_entry **o
     rc = at_fail_context(rc, "cuDNN %s plan for B=%d T=%d S=%d Nq=%d Nkv=%d D=%d %s %s%s",
                          rt_cudnn_path_name((rt_cudnn_path)k->path), k->batch, k->q_len, k->kv_len, k->q_heads,
                          k->kv_heads, k->head_dim, at_dtype_name((at_dtype)k->dtype), at_mask_name((at_mask)k->mask),
-                         !k->q_ragged ? "" : k->kv_ragged ? " (ragged Q and K/V)" : " (ragged Q, padded K/V)");
+                         k->page_size ? " (padded Q, paged K/V)"
+                         : !k->q_ragged ? ""
+                         : k->kv_ragged ? " (ragged Q and K/V)"
+                                        : " (ragged Q, padded K/V)");
   if (rc == AT_ERR_UNSUPPORTED) {
     /* keep the refusal: descriptors go, the message stays */
     for (int i = e->n_descs - 1; i >= 0; i--) destroy_desc(e->descs[i]);
@@ -838,10 +903,13 @@ static at_status check_strides(const char *name, at_strides st, int packed)
 
 /* Validate a request and turn it into a plan key. Refusals that are cuDNN's own limits (not
  * argument errors) are AT_ERR_UNSUPPORTED. q_ragged, kv_ragged: the ragged graph's packed
- * tensors (make_serving_key has checked them). */
+ * tensors; page_size, max_pages: the paged graph's pools and block table (make_serving_key has
+ * checked them). */
 static at_status make_key_for(const rt_cudnn_sdpa *cd, const at_shape *s, const at_tensors *t,
-                              const rt_cudnn_fp8_args *fp8, int q_ragged, int kv_ragged, plan_key *k)
+                              const rt_cudnn_fp8_args *fp8, int q_ragged, int kv_ragged, int page_size, int max_pages,
+                              plan_key *k)
 {
+  const int per_seq = q_ragged || page_size;
   at_status rc;
   if ((rc = at_shape_check(s)) != AT_OK) return rc;
   if (!t) return at_fail(AT_ERR_INVALID, "cuDNN SDPA: tensors are NULL");
@@ -858,19 +926,19 @@ static at_status make_key_for(const rt_cudnn_sdpa *cd, const at_shape *s, const 
     /* as cudnn-frontend chooses: the fused op where it covers the request (measured a few
      * percent faster on the H200 with 9.19), else the composite graph */
     if (at_dtype_is_fp8(s->dtype)) path = RT_CUDNN_PATH_FP8;
-    else if (q_ragged) path = RT_CUDNN_PATH_COMPOSITE; /* the only graph with ragged offsets here */
+    else if (per_seq) path = RT_CUDNN_PATH_COMPOSITE; /* the only graph with ragged offsets or pages here */
     else if (s->mask == AT_MASK_NONE && cd->version >= 91301) path = RT_CUDNN_PATH_UNIFIED;
     else path = RT_CUDNN_PATH_COMPOSITE;
   }
   if (at_dtype_is_fp8(s->dtype) != (path == RT_CUDNN_PATH_FP8))
     return at_fail(AT_ERR_INVALID, "cuDNN path '%s' does not take %s inputs", rt_cudnn_path_name(path),
                    at_dtype_name(s->dtype));
-  if (q_ragged && path != RT_CUDNN_PATH_COMPOSITE)
-    return at_fail(AT_ERR_UNSUPPORTED, "unsupported: attntune's ragged cuDNN graph is the composite one (asked for "
-                   "the %s path)", rt_cudnn_path_name(path));
+  if (per_seq && path != RT_CUDNN_PATH_COMPOSITE)
+    return at_fail(AT_ERR_UNSUPPORTED, "unsupported: attntune's %s cuDNN graph is the composite one (asked for "
+                   "the %s path)", q_ragged ? "ragged" : "paged", rt_cudnn_path_name(path));
   /* With the padding mask (ragged graph) cuDNN takes T > S; the rows that see no key are
    * written by the fix-up kernel afterwards (runtime/cudnn_ragged.h). */
-  if (!q_ragged && s->mask == AT_MASK_CAUSAL_BR && s->q_len > s->kv_len)
+  if (!per_seq && s->mask == AT_MASK_CAUSAL_BR && s->q_len > s->kv_len)
     return at_fail(AT_ERR_UNSUPPORTED, "cuDNN's bottom-right causal mask needs T <= S (got T=%d, S=%d): "
                    "rows without a visible key are not supported", s->q_len, s->kv_len);
   if (path == RT_CUDNN_PATH_UNIFIED && cd->version < 91301)
@@ -889,6 +957,8 @@ static at_status make_key_for(const rt_cudnn_sdpa *cd, const at_shape *s, const 
   k->q_heads = s->q_heads, k->kv_heads = s->kv_heads, k->head_dim = s->head_dim;
   k->dtype = s->dtype, k->mask = s->mask, k->with_lse = s->with_lse != 0, k->path = path;
   k->q_ragged = q_ragged, k->kv_ragged = kv_ragged;
+  k->page_size = page_size, k->max_pages = max_pages;
+  if (page_size) k->kv_len = page_size * max_pages; /* the dense K/V the paged loads give cuDNN */
   k->scale = at_shape_scale(s);
   k->q = t->q_stride, k->k = t->k_stride, k->v = t->v_stride, k->o = t->o_stride;
   return AT_OK;
@@ -897,7 +967,7 @@ static at_status make_key_for(const rt_cudnn_sdpa *cd, const at_shape *s, const 
 static at_status make_key(const rt_cudnn_sdpa *cd, const at_shape *s, const at_tensors *t,
                           const rt_cudnn_fp8_args *fp8, plan_key *k)
 {
-  return make_key_for(cd, s, t, fp8, 0, 0, k);
+  return make_key_for(cd, s, t, fp8, 0, 0, 0, 0, k);
 }
 
 /* The cached plan for k, or a new one (evicting the least recently used when full). */
@@ -1012,7 +1082,7 @@ static void *dev(CUdeviceptr p) { return (void *)(uintptr_t)p; }
 /* The caller's pointer for each UID the graph uses; host addresses for by-value scalars. meta:
  * the ragged graph's metadata (then its stats, not t->lse, are the stats tensor), else NULL. */
 static at_status gather_pointers(plan_entry *e, const at_tensors *t, const rt_cudnn_fp8_args *f,
-                                 const rt_cudnn_ragged_meta *meta, void *ptrs[UID_END])
+                                 const rt_cudnn_ragged_meta *meta, const void *page_table, void *ptrs[UID_END])
 {
   static const char *const names[UID_END] = {
       [UID_Q] = "q", [UID_K] = "k", [UID_V] = "v", [UID_O] = "o", [UID_STATS] = "lse",
@@ -1020,7 +1090,8 @@ static at_status gather_pointers(plan_entry *e, const at_tensors *t, const rt_cu
       [UID_DESCALE_S] = "descale_s", [UID_SCALE_S] = "scale_s", [UID_SCALE_O] = "scale_o",
       [UID_AMAX_S] = "amax_s", [UID_AMAX_O] = "amax_o", [UID_SEQ_LEN_Q] = "seq_len_q",
       [UID_SEQ_LEN_KV] = "seq_len_kv", [UID_RAGGED_Q] = "q offsets", [UID_RAGGED_K] = "k offsets",
-      [UID_RAGGED_V] = "v offsets", [UID_RAGGED_O] = "o offsets"};
+      [UID_RAGGED_V] = "v offsets", [UID_RAGGED_O] = "o offsets", [UID_PAGE_TABLE_K] = "block_table",
+      [UID_PAGE_TABLE_V] = "block_table"};
   memset(ptrs, 0, UID_END * sizeof *ptrs);
   ptrs[UID_Q] = (void *)t->q, ptrs[UID_K] = (void *)t->k, ptrs[UID_V] = (void *)t->v;
   ptrs[UID_O] = t->o, ptrs[UID_STATS] = t->lse;
@@ -1030,6 +1101,7 @@ static at_status gather_pointers(plan_entry *e, const at_tensors *t, const rt_cu
     ptrs[UID_RAGGED_Q] = dev(meta->q_off), ptrs[UID_RAGGED_K] = dev(meta->k_off);
     ptrs[UID_RAGGED_V] = dev(meta->v_off), ptrs[UID_RAGGED_O] = dev(meta->o_off);
   }
+  ptrs[UID_PAGE_TABLE_K] = ptrs[UID_PAGE_TABLE_V] = (void *)(uintptr_t)page_table;
   ptrs[UID_SCALE] = &e->attn_scale, ptrs[UID_NEG_INF] = &e->neg_inf;
   ptrs[UID_SEQ_KV] = &e->seq_kv, ptrs[UID_SEQ_Q] = &e->seq_q;
   if (f) {
@@ -1102,7 +1174,7 @@ at_status rt_cudnn_sdpa_bind(rt_cudnn_sdpa *cd, const at_shape *shape, const at_
   if ((rc = rt_cudnn_sdpa_plan(cd, shape, t, fp8, NULL)) != AT_OK) return rc;
   plan_entry *e = cd->last;
   if (shape->with_lse && !t->lse) return at_fail(AT_ERR_INVALID, "cuDNN SDPA: shape asks for lse but lse is NULL");
-  if ((rc = gather_pointers(e, t, fp8, NULL, ptrs)) != AT_OK) return rc;
+  if ((rc = gather_pointers(e, t, fp8, NULL, NULL, ptrs)) != AT_OK) return rc;
   if ((rc = ensure_workspace(cd, e->info.workspace_bytes)) != AT_OK) return rc;
   if ((rc = find_pack(cd, e, ptrs, &pack)) != AT_OK) return rc;
   cd->bound = e;
@@ -1152,16 +1224,19 @@ int rt_cudnn_serving_supported(const at_shape *s, const at_serving_layout *l, ch
   if (cap) why[0] = '\0';
   if (!l || at_serving_is_padded(l)) return 1;
   at_serving_layout_describe(l, what, sizeof what);
-  if (l->kv_layout == AT_SEQ_PAGED)
-    snprintf(why, cap, "%s: attntune's paged cuDNN graph (cuDNN's page-table tensors) is not built yet", what);
-  else if (l->q_layout != AT_SEQ_RAGGED)
+  if (l->kv_layout == AT_SEQ_PAGED && l->q_layout == AT_SEQ_RAGGED)
+    snprintf(why, cap, "%s: attntune's paged cuDNN graph takes padded Q; ragged Q with page tables is not built "
+             "yet", what);
+  else if (l->kv_layout == AT_SEQ_PAGED && !HEADERS_HAVE_PAGED)
+    snprintf(why, cap, "%s: this build's cuDNN headers (%d) lack the paged cache load", what, (int)CUDNN_VERSION);
+  else if (l->q_layout != AT_SEQ_RAGGED && l->kv_layout != AT_SEQ_PAGED)
     snprintf(why, cap, "%s: attntune's ragged cuDNN graph takes ragged Q (with ragged or padded K/V); this "
              "combination's graph is not built yet", what);
   else if (at_shape_kv_dtype(s) != s->dtype)
-    snprintf(why, cap, "%s with %s Q and %s K/V: attntune's ragged cuDNN graph takes Q, K and V in one dtype", what,
+    snprintf(why, cap, "%s with %s Q and %s K/V: attntune's cuDNN graphs take Q, K and V in one dtype", what,
              at_dtype_name(s->dtype), at_dtype_name(at_shape_kv_dtype(s)));
   else if (s->dtype != AT_DTYPE_F16 && s->dtype != AT_DTYPE_BF16)
-    snprintf(why, cap, "%s with %s inputs: attntune's ragged cuDNN graph takes f16 or bf16%s", what,
+    snprintf(why, cap, "%s with %s inputs: attntune's ragged and paged cuDNN graphs take f16 or bf16%s", what,
              at_dtype_name(s->dtype),
              at_dtype_is_fp8(s->dtype) ? " (cuDNN's FP8 attention writes FP8; plans for FP8 inputs write bf16)" : "");
   else
@@ -1186,13 +1261,15 @@ static at_status make_serving_key(const rt_cudnn_sdpa *cd, const at_shape *s, co
                    (int)CUDNN_VERSION);
   if (cd->version < RAGGED_MIN_VERSION)
     return at_fail(AT_ERR_UNSUPPORTED, "unsupported: cuDNN %zu.%zu.%zu lacks ragged offsets with GQA and per-sequence "
-                   "bottom-right masks (attntune's ragged graph needs cuDNN >= 9.6.0)",
+                   "bottom-right masks (attntune's ragged and paged graphs need cuDNN >= 9.6.0)",
                    cd->version / 10000, cd->version / 100 % 100, cd->version % 100);
   at_tensors strides;
   memset(&strides, 0, sizeof strides);
   strides.q_stride = l->strides.q, strides.k_stride = l->strides.k;
   strides.v_stride = l->strides.v, strides.o_stride = l->strides.o;
-  return make_key_for(cd, s, &strides, NULL, 1, l->kv_layout == AT_SEQ_RAGGED, k);
+  const int paged = l->kv_layout == AT_SEQ_PAGED;
+  return make_key_for(cd, s, &strides, NULL, l->q_layout == AT_SEQ_RAGGED, l->kv_layout == AT_SEQ_RAGGED,
+                      paged ? l->page_size : 0, paged ? l->max_pages_per_seq : 0, k);
 }
 
 /* What every run of a ragged plan uses, made at plan time so that runs allocate nothing: the
@@ -1242,12 +1319,17 @@ static at_status bind_serving(rt_cudnn_sdpa *cd, const at_shape *s, const at_ser
   cd->bound = NULL, cd->bound_pack = NULL;
   if ((rc = rt_cudnn_sdpa_plan_serving(cd, s, l, NULL)) != AT_OK) return rc;
   if (s->with_lse && !t->lse) return at_fail(AT_ERR_INVALID, "cuDNN SDPA: shape asks for lse but lse is NULL");
-  if (!t->cu_seqlens_q || (l->kv_layout == AT_SEQ_RAGGED && !t->cu_seqlens_kv))
+  if ((l->q_layout == AT_SEQ_RAGGED && !t->cu_seqlens_q) || (l->kv_layout == AT_SEQ_RAGGED && !t->cu_seqlens_kv))
     return at_fail(AT_ERR_INVALID, "cuDNN ragged SDPA: cu_seqlens_%s is NULL", t->cu_seqlens_q ? "kv" : "q");
+  if (l->kv_layout == AT_SEQ_PAGED && (!t->block_table || !t->seqlens_kv))
+    return at_fail(AT_ERR_INVALID, "cuDNN paged SDPA: %s is NULL", t->block_table ? "seqlens_kv" : "block_table");
+  if (l->kv_layout == AT_SEQ_PAGED && (t->num_pages < 1 || t->num_pages > PAGED_CONTAINER_PAGES))
+    return at_fail(AT_ERR_UNSUPPORTED, "cuDNN paged SDPA: a pool of %d pages (attntune's paged graph describes up to "
+                   "%d)", t->num_pages, PAGED_CONTAINER_PAGES);
   if ((rc = rt_cudnn_ragged_check_offsets(l, t)) != AT_OK) return rc;
   *meta = rt_cudnn_ragged_meta_at(cd->ragged_scratch, s);
   at_tensors plain = {t->q, t->k, t->v, t->o, t->lse, t->q_stride, t->k_stride, t->v_stride, t->o_stride};
-  if ((rc = gather_pointers(cd->last, &plain, NULL, meta, ptrs)) != AT_OK) return rc;
+  if ((rc = gather_pointers(cd->last, &plain, NULL, meta, t->block_table, ptrs)) != AT_OK) return rc;
   if ((rc = find_pack(cd, cd->last, ptrs, &pack)) != AT_OK) return rc;
   cd->bound = cd->last, cd->bound_pack = pack;
   return AT_OK;

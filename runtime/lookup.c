@@ -363,7 +363,8 @@ at_status rt_lookup_chain_serving(cache_db *cache, const cache_env *now, const g
   if (fused_only) return AT_OK;
   char why[256];
   if (rt_cudnn_serving_supported(shape, layout, why, sizeof why))
-    snprintf(add(l, AT_CHOICE_CUDNN, "cudnn")->why, sizeof l->steps[0].why, "cuDNN's ragged graph (%s)", what);
+    snprintf(add(l, AT_CHOICE_CUDNN, "cudnn")->why, sizeof l->steps[0].why, "cuDNN's %s graph (%s)",
+             layout->kv_layout == AT_SEQ_PAGED ? "paged" : "ragged", what);
   else
     skip(l, "cuDNN: unsupported: %s", why);
   snprintf(add(l, AT_CHOICE_NAIVE, "naive")->why, sizeof l->steps[0].why, "the naive kernels (%s)", what);

@@ -27,25 +27,31 @@
  *   The keyless rows of a sequence are always a prefix 0 .. L_b - 1 of its rows, so a block
  *   whose rows start past L_b (and lse is not wanted) returns at once.
  *
+ * Paged K/V with padded Q (cudnn_sdpa.c's paged graph: cuDNN's paged cache loads read the pools
+ * through the caller's block table) uses the same two kernels with cu_q null: prepare writes
+ * seq_len_q[b] = T and seq_len_kv[b] = clamp(seqlens_kv[b], 0, S); finish addresses O and the
+ * lse of padded Q (O row b * o_sb + i * o_ss, lse [B, H, T]).
+ *
  * The preamble sets AT_IN_DTYPE and AT_OUT_DTYPE to the plan's I/O dtype (f16 or bf16), so
  * at_out_t is O's element.
  */
 
 /* Must match struct cudnn_ragged_params in runtime/cudnn_ragged.c field for field. */
 struct cudnn_ragged_params {
-  const int *cu_q, *cu_kv;            /* [B + 1]; cu_kv null for padded K/V */
+  const int *cu_q, *cu_kv;            /* [B + 1]; cu_q null for padded Q, cu_kv null for padded K/V */
+  const int *seqlens_kv;              /* [B] paged K/V's lengths, or null */
   int *q_off, *o_off, *k_off, *v_off; /* [B + 1] element offsets (k_off, v_off unused for padded K/V) */
   int *seq_q, *seq_kv;                /* [B] */
   const float *stats;                 /* cuDNN's [B, H, T] stats, or null (no lse) */
   float *lse;                         /* [H, total_q], or null */
   at_out_t *o;
   long long q_ss, o_ss, k_ss, v_ss;   /* seq strides in elements */
-  long long o_sh;                     /* O's head stride */
+  long long o_sh, o_sb;               /* O's head and batch strides (o_sb: padded Q) */
   int B, T, S, H, D;
   int total_q, total_kv;
   int bottom_right;                   /* mask is causal bottom-right */
 };
-static_assert(sizeof(cudnn_ragged_params) == 11 * 8 + 5 * 8 + 8 * 4, "cudnn_ragged_params layout");
+static_assert(sizeof(cudnn_ragged_params) == 12 * 8 + 6 * 8 + 8 * 4, "cudnn_ragged_params layout");
 
 extern "C" __global__ void cudnn_ragged_prepare(cudnn_ragged_params p)
 {
@@ -53,9 +59,13 @@ extern "C" __global__ void cudnn_ragged_prepare(cudnn_ragged_params p)
   if (b > p.B) return;
   int q_first = 0, kv_first = 0;
   if (b < p.B) {
-    p.seq_q[b] = at_ragged_rows(p.cu_q, b, p.total_q, p.T, &q_first);
-    p.seq_kv[b] = p.cu_kv ? at_ragged_rows(p.cu_kv, b, p.total_kv, p.S, &kv_first) : p.S;
-  } else {
+    p.seq_q[b] = p.cu_q ? at_ragged_rows(p.cu_q, b, p.total_q, p.T, &q_first) : p.T;
+    p.seq_kv[b] = p.seqlens_kv ? min(max(p.seqlens_kv[b], 0), p.S)
+                  : p.cu_kv    ? at_ragged_rows(p.cu_kv, b, p.total_kv, p.S, &kv_first)
+                               : p.S;
+  }
+  if (!p.cu_q) return; /* padded Q: no offsets */
+  if (b == p.B) {
     q_first = min(max(p.cu_q[b], 0), p.total_q); /* the end offset, clamped as at_ragged_rows does */
     kv_first = p.cu_kv ? min(max(p.cu_kv[b], 0), p.total_kv) : 0;
   }
@@ -73,7 +83,9 @@ extern "C" __global__ void cudnn_ragged_finish(cudnn_ragged_params p)
 {
   const int b = blockIdx.y, row0 = blockIdx.x * CUDNN_RAGGED_FINISH_ROWS;
   int first = 0;
-  const int T_b = at_ragged_rows(p.cu_q, b, p.total_q, p.T, &first);
+  const int T_b = p.cu_q ? at_ragged_rows(p.cu_q, b, p.total_q, p.T, &first) : p.T;
+  /* padded Q: O's rows of sequence b from b * o_sb, the lse [B, H, T] like cuDNN's stats */
+  const long long o_row0 = p.cu_q ? (long long)first * p.o_ss : (long long)b * p.o_sb;
   const int S_b = p.seq_kv[b];
   const int keyless = S_b == 0 ? T_b : (p.bottom_right ? max(T_b - S_b, 0) : 0);
   const int rows = min(T_b - row0, CUDNN_RAGGED_FINISH_ROWS);
@@ -82,12 +94,13 @@ extern "C" __global__ void cudnn_ragged_finish(cudnn_ragged_params p)
     for (int k = threadIdx.x; k < rows * p.H; k += blockDim.x) {
       const int i = row0 + k % rows, h = k / rows;
       const float stat = p.stats[((long long)b * p.H + h) * p.T + i];
-      p.lse[(long long)h * p.total_q + first + i] = i < keyless ? AT_NEG_INF : stat;
+      const long long at = p.cu_q ? (long long)h * p.total_q + first + i : ((long long)b * p.H + h) * p.T + i;
+      p.lse[at] = i < keyless ? AT_NEG_INF : stat;
     }
   }
   const int zero_rows = min(keyless - row0, rows);
   for (long long k = threadIdx.x; k < (long long)max(zero_rows, 0) * p.H * p.D; k += blockDim.x) {
     const int d = (int)(k % p.D), h = (int)(k / p.D % p.H), i = row0 + (int)(k / ((long long)p.D * p.H));
-    p.o[(long long)(first + i) * p.o_ss + (long long)h * p.o_sh + d] = at_out_from_float(0.0f);
+    p.o[o_row0 + (long long)i * p.o_ss + (long long)h * p.o_sh + d] = at_out_from_float(0.0f);
   }
 }

@@ -396,10 +396,21 @@ static void test_cudnn_ragged_support(void **state)
     for (int k = 0; k < chain.n_steps; k++) assert_string_not_equal(chain.steps[k].impl, "cudnn");
   }
   at_serving_layout paged = at_serving_layout_make(&s, AT_SEQ_RAGGED, AT_SEQ_PAGED, 16);
-  expect_cudnn_refusal(&s, &paged, "ragged Q with paged K/V (page size 16)", "paged cuDNN graph", "not built yet",
-                       NULL);
-  at_serving_layout decode = at_serving_layout_make(&s, AT_SEQ_PADDED, AT_SEQ_PAGED, 64);
-  expect_cudnn_refusal(&s, &decode, "padded Q with paged K/V (page size 64)", "not built yet", NULL);
+  expect_cudnn_refusal(&s, &paged, "ragged Q with paged K/V (page size 16)", "paged cuDNN graph takes padded Q",
+                       "not built yet", NULL);
+  /* Padded Q with paged K/V: cuDNN's paged graph (paged cache loads), after the paged default. */
+  at_shape dec = shape(4, 1, 4096);
+  at_serving_layout decode = at_serving_layout_make(&dec, AT_SEQ_PADDED, AT_SEQ_PAGED, 64);
+  assert_true(rt_cudnn_serving_supported(&dec, &decode, why, sizeof why));
+  rt_lookup paged_chain;
+  TU_OK(rt_lookup_chain_serving(NULL, &now, &target, &dec, &decode, 0, &paged_chain));
+  assert_int_equal(paged_chain.n_steps, 3);
+  assert_int_equal(paged_chain.steps[0].choice, AT_CHOICE_DEFAULT);
+  assert_string_equal(paged_chain.steps[1].impl, "cudnn");
+  assert_non_null(strstr(paged_chain.steps[1].why, "paged graph"));
+  at_shape dec8 = dec;
+  dec8.kv_dtype = AT_DTYPE_E4M3;
+  expect_cudnn_refusal(&dec8, &decode, "padded Q with paged K/V (page size 64)", "one dtype", NULL);
   at_serving_layout kv_only = at_serving_layout_make(&s, AT_SEQ_PADDED, AT_SEQ_RAGGED, 0);
   expect_cudnn_refusal(&s, &kv_only, "padded Q with ragged K/V", "takes ragged Q", NULL);
   at_serving_layout ragged = at_serving_layout_make(&s, AT_SEQ_RAGGED, AT_SEQ_RAGGED, 0);

@@ -1004,7 +1004,7 @@ static at_plan *cudnn_plan(serving_io *x, const char *label)
     free_io(x);
     skip();
   }
-  if (rc != AT_OK) fail_msg("%s: cuDNN's ragged plan: %s", label, at_last_error());
+  if (rc != AT_OK) fail_msg("%s: cuDNN's serving plan: %s", label, at_last_error());
   at_plan_info info;
   TU_OK(at_plan_describe(plan, &info));
   assert_string_equal(info.impl, "cudnn");
@@ -1058,6 +1058,22 @@ static void test_cudnn_ragged_prefill(void **state)
       /* padded K/V: every S_b = S; T > S under bottom-right leaves the first rows without keys */
       {AT_SEQ_RAGGED, AT_SEQ_PADDED, 0, 5, 130, 100, 8, 2, 128, AT_MASK_CAUSAL_BR, BF16, SAME, 1, 0},
       {AT_SEQ_RAGGED, AT_SEQ_PADDED, 0, 4, 100, 160, 8, 8, 64, AT_MASK_NONE, AT_DTYPE_F16, SAME, 0, 0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) run_cudnn_case(&cases[i]);
+}
+
+/* cuDNN's paged graph (padded Q, K/V through the block table): decode and a prefill chunk, page
+ * sizes 1, 16, 64; lengths 0, 1 and off the page (make_io), so rows without keys occur (the
+ * fix-up writes them); GQA and MQA; lse; pages shuffled, K and V side by side in one page. */
+static void test_cudnn_paged(void **state)
+{
+  (void)state;
+  if (!tu_have_gpu) skip();
+  const serving_case cases[] = {
+      {AT_SEQ_PADDED, AT_SEQ_PAGED, 16, 6, 1, 700, 32, 8, 128, AT_MASK_NONE, BF16, SAME, 1, 0},
+      {AT_SEQ_PADDED, AT_SEQ_PAGED, 64, 5, 8, 600, 16, 4, 128, AT_MASK_CAUSAL_BR, BF16, SAME, 1, 0},
+      {AT_SEQ_PADDED, AT_SEQ_PAGED, 1, 4, 1, 300, 8, 1, 64, AT_MASK_NONE, AT_DTYPE_F16, SAME, 0, 0},
+      {AT_SEQ_PADDED, AT_SEQ_PAGED, 16, 4, 96, 400, 8, 2, 128, AT_MASK_CAUSAL_BR, BF16, SAME, 1, 1},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) run_cudnn_case(&cases[i]);
 }
@@ -1276,6 +1292,7 @@ int main(void)
       cmocka_unit_test(test_ragged_prefill_plan_in_a_graph),
       cmocka_unit_test(test_cudnn_ragged_prefill),
       cmocka_unit_test(test_cudnn_ragged_plan_in_a_graph),
+      cmocka_unit_test(test_cudnn_paged),
       cmocka_unit_test(test_bad_metadata_never_reads_outside),
       cmocka_unit_test(test_api_refusals),
       cmocka_unit_test(test_padded_serving_plan_is_an_ordinary_plan),

@@ -444,10 +444,12 @@ static int bench_plan(at_context *ctx, const tn_serving_bench *b, tn_serving_buf
   }
   if (rc == AT_OK) rc = at_plan_benchmark_serving(plan, &x->t, tn_serving_fp8_args(&b->shape, x, &a), b->warmup, b->reps, &ms);
   if (rc == AT_OK && generated) {
-    /* cuDNN's ragged plan runs three launches; all are in its time, as a caller pays for them */
-    const int cudnn_ragged = strcmp(info.impl, "cudnn") == 0 && !at_serving_is_padded(&b->layout);
-    print_row_checked(name, ms, tn_serving_work(b), err,
-                      cudnn_ragged ? "cudnn: ragged graph, with its offsets and fix-up kernels" : info.impl);
+    /* cuDNN's ragged and paged plans run three launches; all are in its time, as a caller pays for them */
+    const int cudnn_serving = strcmp(info.impl, "cudnn") == 0 && !at_serving_is_padded(&b->layout);
+    const char *note = !cudnn_serving                             ? info.impl
+                       : b->layout.kv_layout == AT_SEQ_PAGED ? "cudnn: paged graph, with its length and fix-up kernels"
+                                                             : "cudnn: ragged graph, with its offsets and fix-up kernels";
+    print_row_checked(name, ms, tn_serving_work(b), err, note);
     if (*ms_out <= 0 || ms < *ms_out) *ms_out = ms;
   } else if (rc == AT_OK) {
     print_row(b, name, ms, "the naive kernels: scores, softmax, PV over the maxima (the reference)");
@@ -573,7 +575,10 @@ static void print_header(const at_context *ctx, const tn_serving_bench *b, const
   if (b->layout.kv_layout == AT_SEQ_PAGED) printf("pool: %d pages of %d tokens, handed out shuffled\n", x->num_pages, b->layout.page_size);
   printf("device: %s, warm-up %d, %d timed launches (events), seed %llu; %s\n", at_context_describe(ctx), b->warmup,
          b->reps, b->seed,
-         is_paged_decode(b)                              ? "paged decode variants and the naive kernels run this layout"
+         is_paged_decode(b) && b->layout.q_layout == AT_SEQ_PADDED
+             ? "paged decode variants, cuDNN's paged graph and the naive kernels run this layout"
+         : is_paged_prefill(b) && b->layout.q_layout == AT_SEQ_PADDED
+             ? "paged fa2 variants (prefill), cuDNN's paged graph and the naive kernels run this layout"
          : is_paged_prefill(b) ? "paged fa2 variants (prefill) and the naive kernels run this layout"
          : rt_serving_ragged(&b->layout) != GEN_RAGGED_NONE
              ? "ragged fa2/fa3 variants, cuDNN's ragged graph and the naive kernels run this layout"
@@ -617,6 +622,9 @@ int tn_serving_bench_run(const tn_serving_bench *b)
   if (best_ragged > 0 && cudnn_ms > 0)
     printf("best ragged prefill %.4f ms vs cuDNN's ragged graph %.4f ms (%.1f TFLOP/s): %.2fx cuDNN\n", best_ragged,
            cudnn_ms, tn_serving_work(b) / (cudnn_ms * 1e-3) / 1e12, cudnn_ms / best_ragged);
+  if (best_paged > 0 && cudnn_ms > 0)
+    printf("best paged %s %.4f ms vs cuDNN's paged graph %.4f ms: %.2fx cuDNN\n", is_decode(b) ? "decode" : "prefill",
+           best_paged, cudnn_ms, cudnn_ms / best_paged);
   if (best_paged > 0 && best_contiguous > 0 && is_paged_prefill(b))
     printf("best paged prefill %.4f ms (%.1f TFLOP/s) vs best contiguous fa2 %.4f ms: %.1f%% of contiguous's rate%s\n",
            best_paged, tn_serving_work(b) / (best_paged * 1e-3) / 1e12, best_contiguous,

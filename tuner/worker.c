@@ -285,7 +285,9 @@ static int serve_serving_shape(serve_state *st, const tn_request *q, tn_response
   int keep_going = plan_checked(st, "cudnn", q->tolerance, r, &st->cudnn_plan);
   r->rc = AT_OK; /* cuDNN declining the shape does not fail SHAPE */
   st->cudnn_ok = r->status == CACHE_OK;
-  if (st->cudnn_ok) set_message(r, "cuDNN's ragged graph, with its offsets and fix-up kernels");
+  if (st->cudnn_ok)
+    set_message(r, b->layout.kv_layout == AT_SEQ_PAGED ? "cuDNN's paged graph, with its length and fix-up kernels"
+                                                        : "cuDNN's ragged graph, with its offsets and fix-up kernels");
   return keep_going;
 }
 
