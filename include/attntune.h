@@ -297,21 +297,28 @@ AT_API at_status at_plan_benchmark(at_plan *plan, const at_tensors *t, const at_
  * "fa3.bf16.rg.d128.causal-br.g4.bm128.bn176.w8.s2.ws.lse") and fa2 for f16, bf16 and FP8 with
  * bf16 output on sm_89+ (e.g. "fa2.bf16.rg.d128.causal-br.g4.bm128.bn64.w8.s2.lse"): "auto" and
  * "fused" plan the tuned variant of this shape and layout where the cache holds one, else the
- * generator's ragged default (fa3 where it applies), a ragged key is taken as given; the launch is one CTA per query block of the longest sequence, and a CTA whose block
- * starts past its sequence's end returns at once. Everything else with ragged or paged tensors
- * (padded Q with ragged K/V, ragged Q with paged K/V, paged K/V under queries longer than 16
- * tokens, an FP8 KV cache with ragged Q) runs only the naive reference kernels (impl "naive",
- * and what "auto" falls back to; at_plan_info.reason says why). cuDNN ("cudnn", and the step
- * of "auto" after the ragged default) runs ragged Q with ragged or padded K/V in f16/bf16 through
- * its ragged SDPA graph (cuDNN >= 9.6.0; a small kernel on the caller's stream turns cu_seqlens
- * into cuDNN's element offsets and lengths before it, another writes rows that see no key and the
- * ragged lse after it); it refuses the other ragged and paged layouts with AT_ERR_UNSUPPORTED
- * (its paged graph and one for padded Q with ragged K/V are not built). A plan made
- * by at_plan_create_serving with padded Q and padded K/V is an ordinary plan (the whole chain
+ * generator's ragged default (fa3 where it applies), a ragged key is taken as given; the launch
+ * runs over the query blocks of the sequences one after another. Paged K/V in Q's dtype under
+ * padded Q of more than 16 tokens (prefill into a paged cache) or under ragged Q runs fa2's paged
+ * variants (.pg<N>, and .pg<N>.rgq for ragged Q, e.g.
+ * "fa2.bf16.pg16.rgq.d128.causal.g4.bm128.bn128.w8.s2"), planned the same way. Everything else
+ * (padded Q with ragged K/V, an FP8 KV cache with ragged or longer Q) runs only the naive
+ * reference kernels (impl "naive", and what "auto" falls back to; at_plan_info.reason says why).
+ * cuDNN ("cudnn", and the step of "auto" after the generated default) runs, in f16/bf16 with
+ * cuDNN >= 9.6.0, ragged Q with ragged or padded K/V through its ragged SDPA graph (a small kernel
+ * on the caller's stream turns cu_seqlens into cuDNN's element offsets and lengths before it,
+ * another writes rows that see no key and the ragged lse after it), and padded Q with paged K/V
+ * through its paged graph (cuDNN's paged cache loads read the pools through the block table;
+ * the same kernels give it the lengths and fix the rows without keys). That graph reads every
+ * entry of a sequence's table row, not only those its length uses, and multiplies the last
+ * page's rows past S_b by zero: those entries must name pages of the pool (at_serving_check
+ * refuses a cuDNN plan's table otherwise) and those rows must be finite. cuDNN refuses ragged Q
+ * with paged K/V and padded Q with ragged K/V with AT_ERR_UNSUPPORTED (not built). A plan made by
+ * at_plan_create_serving with padded Q and padded K/V is an ordinary plan (the whole chain
  * applies).
  *
- * Metadata the kernels read on the device is never trusted for addressing: whatever the offsets,
- * lengths and table hold, no kernel reads or writes outside [0, total_q) rows of Q and O,
+ * Metadata the generated and naive kernels read on the device is never trusted for addressing:
+ * whatever the offsets, lengths and table hold, no such kernel reads or writes outside [0, total_q) rows of Q and O,
  * [0, total_kv) rows of K and V, [0, num_pages) pages of the pools, or B x max_pages_per_seq
  * entries of the table (the decode variants may load entries of a sequence's row past its last
  * page, within the row, and never use them). What the kernels do assume: total_q and total_kv
@@ -319,9 +326,11 @@ AT_API at_status at_plan_benchmark(at_plan *plan, const at_tensors *t, const at_
  * the offsets arrays have B + 1 readable entries, and a packed tensor's rows are seq-stride
  * apart from its pointer. The naive kernels and the ragged fa2/fa3 variants clamp each sequence's
  * range to its tensor (an offset below 0 counts as 0 and one past total as total; a
- * decreasing offset gives an empty sequence), cut lengths to the planned maxima, and treat the keys of a page whose table entry is outside
- * [0, num_pages) as masked (skipped); the paged decode variants do the same (those keys are
- * zero-filled, never read, and masked). Such a result is wrong but harmless; at_serving_check
+ * decreasing offset gives an empty sequence), cut lengths to the planned maxima, and treat the
+ * keys of a page whose table entry is outside [0, num_pages) as masked (skipped); the paged
+ * decode variants do the same (those keys are zero-filled, never read, and masked), and the
+ * paged fa2 variants zero-fill them without reading (their scores count as 0). Such a result is
+ * wrong but harmless; at_serving_check
  * finds the bad entry and names it, before a run, where the caller asks for it. */
 
 typedef enum at_seq_layout {
@@ -391,8 +400,10 @@ typedef struct at_serving_tensors {
 
 /* A plan for a serving layout (see above). NULL layout: padded Q and K/V, dense, which is
  * at_plan_create. Padded Q of 1..16 tokens with paged K/V: "auto", "fused" and "decode" give
- * the paged decode default (auto falls back to naive where there is none), a paged decode key
- * (.pg<N> matching the layout's page size) is taken as given, "cudnn" is refused. Ragged Q with
+ * the paged decode default (auto falls back to cuDNN's paged graph, then naive, where there is
+ * none), a paged decode key (.pg<N> matching the layout's page size) is taken as given,
+ * "cudnn" gives cuDNN's paged graph (f16/bf16). Longer padded Q or ragged Q with paged K/V:
+ * the same with fa2's paged default and keys (.pg<N>, .pg<N>.rgq; cuDNN only for padded Q). Ragged Q with
  * ragged or padded K/V: "auto" and "fused" give the ragged prefill default (fa3/fa2 .rg / .rgq;
  * auto falls back to cuDNN's ragged graph, then naive, where there is none), a ragged key of the
  * layout's kind is taken as given, "cudnn" gives cuDNN's ragged graph (f16/bf16). Other ragged
@@ -423,7 +434,8 @@ AT_API at_status at_serving_check(const at_plan *plan, const at_serving_tensors 
  * one before it, no sequence longer than the planned q_len / kv_len, cu_seqlens[B] equal to
  * total_q / total_kv; for paged K/V, seqlens_kv in 0..kv_len, and for each sequence the
  * ceil(seqlens_kv[b] / page_size) table entries it uses in [0, num_pages) (entries past those are
- * never used and not checked). AT_ERR_INVALID names the array, the index and the value:
+ * never used and not checked, but for a cuDNN plan in at_serving_check, which checks every entry
+ * of every row). AT_ERR_INVALID names the array, the index and the value:
  * "block_table[2][5] = 4096 is outside the pool (num_pages 4096: pages 0..4095)". */
 AT_API at_status at_serving_check_host(const at_shape *shape, const at_serving_layout *layout,
                                        const at_serving_tensors *t);

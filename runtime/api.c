@@ -686,6 +686,24 @@ static at_status download_ints(const int32_t *dev, size_t n, int32_t **host)
   return rt_download(*host, (CUdeviceptr)(uintptr_t)dev, n * sizeof **host);
 }
 
+/* cuDNN's paged graph loads a sequence's whole table row (max_pages_per_seq entries), not only
+ * the pages its length uses, so every entry must name a page of the pool. */
+static at_status check_whole_table(const at_plan *p, const int32_t *table, int num_pages)
+{
+  const int rows = p->shape.batch, cols = p->serving.max_pages_per_seq;
+  for (int b = 0; b < rows; b++)
+    for (int i = 0; i < cols; i++) {
+      const int32_t page = table[(size_t)b * cols + i];
+      if (page < 0 || page >= num_pages)
+        return at_fail(AT_ERR_INVALID,
+                       "block_table[%d][%d] = %d is outside the pool (num_pages %d): cuDNN's paged graph reads every "
+                       "entry of a sequence's row (max_pages_per_seq %d), not only those its length uses; point "
+                       "unused entries at any page of the pool",
+                       b, i, page, num_pages, cols);
+    }
+  return AT_OK;
+}
+
 at_status at_serving_check(const at_plan *p, const at_serving_tensors *given)
 {
   at_status rc;
@@ -703,6 +721,8 @@ at_status at_serving_check(const at_plan *p, const at_serving_tensors *given)
       (rc = download_ints(t.seqlens_kv, batch, &lens)) == AT_OK) {
     host.cu_seqlens_q = cu_q, host.cu_seqlens_kv = cu_kv, host.block_table = table, host.seqlens_kv = lens;
     rc = at_serving_check_host(&p->shape, &p->serving, &host);
+    if (rc == AT_OK && p->kind == PLAN_CUDNN && p->serving.kv_layout == AT_SEQ_PAGED)
+      rc = check_whole_table(p, table, t.num_pages);
   }
   free(cu_q), free(cu_kv), free(table), free(lens);
   return rc;

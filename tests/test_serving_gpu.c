@@ -80,6 +80,12 @@ typedef struct serving_case {
   int kv_in_one_page; /* paged: K and V of a page side by side, [num_pages, 2, page_size, Nkv, D] */
 } serving_case;
 
+/* Paged pools for cuDNN's graph (set around its cases): every table entry a page of the pool and
+ * unused rows zero, since its paged loads read a sequence's whole table row and P·V multiplies
+ * the last page's rows past S_b by zero, which a NaN there survives. Otherwise unused entries
+ * are wild and unused rows NaN: the generated kernels must never read them. */
+static int g_pool_for_cudnn;
+
 /* ---- host data ------------------------------------------------------------------------------ */
 
 /* n elements of dtype as stored bytes: random values in [-1, 1) (16-bit and f32), or FP8 codes of
@@ -186,12 +192,13 @@ static void place_kv(tn_rng *rng, const serving_case *c, serving_io *x)
     int j = (int)tn_rng_uniform(rng, 0.0f, (float)i + 0.999f), t = order[i];
     order[i] = order[j], order[j] = t;
   }
-  for (int i = 0; i < c->batch * maxp; i++) x->table[i] = i % 2 ? INT32_MIN + i : 1000000 + i; /* never read */
+  for (int i = 0; i < c->batch * maxp; i++) /* never read, but by cuDNN's paged graph */
+    x->table[i] = g_pool_for_cudnn ? order[0] : i % 2 ? INT32_MIN + i : 1000000 + i;
   /* One page holds K and V (interleaved) or K alone with V in a second pool right after. */
   const size_t page_bytes = (size_t)ps * row, pool_bytes = (size_t)x->num_pages * page_bytes * 2;
   uint8_t *pool = malloc(pool_bytes);
   assert_non_null(pool);
-  memset(pool, 0xff, pool_bytes);
+  memset(pool, g_pool_for_cudnn ? 0 : 0xff, pool_bytes);
   const size_t k_page_step = c->kv_in_one_page ? 2 * page_bytes : page_bytes;
   const size_t v_offset = c->kv_in_one_page ? page_bytes : (size_t)x->num_pages * page_bytes;
   int next = 0;
@@ -1075,7 +1082,21 @@ static void test_cudnn_paged(void **state)
       {AT_SEQ_PADDED, AT_SEQ_PAGED, 1, 4, 1, 300, 8, 1, 64, AT_MASK_NONE, AT_DTYPE_F16, SAME, 0, 0},
       {AT_SEQ_PADDED, AT_SEQ_PAGED, 16, 4, 96, 400, 8, 2, 128, AT_MASK_CAUSAL_BR, BF16, SAME, 1, 1},
   };
+  g_pool_for_cudnn = 1;
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) run_cudnn_case(&cases[i]);
+  g_pool_for_cudnn = 0;
+  /* A table whose unused entries are outside the pool: at_serving_check refuses it for cuDNN
+   * (its loads read the whole row), where the generated kernels' plans take it. */
+  serving_io x;
+  make_io(&cases[1], &x);
+  at_plan *plan = cudnn_plan(&x, "cudnn paged, wild table");
+  at_serving_tensors t = tensors_of(&x);
+  tu_expect_refused(at_serving_check(plan, &t), AT_ERR_INVALID, "reads every entry of a sequence's row");
+  at_plan_destroy(plan);
+  TU_OK(at_plan_create_serving(g_ctx, &x.shape, &x.layout, NULL, &plan));
+  TU_OK(at_serving_check(plan, &t));
+  at_plan_destroy(plan);
+  free_io(&x);
 }
 
 /* cuDNN's ragged plan allocates nothing at run time: its run (metadata kernel, graph, fix-up)
