@@ -359,14 +359,14 @@ def paged_attention(
     db: Optional[str | os.PathLike] = None,
     check_metadata: bool = False,
 ) -> torch.Tensor:
-    """Decode over a paged KV cache (vLLM's layout): query (B, T, N, H) with T from 1 to 16 new
-    tokens per sequence; key_cache and value_cache (num_pages, page_size, K, H) with page_size
+    """Attention over a paged KV cache (vLLM's layout): query (B, T, N, H), T new tokens per
+    sequence (1 to 16 for a decode step, more for a prefill chunk); key_cache and value_cache (num_pages, page_size, K, H) with page_size
     1, 16, 32, 64, 128 or 256; ``block_table`` int32 (B, max_pages), sequence b's tokens
     p * page_size .. (p + 1) * page_size - 1 in page block_table[b, p]; ``seqlens_k`` int32 (B,),
     each at most ``max_seqlen_k`` (which sizes the plan). ``is_causal`` masks bottom-right (query
     row i of T sees keys up to S_b - T + i). float16/bfloat16 query; the caches in its dtype or
     float8_e4m3fn/e5m2 (an FP8 KV cache) with ``descale_k``/``descale_v`` (float32 one-element
-    tensors). Runs the decode family's paged kernels; the result is (B, T, N, H). No kernel reads
+    tensors). Runs the decode family's paged kernels for T of 1 to 16, fa2's paged kernels for longer T with the caches in the query's dtype (prefill into a paged cache; an FP8 cache with longer T runs the naive kernels); the result is (B, T, N, H). No kernel reads
     outside the pools whatever the table holds; ``check_metadata=True`` checks the table and the
     lengths on the host first and raises ValueError naming the first bad entry."""
     if not isinstance(query, torch.Tensor) or query.dim() != 4:
