@@ -148,6 +148,20 @@ __device__ __forceinline__ void at_cp_async16(unsigned dst, const void *src, int
                : "memory");
 }
 
+/* 4-byte global -> shared copy (.ca: the only cache mode below 16 bytes); src_bytes 0 writes
+ * zeros. Paged K/V's page ids ride in the K/V groups this way (decode.cu, fa2.cu). */
+__device__ __forceinline__ void at_cp_async4(unsigned dst, const void *src, int src_bytes)
+{
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
+}
+
+__device__ __forceinline__ int at_ld_shared_s32(unsigned addr)
+{
+  int x;
+  asm volatile("ld.shared.s32 %0, [%1];\n" : "=r"(x) : "r"(addr) : "memory");
+  return x;
+}
+
 __device__ __forceinline__ void at_cp_async_commit(void)
 {
   asm volatile("cp.async.commit_group;\n" ::: "memory");

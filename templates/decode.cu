@@ -664,20 +664,6 @@ __device__ __forceinline__ void dec_load_kv(unsigned tile, const dec_kv_t *base,
 /* ---- paged K/V: page ids and the gathered tile loads (DEC_PAGE_SIZE > 0) ---------------------- */
 #if DEC_PAGE_SIZE > 0
 
-/* 4-byte global -> shared copy (.ca: the only cache mode with sizes below 16); src_bytes 0 writes
- * zeros. */
-__device__ __forceinline__ void dec_cp_async4(unsigned dst, const void *src, int src_bytes)
-{
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
-}
-
-__device__ __forceinline__ int dec_ld_shared_s32(unsigned addr)
-{
-  int x;
-  asm volatile("ld.shared.s32 %0, [%1];\n" : "=r"(x) : "r"(addr) : "memory");
-  return x;
-}
-
 /* The ring slot of tile m's page ids. */
 __device__ __forceinline__ unsigned dec_ids_slot(unsigned ring, int m)
 {
@@ -695,7 +681,7 @@ __device__ __forceinline__ void dec_load_ids(unsigned ring, const int *table_row
   const int p0 = first_key / DEC_PS;
   for (int i = tid; i < DEC_IDS; i += DEC_THREADS) {
     const bool in_row = p0 + i < max_pages;
-    dec_cp_async4(slot + 4 * i, in_row ? table_row + p0 + i : table_row, in_row ? 4 : 0);
+    at_cp_async4(slot + 4 * i, in_row ? table_row + p0 + i : table_row, in_row ? 4 : 0);
   }
 }
 
@@ -703,7 +689,7 @@ __device__ __forceinline__ void dec_load_ids(unsigned ring, const int *table_row
  * table entry outside [0, num_pages) was met (rare: a caller's error). */
 __device__ __forceinline__ bool dec_page_ok(unsigned slot, int r, int num_pages)
 {
-  const int page = dec_ld_shared_s32(slot + 4 * (DEC_PS >= DEC_BN ? 0 : r / DEC_PS));
+  const int page = at_ld_shared_s32(slot + 4 * (DEC_PS >= DEC_BN ? 0 : r / DEC_PS));
   return (unsigned)page < (unsigned)num_pages;
 }
 
@@ -743,9 +729,9 @@ __device__ __forceinline__ void dec_load_kv_paged(unsigned tile, const dec_kv_t 
         /* the slot is a constant per i: one read per page of the tile, reused down its rows */
         const int sl = DEC_PS >= DEC_BN ? 0 : i * STEP / DEC_PS;
         const int prev = DEC_PS >= DEC_BN ? 0 : (i - 1) * STEP / DEC_PS;
-        page[i] = i > 0 && sl == prev ? page[i > 0 ? i - 1 : 0] : dec_ld_shared_s32(slot + 4 * sl);
+        page[i] = i > 0 && sl == prev ? page[i > 0 ? i - 1 : 0] : at_ld_shared_s32(slot + 4 * sl);
       } else {
-        page[i] = dec_ld_shared_s32(slot + 4 * (r / DEC_PS + i * STEP / DEC_PS));
+        page[i] = at_ld_shared_s32(slot + 4 * (r / DEC_PS + i * STEP / DEC_PS));
       }
     }
     const int rem = j_end - j0 - r; /* rows of this thread's column still in range: i*STEP < rem */
@@ -763,7 +749,7 @@ __device__ __forceinline__ void dec_load_kv_paged(unsigned tile, const dec_kv_t 
 #pragma unroll
     for (int i = 0; i < PER_THREAD; i++) {
       const int r = min((tid + i * DEC_THREADS) / DEC_KV_CPR, DEC_BN - 1);
-      page[i] = dec_ld_shared_s32(slot + 4 * (DEC_PS >= DEC_BN ? 0 : r / DEC_PS));
+      page[i] = at_ld_shared_s32(slot + 4 * (DEC_PS >= DEC_BN ? 0 : r / DEC_PS));
     }
 #pragma unroll
     for (int i = 0; i < PER_THREAD; i++) {

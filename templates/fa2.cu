@@ -380,19 +380,6 @@ __device__ __forceinline__ void fa2_load_tile(unsigned tile, const at_in_t *base
 
 /* ---- paged K/V: page ids and gathered tiles (FA2_PAGE_SIZE > 0; header "Paged K/V") ------------ */
 
-/* 4-byte global -> shared copy (.ca: the only cache mode below 16 bytes); src_bytes 0 writes zeros. */
-__device__ __forceinline__ void fa2_cp_async4(unsigned dst, const void *src, int src_bytes)
-{
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes) : "memory");
-}
-
-__device__ __forceinline__ int fa2_ld_shared_s32(unsigned addr)
-{
-  int x;
-  asm volatile("ld.shared.s32 %0, [%1];\n" : "=r"(x) : "r"(addr) : "memory");
-  return x;
-}
-
 /* The ring slot of tile n's page ids. */
 __device__ __forceinline__ unsigned fa2_ids_slot(unsigned ring, int n)
 {
@@ -409,7 +396,7 @@ __device__ __forceinline__ void fa2_load_ids(unsigned ring, const int *table_row
   const int p0 = n * FA2_BN / (FA2_PS > 0 ? FA2_PS : 1);
   for (int i = tid; i < FA2_IDS; i += FA2_THREADS) {
     const bool in_row = p0 + i < max_pages;
-    fa2_cp_async4(slot + 4 * i, in_row ? table_row + p0 + i : table_row, in_row ? 4 : 0);
+    at_cp_async4(slot + 4 * i, in_row ? table_row + p0 + i : table_row, in_row ? 4 : 0);
   }
 }
 
@@ -436,9 +423,9 @@ __device__ __forceinline__ void fa2_load_tile_paged(unsigned tile, const at_in_t
     for (int i = 0; i < PER; i++) {
       if constexpr (PS >= STEP) {
         const int sl = PS >= FA2_BN ? 0 : i * STEP / PS, prev = PS >= FA2_BN ? 0 : (i - 1) * STEP / PS;
-        page[i] = i > 0 && sl == prev ? page[i > 0 ? i - 1 : 0] : fa2_ld_shared_s32(slot + 4 * sl);
+        page[i] = i > 0 && sl == prev ? page[i > 0 ? i - 1 : 0] : at_ld_shared_s32(slot + 4 * sl);
       } else {
-        page[i] = fa2_ld_shared_s32(slot + 4 * ((r + i * STEP) / PS));
+        page[i] = at_ld_shared_s32(slot + 4 * ((r + i * STEP) / PS));
       }
     }
     const int first = PS >= FA2_BN ? (int)((unsigned)j0 % PS) : 0; /* row of key j0 in its page */
@@ -456,7 +443,7 @@ __device__ __forceinline__ void fa2_load_tile_paged(unsigned tile, const at_in_t
       const int idx = tid + i * FA2_THREADS;
       if (TOTAL % FA2_THREADS == 0 || idx < TOTAL) {
         const int r = idx / CPR, c = idx % CPR;
-        const int page = fa2_ld_shared_s32(slot + 4 * (PS >= FA2_BN ? 0 : r / PS));
+        const int page = at_ld_shared_s32(slot + 4 * (PS >= FA2_BN ? 0 : r / PS));
         const int row = PS >= FA2_BN ? (int)((unsigned)j0 % PS) + r : r % PS;
         const bool valid = j0 + r < j_end && c * FA2_CHUNK < FA2_D && (unsigned)page < (unsigned)num_pages;
         const at_in_t *src = valid ? pool + page * page_stride + (long long)row * stride + c * FA2_CHUNK : pool;
