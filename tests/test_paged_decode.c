@@ -205,8 +205,8 @@ static void test_launch_and_source(void **state)
 }
 
 /* The lookup chain of a serving plan: padded Q with paged K/V gets the paged decode default
- * first (then naive; cuDNN skipped with its reason), longer queries fa2's paged default, and
- * ragged Q with paged K/V fa2's .pg<N>.rgq default. */
+ * first, then cuDNN's paged graph, then naive; longer queries fa2's paged default, and ragged
+ * Q with paged K/V fa2's .pg<N>.rgq default (cuDNN skipped with its reason). */
 static void test_lookup_chain(void **state)
 {
   (void)state;
@@ -217,11 +217,12 @@ static void test_lookup_chain(void **state)
   rt_lookup l;
   TU_OK(rt_lookup_chain_serving(NULL, &now, &t, &s, &paged, 0, &l));
   printf("  skipped: %s\n", l.skipped);
-  assert_int_equal(l.n_steps, 2);
+  assert_int_equal(l.n_steps, 3);
   assert_int_equal(l.steps[0].choice, AT_CHOICE_DEFAULT);
   assert_non_null(strstr(l.steps[0].impl, "decode.bf16.pg16."));
-  assert_string_equal(l.steps[1].impl, "naive");
-  assert_non_null(strstr(l.skipped, "cuDNN: unsupported"));
+  assert_string_equal(l.steps[1].impl, "cudnn");
+  assert_non_null(strstr(l.steps[1].why, "paged graph"));
+  assert_string_equal(l.steps[2].impl, "naive");
   TU_OK(rt_lookup_chain_serving(NULL, &now, &t, &s, &paged, 1, &l)); /* "fused" */
   assert_int_equal(l.n_steps, 1);
   assert_int_equal(l.steps[0].choice, AT_CHOICE_DEFAULT);
@@ -229,10 +230,11 @@ static void test_lookup_chain(void **state)
   const at_shape prefill = decode_shape(64, 4096, 32, 8, 128, AT_MASK_CAUSAL_BR, AT_KV_SAME);
   at_serving_layout paged_prefill = at_serving_layout_make(&prefill, AT_SEQ_PADDED, AT_SEQ_PAGED, 16);
   TU_OK(rt_lookup_chain_serving(NULL, &now, &t, &prefill, &paged_prefill, 0, &l));
-  assert_int_equal(l.n_steps, 2);
+  assert_int_equal(l.n_steps, 3);
   assert_non_null(strstr(l.steps[0].impl, "fa2.bf16.pg16.d128.causal-br."));
   assert_non_null(strstr(l.steps[0].why, "paged prefill default"));
-  assert_string_equal(l.steps[1].impl, "naive");
+  assert_string_equal(l.steps[1].impl, "cudnn");
+  assert_string_equal(l.steps[2].impl, "naive");
 
   /* Ragged Q with paged K/V: fa2's .pg<N>.rgq default (chunked prefill on a paged cache). */
   at_serving_layout ragged = at_serving_layout_make(&prefill, AT_SEQ_RAGGED, AT_SEQ_PAGED, 16);
@@ -240,6 +242,7 @@ static void test_lookup_chain(void **state)
   assert_int_equal(l.n_steps, 2);
   assert_non_null(strstr(l.steps[0].impl, "fa2.bf16.pg16.rgq.d128.causal-br."));
   assert_string_equal(l.steps[1].impl, "naive");
+  assert_non_null(strstr(l.skipped, "cuDNN: unsupported"));
 }
 
 /* Keeps one split count per kernel: the split count is a launch argument, so variants that differ
