@@ -35,9 +35,8 @@ at_status gen_variant_check(const gen_variant *v, const gen_target *target)
     return at_fail(AT_ERR_INVALID, "page size %d is not one of %s", v->spec.page_size, at_page_sizes_text());
   if (v->spec.ragged != 0 && (!f->ragged || !gen_ragged_name(v->spec.ragged)))
     return at_fail(AT_ERR_INVALID, "%s variants cannot read ragged layout %d", f->name, v->spec.ragged);
-  if (v->spec.page_size != 0 && v->spec.ragged == GEN_RAGGED_QKV)
-    return at_fail(AT_ERR_INVALID, "paged K/V (page size %d) is not packed K/V (.rg): ragged Q with paged K/V is .rgq",
-                   v->spec.page_size);
+  at_status rc = gen_refuse_packed_paged(v->spec.page_size, v->spec.ragged);
+  if (rc != AT_OK) return rc;
   /* K and V in another dtype than Q: only where the family's spec allows it (decode). */
   if (v->spec.kv_dtype != AT_KV_SAME && f->spec_check(&v->spec) != AT_OK) return AT_ERR_INVALID;
   return f->check(v, target);
@@ -200,9 +199,8 @@ at_status gen_default_variant_serving(const at_shape *shape, int page_size, int 
                                       gen_variant *out)
 {
   if (ragged == GEN_RAGGED_NONE) return gen_default_variant_paged(shape, page_size, target, out);
-  if (page_size && ragged == GEN_RAGGED_QKV)
-    return at_fail(AT_ERR_INVALID, "paged K/V (page size %d) is not packed K/V (.rg): ragged Q with paged K/V is .rgq",
-                   page_size);
+  at_status rc = gen_refuse_packed_paged(page_size, ragged);
+  if (rc != AT_OK) return rc;
   return default_variant_ragged(shape, page_size, ragged, target, out);
 }
 

@@ -71,6 +71,9 @@ at_status gen_check_budgets(const gen_target *target, int threads, int smem, int
  * (ragged variants: T is the longest sequence, and the offsets and totals follow the list). */
 at_status gen_describe_fa_launch(const gen_variant *v, const at_shape *shape, int threads, int smem,
                                  gen_launch_desc *out);
+/* Paged K/V is never packed K/V: AT_ERR_INVALID for a page size with GEN_RAGGED_QKV (ragged Q with
+ * paged K/V is GEN_RAGGED_Q, .pg<N>.rgq), AT_OK otherwise. */
+at_status gen_refuse_packed_paged(int page_size, int ragged);
 /* Appends n arguments to k's list, refusing a list longer than GEN_MAX_ARGS. */
 at_status gen_launch_append_args(gen_kernel_launch *k, const gen_arg *args, int n);
 /* Paged K/V's arguments, after a kernel's others: block table, seqlens_kv, max_pages_per_seq,

@@ -38,6 +38,13 @@ const char *gen_ragged_name(int ragged)
   return ragged >= 0 && ragged < 3 ? NAMES[ragged] : NULL;
 }
 
+at_status gen_refuse_packed_paged(int page_size, int ragged)
+{
+  if (!page_size || ragged != GEN_RAGGED_QKV) return AT_OK;
+  return at_fail(AT_ERR_INVALID, "paged K/V (page size %d) is not packed K/V (.rg): ragged Q with paged K/V is .rgq",
+                 page_size);
+}
+
 /* Ragged tensors only where the family finds its rows through cu_seqlens; with pages only ragged
  * Q (.rgq: paged K/V is not packed) and only where the family also gathers pages. */
 static at_status check_ragged(const gen_family_ops *f, int page_size, int ragged)
@@ -49,9 +56,8 @@ static at_status check_ragged(const gen_family_ops *f, int page_size, int ragged
                    "%s reads padded tensors, not ragged ones (.%s): ragged prefill runs on fa2, fa3's "
                    "warp-specialized kernel and the naive kernels",
                    f->name, gen_ragged_name(ragged));
-  if (page_size && ragged == GEN_RAGGED_QKV)
-    return at_fail(AT_ERR_INVALID, "paged K/V (page size %d) is not packed K/V (.rg): ragged Q with paged K/V is .rgq",
-                   page_size);
+  at_status rc = gen_refuse_packed_paged(page_size, ragged);
+  if (rc != AT_OK) return rc;
   if (page_size && !f->paged)
     return at_fail(AT_ERR_UNSUPPORTED,
                    "%s has no kernel for ragged Q with paged K/V (page size %d); fa2 and the naive kernels run it",

@@ -181,21 +181,26 @@ static at_status variant_cubin(at_context *c, const gen_variant *v, const char *
   return AT_OK;
 }
 
+/* Load v's cubin into the module table under key (the caller holds c->lock). */
+static at_status load_into_table(at_context *c, const gen_variant *v, const char *key, const void *cubin)
+{
+  rt_variant lv;
+  memset(&lv, 0, sizeof lv);
+  at_status rc = rt_variant_load(v, cubin, &lv);
+  if (rc == AT_OK) rc = remember_loaded(c, key, &lv);
+  if (rc != AT_OK) rt_variant_unload(&lv);
+  return rc;
+}
+
 at_status rt_context_adopt_cubin(at_context *c, const char *key, const void *cubin)
 {
   gen_variant v;
-  rt_variant lv;
   at_status rc = gen_variant_parse(key, &v);
   if (rc != AT_OK) return rc;
   if (!cubin) return at_fail(AT_ERR_INVALID, "no cubin given for %s", key);
   if ((rc = bind_context(c)) != AT_OK) return rc;
   pthread_mutex_lock(&c->lock);
-  if (!find_loaded(c, key)) {
-    memset(&lv, 0, sizeof lv);
-    rc = rt_variant_load(&v, cubin, &lv);
-    if (rc == AT_OK) rc = remember_loaded(c, key, &lv);
-    if (rc != AT_OK) rt_variant_unload(&lv);
-  }
+  if (!find_loaded(c, key)) rc = load_into_table(c, &v, key, cubin);
   pthread_mutex_unlock(&c->lock);
   return rc;
 }
@@ -251,16 +256,10 @@ static at_status use_variant(at_context *c, at_plan *p, const gen_variant *v)
   loaded_variant *l = find_loaded(c, key);
   if (!l) {
     void *cubin = NULL;
-    rt_variant lv;
-    memset(&lv, 0, sizeof lv);
     rc = variant_cubin(c, v, key, &cubin, &p->info.compiled);
-    if (rc == AT_OK) rc = rt_variant_load(v, cubin, &lv);
-    if (rc == AT_OK) rc = remember_loaded(c, key, &lv);
+    if (rc == AT_OK) rc = load_into_table(c, v, key, cubin);
     free(cubin);
-    if (rc != AT_OK) {
-      rt_variant_unload(&lv);
-      return rc;
-    }
+    if (rc != AT_OK) return rc;
     l = &c->loaded[c->n_loaded - 1];
   }
   if (scratch && (rc = rt_variant_scratch_alloc(v, &p->shape, &p->scratch)) != AT_OK) return rc;

@@ -474,7 +474,8 @@ static int64_t batch_stride(at_strides st, int64_t len, int packed)
 }
 
 /* Q [B,Nq,T,D]; K as given [B,Nkv,S,D] or transposed Kᵀ [B,Nkv,D,S]; V [B,Nkv,S,D]; O [B,Nq,T,D];
- * packed ones with their ragged offsets (r may be NULL: padded). */
+ * packed ones with their ragged offsets (r may be NULL: padded). Paged K/V are the paged loads'
+ * (b_paged_kv): out[1] and out[2] are left NULL. */
 static void b_qkvo(builder *b, const plan_key *k, int k_transposed, const ragged_tensors *r,
                    cudnnBackendDescriptor_t out[4])
 {
@@ -485,6 +486,10 @@ static void b_qkvo(builder *b, const plan_key *k, int k_transposed, const ragged
   const int64_t kb = batch_stride(k->k, S, k->kv_ragged), vb = batch_stride(k->v, S, k->kv_ragged);
   out[0] = b_tensor_at(b, UID_Q, b->io, (int64_t[4]){B, H, T, D}, (int64_t[4]){qb, k->q.head, k->q.seq, 1}, false,
                        r->off_q);
+  out[3] = b_tensor_at(b, UID_O, b->io, (int64_t[4]){B, H, T, D}, (int64_t[4]){ob, k->o.head, k->o.seq, 1}, false,
+                       r->off_o);
+  out[1] = out[2] = NULL;
+  if (k->page_size) return;
   if (k_transposed)
     out[1] = b_tensor_at(b, UID_K, b->io, (int64_t[4]){B, Hk, D, S}, (int64_t[4]){kb, k->k.head, 1, k->k.seq}, false,
                          r->off_k);
@@ -493,8 +498,6 @@ static void b_qkvo(builder *b, const plan_key *k, int k_transposed, const ragged
                          r->off_k);
   out[2] = b_tensor_at(b, UID_V, b->io, (int64_t[4]){B, Hk, S, D}, (int64_t[4]){vb, k->v.head, k->v.seq, 1}, false,
                        r->off_v);
-  out[3] = b_tensor_at(b, UID_O, b->io, (int64_t[4]){B, H, T, D}, (int64_t[4]){ob, k->o.head, k->o.seq, 1}, false,
-                       r->off_o);
 }
 
 #if HEADERS_HAVE_PAGED
@@ -643,7 +646,7 @@ static void build_composite(builder *b, const plan_key *k, size_t version)
   const int per_seq = per_sequence(k);
   b_qkvo(b, k, 1, &r, t);
 #if HEADERS_HAVE_PAGED
-  if (k->page_size) b_paged_kv(b, k, &r, &t[1], &t[2]); /* replaces b_qkvo's K and V */
+  if (k->page_size) b_paged_kv(b, k, &r, &t[1], &t[2]);
 #endif
   b->e->attn_scale = k->scale;
   cudnnBackendDescriptor_t scale = b_scalar(b, UID_SCALE, F, true);
