@@ -222,16 +222,18 @@
  *      Measured (one run, the best listed variant before and after): e4m3 K/V B1 S4k 7.0 ->
  *      6.7 us, B1 S16k 12.8 -> 12.2, B8 S16k 65.6 -> 64.7, B8 T16 S8k causal-br 94.9 -> 69.5 us
  *      (bf16 K/V there: 73.1); bf16 K/V unchanged (B1 S4k 8.0 -> 7.9, S16k 19.5 -> 19.5).
- *   10. paged copies addressed as pool + row offset + page * page bytes (one wide multiply-add;
- *      a page outside the pool addresses page 0 with src-size 0, so no select). cuobjdump
+ *   10. paged copies addressed as page 0's column and row + a compile-time number of row steps
+ *      + page * page bytes (one wide multiply-add per copy; a page outside the pool addresses
+ *      page 0 with src-size 0, so no select; one pool test per page, not per copy). cuobjdump
  *      before: the 32 copies of a bn128 w4 tile took 763 instructions of the K/V loop
  *      (contiguous: 139), 64-bit products recomputed per copy with constants reloaded under
  *      predicates; the paged kernels fell behind most where a CTA streams most keys (B1 S16k,
- *      8 splits: 33.2 us against 23.5 contiguous). After: 247. Measured (one run each, page 16,
- *      the same keys): B1 S16k 8 splits 33.2 -> 26.4 us, 8 splits .cl 32.6 -> 25.2, 4 splits
- *      .cl 61.1 -> 41.0; the best paged B1 S16k unchanged at 24.3 us (16 splits; 91.3% of
- *      contiguous before, 89.4% after, contiguous's best moving 22.1 -> 21.7); B8 S16k 130.5 ->
- *      126.8 us, 95.0% -> 95.9% of contiguous.
+ *      8 splits: 33.2 us against 23.5 contiguous), so the 8-split cluster that is contiguous's
+ *      best at B1 was out of reach. After: 200. Measured (page 16, the same keys, one run each;
+ *      first form = the address without the per-page test, 247 instructions): B1 S16k bn128 w4
+ *      s3 sp8.cl 32.6 -> 25.2 (first form) -> 24.0 us, the best paged variant now, 92.3% of
+ *      contiguous (before: the 16-split kernel at 24.3 us, 89.4-91.3%); w8 sp8.cl 33.0 -> 29.3
+ *      -> 25.0; B8 S16k best 130.5 -> 126.8 -> 129.2 us, 95.0% -> 95.9% -> 95.8% of contiguous.
  *   Tried after 10, not kept: L2 prefetch of the split's table entries (paged) or first K/V
  *      tiles (contiguous) before griddepcontrol.wait: no paged gain, contiguous B1 S4k 7.9 ->
  *      8.1 us and S16k 19.2 -> 19.4 in the same run.
@@ -748,23 +750,26 @@ __device__ __forceinline__ void dec_load_kv_paged(unsigned tile, const dec_kv_t 
     }
     const int rem = j_end - j0 - r; /* rows of this thread's column still in range: i*STEP < rem */
     const int first = DEC_PS >= DEC_BN ? (int)((unsigned)j0 % DEC_PS) : 0; /* row of key j0 in its page */
-    /* Byte offsets: the page's (page * page bytes, one wide multiply-add) plus the row's within
-     * the page, which is this thread's first row plus a compile-time number of STEP-row steps. A
-     * page outside the pool reads as page 0 (its copy has src-size 0), so every address is in
-     * the pool and needs no select. */
-    const unsigned char *col = (const unsigned char *)(pool + c * DEC_KV_EPC);
+    /* Addresses: this thread's column and first row in page 0, plus a compile-time number of
+     * STEP-row steps (the row within the page), plus page * page bytes, the one wide multiply-add
+     * per copy. A page outside the pool addresses page 0 with src-size 0, so every address is in
+     * the pool and needs no select. Such a page sets *bad whether or not its rows are in range:
+     * entries past a sequence's last page only meet its last tiles, which the masked path (that
+     * *bad turns on) computes correctly anyway, and one test per page replaces one per copy. */
     const unsigned long long page_bytes = (unsigned long long)page_stride * sizeof(dec_kv_t);
-    const long long row0 = (long long)(DEC_PS >= STEP ? first + r : r % DEC_PS) * stride * (long long)sizeof(dec_kv_t);
-    const long long step_bytes = (long long)STEP * stride * (long long)sizeof(dec_kv_t);
+    const unsigned long long base0 =
+        (unsigned long long)(pool + c * DEC_KV_EPC) +
+        (unsigned long long)((long long)(DEC_PS >= STEP ? first + r : r % DEC_PS) * stride * (long long)sizeof(dec_kv_t));
+    const unsigned long long step_bytes = (unsigned long long)((long long)STEP * stride * (long long)sizeof(dec_kv_t));
 #pragma unroll
     for (int i = 0; i < PER_THREAD; i++) {
-      const int k = DEC_PS >= STEP ? (i * STEP) % DEC_PS / STEP : 0; /* steps below row0 */
+      const int k = DEC_PS >= STEP ? (i * STEP) % DEC_PS / STEP : 0; /* steps below the first row */
       const bool in_pool = (unsigned)page[i] < (unsigned)num_pages;
-      const bool valid = i * STEP < rem && in_pool;
-      bad |= i * STEP < rem && !in_pool;
+      bad |= !in_pool;
       const unsigned pg = in_pool ? (unsigned)page[i] : 0u;
-      const unsigned char *src = col + (row0 + k * step_bytes) + pg * page_bytes;
-      at_cp_async16(tile + dec_swz<DEC_KVROW>(r + i * STEP, c), src, valid ? 16 : 0);
+      const unsigned long long base_k = base0 + (unsigned long long)k * step_bytes;
+      at_cp_async16(tile + dec_swz<DEC_KVROW>(r + i * STEP, c), (const void *)(base_k + pg * page_bytes),
+                    i * STEP < rem && in_pool ? 16 : 0);
     }
   } else {
 #pragma unroll
