@@ -163,7 +163,8 @@
  *   zero-filled (src-size 0) and the thread notes it; the loop's barrier becomes
  *   __syncthreads_or of those notes, and from then on every tile takes the masked path, which
  *   also masks (-inf) the keys of such pages (read back from the ring). Entries of the
- *   sequence's row past its last page may be loaded but are never used; entries past the row
+ *   sequence's row past its last page may be loaded but their keys are never used (one outside
+ *   the pool still turns the masked path on for the last tiles, step 10); entries past the row
  *   are not loaded.
  *
  * descale_k / descale_v: NULL means 1 (16-bit K/V pass NULL): descale_k folds into scale_log2,
