@@ -78,11 +78,13 @@ static int register_estimate(const gen_variant *v)
   const int fp8 = at_dtype_is_fp8(v->spec.dtype);
   /* Consumers of warp-specialized variants hold no load addresses: about 32 besides the tiles. */
   const int p_words = v->block_n / (fp8 ? 8 : 4);
-  /* Persistent with lse: S stays live across the K/V loop's back edge (v17) while the work-tile
-   * loop and the lse epilogue hold theirs, and ptxas spilled 48-184 bytes in exactly the tiles
-   * that BN/4 more registers put over setmaxnreg's budget (all of them, and none that it kept). */
-  const int persistent_lse = v->persistent && v->spec.with_lse ? v->block_n / 4 : 0;
-  if (v->ws) return (tile_cols(v) + ones_rows(v)) / 2 + v->block_n / 2 + p_words + 32 + persistent_lse;
+  /* Persistent: S stays live across the K/V loop's back edge (v17) while the work-tile loop holds
+   * its state. With lse ptxas spilled 48-184 bytes in exactly the tiles that BN/4 more registers
+   * put over setmaxnreg's budget (all of them, and none that it kept); without lse, NVRTC 13.0
+   * spilled 96-380 bytes at D 64-128 in exactly those tiles too, 28 of them (and in none of the
+   * kept ones; D 192 and 256 lose none). */
+  const int persistent_live_s = v->persistent ? v->block_n / 4 : 0;
+  if (v->ws) return (tile_cols(v) + ones_rows(v)) / 2 + v->block_n / 2 + p_words + 32 + persistent_live_s;
   const int transpose_units = fp8 ? (v->spec.head_dim / 32) * (v->block_n / 16) / v->warps : 0;
   return v->spec.head_dim / 2 + v->block_n / 2 + p_words + 56 + 7 * transpose_units;
 }
