@@ -1011,9 +1011,15 @@ static void test_fa3_persistent_family(void **state)
   assert_string_equal(key, "fa3.bf16.d128.causal.g4.bm128.bn128.w8.s2.ws.pers.lse");
   TU_OK(gen_entry_name(&v, key, sizeof key));
   assert_string_equal(key, "fa3_bf16_d128_causal_g4_bm128_bn128_w8_s2_ws_pers_lse");
-  TU_OK(gen_variant_parse("fa3.f16.d64.causal-br.g1.bm192.bn128.w12.s2.wspp.pers", &back));
+  TU_OK(gen_variant_parse("fa3.f16.d64.causal-br.g1.bm192.bn96.w12.s2.wspp.pers", &back));
   assert_int_equal(back.ws, 2);
   assert_int_equal(back.persistent, 1);
+  TU_OK(gen_variant_check(&back, &t));
+  /* Its bn128 twin is refused: the loop keeps S live (BN/4 registers more), and at bf16 causal
+   * NVRTC spilled 240-252 bytes there; without .pers the tile fits. */
+  TU_OK(gen_variant_parse("fa3.f16.d64.causal-br.g1.bm192.bn128.w12.s2.wspp.pers", &back));
+  tu_expect_refused(gen_variant_check(&back, &t), AT_ERR_UNSUPPORTED, "would spill");
+  TU_OK(gen_variant_parse("fa3.f16.d64.causal-br.g1.bm192.bn128.w12.s2.wspp", &back));
   TU_OK(gen_variant_check(&back, &t));
   /* the same budgets as the tile without the loop (the barrier room has space for Q's empty) */
   gen_variant plain = v;
@@ -1094,8 +1100,8 @@ static void test_fa3_persistent_family(void **state)
   assert_int_equal(d.work_tiles, 0);
 
   /* Enumeration: every warp-specialized causal tile, then the persistent twins of those whose
-   * twin fits the registers (with lse the large ones do not), in the same order (measured
-   * slower: they come last); none without a mask, none for FP8. */
+   * twin fits the registers (the large ones do not, with lse or without), in the same order
+   * (measured slower: they come last); none without a mask, none for FP8. */
   gen_variant vs[GEN_MAX_VARIANTS];
   int n = 0, twins = 0;
   const at_mask causal[] = {AT_MASK_CAUSAL_TL, AT_MASK_CAUSAL_BR};
@@ -1125,8 +1131,7 @@ static void test_fa3_persistent_family(void **state)
         assert_memory_equal(&back, &vs[i], sizeof back);
       }
       assert_int_equal(n_pers, n_fit);
-      if (!lse) assert_int_equal(n_pers, n_ws);
-      else assert_true(n_pers < n_ws);
+      assert_true(n_pers > 0 && n_pers < n_ws); /* the loop keeps S live: the largest tiles' twins do not fit */
     }
   assert_true(twins >= 2 * 16);
   const at_shape none[] = {shape_of(AT_DTYPE_BF16, 128, AT_MASK_NONE, 32, 8, 1),
