@@ -225,6 +225,45 @@ static void test_launch_and_source(void **state)
     assert_non_null(strstr(src, i == 0 ? "#define FA2_PAGE_SIZE 16 " : "#define FA2_PAGE_SIZE 1 "));
     free(src);
   }
+
+  /* fa3's paged prefill: the same grid and shared memory as contiguous; the four paged arguments
+   * after fa2's (and a ragged variant's offsets), then the three tensor maps (the kernel's
+   * order); K's and V's boxes one page's rows, or block_n where a page holds several tiles. */
+  static const struct {
+    const char *key;
+    int box_rows;
+  } fa3_keys[] = {{"fa3.bf16.pg16.d128.causal-br.g4.bm128.bn176.w8.s2.ws", 16},
+                  {"fa3.bf16.pg64.rgq.d128.causal-br.g4.bm128.bn128.w8.s2.wspp.lse", 64},
+                  {"fa3.f16.pg256.d64.none.g4.bm192.bn128.w12.s3.ws", 128}};
+  for (size_t i = 0; i < sizeof fa3_keys / sizeof *fa3_keys; i++) {
+    TU_OK(gen_variant_parse(fa3_keys[i].key, &v));
+    TU_OK(gen_variant_check(&v, &t));
+    c = v;
+    c.spec.page_size = 0;
+    at_shape sh = pre;
+    sh.head_dim = v.spec.head_dim, sh.mask = v.spec.mask, sh.with_lse = v.spec.with_lse, sh.dtype = v.spec.dtype;
+    TU_OK(gen_launch_describe(&v, &sh, &dp));
+    TU_OK(gen_launch_describe(&c, &sh, &dc));
+    assert_memory_equal(dp.kernels[0].grid, dc.kernels[0].grid, sizeof dc.kernels[0].grid);
+    assert_int_equal(gen_smem_bytes(&v), gen_smem_bytes(&c));
+    k = &dp.kernels[0];
+    assert_int_equal(k->n_args, dc.kernels[0].n_args + 4);
+    assert_int_equal(k->args[k->n_args - 7], GEN_ARG_BLOCK_TABLE);
+    assert_int_equal(k->args[k->n_args - 6], GEN_ARG_SEQLENS_KV);
+    assert_int_equal(k->args[k->n_args - 5], GEN_ARG_MAX_PAGES_PER_SEQ);
+    assert_int_equal(k->args[k->n_args - 4], GEN_ARG_NUM_PAGES);
+    assert_int_equal(k->args[k->n_args - 3], GEN_ARG_TMAP_Q);
+    assert_int_equal(k->args[k->n_args - 1], GEN_ARG_TMAP_V);
+    assert_int_equal(dp.tmap_rows[0], v.block_m);
+    assert_int_equal(dp.tmap_rows[1], fa3_keys[i].box_rows);
+    assert_int_equal(dp.tmap_rows[2], fa3_keys[i].box_rows);
+    assert_int_equal(dc.tmap_rows[1], v.block_n);
+    TU_OK(gen_emit(&v, &t, &src));
+    char define[48];
+    snprintf(define, sizeof define, "#define FA3_PAGE_SIZE %d ", v.spec.page_size);
+    assert_non_null(strstr(src, define));
+    free(src);
+  }
 }
 
 /* The lookup chain of a serving plan: padded Q with paged K/V gets the paged decode default
