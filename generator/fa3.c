@@ -182,6 +182,27 @@ static at_status check_ragged(const gen_variant *v)
   return AT_OK;
 }
 
+/* Paged K/V (.pg<N>, padded Q or .rgq) runs in the 16-bit warp-specialized kernel with one CTA
+ * per query block: its TMA producer reads K/V tiles as boxes of whole pages (templates/fa3.cu
+ * "Paged K/V"), so the page size and block_n divide one another, and a page is 16 keys at least
+ * (a box's rows start on the 128-byte swizzle's 8-row period; 16 bits of a stage's mask cover a
+ * tile's boxes). */
+static at_status check_paged(const gen_variant *v)
+{
+  const int ps = v->spec.page_size;
+  if (!ps) return AT_OK;
+  if (!v->ws || v->persistent || v->vt || at_dtype_is_fp8(v->spec.dtype))
+    return at_fail(AT_ERR_UNSUPPORTED,
+                   "paged fa3 (.pg%d) is the warp-specialized 16-bit kernel without .pers (got %s%s, %s inputs)", ps,
+                   v->ws ? "ws" : "in-CTA", v->persistent ? " persistent" : "", at_dtype_name(v->spec.dtype));
+  if (ps < 16 || (v->block_n % ps != 0 && ps % v->block_n != 0))
+    return at_fail(AT_ERR_UNSUPPORTED,
+                   "paged fa3 loads whole pages of at least 16 keys per box: page size %d and block_n %d must divide "
+                   "one another",
+                   ps, v->block_n);
+  return AT_OK;
+}
+
 static at_status check_in_cta_tiles(const gen_variant *v)
 {
   if (v->warps != 4 && v->warps != 8)
@@ -213,7 +234,8 @@ static at_status check(const gen_variant *v, const gen_target *target)
   if (s->gqa < 1 || s->gqa > 1024) return at_fail(AT_ERR_INVALID, "GQA ratio %d is out of range (1..1024)", s->gqa);
   at_status rc = check_vt(v);
   if (rc != AT_OK || (rc = v->ws ? check_ws_tiles(v) : check_in_cta_tiles(v)) != AT_OK) return rc;
-  if ((rc = check_persistent(v)) != AT_OK || (rc = check_ragged(v)) != AT_OK) return rc;
+  if ((rc = check_persistent(v)) != AT_OK || (rc = check_ragged(v)) != AT_OK || (rc = check_paged(v)) != AT_OK)
+    return rc;
   if (v->block_m != 16 * v->warps)
     return at_fail(AT_ERR_UNSUPPORTED, "fa3 block_m must be 16 rows per warp (%d for %d warps), not %d",
                    16 * v->warps, v->warps, v->block_m);
@@ -271,7 +293,8 @@ static at_status enumerate(const gen_spec *spec, const gen_target *target, const
                            gen_variant *out, int cap, int *n)
 {
   at_status rc;
-  if (spec->ragged) return enumerate_ws(spec, target, shape, 0, out, cap, n); /* check_ragged keeps its kind */
+  /* check_ragged and check_paged keep their kind */
+  if (spec->ragged || spec->page_size) return enumerate_ws(spec, target, shape, 0, out, cap, n);
   if (!at_dtype_is_fp8(spec->dtype)) {
     rc = enumerate_ws(spec, target, shape, 0, out, cap, n);
     return rc != AT_OK ? rc : enumerate_in_cta(spec, target, shape, out, cap, n);
@@ -314,6 +337,9 @@ static int default_ws_variant(const gen_spec *spec, const gen_target *target, ge
 static int default_variant(const gen_spec *spec, const gen_target *target, const at_shape *shape,
                            gen_variant *out)
 {
+  /* Paged K/V: listed for tuning, which checks each against the naive kernels; fa2's paged
+   * kernels stay the default until these have run on a GPU (docs/perf.md, "fa3 reads pages"). */
+  if (spec->page_size) return 0;
   if (default_ws_variant(spec, target, out)) return 1;
   if (spec->ragged) return 0; /* only the warp-specialized kernel reads ragged tensors */
   static const struct { int max_d, block_n, warps, stages; } prefs[] = {
@@ -472,7 +498,9 @@ static at_status describe_launch(const gen_variant *v, const at_shape *shape, ge
   static const gen_arg TMAP_ARGS[] = {GEN_ARG_TMAP_Q, GEN_ARG_TMAP_K, GEN_ARG_TMAP_V};
   if ((rc = gen_launch_append_args(k, TMAP_ARGS, COUNT(TMAP_ARGS))) != AT_OK) return rc;
   out->tmap_rows[0] = v->block_m;
-  out->tmap_rows[1] = out->tmap_rows[2] = v->block_n;
+  /* Paged: K and V come as boxes of one page's rows (the page, or block_n if pages are longer). */
+  const int ps = v->spec.page_size;
+  out->tmap_rows[1] = out->tmap_rows[2] = ps && ps < v->block_n ? ps : v->block_n;
   if (v->persistent) return describe_persistent(shape, out);
   if (v->spec.mask != AT_MASK_NONE && !v->spec.ragged && k->grid[0]) { /* (Nq, B, query blocks): the template says why */
     if (k->grid[0] > 65535 || k->grid[2] > 65535)
@@ -507,6 +535,7 @@ const gen_family_ops gen_fa3_family = {
     .split_kv = 0,
     .warp_specialized = 1,
     .ragged = 1,
+    .paged = 1,
     .target_ok = target_ok,
     .spec_check = spec_check,
     .check = check,

@@ -82,8 +82,9 @@ static at_status refuse_paged(const at_shape *shape, int page_size)
   if (shape->q_len > 0) snprintf(t, sizeof t, "for T = %d", shape->q_len);
   return at_fail(AT_ERR_UNSUPPORTED,
                  "no generated variant reads K/V in pages of %d %s for head dim %d %s: paged K/V runs on the "
-                 "decode family for queries of 1 to %d tokens and on fa2 for longer or ragged ones (fa3 reads "
-                 "contiguous K and V; the naive kernels run it)",
+                 "decode family for queries of 1 to %d tokens, on fa2 for longer or ragged ones, and on fa3's "
+                 "warp-specialized 16-bit kernel for those with pages of 16 tokens or more; the naive kernels "
+                 "run it)",
                  page_size, t, shape->head_dim, at_dtypes_name(shape->dtype, shape->kv_dtype), GEN_DECODE_MAX_T);
 }
 
@@ -99,7 +100,7 @@ static at_status refuse_ragged(const at_shape *shape, int page_size, int ragged,
   const char *what = ragged != GEN_RAGGED_Q ? "ragged Q and K/V" : page_size ? "ragged Q with paged K/V" : "ragged Q with padded K/V";
   return at_fail(AT_ERR_UNSUPPORTED,
                  "no generated variant reads %s tensors (.%s) for head dim %d %s on %s (fa2 and fa3's "
-                 "warp-specialized kernel run ragged prefill, fa2 alone with paged K/V; the naive kernels run it)",
+                 "warp-specialized kernel run ragged prefill, also with paged K/V; the naive kernels run it)",
                  what, gen_ragged_name(ragged), shape->head_dim, at_dtype_name(shape->dtype), target->arch);
 }
 

@@ -27,7 +27,7 @@ static at_status check_page_size(const gen_family_ops *f, int page_size)
   if (!f->paged)
     return at_fail(AT_ERR_UNSUPPORTED,
                    "%s reads contiguous K and V, not pages (page size %d): paged K/V runs on the decode family "
-                   "(queries of 1 to %d tokens), fa2 (longer queries, and ragged Q) and the naive kernels",
+                   "(queries of 1 to %d tokens), fa2 and fa3 (longer queries, and ragged Q) and the naive kernels",
                    f->name, page_size, GEN_DECODE_MAX_T);
   return AT_OK;
 }
@@ -326,7 +326,7 @@ at_status gen_variant_parse(const char *key, gen_variant *out)
   if (n > 14) return at_fail(AT_ERR_INVALID, "variant key '%s' has too many fields", key);
   if (out->spec.page_size && !gen_family_row(out->family)->paged)
     return at_fail(AT_ERR_INVALID,
-                   "variant key '%s': family %s reads contiguous K and V (no .pg<N>; paged K/V runs on decode and fa2)", key,
+                   "variant key '%s': family %s reads contiguous K and V (no .pg<N>; paged K/V runs on decode, fa2 and fa3)", key,
                    gen_family_row(out->family)->name);
   if (out->spec.page_size && !at_page_size_allowed(out->spec.page_size))
     return at_fail(AT_ERR_INVALID, "variant key '%s': page size %d is not one of %s", key, out->spec.page_size,

@@ -301,7 +301,10 @@ AT_API at_status at_plan_benchmark(at_plan *plan, const at_tensors *t, const at_
  * runs over the query blocks of the sequences one after another. Paged K/V in Q's dtype under
  * padded Q of more than 16 tokens (prefill into a paged cache) or under ragged Q runs fa2's paged
  * variants (.pg<N>, and .pg<N>.rgq for ragged Q, e.g.
- * "fa2.bf16.pg16.rgq.d128.causal.g4.bm128.bn128.w8.s2"), planned the same way. Everything else
+ * "fa2.bf16.pg16.rgq.d128.causal.g4.bm128.bn128.w8.s2"), planned the same way; on sm_90a with
+ * f16/bf16 and pages of 16 tokens or more, fa3's warp-specialized kernel also has paged variants
+ * (e.g. "fa3.bf16.pg16.rgq.d128.causal.g4.bm128.bn176.w8.s2.ws": TMA boxes of whole pages),
+ * which tuning lists and checks; fa2's stay the default until fa3's have been measured. Everything else
  * (padded Q with ragged K/V, an FP8 KV cache with ragged or longer Q) runs only the naive
  * reference kernels (impl "naive", and what "auto" falls back to; at_plan_info.reason says why).
  * cuDNN ("cudnn", and the step of "auto" after the generated default) runs, in f16/bf16 with

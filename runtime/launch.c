@@ -195,7 +195,7 @@ static at_status encode_tmap(CUtensorMap *map, const char *name, const void *ptr
 /* Ragged tensors are one batch of total rows (the map's batch dim 1): a kernel addresses row
  * cu_seqlens[b] + i, and the map's bounds are the packed tensor's. */
 static at_status encode_tmaps(rt_launch_frame *f, const gen_variant *v, const at_shape *shape, const at_tensors *t,
-                              const rt_ragged_args *ragged)
+                              const rt_paged_args *paged, const rt_ragged_args *ragged)
 {
   const int *rows = f->desc.tmap_rows;
   at_status rc = AT_OK;
@@ -206,6 +206,9 @@ static at_status encode_tmaps(rt_launch_frame *f, const gen_variant *v, const at
     q_shape.batch = 1, q_rows = ragged->total_q, q_st.batch = 0;
     if (v->spec.ragged == GEN_RAGGED_QKV) kv_shape.batch = 1, kv_rows = ragged->total_kv, k_st.batch = v_st.batch = 0;
   }
+  /* Paged K/V: the pools as (D, page, Nkv, pages), the layout's batch stride between pages; a
+   * table entry outside the pool is outside the map, whose boxes there TMA fills with zeros. */
+  if (paged && v->spec.page_size) kv_shape.batch = paged->num_pages, kv_rows = v->spec.page_size;
   /* A map needs at least one row; an empty packed tensor is never read (every CTA returns). */
   if (q_rows < 1) q_rows = 1;
   if (kv_rows < 1) kv_rows = 1;
@@ -301,7 +304,7 @@ at_status rt_variant_prepare_serving(const rt_variant *lv, const at_shape *shape
     return at_fail(AT_ERR_INVALID, "variant needs %zu bytes of scratch and none was given", d->scratch_bytes);
   if (scratch % 256 != 0) return at_fail(AT_ERR_INVALID, "scratch is not 256-byte aligned");
   fill_slots(f, v, shape, t, fp8, paged, ragged, scratch);
-  if ((rc = encode_tmaps(f, v, shape, t, ragged)) != AT_OK || (rc = encode_scratch_tmap(f, scratch)) != AT_OK) return rc;
+  if ((rc = encode_tmaps(f, v, shape, t, paged, ragged)) != AT_OK || (rc = encode_scratch_tmap(f, scratch)) != AT_OK) return rc;
   for (int k = 0; k < d->n_kernels; k++) {
     const gen_kernel_launch *kl = &d->kernels[k];
     f->fn[k] = lv->fn[kl->entry];

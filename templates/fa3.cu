@@ -27,6 +27,8 @@
  * first order, its mbarrier ring and ping-pong running on from one work tile to the next.
  * With FA3_RAGGED 1 or 2 (16-bit, not persistent) it reads packed Q/O (and K/V) of varlen
  * prefill: each CTA takes its sequence's lengths and first rows from cu_seqlens ("Ragged" below).
+ * With FA3_PAGE_SIZE > 0 (16-bit, not persistent, padded or ragged Q) its producer gathers K and
+ * V from pools of pages through a block table, by TMA ("Paged K/V" below).
  *
  * Work split: grid (ceil(T / BLOCK_M), Nq, B); BLOCK_M = 64 per warpgroup; warp w of the CTA owns
  * query rows 16w..16w+15, so the online softmax is fa2's, per warp, with quad shuffles.
@@ -139,6 +141,14 @@
  *       D128 1.02x, causal 1.06x, D64 1.03x, D256 1.05x, e4m3 D128 1.03-1.05x, D256 1.03x;
  *       with v16 e4m3 D128 192x96 w12 887 TFLOP/s (cuDNN ~912). Tried after it: the ping-pong
  *       turn passed after P V's issue: every .wspp slower (bf16 D128 619 -> 496).
+ *   v18 (FA3_PAGE_SIZE, 16-bit .ws/.wspp): paged K/V ("Paged K/V" below): the producer reads a
+ *       tile's block-table entries and issues one TMA box per page, so ragged Q on a paged cache
+ *       can run at fa3's rate instead of fa2's (51% of the contiguous fa3 ideal at 16 sequences
+ *       of 512-8192, docs/perf.md). Predicted: within a few percent of contiguous fa3 at pages
+ *       of 64 and more, since the boxes are the same bytes and a tile's table reads are the
+ *       producer's (BN / page size per tile, behind STAGES tiles of MMA); at 16, 8-11 boxes per
+ *       column block per tile. Compiled with 0 spills and non-paged SASS unchanged; NOT YET RUN ON
+ *       A GPU: listed for tuning (which checks every candidate), not a default.
  * Copies by cp.async and stores by threads are generic-proxy writes; wgmma reads shared memory
  * through the async proxy, hence fence.proxy.async before the barriers that publish them.
  */
@@ -750,6 +760,38 @@ static_assert(!FA3_PERSISTENT || (!FA3_FP8 && FA3_CAUSAL), "persistent: f16/bf16
 #endif
 static_assert(!FA3_RAGGED || (!FA3_FP8 && !FA3_PERSISTENT), "ragged: the 16-bit kernel with one CTA per work tile");
 
+/* Paged K/V (FA3_PAGE_SIZE = PS > 0; the vLLM layout of include/attntune.h "Serving layouts"):
+ * K and V are pools [num_pages, PS, Nkv, D], and the maps of K and V describe them as (D, PS,
+ * Nkv, num_pages) with boxes of BOX = min(PS, BN) rows. Key j of sequence b is row j % PS of page
+ * block_table[b * max_pages_per_seq + j / PS], and S_b = clamp(seqlens_kv[b], 0, S) replaces S
+ * (keys, causal offset). PS and BN divide one another (generator/fa3.c), so a K/V tile is BN /
+ * BOX whole boxes, each in one page; the producer thread reads the tile's table entries (entries
+ * past the row read as -1) and issues one box per page and column block, to the box's rows of the
+ * tile. A page outside [0, num_pages) lies outside the map, so TMA fills its box with zeros and
+ * reads nothing; the producer sets the box's bit in the stage's mask (a word after the
+ * mbarriers, written before the stage's full barrier is armed, so the consumers' wait on it
+ * orders the read), and the consumers mask that box's keys (-inf). 16 bits cover BN / BOX <= 16
+ * (PS >= 16). */
+#ifndef FA3_PAGE_SIZE
+#define FA3_PAGE_SIZE 0
+#endif
+static_assert(!FA3_PAGE_SIZE || (!FA3_FP8 && !FA3_PERSISTENT && FA3_RAGGED != FA3_RAGGED_QKV),
+              "paged K/V: the 16-bit kernel with one CTA per work tile, padded or ragged Q");
+static constexpr int FA3_PAGE_BOX = FA3_PAGE_SIZE && FA3_PAGE_SIZE < FA3_BN ? FA3_PAGE_SIZE : FA3_BN;
+static_assert(!FA3_PAGE_SIZE || (FA3_PAGE_SIZE >= 16 && (FA3_BN % FA3_PAGE_SIZE == 0 || FA3_PAGE_SIZE % FA3_BN == 0)),
+              "paged K/V: page size >= 16, a divisor or a multiple of block_n");
+
+#if FA3_PAGE_SIZE > 0
+/* Paged: -inf for the keys of the boxes in bad (pages outside the pool). A box is BOX >= 16 keys,
+ * so each n8 tile of S lies in one. */
+__device__ __forceinline__ void fa3_mask_boxes(float (*s)[4], unsigned bad)
+{
+#pragma unroll
+  for (int nt = 0; nt < FA3_NT; nt++)
+    if ((bad >> (nt * 8 / FA3_PAGE_BOX)) & 1u) s[nt][0] = s[nt][1] = s[nt][2] = s[nt][3] = AT_NEG_INF;
+}
+#endif
+
 /* What every work tile of a warp-specialized CTA shares: the shared-memory tiles and mbarriers
  * (addresses), the call's lengths and the causal offset. */
 struct fa3_ws_ctx {
@@ -757,6 +799,9 @@ struct fa3_ws_ctx {
   unsigned bar_q, bar_full_k, bar_full_v, bar_empty_k, bar_empty_v, bar_vt_full, bar_vt_empty, bar_q_empty;
   int T, S, offset;
   int q_first, kv_first; /* ragged: the sequence's first rows in the packed tensors (else 0) */
+  const int *table_row;  /* paged: this sequence's block-table row (else 0) */
+  int max_pages;         /* paged: entries in it */
+  unsigned page_bad;     /* paged: STAGES words, the boxes of each stage's K tile outside the pool */
 };
 
 /* One work tile: query rows m0 .. m0 + BM - 1 of head h (K/V head hk) of batch b, and its K/V
@@ -795,15 +840,52 @@ __device__ __forceinline__ fa3_work fa3_work_tile(const fa3_ws_ctx &c, int i, in
   return fa3_work_at(c, m_blocks - 1 - r / batch, i - r * n_heads, r % batch);
 }
 
+#if FA3_PAGE_SIZE > 0
+/* The page of tile-relative box i of the tile from key0: its table entry, -1 past the row. */
+__device__ __forceinline__ int fa3_page_of_box(const fa3_ws_ctx &c, int key0, int i)
+{
+  const int p = (key0 + i * FA3_PAGE_BOX) / FA3_PAGE_SIZE;
+  return p < c.max_pages ? __ldg(c.table_row + p) : -1;
+}
+
+/* The boxes of the tile from key0 whose page is outside [0, num_pages): TMA fills them with zeros. */
+__device__ __forceinline__ unsigned fa3_bad_boxes(const fa3_ws_ctx &c, int key0, int num_pages)
+{
+  unsigned bad = 0;
+#pragma unroll 1 /* the producer runs on FA3_PRODUCER_REGS registers */
+  for (int i = 0; i < FA3_BN / FA3_PAGE_BOX; i++)
+    if ((unsigned)fa3_page_of_box(c, key0, i) >= (unsigned)num_pages) bad |= 1u << i;
+  return bad;
+}
+
+/* A K or V tile of BN keys from key0 (a multiple of BN), box by box through the table: box i
+ * (BOX rows of one page) into rows i * BOX .. of every column block. */
+__device__ __forceinline__ void fa3_tma_tile_paged(unsigned dst, const fa3_tmap *map, const fa3_ws_ctx &c, int key0,
+                                                   int head, unsigned bar)
+{
+  const int row = key0 % FA3_PAGE_SIZE; /* 0 unless a page holds several tiles */
+#pragma unroll 1
+  for (int i = 0; i < FA3_BN / FA3_PAGE_BOX; i++) {
+    const int page = fa3_page_of_box(c, key0, i);
+#pragma unroll
+    for (int col = 0; col < FA3_COLS; col++)
+      fa3_tma_load(dst + (col * FA3_BN + i * FA3_PAGE_BOX) * 128, map, col * (128 / FA3_ESIZE), row, head, page, bar);
+  }
+}
+#endif
+
 /* The producer thread's copies for one work tile: Q, then its K/V tiles into ring positions
  * it, it + 1, ... (stage u % STAGES, pass u / STAGES), each once the consumers freed that stage
  * in the previous pass. The ring position runs on across work tiles, as in the consumers, so
  * stage and parity stay those of one long sequence of K/V tiles. Persistent: Q has one buffer,
  * refilled for work tile j (this CTA's j-th) only after every consumer warp finished its last
  * Q K^T of tile j - 1 (bar_q_empty, phase j - 1; the first wait passes on the fresh barrier). */
+
 __device__ __forceinline__ void fa3_ws_produce(const fa3_ws_ctx &c, const fa3_work &w, int j, int it,
-                                               const fa3_tmap *tm_q, const fa3_tmap *tm_k, const fa3_tmap *tm_v)
+                                               const fa3_tmap *tm_q, const fa3_tmap *tm_k, const fa3_tmap *tm_v,
+                                               int num_pages)
 {
+  (void)num_pages;
   if (FA3_PERSISTENT) fa3_bar_wait(c.bar_q_empty, ((unsigned)j & 1u) ^ 1u);
   const int q_b = FA3_RAGGED ? 0 : w.b, kv_b = FA3_RAGGED == FA3_RAGGED_QKV ? 0 : w.b; /* packed: one batch */
   fa3_bar_expect(c.bar_q, FA3_Q_BYTES);
@@ -813,6 +895,18 @@ __device__ __forceinline__ void fa3_ws_produce(const fa3_ws_ctx &c, const fa3_wo
     const int s = u % FA3_STAGES;
     const unsigned phase = (unsigned)(u / FA3_STAGES) & 1u;
     fa3_bar_wait(c.bar_empty_k + 8 * s, phase ^ 1u);
+#if FA3_PAGE_SIZE > 0
+    (void)kv_b; /* pages are the maps' batch coordinate */
+    /* The stage's mask is written before its full barrier is armed: the consumers read it after
+     * their wait, and the stage (mask included) is not reused before every consumer warp freed it. */
+    asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(c.page_bad + 4 * s), "r"(fa3_bad_boxes(c, t * FA3_BN, num_pages))
+                 : "memory");
+    fa3_bar_expect(c.bar_full_k + 8 * s, FA3_KV_BYTES);
+    fa3_tma_tile_paged(c.k + s * FA3_KV_BYTES, tm_k, c, t * FA3_BN, w.hk, c.bar_full_k + 8 * s);
+    fa3_bar_wait(c.bar_empty_v + 8 * s, phase ^ 1u);
+    fa3_bar_expect(c.bar_full_v + 8 * s, FA3_KV_BYTES);
+    fa3_tma_tile_paged(c.v + s * FA3_KV_BYTES, tm_v, c, t * FA3_BN, w.hk, c.bar_full_v + 8 * s);
+#else
     fa3_bar_expect(c.bar_full_k + 8 * s, FA3_KV_BYTES);
     fa3_tma_tile<FA3_BN>(c.k + s * FA3_KV_BYTES, tm_k, c.kv_first + t * FA3_BN, w.hk, kv_b, c.bar_full_k + 8 * s);
     fa3_bar_wait(c.bar_empty_v + 8 * s, phase ^ 1u);
@@ -821,6 +915,7 @@ __device__ __forceinline__ void fa3_ws_produce(const fa3_ws_ctx &c, const fa3_wo
     fa3_tma_vt_tile(c.v + s * FA3_V_BYTES, tm_v, t * FA3_BN, w.hk, w.b, c.bar_full_v + 8 * s);
 #else
     fa3_tma_tile<FA3_BN>(c.v + s * FA3_KV_BYTES, tm_v, c.kv_first + t * FA3_BN, w.hk, kv_b, c.bar_full_v + 8 * s);
+#endif
 #endif
   }
 }
@@ -877,6 +972,12 @@ __device__ __forceinline__ void fa3_ws_consume(const fa3_ws_ctx &c, const fa3_wo
       if (v_release && lane == 0) fa3_bar_arrive(v_release);
     }
     fa3_bar_wait(c.bar_full_k + 8 * s, (unsigned)(u / FA3_STAGES) & 1u);
+#if FA3_PAGE_SIZE > 0
+    unsigned bad_boxes; /* read before this warp frees the stage, which the producer then rewrites */
+    asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(bad_boxes) : "r"(c.page_bad + 4 * s) : "memory");
+#else
+    constexpr unsigned bad_boxes = 0;
+#endif
 #if FA3_PRODUCER_TRANSPOSES /* never persistent: V^T's buffers count from the CTA's only work tile */
     const unsigned v_prev = c.vt + ((t - 1) & 1) * FA3_KV_BYTES;
     const unsigned bar_v_prev_full = c.bar_vt_full + 8 * ((t - 1) & 1), bar_v_prev_empty = c.bar_vt_empty + 8 * ((t - 1) & 1);
@@ -905,6 +1006,9 @@ __device__ __forceinline__ void fa3_ws_consume(const fa3_ws_ctx &c, const fa3_wo
     if (FA3_PERSISTENT && t == n_tiles - 1 && lane == 0) fa3_bar_arrive(c.bar_q_empty);
 
     if (t >= n_full) fa3_mask(sacc, row0, t * FA3_BN, c.S, c.offset, g, tq);
+#if FA3_PAGE_SIZE > 0
+    if (bad_boxes) fa3_mask_boxes(sacc, bad_boxes);
+#endif
     fa3_softmax(sacc, row_max, row_sum, alpha, scale_log2);
     v_release = t > 0 ? bar_v_prev_empty : 0u;
   }
@@ -944,6 +1048,10 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
            const int *__restrict__ cu_seqlens_q, const int *__restrict__ cu_seqlens_kv, int total_q, int total_kv,
            int n_seqs,
 #endif
+#if FA3_PAGE_SIZE > 0
+           const int *__restrict__ block_table, const int *__restrict__ seqlens_kv, int max_pages_per_seq,
+           int num_pages,
+#endif
            const __grid_constant__ fa3_tmap tm_q, const __grid_constant__ fa3_tmap tm_k,
            const __grid_constant__ fa3_tmap tm_v
 #if FA3_PERSISTENT
@@ -978,6 +1086,21 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
   (void)cu_seqlens_kv, (void)total_kv;
 #endif
 #endif
+#if FA3_PAGE_SIZE > 0
+  /* Paged: the sequence's length S_b = clamp(seqlens_kv[b], 0, S) replaces S, and its table row. */
+  {
+#if FA3_RAGGED
+    const int pb = rg_b;
+#else
+    const int pb = FA3_CAUSAL ? (int)blockIdx.y : (int)blockIdx.z; /* fa3_work_of_block's b */
+#endif
+    S = max(0, min(S, seqlens_kv[pb]));
+    c.table_row = block_table + (long long)pb * max_pages_per_seq, c.max_pages = max_pages_per_seq;
+  }
+#else
+  const int num_pages = 0;
+  c.table_row = 0, c.max_pages = 0;
+#endif
   c.T = T, c.S = S, c.offset = FA3_MASK == AT_MASK_CAUSAL_BR ? S - T : 0;
 #if FA3_PERSISTENT
   /* Work tiles i = blockIdx.x, + gridDim.x, ... (a static schedule: producer and consumers walk
@@ -1006,7 +1129,8 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
   c.bar_empty_k = c.bar_full_v + 8 * FA3_STAGES, c.bar_empty_v = c.bar_empty_k + 8 * FA3_STAGES;
   c.bar_vt_full = c.bar_empty_v + 8 * FA3_STAGES, c.bar_vt_empty = c.bar_vt_full + 16;
   c.bar_q_empty = c.bar_vt_empty + 16;
-  static_assert(8 * (1 + 4 * FA3_STAGES + 4 + 1) <= FA3_BAR_BYTES, "mbarriers fit their room");
+  c.page_bad = c.bar_q_empty + 8; /* paged: a word per stage */
+  static_assert(8 * (1 + 4 * FA3_STAGES + 4 + 1) + 4 * FA3_STAGES <= FA3_BAR_BYTES, "mbarriers fit their room");
   if (tid == 0) {
     fa3_bar_init(c.bar_q, 1);
 #pragma unroll
@@ -1035,11 +1159,11 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
 #if FA3_PERSISTENT
       for (int i = blockIdx.x, j = 0, it = 0; i < work_tiles; i += gridDim.x, j++) {
         const fa3_work w = fa3_work_tile(c, i, n_heads, batch, m_blocks);
-        fa3_ws_produce(c, w, j, it, &tm_q, &tm_k, &tm_v);
+        fa3_ws_produce(c, w, j, it, &tm_q, &tm_k, &tm_v, num_pages);
         it += w.n_tiles;
       }
 #else
-      fa3_ws_produce(c, work, 0, 0, &tm_q, &tm_k, &tm_v);
+      fa3_ws_produce(c, work, 0, 0, &tm_q, &tm_k, &tm_v, num_pages);
 #endif
     }
 #if FA3_PRODUCER_TRANSPOSES

@@ -74,8 +74,25 @@ static void test_keys_refused(void **state)
   assert_int_equal(v.spec.ragged, GEN_RAGGED_Q);
   tu_expect_refused(gen_variant_parse("fa2.bf16.pg16.rg.d128.causal.g4.bm128.bn64.w4.s2", &v), AT_ERR_INVALID,
                  "paged K/V is not packed K/V");
-  tu_expect_refused(gen_variant_parse("fa3.bf16.pg16.d128.none.g1.bm128.bn128.w8.s2", &v), AT_ERR_INVALID,
-                 "family fa3 reads contiguous K and V");
+  /* fa3 pages in its warp-specialized 16-bit kernel, in boxes of whole pages of 16 keys or more. */
+  TU_OK(gen_variant_parse("fa3.bf16.pg16.rgq.d128.causal.g4.bm128.bn176.w8.s2.ws", &v));
+  assert_int_equal(v.family, GEN_FAMILY_FA3);
+  assert_int_equal(v.spec.page_size, 16);
+  assert_int_equal(v.spec.ragged, GEN_RAGGED_Q);
+  const gen_target t = tu_sm90();
+  TU_OK(gen_variant_check(&v, &t));
+  static const struct {
+    const char *key, *why;
+  } fa3_refused[] = {
+      {"fa3.bf16.pg16.d128.none.g1.bm128.bn128.w8.s2", "paged fa3 (.pg16) is the warp-specialized 16-bit kernel"},
+      {"fa3.bf16.pg1.d128.none.g1.bm128.bn128.w8.s2.ws", "page size 1 and block_n 128 must divide one another"},
+      {"fa3.bf16.pg32.d128.none.g1.bm128.bn176.w8.s2.ws", "page size 32 and block_n 176"},
+      {"fa3.bf16.pg16.d128.causal.g4.bm128.bn128.w8.s2.ws.pers", "without .pers"},
+  };
+  for (size_t i = 0; i < sizeof fa3_refused / sizeof *fa3_refused; i++) {
+    TU_OK(gen_variant_parse(fa3_refused[i].key, &v));
+    tu_expect_refused(gen_variant_check(&v, &t), AT_ERR_UNSUPPORTED, fa3_refused[i].why);
+  }
 }
 
 static void test_specs_and_families(void **state)
@@ -88,8 +105,8 @@ static void test_specs_and_families(void **state)
   TU_OK(gen_spec_from_shape(GEN_FAMILY_DECODE, &s, &plain));
   assert_int_equal(plain.page_size, 0);
   TU_OK(gen_spec_from_shape_paged(GEN_FAMILY_FA2, &s, AT_DTYPE_BF16, 16, &spec));
-  tu_expect_refused(gen_spec_from_shape_paged(GEN_FAMILY_FA3, &s, AT_DTYPE_BF16, 16, &spec), AT_ERR_UNSUPPORTED,
-                 "fa3 reads contiguous K and V");
+  TU_OK(gen_spec_from_shape_paged(GEN_FAMILY_FA3, &s, AT_DTYPE_BF16, 16, &spec));
+  assert_int_equal(spec.page_size, 16);
   tu_expect_refused(gen_spec_from_shape_paged(GEN_FAMILY_DECODE, &s, AT_DTYPE_BF16, 8, &spec), AT_ERR_INVALID,
                  "page size 8");
 
@@ -108,17 +125,23 @@ static void test_specs_and_families(void **state)
   same_tiles.spec.page_size = 0;
   assert_memory_equal(&same_tiles, &c, sizeof c); /* the paged default is the contiguous one, paged */
 
-  /* Queries longer than decode's: fa2's paged variants (prefill), every one paged, its default
-   * first; a dtype decode does not read at T = 1: none (fa2 leaves short queries to decode). */
+  /* Queries longer than decode's: fa3's warp-specialized paged variants, then fa2's (prefill),
+   * every one paged; fa2's default; a dtype decode does not read at T = 1: none (fa2 and fa3
+   * leave short queries to decode). */
   const at_shape prefill = decode_shape(128, 4096, 32, 8, 128, AT_MASK_CAUSAL_BR, AT_KV_SAME);
   gen_variant vs[GEN_MAX_VARIANTS];
-  int n = 0;
+  int n = 0, n_fa2 = 0;
   TU_OK(gen_enumerate_paged(&prefill, 16, &t, vs, GEN_MAX_VARIANTS, &n));
   assert_true(n > 0);
+  assert_int_equal(vs[0].family, GEN_FAMILY_FA3);
   for (int i = 0; i < n; i++) {
-    assert_int_equal(vs[i].family, GEN_FAMILY_FA2);
+    if (vs[i].family == GEN_FAMILY_FA3)
+      assert_true(vs[i].ws && !vs[i].persistent);
+    else
+      assert_int_equal(vs[i].family, GEN_FAMILY_FA2), n_fa2++;
     assert_int_equal(vs[i].spec.page_size, 16);
   }
+  assert_true(n_fa2 > 0);
   TU_OK(gen_default_variant_paged(&prefill, 16, &t, &v));
   assert_int_equal(v.family, GEN_FAMILY_FA2);
   assert_int_equal(v.spec.page_size, 16);
@@ -138,11 +161,11 @@ static void test_specs_and_families(void **state)
     assert_int_equal(vs[i].spec.page_size, 64);
     TU_OK(gen_variant_check(&vs[i], &t));
   }
-  /* A contiguous variant with a page size set by hand is refused in fa3. */
+  /* fa3's in-CTA kernel with a page size set by hand is refused: only its warp-specialized one pages. */
   gen_variant bad;
   TU_OK(gen_variant_parse("fa3.bf16.d128.causal.g4.bm128.bn128.w8.s2", &bad));
   bad.spec.page_size = 16;
-  tu_expect_refused(gen_variant_check(&bad, &t), AT_ERR_INVALID, "read contiguous K and V");
+  tu_expect_refused(gen_variant_check(&bad, &t), AT_ERR_UNSUPPORTED, "warp-specialized 16-bit kernel");
 }
 
 static void test_launch_and_source(void **state)
@@ -200,6 +223,45 @@ static void test_launch_and_source(void **state)
     assert_int_equal(gen_smem_bytes(&v) - gen_smem_bytes(&c), (4 * ids * 4 + 127) / 128 * 128);
     TU_OK(gen_emit(&v, &t, &src));
     assert_non_null(strstr(src, i == 0 ? "#define FA2_PAGE_SIZE 16 " : "#define FA2_PAGE_SIZE 1 "));
+    free(src);
+  }
+
+  /* fa3's paged prefill: the same grid and shared memory as contiguous; the four paged arguments
+   * after fa2's (and a ragged variant's offsets), then the three tensor maps (the kernel's
+   * order); K's and V's boxes one page's rows, or block_n where a page holds several tiles. */
+  static const struct {
+    const char *key;
+    int box_rows;
+  } fa3_keys[] = {{"fa3.bf16.pg16.d128.causal-br.g4.bm128.bn176.w8.s2.ws", 16},
+                  {"fa3.bf16.pg64.rgq.d128.causal-br.g4.bm128.bn128.w8.s2.wspp.lse", 64},
+                  {"fa3.f16.pg256.d64.none.g4.bm192.bn128.w12.s3.ws", 128}};
+  for (size_t i = 0; i < sizeof fa3_keys / sizeof *fa3_keys; i++) {
+    TU_OK(gen_variant_parse(fa3_keys[i].key, &v));
+    TU_OK(gen_variant_check(&v, &t));
+    c = v;
+    c.spec.page_size = 0;
+    at_shape sh = pre;
+    sh.head_dim = v.spec.head_dim, sh.mask = v.spec.mask, sh.with_lse = v.spec.with_lse, sh.dtype = v.spec.dtype;
+    TU_OK(gen_launch_describe(&v, &sh, &dp));
+    TU_OK(gen_launch_describe(&c, &sh, &dc));
+    assert_memory_equal(dp.kernels[0].grid, dc.kernels[0].grid, sizeof dc.kernels[0].grid);
+    assert_int_equal(gen_smem_bytes(&v), gen_smem_bytes(&c));
+    k = &dp.kernels[0];
+    assert_int_equal(k->n_args, dc.kernels[0].n_args + 4);
+    assert_int_equal(k->args[k->n_args - 7], GEN_ARG_BLOCK_TABLE);
+    assert_int_equal(k->args[k->n_args - 6], GEN_ARG_SEQLENS_KV);
+    assert_int_equal(k->args[k->n_args - 5], GEN_ARG_MAX_PAGES_PER_SEQ);
+    assert_int_equal(k->args[k->n_args - 4], GEN_ARG_NUM_PAGES);
+    assert_int_equal(k->args[k->n_args - 3], GEN_ARG_TMAP_Q);
+    assert_int_equal(k->args[k->n_args - 1], GEN_ARG_TMAP_V);
+    assert_int_equal(dp.tmap_rows[0], v.block_m);
+    assert_int_equal(dp.tmap_rows[1], fa3_keys[i].box_rows);
+    assert_int_equal(dp.tmap_rows[2], fa3_keys[i].box_rows);
+    assert_int_equal(dc.tmap_rows[1], v.block_n);
+    TU_OK(gen_emit(&v, &t, &src));
+    char define[48];
+    snprintf(define, sizeof define, "#define FA3_PAGE_SIZE %d ", v.spec.page_size);
+    assert_non_null(strstr(src, define));
     free(src);
   }
 }
@@ -295,9 +357,10 @@ static void test_compile_no_spills(void **state)
   assert_int_equal(bad, 0);
 }
 
-/* fa2's paged variants (prefill on a paged cache): padded Q at head dims 128 and 96 (whose
- * loads take the second path of fa2_load_tile_paged), ragged Q (.rgq) with lse, FP8, every page
- * size class (1: an id per row; 16, 64: several pages per tile; 256: one page per tile). */
+/* The paged variants of prefill on a paged cache: fa2's at padded Q with head dims 128 and 96
+ * (whose loads take the second path of fa2_load_tile_paged), ragged Q (.rgq) with lse, FP8, every
+ * page size class (1: an id per row; 16, 64: several pages per tile; 256: one page per tile), and
+ * fa3's warp-specialized ones where they run (16-bit, pages of 16 or more: listed first). */
 static void test_compile_paged_prefill_no_spills(void **state)
 {
   (void)state;
@@ -324,7 +387,20 @@ static void test_compile_paged_prefill_no_spills(void **state)
     int k = 0;
     TU_OK(gen_enumerate_serving(&cases[i].s, cases[i].page_size, cases[i].ragged, &t, all + n, GEN_MAX_VARIANTS, &k));
     assert_true(k > 0);
-    for (int j = 0; j < k; j++) assert_int_equal(all[n + j].family, GEN_FAMILY_FA2);
+    const int fa3_pages = cases[i].s.dtype != AT_DTYPE_E4M3 && cases[i].page_size >= 16;
+    int n_fa3 = 0;
+    for (int j = 0; j < k; j++) {
+      const gen_variant *v = &all[n + j];
+      if (v->family == GEN_FAMILY_FA3) {
+        assert_true(fa3_pages && v->ws && !v->persistent);
+        assert_true(v->block_n % cases[i].page_size == 0 || cases[i].page_size % v->block_n == 0);
+        n_fa3++;
+      } else {
+        assert_int_equal(v->family, GEN_FAMILY_FA2);
+      }
+      assert_int_equal(v->spec.page_size, cases[i].page_size);
+    }
+    assert_true(fa3_pages ? n_fa3 > 0 : n_fa3 == 0);
     n += k;
   }
   int bad = tu_compile_count_bad(all, n, &t, "paged prefill");

@@ -100,8 +100,8 @@ static void test_specs_and_families(void **state)
   assert_int_equal(spec.page_size, 16);
   tu_expect_refused(gen_spec_from_shape_serving(GEN_FAMILY_FA2, &s, AT_DTYPE_BF16, 16, GEN_RAGGED_QKV, &spec),
                  AT_ERR_INVALID, "paged K/V (page size 16) is not packed K/V");
-  tu_expect_refused(gen_spec_from_shape_serving(GEN_FAMILY_FA3, &s, AT_DTYPE_BF16, 16, GEN_RAGGED_Q, &spec),
-                 AT_ERR_UNSUPPORTED, "fa3 reads contiguous K and V");
+  TU_OK(gen_spec_from_shape_serving(GEN_FAMILY_FA3, &s, AT_DTYPE_BF16, 16, GEN_RAGGED_Q, &spec));
+  assert_int_equal(spec.page_size, 16);
   tu_expect_refused(gen_spec_from_shape_serving(GEN_FAMILY_FA2, &s, AT_DTYPE_BF16, 0, 5, &spec), AT_ERR_INVALID,
                  "unknown ragged layout 5");
   /* The space: only ragged variants of the asked kind: fa3's warp-specialized tiles without
@@ -145,18 +145,25 @@ static void test_specs_and_families(void **state)
   assert_int_equal(w.family, GEN_FAMILY_FA2);
   tu_expect_refused(gen_default_variant_serving(&s, 16, GEN_RAGGED_QKV, &t, &v), AT_ERR_INVALID,
                     "page size 16) is not packed");
-  /* Ragged Q with paged K/V: fa2 alone (fa3 reads contiguous K/V), every variant .pg16.rgq. */
+  /* Ragged Q with paged K/V: fa2's default (fa3's paged kernels are listed, not the default),
+   * fa3's warp-specialized tiles listed first, every variant .pg16.rgq. */
   TU_OK(gen_default_variant_serving(&s, 16, GEN_RAGGED_Q, &t, &v));
   assert_int_equal(v.family, GEN_FAMILY_FA2);
   assert_int_equal(v.spec.page_size, 16);
   assert_int_equal(v.spec.ragged, GEN_RAGGED_Q);
   TU_OK(gen_enumerate_serving(&s, 16, GEN_RAGGED_Q, &t, vs, GEN_MAX_VARIANTS, &n));
   assert_true(n > 0);
+  assert_int_equal(vs[0].family, GEN_FAMILY_FA3);
+  int n_fa2 = 0;
   for (int i = 0; i < n; i++) {
-    assert_int_equal(vs[i].family, GEN_FAMILY_FA2);
+    if (vs[i].family == GEN_FAMILY_FA3)
+      assert_true(vs[i].ws && !vs[i].persistent && (vs[i].block_n % 16 == 0));
+    else
+      assert_int_equal(vs[i].family, GEN_FAMILY_FA2), n_fa2++;
     assert_int_equal(vs[i].spec.page_size, 16);
     assert_int_equal(vs[i].spec.ragged, GEN_RAGGED_Q);
   }
+  assert_true(n_fa2 > 0);
   /* f32 has no fused kernel: the refusal names the layout. */
   const at_shape f32 = prefill_shape(512, 512, 8, 8, 64, AT_MASK_NONE, AT_DTYPE_F32);
   tu_expect_refused(gen_enumerate_serving(&f32, 0, GEN_RAGGED_QKV, &t, vs, GEN_MAX_VARIANTS, &n), AT_ERR_UNSUPPORTED, "");
