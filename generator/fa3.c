@@ -337,10 +337,11 @@ static int default_ws_variant(const gen_spec *spec, const gen_target *target, ge
 static int default_variant(const gen_spec *spec, const gen_target *target, const at_shape *shape,
                            gen_variant *out)
 {
-  /* Paged K/V: listed for tuning, which checks each against the naive kernels; fa2's paged
-   * kernels stay the default until these have run on a GPU (docs/perf.md, "fa3 reads pages"). */
-  if (spec->page_size) return 0;
+  /* Paged K/V (pages that a listed warp-specialized tile and the page size divide): the same
+   * warp-specialized default as contiguous K/V, ahead of fa2's paged kernels, which ran at 51-94%
+   * of it on the H200 (docs/perf.md, "fa3 reads pages"). */
   if (default_ws_variant(spec, target, out)) return 1;
+  if (spec->page_size) return 0;
   if (spec->ragged) return 0; /* only the warp-specialized kernel reads ragged tensors */
   static const struct { int max_d, block_n, warps, stages; } prefs[] = {
       {64, 128, 4, 2}, {128, 128, 8, 2}, {256, 64, 8, 2}, {256, 64, 4, 2}};

@@ -841,11 +841,31 @@ __device__ __forceinline__ fa3_work fa3_work_tile(const fa3_ws_ctx &c, int i, in
 }
 
 #if FA3_PAGE_SIZE > 0
-/* The page of tile-relative box i of the tile from key0: its table entry, -1 past the row. */
+/* The page of tile-relative box i of the tile from key0: its table entry; -1 (no page: TMA
+ * zero-fills the box) for boxes from S_b on, whose entries a server leaves unset, and past the row. */
 __device__ __forceinline__ int fa3_page_of_box(const fa3_ws_ctx &c, int key0, int i)
 {
-  const int p = (key0 + i * FA3_PAGE_BOX) / FA3_PAGE_SIZE;
-  return p < c.max_pages ? __ldg(c.table_row + p) : -1;
+  const int first_key = key0 + i * FA3_PAGE_BOX, p = first_key / FA3_PAGE_SIZE;
+  return first_key < c.S && p < c.max_pages ? __ldg(c.table_row + p) : -1;
+}
+
+/* Rows S_b - key0 .. BN - 1 of the last tile's V stage to zero, by this consumer warpgroup
+ * (wg_tid 0..127), before its P V reads them. The last page's rows past S_b are whatever the
+ * cache holds there (NaN, in the tests): their keys' P is 0, but 0 * NaN is NaN. Every consumer
+ * warpgroup writes the same zeros and publishes its own to its wgmma (fence, then a barrier of
+ * its 128 threads), so none reads the rows before they are zero, and nobody writes anything
+ * else there. A row of the 128-byte swizzle is 128 contiguous bytes per column block. */
+__device__ __forceinline__ void fa3_zero_v_rows_past_s(unsigned v_stage, int first_row, int cw, int wg_tid)
+{
+  if (first_row >= FA3_BN) return;
+  const int chunks = (FA3_BN - first_row) * 8; /* 16-byte chunks of one column block's rows */
+  for (int i = wg_tid; i < FA3_COLS * chunks; i += 128) {
+    const int col = i / chunks, r = first_row + (i % chunks) / 8, chunk = i % 8;
+    const unsigned addr = v_stage + (unsigned)((col * FA3_BN + r) * 128 + chunk * 16);
+    asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(addr), "r"(0u) : "memory");
+  }
+  fa3_fence_async_smem();
+  fa3_named_sync(4 + cw, 128);
 }
 
 /* The boxes of the tile from key0 whose page is outside [0, num_pages): TMA fills them with zeros. */
@@ -1023,6 +1043,10 @@ __device__ __forceinline__ void fa3_ws_consume(const fa3_ws_ctx &c, const fa3_wo
     const int s = (it + last) % FA3_STAGES;
     fa3_bar_wait(c.bar_full_v + 8 * s, (unsigned)((it + last) / FA3_STAGES) & 1u);
     const unsigned v_last = c.v + s * FA3_V_BYTES;
+#endif
+#if FA3_PAGE_SIZE > 0
+    /* Only the last tile reaches past S_b: the tiles before it end below it. */
+    fa3_zero_v_rows_past_s(v_last, max(0, c.S - last * FA3_BN), cw, (cwarp % 4) * 32 + lane);
 #endif
     fa3_wgmma_fence();
     fa3_issue_pv(acc, p, v_last);

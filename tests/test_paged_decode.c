@@ -126,7 +126,7 @@ static void test_specs_and_families(void **state)
   assert_memory_equal(&same_tiles, &c, sizeof c); /* the paged default is the contiguous one, paged */
 
   /* Queries longer than decode's: fa3's warp-specialized paged variants, then fa2's (prefill),
-   * every one paged; fa2's default; a dtype decode does not read at T = 1: none (fa2 and fa3
+   * every one paged; fa3's warp-specialized default; a dtype decode does not read at T = 1: none (fa2 and fa3
    * leave short queries to decode). */
   const at_shape prefill = decode_shape(128, 4096, 32, 8, 128, AT_MASK_CAUSAL_BR, AT_KV_SAME);
   gen_variant vs[GEN_MAX_VARIANTS];
@@ -143,7 +143,8 @@ static void test_specs_and_families(void **state)
   }
   assert_true(n_fa2 > 0);
   TU_OK(gen_default_variant_paged(&prefill, 16, &t, &v));
-  assert_int_equal(v.family, GEN_FAMILY_FA2);
+  assert_int_equal(v.family, GEN_FAMILY_FA3); /* the warp-specialized kernel reads pages on sm_90a */
+  assert_true(v.ws);
   assert_int_equal(v.spec.page_size, 16);
   at_shape fp8 = s;
   fp8.dtype = AT_DTYPE_E4M3;
@@ -267,8 +268,8 @@ static void test_launch_and_source(void **state)
 }
 
 /* The lookup chain of a serving plan: padded Q with paged K/V gets the paged decode default
- * first, then cuDNN's paged graph, then naive; longer queries fa2's paged default, and ragged
- * Q with paged K/V fa2's .pg<N>.rgq default (cuDNN skipped with its reason). */
+ * first, then cuDNN's paged graph, then naive; longer queries fa3's paged default, and ragged
+ * Q with paged K/V fa3's .pg<N>.rgq default (cuDNN skipped with its reason). */
 static void test_lookup_chain(void **state)
 {
   (void)state;
@@ -293,16 +294,16 @@ static void test_lookup_chain(void **state)
   at_serving_layout paged_prefill = at_serving_layout_make(&prefill, AT_SEQ_PADDED, AT_SEQ_PAGED, 16);
   TU_OK(rt_lookup_chain_serving(NULL, &now, &t, &prefill, &paged_prefill, 0, &l));
   assert_int_equal(l.n_steps, 3);
-  assert_non_null(strstr(l.steps[0].impl, "fa2.bf16.pg16.d128.causal-br."));
+  assert_non_null(strstr(l.steps[0].impl, "fa3.bf16.pg16.d128.causal-br."));
   assert_non_null(strstr(l.steps[0].why, "paged prefill default"));
   assert_string_equal(l.steps[1].impl, "cudnn");
   assert_string_equal(l.steps[2].impl, "naive");
 
-  /* Ragged Q with paged K/V: fa2's .pg<N>.rgq default (chunked prefill on a paged cache). */
+  /* Ragged Q with paged K/V: fa3's .pg<N>.rgq default (chunked prefill on a paged cache). */
   at_serving_layout ragged = at_serving_layout_make(&prefill, AT_SEQ_RAGGED, AT_SEQ_PAGED, 16);
   TU_OK(rt_lookup_chain_serving(NULL, &now, &t, &prefill, &ragged, 0, &l));
   assert_int_equal(l.n_steps, 2);
-  assert_non_null(strstr(l.steps[0].impl, "fa2.bf16.pg16.rgq.d128.causal-br."));
+  assert_non_null(strstr(l.steps[0].impl, "fa3.bf16.pg16.rgq.d128.causal-br."));
   assert_string_equal(l.steps[1].impl, "naive");
   assert_non_null(strstr(l.skipped, "cuDNN: unsupported"));
 }

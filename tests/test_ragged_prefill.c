@@ -145,11 +145,15 @@ static void test_specs_and_families(void **state)
   assert_int_equal(w.family, GEN_FAMILY_FA2);
   tu_expect_refused(gen_default_variant_serving(&s, 16, GEN_RAGGED_QKV, &t, &v), AT_ERR_INVALID,
                     "page size 16) is not packed");
-  /* Ragged Q with paged K/V: fa2's default (fa3's paged kernels are listed, not the default),
-   * fa3's warp-specialized tiles listed first, every variant .pg16.rgq. */
+  /* Ragged Q with paged K/V: fa3's warp-specialized default on sm_90a (fa2's before it), fa3's
+   * tiles listed first, every variant .pg16.rgq. */
   TU_OK(gen_default_variant_serving(&s, 16, GEN_RAGGED_Q, &t, &v));
-  assert_int_equal(v.family, GEN_FAMILY_FA2);
+  assert_int_equal(v.family, GEN_FAMILY_FA3);
+  assert_true(v.ws && !v.persistent);
   assert_int_equal(v.spec.page_size, 16);
+  TU_OK(gen_default_variant_serving(&s, 16, GEN_RAGGED_Q, &sm80, &w));
+  assert_int_equal(w.family, GEN_FAMILY_FA2);
+  assert_int_equal(w.spec.page_size, 16);
   assert_int_equal(v.spec.ragged, GEN_RAGGED_Q);
   TU_OK(gen_enumerate_serving(&s, 16, GEN_RAGGED_Q, &t, vs, GEN_MAX_VARIANTS, &n));
   assert_true(n > 0);

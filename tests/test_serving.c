@@ -325,7 +325,8 @@ static void test_lookup_falls_back_to_naive(void **state)
   assert_int_equal(l.n_steps, 0); /* "fused": nothing generated reads it */
   assert_non_null(strstr(l.skipped, "unsupported"));
 
-  /* Ragged Q with paged K/V: fa2's .rgq paged default, then naive; cuDNN skipped with its reason. */
+  /* Ragged Q with paged K/V: the .rgq paged default (fa3's on sm_90a), then naive; cuDNN skipped
+   * with its reason. */
   at_serving_layout ragged = at_serving_layout_make(&s, AT_SEQ_RAGGED, AT_SEQ_PAGED, 16);
   TU_OK(rt_lookup_chain_serving(NULL, &now, &target, &s, &ragged, 0, &l));
   assert_int_equal(l.n_steps, 2);

@@ -447,10 +447,12 @@ static void run_case(const serving_case *c)
       fail_msg("padded Q with paged K/V planned %s, not a paged decode variant: %s", info.impl, info.reason);
     assert_int_equal(info.choice, AT_CHOICE_DEFAULT);
     printf("    %s\n", info.impl);
-  } else if (paged_prefill) { /* longer or ragged Q with paged K/V: fa2's paged default */
+  } else if (paged_prefill) { /* longer or ragged Q with paged K/V: fa3's paged default (fa2's where
+                                 fa3 does not run, or reads no page of that size) */
     const char *want = c->q_layout == AT_SEQ_RAGGED ? ".rgq." : ".d";
-    if (strncmp(info.impl, "fa2.", 4) != 0 || !strstr(info.impl, ".pg") || !strstr(info.impl, want))
-      fail_msg("paged K/V with %s Q planned %s, not a paged fa2 variant: %s", at_seq_layout_name(c->q_layout),
+    if ((strncmp(info.impl, "fa2.", 4) != 0 && strncmp(info.impl, "fa3.", 4) != 0) || !strstr(info.impl, ".pg") ||
+        !strstr(info.impl, want))
+      fail_msg("paged K/V with %s Q planned %s, not a paged fa2 or fa3 variant: %s", at_seq_layout_name(c->q_layout),
                info.impl, info.reason);
     assert_int_equal(info.choice, AT_CHOICE_DEFAULT);
     printf("    %s\n", info.impl);
