@@ -318,8 +318,14 @@ static int default_ws_variant(const gen_spec *spec, const gen_target *target, ge
   static const ws_pref prefs16[] = {
       {64, 128, 12, 2}, {128, 176, 8, 2}, {192, 112, 8, 2}, {256, 80, 8, 2}, {0, 0, 0, 0}};
   static const ws_pref prefs8[] = {{128, 96, 12, 2}, {256, 128, 8, 2}, {0, 0, 0, 0}};
+  /* Paged K/V: a tile's boxes are pages, and 192x64 with three consumers and 3 stages ran fastest
+   * or within 2% of it on the H200's three paged batches (pages of 16; 128x176 ran 22-24%
+   * slower there, docs/perf.md "fa3 reads pages"); block_n 64 divides or is divided by every page
+   * size of 16 or more. Larger head dims keep the contiguous tiles (fa2 where they do not fit the
+   * pages). */
+  static const ws_pref prefs_paged[] = {{128, 64, 12, 3}, {192, 112, 8, 2}, {256, 80, 8, 2}, {0, 0, 0, 0}};
   const int fp8 = at_dtype_is_fp8(spec->dtype);
-  for (const ws_pref *p = fp8 ? prefs8 : prefs16; p->max_d; p++) {
+  for (const ws_pref *p = fp8 ? prefs8 : spec->page_size ? prefs_paged : prefs16; p->max_d; p++) {
     if (spec->head_dim > p->max_d) continue;
     gen_variant v = {GEN_FAMILY_FA3, *spec, 16 * p->warps, p->block_n, p->warps, p->stages, 0, 1, 0, 0, fp8};
     if (check(&v, target) == AT_OK) {

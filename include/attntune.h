@@ -299,12 +299,12 @@ AT_API at_status at_plan_benchmark(at_plan *plan, const at_tensors *t, const at_
  * "fused" plan the tuned variant of this shape and layout where the cache holds one, else the
  * generator's ragged default (fa3 where it applies), a ragged key is taken as given; the launch
  * runs over the query blocks of the sequences one after another. Paged K/V in Q's dtype under
- * padded Q of more than 16 tokens (prefill into a paged cache) or under ragged Q runs fa2's paged
- * variants (.pg<N>, and .pg<N>.rgq for ragged Q, e.g.
- * "fa2.bf16.pg16.rgq.d128.causal.g4.bm128.bn128.w8.s2"), planned the same way; on sm_90a with
- * f16/bf16 and pages of 16 tokens or more, fa3's warp-specialized kernel also has paged variants
- * (e.g. "fa3.bf16.pg16.rgq.d128.causal.g4.bm128.bn176.w8.s2.ws": TMA boxes of whole pages),
- * which tuning lists and checks; fa2's stay the default until fa3's have been measured. Everything else
+ * padded Q of more than 16 tokens (prefill into a paged cache) or under ragged Q runs the paged
+ * prefill variants (.pg<N>, and .pg<N>.rgq for ragged Q), planned the same way: on sm_90a with
+ * f16/bf16 and pages of 16 tokens or more fa3's warp-specialized kernel, the default there (e.g.
+ * "fa3.bf16.pg16.rgq.d128.causal.g4.bm192.bn64.w12.s3.ws": TMA boxes of whole pages), and fa2's
+ * (e.g. "fa2.bf16.pg16.rgq.d128.causal.g4.bm128.bn128.w8.s2", the default elsewhere); tuning
+ * lists and checks both. Everything else
  * (padded Q with ragged K/V, an FP8 KV cache with ragged or longer Q) runs only the naive
  * reference kernels (impl "naive", and what "auto" falls back to; at_plan_info.reason says why).
  * cuDNN ("cudnn", and the step of "auto" after the generated default) runs, in f16/bf16 with
@@ -332,7 +332,8 @@ AT_API at_status at_plan_benchmark(at_plan *plan, const at_tensors *t, const at_
  * decreasing offset gives an empty sequence), cut lengths to the planned maxima, and treat the
  * keys of a page whose table entry is outside [0, num_pages) as masked (skipped); the paged
  * decode variants do the same (those keys are zero-filled, never read, and masked), and the
- * paged fa2 variants zero-fill them without reading (their scores count as 0). Such a result is
+ * paged fa2 variants zero-fill them without reading (their scores count as 0), and the paged fa3
+ * variants have TMA zero-fill their boxes and mask them. Such a result is
  * wrong but harmless; at_serving_check
  * finds the bad entry and names it, before a run, where the caller asks for it. */
 
@@ -406,7 +407,8 @@ typedef struct at_serving_tensors {
  * the paged decode default (auto falls back to cuDNN's paged graph, then naive, where there is
  * none), a paged decode key (.pg<N> matching the layout's page size) is taken as given,
  * "cudnn" gives cuDNN's paged graph (f16/bf16). Longer padded Q or ragged Q with paged K/V:
- * the same with fa2's paged default and keys (.pg<N>, .pg<N>.rgq; cuDNN only for padded Q). Ragged Q with
+ * the same with the paged prefill default (fa3's on sm_90a, fa2's elsewhere) and keys (.pg<N>,
+ * .pg<N>.rgq; cuDNN only for padded Q). Ragged Q with
  * ragged or padded K/V: "auto" and "fused" give the ragged prefill default (fa3/fa2 .rg / .rgq;
  * auto falls back to cuDNN's ragged graph, then naive, where there is none), a ragged key of the
  * layout's kind is taken as given, "cudnn" gives cuDNN's ragged graph (f16/bf16). Other ragged

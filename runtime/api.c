@@ -246,7 +246,7 @@ static at_status use_variant(at_context *c, at_plan *p, const gen_variant *v)
   if (!generated_kernels_run(&p->serving))
     return refuse_serving(p, gen_variant_key(v, key, sizeof key) == AT_OK ? key : "a generated kernel",
                           "no generated kernel reads padded Q with ragged K/V; fa2 and fa3 run ragged Q with ragged "
-                          "or padded K/V, fa2 ragged Q with paged K/V, decode and fa2 padded Q with paged K/V");
+                          "or padded K/V, fa3 and fa2 ragged Q with paged K/V, decode, fa3 and fa2 padded Q with paged K/V");
   if ((rc = gen_variant_matches_serving(v, &p->shape, plan_page_size(p), plan_ragged(p))) != AT_OK) return rc;
   if ((rc = gen_variant_check(v, &c->target)) != AT_OK) return rc;
   if ((rc = gen_variant_key(v, key, sizeof key)) != AT_OK) return rc;

@@ -357,8 +357,8 @@ at_status rt_lookup_chain_serving(cache_db *cache, const cache_env *now, const g
     }
   } else {
     skip(l, "exact, nearest and generator default: unsupported: %s (no generated kernel reads it: fa2 and fa3 run "
-            "ragged Q with ragged or padded K/V, fa2 ragged Q with paged K/V, decode and fa2 padded Q with paged "
-            "K/V)", what);
+            "ragged Q with ragged or padded K/V, fa3 and fa2 ragged Q with paged K/V, decode, fa3 and fa2 padded Q "
+            "with paged K/V)", what);
   }
   if (fused_only) return AT_OK;
   char why[256];

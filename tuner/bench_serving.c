@@ -257,7 +257,7 @@ static int is_paged_decode(const tn_serving_bench *b)
   return b->layout.kv_layout == AT_SEQ_PAGED && is_decode(b);
 }
 
-/* Paged K/V under longer or ragged queries: fa2's paged prefill variants. */
+/* Paged K/V under longer or ragged queries: the paged prefill variants (fa3's on sm_90a, fa2's). */
 static int is_paged_prefill(const tn_serving_bench *b)
 {
   return b->layout.kv_layout == AT_SEQ_PAGED && !is_decode(b);
@@ -578,8 +578,8 @@ static void print_header(const at_context *ctx, const tn_serving_bench *b, const
          is_paged_decode(b) && b->layout.q_layout == AT_SEQ_PADDED
              ? "paged decode variants, cuDNN's paged graph and the naive kernels run this layout"
          : is_paged_prefill(b) && b->layout.q_layout == AT_SEQ_PADDED
-             ? "paged fa2 variants (prefill), cuDNN's paged graph and the naive kernels run this layout"
-         : is_paged_prefill(b) ? "paged fa2 variants (prefill) and the naive kernels run this layout"
+             ? "paged fa3/fa2 variants (prefill), cuDNN's paged graph and the naive kernels run this layout"
+         : is_paged_prefill(b) ? "paged fa3/fa2 variants (prefill) and the naive kernels run this layout"
          : rt_serving_ragged(&b->layout) != GEN_RAGGED_NONE
              ? "ragged fa2/fa3 variants, cuDNN's ragged graph and the naive kernels run this layout"
                                                          : "only the naive kernels run this layout");

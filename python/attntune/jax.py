@@ -211,7 +211,7 @@ def paged_attention(
 ) -> jax.Array:
     """Attention over a paged KV cache: query (B, T, N, H), T new tokens per sequence (1 to 16
     for a decode step, which runs the decode family's paged kernels; more for a prefill chunk,
-    fa2's paged kernels with the caches in the query's dtype); key_cache and value_cache (num_pages, page_size, K, H), page_size 1, 16, 32, 64, 128
+    the paged prefill kernels (fa3's on sm_90a, fa2's elsewhere) with the caches in the query's dtype); key_cache and value_cache (num_pages, page_size, K, H), page_size 1, 16, 32, 64, 128
     or 256; ``block_table`` int32 (B, max_pages) (sequence b's tokens p * page_size .. in page
     block_table[b, p]); ``seqlens_k`` int32 (B,), each at most ``max_seqlen_k`` (a Python int that
     sizes the plan). ``is_causal`` masks bottom-right. float16/bfloat16 query; the caches in its

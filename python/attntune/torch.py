@@ -366,7 +366,7 @@ def paged_attention(
     each at most ``max_seqlen_k`` (which sizes the plan). ``is_causal`` masks bottom-right (query
     row i of T sees keys up to S_b - T + i). float16/bfloat16 query; the caches in its dtype or
     float8_e4m3fn/e5m2 (an FP8 KV cache) with ``descale_k``/``descale_v`` (float32 one-element
-    tensors). Runs the decode family's paged kernels for T of 1 to 16, fa2's paged kernels for longer T with the caches in the query's dtype (prefill into a paged cache; an FP8 cache with longer T runs the naive kernels); the result is (B, T, N, H). No kernel reads
+    tensors). Runs the decode family's paged kernels for T of 1 to 16, the paged prefill kernels (fa3's on sm_90a, fa2's elsewhere) for longer T with the caches in the query's dtype (prefill into a paged cache; an FP8 cache with longer T runs the naive kernels); the result is (B, T, N, H). No kernel reads
     outside the pools whatever the table holds; ``check_metadata=True`` checks the table and the
     lengths on the host first and raises ValueError naming the first bad entry."""
     if not isinstance(query, torch.Tensor) or query.dim() != 4:

@@ -224,7 +224,8 @@ def test_varlen_matches_jax_nn_per_sequence(causal, bottom_right, kv_heads):
     assert err < TOL[jnp.bfloat16], f"relative error {err:.3g} (seed {seed})"
 
 
-# t = 40: a prefill chunk into the paged cache (fa2's paged kernels; 1..16 run the decode family)
+# t = 40: a prefill chunk into the paged cache (the paged prefill kernels: fa3's on sm_90a; 1..16
+# run the decode family)
 @pytest.mark.parametrize("t,page_size,cache", [(1, 16, jnp.bfloat16), (4, 32, jnp.bfloat16), (1, 16, jnp.float8_e4m3fn),
                                               (40, 16, jnp.bfloat16)])
 def test_paged_matches_jax_nn_on_gathered_pages(t, page_size, cache):

@@ -162,7 +162,8 @@ def test_varlen_matches_sdpa_per_sequence(causal, bottom_right, dtype, kv_heads)
     assert err < TOL[dtype], f"relative error {err:.3g} (seed {seed})"
 
 
-# t = 40: a prefill chunk into the paged cache (fa2's paged kernels; 1..16 run the decode family)
+# t = 40: a prefill chunk into the paged cache (the paged prefill kernels: fa3's on sm_90a; 1..16
+# run the decode family)
 @pytest.mark.parametrize("t,page_size,cache_dtype", [(1, 16, torch.bfloat16), (4, 32, torch.bfloat16),
                                                      (1, 16, torch.float8_e4m3fn), (40, 16, torch.bfloat16)])
 def test_paged_matches_sdpa_on_gathered_pages(t, page_size, cache_dtype):
