@@ -343,9 +343,9 @@ static int default_ws_variant(const gen_spec *spec, const gen_target *target, ge
 static int default_variant(const gen_spec *spec, const gen_target *target, const at_shape *shape,
                            gen_variant *out)
 {
-  /* Paged K/V (pages that a listed warp-specialized tile and the page size divide): the same
-   * warp-specialized default as contiguous K/V, ahead of fa2's paged kernels, which ran at 51-94%
-   * of it on the H200 (docs/perf.md, "fa3 reads pages"). */
+  /* Paged K/V: default_ws_variant's paged tiles where one fits the page size, ahead of fa2's
+   * paged kernels (52-53% of the padding-free ideal against fa3's 67-75% on the H200, docs/perf.md
+   * "fa3 reads pages"); none here otherwise, so fa2's default follows. */
   if (default_ws_variant(spec, target, out)) return 1;
   if (spec->page_size) return 0;
   if (spec->ragged) return 0; /* only the warp-specialized kernel reads ragged tensors */

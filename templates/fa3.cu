@@ -805,7 +805,7 @@ struct fa3_ws_ctx {
   int q_first, kv_first; /* ragged: the sequence's first rows in the packed tensors (else 0) */
   const int *table_row;  /* paged: this sequence's block-table row (else 0) */
   int max_pages;         /* paged: entries in it */
-  unsigned page_bad;     /* paged: STAGES words, the boxes of each stage's K tile outside the pool */
+  unsigned page_bad;     /* paged: STAGES words, the boxes of each stage's K tile with no page in the pool */
 };
 
 /* One work tile: query rows m0 .. m0 + BM - 1 of head h (K/V head hk) of batch b, and its K/V
@@ -872,7 +872,8 @@ __device__ __forceinline__ void fa3_zero_v_rows_past_s(unsigned v_stage, int fir
   fa3_named_sync(4 + cw, 128);
 }
 
-/* The boxes of the tile from key0 whose page is outside [0, num_pages): TMA fills them with zeros. */
+/* The boxes of the tile from key0 whose page is outside [0, num_pages), boxes from S_b on included
+ * (no page, and masked by fa3_mask anyway): TMA fills them with zeros. */
 __device__ __forceinline__ unsigned fa3_bad_boxes(const fa3_ws_ctx &c, int key0, int num_pages)
 {
   unsigned bad = 0;
@@ -904,7 +905,6 @@ __device__ __forceinline__ void fa3_tma_tile_paged(unsigned dst, const fa3_tmap 
  * stage and parity stay those of one long sequence of K/V tiles. Persistent: Q has one buffer,
  * refilled for work tile j (this CTA's j-th) only after every consumer warp finished its last
  * Q K^T of tile j - 1 (bar_q_empty, phase j - 1; the first wait passes on the fresh barrier). */
-
 __device__ __forceinline__ void fa3_ws_produce(const fa3_ws_ctx &c, const fa3_work &w, int j, int it,
                                                const fa3_tmap *tm_q, const fa3_tmap *tm_k, const fa3_tmap *tm_v,
                                                int num_pages)
