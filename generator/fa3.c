@@ -315,8 +315,10 @@ typedef struct {
  * causal) and 128x128 with 2 stages at D=256 (1096, the fastest). */
 static int default_ws_variant(const gen_spec *spec, const gen_target *target, gen_variant *out)
 {
+  /* D 128: 192x80 with three consumers since the speculative row max (v19: 665-688 TFLOP/s
+   * against 128x176's 619-631 in the same call, docs/perf.md "v19"). */
   static const ws_pref prefs16[] = {
-      {64, 128, 12, 2}, {128, 176, 8, 2}, {192, 112, 8, 2}, {256, 80, 8, 2}, {0, 0, 0, 0}};
+      {64, 128, 12, 2}, {128, 80, 12, 2}, {192, 112, 8, 2}, {256, 80, 8, 2}, {0, 0, 0, 0}};
   static const ws_pref prefs8[] = {{128, 96, 12, 2}, {256, 128, 8, 2}, {0, 0, 0, 0}};
   /* Paged K/V: a tile's boxes are pages, and 192x64 with three consumers and 3 stages ran fastest
    * or within 2% of it on the H200's three paged batches (pages of 16; 128x176 ran 22-24%
@@ -525,11 +527,22 @@ static const char *const VT_ENTRIES[] = {"_vt", NULL};
 
 static const char *const *extra_entries(const gen_variant *v) { return v->vt ? VT_ENTRIES : NULL; }
 
+/* The speculative row max (templates/fa3.cu, FA3_SPEC) where its registers fit: not at D 256
+ * (O alone holds 128 a thread; e4m3 128x128 spilled), nor in 16-bit tiles of two consumers at
+ * block_n 192 and more (bf16 D 128 128x192 spilled 4-24 bytes; its ping-pong twin did not, and
+ * gen --compile found no other listed tile that did). */
+static int speculative_max(const gen_variant *v)
+{
+  const int two_consumers = v->warps == 8, fp8 = at_dtype_is_fp8(v->spec.dtype);
+  return v->ws && v->spec.head_dim <= 192 && !(two_consumers && !fp8 && v->block_n >= 192);
+}
+
 static void ws_preamble(const gen_variant *v, const gen_target *target, const char *entry, gen_text *t)
 {
   (void)target;
   if (v->ws) gen_text_put(t, "#define FA3_WS 1\n#define FA3_PINGPONG %d\n", v->ws == 2);
   if (v->persistent) gen_text_put(t, "#define FA3_PERSISTENT 1\n");
+  if (v->ws) gen_text_put(t, "#define FA3_SPEC %d\n", speculative_max(v));
   if (v->vt)
     gen_text_put(t, "#define FA3_VT_PRE 1\n#define FA3_VT_KERNEL %s%s\n#define FA3_VT_KEYS %d\n#define FA3_VT_THREADS %d\n",
                  entry, VT_ENTRIES[0], VT_KEYS, VT_THREADS);

@@ -153,6 +153,15 @@
  *       S_b: they hold what the cache holds, and P V multiplied them by P = 0. The last tile's V
  *       rows past S_b are now zeroed by each consumer before its last P V, and boxes from S_b on
  *       load no page. The paged default on sm_90a (docs/perf.md, "fa3 reads pages").
+ *   v19 (FA3_SPEC, the generator's choice where registers allow): the speculative row max (below,
+ *       "Speculative row max"): from the second K/V tile on, a tile's exponentials wait for S
+ *       alone, and its max is taken from P under them and checked. Predicted from the eleventh
+ *       session's leave-one-out (the max, its shuffles and the update cost as much as the
+ *       exponentials): FP8 D128 part of the way from 904 to 1311 TFLOP/s. Measured (B2 N16 8k,
+ *       against the binary before in the same calls): e4m3 D128 192x96 w12 929-948 -> 1003-1009
+ *       (+7%), 128x224 863-875 -> 952-1039; bf16 D128 192x80 w12 634-653 -> 665-688 (+5%, now
+ *       the default); bf16 128x176 and D64 192x128 1-4% slower. A first build, with the rare
+ *       path's recomputed scores unrolled (60% of the kernel's code), ran those two 10% slower.
  * Copies by cp.async and stores by threads are generic-proxy writes; wgmma reads shared memory
  * through the async proxy, hence fence.proxy.async before the barriers that publish them.
  */
@@ -228,6 +237,23 @@ static constexpr bool FA3_CAUSAL = FA3_MASK != AT_MASK_NONE;
 /* FP8: P is stored as e4m3(p * 448); log2(448) is added in the exponent instead of multiplying.
  * 16-bit: P is stored in the input dtype, unscaled. */
 #define FA3_P_LOG2_SCALE (FA3_FP8 ? 8.8073549220576041f : 0.0f)
+/* Speculative row max (FA3_SPEC, v19; warp-specialized kernels): from a work tile's second K/V
+ * tile on, the exponentials use the row's reference max as it stands, with no wait for the
+ * tile's own max. The reference sits FA3_SPEC_HEADROOM (log2 units) above the largest score
+ * seen, so P of a later tile may exceed P of that score by 2^headroom before it would pass 2^L
+ * (FP8: 448, e4m3's largest value; 16-bit: 1). The tile's max is then taken from P, under the
+ * exponentials, and checked: where P stays <= 2^L in every row of the warp (nearly every tile),
+ * alpha is 1 and nothing else runs. Else the rows past it scale their P down and move their
+ * reference (fa3_softmax_spec), and only where P overflowed (a score 2^100 above the reference)
+ * does the warp recompute S from shared memory and take the exact path; so the K tile and Q
+ * stay in their buffers until the softmax is done. The
+ * headroom costs P's smallest values: FP8 keeps 2^-9 / 56 of the row's max instead of
+ * 2^-9 / 448, f16 2^-16 instead of 2^-24. */
+#ifndef FA3_SPEC /* the generator's choice (generator/fa3.c, speculative_max: where it fits) */
+#define FA3_SPEC 0
+#endif
+static_assert(!FA3_SPEC || FA3_WS, "the speculative row max is the warp-specialized consumers'");
+#define FA3_SPEC_HEADROOM (FA3_FP8 ? 3.0f : 8.0f)
 
 static_assert(FA3_D == 64 || FA3_D == 128 || FA3_D == 256 || (FA3_WS && (FA3_D == 96 || FA3_D == 192)),
               "head dim 64, 128 or 256 (warp-specialized: also 96 and 192)");
@@ -438,7 +464,9 @@ __device__ __forceinline__ float fa3_row_max(const float (*s)[4], int half)
 }
 
 /* Online softmax of one tile, as fa2.cu's: s becomes p = 2^(s*scale*log2e - m) (FP8: times 448,
- * added as log2 448 in the exponent); row_max and row_sum move on; alpha rescales the old O. */
+ * added as log2 448 in the exponent); row_max and row_sum move on; alpha rescales the old O.
+ * SPEC (FA3_SPEC): a row max that moves goes the headroom past the new max. */
+template <bool SPEC>
 __device__ __forceinline__ void fa3_softmax(float (*s)[4], float *row_max, float *row_sum, float *alpha,
                                             float scale_log2)
 {
@@ -446,6 +474,7 @@ __device__ __forceinline__ void fa3_softmax(float (*s)[4], float *row_max, float
   for (int half = 0; half < 2; half++) {
     float mx = fmaxf(row_max[half], fa3_row_max(s, half));
     mx = at_quad_max(mx);
+    if (SPEC && mx > row_max[half] && scale_log2 > 0.f) mx += FA3_SPEC_HEADROOM / scale_log2;
     const float m_scaled = mx == AT_NEG_INF ? 0.f : mx * scale_log2;
     alpha[half] = at_exp2(row_max[half] * scale_log2 - m_scaled);
     const float m_shift = m_scaled - FA3_P_LOG2_SCALE;
@@ -458,6 +487,94 @@ __device__ __forceinline__ void fa3_softmax(float (*s)[4], float *row_max, float
       if (!FA3_ONES) sum += s[nt][2 * half] + s[nt][2 * half + 1];
     }
     if (!FA3_ONES) row_sum[half] = row_sum[half] * alpha[half] + sum; /* FA3_ONES: O's last n8 tile */
+  }
+}
+
+/* FA3_SPEC's softmax of a tile after the first: P from the reference as it stands, then the
+ * check (the header's "Speculative row max"). Returns true where the warp must recompute S and
+ * take the exact path, with row_max and row_sum as they were. */
+__device__ __forceinline__ bool fa3_softmax_spec(float (*s)[4], float *row_max, float *row_sum, float *alpha,
+                                                 float scale_log2)
+{
+  constexpr float P_LIMIT = FA3_FP8 ? 448.f : 1.f; /* 2^L */
+  float sum[2] = {0.f, 0.f}, pmax[2], m_shift[2];
+  /* The exponent's offset, recomputed from row_max (two instructions a tile) rather than kept
+   * across the loop (two registers, which the tiles at the register budget cannot spare). A row
+   * that has seen no key (-inf) gets a finite one, so its masked scores still give 0. */
+#pragma unroll
+  for (int half = 0; half < 2; half++)
+    m_shift[half] = fmaxf(row_max[half] * scale_log2, -3.402823466e38f) - FA3_P_LOG2_SCALE;
+#pragma unroll
+  for (int half = 0; half < 2; half++) {
+#pragma unroll
+    for (int nt = 0; nt < FA3_NT; nt++) {
+      s[nt][2 * half] = at_exp2(fmaf(s[nt][2 * half], scale_log2, -m_shift[half]));
+      s[nt][2 * half + 1] = at_exp2(fmaf(s[nt][2 * half + 1], scale_log2, -m_shift[half]));
+      if (!FA3_ONES) sum[half] += s[nt][2 * half] + s[nt][2 * half + 1];
+    }
+    pmax[half] = fa3_row_max(s, half);
+  }
+  if (__all_sync(0xffffffffu, pmax[0] <= P_LIMIT && pmax[1] <= P_LIMIT)) {
+    alpha[0] = alpha[1] = 1.f;
+    if (!FA3_ONES) row_sum[0] += sum[0], row_sum[1] += sum[1];
+    return false;
+  }
+  /* Some row of the warp passed its reference: the rows' maxes over their quads. */
+  float pm[2];
+  pm[0] = at_quad_max(pmax[0]), pm[1] = at_quad_max(pmax[1]);
+  /* Past 2^100 (or inf, or NaN) the factor below would underflow, or P lost its scores. */
+  if (__any_sync(0xffffffffu, !(pm[0] < 0x1p100f && pm[1] < 0x1p100f))) return true;
+  /* The rows past their reference move it so that their max becomes 2^(L - headroom), as the
+   * exact path puts it; the others keep theirs (d = 0). Without branches: S's registers are
+   * wgmma accumulators, and writes to them on a divergent path make ptxas serialize the
+   * kernel's wgmmas. */
+#pragma unroll
+  for (int half = 0; half < 2; half++) {
+    const float d = pm[half] > P_LIMIT ? (FA3_P_LOG2_SCALE - FA3_SPEC_HEADROOM) - at_log2(pm[half]) : 0.f;
+    const float f = at_exp2(d);
+#pragma unroll
+    for (int nt = 0; nt < FA3_NT; nt++) s[nt][2 * half] *= f, s[nt][2 * half + 1] *= f;
+    alpha[half] = f;
+    row_max[half] = __fdividef(m_shift[half] - d + FA3_P_LOG2_SCALE, scale_log2);
+    if (!FA3_ONES) row_sum[half] = row_sum[half] * f + sum[half] * f;
+  }
+  return false;
+}
+
+/* FA3_SPEC's rare path: this thread's S of a K tile again, by scalar FMAs from the Q and K tiles
+ * in shared memory (run only where a score stood 2^100 above the row's reference). qrow: the
+ * warp's first row in the CTA's Q tile. The n8 tiles go by in a loop that is not unrolled, each
+ * written to its registers by selects: fully unrolled, this path alone was 60% of the kernel's
+ * code, and the kernel ran 10% slower with it (bf16 D 128 128x176) without ever taking it. */
+__device__ __forceinline__ float fa3_smem_elem(unsigned addr)
+{
+  unsigned x;
+#if FA3_FP8
+  asm volatile("ld.shared.u8 %0, [%1];\n" : "=r"(x) : "r"(addr) : "memory");
+#else
+  asm volatile("ld.shared.u16 %0, [%1];\n" : "=r"(x) : "r"(addr) : "memory");
+#endif
+  return at_in_to_float((at_in_t)x);
+}
+
+__device__ __forceinline__ void fa3_recompute_s(float (*s)[4], unsigned q, unsigned k_tile, int qrow, int g, int tq)
+{
+#pragma unroll 1
+  for (int nt = 0; nt < FA3_NT; nt++) {
+    float dot[4];
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+      const int r = qrow + g + (e >> 1) * 8, j = nt * 8 + 2 * tq + (e & 1);
+      dot[e] = 0.f;
+#pragma unroll 1
+      for (int d = 0; d < FA3_D; d++)
+        dot[e] = fmaf(fa3_smem_elem(q + fa3_off<FA3_BM, FA3_CW_D>(r, d * FA3_ESIZE)),
+                      fa3_smem_elem(k_tile + fa3_off<FA3_BN, FA3_CW_D>(j, d * FA3_ESIZE)), dot[e]);
+    }
+#pragma unroll
+    for (int n = 0; n < FA3_NT; n++)
+#pragma unroll
+      for (int e = 0; e < 4; e++) s[n][e] = n == nt ? dot[e] : s[n][e];
   }
 }
 
@@ -962,6 +1079,14 @@ __device__ __forceinline__ void fa3_fill_ones_rows(unsigned v, int tid)
 /* One consumer warpgroup's loop over a work tile's K/V tiles (ring positions it, it + 1, ...):
  * O (acc), row max and row sum of its 64 rows, for the epilogue. j is the work tile's index in
  * this CTA's sequence (Q's phase). */
+/* A consumer warp is done with K tile stage s (and, on its work tile's last tile, with Q). */
+__device__ __forceinline__ void fa3_release_k_q(const fa3_ws_ctx &c, int s, bool last_tile, int lane)
+{
+  if (lane == 0) fa3_bar_arrive(c.bar_empty_k + 8 * s);
+  /* This warp's last Q K^T of the work tile is done: Q's buffer may take the next tile's. */
+  if (FA3_PERSISTENT && last_tile && lane == 0) fa3_bar_arrive(c.bar_q_empty);
+}
+
 __device__ __forceinline__ void fa3_ws_consume(const fa3_ws_ctx &c, const fa3_work &w, int j, int it, int cw,
                                                int cwarp, int lane, float scale_log2, float (*acc)[4],
                                                float *row_max, float *row_sum)
@@ -1025,15 +1150,30 @@ __device__ __forceinline__ void fa3_ws_consume(const fa3_ws_ctx &c, const fa3_wo
       fa3_wgmma_commit();
     }
     fa3_wait_s(t > 0);
-    if (lane == 0) fa3_bar_arrive(c.bar_empty_k + 8 * s);
-    /* This warp's last Q K^T of the work tile is done: Q's buffer may take the next tile's. */
-    if (FA3_PERSISTENT && t == n_tiles - 1 && lane == 0) fa3_bar_arrive(c.bar_q_empty);
+    /* FA3_SPEC's rare path may read Q and this K tile again: they are freed after the softmax. */
+    if (!FA3_SPEC) fa3_release_k_q(c, s, t == n_tiles - 1, lane);
 
     if (t >= n_full) fa3_mask(sacc, row0, t * FA3_BN, c.S, c.offset, g, tq);
 #if FA3_PAGE_SIZE > 0
     if (bad_boxes) fa3_mask_boxes(sacc, bad_boxes);
 #endif
-    fa3_softmax(sacc, row_max, row_sum, alpha, scale_log2);
+#if FA3_SPEC
+    /* The first tile, and every tile of a scale that is not positive (a zero descale), take the
+     * exact path; so do the tiles whose guess failed, with S recomputed. */
+    const bool guess = t > 0 && scale_log2 > 0.f;
+    const bool failed = guess && fa3_softmax_spec(sacc, row_max, row_sum, alpha, scale_log2);
+    if (failed) {
+      fa3_recompute_s(sacc, c.q, c.k + s * FA3_KV_BYTES, cwarp * 16, g, tq);
+      if (t >= n_full) fa3_mask(sacc, row0, t * FA3_BN, c.S, c.offset, g, tq);
+#if FA3_PAGE_SIZE > 0
+      if (bad_boxes) fa3_mask_boxes(sacc, bad_boxes);
+#endif
+    }
+    if (!guess || failed) fa3_softmax<true>(sacc, row_max, row_sum, alpha, scale_log2);
+    fa3_release_k_q(c, s, t == n_tiles - 1, lane);
+#else
+    fa3_softmax<false>(sacc, row_max, row_sum, alpha, scale_log2);
+#endif
     v_release = t > 0 ? bar_v_prev_empty : 0u;
   }
   if (n_tiles > 0) {
@@ -1363,7 +1503,7 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
     fa3_wait_s(FA3_OVERLAP && t > 0);
 
     if (t >= n_full) fa3_mask(s, row0, t * FA3_BN, S, offset, g, tq);
-    fa3_softmax(s, row_max, row_sum, alpha, scale_log2);
+    fa3_softmax<false>(s, row_max, row_sum, alpha, scale_log2);
 
     if (!FA3_OVERLAP) {
       fa3_rescale(acc, alpha);

@@ -22,6 +22,7 @@ typedef struct fa2_case {
   at_mask mask;
   int lse;
   int bhsd; /* Q, K, V, O stored (B, H, S, D) and described by strides */
+  tu_keys keys; /* scores that move the row max late (BSHD only) */
 } fa2_case;
 
 static at_strides strides_for(const fa2_case *c, int seq, int heads)
@@ -111,6 +112,8 @@ static int check_case(const fa2_case *c)
   size_t nlse = (size_t)c->b * c->nq * c->t;
   float *q = tu_random_tensor(&rng, c->dtype, nq), *k = tu_random_tensor(&rng, c->dtype, nkv);
   float *v = tu_random_tensor(&rng, c->dtype, nkv);
+  assert_true(c->keys == TU_KEYS_RANDOM || !c->bhsd);
+  tu_shape_keys(c->keys, k, q, c->b, c->t, c->s, c->nq, c->nkv, c->d);
   double *ref_o = malloc(nq * sizeof(double)), *ref_lse = malloc(nlse * sizeof(double));
   float *got_o = malloc(nq * sizeof(float)), *got_lse = malloc(nlse * sizeof(float));
   assert_true(ref_o && ref_lse && got_o && got_lse);
@@ -125,8 +128,10 @@ static int check_case(const fa2_case *c)
   t.o = (void *)(uintptr_t)dout, t.lse = c->lse ? (float *)(uintptr_t)dlse : NULL;
   reference(c, &s, &t, ref_o, ref_lse);
 
-  printf("  B%d T%d S%d Nq%d Nkv%d D%d %s %s%s%s: %d variants\n", c->b, c->t, c->s, c->nq, c->nkv, c->d,
-         at_dtype_name(c->dtype), at_mask_name(c->mask), c->lse ? " lse" : "", c->bhsd ? " bhsd" : "", n);
+  static const char *const keys[] = {"", " rising keys", " rising keys, a spike"};
+  printf("  B%d T%d S%d Nq%d Nkv%d D%d %s %s%s%s%s: %d variants\n", c->b, c->t, c->s, c->nq, c->nkv, c->d,
+         at_dtype_name(c->dtype), at_mask_name(c->mask), c->lse ? " lse" : "", c->bhsd ? " bhsd" : "",
+         keys[c->keys], n);
   fa2_run run = {.c = c, .s = &s, .t = &t, .dout = dout, .dlse = dlse, .nq = nq, .nlse = nlse,
                  .ref_o = ref_o, .ref_lse = ref_lse, .got_o = got_o, .got_lse = got_lse};
   failures += tu_check_variants(vs, n, &target, check_variant, &run);
@@ -137,38 +142,44 @@ static int check_case(const fa2_case *c)
 
 static const fa2_case CASES[] = {
     /* odd lengths, D = 80 (padded to 96 for the MMAs), GQA 6, every mask, with lse */
-    {2, 77, 1000, 12, 2, 80, AT_DTYPE_BF16, AT_MASK_NONE, 1, 0},
-    {2, 77, 1000, 12, 2, 80, AT_DTYPE_BF16, AT_MASK_CAUSAL_TL, 1, 0},
-    {2, 77, 1000, 12, 2, 80, AT_DTYPE_F16, AT_MASK_CAUSAL_BR, 1, 0},
+    {2, 77, 1000, 12, 2, 80, AT_DTYPE_BF16, AT_MASK_NONE, 1, 0, TU_KEYS_RANDOM},
+    {2, 77, 1000, 12, 2, 80, AT_DTYPE_BF16, AT_MASK_CAUSAL_TL, 1, 0, TU_KEYS_RANDOM},
+    {2, 77, 1000, 12, 2, 80, AT_DTYPE_F16, AT_MASK_CAUSAL_BR, 1, 0, TU_KEYS_RANDOM},
     /* T > S bottom-right: the first rows see no key (o = 0, lse = -inf) */
-    {1, 300, 77, 4, 4, 64, AT_DTYPE_F16, AT_MASK_CAUSAL_BR, 1, 0},
+    {1, 300, 77, 4, 4, 64, AT_DTYPE_F16, AT_MASK_CAUSAL_BR, 1, 0, TU_KEYS_RANDOM},
     /* MQA, strided (B, H, S, D) storage */
-    {2, 256, 256, 8, 1, 128, AT_DTYPE_BF16, AT_MASK_CAUSAL_TL, 0, 1},
-    {1, 200, 333, 8, 2, 256, AT_DTYPE_BF16, AT_MASK_NONE, 1, 0},
-    {1, 333, 200, 4, 2, 96, AT_DTYPE_F16, AT_MASK_CAUSAL_TL, 1, 0},
-    {1, 65, 130, 4, 4, 40, AT_DTYPE_BF16, AT_MASK_CAUSAL_BR, 1, 0},
-    {1, 1, 1000, 8, 8, 160, AT_DTYPE_F16, AT_MASK_NONE, 1, 0},
-    {1, 129, 129, 2, 2, 192, AT_DTYPE_BF16, AT_MASK_CAUSAL_TL, 1, 1},
+    {2, 256, 256, 8, 1, 128, AT_DTYPE_BF16, AT_MASK_CAUSAL_TL, 0, 1, TU_KEYS_RANDOM},
+    {1, 200, 333, 8, 2, 256, AT_DTYPE_BF16, AT_MASK_NONE, 1, 0, TU_KEYS_RANDOM},
+    {1, 333, 200, 4, 2, 96, AT_DTYPE_F16, AT_MASK_CAUSAL_TL, 1, 0, TU_KEYS_RANDOM},
+    {1, 65, 130, 4, 4, 40, AT_DTYPE_BF16, AT_MASK_CAUSAL_BR, 1, 0, TU_KEYS_RANDOM},
+    {1, 1, 1000, 8, 8, 160, AT_DTYPE_F16, AT_MASK_NONE, 1, 0, TU_KEYS_RANDOM},
+    {1, 129, 129, 2, 2, 192, AT_DTYPE_BF16, AT_MASK_CAUSAL_TL, 1, 1, TU_KEYS_RANDOM},
     /* decode (T <= 16): MQA, S not a multiple of the tile or of the split */
-    {1, 1, 1000, 8, 1, 128, AT_DTYPE_BF16, AT_MASK_NONE, 1, 0},
+    {1, 1, 1000, 8, 1, 128, AT_DTYPE_BF16, AT_MASK_NONE, 1, 0, TU_KEYS_RANDOM},
     /* GQA 7, T = 16 bottom-right (each token sees its own prefix), f16 */
-    {2, 16, 777, 14, 2, 64, AT_DTYPE_F16, AT_MASK_CAUSAL_BR, 1, 0},
+    {2, 16, 777, 14, 2, 64, AT_DTYPE_F16, AT_MASK_CAUSAL_BR, 1, 0, TU_KEYS_RANDOM},
     /* S shorter than one K/V tile, T = 3 (a partial token block) */
-    {1, 3, 20, 8, 8, 128, AT_DTYPE_BF16, AT_MASK_CAUSAL_BR, 1, 0},
+    {1, 3, 20, 8, 8, 128, AT_DTYPE_BF16, AT_MASK_CAUSAL_BR, 1, 0, TU_KEYS_RANDOM},
     /* GQA 4 in (B, H, S, D) storage, no lse; D = 256 top-left */
-    {3, 1, 5000, 32, 8, 128, AT_DTYPE_BF16, AT_MASK_NONE, 0, 1},
-    {1, 8, 2000, 16, 2, 256, AT_DTYPE_BF16, AT_MASK_CAUSAL_TL, 1, 0},
+    {3, 1, 5000, 32, 8, 128, AT_DTYPE_BF16, AT_MASK_NONE, 0, 1, TU_KEYS_RANDOM},
+    {1, 8, 2000, 16, 2, 256, AT_DTYPE_BF16, AT_MASK_CAUSAL_TL, 1, 0, TU_KEYS_RANDOM},
     /* the in-kernel merges (.lc, .cl: listed for small grids): GQA 7, T = 2 bottom-right, (B, H,
      * S, D) storage, and 9 or 18 tiles over 8 splits, so some of a cluster's splits are empty */
-    {1, 2, 1100, 14, 2, 128, AT_DTYPE_BF16, AT_MASK_CAUSAL_BR, 1, 1},
+    {1, 2, 1100, 14, 2, 128, AT_DTYPE_BF16, AT_MASK_CAUSAL_BR, 1, 1, TU_KEYS_RANDOM},
     /* Persistent fa3 (.pers) with more work tiles (B x Nq x query blocks: 168 to 512) than the
      * H200's 132 SMs, so CTAs walk two to four each and the K/V ring, Q's phase and the ping-pong
      * carry across work tiles; T and S off the tiles, GQA 4 and 6, both causal masks, lse */
-    {2, 1000, 1000, 32, 8, 128, AT_DTYPE_BF16, AT_MASK_CAUSAL_TL, 1, 0},
-    {3, 333, 1000, 32, 8, 128, AT_DTYPE_BF16, AT_MASK_CAUSAL_BR, 1, 0},
-    {1, 777, 900, 24, 4, 192, AT_DTYPE_BF16, AT_MASK_CAUSAL_BR, 1, 1},
+    {2, 1000, 1000, 32, 8, 128, AT_DTYPE_BF16, AT_MASK_CAUSAL_TL, 1, 0, TU_KEYS_RANDOM},
+    {3, 333, 1000, 32, 8, 128, AT_DTYPE_BF16, AT_MASK_CAUSAL_BR, 1, 0, TU_KEYS_RANDOM},
+    {1, 777, 900, 24, 4, 192, AT_DTYPE_BF16, AT_MASK_CAUSAL_BR, 1, 1, TU_KEYS_RANDOM},
     /* T > S bottom-right, GQA 3: work tiles without keys among the ones a CTA walks */
-    {2, 700, 300, 24, 8, 64, AT_DTYPE_F16, AT_MASK_CAUSAL_BR, 1, 0},
+    {2, 700, 300, 24, 8, 64, AT_DTYPE_F16, AT_MASK_CAUSAL_BR, 1, 0, TU_KEYS_RANDOM},
+    /* fa3's speculative row max: a max that rises tile after tile (P rescaled after the
+     * exponentials), and one score far above the rest late in the row (S recomputed) */
+    {1, 200, 2000, 8, 2, 128, AT_DTYPE_BF16, AT_MASK_NONE, 1, 0, TU_KEYS_RISING},
+    {1, 200, 2000, 8, 2, 128, AT_DTYPE_F16, AT_MASK_CAUSAL_BR, 1, 0, TU_KEYS_SPIKE},
+    {2, 300, 1100, 4, 1, 64, AT_DTYPE_BF16, AT_MASK_CAUSAL_BR, 1, 0, TU_KEYS_SPIKE},
+    {1, 129, 900, 4, 2, 256, AT_DTYPE_BF16, AT_MASK_NONE, 0, 0, TU_KEYS_SPIKE},
 };
 
 static void test_fa2_variants(void **state)

@@ -43,6 +43,7 @@ typedef struct fp8_case {
   int lse;
   at_dtype out; /* bf16, f16, e4m3, e5m2 */
   v_layout v_layout;
+  tu_keys keys; /* scores that move the row max late */
 } fp8_case;
 
 /* V's strides for layout l, in elements (bytes: FP8). */
@@ -154,9 +155,10 @@ static int check_case(const fp8_case *c)
   int n = 0, failures = 0;
   at_status rc = gen_enumerate_out(&s, c->out, &target, vs, GEN_MAX_VARIANTS, &n);
   static const char *const layouts[] = {"", " V rows padded", " V head-major"};
-  printf("  B%d T%d S%d Nq%d Nkv%d D%d %s->%s %s%s%s: ", c->b, c->t, c->s, c->nq, c->nkv, c->d,
+  static const char *const keys[] = {"", " rising keys", " rising keys, a spike"};
+  printf("  B%d T%d S%d Nq%d Nkv%d D%d %s->%s %s%s%s%s: ", c->b, c->t, c->s, c->nq, c->nkv, c->d,
          at_dtype_name(c->dtype), at_dtype_name(c->out), at_mask_name(c->mask), c->lse ? " lse" : "",
-         layouts[c->v_layout]);
+         layouts[c->v_layout], keys[c->keys]);
   if (rc == AT_ERR_UNSUPPORTED) {
     /* e.g. D=256 on sm_89, where no fa2 FP8 tile fits the registers and fa3 (sm_90a) is not there */
     printf("no variants on %s: %s\n", target.arch, at_last_error());
@@ -168,7 +170,17 @@ static int check_case(const fp8_case *c)
   tn_rng rng = tu_rng();
   size_t nq = (size_t)c->b * c->t * c->nq * c->d, nkv = (size_t)c->b * c->s * c->nkv * c->d;
   size_t nlse = (size_t)c->b * c->nq * c->t;
-  tu_fp8_tensor q = tu_fp8_tensor_make(&rng, c->dtype, nq, 3.0f), k = tu_fp8_tensor_make(&rng, c->dtype, nkv, 0.5f);
+  tu_fp8_tensor q = tu_fp8_tensor_make(&rng, c->dtype, nq, 3.0f), k;
+  if (c->keys == TU_KEYS_RANDOM) {
+    k = tu_fp8_tensor_make(&rng, c->dtype, nkv, 0.5f);
+  } else {
+    float *real = malloc(nkv * sizeof *real);
+    assert_non_null(real);
+    tn_rng_fill(&rng, real, nkv, -0.5f, 0.5f);
+    tu_shape_keys(c->keys, real, q.deq, c->b, c->t, c->s, c->nq, c->nkv, c->d);
+    k = tu_fp8_tensor_from(real, c->dtype, nkv);
+    free(real);
+  }
   tu_fp8_tensor v = tu_fp8_tensor_make(&rng, c->dtype, nkv, 2.0f);
 
   at_tensors t = {0};
@@ -268,37 +280,44 @@ static int check_case(const fp8_case *c)
 
 static const fp8_case CASES[] = {
     /* odd lengths, D = 80 (Q K^T padded to 96), GQA 6, every mask, with lse */
-    {2, 77, 1000, 12, 2, 80, AT_DTYPE_E4M3, AT_MASK_NONE, 1, AT_DTYPE_BF16, V_BSHD},
-    {2, 77, 1000, 12, 2, 80, AT_DTYPE_E5M2, AT_MASK_CAUSAL_TL, 1, AT_DTYPE_BF16, V_BSHD},
-    {2, 77, 1000, 12, 2, 80, AT_DTYPE_E4M3, AT_MASK_CAUSAL_BR, 1, AT_DTYPE_BF16, V_BSHD},
+    {2, 77, 1000, 12, 2, 80, AT_DTYPE_E4M3, AT_MASK_NONE, 1, AT_DTYPE_BF16, V_BSHD, TU_KEYS_RANDOM},
+    {2, 77, 1000, 12, 2, 80, AT_DTYPE_E5M2, AT_MASK_CAUSAL_TL, 1, AT_DTYPE_BF16, V_BSHD, TU_KEYS_RANDOM},
+    {2, 77, 1000, 12, 2, 80, AT_DTYPE_E4M3, AT_MASK_CAUSAL_BR, 1, AT_DTYPE_BF16, V_BSHD, TU_KEYS_RANDOM},
     /* T > S bottom-right: the first rows see no key (o = 0, lse = -inf) */
-    {1, 300, 77, 4, 4, 64, AT_DTYPE_E5M2, AT_MASK_CAUSAL_BR, 1, AT_DTYPE_BF16, V_BSHD},
+    {1, 300, 77, 4, 4, 64, AT_DTYPE_E5M2, AT_MASK_CAUSAL_BR, 1, AT_DTYPE_BF16, V_BSHD, TU_KEYS_RANDOM},
     /* GQA 4 and MQA, D 128 */
-    {2, 256, 256, 8, 2, 128, AT_DTYPE_E4M3, AT_MASK_CAUSAL_TL, 0, AT_DTYPE_BF16, V_BSHD},
-    {1, 200, 333, 8, 1, 128, AT_DTYPE_E5M2, AT_MASK_NONE, 1, AT_DTYPE_BF16, V_BSHD},
+    {2, 256, 256, 8, 2, 128, AT_DTYPE_E4M3, AT_MASK_CAUSAL_TL, 0, AT_DTYPE_BF16, V_BSHD, TU_KEYS_RANDOM},
+    {1, 200, 333, 8, 1, 128, AT_DTYPE_E5M2, AT_MASK_NONE, 1, AT_DTYPE_BF16, V_BSHD, TU_KEYS_RANDOM},
     /* D 48 (Q K^T padded to 64), D 256 (fa3 only on sm_90a: no fa2 FP8 tile fits its registers) */
-    {1, 65, 130, 4, 4, 48, AT_DTYPE_E4M3, AT_MASK_CAUSAL_BR, 1, AT_DTYPE_BF16, V_BSHD},
-    {1, 129, 129, 4, 2, 256, AT_DTYPE_E4M3, AT_MASK_CAUSAL_TL, 1, AT_DTYPE_BF16, V_BSHD},
-    {2, 190, 333, 6, 3, 256, AT_DTYPE_E5M2, AT_MASK_NONE, 1, AT_DTYPE_F16, V_BSHD},
+    {1, 65, 130, 4, 4, 48, AT_DTYPE_E4M3, AT_MASK_CAUSAL_BR, 1, AT_DTYPE_BF16, V_BSHD, TU_KEYS_RANDOM},
+    {1, 129, 129, 4, 2, 256, AT_DTYPE_E4M3, AT_MASK_CAUSAL_TL, 1, AT_DTYPE_BF16, V_BSHD, TU_KEYS_RANDOM},
+    {2, 190, 333, 6, 3, 256, AT_DTYPE_E5M2, AT_MASK_NONE, 1, AT_DTYPE_F16, V_BSHD, TU_KEYS_RANDOM},
     /* fa3's tiles: rows and keys past a whole tile at D 64 and 128, causal, both formats */
-    {3, 333, 333, 4, 4, 64, AT_DTYPE_E4M3, AT_MASK_CAUSAL_TL, 0, AT_DTYPE_BF16, V_BSHD},
-    {1, 191, 517, 16, 2, 128, AT_DTYPE_E5M2, AT_MASK_CAUSAL_BR, 1, AT_DTYPE_BF16, V_BSHD},
+    {3, 333, 333, 4, 4, 64, AT_DTYPE_E4M3, AT_MASK_CAUSAL_TL, 0, AT_DTYPE_BF16, V_BSHD, TU_KEYS_RANDOM},
+    {1, 191, 517, 16, 2, 128, AT_DTYPE_E5M2, AT_MASK_CAUSAL_BR, 1, AT_DTYPE_BF16, V_BSHD, TU_KEYS_RANDOM},
     /* other outputs: f16, and FP8 with scale_o and amax_o */
-    {1, 77, 1000, 8, 2, 128, AT_DTYPE_E4M3, AT_MASK_NONE, 0, AT_DTYPE_F16, V_BSHD},
-    {2, 77, 1000, 12, 2, 80, AT_DTYPE_E4M3, AT_MASK_CAUSAL_TL, 1, AT_DTYPE_E4M3, V_BSHD},
-    {1, 200, 333, 8, 2, 64, AT_DTYPE_E5M2, AT_MASK_NONE, 0, AT_DTYPE_E5M2, V_BSHD},
+    {1, 77, 1000, 8, 2, 128, AT_DTYPE_E4M3, AT_MASK_NONE, 0, AT_DTYPE_F16, V_BSHD, TU_KEYS_RANDOM},
+    {2, 77, 1000, 12, 2, 80, AT_DTYPE_E4M3, AT_MASK_CAUSAL_TL, 1, AT_DTYPE_E4M3, V_BSHD, TU_KEYS_RANDOM},
+    {1, 200, 333, 8, 2, 64, AT_DTYPE_E5M2, AT_MASK_NONE, 0, AT_DTYPE_E5M2, V_BSHD, TU_KEYS_RANDOM},
     /* fa3 .vt (V^T ahead, D 128 and 256): S under one 32-key group, S not a multiple of 32 nor of
      * any block_n (64, 128, 192), T != S both ways, every mask, GQA, lse, both formats */
-    {1, 100, 45, 4, 2, 128, AT_DTYPE_E4M3, AT_MASK_NONE, 1, AT_DTYPE_BF16, V_BSHD},
-    {2, 250, 1001, 8, 2, 128, AT_DTYPE_E4M3, AT_MASK_CAUSAL_BR, 1, AT_DTYPE_BF16, V_BSHD},
-    {1, 515, 203, 6, 6, 128, AT_DTYPE_E5M2, AT_MASK_CAUSAL_TL, 1, AT_DTYPE_BF16, V_BSHD},
-    {2, 130, 450, 4, 1, 256, AT_DTYPE_E4M3, AT_MASK_CAUSAL_BR, 1, AT_DTYPE_BF16, V_BSHD},
-    {1, 333, 321, 4, 4, 256, AT_DTYPE_E5M2, AT_MASK_NONE, 0, AT_DTYPE_F16, V_BSHD},
+    {1, 100, 45, 4, 2, 128, AT_DTYPE_E4M3, AT_MASK_NONE, 1, AT_DTYPE_BF16, V_BSHD, TU_KEYS_RANDOM},
+    {2, 250, 1001, 8, 2, 128, AT_DTYPE_E4M3, AT_MASK_CAUSAL_BR, 1, AT_DTYPE_BF16, V_BSHD, TU_KEYS_RANDOM},
+    {1, 515, 203, 6, 6, 128, AT_DTYPE_E5M2, AT_MASK_CAUSAL_TL, 1, AT_DTYPE_BF16, V_BSHD, TU_KEYS_RANDOM},
+    {2, 130, 450, 4, 1, 256, AT_DTYPE_E4M3, AT_MASK_CAUSAL_BR, 1, AT_DTYPE_BF16, V_BSHD, TU_KEYS_RANDOM},
+    {1, 333, 321, 4, 4, 256, AT_DTYPE_E5M2, AT_MASK_NONE, 0, AT_DTYPE_F16, V_BSHD, TU_KEYS_RANDOM},
     /* V through other strides (the transpose's reads; the in-CTA and TMA loaders' too) */
-    {2, 200, 383, 8, 2, 128, AT_DTYPE_E4M3, AT_MASK_NONE, 1, AT_DTYPE_BF16, V_PADDED},
-    {1, 190, 517, 4, 2, 128, AT_DTYPE_E5M2, AT_MASK_CAUSAL_TL, 0, AT_DTYPE_BF16, V_BHSD},
-    {2, 97, 300, 4, 4, 256, AT_DTYPE_E4M3, AT_MASK_CAUSAL_BR, 1, AT_DTYPE_BF16, V_BHSD},
-    {1, 77, 1000, 12, 2, 80, AT_DTYPE_E4M3, AT_MASK_NONE, 0, AT_DTYPE_BF16, V_PADDED},
+    {2, 200, 383, 8, 2, 128, AT_DTYPE_E4M3, AT_MASK_NONE, 1, AT_DTYPE_BF16, V_PADDED, TU_KEYS_RANDOM},
+    {1, 190, 517, 4, 2, 128, AT_DTYPE_E5M2, AT_MASK_CAUSAL_TL, 0, AT_DTYPE_BF16, V_BHSD, TU_KEYS_RANDOM},
+    {2, 97, 300, 4, 4, 256, AT_DTYPE_E4M3, AT_MASK_CAUSAL_BR, 1, AT_DTYPE_BF16, V_BHSD, TU_KEYS_RANDOM},
+    {1, 77, 1000, 12, 2, 80, AT_DTYPE_E4M3, AT_MASK_NONE, 0, AT_DTYPE_BF16, V_PADDED, TU_KEYS_RANDOM},
+    /* fa3's speculative row max: a max that rises tile after tile (P rescaled after the
+     * exponentials), and one score far above the rest late in the row (S recomputed); D 128
+     * with and without lse (the row sums of the tensor cores, and the exact ones) */
+    {1, 200, 2000, 8, 2, 128, AT_DTYPE_E4M3, AT_MASK_NONE, 0, AT_DTYPE_BF16, V_BSHD, TU_KEYS_RISING},
+    {1, 200, 2000, 8, 2, 128, AT_DTYPE_E4M3, AT_MASK_CAUSAL_BR, 1, AT_DTYPE_BF16, V_BSHD, TU_KEYS_SPIKE},
+    {1, 150, 1500, 4, 4, 128, AT_DTYPE_E5M2, AT_MASK_NONE, 0, AT_DTYPE_BF16, V_BSHD, TU_KEYS_SPIKE},
+    {1, 129, 900, 4, 2, 256, AT_DTYPE_E4M3, AT_MASK_NONE, 1, AT_DTYPE_BF16, V_BSHD, TU_KEYS_SPIKE},
 };
 
 static void test_fp8_variants(void **state)

@@ -399,12 +399,20 @@ int tu_without_write_access(const char *dir, int (*fn)(void *), void *arg)
 
 tu_fp8_tensor tu_fp8_tensor_make(tn_rng *rng, at_dtype fp8, size_t n, float magnitude)
 {
-  tu_fp8_tensor x;
   float *real = malloc(n * sizeof *real);
+  assert_non_null(real);
+  tn_rng_fill(rng, real, n, -magnitude, magnitude);
+  tu_fp8_tensor x = tu_fp8_tensor_from(real, fp8, n);
+  free(real);
+  return x;
+}
+
+tu_fp8_tensor tu_fp8_tensor_from(const float *real, at_dtype fp8, size_t n)
+{
+  tu_fp8_tensor x;
   x.codes = malloc(n);
   x.deq = malloc(n * sizeof *x.deq);
-  assert_true(real && x.codes && x.deq);
-  tn_rng_fill(rng, real, n, -magnitude, magnitude);
+  assert_true(x.codes && x.deq);
   float scale = 0.f;
   TU_OK(at_quantize_fp8(real, n, fp8, x.codes, &scale));
   assert_true(scale > 0.f && isfinite(scale));
@@ -412,8 +420,32 @@ tu_fp8_tensor tu_fp8_tensor_make(tn_rng *rng, at_dtype fp8, size_t n, float magn
   for (size_t i = 0; i < n; i++) x.deq[i] = at_fp8_to_f32(x.codes[i], fp8) * x.descale;
   TU_OK(rt_alloc(&x.dev, n));
   TU_OK(rt_upload(x.dev, x.codes, n));
-  free(real);
   return x;
+}
+
+void tu_shape_keys(tu_keys how, float *k, const float *q, int b, int t, int s, int nq, int nkv, int d)
+{
+  if (how == TU_KEYS_RANDOM) return;
+  const int group = nq / nkv;
+  for (int bi = 0; bi < b; bi++)
+    for (int j = 0; j < s; j++)
+      for (int h = 0; h < nkv; h++) {
+        float *row = k + (((size_t)bi * s + j) * nkv + h) * d;
+        const float rise = 1.0f + 3.0f * (float)j / (float)s;
+        for (int x = 0; x < d; x++) row[x] *= rise;
+      }
+  if (how != TU_KEYS_SPIKE || t < 1) return;
+  const int js = s * 7 / 8;
+  for (int bi = 0; bi < b; bi++)
+    for (int h = 0; h < nkv; h++) {
+      const float *qrow = q + ((size_t)bi * t * nq + (size_t)h * group) * d;
+      double norm2 = 0.0;
+      for (int x = 0; x < d; x++) norm2 += (double)qrow[x] * qrow[x];
+      if (norm2 <= 0.0) continue;
+      const float f = (float)(90.0 * sqrt((double)d) / norm2); /* q . k / sqrt(d) = 90 */
+      float *row = k + (((size_t)bi * s + js) * nkv + h) * d;
+      for (int x = 0; x < d; x++) row[x] = f * qrow[x];
+    }
 }
 
 void tu_fp8_tensor_free(tu_fp8_tensor *x)
