@@ -492,6 +492,46 @@ static void test_fa3_ws_family(void **state)
   assert_int_equal(def.vt, 1);
 }
 
+/* The speculative row max (templates/fa3.cu, FA3_SPEC): emitted on for the warp-specialized
+ * tiles whose registers allow it, off at D 256 and for 16-bit two-consumer tiles at block_n 192
+ * and more (where ptxas spilled), and never for the in-CTA kernel. */
+static void test_fa3_speculative_max(void **state)
+{
+  (void)state;
+  gen_target t = tu_sm90();
+  static const struct {
+    const char *key;
+    int spec; /* -1: no FA3_SPEC line at all */
+  } cases[] = {
+      {"fa3.e4m3.d128.none.g1.bm192.bn96.w12.s2.ws.vt.obf16", 1},
+      {"fa3.e4m3.d128.none.g1.bm128.bn224.w8.s3.ws.vt.obf16", 1},
+      {"fa3.bf16.d128.none.g1.bm192.bn80.w12.s2.ws", 1},
+      {"fa3.bf16.d128.causal.g4.bm128.bn176.w8.s2.wspp.lse", 1},
+      {"fa3.f16.d192.causal.g4.bm128.bn96.w8.s2.ws.lse", 1},
+      {"fa3.bf16.d128.causal.g4.bm128.bn128.w8.s2.wspp.pers.lse", 1},
+      {"fa3.bf16.d128.none.g1.bm128.bn192.w8.s2.ws", 0},
+      {"fa3.bf16.d256.none.g1.bm128.bn80.w8.s2.ws", 0},
+      {"fa3.e4m3.d256.none.g1.bm128.bn128.w8.s2.ws.vt.obf16", 0},
+      {"fa3.bf16.d128.none.g1.bm128.bn128.w8.s2", -1},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    gen_variant v;
+    char *src = NULL;
+    TU_OK(gen_variant_parse(cases[i].key, &v));
+    TU_OK(gen_emit(&v, &t, &src));
+    const char *on = strstr(src, "#define FA3_SPEC 1\n"), *off = strstr(src, "#define FA3_SPEC 0\n");
+    /* The template's own default (0, under #ifndef) comes after the generator's preamble. */
+    const char *first = on && (!off || on < off) ? on : off;
+    if (cases[i].spec < 0) {
+      assert_true(first == off && off != NULL && strstr(src, "#define FA3_WS 1") == NULL);
+    } else {
+      assert_non_null(first);
+      assert_int_equal(first == on, cases[i].spec);
+    }
+    free(src);
+  }
+}
+
 
 /* V^T ahead (.vt after .ws/.wspp, FP8): keys round-trip and old keys keep vt 0; the refusals name
  * the field; the module has the transpose kernel as a second entry; a call launches it first
@@ -1401,7 +1441,7 @@ int main(void)
       cmocka_unit_test(test_fa3_family),         cmocka_unit_test(test_fp8_compile_no_spills),
       cmocka_unit_test(test_template_versions),  cmocka_unit_test(test_decode_family),
       cmocka_unit_test(test_decode_default_merge),
-      cmocka_unit_test(test_decode_compile_no_spills), cmocka_unit_test(test_fa3_ws_family),
+      cmocka_unit_test(test_decode_compile_no_spills), cmocka_unit_test(test_fa3_ws_family), cmocka_unit_test(test_fa3_speculative_max),
       cmocka_unit_test(test_ws_compile_no_spills), cmocka_unit_test(test_fa3_vt_family),
       cmocka_unit_test(test_fa3_persistent_family), cmocka_unit_test(test_persistent_compile_no_spills),
       cmocka_unit_test(test_fp8_kv_keys),        cmocka_unit_test(test_fp8_kv_enumeration),
