@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
 """fa3_ws_protocol.py [RUNS] — a model of the synchronization of templates/fa3.cu's warp-specialized
-kernel, persistent form (FA3_PERSISTENT 1), run under random interleavings; no GPU needed.
+kernel, persistent form (FA3_PERSISTENT 1), with and without the speculative row max (FA3_SPEC,
+which frees Q and each K tile after the softmax instead of after Q K^T), run under random
+interleavings; no GPU needed.
 
 What it models, step for step as fa3_ws_produce and fa3_ws_consume (and the kernel's ping-pong
 prologue and epilogue) do it: one producer thread issuing TMA copies (landing at random later
@@ -64,7 +66,7 @@ class NamedBarrier:
         return generation
 
 
-def run(seed, consumers, stages, pingpong, tiles):
+def run(seed, consumers, stages, pingpong, tiles, spec):
     rnd = random.Random(seed)
     warps = 4 * consumers
     bar_q, bar_q_empty = MBarrier(1), MBarrier(warps)
@@ -138,12 +140,19 @@ def run(seed, consumers, stages, pingpong, tiles):
                     read(("v", sp), me, u - 1)  # P V of the previous tile issued
                 yield
                 yield
-                done_reading("q", me)  # wait_group 1: Q K^T is done
-                done_reading(("k", s), me)
-                empty_k[s].arrive(4)
-                if t == n_tiles - 1:
-                    bar_q_empty.arrive(4)
-                yield  # softmax
+
+                def release_k_q():
+                    done_reading("q", me)
+                    done_reading(("k", s), me)
+                    empty_k[s].arrive(4)
+                    if t == n_tiles - 1:
+                        bar_q_empty.arrive(4)
+
+                if not spec:
+                    release_k_q()  # wait_group 1: Q K^T is done
+                yield  # softmax (FA3_SPEC: its rare path reads Q and this K tile again)
+                if spec:
+                    release_k_q()
                 if t > 0:  # wait_group 0: P V is done
                     done_reading(("v", sp), me)
                     empty_v[sp].arrive(4)
@@ -189,11 +198,12 @@ def main():
         rnd = random.Random(seed * 7 + 1)
         consumers, stages, pingpong = rnd.choice([2, 3]), rnd.choice([2, 3, 4]), rnd.choice([0, 1])
         tiles = [rnd.choice([0, 1, 2, 3, 5, 8]) for _ in range(rnd.randint(1, 6))]
+        spec = rnd.choice([0, 1])
         try:
-            run(seed, consumers, stages, pingpong, tiles)
+            run(seed, consumers, stages, pingpong, tiles, spec)
         except AssertionError as e:
             print(f"FAIL seed {seed}: {consumers} consumers, {stages} stages, ping-pong {pingpong}, "
-                  f"K/V tiles per work tile {tiles}: {e}")
+                  f"speculative max {spec}, K/V tiles per work tile {tiles}: {e}")
             return 1
     print(f"ok: {runs} random interleavings of the persistent warp-specialized protocol")
     return 0
