@@ -246,9 +246,8 @@ static constexpr bool FA3_CAUSAL = FA3_MASK != AT_MASK_NONE;
  * alpha is 1 and nothing else runs. Else the rows past it scale their P down and move their
  * reference (fa3_softmax_spec), and only where P overflowed (a score 2^100 above the reference)
  * does the warp recompute S from shared memory and take the exact path; so the K tile and Q
- * stay in their buffers until the softmax is done. The
- * headroom costs P's smallest values: FP8 keeps 2^-9 / 56 of the row's max instead of
- * 2^-9 / 448, f16 2^-16 instead of 2^-24. */
+ * stay in their buffers until the softmax is done. The headroom costs P's smallest values: FP8
+ * keeps 2^-9 / 56 of the row's max instead of 2^-9 / 448, f16 2^-16 instead of 2^-24. */
 #ifndef FA3_SPEC /* the generator's choice (generator/fa3.c, speculative_max: where it fits) */
 #define FA3_SPEC 0
 #endif
@@ -1076,9 +1075,6 @@ __device__ __forceinline__ void fa3_fill_ones_rows(unsigned v, int tid)
   fa3_fence_async_smem();
 }
 
-/* One consumer warpgroup's loop over a work tile's K/V tiles (ring positions it, it + 1, ...):
- * O (acc), row max and row sum of its 64 rows, for the epilogue. j is the work tile's index in
- * this CTA's sequence (Q's phase). */
 /* A consumer warp is done with K tile stage s (and, on its work tile's last tile, with Q). */
 __device__ __forceinline__ void fa3_release_k_q(const fa3_ws_ctx &c, int s, bool last_tile, int lane)
 {
@@ -1087,6 +1083,22 @@ __device__ __forceinline__ void fa3_release_k_q(const fa3_ws_ctx &c, int s, bool
   if (FA3_PERSISTENT && last_tile && lane == 0) fa3_bar_arrive(c.bar_q_empty);
 }
 
+/* -inf for the keys a tile's rows must not see: past S, after the diagonal (tiles from n_full
+ * on), and in boxes without a page (paged). */
+__device__ __forceinline__ void fa3_mask_tile(float (*s)[4], int t, int n_full, int row0, const fa3_ws_ctx &c,
+                                              unsigned bad_boxes, int g, int tq)
+{
+  if (t >= n_full) fa3_mask(s, row0, t * FA3_BN, c.S, c.offset, g, tq);
+#if FA3_PAGE_SIZE > 0
+  if (bad_boxes) fa3_mask_boxes(s, bad_boxes);
+#else
+  (void)bad_boxes;
+#endif
+}
+
+/* One consumer warpgroup's loop over a work tile's K/V tiles (ring positions it, it + 1, ...):
+ * O (acc), row max and row sum of its 64 rows, for the epilogue. j is the work tile's index in
+ * this CTA's sequence (Q's phase). */
 __device__ __forceinline__ void fa3_ws_consume(const fa3_ws_ctx &c, const fa3_work &w, int j, int it, int cw,
                                                int cwarp, int lane, float scale_log2, float (*acc)[4],
                                                float *row_max, float *row_sum)
@@ -1153,10 +1165,7 @@ __device__ __forceinline__ void fa3_ws_consume(const fa3_ws_ctx &c, const fa3_wo
     /* FA3_SPEC's rare path may read Q and this K tile again: they are freed after the softmax. */
     if (!FA3_SPEC) fa3_release_k_q(c, s, t == n_tiles - 1, lane);
 
-    if (t >= n_full) fa3_mask(sacc, row0, t * FA3_BN, c.S, c.offset, g, tq);
-#if FA3_PAGE_SIZE > 0
-    if (bad_boxes) fa3_mask_boxes(sacc, bad_boxes);
-#endif
+    fa3_mask_tile(sacc, t, n_full, row0, c, bad_boxes, g, tq);
 #if FA3_SPEC
     /* The first tile, and every tile of a scale that is not positive (a zero descale), take the
      * exact path; so do the tiles whose guess failed, with S recomputed. */
@@ -1164,10 +1173,7 @@ __device__ __forceinline__ void fa3_ws_consume(const fa3_ws_ctx &c, const fa3_wo
     const bool failed = guess && fa3_softmax_spec(sacc, row_max, row_sum, alpha, scale_log2);
     if (failed) {
       fa3_recompute_s(sacc, c.q, c.k + s * FA3_KV_BYTES, cwarp * 16, g, tq);
-      if (t >= n_full) fa3_mask(sacc, row0, t * FA3_BN, c.S, c.offset, g, tq);
-#if FA3_PAGE_SIZE > 0
-      if (bad_boxes) fa3_mask_boxes(sacc, bad_boxes);
-#endif
+      fa3_mask_tile(sacc, t, n_full, row0, c, bad_boxes, g, tq);
     }
     if (!guess || failed) fa3_softmax<true>(sacc, row_max, row_sum, alpha, scale_log2);
     fa3_release_k_q(c, s, t == n_tiles - 1, lane);
