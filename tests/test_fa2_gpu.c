@@ -180,6 +180,7 @@ static const fa2_case CASES[] = {
     {1, 200, 2000, 8, 2, 128, AT_DTYPE_F16, AT_MASK_CAUSAL_BR, 1, 0, TU_KEYS_SPIKE},
     {2, 300, 1100, 4, 1, 64, AT_DTYPE_BF16, AT_MASK_CAUSAL_BR, 1, 0, TU_KEYS_SPIKE},
     {1, 129, 900, 4, 2, 256, AT_DTYPE_BF16, AT_MASK_NONE, 0, 0, TU_KEYS_SPIKE},
+    {1, 150, 1200, 4, 2, 256, AT_DTYPE_F16, AT_MASK_CAUSAL_BR, 1, 0, TU_KEYS_RISING},
 };
 
 static void test_fa2_variants(void **state)

@@ -493,8 +493,9 @@ static void test_fa3_ws_family(void **state)
 }
 
 /* The speculative row max (templates/fa3.cu, FA3_SPEC): emitted on for the warp-specialized
- * tiles whose registers allow it, off at D 256 and for 16-bit two-consumer tiles at block_n 192
- * and more (where ptxas spilled), and never for the in-CTA kernel. */
+ * tiles whose registers allow it, off for FP8 at D 256 from block_n 128 and for 16-bit
+ * two-consumer tiles at block_n 192 and more (where ptxas spilled), and never for the in-CTA
+ * kernel. */
 static void test_fa3_speculative_max(void **state)
 {
   (void)state;
@@ -510,7 +511,9 @@ static void test_fa3_speculative_max(void **state)
       {"fa3.f16.d192.causal.g4.bm128.bn96.w8.s2.ws.lse", 1},
       {"fa3.bf16.d128.causal.g4.bm128.bn128.w8.s2.wspp.pers.lse", 1},
       {"fa3.bf16.d128.none.g1.bm128.bn192.w8.s2.ws", 0},
-      {"fa3.bf16.d256.none.g1.bm128.bn80.w8.s2.ws", 0},
+      {"fa3.bf16.d256.none.g1.bm128.bn80.w8.s2.ws", 1},
+      {"fa3.f16.d256.causal.g2.bm128.bn64.w8.s2.wspp.pers.lse", 1},
+      {"fa3.e4m3.d256.none.g1.bm128.bn96.w8.s3.ws.vt.obf16", 1},
       {"fa3.e4m3.d256.none.g1.bm128.bn128.w8.s2.ws.vt.obf16", 0},
       {"fa3.bf16.d128.none.g1.bm128.bn128.w8.s2", -1},
   };
