@@ -319,7 +319,9 @@ static int default_ws_variant(const gen_spec *spec, const gen_target *target, ge
    * against 128x176's 619-631 in the same call, docs/perf.md "v19"). */
   static const ws_pref prefs16[] = {
       {64, 128, 12, 2}, {128, 80, 12, 2}, {192, 112, 8, 2}, {256, 80, 8, 2}, {0, 0, 0, 0}};
-  static const ws_pref prefs8[] = {{128, 96, 12, 2}, {256, 128, 8, 2}, {0, 0, 0, 0}};
+  /* FP8 D 128: 128x224 since linear P (v20: 998-1069 TFLOP/s against 192x96's 930-988 in the
+   * same calls, docs/perf.md "v20"). */
+  static const ws_pref prefs8[] = {{128, 224, 8, 2}, {256, 128, 8, 2}, {0, 0, 0, 0}};
   /* Paged K/V: a tile's boxes are pages, and 192x64 with three consumers and 3 stages ran fastest
    * or within 2% of it on the H200's three paged batches (pages of 16; 128x176 ran 22-24%
    * slower there, docs/perf.md "fa3 reads pages"); block_n 64 divides or is divided by every page
@@ -540,12 +542,18 @@ static int speculative_max(const gen_variant *v)
   return !(two_consumers && !fp8 && v->block_n >= 192);
 }
 
+/* Linear P (templates/fa3.cu, FA3_LINP, v20) for every second pair of S's n8 tiles: where P's
+ * rows are summed by the tensor cores (ones_rows) and the speculative max runs. Half measured
+ * faster than all or a third (docs/perf.md "v20"). */
+static int linear_p(const gen_variant *v) { return ones_rows(v) && speculative_max(v) ? 2 : 0; }
+
 static void ws_preamble(const gen_variant *v, const gen_target *target, const char *entry, gen_text *t)
 {
   (void)target;
   if (v->ws) gen_text_put(t, "#define FA3_WS 1\n#define FA3_PINGPONG %d\n", v->ws == 2);
   if (v->persistent) gen_text_put(t, "#define FA3_PERSISTENT 1\n");
   if (v->ws) gen_text_put(t, "#define FA3_SPEC %d\n", speculative_max(v));
+  if (linear_p(v)) gen_text_put(t, "#define FA3_LINP %d\n", linear_p(v));
   if (v->vt)
     gen_text_put(t, "#define FA3_VT_PRE 1\n#define FA3_VT_KERNEL %s%s\n#define FA3_VT_KEYS %d\n#define FA3_VT_THREADS %d\n",
                  entry, VT_ENTRIES[0], VT_KEYS, VT_THREADS);

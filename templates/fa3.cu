@@ -162,6 +162,19 @@
  *       (+7%), 128x224 863-875 -> 952-1039; bf16 D128 192x80 w12 634-653 -> 665-688 (+5%, now
  *       the default); bf16 128x176 and D64 192x128 1-4% slower. A first build, with the rare
  *       path's recomputed scores unrolled (60% of the kernel's code), ran those two 10% slower.
+ *       At D 256 too since the thirteenth session (not FP8 from block_n 128, which spills): bf16
+ *       128x80 .wspp 666-670 -> 711-712, 128x64 .ws 679-690 -> 705-710, 128x80 .ws +0.5%.
+ *   v20 (FA3_LINP, FP8 .vt at D 128 without lse): linear P ("Linear P" below). By the counts, at
+ *       FP8 D 128 the MUFU's exponentials (16 a clock per SM) take as long as the MMAs, and
+ *       a warp issued nothing else during its run of 46 of them. For every second pair
+ *       of n8 tiles, P's e4m3 code comes from one FFMA, a clamp and an FADD (the code's
+ *       exponent and a linearly interpolated mantissa), and the pack gathers bytes. Predicted:
+ *       the MUFU's share halved for one more FMA-pipe instruction per such score. Measured
+ *       (three rounds, a diagnostic build, the same kernels with all, half and a third of the
+ *       pairs linear): 128x224 s2 999-1014 -> 998-1069 TFLOP/s with half (all: 967-1000),
+ *       s3 965-975 -> 1014-1086, .wspp 906-926 -> 1003-1024, 192x96 w12 944-999 -> 930-988;
+ *       O's error against the naive reference 2.68e-2 -> 2.90e-2 (all: 3.19e-2; cuDNN's FP8
+ *       3.7e-2). Half is the generator's choice, and 128x224 s2 FP8's default at D 128.
  * Copies by cp.async and stores by threads are generic-proxy writes; wgmma reads shared memory
  * through the async proxy, hence fence.proxy.async before the barriers that publish them.
  */
@@ -253,6 +266,62 @@ static constexpr bool FA3_CAUSAL = FA3_MASK != AT_MASK_NONE;
 #endif
 static_assert(!FA3_SPEC || FA3_WS, "the speculative row max is the warp-specialized consumers'");
 #define FA3_SPEC_HEADROOM (FA3_FP8 ? 3.0f : 8.0f)
+/* Linear P (FA3_LINP, v20; FP8 with the tensor cores' row sums and the speculative max): P's
+ * e4m3 code taken in the log domain, code = 8 log2(P) + 56 rounded, which is e4m3's exponent and
+ * its mantissa interpolated linearly (2^f ~ 1 + f, at most 6% high; the 0.5 below centres it).
+ * One FFMA, a clamp and an FADD per score replace the exponential (MUFU, 16 a clock per SM: as
+ * long as the MMAs at FP8 D 128) and the conversion. The FADD of 1.5 * 2^23 rounds to an integer
+ * and leaves the code in the float's low byte, so s holds MAGIC + code / 8 and the pack gathers
+ * bytes.
+ * Every FA3_LINP-th pair of n8 tiles (nt / 2) is taken so (1: all); the rest stay exact. Costs
+ * P's values below 2^-7 (e4m3's subnormals; P of the row's max is 56) and widens P's error from
+ * e4m3's rounding alone (2.7% rms) to 3.2% rms. */
+#ifndef FA3_LINP
+#define FA3_LINP 0
+#endif
+#if FA3_LINP && !(FA3_FP8 && FA3_ONES && FA3_SPEC)
+#undef FA3_LINP
+#define FA3_LINP 0
+#endif
+/* 1.5 * 2^20: in [2^20, 2^21) a float's last bit is 1/8, so adding it rounds y to eighths and
+ * leaves 8 y in the low bits. y = log2(P) + FA3_LIN_BIAS: e4m3's exponent bias, less 1/16, the
+ * linear part's mean excess. */
+#define FA3_LIN_MAGIC 1572864.0f
+#define FA3_LIN_BIAS 6.9375f
+#define FA3_LIN_MAX_CODE 126 /* 448 */
+__device__ __forceinline__ constexpr bool fa3_lin_tile(int nt) { return FA3_LINP && (nt / 2) % (FA3_LINP ? FA3_LINP : 1) == 0; }
+
+/* MAGIC + code / 8 for y = log2(P) + bias, clamped below at code 0; NaN stays NaN (its low
+ * byte, 0xff, is an e4m3 NaN). */
+__device__ __forceinline__ float fa3_lin_code(float y)
+{
+  float c;
+  asm("max.NaN.f32 %0, %1, 0f00000000;\n" : "=f"(c) : "f"(y));
+  return __fadd_rn(c, FA3_LIN_MAGIC);
+}
+
+/* The same from P itself (the exact path's P, for the linear tiles): e4m3's code rounded to
+ * nearest from P's exponent and top mantissa bits; P under 2^-6 (e4m3's subnormals, below 2^-12
+ * of the row's max) becomes 0, and NaN stays NaN. */
+__device__ __forceinline__ float fa3_code_of(float p)
+{
+  const int code = min(max((int)((__float_as_uint(p) + 0x80000u) >> 20) - 960, 0), FA3_LIN_MAX_CODE);
+  const float z = __uint_as_float(__float_as_uint(FA3_LIN_MAGIC) + (unsigned)code);
+  return p == p ? z : p;
+}
+
+/* Four MAGIC + code floats to four e4m3 bytes, x0 in the lowest byte. */
+__device__ __forceinline__ unsigned fa3_lin_pack(float x0, float x1, float x2, float x3)
+{
+  unsigned r;
+  asm("{ .reg .b32 lo, hi;\n"
+      "  prmt.b32 lo, %1, %2, 0x0040;\n"
+      "  prmt.b32 hi, %3, %4, 0x0040;\n"
+      "  prmt.b32 %0, lo, hi, 0x5410; }"
+      : "=r"(r)
+      : "f"(x0), "f"(x1), "f"(x2), "f"(x3));
+  return r;
+}
 
 static_assert(FA3_D == 64 || FA3_D == 128 || FA3_D == 256 || (FA3_WS && (FA3_D == 96 || FA3_D == 192)),
               "head dim 64, 128 or 256 (warp-specialized: also 96 and 192)");
@@ -450,15 +519,20 @@ __device__ __forceinline__ void fa3_mask(float (*s)[4], int row0, int key0, int 
 
 /* The largest of a row half's BN/4 scores in this thread, as a tree: the chain of BN/4 dependent
  * maxes it replaces stood before every exponential of the tile (v13). */
+template <int SEL = 0> /* 0: every n8 tile; 1: FA3_LINP's linear ones; 2: the others */
 __device__ __forceinline__ float fa3_row_max(const float (*s)[4], int half)
 {
   float m[FA3_NT];
+  int n = 0;
 #pragma unroll
-  for (int nt = 0; nt < FA3_NT; nt++) m[nt] = fmaxf(s[nt][2 * half], s[nt][2 * half + 1]);
+  for (int nt = 0; nt < FA3_NT; nt++)
+    if (SEL == 0 || (SEL == 1) == fa3_lin_tile(nt)) m[n++] = fmaxf(s[nt][2 * half], s[nt][2 * half + 1]);
+  if (n == 0) return AT_NEG_INF;
 #pragma unroll
   for (int w = 1; w < FA3_NT; w *= 2)
 #pragma unroll
-    for (int nt = 0; nt + w < FA3_NT; nt += 2 * w) m[nt] = fmaxf(m[nt], m[nt + w]);
+    for (int i = 0; i + w < FA3_NT; i += 2 * w)
+      if (i + w < n) m[i] = fmaxf(m[i], m[i + w]);
   return m[0];
 }
 
@@ -487,6 +561,12 @@ __device__ __forceinline__ void fa3_softmax(float (*s)[4], float *row_max, float
     }
     if (!FA3_ONES) row_sum[half] = row_sum[half] * alpha[half] + sum; /* FA3_ONES: O's last n8 tile */
   }
+  if (SPEC && FA3_LINP)
+#pragma unroll
+    for (int nt = 0; nt < FA3_NT; nt++)
+      if (fa3_lin_tile(nt))
+#pragma unroll
+        for (int e = 0; e < 4; e++) s[nt][e] = fa3_code_of(s[nt][e]);
 }
 
 /* FA3_SPEC's softmax of a tile after the first: P from the reference as it stands, then the
@@ -496,7 +576,8 @@ __device__ __forceinline__ bool fa3_softmax_spec(float (*s)[4], float *row_max, 
                                                  float scale_log2)
 {
   constexpr float P_LIMIT = FA3_FP8 ? 448.f : 1.f; /* 2^L */
-  float sum[2] = {0.f, 0.f}, pmax[2], m_shift[2];
+  constexpr float Z_LIMIT = FA3_LIN_MAGIC + FA3_LIN_MAX_CODE * 0.125f;
+  float sum[2] = {0.f, 0.f}, pmax[2], zmax[2] = {AT_NEG_INF, AT_NEG_INF}, m_shift[2];
   /* The exponent's offset, recomputed from row_max (two instructions a tile) rather than kept
    * across the loop (two registers, which the tiles at the register budget cannot spare). A row
    * that has seen no key (-inf) gets a finite one, so its masked scores still give 0. */
@@ -505,34 +586,63 @@ __device__ __forceinline__ bool fa3_softmax_spec(float (*s)[4], float *row_max, 
     m_shift[half] = fmaxf(row_max[half] * scale_log2, -3.402823466e38f) - FA3_P_LOG2_SCALE;
 #pragma unroll
   for (int half = 0; half < 2; half++) {
+    const float m_lin = m_shift[half] - FA3_LIN_BIAS;
 #pragma unroll
     for (int nt = 0; nt < FA3_NT; nt++) {
+      if (fa3_lin_tile(nt)) {
+        s[nt][2 * half] = fa3_lin_code(fmaf(s[nt][2 * half], scale_log2, -m_lin));
+        s[nt][2 * half + 1] = fa3_lin_code(fmaf(s[nt][2 * half + 1], scale_log2, -m_lin));
+        continue;
+      }
       s[nt][2 * half] = at_exp2(fmaf(s[nt][2 * half], scale_log2, -m_shift[half]));
       s[nt][2 * half + 1] = at_exp2(fmaf(s[nt][2 * half + 1], scale_log2, -m_shift[half]));
       if (!FA3_ONES) sum[half] += s[nt][2 * half] + s[nt][2 * half + 1];
     }
-    pmax[half] = fa3_row_max(s, half);
+    pmax[half] = fa3_row_max<FA3_LINP ? 2 : 0>(s, half);
+    if (FA3_LINP) zmax[half] = fa3_row_max<1>(s, half);
   }
-  if (__all_sync(0xffffffffu, pmax[0] <= P_LIMIT && pmax[1] <= P_LIMIT)) {
+  const bool codes_fit = !FA3_LINP || (zmax[0] <= Z_LIMIT && zmax[1] <= Z_LIMIT);
+  if (__all_sync(0xffffffffu, pmax[0] <= P_LIMIT && pmax[1] <= P_LIMIT && codes_fit)) {
     alpha[0] = alpha[1] = 1.f;
     if (!FA3_ONES) row_sum[0] += sum[0], row_sum[1] += sum[1];
     return false;
   }
   /* Some row of the warp passed its reference: the rows' maxes over their quads. */
-  float pm[2];
+  float pm[2], zm[2] = {AT_NEG_INF, AT_NEG_INF};
   pm[0] = at_quad_max(pmax[0]), pm[1] = at_quad_max(pmax[1]);
+  if (FA3_LINP) zm[0] = at_quad_max(zmax[0]), zm[1] = at_quad_max(zmax[1]);
   /* Past 2^100 (or inf, or NaN) the factor below would underflow, or P lost its scores. */
-  if (__any_sync(0xffffffffu, !(pm[0] < 0x1p100f && pm[1] < 0x1p100f))) return true;
+  constexpr float Z_HUGE = FA3_LIN_MAGIC + 100.f; /* a linear code of 2^93 */
+  const bool codes_ok = !FA3_LINP || (zm[0] < Z_HUGE && zm[1] < Z_HUGE);
+  if (__any_sync(0xffffffffu, !(pm[0] < 0x1p100f && pm[1] < 0x1p100f && codes_ok))) return true;
   /* The rows past their reference move it so that their max becomes 2^(L - headroom), as the
    * exact path puts it; the others keep theirs (d = 0). Without branches: S's registers are
    * wgmma accumulators, and writes to them on a divergent path make ptxas serialize the
    * kernel's wgmmas. */
 #pragma unroll
   for (int half = 0; half < 2; half++) {
+#if FA3_LINP
+    /* log2 of the row's largest P, from either kind of tile; the shift is a whole number of
+     * codes (eighths of an octave), so the linear tiles move by an exact add. */
+    const float lp = fmaxf(pm[half] > 0.f ? at_log2(pm[half]) : AT_NEG_INF,
+                           zm[half] - (FA3_LIN_MAGIC + FA3_LIN_BIAS));
+    const bool past = pm[half] > P_LIMIT || zm[half] > Z_LIMIT;
+    const float d = past ? 0.125f * rintf(8.f * ((FA3_P_LOG2_SCALE - FA3_SPEC_HEADROOM) - lp)) : 0.f;
+#else
     const float d = pm[half] > P_LIMIT ? (FA3_P_LOG2_SCALE - FA3_SPEC_HEADROOM) - at_log2(pm[half]) : 0.f;
+#endif
     const float f = at_exp2(d);
 #pragma unroll
-    for (int nt = 0; nt < FA3_NT; nt++) s[nt][2 * half] *= f, s[nt][2 * half + 1] *= f;
+    for (int nt = 0; nt < FA3_NT; nt++) {
+#if FA3_LINP
+      if (fa3_lin_tile(nt)) {
+        s[nt][2 * half] = fa3_lin_code(s[nt][2 * half] - FA3_LIN_MAGIC + d);
+        s[nt][2 * half + 1] = fa3_lin_code(s[nt][2 * half + 1] - FA3_LIN_MAGIC + d);
+        continue;
+      }
+#endif
+      s[nt][2 * half] *= f, s[nt][2 * half + 1] *= f;
+    }
     alpha[half] = f;
     row_max[half] = __fdividef(m_shift[half] - d + FA3_P_LOG2_SCALE, scale_log2);
     if (!FA3_ONES) row_sum[half] = row_sum[half] * f + sum[half] * f;
@@ -600,10 +710,20 @@ __device__ __forceinline__ void fa3_pack_p(const float (*s)[4], unsigned (*p)[4]
   for (int kk = 0; kk < FA3_PK; kk++) {
 #if FA3_FP8
     const float(*c)[4] = &s[4 * kk];
-    p[kk][0] = at_e4m3x4_from_float(c[0][0], c[0][1], c[1][0], c[1][1]);
-    p[kk][1] = at_e4m3x4_from_float(c[0][2], c[0][3], c[1][2], c[1][3]);
-    p[kk][2] = at_e4m3x4_from_float(c[2][0], c[2][1], c[3][0], c[3][1]);
-    p[kk][3] = at_e4m3x4_from_float(c[2][2], c[2][3], c[3][2], c[3][3]);
+    if (fa3_lin_tile(4 * kk)) {
+      p[kk][0] = fa3_lin_pack(c[0][0], c[0][1], c[1][0], c[1][1]);
+      p[kk][1] = fa3_lin_pack(c[0][2], c[0][3], c[1][2], c[1][3]);
+    } else {
+      p[kk][0] = at_e4m3x4_from_float(c[0][0], c[0][1], c[1][0], c[1][1]);
+      p[kk][1] = at_e4m3x4_from_float(c[0][2], c[0][3], c[1][2], c[1][3]);
+    }
+    if (fa3_lin_tile(4 * kk + 2)) {
+      p[kk][2] = fa3_lin_pack(c[2][0], c[2][1], c[3][0], c[3][1]);
+      p[kk][3] = fa3_lin_pack(c[2][2], c[2][3], c[3][2], c[3][3]);
+    } else {
+      p[kk][2] = at_e4m3x4_from_float(c[2][0], c[2][1], c[3][0], c[3][1]);
+      p[kk][3] = at_e4m3x4_from_float(c[2][2], c[2][3], c[3][2], c[3][3]);
+    }
 #else
     p[kk][0] = at_pack_out(s[2 * kk][0], s[2 * kk][1]);
     p[kk][1] = at_pack_out(s[2 * kk][2], s[2 * kk][3]);

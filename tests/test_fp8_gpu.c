@@ -126,7 +126,12 @@ static int check_variant(const rt_variant *lv, const char *key, int i, void *ctx
     TU_OK(rt_download(&amax, r->d_amax, sizeof amax));
     amax_err = r->ref_amax > 0 ? fabs(amax - r->ref_amax) / r->ref_amax : fabs(amax);
   }
-  int ok = eo.n_nonfinite == 0 && eo.rel_l2 <= r->tol && el.n_nonfinite == 0 && el.rel_l2 < 1e-3 &&
+  /* The spike's key is some 90 / |q| times longer than the others, and the FP8 tensor cores sum
+   * Q K^T in less than fp32 precision: every kernel, fa3's in-CTA one included, read the lse of one
+   * seed's D 256 spike case 1.003e-3 off, and another seed's 6.9e-4 (the same to four digits in
+   * all of them, which share the order of the sum over d); random keys give 1e-7 to 6e-6. */
+  const double lse_tol = c->keys == TU_KEYS_SPIKE ? 3e-3 : 1e-3;
+  int ok = eo.n_nonfinite == 0 && eo.rel_l2 <= r->tol && el.n_nonfinite == 0 && el.rel_l2 < lse_tol &&
            (!out_fp8 || (isfinite(amax) && amax_err <= 2 * tolerance(c->dtype)));
   if (!ok) {
     printf("    %s: WRONG o rel_l2 %.3e (tol %.0e; %zu non-finite, worst at %zu: %g vs %g), lse rel_l2 "

@@ -535,6 +535,41 @@ static void test_fa3_speculative_max(void **state)
   }
 }
 
+/* Linear P (templates/fa3.cu, FA3_LINP): every second pair of n8 tiles, where the tensor cores
+ * sum P's rows (FP8 .vt at D 128 without lse) and the speculative max runs; no line elsewhere,
+ * so the template's default (0) holds. */
+static void test_fa3_linear_p(void **state)
+{
+  (void)state;
+  gen_target t = tu_sm90();
+  static const struct {
+    const char *key;
+    int linp; /* 0: no FA3_LINP line */
+  } cases[] = {
+      {"fa3.e4m3.d128.none.g1.bm128.bn224.w8.s2.ws.vt.obf16", 2},
+      {"fa3.e5m2.d128.causal.g4.bm192.bn96.w12.s2.wspp.vt.obf16", 2},
+      {"fa3.e4m3.d128.none.g1.bm128.bn224.w8.s2.ws.vt.obf16.lse", 0},
+      {"fa3.e4m3.d128.none.g1.bm128.bn64.w8.s2.ws.obf16", 0},
+      {"fa3.e4m3.d256.none.g1.bm128.bn96.w8.s2.ws.vt.obf16", 0},
+      {"fa3.bf16.d128.none.g1.bm192.bn80.w12.s2.ws", 0},
+      {"fa3.e4m3.d128.none.g1.bm128.bn128.w8.s2.obf16", 0},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
+    gen_variant v;
+    char *src = NULL;
+    TU_OK(gen_variant_parse(cases[i].key, &v));
+    TU_OK(gen_emit(&v, &t, &src));
+    const char *line = strstr(src, "#define FA3_LINP "), *fallback = strstr(src, "#ifndef FA3_LINP");
+    assert_non_null(fallback);
+    if (!cases[i].linp) {
+      assert_true(!line || line > fallback);
+    } else {
+      assert_true(line && line < fallback);
+      assert_int_equal(line[strlen("#define FA3_LINP ")] - '0', cases[i].linp);
+    }
+    free(src);
+  }
+}
 
 /* V^T ahead (.vt after .ws/.wspp, FP8): keys round-trip and old keys keep vt 0; the refusals name
  * the field; the module has the transpose kernel as a second entry; a call launches it first
@@ -690,12 +725,12 @@ static void test_fa3_vt_family(void **state)
   }
   assert_true(n_vt >= 12);
   assert_true(first_in_cta > last_vt && last_in_cta < first_ws);
-  /* The default is .vt's 192x96 (3 consumers), 2 stages at D=128 and 128x128, 2 stages at
-   * D=256; D=64 has no warp-specialized FP8 kernel and keeps the in-CTA one. */
+  /* The default is .vt's 128x224, 2 stages at D=128 (v20) and 128x128, 2 stages at D=256;
+   * D=64 has no warp-specialized FP8 kernel and keeps the in-CTA one. */
   gen_variant def;
   TU_OK(gen_default_variant(&s, &t, &def));
   TU_OK(gen_variant_key(&def, key, sizeof key));
-  assert_string_equal(key, "fa3.e4m3.d128.none.g1.bm192.bn96.w12.s2.ws.vt.obf16");
+  assert_string_equal(key, "fa3.e4m3.d128.none.g1.bm128.bn224.w8.s2.ws.vt.obf16");
   s.head_dim = 256;
   TU_OK(gen_default_variant(&s, &t, &def));
   TU_OK(gen_variant_key(&def, key, sizeof key));
@@ -1444,7 +1479,7 @@ int main(void)
       cmocka_unit_test(test_fa3_family),         cmocka_unit_test(test_fp8_compile_no_spills),
       cmocka_unit_test(test_template_versions),  cmocka_unit_test(test_decode_family),
       cmocka_unit_test(test_decode_default_merge),
-      cmocka_unit_test(test_decode_compile_no_spills), cmocka_unit_test(test_fa3_ws_family), cmocka_unit_test(test_fa3_speculative_max),
+      cmocka_unit_test(test_decode_compile_no_spills), cmocka_unit_test(test_fa3_ws_family), cmocka_unit_test(test_fa3_speculative_max), cmocka_unit_test(test_fa3_linear_p),
       cmocka_unit_test(test_ws_compile_no_spills), cmocka_unit_test(test_fa3_vt_family),
       cmocka_unit_test(test_fa3_persistent_family), cmocka_unit_test(test_persistent_compile_no_spills),
       cmocka_unit_test(test_fp8_kv_keys),        cmocka_unit_test(test_fp8_kv_enumeration),
