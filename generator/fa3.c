@@ -319,7 +319,7 @@ static int default_ws_variant(const gen_spec *spec, const gen_target *target, ge
    * against 128x176's 619-631 in the same call, docs/perf.md "v19"). */
   static const ws_pref prefs16[] = {
       {64, 128, 12, 2}, {128, 80, 12, 2}, {192, 112, 8, 2}, {256, 80, 8, 2}, {0, 0, 0, 0}};
-  /* FP8 D 128: 128x224 since linear P (v20: 998-1069 TFLOP/s against 192x96's 930-988 in the
+  /* FP8 D 128: 128x224 since linear P (v20: 964-1061 TFLOP/s, where 192x96 ran 942-1000 in the
    * same calls, docs/perf.md "v20"). */
   static const ws_pref prefs8[] = {{128, 224, 8, 2}, {256, 128, 8, 2}, {0, 0, 0, 0}};
   /* Paged K/V: a tile's boxes are pages, and 192x64 with three consumers and 3 stages ran fastest
@@ -543,9 +543,13 @@ static int speculative_max(const gen_variant *v)
 }
 
 /* Linear P (templates/fa3.cu, FA3_LINP, v20) for every second pair of S's n8 tiles: where P's
- * rows are summed by the tensor cores (ones_rows) and the speculative max runs. Half measured
- * faster than all or a third (docs/perf.md "v20"). */
-static int linear_p(const gen_variant *v) { return ones_rows(v) && speculative_max(v) ? 2 : 0; }
+ * rows are summed by the tensor cores (ones_rows) and the speculative max runs, in tiles of two
+ * consumers. Half measured faster than all or a third; three consumers (192x96) ran 3% slower
+ * with it, over eight runs each (docs/perf.md "v20"). */
+static int linear_p(const gen_variant *v)
+{
+  return ones_rows(v) && speculative_max(v) && v->warps == 8 ? 2 : 0;
+}
 
 static void ws_preamble(const gen_variant *v, const gen_target *target, const char *entry, gen_text *t)
 {

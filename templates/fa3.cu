@@ -174,7 +174,9 @@
  *       pairs linear): 128x224 s2 999-1014 -> 998-1069 TFLOP/s with half (all: 967-1000),
  *       s3 965-975 -> 1014-1086, .wspp 906-926 -> 1003-1024, 192x96 w12 944-999 -> 930-988;
  *       O's error against the naive reference 2.68e-2 -> 2.90e-2 (all: 3.19e-2; cuDNN's FP8
- *       3.7e-2). Half is the generator's choice, and 128x224 s2 FP8's default at D 128.
+ *       3.7e-2). Half is the generator's choice with two consumers, and 128x224 s2 FP8's
+ *       default at D 128: against the binary before, 916-1005 -> 964-1061 (five runs each);
+ *       three consumers (192x96) ran 3% slower with it, so they keep the exact exponentials.
  * Copies by cp.async and stores by threads are generic-proxy writes; wgmma reads shared memory
  * through the async proxy, hence fence.proxy.async before the barriers that publish them.
  */

@@ -536,8 +536,8 @@ static void test_fa3_speculative_max(void **state)
 }
 
 /* Linear P (templates/fa3.cu, FA3_LINP): every second pair of n8 tiles, where the tensor cores
- * sum P's rows (FP8 .vt at D 128 without lse) and the speculative max runs; no line elsewhere,
- * so the template's default (0) holds. */
+ * sum P's rows (FP8 .vt at D 128 without lse) and the speculative max runs, with two consumers;
+ * no line elsewhere, so the template's default (0) holds. */
 static void test_fa3_linear_p(void **state)
 {
   (void)state;
@@ -547,7 +547,8 @@ static void test_fa3_linear_p(void **state)
     int linp; /* 0: no FA3_LINP line */
   } cases[] = {
       {"fa3.e4m3.d128.none.g1.bm128.bn224.w8.s2.ws.vt.obf16", 2},
-      {"fa3.e5m2.d128.causal.g4.bm192.bn96.w12.s2.wspp.vt.obf16", 2},
+      {"fa3.e5m2.d128.causal.g4.bm128.bn192.w8.s2.wspp.vt.obf16", 2},
+      {"fa3.e4m3.d128.none.g1.bm192.bn96.w12.s2.ws.vt.obf16", 0},
       {"fa3.e4m3.d128.none.g1.bm128.bn224.w8.s2.ws.vt.obf16.lse", 0},
       {"fa3.e4m3.d128.none.g1.bm128.bn64.w8.s2.ws.obf16", 0},
       {"fa3.e4m3.d256.none.g1.bm128.bn96.w8.s2.ws.vt.obf16", 0},
