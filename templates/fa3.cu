@@ -269,11 +269,11 @@ static constexpr bool FA3_CAUSAL = FA3_MASK != AT_MASK_NONE;
 static_assert(!FA3_SPEC || FA3_WS, "the speculative row max is the warp-specialized consumers'");
 #define FA3_SPEC_HEADROOM (FA3_FP8 ? 3.0f : 8.0f)
 /* Linear P (FA3_LINP, v20; FP8 with the tensor cores' row sums and the speculative max): P's
- * e4m3 code taken in the log domain, code = 8 log2(P) + 56 rounded, which is e4m3's exponent and
- * its mantissa interpolated linearly (2^f ~ 1 + f, at most 6% high; the 0.5 below centres it).
+ * e4m3 code taken in the log domain, code = 8 log2(P) + 55.5 rounded, which is e4m3's exponent
+ * and its mantissa interpolated linearly (2^f ~ 1 + f, at most 6% high; the 0.5 centres it).
  * One FFMA, a clamp and an FADD per score replace the exponential (MUFU, 16 a clock per SM: as
- * long as the MMAs at FP8 D 128) and the conversion. The FADD of 1.5 * 2^23 rounds to an integer
- * and leaves the code in the float's low byte, so s holds MAGIC + code / 8 and the pack gathers
+ * long as the MMAs at FP8 D 128) and the conversion. The FADD of MAGIC rounds to eighths and
+ * leaves the code in the float's low byte, so s holds MAGIC + code / 8 and the pack gathers
  * bytes.
  * Every FA3_LINP-th pair of n8 tiles (nt / 2) is taken so (1: all); the rest stay exact. Costs
  * P's values below 2^-7 (e4m3's subnormals; P of the row's max is 56) and widens P's error from
@@ -303,7 +303,7 @@ __device__ __forceinline__ float fa3_lin_code(float y)
 }
 
 /* The same from P itself (the exact path's P, for the linear tiles): e4m3's code rounded to
- * nearest from P's exponent and top mantissa bits; P under 2^-6 (e4m3's subnormals, below 2^-12
+ * nearest from P's exponent and top mantissa bits; P under 2^-6 (e4m3's subnormals, about 2^-12
  * of the row's max) becomes 0, and NaN stays NaN. */
 __device__ __forceinline__ float fa3_code_of(float p)
 {
