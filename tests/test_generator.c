@@ -492,6 +492,24 @@ static void test_fa3_ws_family(void **state)
   assert_int_equal(def.vt, 1);
 }
 
+/* The digit of the generator's `#define NAME d` for KEY on sm_90a (its preamble, ahead of the
+ * template's `#ifndef NAME` default), or -1 where the template's default alone is there. */
+static int generated_define(const char *key, const char *name)
+{
+  gen_target t = tu_sm90();
+  gen_variant v;
+  char *src = NULL, line_start[64], fallback_start[64];
+  snprintf(line_start, sizeof line_start, "#define %s ", name);
+  snprintf(fallback_start, sizeof fallback_start, "#ifndef %s", name);
+  TU_OK(gen_variant_parse(key, &v));
+  TU_OK(gen_emit(&v, &t, &src));
+  const char *line = strstr(src, line_start), *fallback = strstr(src, fallback_start);
+  assert_non_null(fallback);
+  const int value = line && line < fallback ? line[strlen(line_start)] - '0' : -1;
+  free(src);
+  return value;
+}
+
 /* The speculative row max (templates/fa3.cu, FA3_SPEC): emitted on for the warp-specialized
  * tiles whose registers allow it, off for FP8 at D 256 from block_n 128 and for 16-bit
  * two-consumer tiles at block_n 192 and more (where ptxas spilled), and never for the in-CTA
@@ -499,7 +517,6 @@ static void test_fa3_ws_family(void **state)
 static void test_fa3_speculative_max(void **state)
 {
   (void)state;
-  gen_target t = tu_sm90();
   static const struct {
     const char *key;
     int spec; /* -1: no FA3_SPEC line at all */
@@ -517,22 +534,8 @@ static void test_fa3_speculative_max(void **state)
       {"fa3.e4m3.d256.none.g1.bm128.bn128.w8.s2.ws.vt.obf16", 0},
       {"fa3.bf16.d128.none.g1.bm128.bn128.w8.s2", -1},
   };
-  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-    gen_variant v;
-    char *src = NULL;
-    TU_OK(gen_variant_parse(cases[i].key, &v));
-    TU_OK(gen_emit(&v, &t, &src));
-    /* The generator's line is the preamble's, ahead of the template's #ifndef default. */
-    const char *line = strstr(src, "#define FA3_SPEC "), *fallback = strstr(src, "#ifndef FA3_SPEC");
-    assert_true(line && fallback);
-    if (cases[i].spec < 0) {
-      assert_true(line > fallback);
-    } else {
-      assert_true(line < fallback);
-      assert_int_equal(line[strlen("#define FA3_SPEC ")] - '0', cases[i].spec);
-    }
-    free(src);
-  }
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+    assert_int_equal(generated_define(cases[i].key, "FA3_SPEC"), cases[i].spec);
 }
 
 /* Linear P (templates/fa3.cu, FA3_LINP): every second pair of n8 tiles, where the tensor cores
@@ -541,35 +544,21 @@ static void test_fa3_speculative_max(void **state)
 static void test_fa3_linear_p(void **state)
 {
   (void)state;
-  gen_target t = tu_sm90();
   static const struct {
     const char *key;
-    int linp; /* 0: no FA3_LINP line */
+    int linp; /* -1: no FA3_LINP line (the template's default, 0) */
   } cases[] = {
       {"fa3.e4m3.d128.none.g1.bm128.bn224.w8.s2.ws.vt.obf16", 2},
       {"fa3.e5m2.d128.causal.g4.bm128.bn192.w8.s2.wspp.vt.obf16", 2},
-      {"fa3.e4m3.d128.none.g1.bm192.bn96.w12.s2.ws.vt.obf16", 0},
-      {"fa3.e4m3.d128.none.g1.bm128.bn224.w8.s2.ws.vt.obf16.lse", 0},
-      {"fa3.e4m3.d128.none.g1.bm128.bn64.w8.s2.ws.obf16", 0},
-      {"fa3.e4m3.d256.none.g1.bm128.bn96.w8.s2.ws.vt.obf16", 0},
-      {"fa3.bf16.d128.none.g1.bm192.bn80.w12.s2.ws", 0},
-      {"fa3.e4m3.d128.none.g1.bm128.bn128.w8.s2.obf16", 0},
+      {"fa3.e4m3.d128.none.g1.bm192.bn96.w12.s2.ws.vt.obf16", -1},
+      {"fa3.e4m3.d128.none.g1.bm128.bn224.w8.s2.ws.vt.obf16.lse", -1},
+      {"fa3.e4m3.d128.none.g1.bm128.bn64.w8.s2.ws.obf16", -1},
+      {"fa3.e4m3.d256.none.g1.bm128.bn96.w8.s2.ws.vt.obf16", -1},
+      {"fa3.bf16.d128.none.g1.bm192.bn80.w12.s2.ws", -1},
+      {"fa3.e4m3.d128.none.g1.bm128.bn128.w8.s2.obf16", -1},
   };
-  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++) {
-    gen_variant v;
-    char *src = NULL;
-    TU_OK(gen_variant_parse(cases[i].key, &v));
-    TU_OK(gen_emit(&v, &t, &src));
-    const char *line = strstr(src, "#define FA3_LINP "), *fallback = strstr(src, "#ifndef FA3_LINP");
-    assert_non_null(fallback);
-    if (!cases[i].linp) {
-      assert_true(!line || line > fallback);
-    } else {
-      assert_true(line && line < fallback);
-      assert_int_equal(line[strlen("#define FA3_LINP ")] - '0', cases[i].linp);
-    }
-    free(src);
-  }
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+    assert_int_equal(generated_define(cases[i].key, "FA3_LINP"), cases[i].linp);
 }
 
 /* V^T ahead (.vt after .ws/.wspp, FP8): keys round-trip and old keys keep vt 0; the refusals name
