@@ -1,0 +1,54 @@
+#!/bin/sh
+# prefill_bench_test.sh SOURCE_DIR — scripts/prefill_bench.sh against a stand-in attntune and
+# nvidia-smi (no GPU): the table's rows take cuDNN's and the default's TFLOP/s from the right
+# lines, the ratio, the starred best with fused, the median clock, one row per shape, round and
+# binary with BASE; an unknown shape name exits 2 and names it.
+src=$1
+fails=0
+dir=$(mktemp -d)
+trap 'rm -rf "$dir"' EXIT
+mkdir -p "$dir/build" "$dir/base" "$dir/bin"
+# The stand-in prints a bench table as attntune does: cuDNN first, then the default's key row,
+# then (for --impl ...fused) a listed variant and the starred best. TFLOP/s: cuDNN 600 (or 1000
+# for e4m3), the default 660 (1100), its binary's name on the key so the rows can be told apart.
+for b in build base; do
+  cat >"$dir/$b/attntune" <<EOS
+#!/bin/sh
+dt=bf16; impl=""
+while [ \$# -gt 0 ]; do case "\$1" in --dtype) dt=\$2; shift ;; --impl) impl=\$2; shift ;; esac; shift; done
+c=600.0; d=660.0; [ "\$dt" = e4m3 ] && c=1000.0 d=1100.0
+echo "impl                                            time_ms   TFLOP/s   rel_err  note"
+echo "cudnn                                            1.0000     \$c  2.3e-03  cudnn"
+echo "fa3.\$dt.d128.none.g1.bm128.bn224.w8.s2.ws.$b     1.0000     \$d  2.3e-03  168 regs"
+case "\$impl" in *fused*) echo "fa3.\$dt.other.$b     1.0000     700.0  2.3e-03  x"
+  echo "* fa3.\$dt.best.$b     1.0000     777.5         -  fastest variant" ;; esac
+EOS
+  chmod +x "$dir/$b/attntune"
+done
+# Clock samples 1500, 1700, 1600 (median 1600), then the stand-in waits to be killed.
+cat >"$dir/bin/nvidia-smi" <<'EOS'
+#!/bin/sh
+printf '1500\n1700\n1600\n'
+exec sleep 30
+EOS
+chmod +x "$dir/bin/nvidia-smi"
+run() { (cd "$src" && PATH="$dir/bin:$PATH" OUT="$dir/out" "$@" sh scripts/prefill_bench.sh "$dir/build" 2>&1); }
+expect() { # expect DESCRIPTION PATTERN TEXT
+  if printf '%s\n' "$3" | grep -Eq -- "$2"; then echo "ok: $1"; else
+    echo "FAIL: $1: no line matches '$2' in:"; printf '%s\n' "$3"; fails=$((fails + 1)); fi
+}
+out=$(run env SHAPES="bf16-d128;e4m3-d256" ROUNDS=1)
+expect "bf16 row: cuDNN, default, 1.10x, target 720, median clock" \
+  '^bf16-d128 +1 +[^ ]*build/attntune +600\.0 +660\.0 +1\.10x +- +720 +1600 +fa3\.bf16\..*\.build$' "$out"
+expect "e4m3 row" '^e4m3-d256 +1 .* +1000\.0 +1100\.0 +1\.10x +- +1200 ' "$out"
+n=$(printf '%s\n' "$out" | grep -cE '^(bf16|e4m3)-')
+[ "$n" = 2 ] && echo "ok: one row per shape" || { echo "FAIL: $n rows, expected 2"; fails=$((fails + 1)); }
+out=$(run env SHAPES="gqa-16k-causal" ROUNDS=2 BASE="$dir/base/attntune" IMPLS=cudnn,default,fused)
+expect "with fused: the starred best and its key" '^gqa-16k-causal +1 +[^ ]*base/attntune .* 777\.5 +- +1600 +fa3\.bf16\.best\.base$' "$out"
+n=$(printf '%s\n' "$out" | grep -cE '^gqa-16k-causal ')
+[ "$n" = 4 ] && echo "ok: two rounds of two binaries" || { echo "FAIL: $n rows, expected 4"; fails=$((fails + 1)); }
+expect "BASE runs first in a round" 'base/attntune' "$(printf '%s\n' "$out" | grep -E '^gqa-16k-causal +2 ' | head -1)"
+out=$(run env SHAPES="bf16-d999"); rc=$?
+[ "$rc" = 2 ] && echo "ok: an unknown shape exits 2" || { echo "FAIL: an unknown shape exited $rc"; fails=$((fails + 1)); }
+expect "and names it" "unknown shape 'bf16-d999'" "$out"
+[ "$fails" = 0 ] || { echo "$fails failed"; exit 1; }
