@@ -310,9 +310,9 @@ typedef struct {
 
 /* The default is warp-specialized where a tile fits, each from B2 N16 T=S=8192 on the H200. 16-bit
  * inputs: the tiles that ran fastest or within the noise of the fastest (docs/perf.md, "## fa3",
- * step 6), 2 stages, no ping-pong. FP8: V^T ahead (.vt, "v11"), 192x96 with 3 consumer warpgroups
- * and 2 stages at D=128 (the fastest: 847 TFLOP/s against 844 for 128x224, and 837 against 777
- * causal) and 128x128 with 2 stages at D=256 (1096, the fastest). */
+ * step 6), 2 stages, no ping-pong. FP8: V^T ahead (.vt, "v11"), at D=128 128x224 with 2 stages
+ * since linear P (below; 192x96 with 3 consumers before it) and 128x128 with 2 stages at D=256
+ * (1096, the fastest). */
 static int default_ws_variant(const gen_spec *spec, const gen_target *target, gen_variant *out)
 {
   /* D 128: 192x80 with three consumers since the speculative row max (v19: 665-688 TFLOP/s
