@@ -325,6 +325,13 @@ __device__ __forceinline__ unsigned fa3_lin_pack(float x0, float x1, float x2, f
   return r;
 }
 
+/* Four P of the pair of n8 tiles from nt to e4m3 bytes: their codes gathered where the pair is
+ * linear, their floats converted where it is not. */
+__device__ __forceinline__ unsigned fa3_p_bytes(int nt, float x0, float x1, float x2, float x3)
+{
+  return fa3_lin_tile(nt) ? fa3_lin_pack(x0, x1, x2, x3) : at_e4m3x4_from_float(x0, x1, x2, x3);
+}
+
 static_assert(FA3_D == 64 || FA3_D == 128 || FA3_D == 256 || (FA3_WS && (FA3_D == 96 || FA3_D == 192)),
               "head dim 64, 128 or 256 (warp-specialized: also 96 and 192)");
 static_assert(FA3_WS ? FA3_BN % 16 == 0 && FA3_BN <= 256 : FA3_BN == 64 || FA3_BN == 128,
@@ -636,13 +643,11 @@ __device__ __forceinline__ bool fa3_softmax_spec(float (*s)[4], float *row_max, 
     const float f = at_exp2(d);
 #pragma unroll
     for (int nt = 0; nt < FA3_NT; nt++) {
-#if FA3_LINP
       if (fa3_lin_tile(nt)) {
         s[nt][2 * half] = fa3_lin_code(s[nt][2 * half] - FA3_LIN_MAGIC + d);
         s[nt][2 * half + 1] = fa3_lin_code(s[nt][2 * half + 1] - FA3_LIN_MAGIC + d);
         continue;
       }
-#endif
       s[nt][2 * half] *= f, s[nt][2 * half + 1] *= f;
     }
     alpha[half] = f;
@@ -712,20 +717,10 @@ __device__ __forceinline__ void fa3_pack_p(const float (*s)[4], unsigned (*p)[4]
   for (int kk = 0; kk < FA3_PK; kk++) {
 #if FA3_FP8
     const float(*c)[4] = &s[4 * kk];
-    if (fa3_lin_tile(4 * kk)) {
-      p[kk][0] = fa3_lin_pack(c[0][0], c[0][1], c[1][0], c[1][1]);
-      p[kk][1] = fa3_lin_pack(c[0][2], c[0][3], c[1][2], c[1][3]);
-    } else {
-      p[kk][0] = at_e4m3x4_from_float(c[0][0], c[0][1], c[1][0], c[1][1]);
-      p[kk][1] = at_e4m3x4_from_float(c[0][2], c[0][3], c[1][2], c[1][3]);
-    }
-    if (fa3_lin_tile(4 * kk + 2)) {
-      p[kk][2] = fa3_lin_pack(c[2][0], c[2][1], c[3][0], c[3][1]);
-      p[kk][3] = fa3_lin_pack(c[2][2], c[2][3], c[3][2], c[3][3]);
-    } else {
-      p[kk][2] = at_e4m3x4_from_float(c[2][0], c[2][1], c[3][0], c[3][1]);
-      p[kk][3] = at_e4m3x4_from_float(c[2][2], c[2][3], c[3][2], c[3][3]);
-    }
+    p[kk][0] = fa3_p_bytes(4 * kk, c[0][0], c[0][1], c[1][0], c[1][1]);
+    p[kk][1] = fa3_p_bytes(4 * kk, c[0][2], c[0][3], c[1][2], c[1][3]);
+    p[kk][2] = fa3_p_bytes(4 * kk + 2, c[2][0], c[2][1], c[3][0], c[3][1]);
+    p[kk][3] = fa3_p_bytes(4 * kk + 2, c[2][2], c[2][3], c[3][2], c[3][3]);
 #else
     p[kk][0] = at_pack_out(s[2 * kk][0], s[2 * kk][1]);
     p[kk][1] = at_pack_out(s[2 * kk][2], s[2 * kk][3]);
