@@ -530,15 +530,15 @@ static const char *const VT_ENTRIES[] = {"_vt", NULL};
 static const char *const *extra_entries(const gen_variant *v) { return v->vt ? VT_ENTRIES : NULL; }
 
 /* The speculative row max (templates/fa3.cu, FA3_SPEC) where its registers fit: not in FP8
- * tiles at D 256 from block_n 128 (O alone holds 128 registers a thread; e4m3 128x128 spilled
- * 8 bytes under nvcc), nor in 16-bit tiles of two consumers at block_n 192 and more (bf16 D 128
+ * .ws tiles at D 256 from block_n 128 (O alone holds 128 registers a thread; e4m3 128x128 .ws
+ * spilled 8 bytes under nvcc and 20 under NVRTC, its ping-pong twin none), nor in 16-bit tiles of two consumers at block_n 192 and more (bf16 D 128
  * 128x192 spilled 4-24 bytes; its ping-pong twin did not, and gen --compile found no other
  * listed tile that did). */
 static int speculative_max(const gen_variant *v)
 {
   const int two_consumers = v->warps == 8, fp8 = at_dtype_is_fp8(v->spec.dtype);
   if (!v->ws) return 0;
-  if (v->spec.head_dim > 192) return !(fp8 && v->block_n >= 128);
+  if (v->spec.head_dim > 192) return !(fp8 && v->block_n >= 128 && v->ws != 2);
   return !(two_consumers && !fp8 && v->block_n >= 192);
 }
 

@@ -9,6 +9,7 @@
 # best e4m3 time: the same tokens). Full bench output goes to $OUT/decode_bench.txt (or
 # ./gpu-logs). SHAPES (";"-separated "B T S mask") replaces the shape list, e.g.
 # SHAPES="8 1 16384 none;64 1 16384 none" IMPLS=cudnn,default,decode for a shorter run.
+# KV_HEADS (default 8) sets Nkv: 4 is GQA 8.
 build=${1:-build}
 out=${OUT:-gpu-logs}
 impls=${IMPLS:-cudnn,default,fused}
@@ -16,6 +17,7 @@ kv_impls=${KV_IMPLS:-default,fused}
 mkdir -p "$out"
 . "$(dirname "$0")/gpu_env.sh"
 at="$build/attntune"
+nkv=${KV_HEADS:-8}
 log="$out/decode_bench.txt"
 best="$out/decode_bench_best.txt"
 : >"$log"
@@ -34,9 +36,9 @@ for shape in $shapes; do
   for kv in bf16 e4m3; do
     if [ "$kv" = bf16 ]; then list=$impls esz=2 kvflag=""; else list=$kv_impls esz=1 kvflag="--kv-dtype e4m3"; fi
     echo "== B=$b T=$t S=$s $mask $kv" >>"$log"
-    timeout 300 "$at" bench --impl "$list" --batch "$b" --q-len "$t" --kv-len "$s" --q-heads 32 --kv-heads 8 \
+    timeout 300 "$at" bench --impl "$list" --batch "$b" --q-len "$t" --kv-len "$s" --q-heads 32 --kv-heads "$nkv" \
       --head-dim 128 --reps ${REPS:-50} $flag $kvflag >>"$log" 2>&1
-    bytes=$((2 * b * 8 * s * 128 * esz))
+    bytes=$((2 * b * nkv * s * 128 * esz))
     # Rows of this shape's section, in --impl order: cudnn, then the default's one key row, then
     # every listed variant and the starred best.
     awk -v want="== B=$b T=$t S=$s $mask $kv" -v shape="B$b T$t S$s $mask $kv" -v bytes="$bytes" \

@@ -511,7 +511,7 @@ static int generated_define(const char *key, const char *name)
 }
 
 /* The speculative row max (templates/fa3.cu, FA3_SPEC): emitted on for the warp-specialized
- * tiles whose registers allow it, off for FP8 at D 256 from block_n 128 and for 16-bit
+ * tiles whose registers allow it, off for FP8 .ws (not .wspp) at D 256 from block_n 128 and for 16-bit
  * two-consumer tiles at block_n 192 and more (where ptxas spilled), and never for the in-CTA
  * kernel. */
 static void test_fa3_speculative_max(void **state)
@@ -532,6 +532,7 @@ static void test_fa3_speculative_max(void **state)
       {"fa3.f16.d256.causal.g2.bm128.bn64.w8.s2.wspp.pers.lse", 1},
       {"fa3.e4m3.d256.none.g1.bm128.bn96.w8.s3.ws.vt.obf16", 1},
       {"fa3.e4m3.d256.none.g1.bm128.bn128.w8.s2.ws.vt.obf16", 0},
+      {"fa3.e4m3.d256.causal.g1.bm128.bn128.w8.s3.wspp.vt.obf16.lse", 1},
       {"fa3.bf16.d128.none.g1.bm128.bn128.w8.s2", -1},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
