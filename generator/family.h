@@ -80,4 +80,14 @@ at_status gen_launch_append_args(gen_kernel_launch *k, const gen_arg *args, int 
  * num_pages (templates/decode.cu and fa2.cu "Paged K/V"). */
 at_status gen_launch_append_paged_args(gen_kernel_launch *k);
 
+/* wgmma wrappers as generated helpers: `name` issues one m64n<n>k<k> wgmma with fp32 accumulators
+ * d[0 .. n/2). _ss: A and B from shared-memory descriptors, d zeroed first when accumulate is 0;
+ * _rs: A from four registers (a[0..3]), B from a descriptor, always accumulating. type_a/type_b
+ * are PTX type names (bf16, f16, e4m3, e5m2); tail the trailing immediates (scale-a, scale-b and
+ * for 16-bit types the transpose bits). */
+void gen_wgmma_ss(gen_text *t, const char *name, int n, int k, const char *type_a, const char *type_b,
+                  const char *tail);
+void gen_wgmma_rs(gen_text *t, const char *name, int n, int k, const char *type_a, const char *type_b,
+                  const char *tail);
+
 #endif /* AT_GENERATOR_FAMILY_H */

@@ -136,3 +136,48 @@ at_status gen_launch_append_paged_args(gen_kernel_launch *k)
   return gen_launch_append_args(k, PAGED_ARGS, COUNT(PAGED_ARGS));
 }
 
+
+/* ---- wgmma wrappers (generated helpers: fa3, decode's .wg) -------------------------------------- */
+
+/* "{%first, ..., %(first+count-1)}" */
+static void reg_list(gen_text *t, int first, int count)
+{
+  gen_text_put(t, "{");
+  for (int i = 0; i < count; i++) gen_text_put(t, "%s%%%d", i ? ", " : "", first + i);
+  gen_text_put(t, "}");
+}
+
+static void acc_operands(gen_text *t, int count)
+{
+  for (int i = 0; i < count; i++) gen_text_put(t, "%s\"+f\"(d[%d])", i ? ", " : "", i);
+}
+
+void gen_wgmma_ss(gen_text *t, const char *name, int n, int k, const char *type_a, const char *type_b,
+                  const char *tail)
+{
+  gen_text_put(t,
+      "__device__ __forceinline__ void %s(float *d, unsigned long long desc_a, "
+      "unsigned long long desc_b, int accumulate)\n{\n"
+      "  asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %%%d, 0;\\n\"\n"
+      "               \"wgmma.mma_async.sync.aligned.m64n%dk%d.f32.%s.%s \"\n               \"",
+      name, n / 2 + 2, n, k, type_a, type_b);
+  reg_list(t, 0, n / 2);
+  gen_text_put(t, ", %%%d, %%%d, p, %s;\\n}\\n\"\n               : ", n / 2, n / 2 + 1, tail);
+  acc_operands(t, n / 2);
+  gen_text_put(t, "\n               : \"l\"(desc_a), \"l\"(desc_b), \"r\"(accumulate));\n}\n\n");
+}
+
+void gen_wgmma_rs(gen_text *t, const char *name, int n, int k, const char *type_a, const char *type_b,
+                  const char *tail)
+{
+  gen_text_put(t,
+      "__device__ __forceinline__ void %s(float *d, const unsigned *a, unsigned long long desc_b)\n{\n"
+      "  asm volatile(\"wgmma.mma_async.sync.aligned.m64n%dk%d.f32.%s.%s \"\n               \"",
+      name, n, k, type_a, type_b);
+  reg_list(t, 0, n / 2);
+  gen_text_put(t, ", ");
+  reg_list(t, n / 2, 4);
+  gen_text_put(t, ", %%%d, 1, %s;\\n\"\n               : ", n / 2 + 4, tail);
+  acc_operands(t, n / 2);
+  gen_text_put(t, "\n               : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"l\"(desc_b));\n}\n\n");
+}

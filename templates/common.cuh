@@ -132,7 +132,7 @@ __device__ __forceinline__ at_out_t at_out_from_float(float x)
 #error "unsupported AT_OUT_DTYPE"
 #endif
 
-/* ---- PTX helpers shared by the fused families (fa2.cu, fa3.cu) ------------------------------- */
+/* ---- PTX helpers shared by the fused families (fa2.cu, fa3.cu, decode.cu) ----------------------- */
 
 __device__ __forceinline__ unsigned at_smem_addr(const void *p)
 {
@@ -231,6 +231,51 @@ __device__ __forceinline__ unsigned at_pack_out(float lo, float hi)
   asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
 #endif
   return r;
+}
+
+/* ---- wgmma (sm_90a: fa3.cu, decode.cu's .wg kernel) ------------------------------------------- */
+
+/* Tiles for wgmma are stored in CW-byte column blocks: block c holds bytes [c*CW, (c+1)*CW) of
+ * every row, R rows of CW bytes one after another, and the 16-byte chunks of a row are swizzled
+ * the way the hardware's 128-, 64- or 32-byte swizzle reads them (CW 128: chunk k of row r at
+ * chunk k ^ (r % 8)). So 8 rows of a block are one 8*CW-byte swizzle atom, tiles start on
+ * 1024-byte boundaries, and a K-major operand's k step is an address step inside a block. */
+
+/* Byte offset of byte `col` of row `r` in a tile of R rows stored in CW-byte column blocks. */
+template <int R, int CW> __device__ __forceinline__ unsigned at_swz_off(int r, int col)
+{
+  constexpr unsigned M = CW / 16 - 1; /* the 16-byte chunks of one swizzled row, less one */
+  const unsigned x = (unsigned)(r * CW + (col % CW));
+  return (unsigned)((col / CW) * R * CW) + (x ^ (((x >> 7) & M) << 4));
+}
+
+/* Generic-proxy writes to shared memory (cp.async, st.shared) become visible to wgmma. */
+__device__ __forceinline__ void at_fence_async_smem(void)
+{
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+__device__ __forceinline__ void at_wgmma_fence(void) { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void at_wgmma_commit(void) { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void at_wgmma_wait0(void) { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
+
+/* A wgmma shared-memory matrix descriptor for a K-major operand stored as above: start address,
+ * leading byte offset 1 (unused when swizzled), stride byte offset 8*CW (one 8-row atom), swizzle
+ * mode 1 (128 B), 2 (64 B) or 3 (32 B). */
+template <int CW> __device__ __forceinline__ unsigned long long at_wgmma_desc(unsigned addr)
+{
+  return (unsigned long long)((addr & 0x3ffffu) >> 4) | (1ull << 16) |
+         ((unsigned long long)((8 * CW) >> 4) << 32) | ((CW == 128 ? 1ull : CW == 64 ? 2ull : 3ull) << 62);
+}
+
+/* The descriptor of an MN-major operand (16-bit V as the B of P V, read with the transpose bit):
+ * the same tile layout, read the other way — 64 elements of N (one 128-byte swizzled row) per
+ * column block, leading byte offset = the stride between column blocks, stride byte offset =
+ * 1024 between groups of 8 k rows. */
+template <int BLOCK_BYTES> __device__ __forceinline__ unsigned long long at_wgmma_desc_mn(unsigned addr)
+{
+  return (unsigned long long)((addr & 0x3ffffu) >> 4) | ((unsigned long long)(BLOCK_BYTES >> 4) << 16) |
+         ((unsigned long long)(1024 >> 4) << 32) | (1ull << 62);
 }
 
 /* Rows of sequence b in a packed tensor of `total` rows: cu[b] .. cu[b+1] - 1, clamped into

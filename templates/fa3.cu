@@ -67,7 +67,7 @@
  * any global access), and the transpose of the previous call's, whose V^T it overwrites.
  *
  * 16-bit inputs need no transpose: wgmma reads a 16-bit B operand MN-major when asked (its
- * transpose bit), so V's tile as loaded serves P V directly (fa3_desc_mn), P's A fragment is the
+ * transpose bit), so V's tile as loaded serves P V directly (at_wgmma_desc_mn), P's A fragment is the
  * S accumulators in order (as in fa2.cu), and the V^T buffers and P's scale go away.
  *
  * Per K/V tile t (the overlapped loop: FP8, and 16-bit with 3+ stages): wait for the tile's
@@ -342,43 +342,6 @@ static_assert(FA3_SMEM_BYTES <= FA3_SMEM_LIMIT, "shared memory over the target's
 
 /* ---- PTX wrappers ----------------------------------------------------------------------------- */
 
-/* Generic-proxy writes to shared memory (cp.async, st.shared) become visible to wgmma. */
-__device__ __forceinline__ void fa3_fence_async_smem(void)
-{
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-}
-
-__device__ __forceinline__ void fa3_wgmma_fence(void) { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void fa3_wgmma_commit(void) { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void fa3_wgmma_wait0(void) { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
-
-/* A wgmma shared-memory matrix descriptor for a K-major operand stored as above: start address,
- * leading byte offset 1 (unused when swizzled), stride byte offset 8*CW (one 8-row atom), swizzle
- * mode 1 (128 B), 2 (64 B) or 3 (32 B). */
-template <int CW> __device__ __forceinline__ unsigned long long fa3_desc(unsigned addr)
-{
-  return (unsigned long long)((addr & 0x3ffffu) >> 4) | (1ull << 16) |
-         ((unsigned long long)((8 * CW) >> 4) << 32) | ((CW == 128 ? 1ull : CW == 64 ? 2ull : 3ull) << 62);
-}
-
-/* The descriptor of an MN-major operand (16-bit V as the B of P V, read with the transpose bit):
- * the same tile layout, read the other way — 64 elements of N (one 128-byte swizzled row) per
- * column block, leading byte offset = the stride between column blocks, stride byte offset =
- * 1024 between groups of 8 k rows. */
-template <int BLOCK_BYTES> __device__ __forceinline__ unsigned long long fa3_desc_mn(unsigned addr)
-{
-  return (unsigned long long)((addr & 0x3ffffu) >> 4) | ((unsigned long long)(BLOCK_BYTES >> 4) << 16) |
-         ((unsigned long long)(1024 >> 4) << 32) | (1ull << 62);
-}
-
-/* Byte offset of byte `col` of row `r` in a tile of R rows stored in CW-byte column blocks. */
-template <int R, int CW> __device__ __forceinline__ unsigned fa3_off(int r, int col)
-{
-  constexpr unsigned M = CW / 16 - 1; /* the 16-byte chunks of one swizzled row, less one */
-  const unsigned x = (unsigned)(r * CW + (col % CW));
-  return (unsigned)((col / CW) * R * CW) + (x ^ (((x >> 7) & M) << 4));
-}
-
 __device__ __forceinline__ unsigned fa3_prmt(unsigned a, unsigned b, unsigned sel)
 {
   unsigned d;
@@ -405,7 +368,7 @@ __device__ __forceinline__ void fa3_load_tile(unsigned tile, const unsigned char
 #pragma unroll
   for (int i = 0; i < R / STEP; i++) {
     const bool valid = row0 + r + i * STEP < rows_total;
-    at_cp_async16(tile + fa3_off<R, FA3_CW_D>(r + i * STEP, 16 * c), valid ? src : base, valid ? 16 : 0);
+    at_cp_async16(tile + at_swz_off<R, FA3_CW_D>(r + i * STEP, 16 * c), valid ? src : base, valid ? 16 : 0);
     src += step;
   }
 }
@@ -430,14 +393,14 @@ __device__ __forceinline__ void fa3_transpose_unit(unsigned vt, unsigned v, int 
 #pragma unroll
   for (int k = 0; k < 4; k++) {
     const int key = key0 + (k & 1) + 8 * (k >> 1);
-    asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(in[k]) : "r"(v + fa3_off<FA3_BN, FA3_CW_D>(key, d0)));
+    asm volatile("ld.shared.b32 %0, [%1];\n" : "=r"(in[k]) : "r"(v + at_swz_off<FA3_BN, FA3_CW_D>(key, d0)));
   }
 #pragma unroll
   for (int e = 0; e < 4; e++) {
     /* keys 0,1 of d_a and d_b in lo, keys 2,3 in hi; the word of d_a is their low halves */
     const unsigned lo = fa3_prmt(in[0], in[1], pair[e / 2]), hi = fa3_prmt(in[2], in[3], pair[e / 2]);
     const unsigned word = fa3_prmt(lo, hi, e % 2 ? 0x7632u : 0x5410u);
-    asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(vt + fa3_off<FA3_D, FA3_CW_N>(d0 + drow[e], 4 * w)), "r"(word)
+    asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(vt + at_swz_off<FA3_D, FA3_CW_N>(d0 + drow[e], 4 * w)), "r"(word)
                  : "memory");
   }
 }
@@ -483,7 +446,7 @@ __device__ __forceinline__ void fa3_issue_qk(float (*s)[4], unsigned q_wg, unsig
     const int col = 32 * ks;
     const unsigned qa = q_wg + (unsigned)((col / FA3_CW_D) * FA3_BM * FA3_CW_D + col % FA3_CW_D);
     const unsigned kb = k_tile + (unsigned)((col / FA3_CW_D) * FA3_BN * FA3_CW_D + col % FA3_CW_D);
-    fa3_mma_qk(&s[0][0], fa3_desc<FA3_CW_D>(qa), fa3_desc<FA3_CW_D>(kb), ks > 0);
+    fa3_mma_qk(&s[0][0], at_wgmma_desc<FA3_CW_D>(qa), at_wgmma_desc<FA3_CW_D>(kb), ks > 0);
   }
 }
 
@@ -496,9 +459,9 @@ __device__ __forceinline__ void fa3_issue_pv(float (*acc)[4], const unsigned (*p
 #if FA3_FP8
     const int col = 32 * kk;
     const unsigned vb = v_buf + (unsigned)((col / FA3_CW_N) * FA3_VT_BLOCK_BYTES + col % FA3_CW_N);
-    fa3_mma_pv(&acc[0][0], p[kk], fa3_desc<FA3_CW_N>(vb));
+    fa3_mma_pv(&acc[0][0], p[kk], at_wgmma_desc<FA3_CW_N>(vb));
 #else
-    fa3_mma_pv(&acc[0][0], p[kk], fa3_desc_mn<FA3_BN * 128>(v_buf + (unsigned)(kk * 16 * 128)));
+    fa3_mma_pv(&acc[0][0], p[kk], at_wgmma_desc_mn<FA3_BN * 128>(v_buf + (unsigned)(kk * 16 * 128)));
 #endif
   }
 }
@@ -510,7 +473,7 @@ __device__ __forceinline__ void fa3_issue_pv(float (*acc)[4], const unsigned (*p
 __device__ __forceinline__ void fa3_wait_s(bool pv_in_flight)
 {
   if (pv_in_flight) asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
-  else fa3_wgmma_wait0();
+  else at_wgmma_wait0();
 }
 
 /* Keys past S, and for causal masks keys after the row's diagonal, get -inf. */
@@ -684,8 +647,8 @@ __device__ __forceinline__ void fa3_recompute_s(float (*s)[4], unsigned q, unsig
       dot[e] = 0.f;
 #pragma unroll 1
       for (int d = 0; d < FA3_D; d++)
-        dot[e] = fmaf(fa3_smem_elem(q + fa3_off<FA3_BM, FA3_CW_D>(r, d * FA3_ESIZE)),
-                      fa3_smem_elem(k_tile + fa3_off<FA3_BN, FA3_CW_D>(j, d * FA3_ESIZE)), dot[e]);
+        dot[e] = fmaf(fa3_smem_elem(q + at_swz_off<FA3_BM, FA3_CW_D>(r, d * FA3_ESIZE)),
+                      fa3_smem_elem(k_tile + at_swz_off<FA3_BN, FA3_CW_D>(j, d * FA3_ESIZE)), dot[e]);
     }
 #pragma unroll
     for (int n = 0; n < FA3_NT; n++)
@@ -751,7 +714,7 @@ __device__ __forceinline__ void fa3_take_row_sums(float (*acc)[4], float *row_su
 __device__ __forceinline__ void fa3_finish_tile(float (*acc)[4], const float *alpha, float *row_sum,
                                                 const float (*s)[4], unsigned (*p)[4])
 {
-  fa3_wgmma_wait0();
+  at_wgmma_wait0();
   fa3_take_row_sums(acc, row_sum);
   if (FA3_ONES) row_sum[0] *= alpha[0], row_sum[1] *= alpha[1];
   fa3_rescale(acc, alpha);
@@ -1101,7 +1064,7 @@ __device__ __forceinline__ void fa3_zero_v_rows_past_s(unsigned v_stage, int fir
     const unsigned addr = v_stage + (unsigned)((col * FA3_BN + r) * 128 + chunk * 16);
     asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(addr), "r"(0u) : "memory");
   }
-  fa3_fence_async_smem();
+  at_fence_async_smem();
   fa3_named_sync(4 + cw, 128);
 }
 
@@ -1189,7 +1152,7 @@ __device__ __forceinline__ void fa3_fill_ones_rows(unsigned v, int tid)
     const unsigned addr = v + (unsigned)(blk * FA3_VT_BLOCK_BYTES + FA3_D * FA3_CW_N + 4 * w);
     asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(addr), "r"(one) : "memory");
   }
-  fa3_fence_async_smem();
+  at_fence_async_smem();
 }
 
 /* A consumer warp is done with K tile stage s (and, on its work tile's last tile, with Q). */
@@ -1267,16 +1230,16 @@ __device__ __forceinline__ void fa3_ws_consume(const fa3_ws_ctx &c, const fa3_wo
 #endif
     if (t > 0) fa3_bar_wait(bar_v_prev_full, v_prev_parity);
     if (FA3_PINGPONG) fa3_named_sync(1 + cw, 256);
-    fa3_wgmma_fence();
+    at_wgmma_fence();
     fa3_issue_qk(sacc, q_wg, c.k + s * FA3_KV_BYTES);
-    fa3_wgmma_commit();
+    at_wgmma_commit();
     if (FA3_PINGPONG && (FA3_PERSISTENT || !(cw == FA3_CONSUMERS - 1 && t == n_tiles - 1)))
       fa3_named_arrive(1 + next_cw, 256);
     /* O += P V of tile t-1 runs behind Q K^T and through this tile's softmax. (Rescaling O here,
      * under Q K^T, instead of in fa3_finish_tile measured slower on 4 of 6 shapes, before v17.) */
     if (t > 0) {
       fa3_issue_pv(acc, p, v_prev);
-      fa3_wgmma_commit();
+      at_wgmma_commit();
     }
     fa3_wait_s(t > 0);
     /* FA3_SPEC's rare path may read Q and this K tile again: they are freed after the softmax. */
@@ -1315,10 +1278,10 @@ __device__ __forceinline__ void fa3_ws_consume(const fa3_ws_ctx &c, const fa3_wo
     /* Only the last tile reaches past S_b: the tiles before it end below it. */
     fa3_zero_v_rows_past_s(v_last, max(0, c.S - last * FA3_BN), cw, (cwarp % 4) * 32 + lane);
 #endif
-    fa3_wgmma_fence();
+    at_wgmma_fence();
     fa3_issue_pv(acc, p, v_last);
-    fa3_wgmma_commit();
-    fa3_wgmma_wait0();
+    at_wgmma_commit();
+    at_wgmma_wait0();
     fa3_take_row_sums(acc, row_sum);
 #if !FA3_FP8
     /* One CTA per tile: nothing more is loaded. Persistent: the next work tile's producer
@@ -1439,7 +1402,7 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
     if (FA3_PERSISTENT) fa3_bar_init(c.bar_q_empty, FA3_WARPS); /* every consumer warp's last Q K^T */
     /* The copy engine (async proxy) must see the initialized barriers. */
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-    fa3_fence_async_smem();
+    at_fence_async_smem();
   }
   fa3_fill_ones_rows(c.v, tid);
   __syncthreads();
@@ -1464,7 +1427,7 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
         fa3_bar_wait(c.bar_full_v + 8 * s, (unsigned)(t / FA3_STAGES) & 1u);
         fa3_bar_wait(c.bar_vt_empty + 8 * buf, ((unsigned)(t / 2) & 1u) ^ 1u);
         fa3_transpose_v<FA3_TRANSPOSERS>(c.vt + buf * FA3_KV_BYTES, c.v + s * FA3_KV_BYTES, warp - 1, lane);
-        fa3_fence_async_smem(); /* each writer publishes its stores to wgmma */
+        at_fence_async_smem(); /* each writer publishes its stores to wgmma */
         __syncwarp();
         if (lane == 0) {
           fa3_bar_arrive(c.bar_vt_full + 8 * buf);
@@ -1590,7 +1553,7 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
      * t-1's K and (FP8) V, or, when P V of the previous tile is still running (16-bit,
      * overlapped), tile t-2's; and with the V^T buffer the transpose below overwrites. */
     at_cp_async_wait<FA3_AHEAD - 1>();
-    fa3_fence_async_smem();
+    at_fence_async_smem();
     __syncthreads();
     {
       const int tn = t + FA3_AHEAD, sn = tn % FA3_STAGES;
@@ -1601,9 +1564,9 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
       at_cp_async_commit();
     }
 
-    fa3_wgmma_fence();
+    at_wgmma_fence();
     fa3_issue_qk(s, q_wg, smem_k + stage * FA3_KV_BYTES);
-    fa3_wgmma_commit();
+    at_wgmma_commit();
 #if FA3_FP8
     const unsigned vt_now = smem_vt + (t & 1) * FA3_KV_BYTES, vt_prev = smem_vt + ((t + 1) & 1) * FA3_KV_BYTES;
 #endif
@@ -1616,7 +1579,7 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
 #else
         fa3_issue_pv(acc, p, smem_v + ((t + FA3_STAGES - 1) % FA3_STAGES) * FA3_KV_BYTES);
 #endif
-        fa3_wgmma_commit();
+        at_wgmma_commit();
       }
     }
 #if FA3_FP8
@@ -1631,10 +1594,10 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
     if (!FA3_OVERLAP) {
       fa3_rescale(acc, alpha);
       fa3_pack_p(s, p);
-      fa3_wgmma_fence();
+      at_wgmma_fence();
       fa3_issue_pv(acc, p, smem_v + stage * FA3_KV_BYTES);
-      fa3_wgmma_commit();
-      fa3_wgmma_wait0();
+      at_wgmma_commit();
+      at_wgmma_wait0();
     }
   }
   if (FA3_OVERLAP && n_tiles > 0) {
@@ -1642,16 +1605,16 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
     fa3_finish_tile(acc, alpha, row_sum, s, p);
     const int last = n_tiles - 1;
 #if FA3_FP8
-    fa3_fence_async_smem();
+    at_fence_async_smem();
     __syncthreads();
     const unsigned v_last = smem_vt + (last & 1) * FA3_KV_BYTES;
 #else
     const unsigned v_last = smem_v + (last % FA3_STAGES) * FA3_KV_BYTES;
 #endif
-    fa3_wgmma_fence();
+    at_wgmma_fence();
     fa3_issue_pv(acc, p, v_last);
-    fa3_wgmma_commit();
-    fa3_wgmma_wait0();
+    at_wgmma_commit();
+    at_wgmma_wait0();
   }
   at_cp_async_wait<0>(); /* no copy may outlive the CTA */
 
