@@ -17,6 +17,10 @@
  * and a block table) adds .pg<page size> after the dtypes: decode.bf16.pg16.d128.none.g4...;
  * the same space and default as contiguous K/V of the shape's maxima (the split heuristic takes
  * the planned kv_len), the kernel gathers each tile's rows through the table.
+ * .wg after the split count and merge (sm_90a, 16-bit K/V, contiguous, combine kernel): the packed
+ * rows run on wgmma, one warpgroup (4 warps) per 64 rows, K and V read by the tensor cores from
+ * shared memory in place (decode.bf16.d128.causal-br.g8.bm16.bn64.w8.s3.sp4.wg); listed first
+ * where a CTA packs more than 32 rows, where mma.sync's warps each re-read every K/V tile.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,7 +63,10 @@ static int warps_m(const gen_variant *v)
   return mt < v->warps ? mt : v->warps;
 }
 
-static int warps_n(const gen_variant *v) { return v->warps / warps_m(v); }
+static int warps_n(const gen_variant *v) { return v->wg ? 1 : v->warps / warps_m(v); }
+
+/* .wg: packed rows in whole warpgroups of 64 (DEC_WG_ROWS in the template). */
+static int wg_rows(const gen_variant *v) { return (v->spec.gqa * v->block_m + 63) / 64 * 64; }
 
 static int threads(const gen_variant *v) { return 32 * v->warps; }
 
@@ -75,8 +82,17 @@ static int page_id_bytes(const gen_variant *v)
   return gen_round_up((2 * v->stages - 1) * per_tile * 4, 128);
 }
 
+/* .wg: Q, then STAGES K and V tiles, each in 128-byte column blocks on 1024-byte boundaries, and
+ * 1024 bytes to align the dynamic area (DEC_WG_SMEM_BYTES). */
+static int wg_smem_bytes(const gen_variant *v)
+{
+  const int d = v->spec.head_dim;
+  return 1024 + wg_rows(v) * d * 2 + 2 * v->stages * v->block_n * d * 2;
+}
+
 static int smem_bytes(const gen_variant *v)
 {
+  if (v->wg) return wg_smem_bytes(v);
   const int d = v->spec.head_dim, mt = m_tiles(v->spec.gqa, v->block_m, v->warps), wn = warps_n(v);
   const int kv_elem = (int)at_dtype_size(gen_spec_kv_dtype(&v->spec));
   const int q_bytes = mt * 16 * gen_round_up(2 * d, 128);
@@ -90,8 +106,13 @@ static int smem_bytes(const gen_variant *v)
  * the template's header lists the points), KV8_REG_BASE with FP8 K/V (the widening's
  * temporaries). Q moves to shared memory when keeping it would exceed 255. */
 #define KV8_REG_BASE 111
+/* .wg: O (D/2) and S (BN/2) fp32, P (BN/4) packed, and a base for addresses and softmax state. */
+/* sm_90a ptxas (CUDA 13.0 NVRTC): bn64 D128 184-191 registers; bn128 D128 254-255, and with lse
+ * at 64 rows 44 bytes spilled, so it is refused */
+#define WG_REG_BASE 96
 static int register_estimate(const gen_variant *v)
 {
+  if (v->wg) return v->spec.head_dim / 2 + v->block_n / 2 + v->block_n / 4 + WG_REG_BASE;
   const int d = v->spec.head_dim, mt = m_tiles(v->spec.gqa, v->block_m, v->warps);
   const int mtw = mt / warps_m(v), nw = v->block_n / warps_n(v);
   const int acc = mtw * (d / 2 + nw / 2) + (warps_n(v) > 1 ? 8 : 0);
@@ -153,6 +174,30 @@ static at_status check_merge(const gen_variant *v, const gen_target *target)
   return AT_OK;
 }
 
+/* .wg: wgmma (sm_90a) on 16-bit K/V tiles in 128-byte column blocks, whole warpgroups of 64 rows. */
+static at_status check_wg(const gen_variant *v, const gen_target *target)
+{
+  const int rows = v->spec.gqa * v->block_m;
+  if (strcmp(target->arch, "sm_90a") != 0)
+    return at_fail(AT_ERR_UNSUPPORTED, "decode .wg runs wgmma, which needs sm_90a, not %s", target->arch);
+  if (kv8(&v->spec) || v->spec.page_size)
+    return at_fail(AT_ERR_UNSUPPORTED, "decode .wg reads contiguous 16-bit K/V (no FP8 K/V, no pages yet)");
+  if (v->merge != GEN_MERGE_KERNEL)
+    return at_fail(AT_ERR_UNSUPPORTED, "decode .wg merges its splits by the combine kernel (no .lc, .cl)");
+  if (v->spec.head_dim % 64 != 0)
+    return at_fail(AT_ERR_UNSUPPORTED, "decode .wg needs a head dim that is a multiple of 64 (128-byte rows), not %d",
+                   v->spec.head_dim);
+  if (v->block_n != 64 && v->block_n != 128)
+    return at_fail(AT_ERR_UNSUPPORTED, "decode .wg block_n must be 64 or 128, not %d", v->block_n);
+  if (rows > 128)
+    return at_fail(AT_ERR_UNSUPPORTED, "decode .wg packs at most 128 rows (two warpgroups), not %d (%d heads x %d tokens)",
+                   rows, v->spec.gqa, v->block_m);
+  if (v->warps != wg_rows(v) / 16)
+    return at_fail(AT_ERR_UNSUPPORTED, "decode .wg runs one warpgroup per 64 rows: %d rows take %d warps, not %d",
+                   rows, wg_rows(v) / 16, v->warps);
+  return AT_OK;
+}
+
 static at_status check(const gen_variant *v, const gen_target *target)
 {
   at_status rc = spec_check(&v->spec);
@@ -171,6 +216,7 @@ static at_status check(const gen_variant *v, const gen_target *target)
     return at_fail(AT_ERR_UNSUPPORTED, "%d stages (expected 2..6)", v->stages);
   if (v->splits < 1 || v->splits > 1024)
     return at_fail(AT_ERR_UNSUPPORTED, "decode split count %d is out of range (1..1024)", v->splits);
+  if (v->wg && (rc = check_wg(v, target)) != AT_OK) return rc;
   if ((rc = check_merge(v, target)) != AT_OK) return rc;
   if ((v->block_n / warps_n(v)) % 16 != 0)
     return at_fail(AT_ERR_UNSUPPORTED,
@@ -250,7 +296,7 @@ static at_status enumerate_block_n(const gen_spec *spec, const gen_target *targe
   const int bm = next_pow2(shape->q_len);
   for (int b = 0; b < COUNT(k_warps); b++)
     for (int c = 0; c < COUNT(k_stages); c++) {
-      gen_variant v = {GEN_FAMILY_DECODE, *spec, bm, block_n, k_warps[b], k_stages[c], 1, 0, 0, 0, 0};
+      gen_variant v = {GEN_FAMILY_DECODE, *spec, bm, block_n, k_warps[b], k_stages[c], 1, 0, 0, 0, 0, 0};
       if (check(&v, target) != AT_OK) continue;
       /* The split count that fills one wave, and its neighbours. */
       const int h = heuristic_splits(&v, target, shape);
@@ -281,10 +327,43 @@ static at_status enumerate_block_n(const gen_spec *spec, const gen_target *targe
   return AT_OK;
 }
 
+/* .wg where a CTA packs more than 32 rows (two m16 tiles a warp of mma.sync and up): 64- and
+ * 128-key tiles, the stages, and the split counts around one wave, as above. */
+static const int k_wg_block_n[] = {64, 128};
+#define WG_MIN_ROWS 33
+static at_status enumerate_wg(const gen_spec *spec, const gen_target *target, const at_shape *shape,
+                              gen_variant *out, int cap, int *n)
+{
+  const int bm = next_pow2(shape->q_len);
+  if (spec->gqa * bm < WG_MIN_ROWS) return AT_OK;
+  for (int a = 0; a < COUNT(k_wg_block_n); a++) {
+    if (gen_tile_too_long(k_wg_block_n[a], shape->kv_len)) continue;
+    for (int c = 0; c < COUNT(k_stages); c++) {
+      gen_variant v = {GEN_FAMILY_DECODE, *spec, bm, k_wg_block_n[a], 4, k_stages[c], 1, 0, 0, 0, 0, 0};
+      v.wg = 1;
+      v.warps = wg_rows(&v) / 16;
+      if (check(&v, target) != AT_OK) continue;
+      const int h = heuristic_splits(&v, target, shape);
+      const int tries[] = {h, h > 1 ? (h + 1) / 2 : 0, 2 * h};
+      for (int s = 0; s < COUNT(tries); s++) {
+        if (tries[s] < 1) continue;
+        v.splits = tries[s];
+        at_status rc = append(out, cap, n, &v);
+        if (rc != AT_OK) return rc;
+      }
+    }
+  }
+  return AT_OK;
+}
+
 static at_status enumerate(const gen_spec *spec, const gen_target *target, const at_shape *shape,
                            gen_variant *out, int cap, int *n)
 {
   if (!serves(shape)) return AT_OK;
+  if (!kv8(spec) && !spec->page_size && strcmp(target->arch, "sm_90a") == 0) {
+    at_status rc = enumerate_wg(spec, target, shape, out, cap, n);
+    if (rc != AT_OK) return rc;
+  }
   const int *block_n = kv8(spec) ? k_block_n_kv8 : k_block_n;
   const int n_block_n = kv8(spec) ? COUNT(k_block_n_kv8) : COUNT(k_block_n);
   const int first = *n;
@@ -344,7 +423,7 @@ static int default_variant(const gen_spec *spec, const gen_target *target, const
     if (shape->q_len < prefs[i].min_t) continue;
     if (prefs[i].block_n > 128 && gen_tile_too_long(prefs[i].block_n, shape->kv_len)) continue;
     gen_variant v = {GEN_FAMILY_DECODE, *spec, next_pow2(shape->q_len), prefs[i].block_n, prefs[i].warps,
-                     prefs[i].stages, 1, 0, 0, 0, 0};
+                     prefs[i].stages, 1, 0, 0, 0, 0, 0};
     if (check(&v, target) != AT_OK) continue;
     v.splits = heuristic_splits(&v, target, shape);
     prefer_cluster_merge(&v, target, shape);
@@ -375,6 +454,18 @@ static void extra_preamble(const gen_variant *v, const gen_target *target, const
   if (kv != v->spec.dtype)
     gen_text_put(t, "#define DEC_KV_DTYPE %d /* %s */\n#define DEC_KV8_REG_BASE %d\n", (int)kv, at_dtype_name(kv),
                  KV8_REG_BASE);
+  if (v->wg) gen_text_put(t, "#define DEC_WG 1\n");
+}
+
+/* .wg: its two wgmma wrappers, S = Q K^T (m64 x block_n, both from shared memory, K-major) and
+ * O += P V (m64 x D, P from registers, V read MN-major with the transpose bit). */
+static void helpers(const gen_variant *v, gen_text *t)
+{
+  if (!v->wg) return;
+  const char *in = at_dtype_name(v->spec.dtype);
+  gen_text_put(t, "/* wgmma wrappers generated by generator/decode.c for this variant */\n");
+  gen_wgmma_ss(t, "dec_mma_qk", v->block_n, 16, in, in, "1, 1, 0, 0");
+  gen_wgmma_rs(t, "dec_mma_pv", v->spec.head_dim, 16, in, in, "1, 1, 1");
 }
 
 static const gen_arg SPLIT_ARGS[] = {
@@ -459,6 +550,7 @@ const gen_family_ops gen_decode_family = {
     .macro_prefix = "DEC",
     .split_kv = 1,
     .paged = 1,
+    .wgmma_rows = 1,
     .target_ok = target_ok,
     .spec_check = spec_check,
     .check = check,
@@ -468,7 +560,7 @@ const gen_family_ops gen_decode_family = {
     .enumerate = enumerate,
     .default_variant = default_variant,
     .extra_preamble = extra_preamble,
-    .helpers = NULL,
+    .helpers = helpers,
     .extra_entries = extra_entries,
     .describe_launch = describe_launch,
 };

@@ -42,8 +42,8 @@ static void put_preamble(gen_text *t, const gen_variant *v, const gen_target *ta
                  v->spec.page_size, v->spec.page_size);
 }
 
-/* The source is: the family's #define preamble, common.cuh, generated helpers (fa3: the wgmma
- * wrappers), the family's template. */
+/* The source is: the family's #define preamble, common.cuh, generated helpers (the wgmma wrappers
+ * of fa3 and decode's .wg), the family's template. */
 at_status gen_emit(const gen_variant *v, const gen_target *target, char **source)
 {
   char key[GEN_KEY_MAX], entry[GEN_KEY_MAX], sources[160];

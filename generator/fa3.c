@@ -263,7 +263,7 @@ static at_status enumerate_ws(const gen_spec *spec, const gen_target *target, co
           for (int d = 0; d < COUNT(k_ws_kinds); d++) {
             const int block_n = vt ? k_vt_block_n[b] : k_ws_block_n[b];
             gen_variant v = {GEN_FAMILY_FA3, *spec,          16 * k_ws_warps[a], block_n,           k_ws_warps[a],
-                             k_ws_stages[c], 0,              k_ws_kinds[d],      k_ws_persistent[p], 0, vt};
+                             k_ws_stages[c], 0,              k_ws_kinds[d],      k_ws_persistent[p], 0, vt, 0};
             if (check(&v, target) != AT_OK || !gen_tile_makes_sense(&v, shape)) continue;
             if (*n == cap) return at_fail(AT_ERR_INVALID, "more than %d variants for this shape", cap);
             out[(*n)++] = v;
@@ -277,7 +277,7 @@ static at_status enumerate_in_cta(const gen_spec *spec, const gen_target *target
   for (int a = 0; a < COUNT(k_warps); a++)
     for (int b = 0; b < COUNT(k_block_n); b++)
       for (int c = 0; c < COUNT(k_stages); c++) {
-        gen_variant v = {GEN_FAMILY_FA3, *spec, 16 * k_warps[a], k_block_n[b], k_warps[a], k_stages[c], 0, 0, 0, 0, 0};
+        gen_variant v = {GEN_FAMILY_FA3, *spec, 16 * k_warps[a], k_block_n[b], k_warps[a], k_stages[c], 0, 0, 0, 0, 0, 0};
         if (check(&v, target) != AT_OK || !gen_tile_makes_sense(&v, shape)) continue;
         if (*n == cap) return at_fail(AT_ERR_INVALID, "more than %d variants for this shape", cap);
         out[(*n)++] = v;
@@ -331,7 +331,7 @@ static int default_ws_variant(const gen_spec *spec, const gen_target *target, ge
   const int fp8 = at_dtype_is_fp8(spec->dtype);
   for (const ws_pref *p = fp8 ? prefs8 : spec->page_size ? prefs_paged : prefs16; p->max_d; p++) {
     if (spec->head_dim > p->max_d) continue;
-    gen_variant v = {GEN_FAMILY_FA3, *spec, 16 * p->warps, p->block_n, p->warps, p->stages, 0, 1, 0, 0, fp8};
+    gen_variant v = {GEN_FAMILY_FA3, *spec, 16 * p->warps, p->block_n, p->warps, p->stages, 0, 1, 0, 0, fp8, 0};
     if (check(&v, target) == AT_OK) {
       *out = v;
       return 1;
@@ -360,7 +360,7 @@ static int default_variant(const gen_spec *spec, const gen_target *target, const
   for (int i = 0; i < COUNT(prefs); i++) {
     if (spec->head_dim > prefs[i].max_d) continue;
     for (int s = prefs[i].stages + extra_stage; s >= prefs[i].stages; s--) {
-      gen_variant v = {GEN_FAMILY_FA3, *spec, 16 * prefs[i].warps, prefs[i].block_n, prefs[i].warps, s, 0, 0, 0, 0, 0};
+      gen_variant v = {GEN_FAMILY_FA3, *spec, 16 * prefs[i].warps, prefs[i].block_n, prefs[i].warps, s, 0, 0, 0, 0, 0, 0};
       if (check(&v, target) == AT_OK) {
         *out = v;
         return 1;

@@ -19,6 +19,7 @@ typedef struct gen_family_ops {
   int warp_specialized;      /* variants may be warp-specialized (.ws in the key; 0 elsewhere) */
   int paged;                 /* K/V may be paged (spec.page_size, .pg<N> in the key; 0 elsewhere) */
   int ragged;                /* tensors may be ragged (spec.ragged, .rg/.rgq in the key; 0 elsewhere) */
+  int wgmma_rows;            /* variants may run their packed rows on wgmma (.wg in the key; 0 elsewhere) */
   /* Does target run the family at all? Sets no error. */
   int (*target_ok)(const gen_target *target);
   /* What of a spec the family refuses, whatever its tiles (dtype pairs, head dims). */

@@ -146,6 +146,9 @@ typedef struct gen_variant {
   /* fa3 with FP8 inputs and ws >= 1: 1 = V transposed once per call by a first kernel into the
    * scratch, the attention kernel loading V^T tiles by TMA (.vt), else 0 */
   int vt;
+  /* decode: 1 = the packed rows on wgmma (.wg; sm_90a, 16-bit K/V): one warpgroup per 64 rows
+   * instead of mma.sync warps, else 0 */
+  int wg;
 } gen_variant;
 
 /* What the variants are built for: an NVRTC arch and the dynamic shared memory a block may use. */

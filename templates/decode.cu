@@ -302,6 +302,9 @@ typedef unsigned char dec_kv_t;
 #else
 #define DEC_CLUSTER_DIMS
 #endif
+#ifndef DEC_WG
+#define DEC_WG 0
+#endif
 /* Every warp stays to the end of the split kernel (an in-kernel merge's barriers). */
 #define DEC_IN_KERNEL_MERGE (DEC_LAST_CTA || DEC_CLUSTER > 1)
 
@@ -419,8 +422,10 @@ static_assert(DEC_PS == 0 || DEC_PS == 1 || DEC_PS == 16 || DEC_PS == 32 || DEC_
                   DEC_PS == 256,
               "page size: 1, 16, 32, 64, 128 or 256 tokens (0: contiguous K/V)");
 #ifndef DEC_NO_BUDGET_ASSERTS /* calibration builds only */
+#if !DEC_WG
 static_assert(DEC_SMEM_BYTES <= DEC_SMEM_LIMIT, "shared memory over the target's limit");
 static_assert(DEC_REG_ESTIMATE <= 255, "accumulators do not fit the register budget");
+#endif
 #endif
 
 /* ---- PTX wrappers ----------------------------------------------------------------------------- */
@@ -1015,6 +1020,31 @@ __device__ __forceinline__ void dec_cluster_merge(at_out_t *, float *, int, int,
 
 /* ---- the split kernel ------------------------------------------------------------------------- */
 
+/* The keys of split [k_lo, k_lo + keys_per_split) that the token block t0 .. t0 + BM - 1 reads:
+ * keys >= hi are zero-filled and masked (past S, past the split, or under a causal mask past
+ * the block's last token's last key), n_tiles tiles to load, and the first n_full of them visible
+ * to every real row (no per-element mask). */
+struct dec_keys {
+  int hi, n_tiles, n_full;
+};
+
+__device__ __forceinline__ dec_keys dec_split_keys(int k_lo, int keys_per_split, int S, int T, int t0, int offset)
+{
+  dec_keys r;
+  r.hi = min(S, k_lo + keys_per_split);
+  int full_hi = r.hi;
+  if (DEC_CAUSAL) {
+    const int t_last = min(t0 + DEC_BM, T) - 1;
+    r.hi = min(r.hi, t_last + offset + 1);
+    full_hi = min(full_hi, t0 + offset + 1);
+  }
+  r.n_tiles = r.hi > k_lo ? (r.hi - k_lo + DEC_BN - 1) / DEC_BN : 0;
+  r.n_full = full_hi > k_lo ? min(r.n_tiles, (full_hi - k_lo) / DEC_BN) : 0;
+  return r;
+}
+
+#if !DEC_WG
+
 extern "C" __global__ void DEC_CLUSTER_DIMS __launch_bounds__(DEC_THREADS, 1)
 DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const dec_kv_t *__restrict__ v,
            at_out_t *__restrict__ o, float *__restrict__ lse, float *__restrict__ o_part,
@@ -1071,15 +1101,8 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
   const int offset = DEC_MASK == AT_MASK_CAUSAL_BR ? S - T : 0;
 
   /* Key range of this split, tiles to load (n_tiles) and tiles that need no mask (n_full). */
-  int k_hi = min(S, k_lo + keys_per_split); /* keys >= k_hi: zero-filled and masked */
-  int full_hi = k_hi;                       /* keys < full_hi: visible to every real row */
-  if (DEC_CAUSAL) {
-    const int t_last = min(t0 + DEC_BM, T) - 1;
-    k_hi = min(k_hi, t_last + offset + 1);
-    full_hi = min(full_hi, t0 + offset + 1);
-  }
-  const int n_tiles = k_hi > k_lo ? (k_hi - k_lo + DEC_BN - 1) / DEC_BN : 0;
-  const int n_full = full_hi > k_lo ? min(n_tiles, (full_hi - k_lo) / DEC_BN) : 0;
+  const dec_keys keys = dec_split_keys(k_lo, keys_per_split, S, T, t0, offset);
+  const int k_hi = keys.hi, n_tiles = keys.n_tiles, n_full = keys.n_full;
 
   /* Q: packed row r = t_local * G + g; padding rows and tokens >= T zero-filled. */
   {
@@ -1552,6 +1575,250 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
                         (volatile int *)dec_smem);
   }
 }
+
+#else /* DEC_WG */
+
+/* ---- the wgmma kernel (.wg, DEC_WG) ------------------------------------------------------------
+ * The same grid, arguments, key range and outputs as the kernel above, for 16-bit contiguous K/V
+ * on sm_90a: the packed rows (r = t_local * G + g, as above) are padded to whole warpgroups of 64,
+ * warpgroup w owning rows 64w .. 64w+63, and both products run on wgmma with their B operand read
+ * by the tensor cores from shared memory in place: S = Q K^T (m64 x BLOCK_N, Q and K K-major),
+ * O += P V (m64 x D, P from registers, V MN-major). mma.sync's warps each re-read every K and V
+ * tile by ldmatrix, 8 times a tile for 128 rows; here each warpgroup's tensor cores read it once.
+ * Tiles (Q, then STAGES x K and STAGES x V, [rows][D]) are stored in 128-byte column blocks
+ * (common.cuh, at_swz_off) on 1024-byte boundaries, filled by the same 16-byte cp.async ring as
+ * above (wait, fence to the async proxy, one barrier a tile). In an m64nN accumulator warp w4 of
+ * the warpgroup holds rows 16*w4 + g and + 8 (lane = 4g + t), columns 8j + 2t and + 1 of each
+ * n8 tile j: the m16n8 layout of the kernel above, so the softmax and the epilogue are its. */
+static constexpr int DEC_WG_ROWS = (DEC_ROWS + 63) / 64 * 64;  /* packed rows, whole warpgroups */
+static constexpr int DEC_WG_ROWB = 2 * DEC_D;                   /* bytes of a Q, K or V row */
+static constexpr int DEC_WG_CPR = DEC_WG_ROWB / 16;             /* 16-byte chunks per row */
+static constexpr int DEC_WG_Q_BYTES = DEC_WG_ROWS * DEC_WG_ROWB;
+static constexpr int DEC_WG_KV_BYTES = DEC_BN * DEC_WG_ROWB;    /* one K or V tile */
+static constexpr int DEC_WG_SMEM_BYTES = 1024 + DEC_WG_Q_BYTES + 2 * DEC_STAGES * DEC_WG_KV_BYTES;
+static constexpr int DEC_WG_NT = DEC_BN / 8;                    /* n8 tiles of S */
+static constexpr int DEC_WG_PK = DEC_BN / 16;                   /* k16 steps of P V */
+static constexpr int DEC_WG_KS = DEC_D / 16;                    /* k16 steps of Q K^T */
+static_assert(!DEC_KV8 && DEC_PAGE_SIZE == 0 && !DEC_IN_KERNEL_MERGE,
+              ".wg reads contiguous 16-bit K/V and merges its splits by the combine kernel");
+static_assert(DEC_D % 64 == 0, ".wg: 128-byte column blocks of K and V rows");
+static_assert(DEC_BN == 64 || DEC_BN == 128, ".wg: BLOCK_N 64 or 128");
+static_assert(DEC_W * 16 == DEC_WG_ROWS, ".wg: one warpgroup (4 warps) per 64 packed rows");
+static_assert(DEC_WG_SMEM_BYTES <= DEC_SMEM_LIMIT, "shared memory over the target's limit");
+
+/* Rows j0 .. j0 + R - 1 of a [rows][D] slice (row stride `stride` elements) into a tile of R rows
+ * in 128-byte column blocks; rows from j_end on are zero-filled. Consecutive threads copy a row's
+ * consecutive chunks: whole rows from global memory, a block's 8 chunks in 8 distinct swizzled
+ * slots. */
+template <int R>
+__device__ __forceinline__ void dec_wg_load(unsigned tile, const at_in_t *base, int stride, int j0, int j_end,
+                                            int tid)
+{
+  constexpr int TOTAL = R * DEC_WG_CPR;
+  static_assert(TOTAL % DEC_THREADS == 0, "whole chunks per thread");
+#pragma unroll
+  for (int i = 0; i < TOTAL / DEC_THREADS; i++) {
+    const int idx = tid + i * DEC_THREADS, r = idx / DEC_WG_CPR, c = idx % DEC_WG_CPR;
+    const bool valid = j0 + r < j_end;
+    const at_in_t *src = valid ? base + (long long)(j0 + r) * stride + c * 8 : base;
+    at_cp_async16(tile + at_swz_off<R, 128>(r, 16 * c), src, valid ? 16 : 0);
+  }
+}
+
+/* S = Q K^T for this warpgroup's 64 rows: 16-element (32-byte) k steps inside each column block. */
+__device__ __forceinline__ void dec_wg_qk(float (*s)[4], unsigned q_wg, unsigned k_tile)
+{
+  at_wgmma_fence();
+#pragma unroll
+  for (int ks = 0; ks < DEC_WG_KS; ks++) {
+    const int col = 32 * ks;
+    const unsigned qa = q_wg + (unsigned)((col / 128) * DEC_WG_ROWS * 128 + col % 128);
+    const unsigned kb = k_tile + (unsigned)((col / 128) * DEC_BN * 128 + col % 128);
+    dec_mma_qk(&s[0][0], at_wgmma_desc<128>(qa), at_wgmma_desc<128>(kb), ks > 0);
+  }
+  at_wgmma_commit();
+  at_wgmma_wait0();
+}
+
+/* O += P V: k step kk is keys 16kk .. 16kk+15, 16 rows of 128 bytes down V's column blocks. */
+__device__ __forceinline__ void dec_wg_pv(float (*acc)[4], const unsigned (*p)[4], unsigned v_tile)
+{
+  at_wgmma_fence();
+#pragma unroll
+  for (int kk = 0; kk < DEC_WG_PK; kk++)
+    dec_mma_pv(&acc[0][0], p[kk], at_wgmma_desc_mn<DEC_BN * 128>(v_tile + (unsigned)(kk * 16 * 128)));
+  at_wgmma_commit();
+  at_wgmma_wait0();
+}
+
+extern "C" __global__ void __launch_bounds__(DEC_THREADS, 1)
+DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const dec_kv_t *__restrict__ v,
+           at_out_t *__restrict__ o, float *__restrict__ lse, float *__restrict__ o_part,
+           float *__restrict__ lse_part, int T, int S, int n_splits, int keys_per_split, float scale_log2,
+           long long q_sb, int q_ss, int q_sh, long long k_sb, int k_ss, int k_sh, long long v_sb,
+           int v_ss, int v_sh, long long o_sb, int o_ss, int o_sh, const float *__restrict__ descale_k,
+           const float *__restrict__ descale_v, int *__restrict__ split_counters)
+{
+  (void)split_counters;
+  at_wait_for_previous_grid(); /* as above: a programmatic dependent, and the combine's predecessor */
+  at_allow_next_grid();
+  float o_descale = 1.f;
+  if (descale_k) scale_log2 *= *descale_k;
+  if (descale_v) o_descale = *descale_v;
+
+  extern __shared__ __align__(128) unsigned char dec_smem[];
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, wg = warp / 4;
+  const int split = blockIdx.x, b = blockIdx.z;
+  const int n_tb = (T + DEC_BM - 1) / DEC_BM;
+  const int n_kv = gridDim.y / n_tb;
+  const int hk = blockIdx.y % n_kv, tb = blockIdx.y / n_kv;
+  const int n_q = n_kv * DEC_G;
+  const int t0 = tb * DEC_BM;
+  const int k_lo = split * keys_per_split;
+  const int offset = DEC_MASK == AT_MASK_CAUSAL_BR ? S - T : 0;
+  const dec_keys keys = dec_split_keys(k_lo, keys_per_split, S, T, t0, offset);
+
+  /* Tiles on 1024-byte boundaries (the swizzle atoms' alignment). */
+  const unsigned smem_q = (at_smem_addr(dec_smem) + 1023u) & ~1023u;
+  const unsigned smem_k = smem_q + DEC_WG_Q_BYTES;
+  const unsigned smem_v = smem_k + DEC_STAGES * DEC_WG_KV_BYTES;
+
+  /* Q: packed row r = t_local * G + g; padding rows and tokens >= T zero-filled. */
+  {
+    const at_in_t *qb = q + b * q_sb + (long long)(hk * DEC_G) * q_sh + (long long)t0 * q_ss;
+    constexpr int TOTAL = DEC_WG_ROWS * DEC_WG_CPR;
+    static_assert(TOTAL % DEC_THREADS == 0, "whole Q chunks per thread");
+#pragma unroll
+    for (int i = 0; i < TOTAL / DEC_THREADS; i++) {
+      const int idx = tid + i * DEC_THREADS, r = idx / DEC_WG_CPR, c = idx % DEC_WG_CPR;
+      const int tl = r / DEC_G, g = r % DEC_G;
+      const bool valid = r < DEC_ROWS && t0 + tl < T;
+      const at_in_t *src = valid ? qb + (long long)tl * q_ss + (long long)g * q_sh + c * 8 : q;
+      at_cp_async16(smem_q + at_swz_off<DEC_WG_ROWS, 128>(r, 16 * c), src, valid ? 16 : 0);
+    }
+    at_cp_async_commit();
+  }
+  const dec_kv_t *kh = k + b * k_sb + (long long)hk * k_sh;
+  const dec_kv_t *vh = v + b * v_sb + (long long)hk * v_sh;
+#pragma unroll
+  for (int s = 0; s < DEC_STAGES - 1; s++) {
+    if (s < keys.n_tiles) {
+      dec_wg_load<DEC_BN>(smem_k + s * DEC_WG_KV_BYTES, kh, k_ss, k_lo + s * DEC_BN, keys.hi, tid);
+      dec_wg_load<DEC_BN>(smem_v + s * DEC_WG_KV_BYTES, vh, v_ss, k_lo + s * DEC_BN, keys.hi, tid);
+    }
+    at_cp_async_commit();
+  }
+
+  const int g = lane >> 2, tq = lane & 3;
+  const int row0 = 16 * warp; /* this warp's first packed row (warpgroup wg: 64wg + 16 (warp % 4)) */
+  const unsigned q_wg = smem_q + (unsigned)(wg * 64 * 128);
+  int tok[2];
+#pragma unroll
+  for (int half = 0; half < 2; half++) tok[half] = t0 + (row0 + g + half * 8) / DEC_G;
+
+  float acc[DEC_OT][4];
+  float row_max[2] = {AT_NEG_INF, AT_NEG_INF}, row_sum[2] = {0.f, 0.f};
+#pragma unroll
+  for (int j = 0; j < DEC_OT; j++) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
+
+  int stage = 0, stage_next = DEC_STAGES - 1;
+#pragma unroll 1
+  for (int t = 0; t < keys.n_tiles; t++) {
+    /* Tile t landed (STAGES-2 younger groups in flight); publish it to the async proxy. The
+     * barrier also means every warpgroup is done with tile t-1, whose stage is refilled below. */
+    at_cp_async_wait<DEC_STAGES - 2>();
+    at_fence_async_smem();
+    __syncthreads();
+    {
+      const int tn = t + DEC_STAGES - 1;
+      if (tn < keys.n_tiles) {
+        dec_wg_load<DEC_BN>(smem_k + stage_next * DEC_WG_KV_BYTES, kh, k_ss, k_lo + tn * DEC_BN, keys.hi, tid);
+        dec_wg_load<DEC_BN>(smem_v + stage_next * DEC_WG_KV_BYTES, vh, v_ss, k_lo + tn * DEC_BN, keys.hi, tid);
+      }
+      at_cp_async_commit();
+    }
+
+    float s[DEC_WG_NT][4];
+    dec_wg_qk(s, q_wg, smem_k + stage * DEC_WG_KV_BYTES);
+
+    const int j0 = k_lo + t * DEC_BN;
+    if (t >= keys.n_full) {
+#pragma unroll
+      for (int nt = 0; nt < DEC_WG_NT; nt++)
+#pragma unroll
+        for (int e = 0; e < 4; e++) {
+          const int j = j0 + nt * 8 + 2 * tq + (e & 1);
+          if (j >= keys.hi || (DEC_CAUSAL && !at_visible(DEC_MASK, tok[e >> 1], j, offset))) s[nt][e] = AT_NEG_INF;
+        }
+    }
+
+    /* Online softmax, as above: p = 2^(s*scale_log2 - m*scale_log2) in one FFMA. */
+    unsigned p[DEC_WG_PK][4];
+#pragma unroll
+    for (int half = 0; half < 2; half++) {
+      float mx = row_max[half];
+#pragma unroll
+      for (int nt = 0; nt < DEC_WG_NT; nt++) mx = fmaxf(mx, fmaxf(s[nt][2 * half], s[nt][2 * half + 1]));
+      mx = at_quad_max(mx);
+      const float m_scaled = mx == AT_NEG_INF ? 0.f : mx * scale_log2;
+      const float alpha = at_exp2(row_max[half] * scale_log2 - m_scaled);
+      row_max[half] = mx;
+      float sum = 0.f;
+#pragma unroll
+      for (int nt = 0; nt < DEC_WG_NT; nt++) {
+        s[nt][2 * half] = at_exp2(fmaf(s[nt][2 * half], scale_log2, -m_scaled));
+        s[nt][2 * half + 1] = at_exp2(fmaf(s[nt][2 * half + 1], scale_log2, -m_scaled));
+        sum += s[nt][2 * half] + s[nt][2 * half + 1];
+      }
+      row_sum[half] = row_sum[half] * alpha + sum;
+#pragma unroll
+      for (int j = 0; j < DEC_OT; j++) {
+        acc[j][2 * half] *= alpha;
+        acc[j][2 * half + 1] *= alpha;
+      }
+    }
+    /* The S accumulators of n8 tiles 2kk, 2kk+1 are the A fragment of keys 16kk .. 16kk+15. */
+#pragma unroll
+    for (int kk = 0; kk < DEC_WG_PK; kk++) {
+      p[kk][0] = at_pack_out(s[2 * kk][0], s[2 * kk][1]);
+      p[kk][1] = at_pack_out(s[2 * kk][2], s[2 * kk][3]);
+      p[kk][2] = at_pack_out(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+      p[kk][3] = at_pack_out(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+    }
+    dec_wg_pv(acc, p, smem_v + stage * DEC_WG_KV_BYTES);
+    stage = stage + 1 == DEC_STAGES ? 0 : stage + 1;
+    stage_next = stage_next + 1 == DEC_STAGES ? 0 : stage_next + 1;
+  }
+  at_cp_async_wait<0>(); /* no copy outlives the loop (a CTA with no tiles never waited) */
+
+  /* Write: o (and lse) for one split, else the normalized partial O and the split's natural lse. */
+#pragma unroll
+  for (int half = 0; half < 2; half++) {
+    const float l = at_quad_sum(row_sum[half]);
+    const float m = row_max[half] == AT_NEG_INF ? AT_NEG_INF : row_max[half] * scale_log2;
+    const int r = row0 + g + half * 8;
+    const int tl = r / DEC_G, h = hk * DEC_G + r % DEC_G, tok_i = t0 + tl;
+    if (r >= DEC_ROWS || tok_i >= T) continue;
+    const float inv = l > 0.f ? o_descale / l : 0.f;
+    const float lse_val = l > 0.f ? (m + at_log2(l)) * 0.69314718055994531f : AT_NEG_INF;
+    const long long prow = ((long long)b * n_q + h) * T + tok_i;
+    if (n_splits == 1) {
+      if (DEC_LSE && tq == 0) lse[prow] = lse_val;
+      at_out_t *orow = o + b * o_sb + (long long)tok_i * o_ss + (long long)h * o_sh;
+#pragma unroll
+      for (int j = 0; j < DEC_OT; j++)
+        *(unsigned *)(orow + 8 * j + 2 * tq) = at_pack_out(acc[j][2 * half] * inv, acc[j][2 * half + 1] * inv);
+    } else {
+      const long long pidx = prow * n_splits + split;
+      if (tq == 0) lse_part[pidx] = lse_val;
+      float *orow = o_part + pidx * DEC_D;
+#pragma unroll
+      for (int j = 0; j < DEC_OT; j++)
+        dec_st_part_f2(orow + 8 * j + 2 * tq, acc[j][2 * half] * inv, acc[j][2 * half + 1] * inv);
+    }
+  }
+}
+#endif /* DEC_WG */
 
 /* ---- the combine kernel ----------------------------------------------------------------------- */
 

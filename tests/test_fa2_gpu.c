@@ -163,6 +163,12 @@ static const fa2_case CASES[] = {
     /* GQA 4 in (B, H, S, D) storage, no lse; D = 256 top-left */
     {3, 1, 5000, 32, 8, 128, AT_DTYPE_BF16, AT_MASK_NONE, 0, 1, TU_KEYS_RANDOM},
     {1, 8, 2000, 16, 2, 256, AT_DTYPE_BF16, AT_MASK_CAUSAL_TL, 1, 0, TU_KEYS_RANDOM},
+    /* decode's wgmma rows (.wg, more than 32 packed rows): 128 rows in two warpgroups with S off
+     * the tiles; 64 rows of which 16 are tokens past T, in (B, H, S, D) storage; 56 rows (GQA 7)
+     * at D = 64, top-left */
+    {2, 16, 1000, 32, 4, 128, AT_DTYPE_BF16, AT_MASK_CAUSAL_BR, 1, 0, TU_KEYS_RANDOM},
+    {3, 12, 700, 32, 8, 128, AT_DTYPE_BF16, AT_MASK_NONE, 0, 1, TU_KEYS_RANDOM},
+    {1, 5, 333, 28, 4, 64, AT_DTYPE_F16, AT_MASK_CAUSAL_TL, 1, 0, TU_KEYS_RANDOM},
     /* the in-kernel merges (.lc, .cl: listed for small grids): GQA 7, T = 2 bottom-right, (B, H,
      * S, D) storage, and 9 or 18 tiles over 8 splits, so some of a cluster's splits are empty */
     {1, 2, 1100, 14, 2, 128, AT_DTYPE_BF16, AT_MASK_CAUSAL_BR, 1, 1, TU_KEYS_RANDOM},

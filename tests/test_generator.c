@@ -23,13 +23,13 @@ static void test_literal_keys(void **state)
 {
   (void)state;
   char key[GEN_KEY_MAX], entry[GEN_KEY_MAX];
-  gen_variant v = {GEN_FAMILY_FA2, {AT_DTYPE_BF16, 128, AT_MASK_CAUSAL_TL, 4, 0, AT_DTYPE_BF16, AT_KV_SAME, 0, 0}, 128, 64, 4, 2, 0, 0, 0, 0, 0};
+  gen_variant v = {GEN_FAMILY_FA2, {AT_DTYPE_BF16, 128, AT_MASK_CAUSAL_TL, 4, 0, AT_DTYPE_BF16, AT_KV_SAME, 0, 0}, 128, 64, 4, 2, 0, 0, 0, 0, 0, 0};
   TU_OK(gen_variant_key(&v, key, sizeof key));
   assert_string_equal(key, "fa2.bf16.d128.causal.g4.bm128.bn64.w4.s2");
   TU_OK(gen_entry_name(&v, entry, sizeof entry));
   assert_string_equal(entry, "fa2_bf16_d128_causal_g4_bm128_bn64_w4_s2");
 
-  gen_variant w = {GEN_FAMILY_FA2, {AT_DTYPE_F16, 80, AT_MASK_CAUSAL_BR, 6, 1, AT_DTYPE_F16, AT_KV_SAME, 0, 0}, 64, 32, 4, 3, 0, 0, 0, 0, 0};
+  gen_variant w = {GEN_FAMILY_FA2, {AT_DTYPE_F16, 80, AT_MASK_CAUSAL_BR, 6, 1, AT_DTYPE_F16, AT_KV_SAME, 0, 0}, 64, 32, 4, 3, 0, 0, 0, 0, 0, 0};
   TU_OK(gen_variant_key(&w, key, sizeof key));
   assert_string_equal(key, "fa2.f16.d80.causal-br.g6.bm64.bn32.w4.s3.lse");
   TU_OK(gen_entry_name(&w, entry, sizeof entry));
@@ -147,7 +147,7 @@ static void test_smem_limit_prunes(void **state)
   assert_true(nb > 0 && nb < na);
   for (int i = 0; i < nb; i++) assert_true(gen_smem_bytes(&b[i]) <= small.smem_limit);
   /* A variant over the limit is refused with the numbers. */
-  gen_variant v = {GEN_FAMILY_FA2, {AT_DTYPE_BF16, 256, AT_MASK_NONE, 1, 0, AT_DTYPE_BF16, AT_KV_SAME, 0, 0}, 128, 128, 8, 3, 0, 0, 0, 0, 0};
+  gen_variant v = {GEN_FAMILY_FA2, {AT_DTYPE_BF16, 256, AT_MASK_NONE, 1, 0, AT_DTYPE_BF16, AT_KV_SAME, 0, 0}, 128, 128, 8, 3, 0, 0, 0, 0, 0, 0};
   assert_int_not_equal(gen_variant_check(&v, &big), AT_OK);
   assert_non_null(strstr(at_last_error(), "shared memory"));
 }
@@ -214,7 +214,7 @@ static void test_fp8_keys(void **state)
 {
   (void)state;
   char key[GEN_KEY_MAX], entry[GEN_KEY_MAX];
-  gen_variant v = {GEN_FAMILY_FA2, {AT_DTYPE_E4M3, 128, AT_MASK_NONE, 1, 0, AT_DTYPE_BF16, AT_KV_SAME, 0, 0}, 128, 64, 8, 2, 0, 0, 0, 0, 0};
+  gen_variant v = {GEN_FAMILY_FA2, {AT_DTYPE_E4M3, 128, AT_MASK_NONE, 1, 0, AT_DTYPE_BF16, AT_KV_SAME, 0, 0}, 128, 64, 8, 2, 0, 0, 0, 0, 0, 0};
   TU_OK(gen_variant_key(&v, key, sizeof key));
   assert_string_equal(key, "fa2.e4m3.d128.none.g1.bm128.bn64.w8.s2.obf16");
   TU_OK(gen_entry_name(&v, entry, sizeof entry));
@@ -223,7 +223,7 @@ static void test_fp8_keys(void **state)
   TU_OK(gen_variant_parse(key, &back));
   assert_memory_equal(&back, &v, sizeof v);
 
-  gen_variant w = {GEN_FAMILY_FA2, {AT_DTYPE_E5M2, 80, AT_MASK_CAUSAL_BR, 6, 1, AT_DTYPE_E5M2, AT_KV_SAME, 0, 0}, 64, 32, 4, 3, 0, 0, 0, 0, 0};
+  gen_variant w = {GEN_FAMILY_FA2, {AT_DTYPE_E5M2, 80, AT_MASK_CAUSAL_BR, 6, 1, AT_DTYPE_E5M2, AT_KV_SAME, 0, 0}, 64, 32, 4, 3, 0, 0, 0, 0, 0, 0};
   TU_OK(gen_variant_key(&w, key, sizeof key));
   assert_string_equal(key, "fa2.e5m2.d80.causal-br.g6.bm64.bn32.w4.s3.oe5m2.lse");
   TU_OK(gen_variant_parse(key, &back));
@@ -879,6 +879,67 @@ static void test_decode_default_merge(void **state)
   assert_int_equal(def.merge, GEN_MERGE_KERNEL);
 }
 
+/* .wg (decode's packed rows on wgmma): listed first where a CTA packs more than 32 rows, on sm_90a
+ * with 16-bit contiguous K/V only, one warpgroup per 64 rows; its key round-trips; the combine
+ * kernel merges its splits; what it cannot run is refused by name. */
+static void test_decode_wg(void **state)
+{
+  (void)state;
+  gen_target t = tu_sm90();
+  gen_variant vs[GEN_MAX_VARIANTS], back;
+  char key[GEN_KEY_MAX];
+  int n = 0;
+  at_shape s = decode_shape(AT_DTYPE_BF16, 128, AT_MASK_CAUSAL_BR, 32, 4, 16, 65536); /* 128 rows */
+  TU_OK(gen_enumerate(&s, &t, vs, GEN_MAX_VARIANTS, &n));
+  assert_true(n > 0);
+  assert_int_equal(vs[0].wg, 1);
+  int wg = 0;
+  for (int i = 0; i < n; i++) {
+    if (!vs[i].wg) continue;
+    wg++;
+    assert_int_equal(vs[i].warps, 8);
+    assert_int_equal(vs[i].merge, GEN_MERGE_KERNEL);
+    TU_OK(gen_variant_key(&vs[i], key, sizeof key));
+    assert_non_null(strstr(key, ".wg"));
+    TU_OK(gen_variant_parse(key, &back));
+    assert_memory_equal(&back, &vs[i], sizeof back);
+    gen_launch_desc d;
+    TU_OK(gen_launch_describe(&vs[i], &s, &d));
+    assert_int_equal(d.kernels[0].block[0], 256u);
+    assert_true(d.kernels[0].smem_bytes >= (unsigned)(128 * 256 + 2 * vs[i].stages * vs[i].block_n * 256));
+  }
+  assert_true(wg > 0);
+  TU_OK(gen_variant_parse("decode.bf16.d128.none.g4.bm16.bn64.w4.s3.sp8.wg", &back));
+  assert_int_equal(back.wg, 1);
+  TU_OK(gen_variant_check(&back, &t));
+  /* 32 rows or fewer, sm_80, FP8 K/V, pages: none listed */
+  const at_shape small = decode_shape(AT_DTYPE_BF16, 128, AT_MASK_NONE, 32, 8, 1, 16384); /* 4 rows */
+  gen_target t80;
+  TU_OK(gen_target_for_arch("sm_80", &t80));
+  at_shape fp8kv = s;
+  fp8kv.kv_dtype = AT_DTYPE_E4M3;
+  const struct {
+    const at_shape *shape;
+    const gen_target *target;
+  } none[] = {{&small, &t}, {&s, &t80}, {&fp8kv, &t}};
+  for (size_t c = 0; c < sizeof none / sizeof none[0]; c++) {
+    TU_OK(gen_enumerate(none[c].shape, none[c].target, vs, GEN_MAX_VARIANTS, &n));
+    for (int i = 0; i < n; i++) assert_int_equal(vs[i].wg, 0);
+  }
+  /* refusals */
+  gen_variant v = back;
+  v.merge = GEN_MERGE_CLUSTER;
+  tu_expect_refused(gen_variant_check(&v, &t), AT_ERR_UNSUPPORTED, "combine kernel");
+  v = back, v.warps = 8;
+  tu_expect_refused(gen_variant_check(&v, &t), AT_ERR_UNSUPPORTED, "one warpgroup per 64 rows");
+  v = back, v.spec.head_dim = 80;
+  tu_expect_refused(gen_variant_check(&v, &t), AT_ERR_UNSUPPORTED, "multiple of 64");
+  v = back, v.spec.gqa = 16;
+  tu_expect_refused(gen_variant_check(&v, &t), AT_ERR_UNSUPPORTED, "at most 128 rows");
+  tu_expect_refused(gen_variant_check(&back, &t80), AT_ERR_UNSUPPORTED, "sm_90a");
+  tu_expect_refused(gen_variant_parse("fa2.bf16.d128.none.g1.bm128.bn64.w4.s2.wg", &v), AT_ERR_INVALID, "wgmma-rows");
+}
+
 /* decode is listed first for T <= 16 only, its keys carry the split count and round-trip, its
  * launch has two kernels when split and a scratch sized for the partials, and the default for a
  * short query is a decode variant. */
@@ -980,7 +1041,7 @@ static void test_decode_family(void **state)
   assert_int_not_equal(def.family, GEN_FAMILY_DECODE);
 
   /* Refusals name the field. */
-  gen_variant bad = {GEN_FAMILY_DECODE, {AT_DTYPE_BF16, 128, AT_MASK_NONE, 4, 0, AT_DTYPE_BF16, AT_KV_SAME, 0, 0}, 1, 32, 4, 2, 4, 0, 0, 0, 0};
+  gen_variant bad = {GEN_FAMILY_DECODE, {AT_DTYPE_BF16, 128, AT_MASK_NONE, 4, 0, AT_DTYPE_BF16, AT_KV_SAME, 0, 0}, 1, 32, 4, 2, 4, 0, 0, 0, 0, 0};
   assert_int_equal(gen_variant_check(&bad, &t), AT_ERR_UNSUPPORTED);
   assert_non_null(strstr(at_last_error(), "keys per warp"));
   bad.block_n = 64, bad.splits = 0;
@@ -1010,18 +1071,21 @@ static void test_decode_compile_no_spills(void **state)
       decode_shape(AT_DTYPE_F16, 64, AT_MASK_CAUSAL_BR, 14, 2, 16, 777),
       decode_shape(AT_DTYPE_BF16, 256, AT_MASK_CAUSAL_TL, 16, 2, 8, 2000),
       decode_shape(AT_DTYPE_BF16, 128, AT_MASK_NONE, 8, 1, 1, 1000),
+      decode_shape(AT_DTYPE_BF16, 128, AT_MASK_CAUSAL_BR, 32, 4, 16, 65536), /* .wg: 128 rows */
   };
-  int cap = 5 * GEN_MAX_VARIANTS, n = 0;
+  const int n_shapes = (int)(sizeof shapes / sizeof shapes[0]);
+  int cap = n_shapes * GEN_MAX_VARIANTS, n = 0;
   gen_variant *all = calloc((size_t)cap, sizeof *all);
   assert_non_null(all);
-  for (int i = 0; i < 5; i++) {
+  for (int i = 0; i < n_shapes; i++) {
     gen_variant vs[GEN_MAX_VARIANTS];
     int k = 0;
     TU_OK(gen_enumerate(&shapes[i], &t, vs, GEN_MAX_VARIANTS, &k));
     /* One variant per tile (the split count changes no code). */
     for (int j = 0; j < k; j++)
       if (vs[j].family == GEN_FAMILY_DECODE && (j == 0 || vs[j - 1].stages != vs[j].stages ||
-                                                 vs[j - 1].block_n != vs[j].block_n || vs[j - 1].warps != vs[j].warps))
+                                                 vs[j - 1].block_n != vs[j].block_n || vs[j - 1].warps != vs[j].warps ||
+                                                 vs[j - 1].wg != vs[j].wg))
         all[n++] = vs[j];
   }
   int bad = tu_compile_count_bad(all, n, &t, "decode");
@@ -1138,7 +1202,7 @@ static void test_fa3_persistent_family(void **state)
   bad = v, bad.persistent = 2;
   assert_int_equal(gen_variant_check(&bad, &t), AT_ERR_INVALID);
   gen_variant fa2 = {GEN_FAMILY_FA2, {AT_DTYPE_BF16, 128, AT_MASK_CAUSAL_TL, 4, 0, AT_DTYPE_BF16, AT_KV_SAME, 0, 0},
-                     128, 64, 4, 2, 0, 0, 1, 0, 0};
+                     128, 64, 4, 2, 0, 0, 1, 0, 0, 0};
   assert_int_equal(gen_variant_check(&fa2, &t), AT_ERR_INVALID);
   assert_non_null(strstr(at_last_error(), "fa2 has no persistent variants"));
 
@@ -1270,7 +1334,7 @@ static void test_fp8_kv_keys(void **state)
   gen_target t = tu_sm90();
   char key[GEN_KEY_MAX], entry[GEN_KEY_MAX];
   gen_variant v = {GEN_FAMILY_DECODE, {AT_DTYPE_BF16, 128, AT_MASK_NONE, 4, 0, AT_DTYPE_BF16, AT_DTYPE_E4M3, 0, 0},
-                   1, 256, 4, 3, 8, 0, 0, 0, 0};
+                   1, 256, 4, 3, 8, 0, 0, 0, 0, 0};
   TU_OK(gen_variant_key(&v, key, sizeof key));
   assert_string_equal(key, "decode.bf16.kve4m3.d128.none.g4.bm1.bn256.w4.s3.sp8");
   TU_OK(gen_entry_name(&v, entry, sizeof entry));
@@ -1361,7 +1425,7 @@ static void test_fp8_kv_enumeration(void **state)
   TU_OK(gen_enumerate(&s16, &t, vs, GEN_MAX_VARIANTS, &n16));
   for (int i = 0; i < n16; i++) assert_int_not_equal(vs[i].block_n, 256);
   gen_variant a = {GEN_FAMILY_DECODE, {AT_DTYPE_BF16, 128, AT_MASK_NONE, 4, 0, AT_DTYPE_BF16, AT_DTYPE_E4M3, 0, 0},
-                   1, 128, 4, 3, 1, 0, 0, 0, 0};
+                   1, 128, 4, 3, 1, 0, 0, 0, 0, 0};
   gen_variant b16 = a;
   b16.spec.kv_dtype = AT_KV_SAME;
   /* Q: 16 rows x 256 B; K and V: 3 stages x 128 keys x 128 B (FP8) or 256 B (bf16) */
@@ -1470,6 +1534,7 @@ int main(void)
       cmocka_unit_test(test_fa3_family),         cmocka_unit_test(test_fp8_compile_no_spills),
       cmocka_unit_test(test_template_versions),  cmocka_unit_test(test_decode_family),
       cmocka_unit_test(test_decode_default_merge),
+      cmocka_unit_test(test_decode_wg),
       cmocka_unit_test(test_decode_compile_no_spills), cmocka_unit_test(test_fa3_ws_family), cmocka_unit_test(test_fa3_speculative_max), cmocka_unit_test(test_fa3_linear_p),
       cmocka_unit_test(test_ws_compile_no_spills), cmocka_unit_test(test_fa3_vt_family),
       cmocka_unit_test(test_fa3_persistent_family), cmocka_unit_test(test_persistent_compile_no_spills),
