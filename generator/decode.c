@@ -189,6 +189,9 @@ static at_status check_wg(const gen_variant *v, const gen_target *target)
                    v->spec.head_dim);
   if (v->block_n != 64 && v->block_n != 128)
     return at_fail(AT_ERR_UNSUPPORTED, "decode .wg block_n must be 64 or 128, not %d", v->block_n);
+  if (v->stages < 3)
+    return at_fail(AT_ERR_UNSUPPORTED,
+                   "decode .wg needs 3 stages or more (tile t-1's V stays while tile t computes), not %d", v->stages);
   if (rows > 128)
     return at_fail(AT_ERR_UNSUPPORTED, "decode .wg packs at most 128 rows (two warpgroups), not %d (%d heads x %d tokens)",
                    rows, v->spec.gqa, v->block_m);
@@ -328,19 +331,26 @@ static at_status enumerate_block_n(const gen_spec *spec, const gen_target *targe
 }
 
 /* .wg where a CTA packs more than 32 rows (two m16 tiles a warp of mma.sync and up): 64- and
- * 128-key tiles, the stages, and the split counts around one wave, as above. */
+ * 128-key tiles, the stages, and the split counts around one wave, as above. (Half the tokens a
+ * CTA where they fill two warpgroups, one warpgroup each and two CTAs an SM, ran slower on the
+ * H200: B8 T16 S64k GQA 8 380.6 against 356.7 us; docs/perf.md, "decode .wg".) */
 static const int k_wg_block_n[] = {64, 128};
+static const int k_wg_stages[] = {4, 3, 5};
 #define WG_MIN_ROWS 33
+static int wg_listed(const gen_spec *spec, const gen_target *target, int bm)
+{
+  return !kv8(spec) && !spec->page_size && strcmp(target->arch, "sm_90a") == 0 && spec->gqa * bm >= WG_MIN_ROWS;
+}
+
 static at_status enumerate_wg(const gen_spec *spec, const gen_target *target, const at_shape *shape,
                               gen_variant *out, int cap, int *n)
 {
   const int bm = next_pow2(shape->q_len);
-  if (spec->gqa * bm < WG_MIN_ROWS) return AT_OK;
+  if (!wg_listed(spec, target, bm)) return AT_OK;
   for (int a = 0; a < COUNT(k_wg_block_n); a++) {
     if (gen_tile_too_long(k_wg_block_n[a], shape->kv_len)) continue;
-    for (int c = 0; c < COUNT(k_stages); c++) {
-      gen_variant v = {GEN_FAMILY_DECODE, *spec, bm, k_wg_block_n[a], 4, k_stages[c], 1, 0, 0, 0, 0, 0};
-      v.wg = 1;
+    for (int c = 0; c < COUNT(k_wg_stages); c++) {
+      gen_variant v = {GEN_FAMILY_DECODE, *spec, bm, k_wg_block_n[a], 4, k_wg_stages[c], 1, 0, 0, 0, 0, 1};
       v.warps = wg_rows(&v) / 16;
       if (check(&v, target) != AT_OK) continue;
       const int h = heuristic_splits(&v, target, shape);
@@ -360,14 +370,11 @@ static at_status enumerate(const gen_spec *spec, const gen_target *target, const
                            gen_variant *out, int cap, int *n)
 {
   if (!serves(shape)) return AT_OK;
-  if (!kv8(spec) && !spec->page_size && strcmp(target->arch, "sm_90a") == 0) {
-    at_status rc = enumerate_wg(spec, target, shape, out, cap, n);
-    if (rc != AT_OK) return rc;
-  }
+  at_status rc = enumerate_wg(spec, target, shape, out, cap, n);
+  if (rc != AT_OK) return rc;
   const int *block_n = kv8(spec) ? k_block_n_kv8 : k_block_n;
   const int n_block_n = kv8(spec) ? COUNT(k_block_n_kv8) : COUNT(k_block_n);
   const int first = *n;
-  at_status rc;
   for (int a = 0; a < n_block_n; a++) {
     if (block_n[a] > 32 && gen_tile_too_long(block_n[a], shape->kv_len)) continue; /* far longer than S */
     if ((rc = enumerate_block_n(spec, target, shape, block_n[a], out, cap, n)) != AT_OK) return rc;
@@ -419,6 +426,19 @@ static int default_variant(const gen_spec *spec, const gen_target *target, const
   const pref *prefs = kv8(spec) ? k_prefs_kv8 : k_prefs;
   const int n_prefs = kv8(spec) ? COUNT(k_prefs_kv8) : COUNT(k_prefs);
   if (!serves(shape)) return 0;
+  /* More than 64 packed rows on sm_90a: .wg with 64-key tiles and 4 stages (H200, B8 T16 GQA 8:
+   * 356.7 against mma.sync's best 423.9 us at S64k, 33.4 against 37.3 at S4k; docs/perf.md,
+   * "decode .wg"). At 64 rows and fewer the two ran even, and mma.sync's default stays. */
+  const int bm = next_pow2(shape->q_len);
+  if (wg_listed(spec, target, bm) && spec->gqa * bm > 64) {
+    gen_variant v = {GEN_FAMILY_DECODE, *spec, bm, 64, 4, 4, 1, 0, 0, 0, 0, 1};
+    v.warps = wg_rows(&v) / 16;
+    if (check(&v, target) == AT_OK) {
+      v.splits = heuristic_splits(&v, target, shape);
+      *out = v;
+      return 1;
+    }
+  }
   for (int i = 0; i < n_prefs; i++) {
     if (shape->q_len < prefs[i].min_t) continue;
     if (prefs[i].block_n > 128 && gen_tile_too_long(prefs[i].block_n, shape->kv_len)) continue;

@@ -1599,10 +1599,14 @@ static constexpr int DEC_WG_SMEM_BYTES = 1024 + DEC_WG_Q_BYTES + 2 * DEC_STAGES 
 static constexpr int DEC_WG_NT = DEC_BN / 8;                    /* n8 tiles of S */
 static constexpr int DEC_WG_PK = DEC_BN / 16;                   /* k16 steps of P V */
 static constexpr int DEC_WG_KS = DEC_D / 16;                    /* k16 steps of Q K^T */
+/* Tiles loaded ahead of the one computed: tile t-1's V stays in its stage through tile t (its
+ * P V runs under tile t's softmax), so STAGES-2. */
+static constexpr int DEC_WG_AHEAD = DEC_STAGES - 2;
 static_assert(!DEC_KV8 && DEC_PAGE_SIZE == 0 && !DEC_IN_KERNEL_MERGE,
               ".wg reads contiguous 16-bit K/V and merges its splits by the combine kernel");
 static_assert(DEC_D % 64 == 0, ".wg: 128-byte column blocks of K and V rows");
 static_assert(DEC_BN == 64 || DEC_BN == 128, ".wg: BLOCK_N 64 or 128");
+static_assert(DEC_STAGES >= 3, ".wg: tile t-1's V, tile t and at least one tile in flight");
 static_assert(DEC_W * 16 == DEC_WG_ROWS, ".wg: one warpgroup (4 warps) per 64 packed rows");
 static_assert(DEC_WG_SMEM_BYTES <= DEC_SMEM_LIMIT, "shared memory over the target's limit");
 
@@ -1625,10 +1629,10 @@ __device__ __forceinline__ void dec_wg_load(unsigned tile, const at_in_t *base, 
   }
 }
 
-/* S = Q K^T for this warpgroup's 64 rows: 16-element (32-byte) k steps inside each column block. */
-__device__ __forceinline__ void dec_wg_qk(float (*s)[4], unsigned q_wg, unsigned k_tile)
+/* Issue S = Q K^T for this warpgroup's 64 rows (not waited for): 16-element (32-byte) k steps
+ * inside each column block. */
+__device__ __forceinline__ void dec_wg_issue_qk(float (*s)[4], unsigned q_wg, unsigned k_tile)
 {
-  at_wgmma_fence();
 #pragma unroll
   for (int ks = 0; ks < DEC_WG_KS; ks++) {
     const int col = 32 * ks;
@@ -1637,18 +1641,16 @@ __device__ __forceinline__ void dec_wg_qk(float (*s)[4], unsigned q_wg, unsigned
     dec_mma_qk(&s[0][0], at_wgmma_desc<128>(qa), at_wgmma_desc<128>(kb), ks > 0);
   }
   at_wgmma_commit();
-  at_wgmma_wait0();
 }
 
-/* O += P V: k step kk is keys 16kk .. 16kk+15, 16 rows of 128 bytes down V's column blocks. */
-__device__ __forceinline__ void dec_wg_pv(float (*acc)[4], const unsigned (*p)[4], unsigned v_tile)
+/* Issue O += P V (not waited for): k step kk is keys 16kk .. 16kk+15, 16 rows of 128 bytes down
+ * V's column blocks. */
+__device__ __forceinline__ void dec_wg_issue_pv(float (*acc)[4], const unsigned (*p)[4], unsigned v_tile)
 {
-  at_wgmma_fence();
 #pragma unroll
   for (int kk = 0; kk < DEC_WG_PK; kk++)
     dec_mma_pv(&acc[0][0], p[kk], at_wgmma_desc_mn<DEC_BN * 128>(v_tile + (unsigned)(kk * 16 * 128)));
   at_wgmma_commit();
-  at_wgmma_wait0();
 }
 
 extern "C" __global__ void __launch_bounds__(DEC_THREADS, 1)
@@ -1701,7 +1703,7 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
   const dec_kv_t *kh = k + b * k_sb + (long long)hk * k_sh;
   const dec_kv_t *vh = v + b * v_sb + (long long)hk * v_sh;
 #pragma unroll
-  for (int s = 0; s < DEC_STAGES - 1; s++) {
+  for (int s = 0; s < DEC_WG_AHEAD; s++) {
     if (s < keys.n_tiles) {
       dec_wg_load<DEC_BN>(smem_k + s * DEC_WG_KV_BYTES, kh, k_ss, k_lo + s * DEC_BN, keys.hi, tid);
       dec_wg_load<DEC_BN>(smem_v + s * DEC_WG_KV_BYTES, vh, v_ss, k_lo + s * DEC_BN, keys.hi, tid);
@@ -1721,16 +1723,24 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
 #pragma unroll
   for (int j = 0; j < DEC_OT; j++) acc[j][0] = acc[j][1] = acc[j][2] = acc[j][3] = 0.f;
 
-  int stage = 0, stage_next = DEC_STAGES - 1;
+  /* P of the previous tile: the A operand of its P V, in flight under this tile's softmax. Zero
+   * before the first tile, whose P V of nothing (0 times tile 0's V, finite) keeps the loop free
+   * of branches around its wgmmas: ptxas serialized every wgmma of the kernel where a P V was
+   * issued and waited for under conditions. */
+  unsigned p[DEC_WG_PK][4];
+#pragma unroll
+  for (int kk = 0; kk < DEC_WG_PK; kk++) p[kk][0] = p[kk][1] = p[kk][2] = p[kk][3] = 0u;
+  int stage = 0, stage_next = DEC_WG_AHEAD % DEC_STAGES;
 #pragma unroll 1
   for (int t = 0; t < keys.n_tiles; t++) {
-    /* Tile t landed (STAGES-2 younger groups in flight); publish it to the async proxy. The
-     * barrier also means every warpgroup is done with tile t-1, whose stage is refilled below. */
-    at_cp_async_wait<DEC_STAGES - 2>();
+    /* Tile t landed (AHEAD-1 younger groups in flight); publish it to the async proxy. The
+     * barrier also means every warpgroup is done with tile t-2 (its P V was waited for in tile
+     * t-1), whose stage is refilled below; tile t-1's V stays for its P V, issued below. */
+    at_cp_async_wait<DEC_WG_AHEAD - 1>();
     at_fence_async_smem();
     __syncthreads();
     {
-      const int tn = t + DEC_STAGES - 1;
+      const int tn = t + DEC_WG_AHEAD;
       if (tn < keys.n_tiles) {
         dec_wg_load<DEC_BN>(smem_k + stage_next * DEC_WG_KV_BYTES, kh, k_ss, k_lo + tn * DEC_BN, keys.hi, tid);
         dec_wg_load<DEC_BN>(smem_v + stage_next * DEC_WG_KV_BYTES, vh, v_ss, k_lo + tn * DEC_BN, keys.hi, tid);
@@ -1738,8 +1748,14 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
       at_cp_async_commit();
     }
 
+    /* S = Q K^T of tile t, then O += P V of tile t-1 behind it: the softmax below runs under P V,
+     * and only O's rescale waits for it. (P V's commit is inside the if: fa3.cu, v17.) */
     float s[DEC_WG_NT][4];
-    dec_wg_qk(s, q_wg, smem_k + stage * DEC_WG_KV_BYTES);
+    at_wgmma_fence();
+    dec_wg_issue_qk(s, q_wg, smem_k + stage * DEC_WG_KV_BYTES);
+    const int stage_prev = t == 0 ? stage : stage == 0 ? DEC_STAGES - 1 : stage - 1;
+    dec_wg_issue_pv(acc, p, smem_v + stage_prev * DEC_WG_KV_BYTES);
+    asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory"); /* S is in */
 
     const int j0 = k_lo + t * DEC_BN;
     if (t >= keys.n_full) {
@@ -1752,8 +1768,9 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
         }
     }
 
-    /* Online softmax, as above: p = 2^(s*scale_log2 - m*scale_log2) in one FFMA. */
-    unsigned p[DEC_WG_PK][4];
+    /* Online softmax, as above: p = 2^(s*scale_log2 - m*scale_log2) in one FFMA; O's rescale by
+     * alpha after tile t-1's P V is in O. */
+    float alpha[2];
 #pragma unroll
     for (int half = 0; half < 2; half++) {
       float mx = row_max[half];
@@ -1761,7 +1778,7 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
       for (int nt = 0; nt < DEC_WG_NT; nt++) mx = fmaxf(mx, fmaxf(s[nt][2 * half], s[nt][2 * half + 1]));
       mx = at_quad_max(mx);
       const float m_scaled = mx == AT_NEG_INF ? 0.f : mx * scale_log2;
-      const float alpha = at_exp2(row_max[half] * scale_log2 - m_scaled);
+      alpha[half] = at_exp2(row_max[half] * scale_log2 - m_scaled);
       row_max[half] = mx;
       float sum = 0.f;
 #pragma unroll
@@ -1770,12 +1787,13 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
         s[nt][2 * half + 1] = at_exp2(fmaf(s[nt][2 * half + 1], scale_log2, -m_scaled));
         sum += s[nt][2 * half] + s[nt][2 * half + 1];
       }
-      row_sum[half] = row_sum[half] * alpha + sum;
+      row_sum[half] = row_sum[half] * alpha[half] + sum;
+    }
+    at_wgmma_wait0(); /* P V of tile t-1 is in O */
 #pragma unroll
-      for (int j = 0; j < DEC_OT; j++) {
-        acc[j][2 * half] *= alpha;
-        acc[j][2 * half + 1] *= alpha;
-      }
+    for (int j = 0; j < DEC_OT; j++) {
+      acc[j][0] *= alpha[0], acc[j][1] *= alpha[0];
+      acc[j][2] *= alpha[1], acc[j][3] *= alpha[1];
     }
     /* The S accumulators of n8 tiles 2kk, 2kk+1 are the A fragment of keys 16kk .. 16kk+15. */
 #pragma unroll
@@ -1785,9 +1803,13 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
       p[kk][2] = at_pack_out(s[2 * kk + 1][0], s[2 * kk + 1][1]);
       p[kk][3] = at_pack_out(s[2 * kk + 1][2], s[2 * kk + 1][3]);
     }
-    dec_wg_pv(acc, p, smem_v + stage * DEC_WG_KV_BYTES);
     stage = stage + 1 == DEC_STAGES ? 0 : stage + 1;
     stage_next = stage_next + 1 == DEC_STAGES ? 0 : stage_next + 1;
+  }
+  if (keys.n_tiles > 0) { /* P V of the last tile */
+    at_wgmma_fence();
+    dec_wg_issue_pv(acc, p, smem_v + (stage == 0 ? DEC_STAGES - 1 : stage - 1) * DEC_WG_KV_BYTES);
+    at_wgmma_wait0();
   }
   at_cp_async_wait<0>(); /* no copy outlives the loop (a CTA with no tiles never waited) */
 

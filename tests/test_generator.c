@@ -880,7 +880,8 @@ static void test_decode_default_merge(void **state)
 }
 
 /* .wg (decode's packed rows on wgmma): listed first where a CTA packs more than 32 rows, on sm_90a
- * with 16-bit contiguous K/V only, one warpgroup per 64 rows; its key round-trips; the combine
+ * with 16-bit contiguous K/V only, one warpgroup per 64 rows, the default past 64 rows; its key
+ * round-trips; the combine
  * kernel merges its splits; what it cannot run is refused by name. */
 static void test_decode_wg(void **state)
 {
@@ -905,10 +906,19 @@ static void test_decode_wg(void **state)
     assert_memory_equal(&back, &vs[i], sizeof back);
     gen_launch_desc d;
     TU_OK(gen_launch_describe(&vs[i], &s, &d));
-    assert_int_equal(d.kernels[0].block[0], 256u);
-    assert_true(d.kernels[0].smem_bytes >= (unsigned)(128 * 256 + 2 * vs[i].stages * vs[i].block_n * 256));
+    assert_int_equal(d.kernels[0].block[0], 32u * (unsigned)vs[i].warps);
+    assert_true(d.kernels[0].smem_bytes >=
+                (unsigned)(8 * vs[i].block_m * 256 + 2 * vs[i].stages * vs[i].block_n * 256));
   }
   assert_true(wg > 0);
+  gen_variant def;
+  TU_OK(gen_default_variant(&s, &t, &def)); /* more than 64 rows: .wg */
+  assert_int_equal(def.wg, 1);
+  assert_int_equal(def.block_n, 64);
+  s.q_len = 8; /* 64 rows: mma.sync's default */
+  TU_OK(gen_default_variant(&s, &t, &def));
+  assert_int_equal(def.wg, 0);
+  s.q_len = 16;
   TU_OK(gen_variant_parse("decode.bf16.d128.none.g4.bm16.bn64.w4.s3.sp8.wg", &back));
   assert_int_equal(back.wg, 1);
   TU_OK(gen_variant_check(&back, &t));
