@@ -235,6 +235,11 @@
  *      s3 sp8.cl 32.6 -> 25.2 (first form) -> 24.0 us, the best paged variant now, 92.3% of
  *      contiguous (before: the 16-split kernel at 24.3 us, 89.4-91.3%); w8 sp8.cl 33.0 -> 29.3
  *      -> 25.0; B8 S16k best 130.5 -> 126.8 -> 129.2 us, 95.0% -> 95.9% -> 95.8% of contiguous.
+ *   11. .wg (DEC_WG, below): the packed rows on wgmma where a CTA packs more than 32 rows, and P V of
+ *      tile t-1 under tile t's softmax. Predicted: at 128 rows (GQA 8, T16) mma.sync's ldmatrix
+ *      re-reads gone, near the HBM limit. Measured (B8 T16 S64k GQA 8): 423.9 -> 356.7 us, S4k
+ *      37.3 -> 33.4; 64 rows even. ncu: the warpgroups' lockstep behind the tile barrier is what
+ *      remains (docs/perf.md "decode .wg").
  *   Tried after 10, not kept: L2 prefetch of the split's table entries (paged) or first K/V
  *      tiles (contiguous) before griddepcontrol.wait: no paged gain, contiguous B1 S4k 7.9 ->
  *      8.1 us and S16k 19.2 -> 19.4 in the same run.
