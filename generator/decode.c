@@ -292,6 +292,14 @@ static at_status append(gen_variant *out, int cap, int *n, const gen_variant *v)
   return AT_OK;
 }
 
+/* The split counts tried for a tile: the one that fills one wave (first), half of it and double
+ * (0 where there is none). */
+static void split_tries(const gen_variant *v, const gen_target *target, const at_shape *shape, int tries[3])
+{
+  const int h = heuristic_splits(v, target, shape);
+  tries[0] = h, tries[1] = h > 1 ? (h + 1) / 2 : 0, tries[2] = 2 * h;
+}
+
 /* The variants of one tile size (warps, stages, and the split counts around one wave). */
 static at_status enumerate_block_n(const gen_spec *spec, const gen_target *target, const at_shape *shape,
                                    int block_n, gen_variant *out, int cap, int *n)
@@ -301,9 +309,8 @@ static at_status enumerate_block_n(const gen_spec *spec, const gen_target *targe
     for (int c = 0; c < COUNT(k_stages); c++) {
       gen_variant v = {GEN_FAMILY_DECODE, *spec, bm, block_n, k_warps[b], k_stages[c], 1, 0, 0, 0, 0, 0};
       if (check(&v, target) != AT_OK) continue;
-      /* The split count that fills one wave, and its neighbours. */
-      const int h = heuristic_splits(&v, target, shape);
-      const int tries[] = {h, h > 1 ? (h + 1) / 2 : 0, 2 * h};
+      int tries[3];
+      split_tries(&v, target, shape, tries);
       for (int s = 0; s < COUNT(tries); s++) {
         if (tries[s] < 1) continue;
         v.splits = tries[s];
@@ -353,8 +360,8 @@ static at_status enumerate_wg(const gen_spec *spec, const gen_target *target, co
       gen_variant v = {GEN_FAMILY_DECODE, *spec, bm, k_wg_block_n[a], 4, k_wg_stages[c], 1, 0, 0, 0, 0, 1};
       v.warps = wg_rows(&v) / 16;
       if (check(&v, target) != AT_OK) continue;
-      const int h = heuristic_splits(&v, target, shape);
-      const int tries[] = {h, h > 1 ? (h + 1) / 2 : 0, 2 * h};
+      int tries[3];
+      split_tries(&v, target, shape, tries);
       for (int s = 0; s < COUNT(tries); s++) {
         if (tries[s] < 1) continue;
         v.splits = tries[s];

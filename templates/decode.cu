@@ -1025,6 +1025,32 @@ __device__ __forceinline__ void dec_cluster_merge(at_out_t *, float *, int, int,
 
 /* ---- the split kernel ------------------------------------------------------------------------- */
 
+/* Online softmax of one accumulator row half (fa2.cu) over NT n8 tiles of S: p = 2^(s*scale_log2 -
+ * m*scale_log2) in one FFMA, written over s; row_max (raw score units) and this lane's row_sum
+ * move on; returns alpha, by which the caller rescales O. A row that has seen only masked keys
+ * keeps m = -inf and uses 0 as its scaled max, so p and alpha are 0. */
+template <int NT>
+__device__ __forceinline__ float dec_softmax_half(float (*s)[4], int half, float &row_max, float &row_sum,
+                                                  float scale_log2)
+{
+  float mx = row_max;
+#pragma unroll
+  for (int nt = 0; nt < NT; nt++) mx = fmaxf(mx, fmaxf(s[nt][2 * half], s[nt][2 * half + 1]));
+  mx = at_quad_max(mx);
+  const float m_scaled = mx == AT_NEG_INF ? 0.f : mx * scale_log2;
+  const float alpha = at_exp2(row_max * scale_log2 - m_scaled);
+  row_max = mx;
+  float sum = 0.f;
+#pragma unroll
+  for (int nt = 0; nt < NT; nt++) {
+    s[nt][2 * half] = at_exp2(fmaf(s[nt][2 * half], scale_log2, -m_scaled));
+    s[nt][2 * half + 1] = at_exp2(fmaf(s[nt][2 * half + 1], scale_log2, -m_scaled));
+    sum += s[nt][2 * half] + s[nt][2 * half + 1];
+  }
+  row_sum = row_sum * alpha + sum;
+  return alpha;
+}
+
 /* The keys of split [k_lo, k_lo + keys_per_split) that the token block t0 .. t0 + BM - 1 reads:
  * keys >= hi are zero-filled and masked (past S, past the split, or under a causal mask past
  * the block's last token's last key), n_tiles tiles to load, and the first n_full of them visible
@@ -1348,28 +1374,13 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
           }
     }
 
-    /* Online softmax (fa2.cu): p = 2^(s*scale_log2 - m*scale_log2) in one FFMA; a row that has seen
-     * only masked keys keeps m = -inf and uses 0 as its scaled max, so p and alpha are 0. */
+    /* Online softmax (dec_softmax_half), O rescaled by alpha. */
     unsigned p[DEC_MTW][DEC_PK][4];
 #pragma unroll
     for (int i = 0; i < DEC_MTW; i++) {
 #pragma unroll
       for (int half = 0; half < DEC_HALVES; half++) {
-        float mx = row_max[i][half];
-#pragma unroll
-        for (int nt = 0; nt < DEC_NT; nt++) mx = fmaxf(mx, fmaxf(s[i][nt][2 * half], s[i][nt][2 * half + 1]));
-        mx = at_quad_max(mx);
-        const float m_scaled = mx == AT_NEG_INF ? 0.f : mx * scale_log2;
-        const float alpha = at_exp2(row_max[i][half] * scale_log2 - m_scaled);
-        row_max[i][half] = mx;
-        float sum = 0.f;
-#pragma unroll
-        for (int nt = 0; nt < DEC_NT; nt++) {
-          s[i][nt][2 * half] = at_exp2(fmaf(s[i][nt][2 * half], scale_log2, -m_scaled));
-          s[i][nt][2 * half + 1] = at_exp2(fmaf(s[i][nt][2 * half + 1], scale_log2, -m_scaled));
-          sum += s[i][nt][2 * half] + s[i][nt][2 * half + 1];
-        }
-        row_sum[i][half] = row_sum[i][half] * alpha + sum;
+        const float alpha = dec_softmax_half<DEC_NT>(s[i], half, row_max[i][half], row_sum[i][half], scale_log2);
 #pragma unroll
         for (int j = 0; j < DEC_OT; j++) {
           acc[i][j][2 * half] *= alpha;
@@ -1773,27 +1784,11 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
         }
     }
 
-    /* Online softmax, as above: p = 2^(s*scale_log2 - m*scale_log2) in one FFMA; O's rescale by
-     * alpha after tile t-1's P V is in O. */
+    /* Online softmax (dec_softmax_half); O's rescale by alpha after tile t-1's P V is in O. */
     float alpha[2];
 #pragma unroll
-    for (int half = 0; half < 2; half++) {
-      float mx = row_max[half];
-#pragma unroll
-      for (int nt = 0; nt < DEC_WG_NT; nt++) mx = fmaxf(mx, fmaxf(s[nt][2 * half], s[nt][2 * half + 1]));
-      mx = at_quad_max(mx);
-      const float m_scaled = mx == AT_NEG_INF ? 0.f : mx * scale_log2;
-      alpha[half] = at_exp2(row_max[half] * scale_log2 - m_scaled);
-      row_max[half] = mx;
-      float sum = 0.f;
-#pragma unroll
-      for (int nt = 0; nt < DEC_WG_NT; nt++) {
-        s[nt][2 * half] = at_exp2(fmaf(s[nt][2 * half], scale_log2, -m_scaled));
-        s[nt][2 * half + 1] = at_exp2(fmaf(s[nt][2 * half + 1], scale_log2, -m_scaled));
-        sum += s[nt][2 * half] + s[nt][2 * half + 1];
-      }
-      row_sum[half] = row_sum[half] * alpha[half] + sum;
-    }
+    for (int half = 0; half < 2; half++)
+      alpha[half] = dec_softmax_half<DEC_WG_NT>(s, half, row_max[half], row_sum[half], scale_log2);
     at_wgmma_wait0(); /* P V of tile t-1 is in O */
 #pragma unroll
     for (int j = 0; j < DEC_OT; j++) {
