@@ -68,7 +68,8 @@ static int warps_n(const gen_variant *v) { return v->wg ? 1 : v->warps / warps_m
 /* .wg: packed rows in whole warpgroups of 64 (DEC_WG_ROWS in the template). */
 static int wg_rows(const gen_variant *v) { return (v->spec.gqa * v->block_m + 63) / 64 * 64; }
 
-static int threads(const gen_variant *v) { return 32 * v->warps; }
+/* .wg: one more warp, the TMA producer. */
+static int threads(const gen_variant *v) { return 32 * (v->warps + (v->wg ? 1 : 0)); }
 
 /* K and V are FP8 (KV8 in templates/decode.cu): byte tiles, widened in registers. */
 static int kv8(const gen_spec *s) { return at_dtype_is_fp8(gen_spec_kv_dtype(s)); }
@@ -82,12 +83,12 @@ static int page_id_bytes(const gen_variant *v)
   return gen_round_up((2 * v->stages - 1) * per_tile * 4, 128);
 }
 
-/* .wg: Q, then STAGES K and V tiles, each in 128-byte column blocks on 1024-byte boundaries, and
- * 1024 bytes to align the dynamic area (DEC_WG_SMEM_BYTES). */
+/* .wg: Q, then STAGES K and V tiles, each in 128-byte column blocks on 1024-byte boundaries, 256
+ * bytes of mbarriers, and 1024 bytes to align the dynamic area (DEC_WG_SMEM_BYTES). */
 static int wg_smem_bytes(const gen_variant *v)
 {
   const int d = v->spec.head_dim;
-  return 1024 + wg_rows(v) * d * 2 + 2 * v->stages * v->block_n * d * 2;
+  return 1024 + wg_rows(v) * d * 2 + 2 * v->stages * v->block_n * d * 2 + 256;
 }
 
 static int smem_bytes(const gen_variant *v)
@@ -543,6 +544,11 @@ static at_status describe_launch(const gen_variant *v, const at_shape *shape, ge
   k->n_args = 0;
   at_status rc = gen_launch_append_args(k, SPLIT_ARGS, COUNT(SPLIT_ARGS));
   if (rc == AT_OK && v->spec.page_size) rc = gen_launch_append_paged_args(k); /* after split_counters */
+  if (rc == AT_OK && v->wg) { /* .wg: K and V by TMA, boxes of block_n keys */
+    static const gen_arg TMAP_ARGS[] = {GEN_ARG_TMAP_K, GEN_ARG_TMAP_V};
+    rc = gen_launch_append_args(k, TMAP_ARGS, COUNT(TMAP_ARGS));
+    out->tmap_rows[1] = out->tmap_rows[2] = v->block_n;
+  }
   if (rc != AT_OK) return rc;
   out->n_kernels = 1;
   if (splits > 1 && v->merge == GEN_MERGE_CLUSTER) return AT_OK; /* partials stay on chip */

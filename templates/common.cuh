@@ -259,6 +259,55 @@ __device__ __forceinline__ void at_wgmma_fence(void) { asm volatile("wgmma.fence
 __device__ __forceinline__ void at_wgmma_commit(void) { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void at_wgmma_wait0(void) { asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory"); }
 
+/* ---- mbarriers and TMA (sm_90) ----
+ * A ring of shared-memory tiles filled by TMA: the copy engine completes its bytes on a "full"
+ * mbarrier, consumers arrive on an "empty" one when done reading. */
+/* A CUtensorMap as the kernel receives it: 128 opaque bytes, 64-byte aligned. */
+struct __align__(64) at_tmap {
+  unsigned long long word[16];
+};
+
+__device__ __forceinline__ void at_bar_init(unsigned bar, unsigned count)
+{
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+
+/* The producer's arrival on a full barrier, announcing the bytes its copies will complete there. */
+__device__ __forceinline__ void at_bar_expect(unsigned bar, unsigned bytes)
+{
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
+}
+
+__device__ __forceinline__ void at_bar_arrive(unsigned bar)
+{
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
+}
+
+/* Wait until the barrier's phase of this parity completed (a fresh barrier counts its phase
+ * before 0, parity 1, as completed: the producer's first pass over the ring does not wait). */
+__device__ __forceinline__ void at_bar_wait(unsigned bar, unsigned parity)
+{
+  unsigned done;
+  do {
+    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+                 "selp.u32 %0, 1, 0, p;\n}\n"
+                 : "=r"(done)
+                 : "r"(bar), "r"(parity)
+                 : "memory");
+  } while (!done);
+}
+
+/* One box of a 4-D tensor map (D, rows, heads, batch) into shared memory; rows past the tensor
+ * arrive as zeros. */
+__device__ __forceinline__ void at_tma_load(unsigned dst, const at_tmap *map, int d, int row, int head, int b,
+                                             unsigned bar)
+{
+  asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes "
+               "[%0], [%1, {%2, %3, %4, %5}], [%6];\n" ::"r"(dst),
+               "l"(map), "r"(d), "r"(row), "r"(head), "r"(b), "r"(bar)
+               : "memory");
+}
+
 /* A wgmma shared-memory matrix descriptor for a K-major operand stored as above: start address,
  * leading byte offset 1 (unused when swizzled), stride byte offset 8*CW (one 8-row atom), swizzle
  * mode 1 (128 B), 2 (64 B) or 3 (32 B). */

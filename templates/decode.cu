@@ -240,6 +240,12 @@
  *      re-reads gone, near the HBM limit. Measured (B8 T16 S64k GQA 8): 423.9 -> 356.7 us, S4k
  *      37.3 -> 33.4; 64 rows even. ncu: the warpgroups' lockstep behind the tile barrier is what
  *      remains (docs/perf.md "decode .wg").
+ *   12. .wg warp-specialized: a TMA producer warp and full/empty mbarriers per stage instead of
+ *      the cp.async ring and its CTA barrier a tile (ncu of step 11: barrier 1.40 and wait 0.98 of
+ *      4.99 cycles per issued instruction, DRAM 62%). Predicted: the warpgroups drift apart and
+ *      copies leave the computing warps, toward the HBM limit (~255 us). Measured (same run, old
+ *      binary against new, best .wg): B8 T16 S64k GQA 8 355.7 -> 281.4 us (3.82 TB/s), S4k 33.4
+ *      -> 29.5, B1 T16 S16k 21.1 -> 18.8; registers 184-191 -> 154 (no copy addressing).
  *   Tried after 10, not kept: L2 prefetch of the split's table entries (paged) or first K/V
  *      tiles (contiguous) before griddepcontrol.wait: no paged gain, contiguous B1 S4k 7.9 ->
  *      8.1 us and S16k 19.2 -> 19.4 in the same run.
@@ -1602,47 +1608,43 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
  * O += P V (m64 x D, P from registers, V MN-major). mma.sync's warps each re-read every K and V
  * tile by ldmatrix, 8 times a tile for 128 rows; here each warpgroup's tensor cores read it once.
  * Tiles (Q, then STAGES x K and STAGES x V, [rows][D]) are stored in 128-byte column blocks
- * (common.cuh, at_swz_off) on 1024-byte boundaries, filled by the same 16-byte cp.async ring as
- * above (wait, fence to the async proxy, one barrier a tile). In an m64nN accumulator warp w4 of
- * the warpgroup holds rows 16*w4 + g and + 8 (lane = 4g + t), columns 8j + 2t and + 1 of each
- * n8 tile j: the m16n8 layout of the kernel above, so the softmax and the epilogue are its. */
+ * (common.cuh, at_swz_off) on 1024-byte boundaries. In an m64nN accumulator warp w4 of the
+ * warpgroup holds rows 16*w4 + g and + 8 (lane = 4g + t), columns 8j + 2t and + 1 of each n8
+ * tile j: the m16n8 layout of the kernel above, so the softmax and the epilogue are its.
+ * Warp specialization (step 12): one more warp, the last, is the producer: its lane 0 issues the
+ * TMA boxes of each K and V tile (tensor maps (D, S, Nkv, B), two more kernel arguments; keys
+ * past S arrive as zeros) into a ring of STAGES stages, each with a "full" mbarrier (the copy
+ * engine completes its bytes there) and an "empty" one (every consumer warp arrives when its
+ * wgmmas no longer read the stage). No CTA-wide barrier in the K/V loop, so the two warpgroups
+ * of a 128-row CTA run apart and copies are never issued by the warps that compute. Q is
+ * loaded once by the consumers (cp.async, a named barrier among them). */
 static constexpr int DEC_WG_ROWS = (DEC_ROWS + 63) / 64 * 64;  /* packed rows, whole warpgroups */
 static constexpr int DEC_WG_ROWB = 2 * DEC_D;                   /* bytes of a Q, K or V row */
 static constexpr int DEC_WG_CPR = DEC_WG_ROWB / 16;             /* 16-byte chunks per row */
 static constexpr int DEC_WG_Q_BYTES = DEC_WG_ROWS * DEC_WG_ROWB;
 static constexpr int DEC_WG_KV_BYTES = DEC_BN * DEC_WG_ROWB;    /* one K or V tile */
-static constexpr int DEC_WG_SMEM_BYTES = 1024 + DEC_WG_Q_BYTES + 2 * DEC_STAGES * DEC_WG_KV_BYTES;
+static constexpr int DEC_WG_BAR_BYTES = 256;                    /* full and empty mbarriers */
+static constexpr int DEC_WG_SMEM_BYTES = 1024 + DEC_WG_Q_BYTES + 2 * DEC_STAGES * DEC_WG_KV_BYTES + DEC_WG_BAR_BYTES;
+static constexpr int DEC_WG_THREADS = DEC_THREADS + 32;         /* consumers and the producer warp */
 static constexpr int DEC_WG_NT = DEC_BN / 8;                    /* n8 tiles of S */
 static constexpr int DEC_WG_PK = DEC_BN / 16;                   /* k16 steps of P V */
 static constexpr int DEC_WG_KS = DEC_D / 16;                    /* k16 steps of Q K^T */
-/* Tiles loaded ahead of the one computed: tile t-1's V stays in its stage through tile t (its
- * P V runs under tile t's softmax), so STAGES-2. */
-static constexpr int DEC_WG_AHEAD = DEC_STAGES - 2;
 static_assert(!DEC_KV8 && DEC_PAGE_SIZE == 0 && !DEC_IN_KERNEL_MERGE,
               ".wg reads contiguous 16-bit K/V and merges its splits by the combine kernel");
 static_assert(DEC_D % 64 == 0, ".wg: 128-byte column blocks of K and V rows");
 static_assert(DEC_BN == 64 || DEC_BN == 128, ".wg: BLOCK_N 64 or 128");
 static_assert(DEC_STAGES >= 3, ".wg: tile t-1's V, tile t and at least one tile in flight");
 static_assert(DEC_W * 16 == DEC_WG_ROWS, ".wg: one warpgroup (4 warps) per 64 packed rows");
+static_assert(2 * 8 * DEC_STAGES <= DEC_WG_BAR_BYTES, ".wg: the mbarriers fit their area");
 static_assert(DEC_WG_SMEM_BYTES <= DEC_SMEM_LIMIT, "shared memory over the target's limit");
 
-/* Rows j0 .. j0 + R - 1 of a [rows][D] slice (row stride `stride` elements) into a tile of R rows
- * in 128-byte column blocks; rows from j_end on are zero-filled. Consecutive threads copy a row's
- * consecutive chunks: whole rows from global memory, a block's 8 chunks in 8 distinct swizzled
- * slots. */
-template <int R>
-__device__ __forceinline__ void dec_wg_load(unsigned tile, const at_in_t *base, int stride, int j0, int j_end,
-                                            int tid)
+/* A K or V tile of BLOCK_N keys from key0: one TMA box of 64 elements (128 bytes) by BLOCK_N
+ * keys per column block, in the 128-byte swizzle at_swz_off describes. */
+__device__ __forceinline__ void dec_wg_tma_tile(unsigned dst, const at_tmap *map, int key0, int head, int b,
+                                                unsigned bar)
 {
-  constexpr int TOTAL = R * DEC_WG_CPR;
-  static_assert(TOTAL % DEC_THREADS == 0, "whole chunks per thread");
 #pragma unroll
-  for (int i = 0; i < TOTAL / DEC_THREADS; i++) {
-    const int idx = tid + i * DEC_THREADS, r = idx / DEC_WG_CPR, c = idx % DEC_WG_CPR;
-    const bool valid = j0 + r < j_end;
-    const at_in_t *src = valid ? base + (long long)(j0 + r) * stride + c * 8 : base;
-    at_cp_async16(tile + at_swz_off<R, 128>(r, 16 * c), src, valid ? 16 : 0);
-  }
+  for (int c = 0; c < DEC_WG_ROWB / 128; c++) at_tma_load(dst + c * DEC_BN * 128, map, c * 64, key0, head, b, bar);
 }
 
 /* Issue S = Q K^T for this warpgroup's 64 rows (not waited for): 16-element (32-byte) k steps
@@ -1669,15 +1671,33 @@ __device__ __forceinline__ void dec_wg_issue_pv(float (*acc)[4], const unsigned 
   at_wgmma_commit();
 }
 
-extern "C" __global__ void __launch_bounds__(DEC_THREADS, 1)
+/* The producer (lane 0 of the last warp): every K/V tile of the split into the ring, a stage
+ * once every consumer warp has released it. */
+__device__ __forceinline__ void dec_wg_produce(const at_tmap *tm_k, const at_tmap *tm_v, unsigned smem_k,
+                                               unsigned smem_v, unsigned bar_full, unsigned bar_empty, int n_tiles,
+                                               int k_lo, int hk, int b)
+{
+  int stage = 0;
+  unsigned phase = 0;
+  for (int t = 0; t < n_tiles; t++) {
+    at_bar_wait(bar_empty + 8 * stage, phase ^ 1u); /* a fresh barrier passes: the ring's first pass */
+    at_bar_expect(bar_full + 8 * stage, 2 * DEC_WG_KV_BYTES);
+    dec_wg_tma_tile(smem_k + stage * DEC_WG_KV_BYTES, tm_k, k_lo + t * DEC_BN, hk, b, bar_full + 8 * stage);
+    dec_wg_tma_tile(smem_v + stage * DEC_WG_KV_BYTES, tm_v, k_lo + t * DEC_BN, hk, b, bar_full + 8 * stage);
+    if (++stage == DEC_STAGES) stage = 0, phase ^= 1u;
+  }
+}
+
+extern "C" __global__ void __launch_bounds__(DEC_WG_THREADS, 1)
 DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const dec_kv_t *__restrict__ v,
            at_out_t *__restrict__ o, float *__restrict__ lse, float *__restrict__ o_part,
            float *__restrict__ lse_part, int T, int S, int n_splits, int keys_per_split, float scale_log2,
            long long q_sb, int q_ss, int q_sh, long long k_sb, int k_ss, int k_sh, long long v_sb,
            int v_ss, int v_sh, long long o_sb, int o_ss, int o_sh, const float *__restrict__ descale_k,
-           const float *__restrict__ descale_v, int *__restrict__ split_counters)
+           const float *__restrict__ descale_v, int *__restrict__ split_counters,
+           const __grid_constant__ at_tmap tm_k, const __grid_constant__ at_tmap tm_v)
 {
-  (void)split_counters;
+  (void)split_counters, (void)k, (void)v, (void)k_sb, (void)k_ss, (void)k_sh, (void)v_sb, (void)v_ss, (void)v_sh;
   at_wait_for_previous_grid(); /* as above: a programmatic dependent, and the combine's predecessor */
   at_allow_next_grid();
   float o_descale = 1.f;
@@ -1696,13 +1716,21 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
   const int offset = DEC_MASK == AT_MASK_CAUSAL_BR ? S - T : 0;
   const dec_keys keys = dec_split_keys(k_lo, keys_per_split, S, T, t0, offset);
 
-  /* Tiles on 1024-byte boundaries (the swizzle atoms' alignment). */
+  /* Tiles on 1024-byte boundaries (the swizzle atoms' alignment), the mbarriers after them. */
   const unsigned smem_q = (at_smem_addr(dec_smem) + 1023u) & ~1023u;
   const unsigned smem_k = smem_q + DEC_WG_Q_BYTES;
   const unsigned smem_v = smem_k + DEC_STAGES * DEC_WG_KV_BYTES;
+  const unsigned bar_full = smem_v + DEC_STAGES * DEC_WG_KV_BYTES, bar_empty = bar_full + 8 * DEC_STAGES;
+  if (tid == 0) {
+    for (int s = 0; s < DEC_STAGES; s++) {
+      at_bar_init(bar_full + 8 * s, 1);
+      at_bar_init(bar_empty + 8 * s, DEC_W); /* one arrival per consumer warp */
+    }
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+  }
 
-  /* Q: packed row r = t_local * G + g; padding rows and tokens >= T zero-filled. */
-  {
+  /* Q (the consumers): packed row r = t_local * G + g; padding rows and tokens >= T zero-filled. */
+  if (warp < DEC_W) {
     const at_in_t *qb = q + b * q_sb + (long long)(hk * DEC_G) * q_sh + (long long)t0 * q_ss;
     constexpr int TOTAL = DEC_WG_ROWS * DEC_WG_CPR;
     static_assert(TOTAL % DEC_THREADS == 0, "whole Q chunks per thread");
@@ -1716,16 +1744,14 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
     }
     at_cp_async_commit();
   }
-  const dec_kv_t *kh = k + b * k_sb + (long long)hk * k_sh;
-  const dec_kv_t *vh = v + b * v_sb + (long long)hk * v_sh;
-#pragma unroll
-  for (int s = 0; s < DEC_WG_AHEAD; s++) {
-    if (s < keys.n_tiles) {
-      dec_wg_load<DEC_BN>(smem_k + s * DEC_WG_KV_BYTES, kh, k_ss, k_lo + s * DEC_BN, keys.hi, tid);
-      dec_wg_load<DEC_BN>(smem_v + s * DEC_WG_KV_BYTES, vh, v_ss, k_lo + s * DEC_BN, keys.hi, tid);
-    }
-    at_cp_async_commit();
+  __syncthreads(); /* the mbarriers are initialized; from here on no CTA-wide barrier */
+  if (warp == DEC_W) {
+    if (lane == 0) dec_wg_produce(&tm_k, &tm_v, smem_k, smem_v, bar_full, bar_empty, keys.n_tiles, k_lo, hk, b);
+    return;
   }
+  at_cp_async_wait<0>(); /* Q landed; publish it to the async proxy, then to every consumer */
+  at_fence_async_smem();
+  asm volatile("bar.sync 1, %0;\n" ::"n"(DEC_THREADS) : "memory");
 
   const int g = lane >> 2, tq = lane & 3;
   const int row0 = 16 * warp; /* this warp's first packed row (warpgroup wg: 64wg + 16 (warp % 4)) */
@@ -1746,30 +1772,17 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
   unsigned p[DEC_WG_PK][4];
 #pragma unroll
   for (int kk = 0; kk < DEC_WG_PK; kk++) p[kk][0] = p[kk][1] = p[kk][2] = p[kk][3] = 0u;
-  int stage = 0, stage_next = DEC_WG_AHEAD % DEC_STAGES;
+  int stage = 0, stage_prev = 0;
+  unsigned phase = 0;
 #pragma unroll 1
   for (int t = 0; t < keys.n_tiles; t++) {
-    /* Tile t landed (AHEAD-1 younger groups in flight); publish it to the async proxy. The
-     * barrier also means every warpgroup is done with tile t-2 (its P V was waited for in tile
-     * t-1), whose stage is refilled below; tile t-1's V stays for its P V, issued below. */
-    at_cp_async_wait<DEC_WG_AHEAD - 1>();
-    at_fence_async_smem();
-    __syncthreads();
-    {
-      const int tn = t + DEC_WG_AHEAD;
-      if (tn < keys.n_tiles) {
-        dec_wg_load<DEC_BN>(smem_k + stage_next * DEC_WG_KV_BYTES, kh, k_ss, k_lo + tn * DEC_BN, keys.hi, tid);
-        dec_wg_load<DEC_BN>(smem_v + stage_next * DEC_WG_KV_BYTES, vh, v_ss, k_lo + tn * DEC_BN, keys.hi, tid);
-      }
-      at_cp_async_commit();
-    }
+    at_bar_wait(bar_full + 8 * stage, phase); /* tile t landed */
 
     /* S = Q K^T of tile t, then O += P V of tile t-1 behind it: the softmax below runs under P V,
-     * and only O's rescale waits for it. (P V's commit is inside the if: fa3.cu, v17.) */
+     * and only O's rescale waits for it. */
     float s[DEC_WG_NT][4];
     at_wgmma_fence();
     dec_wg_issue_qk(s, q_wg, smem_k + stage * DEC_WG_KV_BYTES);
-    const int stage_prev = t == 0 ? stage : stage == 0 ? DEC_STAGES - 1 : stage - 1;
     dec_wg_issue_pv(acc, p, smem_v + stage_prev * DEC_WG_KV_BYTES);
     asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory"); /* S is in */
 
@@ -1789,7 +1802,8 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
 #pragma unroll
     for (int half = 0; half < 2; half++)
       alpha[half] = dec_softmax_half<DEC_WG_NT>(s, half, row_max[half], row_sum[half], scale_log2);
-    at_wgmma_wait0(); /* P V of tile t-1 is in O */
+    at_wgmma_wait0(); /* P V of tile t-1 is in O: its stage goes back to the producer */
+    if (t > 0 && lane == 0) at_bar_arrive(bar_empty + 8 * stage_prev);
 #pragma unroll
     for (int j = 0; j < DEC_OT; j++) {
       acc[j][0] *= alpha[0], acc[j][1] *= alpha[0];
@@ -1803,15 +1817,14 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
       p[kk][2] = at_pack_out(s[2 * kk + 1][0], s[2 * kk + 1][1]);
       p[kk][3] = at_pack_out(s[2 * kk + 1][2], s[2 * kk + 1][3]);
     }
-    stage = stage + 1 == DEC_STAGES ? 0 : stage + 1;
-    stage_next = stage_next + 1 == DEC_STAGES ? 0 : stage_next + 1;
+    stage_prev = stage;
+    if (++stage == DEC_STAGES) stage = 0, phase ^= 1u;
   }
   if (keys.n_tiles > 0) { /* P V of the last tile */
     at_wgmma_fence();
-    dec_wg_issue_pv(acc, p, smem_v + (stage == 0 ? DEC_STAGES - 1 : stage - 1) * DEC_WG_KV_BYTES);
+    dec_wg_issue_pv(acc, p, smem_v + stage_prev * DEC_WG_KV_BYTES);
     at_wgmma_wait0();
   }
-  at_cp_async_wait<0>(); /* no copy outlives the loop (a CTA with no tiles never waited) */
 
   /* Write: o (and lse) for one split, else the normalized partial O and the split's natural lse. */
 #pragma unroll

@@ -868,69 +868,23 @@ static_assert(FA3_CONSUMERS == 2 || FA3_CONSUMERS == 3, "2 or 3 consumer warpgro
 #define FA3_PINGPONG 1
 #endif
 
-/* A CUtensorMap as the kernel receives it: 128 opaque bytes, 64-byte aligned. */
-struct __align__(64) fa3_tmap {
-  unsigned long long word[16];
-};
-
-__device__ __forceinline__ void fa3_bar_init(unsigned bar, unsigned count)
-{
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
-}
-
-/* The producer's arrival on a full barrier, announcing the bytes its copies will complete there. */
-__device__ __forceinline__ void fa3_bar_expect(unsigned bar, unsigned bytes)
-{
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
-}
-
-__device__ __forceinline__ void fa3_bar_arrive(unsigned bar)
-{
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
-}
-
-/* Wait until the barrier's phase of this parity completed (a fresh barrier counts its phase
- * before 0, parity 1, as completed: the producer's first pass over the ring does not wait). */
-__device__ __forceinline__ void fa3_bar_wait(unsigned bar, unsigned parity)
-{
-  unsigned done;
-  do {
-    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-                 "selp.u32 %0, 1, 0, p;\n}\n"
-                 : "=r"(done)
-                 : "r"(bar), "r"(parity)
-                 : "memory");
-  } while (!done);
-}
-
-/* One box of a 4-D tensor map (D, rows, heads, batch) into shared memory; rows past the tensor
- * arrive as zeros. */
-__device__ __forceinline__ void fa3_tma_load(unsigned dst, const fa3_tmap *map, int d, int row, int head, int b,
-                                             unsigned bar)
-{
-  asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes "
-               "[%0], [%1, {%2, %3, %4, %5}], [%6];\n" ::"r"(dst),
-               "l"(map), "r"(d), "r"(row), "r"(head), "r"(b), "r"(bar)
-               : "memory");
-}
-
 /* A tile of R rows from row0: one box per 128-byte column block (64 16-bit or 128 FP8 elements). */
 template <int R>
-__device__ __forceinline__ void fa3_tma_tile(unsigned dst, const fa3_tmap *map, int row0, int head, int b,
+__device__ __forceinline__ void fa3_tma_tile(unsigned dst, const at_tmap *map, int row0, int head, int b,
                                              unsigned bar)
 {
 #pragma unroll
-  for (int c = 0; c < FA3_COLS; c++) fa3_tma_load(dst + c * R * 128, map, c * (128 / FA3_ESIZE), row0, head, b, bar);
+  for (int c = 0; c < FA3_COLS; c++) at_tma_load(dst + c * R * 128, map, c * (128 / FA3_ESIZE), row0, head, b, bar);
 }
 
 /* V^T ahead: the V^T tile of keys key0 .. key0 + BN - 1 from the scratch's map (keys, D, Nkv, B),
  * one box of CW_N keys by D rows per column block, in the layout fa3_issue_pv reads. */
-__device__ __forceinline__ void fa3_tma_vt_tile(unsigned dst, const fa3_tmap *map, int key0, int head, int b,
+__device__ __forceinline__ void fa3_tma_vt_tile(unsigned dst, const at_tmap *map, int key0, int head, int b,
                                                 unsigned bar)
 {
 #pragma unroll
   for (int c = 0; c < FA3_BN / FA3_CW_N; c++)
-    fa3_tma_load(dst + c * FA3_VT_BLOCK_BYTES, map, key0 + c * FA3_CW_N, 0, head, b, bar);
+    at_tma_load(dst + c * FA3_VT_BLOCK_BYTES, map, key0 + c * FA3_CW_N, 0, head, b, bar);
 }
 
 __device__ __forceinline__ void fa3_named_sync(int id, int threads)
@@ -1081,7 +1035,7 @@ __device__ __forceinline__ unsigned fa3_bad_boxes(const fa3_ws_ctx &c, int key0,
 
 /* A K or V tile of BN keys from key0 (a multiple of BN), box by box through the table: box i
  * (BOX rows of one page) into rows i * BOX .. of every column block. */
-__device__ __forceinline__ void fa3_tma_tile_paged(unsigned dst, const fa3_tmap *map, const fa3_ws_ctx &c, int key0,
+__device__ __forceinline__ void fa3_tma_tile_paged(unsigned dst, const at_tmap *map, const fa3_ws_ctx &c, int key0,
                                                    int head, unsigned bar)
 {
   const int row = key0 % FA3_PAGE_SIZE; /* 0 unless a page holds several tiles */
@@ -1090,7 +1044,7 @@ __device__ __forceinline__ void fa3_tma_tile_paged(unsigned dst, const fa3_tmap 
     const int page = fa3_page_of_box(c, key0, i);
 #pragma unroll
     for (int col = 0; col < FA3_COLS; col++)
-      fa3_tma_load(dst + (col * FA3_BN + i * FA3_PAGE_BOX) * 128, map, col * (128 / FA3_ESIZE), row, head, page, bar);
+      at_tma_load(dst + (col * FA3_BN + i * FA3_PAGE_BOX) * 128, map, col * (128 / FA3_ESIZE), row, head, page, bar);
   }
 }
 #endif
@@ -1102,35 +1056,35 @@ __device__ __forceinline__ void fa3_tma_tile_paged(unsigned dst, const fa3_tmap 
  * refilled for work tile j (this CTA's j-th) only after every consumer warp finished its last
  * Q K^T of tile j - 1 (bar_q_empty, phase j - 1; the first wait passes on the fresh barrier). */
 __device__ __forceinline__ void fa3_ws_produce(const fa3_ws_ctx &c, const fa3_work &w, int j, int it,
-                                               const fa3_tmap *tm_q, const fa3_tmap *tm_k, const fa3_tmap *tm_v,
+                                               const at_tmap *tm_q, const at_tmap *tm_k, const at_tmap *tm_v,
                                                int num_pages)
 {
   (void)num_pages;
-  if (FA3_PERSISTENT) fa3_bar_wait(c.bar_q_empty, ((unsigned)j & 1u) ^ 1u);
+  if (FA3_PERSISTENT) at_bar_wait(c.bar_q_empty, ((unsigned)j & 1u) ^ 1u);
   const int q_b = FA3_RAGGED ? 0 : w.b, kv_b = FA3_RAGGED == FA3_RAGGED_QKV ? 0 : w.b; /* packed: one batch */
-  fa3_bar_expect(c.bar_q, FA3_Q_BYTES);
+  at_bar_expect(c.bar_q, FA3_Q_BYTES);
   fa3_tma_tile<FA3_BM>(c.q, tm_q, c.q_first + w.m0, w.h, q_b, c.bar_q);
   for (int t = 0; t < w.n_tiles; t++) {
     const int u = it + t;
     const int s = u % FA3_STAGES;
     const unsigned phase = (unsigned)(u / FA3_STAGES) & 1u;
-    fa3_bar_wait(c.bar_empty_k + 8 * s, phase ^ 1u);
+    at_bar_wait(c.bar_empty_k + 8 * s, phase ^ 1u);
 #if FA3_PAGE_SIZE > 0
     (void)kv_b; /* pages are the maps' batch coordinate */
     /* The stage's mask is written before its full barrier is armed: the consumers read it after
      * their wait, and the stage (mask included) is not reused before every consumer warp freed it. */
     asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(c.page_bad + 4 * s), "r"(fa3_bad_boxes(c, t * FA3_BN, num_pages))
                  : "memory");
-    fa3_bar_expect(c.bar_full_k + 8 * s, FA3_KV_BYTES);
+    at_bar_expect(c.bar_full_k + 8 * s, FA3_KV_BYTES);
     fa3_tma_tile_paged(c.k + s * FA3_KV_BYTES, tm_k, c, t * FA3_BN, w.hk, c.bar_full_k + 8 * s);
-    fa3_bar_wait(c.bar_empty_v + 8 * s, phase ^ 1u);
-    fa3_bar_expect(c.bar_full_v + 8 * s, FA3_KV_BYTES);
+    at_bar_wait(c.bar_empty_v + 8 * s, phase ^ 1u);
+    at_bar_expect(c.bar_full_v + 8 * s, FA3_KV_BYTES);
     fa3_tma_tile_paged(c.v + s * FA3_KV_BYTES, tm_v, c, t * FA3_BN, w.hk, c.bar_full_v + 8 * s);
 #else
-    fa3_bar_expect(c.bar_full_k + 8 * s, FA3_KV_BYTES);
+    at_bar_expect(c.bar_full_k + 8 * s, FA3_KV_BYTES);
     fa3_tma_tile<FA3_BN>(c.k + s * FA3_KV_BYTES, tm_k, c.kv_first + t * FA3_BN, w.hk, kv_b, c.bar_full_k + 8 * s);
-    fa3_bar_wait(c.bar_empty_v + 8 * s, phase ^ 1u);
-    fa3_bar_expect(c.bar_full_v + 8 * s, FA3_KV_BYTES); /* the ones rows are not loaded */
+    at_bar_wait(c.bar_empty_v + 8 * s, phase ^ 1u);
+    at_bar_expect(c.bar_full_v + 8 * s, FA3_KV_BYTES); /* the ones rows are not loaded */
 #if FA3_VT_PRE /* tm_v maps the V^T in the scratch */
     fa3_tma_vt_tile(c.v + s * FA3_V_BYTES, tm_v, t * FA3_BN, w.hk, w.b, c.bar_full_v + 8 * s);
 #else
@@ -1158,9 +1112,9 @@ __device__ __forceinline__ void fa3_fill_ones_rows(unsigned v, int tid)
 /* A consumer warp is done with K tile stage s (and, on its work tile's last tile, with Q). */
 __device__ __forceinline__ void fa3_release_k_q(const fa3_ws_ctx &c, int s, bool last_tile, int lane)
 {
-  if (lane == 0) fa3_bar_arrive(c.bar_empty_k + 8 * s);
+  if (lane == 0) at_bar_arrive(c.bar_empty_k + 8 * s);
   /* This warp's last Q K^T of the work tile is done: Q's buffer may take the next tile's. */
-  if (FA3_PERSISTENT && last_tile && lane == 0) fa3_bar_arrive(c.bar_q_empty);
+  if (FA3_PERSISTENT && last_tile && lane == 0) at_bar_arrive(c.bar_q_empty);
 }
 
 /* -inf for the keys a tile's rows must not see: past S, after the diagonal (tiles from n_full
@@ -1200,9 +1154,9 @@ __device__ __forceinline__ void fa3_ws_consume(const fa3_ws_ctx &c, const fa3_wo
   const int next_cw = (cw + 1) % FA3_CONSUMERS;
   if (FA3_PINGPONG && !FA3_PERSISTENT && cw == FA3_CONSUMERS - 1 && n_tiles > 0) fa3_named_arrive(1 + next_cw, 256);
 
-  fa3_bar_wait(c.bar_q, (unsigned)j & 1u);
+  at_bar_wait(c.bar_q, (unsigned)j & 1u);
   /* A work tile without keys (bottom-right rows above the first key) reads no Q. */
-  if (FA3_PERSISTENT && n_tiles == 0 && lane == 0) fa3_bar_arrive(c.bar_q_empty);
+  if (FA3_PERSISTENT && n_tiles == 0 && lane == 0) at_bar_arrive(c.bar_q_empty);
   float sacc[FA3_NT][4];
   unsigned v_release = 0; /* the V stage (or V^T buffer) that the P V in flight reads */
   for (int t = 0; t < n_tiles; t++) {
@@ -1210,9 +1164,9 @@ __device__ __forceinline__ void fa3_ws_consume(const fa3_ws_ctx &c, const fa3_wo
     const int s = u % FA3_STAGES, sp = (u + FA3_STAGES - 1) % FA3_STAGES;
     if (t > 0) {
       fa3_finish_tile(acc, alpha, row_sum, sacc, p);
-      if (v_release && lane == 0) fa3_bar_arrive(v_release);
+      if (v_release && lane == 0) at_bar_arrive(v_release);
     }
-    fa3_bar_wait(c.bar_full_k + 8 * s, (unsigned)(u / FA3_STAGES) & 1u);
+    at_bar_wait(c.bar_full_k + 8 * s, (unsigned)(u / FA3_STAGES) & 1u);
 #if FA3_PAGE_SIZE > 0
     unsigned bad_boxes; /* read before this warp frees the stage, which the producer then rewrites */
     asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(bad_boxes) : "r"(c.page_bad + 4 * s) : "memory");
@@ -1228,7 +1182,7 @@ __device__ __forceinline__ void fa3_ws_consume(const fa3_ws_ctx &c, const fa3_wo
     const unsigned bar_v_prev_full = c.bar_full_v + 8 * sp, bar_v_prev_empty = c.bar_empty_v + 8 * sp;
     const unsigned v_prev_parity = (unsigned)((u - 1) / FA3_STAGES) & 1u;
 #endif
-    if (t > 0) fa3_bar_wait(bar_v_prev_full, v_prev_parity);
+    if (t > 0) at_bar_wait(bar_v_prev_full, v_prev_parity);
     if (FA3_PINGPONG) fa3_named_sync(1 + cw, 256);
     at_wgmma_fence();
     fa3_issue_qk(sacc, q_wg, c.k + s * FA3_KV_BYTES);
@@ -1264,14 +1218,14 @@ __device__ __forceinline__ void fa3_ws_consume(const fa3_ws_ctx &c, const fa3_wo
   }
   if (n_tiles > 0) {
     fa3_finish_tile(acc, alpha, row_sum, sacc, p);
-    if (v_release && lane == 0) fa3_bar_arrive(v_release);
+    if (v_release && lane == 0) at_bar_arrive(v_release);
     const int last = n_tiles - 1;
 #if FA3_PRODUCER_TRANSPOSES
-    fa3_bar_wait(c.bar_vt_full + 8 * (last & 1), (unsigned)(last / 2) & 1u);
+    at_bar_wait(c.bar_vt_full + 8 * (last & 1), (unsigned)(last / 2) & 1u);
     const unsigned v_last = c.vt + (last & 1) * FA3_KV_BYTES;
 #else
     const int s = (it + last) % FA3_STAGES;
-    fa3_bar_wait(c.bar_full_v + 8 * s, (unsigned)((it + last) / FA3_STAGES) & 1u);
+    at_bar_wait(c.bar_full_v + 8 * s, (unsigned)((it + last) / FA3_STAGES) & 1u);
     const unsigned v_last = c.v + s * FA3_V_BYTES;
 #endif
 #if FA3_PAGE_SIZE > 0
@@ -1286,7 +1240,7 @@ __device__ __forceinline__ void fa3_ws_consume(const fa3_ws_ctx &c, const fa3_wo
 #if !FA3_FP8
     /* One CTA per tile: nothing more is loaded. Persistent: the next work tile's producer
      * reuses the last tile's V stage, like any other. */
-    if (FA3_PERSISTENT && lane == 0) fa3_bar_arrive(c.bar_empty_v + 8 * s);
+    if (FA3_PERSISTENT && lane == 0) at_bar_arrive(c.bar_empty_v + 8 * s);
 #endif
   }
 }
@@ -1306,8 +1260,8 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
            const int *__restrict__ block_table, const int *__restrict__ seqlens_kv, int max_pages_per_seq,
            int num_pages,
 #endif
-           const __grid_constant__ fa3_tmap tm_q, const __grid_constant__ fa3_tmap tm_k,
-           const __grid_constant__ fa3_tmap tm_v
+           const __grid_constant__ at_tmap tm_q, const __grid_constant__ at_tmap tm_k,
+           const __grid_constant__ at_tmap tm_v
 #if FA3_PERSISTENT
            , int n_heads, int work_tiles /* Nq; work tiles B * Nq * ceil(T / BM) */
 #endif
@@ -1386,20 +1340,20 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
   c.page_bad = c.bar_q_empty + 8; /* paged: a word per stage */
   static_assert(8 * (1 + 4 * FA3_STAGES + 4 + 1) + 4 * FA3_STAGES <= FA3_BAR_BYTES, "mbarriers fit their room");
   if (tid == 0) {
-    fa3_bar_init(c.bar_q, 1);
+    at_bar_init(c.bar_q, 1);
 #pragma unroll
     for (int s = 0; s < FA3_STAGES; s++) {
-      fa3_bar_init(c.bar_full_k + 8 * s, 1);
-      fa3_bar_init(c.bar_full_v + 8 * s, 1);
-      fa3_bar_init(c.bar_empty_k + 8 * s, FA3_WARPS); /* one arrival per consumer warp */
-      fa3_bar_init(c.bar_empty_v + 8 * s, FA3_PRODUCER_TRANSPOSES ? FA3_TRANSPOSERS : FA3_WARPS); /* V's readers */
+      at_bar_init(c.bar_full_k + 8 * s, 1);
+      at_bar_init(c.bar_full_v + 8 * s, 1);
+      at_bar_init(c.bar_empty_k + 8 * s, FA3_WARPS); /* one arrival per consumer warp */
+      at_bar_init(c.bar_empty_v + 8 * s, FA3_PRODUCER_TRANSPOSES ? FA3_TRANSPOSERS : FA3_WARPS); /* V's readers */
     }
     if (FA3_PRODUCER_TRANSPOSES)
       for (int i = 0; i < 2; i++) {
-        fa3_bar_init(c.bar_vt_full + 8 * i, FA3_TRANSPOSERS);
-        fa3_bar_init(c.bar_vt_empty + 8 * i, FA3_WARPS);
+        at_bar_init(c.bar_vt_full + 8 * i, FA3_TRANSPOSERS);
+        at_bar_init(c.bar_vt_empty + 8 * i, FA3_WARPS);
       }
-    if (FA3_PERSISTENT) fa3_bar_init(c.bar_q_empty, FA3_WARPS); /* every consumer warp's last Q K^T */
+    if (FA3_PERSISTENT) at_bar_init(c.bar_q_empty, FA3_WARPS); /* every consumer warp's last Q K^T */
     /* The copy engine (async proxy) must see the initialized barriers. */
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     at_fence_async_smem();
@@ -1424,14 +1378,14 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
     if (warp > 0) { /* V -> V^T for the consumers; the V stage is free once read */
       for (int t = 0; t < work.n_tiles; t++) {
         const int s = t % FA3_STAGES, buf = t & 1;
-        fa3_bar_wait(c.bar_full_v + 8 * s, (unsigned)(t / FA3_STAGES) & 1u);
-        fa3_bar_wait(c.bar_vt_empty + 8 * buf, ((unsigned)(t / 2) & 1u) ^ 1u);
+        at_bar_wait(c.bar_full_v + 8 * s, (unsigned)(t / FA3_STAGES) & 1u);
+        at_bar_wait(c.bar_vt_empty + 8 * buf, ((unsigned)(t / 2) & 1u) ^ 1u);
         fa3_transpose_v<FA3_TRANSPOSERS>(c.vt + buf * FA3_KV_BYTES, c.v + s * FA3_KV_BYTES, warp - 1, lane);
         at_fence_async_smem(); /* each writer publishes its stores to wgmma */
         __syncwarp();
         if (lane == 0) {
-          fa3_bar_arrive(c.bar_vt_full + 8 * buf);
-          fa3_bar_arrive(c.bar_empty_v + 8 * s);
+          at_bar_arrive(c.bar_vt_full + 8 * buf);
+          at_bar_arrive(c.bar_empty_v + 8 * s);
         }
       }
     }

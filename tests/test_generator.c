@@ -880,8 +880,8 @@ static void test_decode_default_merge(void **state)
 }
 
 /* .wg (decode's packed rows on wgmma): listed first where a CTA packs more than 32 rows, on sm_90a
- * with 16-bit contiguous K/V only, one warpgroup per 64 rows, the default past 64 rows; its key
- * round-trips; the combine
+ * with 16-bit contiguous K/V only, one warpgroup per 64 rows and a TMA producer warp (K and V
+ * tensor maps), the default past 64 rows; its key round-trips; the combine
  * kernel merges its splits; what it cannot run is refused by name. */
 static void test_decode_wg(void **state)
 {
@@ -906,7 +906,12 @@ static void test_decode_wg(void **state)
     assert_memory_equal(&back, &vs[i], sizeof back);
     gen_launch_desc d;
     TU_OK(gen_launch_describe(&vs[i], &s, &d));
-    assert_int_equal(d.kernels[0].block[0], 32u * (unsigned)vs[i].warps);
+    assert_int_equal(d.kernels[0].block[0], 32u * (unsigned)(vs[i].warps + 1)); /* and the TMA producer warp */
+    assert_int_equal(d.kernels[0].args[d.kernels[0].n_args - 1], GEN_ARG_TMAP_V);
+    assert_int_equal(d.kernels[0].args[d.kernels[0].n_args - 2], GEN_ARG_TMAP_K);
+    assert_int_equal(d.tmap_rows[1], vs[i].block_n);
+    assert_int_equal(d.tmap_rows[2], vs[i].block_n);
+    assert_int_equal(d.tmap_rows[0], 0);
     assert_true(d.kernels[0].smem_bytes >=
                 (unsigned)(8 * vs[i].block_m * 256 + 2 * vs[i].stages * vs[i].block_n * 256));
   }
