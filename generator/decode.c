@@ -17,10 +17,12 @@
  * and a block table) adds .pg<page size> after the dtypes: decode.bf16.pg16.d128.none.g4...;
  * the same space and default as contiguous K/V of the shape's maxima (the split heuristic takes
  * the planned kv_len), the kernel gathers each tile's rows through the table.
- * .wg after the split count and merge (sm_90a, 16-bit K/V, contiguous, combine kernel): the packed
- * rows run on wgmma, one warpgroup (4 warps) per 64 rows, K and V read by the tensor cores from
- * shared memory in place (decode.bf16.d128.causal-br.g8.bm16.bn64.w8.s3.sp4.wg); listed first
- * where a CTA packs more than 32 rows, where mma.sync's warps each re-read every K/V tile.
+ * .wg after the split count and merge (sm_90a, contiguous K/V, combine kernel): the packed rows
+ * run on wgmma, one warpgroup (4 warps) per 64 rows, K and V loaded by TMA from a producer warp
+ * and read by the tensor cores from shared memory in place
+ * (decode.bf16.d128.causal-br.g8.bm16.bn64.w8.s3.sp4.wg); with FP8 K/V (D a multiple of 128) a
+ * warpgroup loads and widens the tiles to f16. Listed first where a CTA packs more than 32 rows,
+ * where mma.sync's warps each re-read every K/V tile.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -68,11 +70,11 @@ static int warps_n(const gen_variant *v) { return v->wg ? 1 : v->warps / warps_m
 /* .wg: packed rows in whole warpgroups of 64 (DEC_WG_ROWS in the template). */
 static int wg_rows(const gen_variant *v) { return (v->spec.gqa * v->block_m + 63) / 64 * 64; }
 
-/* .wg: one more warp, the TMA producer. */
-static int threads(const gen_variant *v) { return 32 * (v->warps + (v->wg ? 1 : 0)); }
-
 /* K and V are FP8 (KV8 in templates/decode.cu): byte tiles, widened in registers. */
 static int kv8(const gen_spec *s) { return at_dtype_is_fp8(gen_spec_kv_dtype(s)); }
+
+/* .wg: one more warp, the TMA producer; with FP8 K/V a warpgroup that also widens the tiles. */
+static int threads(const gen_variant *v) { return 32 * (v->warps + (v->wg ? (kv8(&v->spec) ? 4 : 1) : 0)); }
 
 /* Paged K/V: the ring of page ids after the K/V area, 2*stages-1 tiles' ids (DEC_IDS_BYTES_OF). */
 static int page_id_bytes(const gen_variant *v)
@@ -83,12 +85,13 @@ static int page_id_bytes(const gen_variant *v)
   return gen_round_up((2 * v->stages - 1) * per_tile * 4, 128);
 }
 
-/* .wg: Q, then STAGES K and V tiles, each in 128-byte column blocks on 1024-byte boundaries, 256
- * bytes of mbarriers, and 1024 bytes to align the dynamic area (DEC_WG_SMEM_BYTES). */
+/* .wg: Q, then STAGES K and V tiles, each in 128-byte column blocks on 1024-byte boundaries (FP8
+ * K/V: also STAGES FP8 K and V tiles as TMA stages them), 256 bytes of mbarriers, and 1024 bytes
+ * to align the dynamic area (DEC_WG_SMEM_BYTES). */
 static int wg_smem_bytes(const gen_variant *v)
 {
-  const int d = v->spec.head_dim;
-  return 1024 + wg_rows(v) * d * 2 + 2 * v->stages * v->block_n * d * 2 + 256;
+  const int d = v->spec.head_dim, staged = kv8(&v->spec) ? 2 * v->stages * v->block_n * d : 0;
+  return 1024 + wg_rows(v) * d * 2 + 2 * v->stages * v->block_n * d * 2 + staged + 256;
 }
 
 static int smem_bytes(const gen_variant *v)
@@ -108,9 +111,9 @@ static int smem_bytes(const gen_variant *v)
  * temporaries). Q moves to shared memory when keeping it would exceed 255. */
 #define KV8_REG_BASE 111
 /* .wg: O (D/2) and S (BN/2) fp32, P (BN/4) packed, and a base for addresses and softmax state. */
-/* sm_90a ptxas (CUDA 13.0 NVRTC): bn64 D128 184-191 registers; bn128 D128 254-255, and with lse
- * at 64 rows 44 bytes spilled, so it is refused */
-#define WG_REG_BASE 96
+/* sm_90a ptxas (CUDA 13.0 NVRTC), with the producer warp: bn64 D128 154-156 registers; bn128 D128
+ * spilled 444 bytes under the 168-register cap ptxas sets (below), so it is refused */
+#define WG_REG_BASE 44
 static int register_estimate(const gen_variant *v)
 {
   if (v->wg) return v->spec.head_dim / 2 + v->block_n / 2 + v->block_n / 4 + WG_REG_BASE;
@@ -181,8 +184,11 @@ static at_status check_wg(const gen_variant *v, const gen_target *target)
   const int rows = v->spec.gqa * v->block_m;
   if (strcmp(target->arch, "sm_90a") != 0)
     return at_fail(AT_ERR_UNSUPPORTED, "decode .wg runs wgmma, which needs sm_90a, not %s", target->arch);
-  if (kv8(&v->spec) || v->spec.page_size)
-    return at_fail(AT_ERR_UNSUPPORTED, "decode .wg reads contiguous 16-bit K/V (no FP8 K/V, no pages yet)");
+  if (v->spec.page_size) return at_fail(AT_ERR_UNSUPPORTED, "decode .wg reads contiguous K/V (no pages yet)");
+  if (kv8(&v->spec) && v->spec.head_dim % 128 != 0)
+    return at_fail(AT_ERR_UNSUPPORTED,
+                   "decode .wg with FP8 K/V needs a head dim that is a multiple of 128 (128-byte FP8 rows), not %d",
+                   v->spec.head_dim);
   if (v->merge != GEN_MERGE_KERNEL)
     return at_fail(AT_ERR_UNSUPPORTED, "decode .wg merges its splits by the combine kernel (no .lc, .cl)");
   if (v->spec.head_dim % 64 != 0)
@@ -226,7 +232,10 @@ static at_status check(const gen_variant *v, const gen_target *target)
     return at_fail(AT_ERR_UNSUPPORTED,
                    "block_n %d over %d warps along the keys gives %d keys per warp (a multiple of 16 is needed)",
                    v->block_n, warps_n(v), v->block_n / warps_n(v));
-  return gen_check_budgets(target, threads(v), smem_bytes(v), register_estimate(v));
+  /* .wg: ptxas caps registers as if the producer warp were a whole warpgroup (168 at 9 warps,
+   * 65536 / 384 rounded down to 8), so the budget counts whole warpgroups. */
+  const int budget_threads = v->wg ? gen_round_up(threads(v), 128) : threads(v);
+  return gen_check_budgets(target, budget_threads, smem_bytes(v), register_estimate(v));
 }
 
 /* ---- splits ------------------------------------------------------------------------------------- */
@@ -347,7 +356,8 @@ static const int k_wg_stages[] = {4, 3, 5};
 #define WG_MIN_ROWS 33
 static int wg_listed(const gen_spec *spec, const gen_target *target, int bm)
 {
-  return !kv8(spec) && !spec->page_size && strcmp(target->arch, "sm_90a") == 0 && spec->gqa * bm >= WG_MIN_ROWS;
+  return !spec->page_size && (!kv8(spec) || spec->head_dim % 128 == 0) && strcmp(target->arch, "sm_90a") == 0 &&
+         spec->gqa * bm >= WG_MIN_ROWS;
 }
 
 static at_status enumerate_wg(const gen_spec *spec, const gen_target *target, const at_shape *shape,
@@ -435,10 +445,12 @@ static int default_variant(const gen_spec *spec, const gen_target *target, const
   const int n_prefs = kv8(spec) ? COUNT(k_prefs_kv8) : COUNT(k_prefs);
   if (!serves(shape)) return 0;
   /* More than 64 packed rows on sm_90a: .wg with 64-key tiles and 4 stages (H200, B8 T16 GQA 8:
-   * 356.7 against mma.sync's best 423.9 us at S64k, 33.4 against 37.3 at S4k; docs/perf.md,
-   * "decode .wg"). At 64 rows and fewer the two ran even, and mma.sync's default stays. */
+   * 280.0 against mma.sync's best 423.9 us at S64k, 29.5 against 37.3 at S4k; docs/perf.md,
+   * "decode .wg"). At 64 rows the two ran even with 16-bit K/V, and mma.sync's default stays; an
+   * FP8 KV cache takes .wg wherever it is listed (B8 S64k: 128 rows 271.0 against 470.4 us, 64
+   * rows 195.4 and 384.8 against 246.5 and 494.2). */
   const int bm = next_pow2(shape->q_len);
-  if (wg_listed(spec, target, bm) && spec->gqa * bm > 64) {
+  if (wg_listed(spec, target, bm) && (kv8(spec) || spec->gqa * bm > 64)) {
     gen_variant v = {GEN_FAMILY_DECODE, *spec, bm, 64, 4, 4, 1, 0, 0, 0, 0, 1};
     v.warps = wg_rows(&v) / 16;
     if (check(&v, target) == AT_OK) {
@@ -490,7 +502,8 @@ static void extra_preamble(const gen_variant *v, const gen_target *target, const
 static void helpers(const gen_variant *v, gen_text *t)
 {
   if (!v->wg) return;
-  const char *in = at_dtype_name(v->spec.dtype);
+  /* FP8 K/V: f16 MMAs (the tiles widen to f16, bf16 Q is rewritten as f16) */
+  const char *in = kv8(&v->spec) ? "f16" : at_dtype_name(v->spec.dtype);
   gen_text_put(t, "/* wgmma wrappers generated by generator/decode.c for this variant */\n");
   gen_wgmma_ss(t, "dec_mma_qk", v->block_n, 16, in, in, "1, 1, 0, 0");
   gen_wgmma_rs(t, "dec_mma_pv", v->spec.head_dim, 16, in, in, "1, 1, 1");

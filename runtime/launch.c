@@ -198,6 +198,7 @@ static at_status encode_tmaps(rt_launch_frame *f, const gen_variant *v, const at
                               const rt_paged_args *paged, const rt_ragged_args *ragged)
 {
   const int *rows = f->desc.tmap_rows;
+  const at_dtype kv = gen_spec_kv_dtype(&v->spec); /* an FP8 KV cache (decode .wg): byte maps */
   at_status rc = AT_OK;
   at_shape q_shape = *shape, kv_shape = *shape;
   int q_rows = shape->q_len, kv_rows = shape->kv_len;
@@ -215,10 +216,10 @@ static at_status encode_tmaps(rt_launch_frame *f, const gen_variant *v, const at
   if (rows[0] && (rc = encode_tmap(&f->tmaps[0], "q", t->q, &q_st, v->spec.dtype, &q_shape, q_rows, shape->q_heads,
                                    rows[0])) != AT_OK)
     return rc;
-  if (rows[1] && (rc = encode_tmap(&f->tmaps[1], "k", t->k, &k_st, v->spec.dtype, &kv_shape, kv_rows,
+  if (rows[1] && (rc = encode_tmap(&f->tmaps[1], "k", t->k, &k_st, kv, &kv_shape, kv_rows,
                                    shape->kv_heads, rows[1])) != AT_OK)
     return rc;
-  if (rows[2] && (rc = encode_tmap(&f->tmaps[2], "v", t->v, &v_st, v->spec.dtype, &kv_shape, kv_rows,
+  if (rows[2] && (rc = encode_tmap(&f->tmaps[2], "v", t->v, &v_st, kv, &kv_shape, kv_rows,
                                    shape->kv_heads, rows[2])) != AT_OK)
     return rc;
   return AT_OK;

@@ -246,6 +246,9 @@
  *      copies leave the computing warps, toward the HBM limit (~255 us). Measured (same run, old
  *      binary against new, best .wg): B8 T16 S64k GQA 8 355.7 -> 281.4 us (3.82 TB/s), S4k 33.4
  *      -> 29.5, B1 T16 S16k 21.1 -> 18.8; registers 184-191 -> 154 (no copy addressing).
+ *   13. .wg with FP8 K/V (D a multiple of 128): a widening warpgroup in place of the producer warp
+ *      (below). Measured (one run, B8 S64k causal-br, e4m3, best before -> best .wg): T16 GQA 8
+ *      470.4 -> 271.0 us (bf16 280.0), T8 GQA 8 246.5 -> 195.4, T16 GQA 4 494.2 -> 384.8.
  *   Tried after 10, not kept: L2 prefetch of the split's table entries (paged) or first K/V
  *      tiles (contiguous) before griddepcontrol.wait: no paged gain, contiguous B1 S4k 7.9 ->
  *      8.1 us and S16k 19.2 -> 19.4 in the same run.
@@ -600,7 +603,6 @@ __device__ __forceinline__ unsigned dec_pack_p(float lo, float hi)
 #endif
 }
 
-#if DEC_Q_TO_F16
 __device__ __forceinline__ void dec_ld_shared_u4(unsigned addr, unsigned w[4])
 {
   asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
@@ -615,16 +617,18 @@ __device__ __forceinline__ void dec_st_shared_u4(unsigned addr, const unsigned w
                : "memory");
 }
 
-/* e for the bf16 Q rows row0 .. row0 + MTW*16 - 1 of the tile (one warp's): 2^e puts their
- * largest |q| in [2^14, 2^15), under f16's largest finite value (header, "KV8 in f16"). Every
- * warp with these rows finds the same e; inf or NaN in them gives 0 (they stay inf or NaN). */
-__device__ __forceinline__ int dec_q_exponent(unsigned smem_q, int row0, int lane)
+#if DEC_Q_TO_F16
+/* e for ROWS bf16 Q rows of one warp (addr(r, c): the shared address of 16-byte chunk c of its
+ * row r): 2^e puts their largest |q| in [2^14, 2^15), under f16's largest finite value (header,
+ * "KV8 in f16"). Every warp with these rows finds the same e; inf or NaN in them gives 0 (they
+ * stay inf or NaN). */
+template <int ROWS, class Addr> __device__ __forceinline__ int dec_q_exponent(Addr addr, int lane)
 {
-  constexpr int ITEMS = DEC_MTW * 16 * DEC_CPR;
+  constexpr int ITEMS = ROWS * DEC_CPR;
   unsigned mx = 0;
   for (int idx = lane; idx < ITEMS; idx += 32) {
     unsigned w[4];
-    dec_ld_shared_u4(smem_q + dec_swz_q(row0 + idx / DEC_CPR, idx % DEC_CPR), w);
+    dec_ld_shared_u4(addr(idx / DEC_CPR, idx % DEC_CPR), w);
 #pragma unroll
     for (int j = 0; j < 4; j++) mx = max(mx, max(w[j] & 0x7fffu, (w[j] >> 16) & 0x7fffu));
   }
@@ -637,12 +641,12 @@ __device__ __forceinline__ int dec_q_exponent(unsigned smem_q, int row0, int lan
 /* Those rows, in place, as f16 values of q * 2^e: exact within 2^29 of the largest (bf16's 8
  * significant bits fit f16's 11); smaller ones round to f16 subnormals or 0, less than 2^-38 of
  * the largest term of any score they enter. */
-__device__ __forceinline__ void dec_q_rows_to_f16(unsigned smem_q, int row0, int lane, int e)
+template <int ROWS, class Addr> __device__ __forceinline__ void dec_q_rows_to_f16(Addr addr, int lane, int e)
 {
-  constexpr int ITEMS = DEC_MTW * 16 * DEC_CPR;
+  constexpr int ITEMS = ROWS * DEC_CPR;
   const float up = __int_as_float((127 + e) << 23);
   for (int idx = lane; idx < ITEMS; idx += 32) {
-    const unsigned at = smem_q + dec_swz_q(row0 + idx / DEC_CPR, idx % DEC_CPR);
+    const unsigned at = addr(idx / DEC_CPR, idx % DEC_CPR);
     unsigned w[4];
     dec_ld_shared_u4(at, w);
 #pragma unroll
@@ -1230,9 +1234,10 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
   __syncthreads();
 #if DEC_Q_TO_F16
   {
-    const int e = dec_q_exponent(smem_q, row0, lane);
+    const auto q_chunk = [&](int r, int c) { return smem_q + dec_swz_q(row0 + r, c); };
+    const int e = dec_q_exponent<DEC_MTW * 16>(q_chunk, lane);
     __syncthreads(); /* every warp has read its rows before any is rewritten */
-    if (wn == 0) dec_q_rows_to_f16(smem_q, row0, lane, e);
+    if (wn == 0) dec_q_rows_to_f16<DEC_MTW * 16>(q_chunk, lane, e);
     __syncthreads(); /* the f16 rows, for every warp's fragments */
     scale_log2 *= __int_as_float((127 - e) << 23); /* the scores came out 2^e too large */
   }
@@ -1617,34 +1622,47 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
  * engine completes its bytes there) and an "empty" one (every consumer warp arrives when its
  * wgmmas no longer read the stage). No CTA-wide barrier in the K/V loop, so the two warpgroups
  * of a 128-row CTA run apart and copies are never issued by the warps that compute. Q is
- * loaded once by the consumers (cp.async, a named barrier among them). */
+ * loaded once by the consumers (cp.async, a named barrier among them).
+ * KV8 (FP8 K/V, step 13): the MMAs run in f16 (Q rewritten as in the kernel above, per warp:
+ * a warp's 16 rows are its own in the m64 accumulator, so its 2^e scales only its scores). In
+ * place of the producer warp a widening warpgroup: its thread 0 loads each FP8 tile by TMA
+ * into a staging ring (STAGES stages, one "staged" mbarrier each), and its 128 threads widen
+ * the tile into the f16 K/V ring the consumers read (dec_kv_pair; a named barrier among the
+ * 128 after the stores and their proxy fence, then one arrival on the stage's full mbarrier).
+ * Staging and ring stage of tile t are both t % STAGES. */
 static constexpr int DEC_WG_ROWS = (DEC_ROWS + 63) / 64 * 64;  /* packed rows, whole warpgroups */
 static constexpr int DEC_WG_ROWB = 2 * DEC_D;                   /* bytes of a Q, K or V row */
 static constexpr int DEC_WG_CPR = DEC_WG_ROWB / 16;             /* 16-byte chunks per row */
 static constexpr int DEC_WG_Q_BYTES = DEC_WG_ROWS * DEC_WG_ROWB;
 static constexpr int DEC_WG_KV_BYTES = DEC_BN * DEC_WG_ROWB;    /* one K or V tile */
-static constexpr int DEC_WG_BAR_BYTES = 256;                    /* full and empty mbarriers */
-static constexpr int DEC_WG_SMEM_BYTES = 1024 + DEC_WG_Q_BYTES + 2 * DEC_STAGES * DEC_WG_KV_BYTES + DEC_WG_BAR_BYTES;
-static constexpr int DEC_WG_THREADS = DEC_THREADS + 32;         /* consumers and the producer warp */
+static constexpr int DEC_WG_BAR_BYTES = 256;                    /* full, empty (and staged) mbarriers */
+/* KV8: one FP8 K or V tile as TMA stages it (D bytes a key, 128-byte column blocks) */
+static constexpr int DEC_WG_STG_BYTES = DEC_KV8 ? DEC_BN * DEC_D : 0;
+static constexpr int DEC_WG_SMEM_BYTES =
+    1024 + DEC_WG_Q_BYTES + 2 * DEC_STAGES * (DEC_WG_KV_BYTES + DEC_WG_STG_BYTES) + DEC_WG_BAR_BYTES;
+/* after the consumers: the producer warp, or (KV8) the widening warpgroup */
+static constexpr int DEC_WG_HELPERS = DEC_KV8 ? 128 : 32;
+static constexpr int DEC_WG_THREADS = DEC_THREADS + DEC_WG_HELPERS;
 static constexpr int DEC_WG_NT = DEC_BN / 8;                    /* n8 tiles of S */
 static constexpr int DEC_WG_PK = DEC_BN / 16;                   /* k16 steps of P V */
 static constexpr int DEC_WG_KS = DEC_D / 16;                    /* k16 steps of Q K^T */
-static_assert(!DEC_KV8 && DEC_PAGE_SIZE == 0 && !DEC_IN_KERNEL_MERGE,
-              ".wg reads contiguous 16-bit K/V and merges its splits by the combine kernel");
+static_assert(DEC_PAGE_SIZE == 0 && !DEC_IN_KERNEL_MERGE, ".wg reads contiguous K/V and merges its splits by the combine kernel");
+static_assert(!DEC_KV8 || (DEC_F16_MMA && DEC_D % 128 == 0), ".wg KV8: f16 MMAs, whole 128-byte FP8 column blocks");
 static_assert(DEC_D % 64 == 0, ".wg: 128-byte column blocks of K and V rows");
 static_assert(DEC_BN == 64 || DEC_BN == 128, ".wg: BLOCK_N 64 or 128");
 static_assert(DEC_STAGES >= 3, ".wg: tile t-1's V, tile t and at least one tile in flight");
 static_assert(DEC_W * 16 == DEC_WG_ROWS, ".wg: one warpgroup (4 warps) per 64 packed rows");
-static_assert(2 * 8 * DEC_STAGES <= DEC_WG_BAR_BYTES, ".wg: the mbarriers fit their area");
+static_assert(3 * 8 * DEC_STAGES <= DEC_WG_BAR_BYTES, ".wg: the mbarriers fit their area");
 static_assert(DEC_WG_SMEM_BYTES <= DEC_SMEM_LIMIT, "shared memory over the target's limit");
 
-/* A K or V tile of BLOCK_N keys from key0: one TMA box of 64 elements (128 bytes) by BLOCK_N
- * keys per column block, in the 128-byte swizzle at_swz_off describes. */
+/* A K or V tile of BLOCK_N keys from key0: one TMA box of 128 bytes (64 16-bit or 128 FP8
+ * elements) by BLOCK_N keys per column block, in the 128-byte swizzle at_swz_off describes. */
 __device__ __forceinline__ void dec_wg_tma_tile(unsigned dst, const at_tmap *map, int key0, int head, int b,
                                                 unsigned bar)
 {
+  constexpr int PER_BOX = 128 / DEC_KV_ESIZE;
 #pragma unroll
-  for (int c = 0; c < DEC_WG_ROWB / 128; c++) at_tma_load(dst + c * DEC_BN * 128, map, c * 64, key0, head, b, bar);
+  for (int c = 0; c < DEC_D / PER_BOX; c++) at_tma_load(dst + c * DEC_BN * 128, map, c * PER_BOX, key0, head, b, bar);
 }
 
 /* Issue S = Q K^T for this warpgroup's 64 rows (not waited for): 16-element (32-byte) k steps
@@ -1688,6 +1706,61 @@ __device__ __forceinline__ void dec_wg_produce(const at_tmap *tm_k, const at_tma
   }
 }
 
+#if DEC_KV8
+/* KV8: an FP8 tile from staging into an f16 tile of the ring. Item idx is 16-byte FP8 chunk c of
+ * key r (16 elements, two f16 chunks); 8 consecutive items take one chunk of 8 consecutive keys,
+ * so a quarter warp's loads and stores each fall in 8 distinct 16-byte bank groups. */
+__device__ __forceinline__ void dec_wg_widen_tile(unsigned dst, unsigned src, int wtid)
+{
+  constexpr int DCH = DEC_D / 16; /* FP8 chunks per key */
+  constexpr int ITEMS = DEC_BN * DCH;
+  static_assert(ITEMS % 128 == 0, "whole items per widening thread");
+#pragma unroll
+  for (int i = 0; i < ITEMS / 128; i++) {
+    const int idx = wtid + 128 * i;
+    const int c = (idx >> 3) % DCH, r = (idx & 7) + 8 * (idx / (8 * DCH));
+    unsigned w[4], h[8];
+    dec_ld_shared_u4(src + at_swz_off<DEC_BN, 128>(r, 16 * c), w);
+#pragma unroll
+    for (int j = 0; j < 4; j++) h[2 * j] = dec_kv_pair<0, 1>(w[j]), h[2 * j + 1] = dec_kv_pair<2, 3>(w[j]);
+    dec_st_shared_u4(dst + at_swz_off<DEC_BN, 128>(r, 32 * c), h);
+    dec_st_shared_u4(dst + at_swz_off<DEC_BN, 128>(r, 32 * c + 16), h + 4);
+  }
+}
+
+/* KV8: the widening warpgroup (wtid 0..127). Thread 0 keeps STAGES FP8 tiles in flight into the
+ * staging ring; all widen tile t once its FP8 bytes landed and the consumers freed its ring stage,
+ * fence their stores to the async proxy, meet at named barrier 2, and thread 0 announces the
+ * stage and refills the staging slot with tile t + STAGES. */
+__device__ __forceinline__ void dec_wg_widen(const at_tmap *tm_k, const at_tmap *tm_v, unsigned smem_k,
+                                             unsigned smem_v, unsigned stg, unsigned bar_full, unsigned bar_empty,
+                                             unsigned bar_staged, int n_tiles, int k_lo, int hk, int b, int wtid)
+{
+  const auto stage_in = [&](int t, int s) {
+    at_bar_expect(bar_staged + 8 * s, 2 * DEC_WG_STG_BYTES);
+    dec_wg_tma_tile(stg + (2 * s) * DEC_WG_STG_BYTES, tm_k, k_lo + t * DEC_BN, hk, b, bar_staged + 8 * s);
+    dec_wg_tma_tile(stg + (2 * s + 1) * DEC_WG_STG_BYTES, tm_v, k_lo + t * DEC_BN, hk, b, bar_staged + 8 * s);
+  };
+  if (wtid == 0)
+    for (int t = 0; t < DEC_STAGES && t < n_tiles; t++) stage_in(t, t);
+  int stage = 0;
+  unsigned phase = 0;
+  for (int t = 0; t < n_tiles; t++) {
+    at_bar_wait(bar_staged + 8 * stage, phase);
+    at_bar_wait(bar_empty + 8 * stage, phase ^ 1u);
+    dec_wg_widen_tile(smem_k + stage * DEC_WG_KV_BYTES, stg + (2 * stage) * DEC_WG_STG_BYTES, wtid);
+    dec_wg_widen_tile(smem_v + stage * DEC_WG_KV_BYTES, stg + (2 * stage + 1) * DEC_WG_STG_BYTES, wtid);
+    at_fence_async_smem();
+    asm volatile("bar.sync 2, 128;\n" ::: "memory");
+    if (wtid == 0) {
+      at_bar_arrive(bar_full + 8 * stage);
+      if (t + DEC_STAGES < n_tiles) stage_in(t + DEC_STAGES, stage);
+    }
+    if (++stage == DEC_STAGES) stage = 0, phase ^= 1u;
+  }
+}
+#endif
+
 extern "C" __global__ void __launch_bounds__(DEC_WG_THREADS, 1)
 DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const dec_kv_t *__restrict__ v,
            at_out_t *__restrict__ o, float *__restrict__ lse, float *__restrict__ o_part,
@@ -1720,11 +1793,15 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
   const unsigned smem_q = (at_smem_addr(dec_smem) + 1023u) & ~1023u;
   const unsigned smem_k = smem_q + DEC_WG_Q_BYTES;
   const unsigned smem_v = smem_k + DEC_STAGES * DEC_WG_KV_BYTES;
-  const unsigned bar_full = smem_v + DEC_STAGES * DEC_WG_KV_BYTES, bar_empty = bar_full + 8 * DEC_STAGES;
+  const unsigned stg = smem_v + DEC_STAGES * DEC_WG_KV_BYTES; /* KV8: STAGES x (FP8 K, FP8 V) */
+  const unsigned bar_full = stg + 2 * DEC_STAGES * DEC_WG_STG_BYTES, bar_empty = bar_full + 8 * DEC_STAGES;
+  const unsigned bar_staged = bar_empty + 8 * DEC_STAGES;
+  (void)stg, (void)bar_staged;
   if (tid == 0) {
     for (int s = 0; s < DEC_STAGES; s++) {
       at_bar_init(bar_full + 8 * s, 1);
       at_bar_init(bar_empty + 8 * s, DEC_W); /* one arrival per consumer warp */
+      if (DEC_KV8) at_bar_init(bar_staged + 8 * s, 1);
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
@@ -1745,16 +1822,30 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
     at_cp_async_commit();
   }
   __syncthreads(); /* the mbarriers are initialized; from here on no CTA-wide barrier */
-  if (warp == DEC_W) {
+  if (warp >= DEC_W) {
+#if DEC_KV8
+    dec_wg_widen(&tm_k, &tm_v, smem_k, smem_v, stg, bar_full, bar_empty, bar_staged, keys.n_tiles, k_lo, hk, b,
+                 tid - DEC_THREADS);
+#else
     if (lane == 0) dec_wg_produce(&tm_k, &tm_v, smem_k, smem_v, bar_full, bar_empty, keys.n_tiles, k_lo, hk, b);
+#endif
     return;
   }
+  const int row0 = 16 * warp; /* this warp's first packed row (warpgroup wg: 64wg + 16 (warp % 4)) */
   at_cp_async_wait<0>(); /* Q landed; publish it to the async proxy, then to every consumer */
+#if DEC_Q_TO_F16
+  { /* bf16 Q with FP8 K/V: each warp's rows as f16 q * 2^e, its scores scaled back by 2^-e */
+    asm volatile("bar.sync 1, %0;\n" ::"n"(DEC_THREADS) : "memory"); /* every row landed */
+    const auto q_chunk = [&](int r, int c) { return smem_q + at_swz_off<DEC_WG_ROWS, 128>(row0 + r, 16 * c); };
+    const int e = dec_q_exponent<16>(q_chunk, lane);
+    dec_q_rows_to_f16<16>(q_chunk, lane, e);
+    scale_log2 *= __int_as_float((127 - e) << 23);
+  }
+#endif
   at_fence_async_smem();
   asm volatile("bar.sync 1, %0;\n" ::"n"(DEC_THREADS) : "memory");
 
   const int g = lane >> 2, tq = lane & 3;
-  const int row0 = 16 * warp; /* this warp's first packed row (warpgroup wg: 64wg + 16 (warp % 4)) */
   const unsigned q_wg = smem_q + (unsigned)(wg * 64 * 128);
   int tok[2];
 #pragma unroll
@@ -1812,10 +1903,10 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
     /* The S accumulators of n8 tiles 2kk, 2kk+1 are the A fragment of keys 16kk .. 16kk+15. */
 #pragma unroll
     for (int kk = 0; kk < DEC_WG_PK; kk++) {
-      p[kk][0] = at_pack_out(s[2 * kk][0], s[2 * kk][1]);
-      p[kk][1] = at_pack_out(s[2 * kk][2], s[2 * kk][3]);
-      p[kk][2] = at_pack_out(s[2 * kk + 1][0], s[2 * kk + 1][1]);
-      p[kk][3] = at_pack_out(s[2 * kk + 1][2], s[2 * kk + 1][3]);
+      p[kk][0] = dec_pack_p(s[2 * kk][0], s[2 * kk][1]);
+      p[kk][1] = dec_pack_p(s[2 * kk][2], s[2 * kk][3]);
+      p[kk][2] = dec_pack_p(s[2 * kk + 1][0], s[2 * kk + 1][1]);
+      p[kk][3] = dec_pack_p(s[2 * kk + 1][2], s[2 * kk + 1][3]);
     }
     stage_prev = stage;
     if (++stage == DEC_STAGES) stage = 0, phase ^= 1u;

@@ -58,6 +58,12 @@ static const kv8_case CASES[] = {
     {1, 2, 3333, 12, 2, 80, AT_DTYPE_F16, AT_DTYPE_E4M3, AT_MASK_CAUSAL_BR, 1, 0},
     /* D = 48, MHA: three chunks per row, bf16 Q with e5m2 */
     {2, 1, 1500, 4, 4, 48, AT_DTYPE_BF16, AT_DTYPE_E5M2, AT_MASK_NONE, 1, 0},
+    /* .wg (the tiles widened into f16 by a warpgroup): 128 packed rows, S not a multiple of the tile */
+    {2, 16, 1000, 32, 4, 128, AT_DTYPE_BF16, AT_DTYPE_E4M3, AT_MASK_CAUSAL_BR, 1, 0},
+    /* .wg: GQA 8 T 8 (64 rows), f16 Q with e5m2, (B, H, S, D) strides in the tensor maps */
+    {1, 8, 2100, 24, 3, 128, AT_DTYPE_F16, AT_DTYPE_E5M2, AT_MASK_NONE, 0, 1},
+    /* .wg: GQA 7, T 5 in a block of 8 (56 rows), bf16 Q with e5m2 */
+    {1, 5, 333, 56, 8, 128, AT_DTYPE_BF16, AT_DTYPE_E5M2, AT_MASK_CAUSAL_BR, 1, 0},
 };
 
 static at_strides strides_for(const kv8_case *c, int seq, int heads)

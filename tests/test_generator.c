@@ -880,8 +880,9 @@ static void test_decode_default_merge(void **state)
 }
 
 /* .wg (decode's packed rows on wgmma): listed first where a CTA packs more than 32 rows, on sm_90a
- * with 16-bit contiguous K/V only, one warpgroup per 64 rows and a TMA producer warp (K and V
- * tensor maps), the default past 64 rows; its key round-trips; the combine
+ * with contiguous K/V only (FP8 K/V where D is a multiple of 128: a widening warpgroup for the producer warp),
+ * one warpgroup per 64 rows and a TMA producer warp (K and V tensor maps), the default past 64
+ * rows; its key round-trips; the combine
  * kernel merges its splits; what it cannot run is refused by name. */
 static void test_decode_wg(void **state)
 {
@@ -927,16 +928,35 @@ static void test_decode_wg(void **state)
   TU_OK(gen_variant_parse("decode.bf16.d128.none.g4.bm16.bn64.w4.s3.sp8.wg", &back));
   assert_int_equal(back.wg, 1);
   TU_OK(gen_variant_check(&back, &t));
-  /* 32 rows or fewer, sm_80, FP8 K/V, pages: none listed */
+  /* FP8 K/V at D 128: listed, with the widening warpgroup, and staging for the FP8 tiles */
+  at_shape fp8kv = s;
+  fp8kv.kv_dtype = AT_DTYPE_E4M3;
+  TU_OK(gen_enumerate(&fp8kv, &t, vs, GEN_MAX_VARIANTS, &n));
+  assert_true(n > 0);
+  assert_int_equal(vs[0].wg, 1);
+  {
+    gen_launch_desc d;
+    TU_OK(gen_launch_describe(&vs[0], &fp8kv, &d));
+    assert_int_equal(d.kernels[0].block[0], 32u * (unsigned)(vs[0].warps + 4));
+    assert_true(d.kernels[0].smem_bytes >= (unsigned)(8 * vs[0].block_m * 256 + 2 * vs[0].stages * vs[0].block_n * 384));
+    TU_OK(gen_variant_key(&vs[0], key, sizeof key));
+    assert_non_null(strstr(key, ".kve4m3."));
+    assert_non_null(strstr(key, ".wg"));
+  }
+  fp8kv.q_len = 8; /* 64 rows: with an FP8 KV cache the default is .wg already */
+  TU_OK(gen_default_variant(&fp8kv, &t, &def));
+  assert_int_equal(def.wg, 1);
+  fp8kv.q_len = 16;
+  /* 32 rows or fewer, sm_80, FP8 K/V at D 64, pages: none listed */
   const at_shape small = decode_shape(AT_DTYPE_BF16, 128, AT_MASK_NONE, 32, 8, 1, 16384); /* 4 rows */
   gen_target t80;
   TU_OK(gen_target_for_arch("sm_80", &t80));
-  at_shape fp8kv = s;
-  fp8kv.kv_dtype = AT_DTYPE_E4M3;
+  at_shape fp8kv64 = decode_shape(AT_DTYPE_BF16, 64, AT_MASK_CAUSAL_BR, 32, 4, 16, 65536);
+  fp8kv64.kv_dtype = AT_DTYPE_E4M3;
   const struct {
     const at_shape *shape;
     const gen_target *target;
-  } none[] = {{&small, &t}, {&s, &t80}, {&fp8kv, &t}};
+  } none[] = {{&small, &t}, {&s, &t80}, {&fp8kv64, &t}};
   for (size_t c = 0; c < sizeof none / sizeof none[0]; c++) {
     TU_OK(gen_enumerate(none[c].shape, none[c].target, vs, GEN_MAX_VARIANTS, &n));
     for (int i = 0; i < n; i++) assert_int_equal(vs[i].wg, 0);
@@ -949,6 +969,8 @@ static void test_decode_wg(void **state)
   tu_expect_refused(gen_variant_check(&v, &t), AT_ERR_UNSUPPORTED, "one warpgroup per 64 rows");
   v = back, v.spec.head_dim = 80;
   tu_expect_refused(gen_variant_check(&v, &t), AT_ERR_UNSUPPORTED, "multiple of 64");
+  v = back, v.spec.kv_dtype = AT_DTYPE_E5M2, v.spec.head_dim = 64;
+  tu_expect_refused(gen_variant_check(&v, &t), AT_ERR_UNSUPPORTED, "multiple of 128");
   v = back, v.spec.gqa = 16;
   tu_expect_refused(gen_variant_check(&v, &t), AT_ERR_UNSUPPORTED, "at most 128 rows");
   tu_expect_refused(gen_variant_check(&back, &t80), AT_ERR_UNSUPPORTED, "sm_90a");
