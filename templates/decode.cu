@@ -249,6 +249,8 @@
  *   13. .wg with FP8 K/V (D a multiple of 128): a widening warpgroup in place of the producer warp
  *      (below). Measured (one run, B8 S64k causal-br, e4m3, best before -> best .wg): T16 GQA 8
  *      470.4 -> 271.0 us (bf16 280.0), T8 GQA 8 246.5 -> 195.4, T16 GQA 4 494.2 -> 384.8.
+ *   14. ping-pong of the two consumer warpgroups at 128 rows (DEC_WG_PINGPONG, 16-bit K/V only):
+ *      B8 T16 S64k GQA 8 277.5 -> 271.1 us; with FP8 K/V 1% slower, so not there.
  *   Tried after 10, not kept: L2 prefetch of the split's table entries (paged) or first K/V
  *      tiles (contiguous) before griddepcontrol.wait: no paged gain, contiguous B1 S4k 7.9 ->
  *      8.1 us and S16k 19.2 -> 19.4 in the same run.
@@ -1642,6 +1644,9 @@ static constexpr int DEC_WG_SMEM_BYTES =
     1024 + DEC_WG_Q_BYTES + 2 * DEC_STAGES * (DEC_WG_KV_BYTES + DEC_WG_STG_BYTES) + DEC_WG_BAR_BYTES;
 /* after the consumers: the producer warp, or (KV8) the widening warpgroup */
 static constexpr int DEC_WG_HELPERS = DEC_KV8 ? 128 : 32;
+#ifndef DEC_WG_PINGPONG
+#define DEC_WG_PINGPONG (DEC_W == 8 && !DEC_KV8) /* two consumer warpgroups take turns (below; not with the widening: 1% slower) */
+#endif
 static constexpr int DEC_WG_THREADS = DEC_THREADS + DEC_WG_HELPERS;
 static constexpr int DEC_WG_NT = DEC_BN / 8;                    /* n8 tiles of S */
 static constexpr int DEC_WG_PK = DEC_BN / 16;                   /* k16 steps of P V */
@@ -1865,6 +1870,11 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
   for (int kk = 0; kk < DEC_WG_PK; kk++) p[kk][0] = p[kk][1] = p[kk][2] = p[kk][3] = 0u;
   int stage = 0, stage_prev = 0;
   unsigned phase = 0;
+  /* Two warpgroups (128 rows): ping-pong. Each issues its tile's wgmmas in turn (named barriers
+   * 3 + wg: wait for this warpgroup's turn, then hand the turn over), so one's softmax runs under
+   * the other's MMAs; warpgroup 1 hands warpgroup 0 the first turn. Every wait has its arrival:
+   * warpgroup 1 hands over after all but its last tile. */
+  if (DEC_WG_PINGPONG && wg == 1) asm volatile("bar.arrive 3, 256;\n" ::: "memory");
 #pragma unroll 1
   for (int t = 0; t < keys.n_tiles; t++) {
     at_bar_wait(bar_full + 8 * stage, phase); /* tile t landed */
@@ -1872,9 +1882,12 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
     /* S = Q K^T of tile t, then O += P V of tile t-1 behind it: the softmax below runs under P V,
      * and only O's rescale waits for it. */
     float s[DEC_WG_NT][4];
+    if (DEC_WG_PINGPONG) asm volatile("bar.sync %0, 256;\n" ::"r"(3 + wg) : "memory");
     at_wgmma_fence();
     dec_wg_issue_qk(s, q_wg, smem_k + stage * DEC_WG_KV_BYTES);
     dec_wg_issue_pv(acc, p, smem_v + stage_prev * DEC_WG_KV_BYTES);
+    if (DEC_WG_PINGPONG && (wg == 0 || t + 1 < keys.n_tiles))
+      asm volatile("bar.arrive %0, 256;\n" ::"r"(4 - wg) : "memory");
     asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory"); /* S is in */
 
     const int j0 = k_lo + t * DEC_BN;
