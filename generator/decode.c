@@ -73,8 +73,15 @@ static int wg_rows(const gen_variant *v) { return (v->spec.gqa * v->block_m + 63
 /* K and V are FP8 (KV8 in templates/decode.cu): byte tiles, widened in registers. */
 static int kv8(const gen_spec *s) { return at_dtype_is_fp8(gen_spec_kv_dtype(s)); }
 
-/* .wg: one more warp, the TMA producer; with FP8 K/V a warpgroup that also widens the tiles. */
-static int threads(const gen_variant *v) { return 32 * (v->warps + (v->wg ? (kv8(&v->spec) ? 4 : 1) : 0)); }
+/* .wg with FP8 K/V: warpgroups that load and widen the tiles, two where the consumers are one
+ * (DEC_WG_WIDENERS). */
+static int wideners(const gen_variant *v) { return v->warps == 4 ? 2 : 1; }
+
+/* .wg: one more warp, the TMA producer; with FP8 K/V the widening warpgroups. */
+static int threads(const gen_variant *v)
+{
+  return 32 * (v->warps + (v->wg ? (kv8(&v->spec) ? 4 * wideners(v) : 1) : 0));
+}
 
 /* Paged K/V: the ring of page ids after the K/V area, 2*stages-1 tiles' ids (DEC_IDS_BYTES_OF). */
 static int page_id_bytes(const gen_variant *v)
@@ -189,6 +196,11 @@ static at_status check_wg(const gen_variant *v, const gen_target *target)
     return at_fail(AT_ERR_UNSUPPORTED,
                    "decode .wg with FP8 K/V needs a head dim that is a multiple of 128 (128-byte FP8 rows), not %d",
                    v->spec.head_dim);
+  if (kv8(&v->spec) && wideners(v) == 2 && v->stages % 2 != 0)
+    return at_fail(AT_ERR_UNSUPPORTED,
+                   "decode .wg with FP8 K/V and one consumer warpgroup has two widening warpgroups taking the tiles "
+                   "in turn: an even stage count, not %d",
+                   v->stages);
   if (v->merge != GEN_MERGE_KERNEL)
     return at_fail(AT_ERR_UNSUPPORTED, "decode .wg merges its splits by the combine kernel (no .lc, .cl)");
   if (v->spec.head_dim % 64 != 0)

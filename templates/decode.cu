@@ -251,6 +251,9 @@
  *      470.4 -> 271.0 us (bf16 280.0), T8 GQA 8 246.5 -> 195.4, T16 GQA 4 494.2 -> 384.8.
  *   14. ping-pong of the two consumer warpgroups at 128 rows (DEC_WG_PINGPONG, 16-bit K/V only):
  *      B8 T16 S64k GQA 8 277.5 -> 271.1 us; with FP8 K/V 1% slower, so not there.
+ *   15. .wg FP8 at 64 rows: two widening warpgroups taking the tiles in turn (DEC_WG_WIDENERS):
+ *      B8 S64k e4m3 GQA 8 T8 193.7 -> 189.8 us, GQA 4 T16 381.6 -> 375.1 (docs/perf.md: the ncu
+ *      before it, and why the gain is small).
  *   Tried after 10, not kept: L2 prefetch of the split's table entries (paged) or first K/V
  *      tiles (contiguous) before griddepcontrol.wait: no paged gain, contiguous B1 S4k 7.9 ->
  *      8.1 us and S16k 19.2 -> 19.4 in the same run.
@@ -1627,7 +1630,8 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
  * loaded once by the consumers (cp.async, a named barrier among them).
  * KV8 (FP8 K/V, step 13): the MMAs run in f16 (Q rewritten as in the kernel above, per warp:
  * a warp's 16 rows are its own in the m64 accumulator, so its 2^e scales only its scores). In
- * place of the producer warp a widening warpgroup: its thread 0 loads each FP8 tile by TMA
+ * place of the producer warp a widening warpgroup (two at 64 rows, taking the tiles in turn:
+ * step 15): its thread 0 loads each FP8 tile by TMA
  * into a staging ring (STAGES stages, one "staged" mbarrier each), and its 128 threads widen
  * the tile into the f16 K/V ring the consumers read (dec_kv_pair; a named barrier among the
  * 128 after the stores and their proxy fence, then one arrival on the stage's full mbarrier).
@@ -1642,8 +1646,14 @@ static constexpr int DEC_WG_BAR_BYTES = 256;                    /* full, empty (
 static constexpr int DEC_WG_STG_BYTES = DEC_KV8 ? DEC_BN * DEC_D : 0;
 static constexpr int DEC_WG_SMEM_BYTES =
     1024 + DEC_WG_Q_BYTES + 2 * DEC_STAGES * (DEC_WG_KV_BYTES + DEC_WG_STG_BYTES) + DEC_WG_BAR_BYTES;
-/* after the consumers: the producer warp, or (KV8) the widening warpgroup */
-static constexpr int DEC_WG_HELPERS = DEC_KV8 ? 128 : 32;
+/* KV8: widening warpgroups, taking the tiles in turn: two where the consumers are one warpgroup
+ * (the ring's stages then even, so that a staging slot's next tile is its own widener's) */
+#ifndef DEC_WG_WIDENERS
+#define DEC_WG_WIDENERS (DEC_KV8 && DEC_W == 4 ? 2 : 1)
+#endif
+static_assert(DEC_WG_WIDENERS == 1 || DEC_STAGES % 2 == 0, ".wg KV8: two widening warpgroups need an even stage count");
+/* after the consumers: the producer warp, or (KV8) the widening warpgroups */
+static constexpr int DEC_WG_HELPERS = DEC_KV8 ? 128 * DEC_WG_WIDENERS : 32;
 #ifndef DEC_WG_PINGPONG
 #define DEC_WG_PINGPONG (DEC_W == 8 && !DEC_KV8) /* two consumer warpgroups take turns (below; not with the widening: 1% slower) */
 #endif
@@ -1739,7 +1749,8 @@ __device__ __forceinline__ void dec_wg_widen_tile(unsigned dst, unsigned src, in
  * stage and refills the staging slot with tile t + STAGES. */
 __device__ __forceinline__ void dec_wg_widen(const at_tmap *tm_k, const at_tmap *tm_v, unsigned smem_k,
                                              unsigned smem_v, unsigned stg, unsigned bar_full, unsigned bar_empty,
-                                             unsigned bar_staged, int n_tiles, int k_lo, int hk, int b, int wtid)
+                                             unsigned bar_staged, int n_tiles, int k_lo, int hk, int b, int wtid,
+                                             int wi)
 {
   const auto stage_in = [&](int t, int s) {
     at_bar_expect(bar_staged + 8 * s, 2 * DEC_WG_STG_BYTES);
@@ -1747,21 +1758,24 @@ __device__ __forceinline__ void dec_wg_widen(const at_tmap *tm_k, const at_tmap 
     dec_wg_tma_tile(stg + (2 * s + 1) * DEC_WG_STG_BYTES, tm_v, k_lo + t * DEC_BN, hk, b, bar_staged + 8 * s);
   };
   if (wtid == 0)
-    for (int t = 0; t < DEC_STAGES && t < n_tiles; t++) stage_in(t, t);
-  int stage = 0;
+    for (int t = 0; t < DEC_STAGES && t < n_tiles; t++)
+      if (t % DEC_WG_WIDENERS == wi) stage_in(t, t);
+  int stage = wi; /* wi < STAGES */
   unsigned phase = 0;
-  for (int t = 0; t < n_tiles; t++) {
+  for (int t = wi; t < n_tiles; t += DEC_WG_WIDENERS) {
+    if (DEC_WG_WIDENERS > 1) stage = t % DEC_STAGES, phase = (unsigned)(t / DEC_STAGES) & 1u;
     at_bar_wait(bar_staged + 8 * stage, phase);
     at_bar_wait(bar_empty + 8 * stage, phase ^ 1u);
     dec_wg_widen_tile(smem_k + stage * DEC_WG_KV_BYTES, stg + (2 * stage) * DEC_WG_STG_BYTES, wtid);
     dec_wg_widen_tile(smem_v + stage * DEC_WG_KV_BYTES, stg + (2 * stage + 1) * DEC_WG_STG_BYTES, wtid);
     at_fence_async_smem();
-    asm volatile("bar.sync 2, 128;\n" ::: "memory");
+    if (DEC_WG_WIDENERS == 1) asm volatile("bar.sync 2, 128;\n" ::: "memory");
+    else asm volatile("bar.sync %0, 128;\n" ::"r"(2 + 4 * wi) : "memory"); /* 2, and 6 for the second */
     if (wtid == 0) {
       at_bar_arrive(bar_full + 8 * stage);
       if (t + DEC_STAGES < n_tiles) stage_in(t + DEC_STAGES, stage);
     }
-    if (++stage == DEC_STAGES) stage = 0, phase ^= 1u;
+    if (DEC_WG_WIDENERS == 1 && ++stage == DEC_STAGES) stage = 0, phase ^= 1u;
   }
 }
 #endif
@@ -1830,7 +1844,8 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
   if (warp >= DEC_W) {
 #if DEC_KV8
     dec_wg_widen(&tm_k, &tm_v, smem_k, smem_v, stg, bar_full, bar_empty, bar_staged, keys.n_tiles, k_lo, hk, b,
-                 tid - DEC_THREADS);
+                 DEC_WG_WIDENERS == 1 ? tid - DEC_THREADS : (tid - DEC_THREADS) % 128,
+                 DEC_WG_WIDENERS == 1 ? 0 : (tid - DEC_THREADS) / 128);
 #else
     if (lane == 0) dec_wg_produce(&tm_k, &tm_v, smem_k, smem_v, bar_full, bar_empty, keys.n_tiles, k_lo, hk, b);
 #endif
