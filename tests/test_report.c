@@ -377,7 +377,7 @@ static void test_csv_parses_back(void **state)
   assert_int_equal(n_lines, 1 + 20 + 2); /* header, H200, A100 */
   char *head[40], *f[40];
   int n_cols = split_csv(lines[0], head, 40);
-  assert_int_equal(n_cols, 26);
+  assert_int_equal(n_cols, 28);
   int c_shape = column(head, n_cols, "shape"), c_speed = column(head, n_cols, "speedup_tuned");
   int c_cudnn = column(head, n_cols, "cudnn_ms"), c_status = column(head, n_cols, "cudnn_status");
   int c_tuned = column(head, n_cols, "tuned_ms"), c_gpu = column(head, n_cols, "gpu");
@@ -1168,7 +1168,7 @@ static void test_fp8_rows_have_cudnn_and_a_note(void **state)
   /* csv: the note is the last field; a note with a comma is quoted. */
   char *csv = render_from(db_path, NULL, TN_REPORT_CSV);
   assert_true(line_with(csv, "gpu,", line, sizeof line));
-  assert_non_null(strstr(line, ",err_naive,err_cudnn,note"));
+  assert_non_null(strstr(line, ",err_naive,err_cudnn,kv8_base_ms,kv8_tokens_per_s_gain,note"));
   at_shape_key(&e4, key, sizeof key);
   assert_true(line_with(csv, key, line, sizeof line));
   snprintf(want, sizeof want, ",%s", FP8_NOTE);
@@ -1427,6 +1427,108 @@ static void test_decode_rows_in_tb_per_s(void **state)
   free(html);
 }
 
+/* FP8 KV cache rows against their shapes with 16-bit K/V: the model links the twins (tokens/s =
+ * the 16-bit best over the FP8 best; NaN for an FP8 row with no twin, and for 16-bit rows), and
+ * every format shows it: a table of its own in text, md and html, two columns in csv and json. */
+static void test_fp8_kv_rows_against_16bit(void **state)
+{
+  (void)state;
+  char db_path[320], key[160], twin_key[160], lone_key[160], line[1024], want[256];
+  snprintf(db_path, sizeof db_path, "%s/kv8.db", g_dir);
+  unlink(db_path);
+  cache_db *db;
+  TU_OK(cache_open(db_path, 0, &db));
+  at_shape bf = mk(8, 1, 16384, 32, 8, 128, AT_DTYPE_BF16, AT_MASK_NONE);
+  at_shape kv8 = bf, lone = mk(8, 1, 4096, 32, 8, 128, AT_DTYPE_BF16, AT_MASK_NONE);
+  kv8.kv_dtype = AT_DTYPE_E4M3, lone.kv_dtype = AT_DTYPE_E5M2;
+  put_decode_shape(db, bf, DECODE_KEY("none", 1), 0.120, 0.125);
+  put_decode_shape(db, kv8, "decode.bf16.kve4m3.d128.none.g4.bm1.bn256.w4.s3.sp8", 0.064, NAN);
+  put_decode_shape(db, lone, "decode.bf16.kve5m2.d128.none.g4.bm1.bn256.w4.s3.sp8", 0.020, NAN);
+  cache_close(db);
+  at_shape_key(&kv8, key, sizeof key);
+  at_shape_key(&bf, twin_key, sizeof twin_key);
+  at_shape_key(&lone, lone_key, sizeof lone_key);
+  const double gain = 0.120 / 0.064;
+
+  tn_report r;
+  TU_OK(tn_report_load(db_path, NULL, &r));
+  assert_int_equal(r.n_rows, 3);
+  int linked = 0;
+  for (int i = 0; i < r.n_rows; i++) {
+    const tn_report_row *row = &r.rows[i];
+    if (strcmp(row->key, key) == 0) {
+      assert_near(row->kv8_base_ms, 0.120, 1e-12);
+      assert_near(row->kv8_gain, gain, 1e-12);
+      linked++;
+    } else {
+      assert_true(isnan(row->kv8_gain));
+      assert_true(isnan(row->kv8_base_ms));
+    }
+  }
+  assert_int_equal(linked, 1);
+  tn_report_free(&r);
+
+  for (int md = 0; md < 2; md++) {
+    char *text = render_db(db_path, md ? TN_REPORT_MD : TN_REPORT_TEXT);
+    const char *table = strstr(text, "FP8 KV cache against 16-bit K/V, tokens per second");
+    assert_non_null(table);
+    assert_true(line_with(table, key, line, sizeof line));
+    snprintf(want, sizeof want, "%.2fx", gain); /* 1.88x */
+    assert_non_null(strstr(line, want));
+    assert_non_null(strstr(line, "0.12"));
+    assert_non_null(strstr(line, "0.064"));
+    assert_false(line_with(table, lone_key, line, sizeof line)); /* no 16-bit twin: not in it */
+    if (md) assert_non_null(strstr(table, "| shape | 16-bit K/V best_ms | FP8 K/V best_ms | tokens/s |"));
+    free(text);
+  }
+
+  char *csv = render_db(db_path, TN_REPORT_CSV);
+  char *lines[8], *save = NULL, *head[40], *f[40];
+  int n_lines = 0;
+  for (char *l = strtok_r(csv, "\n", &save); l && n_lines < 8; l = strtok_r(NULL, "\n", &save)) lines[n_lines++] = l;
+  assert_int_equal(n_lines, 1 + 3);
+  int n_cols = split_csv(lines[0], head, 40);
+  int c_shape = column(head, n_cols, "shape"), c_gain = column(head, n_cols, "kv8_tokens_per_s_gain");
+  int c_base = column(head, n_cols, "kv8_base_ms");
+  assert_true(c_gain >= 0 && c_base >= 0);
+  for (int i = 1; i < n_lines; i++) {
+    assert_int_equal(split_csv(lines[i], f, 40), n_cols);
+    if (strcmp(f[c_shape], key) == 0) assert_near(strtod(f[c_gain], NULL), gain, 1e-5 * gain);
+    else assert_string_equal(f[c_gain], "");
+  }
+  free(csv);
+
+  char *json = render_db(db_path, TN_REPORT_JSON), obj[4096];
+  int objects = 0;
+  assert_true(json_valid(json, &objects));
+  snprintf(want, sizeof want, "\"%s\"", key);
+  json_object_with(json, want, obj, sizeof obj);
+  snprintf(want, sizeof want, "\"kv8_tokens_per_s_gain\": %.6g", gain);
+  assert_non_null(strstr(obj, want));
+  snprintf(want, sizeof want, "\"%s\"", twin_key);
+  json_object_with(json, want, obj, sizeof obj);
+  assert_non_null(strstr(obj, "\"kv8_tokens_per_s_gain\": null"));
+  free(json);
+
+  char *html = render_db(db_path, TN_REPORT_HTML);
+  char *h = strstr(html, "<h3>FP8 KV cache against 16-bit K/V, tokens per second");
+  assert_non_null(h);
+  char *end = strstr(h, "</table>");
+  assert_non_null(end);
+  *end = '\0'; /* the table alone */
+  assert_non_null(strstr(h, key));
+  snprintf(want, sizeof want, ">%.2fx<", gain);
+  assert_non_null(strstr(h, want));
+  assert_null(strstr(h, lone_key));
+  free(html);
+
+  /* Without FP8 K/V rows, no such table */
+  build_decode_cache(db_path);
+  char *plain = render_db(db_path, TN_REPORT_MD);
+  assert_null(strstr(plain, "FP8 KV cache against"));
+  free(plain);
+}
+
 /* Without decode rows the page has no decode section: the main cache's A100 has none, and a
  * prefill-only cache none either. */
 static void test_no_decode_chart_without_decode_rows(void **state)
@@ -1590,6 +1692,7 @@ int main(void)
       cmocka_unit_test(test_f32_row_in_every_format),
       cmocka_unit_test(test_f32_only_cache),
       cmocka_unit_test(test_decode_rows_in_tb_per_s),
+      cmocka_unit_test(test_fp8_kv_rows_against_16bit),
       cmocka_unit_test(test_sequences_work),
       cmocka_unit_test(test_serving_rows_show_their_layout),
       cmocka_unit_test(test_no_decode_chart_without_decode_rows),

@@ -82,6 +82,7 @@ static int add_row(loader *l, const char *gpu_model, const at_shape *shape, cons
   row->best_ms = row->best_tflops = row->best_kv_tbs = NAN;
   row->tuned_ms = row->tuned_tflops = row->cudnn_ms = row->naive_ms = NAN;
   row->speedup_tuned = row->speedup_best = row->err_naive = row->err_cudnn = NAN;
+  row->kv8_base_ms = row->kv8_gain = NAN;
   l->extra[r->n_rows].cudnn_trial_ms = NAN;
   return l->hint = r->n_rows++;
 }
@@ -199,6 +200,31 @@ static void settle_row(tn_report_row *row, const row_extra *x)
   row->speedup_tuned = row->cudnn_ms / row->tuned_ms; /* NaN when either is missing */
   row->speedup_best = row->cudnn_ms / row->best_ms;
   settle_note(row);
+}
+
+/* An FP8 KV cache's row and the same shape with 16-bit K/V: the key's K/V dtype part dropped
+ * (at_shape_key of the shape with K/V in Q's dtype, then the rest of the row's key). */
+static void link_kv8_rows(tn_report *r)
+{
+  for (int i = 0; i < r->n_rows; i++) {
+    tn_report_row *row = &r->rows[i];
+    const at_dtype kv = at_shape_kv_dtype(&row->shape);
+    if (!at_dtype_is_fp8(kv) || kv == row->shape.dtype) continue;
+    char plain[160], twin_key[sizeof row->key];
+    at_shape twin = row->shape;
+    at_shape_key(&row->shape, plain, sizeof plain);
+    twin.kv_dtype = AT_KV_SAME;
+    at_shape_key(&twin, twin_key, sizeof twin_key);
+    const size_t used = strlen(twin_key);
+    snprintf(twin_key + used, sizeof twin_key - used, "%s", row->key + strlen(plain));
+    for (int j = 0; j < r->n_rows; j++) {
+      const tn_report_row *other = &r->rows[j];
+      if (strcmp(other->gpu_model, row->gpu_model) != 0 || strcmp(other->key, twin_key) != 0) continue;
+      row->kv8_base_ms = other->best_ms;
+      row->kv8_gain = other->best_ms / row->best_ms; /* NaN when either is missing */
+      break;
+    }
+  }
 }
 
 static int compare_rows(const void *pa, const void *pb)
@@ -323,6 +349,7 @@ at_status tn_report_load(const char *db_path, const char *gpu_model, tn_report *
   cache_close(db);
   for (int i = 0; rc == AT_OK && i < out->n_rows; i++) settle_row(&out->rows[i], &l.extra[i]);
   if (rc == AT_OK) rc = sort_rows(out, &l.extra);
+  if (rc == AT_OK) link_kv8_rows(out);
   if (rc == AT_OK) rc = build_groups(out);
   if (rc == AT_OK) rc = build_models(out, l.extra);
   free(l.extra);
@@ -563,6 +590,33 @@ static void text_groups(const tn_report *r, const char *gpu_model, FILE *out, in
   }
 }
 
+/* Rows of this GPU model with an FP8 KV cache and a 16-bit twin (kv8_gain), in row order. */
+static int kv8_rows(const tn_report *r, const char *gpu_model, const tn_report_row **out, int cap)
+{
+  int n = 0;
+  for (int i = 0; i < r->n_rows && n < cap; i++)
+    if (strcmp(r->rows[i].gpu_model, gpu_model) == 0 && isfinite(r->rows[i].kv8_gain)) out[n++] = &r->rows[i];
+  return n;
+}
+
+static const char KV8_TITLE[] = "FP8 KV cache against 16-bit K/V, tokens per second (the same shape's best kernels)";
+
+static void text_kv8(const tn_report *r, const char *gpu_model, FILE *out, int md)
+{
+  const tn_report_row **rows = malloc((size_t)r->n_rows * sizeof *rows);
+  const int n = rows ? kv8_rows(r, gpu_model, rows, r->n_rows) : 0;
+  char base[32], ours[32], gain[32];
+  if (n) fprintf(out, md ? "\n### %s\n\n| shape | 16-bit K/V best_ms | FP8 K/V best_ms | tokens/s |\n|---|---:|---:|---:|\n"
+                         : "\n%s:\n", KV8_TITLE);
+  for (int i = 0; i < n; i++) {
+    fmt_ms(base, sizeof base, rows[i]->kv8_base_ms), fmt_ms(ours, sizeof ours, rows[i]->best_ms);
+    snprintf(gain, sizeof gain, "%.2fx", rows[i]->kv8_gain);
+    if (md) fprintf(out, "| `%s` | %s | %s | %s |\n", rows[i]->key, base, ours, gain);
+    else fprintf(out, "  %-56s %10s %10s %8s\n", rows[i]->key, base, ours, gain);
+  }
+  free(rows);
+}
+
 static void write_text(const tn_report *r, FILE *out, int md)
 {
   if (md) fputs("# attntune report\n\n", out);
@@ -574,6 +628,7 @@ static void write_text(const tn_report *r, FILE *out, int md)
     if (md) md_table(r, lo, hi, out);
     else text_table(r, lo, hi, out);
     text_groups(r, r->models[m].gpu_model, out, md);
+    text_kv8(r, r->models[m].gpu_model, out, md);
   }
   fprintf(out, "\ntuned = the fastest verified generated kernel (fa2, fa3, decode); speedups are cuDNN's time / ours (> 1: "
                "faster than cuDNN); TB/s = K/V bytes read per second, for decode shapes (T <= %d); times in ms; "
@@ -626,7 +681,7 @@ typedef struct field {
   double num;
 } field;
 
-enum { N_FIELDS = 26 };
+enum { N_FIELDS = 28 };
 
 static void row_fields(const tn_report_row *row, field f[N_FIELDS])
 {
@@ -657,7 +712,9 @@ static void row_fields(const tn_report_row *row, field f[N_FIELDS])
   f[i++] = (field){"speedup_best", F_NUM, NULL, row->speedup_best};
   f[i++] = (field){"err_naive", F_NUM, NULL, row->err_naive};
   f[i++] = (field){"err_cudnn", F_NUM, NULL, row->err_cudnn};
-  f[i++] = (field){"note", F_TEXT, row->note[0] ? row->note : NULL, 0};
+  f[i++] = (field){"kv8_base_ms", F_NUM, NULL, row->kv8_base_ms};
+  f[i++] = (field){"kv8_tokens_per_s_gain", F_NUM, NULL, row->kv8_gain};
+  f[i++] = (field){"note", F_TEXT, row->note[0] ? row->note : NULL, 0}; /* last: free text */
 }
 
 static void write_field(FILE *out, const field *f, int json)
@@ -1682,6 +1739,28 @@ static void html_groups_table(FILE *out, const tn_report *r, const char *gpu)
   fputs("</table>\n", out);
 }
 
+static void html_kv8_table(FILE *out, const tn_report *r, const char *gpu)
+{
+  const tn_report_row **rows = malloc((size_t)r->n_rows * sizeof *rows);
+  const int n = rows ? kv8_rows(r, gpu, rows, r->n_rows) : 0;
+  char b[32];
+  if (n)
+    fprintf(out, "<h3>%s</h3>\n<table>\n<tr><th>shape</th><th>16-bit K/V best_ms</th><th>FP8 K/V best_ms</th>"
+                 "<th>tokens/s</th></tr>\n", KV8_TITLE);
+  for (int i = 0; i < n; i++) {
+    fputs("<tr><td class=\"k\">", out);
+    xml_text(out, rows[i]->key);
+    fputs("</td>", out);
+    html_cell_num(out, fmt_ms(b, sizeof b, rows[i]->kv8_base_ms), NULL);
+    html_cell_num(out, fmt_ms(b, sizeof b, rows[i]->best_ms), NULL);
+    snprintf(b, sizeof b, "%.2fx", rows[i]->kv8_gain);
+    html_cell_num(out, b, rows[i]->kv8_gain >= 1 ? "fast" : "slow");
+    fputs("</tr>\n", out);
+  }
+  if (n) fputs("</table>\n", out);
+  free(rows);
+}
+
 static const char HTML_STYLE[] =
     "body{font-family:system-ui,\"DejaVu Sans\",\"Liberation Sans\",sans-serif;margin:16px;color:#1a1a1a;"
     "background:#fff;max-width:1400px}\n"
@@ -1720,6 +1799,7 @@ static void html_model(FILE *out, const tn_report *r, const tn_report_model *m, 
   fputs("</p>\n<h3>Speedup per shape</h3>\n", out);
   svg_speedup_chart(out, r, lo, hi, m->gpu_model);
   html_groups_table(out, r, m->gpu_model);
+  html_kv8_table(out, r, m->gpu_model);
   fputs("<div class=\"sweeps\">\n", out);
   for (int v = 0; v < N_VARY; v++) html_vary_section(out, r, lo, hi, (vary)v, used, members, xs, labels);
   fputs("</div>\n", out);

@@ -14,7 +14,9 @@
  *
  * Decode shapes (tn_is_decode_shape, tuner/measure.h) are memory bound: their rows give TB/s of
  * K/V read next to TFLOP/s, and the HTML page draws them against the KV length with the HBM copy
- * rate as a ceiling (only when the cache holds decode rows).
+ * rate as a ceiling (only when the cache holds decode rows). cuDNN has no FP8 KV cache graph, so
+ * an FP8 K/V row is set against its shape with 16-bit K/V instead (kv8_gain: tokens per second,
+ * best over best), in a table of its own where the cache holds both.
  *
  * A row with no best row and no trial of a generated kernel had no fused kernel to try (f32: the
  * tuner times only the naive kernels there and stores no best): it shows its naive time, "no
@@ -56,6 +58,10 @@ typedef struct tn_report_row {
   double err_naive, err_cudnn; /* of the tuned kernel, else of the best row */
   int n_fused_trials; /* trials of generated kernels (variant keys), any status */
   char cudnn_message[512]; /* the cuDNN trial's message: its plan, or why it has no time */
+  /* An FP8 KV cache's row (shape.kv_dtype e4m3/e5m2): the best time of the same shape with 16-bit
+   * K/V (the row whose key differs only by the K/V dtype), and that time over this row's best,
+   * the FP8 cache's tokens per second over the 16-bit cache's; NaN without such a row. */
+  double kv8_base_ms, kv8_gain;
   /* What the cuDNN column needs said: "cuDNN writes FP8 output (e4m3); attntune writes bf16" for
    * FP8 shapes cuDNN timed, "cuDNN: <reason>" where it has no time; "" otherwise. */
   char note[600];
