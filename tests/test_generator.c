@@ -946,6 +946,14 @@ static void test_decode_wg(void **state)
   fp8kv.q_len = 8; /* 64 rows: with an FP8 KV cache the default is .wg already */
   TU_OK(gen_default_variant(&fp8kv, &t, &def));
   assert_int_equal(def.wg, 1);
+  { /* one consumer warpgroup: two widening warpgroups, so 4 + 8 warps and an even stage count */
+    gen_launch_desc d;
+    TU_OK(gen_launch_describe(&def, &fp8kv, &d));
+    assert_int_equal(d.kernels[0].block[0], 32u * 12u);
+    gen_variant odd = def;
+    odd.stages = 3;
+    tu_expect_refused(gen_variant_check(&odd, &t), AT_ERR_UNSUPPORTED, "even stage count");
+  }
   fp8kv.q_len = 16;
   /* 32 rows or fewer, sm_80, FP8 K/V at D 64, pages: none listed */
   const at_shape small = decode_shape(AT_DTYPE_BF16, 128, AT_MASK_NONE, 32, 8, 1, 16384); /* 4 rows */
