@@ -254,6 +254,13 @@
  *   15. .wg FP8 at 64 rows: two widening warpgroups taking the tiles in turn (DEC_WG_WIDENERS):
  *      B8 S64k e4m3 GQA 8 T8 193.7 -> 189.8 us, GQA 4 T16 381.6 -> 375.1 (docs/perf.md: the ncu
  *      before it, and why the gain is small).
+ *   16. .wg at 64 rows: P V of tile t-1 issued after tile t's S is in and masked (DEC_WG_PV_LATE).
+ *      Source-level ncu of the FP8 64-row kernel: the widening warps waited 23% of their samples
+ *      on the ring's empty barrier (the consumers were the bound), and the consumers' SASS had the
+ *      wait for P V (DEPBAR gsb0, 0x0) ahead of the softmax, right after the mask's branch: since
+ *      step 11, P V never ran under the softmax. Measured (B8 S64k causal-br, same run, old binary
+ *      against new, two rounds): e4m3 GQA 8 T8 191.7 -> 176.9 us, GQA 4 T16 378.1 -> 347.8; bf16
+ *      at 64 rows even (HBM-bound); at 128 rows 1% slower, so one consumer warpgroup only.
  *   Tried after 10, not kept: L2 prefetch of the split's table entries (paged) or first K/V
  *      tiles (contiguous) before griddepcontrol.wait: no paged gain, contiguous B1 S4k 7.9 ->
  *      8.1 us and S16k 19.2 -> 19.4 in the same run.
@@ -1657,6 +1664,14 @@ static constexpr int DEC_WG_HELPERS = DEC_KV8 ? 128 * DEC_WG_WIDENERS : 32;
 #ifndef DEC_WG_PINGPONG
 #define DEC_WG_PINGPONG (DEC_W == 8 && !DEC_KV8) /* two consumer warpgroups take turns (below; not with the widening: 1% slower) */
 #endif
+/* One consumer warpgroup (64 rows): P V of tile t-1 issued after tile t's S is in and masked, not
+ * behind its Q K^T (step 16). Issued before the mask, whose per-element test is a branch, it ran
+ * under nothing: ptxas put the wait for it (WARPGROUP.DEPBAR.LE gsb0, 0x0) right after that
+ * branch, ahead of the softmax. Measured, B8 S64k causal-br e4m3 64 rows: 192 -> 177 us; bf16
+ * even; with two consumer warpgroups 1% slower (bf16 and FP8), so not there. */
+#ifndef DEC_WG_PV_LATE
+#define DEC_WG_PV_LATE (DEC_W == 4)
+#endif
 static constexpr int DEC_WG_THREADS = DEC_THREADS + DEC_WG_HELPERS;
 static constexpr int DEC_WG_NT = DEC_BN / 8;                    /* n8 tiles of S */
 static constexpr int DEC_WG_PK = DEC_BN / 16;                   /* k16 steps of P V */
@@ -1894,16 +1909,18 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
   for (int t = 0; t < keys.n_tiles; t++) {
     at_bar_wait(bar_full + 8 * stage, phase); /* tile t landed */
 
-    /* S = Q K^T of tile t, then O += P V of tile t-1 behind it: the softmax below runs under P V,
-     * and only O's rescale waits for it. */
+    /* S = Q K^T of tile t and O += P V of tile t-1: the softmax below runs under P V, and only
+     * O's rescale waits for it. One consumer warpgroup issues P V once S is in and masked
+     * (DEC_WG_PV_LATE, step 16), two issue it right behind S = Q K^T. */
     float s[DEC_WG_NT][4];
     if (DEC_WG_PINGPONG) asm volatile("bar.sync %0, 256;\n" ::"r"(3 + wg) : "memory");
     at_wgmma_fence();
     dec_wg_issue_qk(s, q_wg, smem_k + stage * DEC_WG_KV_BYTES);
-    dec_wg_issue_pv(acc, p, smem_v + stage_prev * DEC_WG_KV_BYTES);
+    if (!DEC_WG_PV_LATE) dec_wg_issue_pv(acc, p, smem_v + stage_prev * DEC_WG_KV_BYTES);
     if (DEC_WG_PINGPONG && (wg == 0 || t + 1 < keys.n_tiles))
       asm volatile("bar.arrive %0, 256;\n" ::"r"(4 - wg) : "memory");
-    asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory"); /* S is in */
+    if (DEC_WG_PV_LATE) at_wgmma_wait0(); /* S is in */
+    else asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
 
     const int j0 = k_lo + t * DEC_BN;
     if (t >= keys.n_full) {
@@ -1914,6 +1931,10 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
           const int j = j0 + nt * 8 + 2 * tq + (e & 1);
           if (j >= keys.hi || (DEC_CAUSAL && !at_visible(DEC_MASK, tok[e >> 1], j, offset))) s[nt][e] = AT_NEG_INF;
         }
+    }
+    if (DEC_WG_PV_LATE) {
+      at_wgmma_fence();
+      dec_wg_issue_pv(acc, p, smem_v + stage_prev * DEC_WG_KV_BYTES);
     }
 
     /* Online softmax (dec_softmax_half); O's rescale by alpha after tile t-1's P V is in O. */
