@@ -261,6 +261,10 @@
  *      step 11, P V never ran under the softmax. Measured (B8 S64k causal-br, same run, old binary
  *      against new, two rounds): e4m3 GQA 8 T8 191.7 -> 176.9 us, GQA 4 T16 378.1 -> 347.8; bf16
  *      at 64 rows even (HBM-bound); at 128 rows 1% slower, so one consumer warpgroup only.
+ *   17. .wg with two consumer warpgroups: O's rescale skipped where alpha is 1 for every row of
+ *      the warp (DEC_WG_SKIP_RESCALE; exact). Measured (B8 S64k causal-br T16 GQA 8, same run,
+ *      two rounds): e4m3 269.9 -> 260.2 us, bf16 273.8 -> 268.7; at 64 rows 3-4% slower with
+ *      FP8 K/V, so not there (mma.sync's kernel lost 6-8% with it: "Tried after 9" below).
  *   Tried after 10, not kept: L2 prefetch of the split's table entries (paged) or first K/V
  *      tiles (contiguous) before griddepcontrol.wait: no paged gain, contiguous B1 S4k 7.9 ->
  *      8.1 us and S16k 19.2 -> 19.4 in the same run.
@@ -1672,6 +1676,12 @@ static constexpr int DEC_WG_HELPERS = DEC_KV8 ? 128 * DEC_WG_WIDENERS : 32;
 #ifndef DEC_WG_PV_LATE
 #define DEC_WG_PV_LATE (DEC_W == 4)
 #endif
+/* Two consumer warpgroups: O's rescale skipped where alpha is 1 for all rows of the warp (step
+ * 17). Measured, B8 S64k causal-br T16 GQA 8: e4m3 269.9 -> 260.2 us, bf16 273.8 -> 268.7; at
+ * 64 rows 3-4% slower with FP8 K/V (ptxas moved the vote in among P V's wgmmas), so not there. */
+#ifndef DEC_WG_SKIP_RESCALE
+#define DEC_WG_SKIP_RESCALE (DEC_W == 8)
+#endif
 static constexpr int DEC_WG_THREADS = DEC_THREADS + DEC_WG_HELPERS;
 static constexpr int DEC_WG_NT = DEC_BN / 8;                    /* n8 tiles of S */
 static constexpr int DEC_WG_PK = DEC_BN / 16;                   /* k16 steps of P V */
@@ -1944,10 +1954,15 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
       alpha[half] = dec_softmax_half<DEC_WG_NT>(s, half, row_max[half], row_sum[half], scale_log2);
     at_wgmma_wait0(); /* P V of tile t-1 is in O: its stage goes back to the producer */
     if (t > 0 && lane == 0) at_bar_arrive(bar_empty + 8 * stage_prev);
+    /* Once the rows' max has settled alpha is exactly 1 (2^0): where it is for all 16 rows of the
+     * warp, two consumer warpgroups skip the D / 2 multiplies (DEC_WG_SKIP_RESCALE, step 17; a
+     * warp-uniform branch after every wgmma is waited for). */
+    if (!DEC_WG_SKIP_RESCALE || !__all_sync(0xffffffffu, alpha[0] == 1.f && alpha[1] == 1.f)) {
 #pragma unroll
-    for (int j = 0; j < DEC_OT; j++) {
-      acc[j][0] *= alpha[0], acc[j][1] *= alpha[0];
-      acc[j][2] *= alpha[1], acc[j][3] *= alpha[1];
+      for (int j = 0; j < DEC_OT; j++) {
+        acc[j][0] *= alpha[0], acc[j][1] *= alpha[0];
+        acc[j][2] *= alpha[1], acc[j][3] *= alpha[1];
+      }
     }
     /* The S accumulators of n8 tiles 2kk, 2kk+1 are the A fragment of keys 16kk .. 16kk+15. */
 #pragma unroll
