@@ -265,6 +265,9 @@
  *      the warp (DEC_WG_SKIP_RESCALE; exact). Measured (B8 S64k causal-br T16 GQA 8, same run,
  *      two rounds): e4m3 269.9 -> 260.2 us, bf16 273.8 -> 268.7; at 64 rows 3-4% slower with
  *      FP8 K/V, so not there (mma.sync's kernel lost 6-8% with it: "Tried after 9" below).
+ *   Tried after 15, not kept: the widening threads loading their FP8 chunks from global memory
+ *      into registers (two tiles ahead) in place of TMA into a staging ring: 43% slower (B8 S64k
+ *      e4m3 GQA 8 T8 191.7 -> 274.9 us; docs/perf.md).
  *   Tried after 10, not kept: L2 prefetch of the split's table entries (paged) or first K/V
  *      tiles (contiguous) before griddepcontrol.wait: no paged gain, contiguous B1 S4k 7.9 ->
  *      8.1 us and S16k 19.2 -> 19.4 in the same run.

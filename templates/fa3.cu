@@ -102,6 +102,9 @@
  *       (B2 N16 8k D128 128x176: 596 -> 512 TFLOP/s; B1 32/8 2k: 434 -> 400; D64: 443 -> 410):
  *       the next work tile's Q waits for the slowest consumer's last Q K^T. A listed choice
  *       (.pers), not the default (docs/perf.md, "v10"); next: Q double-buffered.
+ *       Tried after v20, not kept: Q double-buffered in the persistent kernel (work tile j in
+ *       buffer j % 2): no consistent change (B2 N16 8k 192x64 s3 573-581 -> 543-551, B1 32/8 2k
+ *       128x96 s3 390-392 -> 420-424; docs/perf.md "v21").
  *   v11 (FA3_VT_PRE, FP8): V^T ahead: a first kernel transposes V into the scratch in P's key
  *       order, the warp-specialized kernel loads V^T tiles by TMA like K (no transposing warps, the
  *       16-bit setmaxnreg split 240/24, block_n any multiple of 32: 128x224 at D128). Predicted:
