@@ -265,6 +265,8 @@
  *      the warp (DEC_WG_SKIP_RESCALE; exact). Measured (B8 S64k causal-br T16 GQA 8, same run,
  *      two rounds): e4m3 269.9 -> 260.2 us, bf16 273.8 -> 268.7; at 64 rows 3-4% slower with
  *      FP8 K/V, so not there (mma.sync's kernel lost 6-8% with it: "Tried after 9" below).
+ *   Tried after 17, not kept: at 64 rows, tile t+1's Q K^T issued right after tile t's P is
+ *      packed, O's rescale under it: even (e4m3 GQA 8 T8 S64k 177.3 -> 178.4 us; docs/perf.md).
  *   Tried after 15, not kept: the widening threads loading their FP8 chunks from global memory
  *      into registers (two tiles ahead) in place of TMA into a staging ring: 43% slower (B8 S64k
  *      e4m3 GQA 8 T8 191.7 -> 274.9 us; docs/perf.md).
