@@ -1,0 +1,52 @@
+#!/bin/sh
+# wgmma_sass_test.sh SOURCE_DIR — scripts/wgmma_sass.awk on three hand-written SASS listings in
+# the shapes ptxas gave (docs/perf.md, decode step 16): fa3's (the first tile's wait for every
+# group reached by a jump), the decode kernel's before step 16 (the wait for P V hoisted ahead of
+# the exponentials) and after it (P V issued once S is in). Fails when a count is read wrong.
+set -eu
+awk_file="$1/scripts/wgmma_sass.awk"
+d=$(mktemp -d)
+trap 'rm -rf "$d"' EXIT
+fail=0
+check() { # name, expected "under/total", listing file
+  got=$(awk -v key="$1" -v spill="-" -f "$awk_file" "$3" | sed -n 's/.*ex2 under P V \([0-9]*\/[0-9]*\).*/\1/p')
+  if [ "$got" != "$2" ]; then echo "FAIL $1: ex2 under P V $got, expected $2"; fail=1; else echo "ok $1: $got"; fi
+}
+cat >"$d/fa3" <<'S'
+        /*1400*/                   HGMMA.64x176x16.F32.BF16 R24, gdesc[UR8], RZ, !UPT ;
+        /*18d0*/                   HGMMA.64x128x16.F32.BF16 R112, R216, gdesc[UR12].tnspB, R112, gsb0 ;
+        /*1d20*/                   WARPGROUP.DEPBAR.LE gsb0, 0x1 ;
+        /*1d30*/                   BRA 0x1d50 ;
+        /*1d40*/                   WARPGROUP.DEPBAR.LE gsb0, 0x0 ;
+        /*1d50*/                   FMNMX R9, R24, R25, !PT ;
+        /*1d60*/                   MUFU.EX2 R24, R24 ;
+        /*1d70*/                   MUFU.EX2 R25, R25 ;
+        /*1d80*/                   WARPGROUP.DEPBAR.LE gsb0, 0x0 ;
+        /*1d90*/                   MUFU.EX2 R3, R3 ;
+S
+check fa3 2/3 "$d/fa3"
+cat >"$d/hoisted" <<'S'
+        /*3b30*/                   HGMMA.64x64x16.F32 R88, gdesc[UR16], R88, gsb0 ;
+        /*3cc0*/                   HGMMA.64x128x16.F32 R24, R120, gdesc[UR16].tnspB, R24, gsb0 ;
+        /*3cd0*/                   WARPGROUP.DEPBAR.LE gsb0, 0x1 ;
+        /*3ce0*/               @!P0 BRA 0x4630 ;
+        /*3e90*/                   FSEL R88, R88, -INF , !P5 ;
+        /*4630*/                   FMNMX R9, R88, R89, !PT ;
+        /*4640*/                   WARPGROUP.DEPBAR.LE gsb0, 0x0 ;
+        /*4900*/                   MUFU.EX2 R88, R88 ;
+        /*4980*/                   MUFU.EX2 R89, R89 ;
+S
+check hoisted 0/2 "$d/hoisted"
+cat >"$d/late" <<'S'
+        /*3b10*/                   HGMMA.64x64x16.F32 R88, gdesc[UR16], R88, gsb0 ;
+        /*3b20*/                   WARPGROUP.DEPBAR.LE gsb0, 0x0 ;
+        /*3b30*/               @!P0 BRA 0x4480 ;
+        /*45e0*/                   HGMMA.64x128x16.F32 R24, R132, gdesc[UR16].tnspB, R24 ;
+        /*4900*/                   MUFU.EX2 R88, R88 ;
+        /*4e80*/                   HGMMA.64x128x16.F32 R24, R120, gdesc[UR8].tnspB, R24, gsb0 ;
+        /*4f60*/                   MUFU.EX2 R16, R16 ;
+        /*4f70*/                   WARPGROUP.DEPBAR.LE gsb0, 0x0 ;
+        /*4fc0*/                   MUFU.EX2 R88, R88 ;
+S
+check late 2/3 "$d/late"
+exit $fail
