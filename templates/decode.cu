@@ -260,11 +260,13 @@
  *      wait for P V (DEPBAR gsb0, 0x0) ahead of the softmax, right after the mask's branch: since
  *      step 11, P V never ran under the softmax. Measured (B8 S64k causal-br, same run, old binary
  *      against new, two rounds): e4m3 GQA 8 T8 191.7 -> 176.9 us, GQA 4 T16 378.1 -> 347.8; bf16
- *      at 64 rows even (HBM-bound); at 128 rows 1% slower, so one consumer warpgroup only.
+ *      at 64 rows even (HBM-bound); at 128 rows 1% slower then (before 17; see 16b).
  *   17. .wg with two consumer warpgroups: O's rescale skipped where alpha is 1 for every row of
  *      the warp (DEC_WG_SKIP_RESCALE; exact). Measured (B8 S64k causal-br T16 GQA 8, same run,
  *      two rounds): e4m3 269.9 -> 260.2 us, bf16 273.8 -> 268.7; at 64 rows 3-4% slower with
  *      FP8 K/V, so not there (mma.sync's kernel lost 6-8% with it: "Tried after 9" below).
+ *   16b. step 16 at 128 rows too, on top of 17: bf16 GQA 8 T16 S64k 267.3 -> 260.7 us (s4),
+ *      268.0 -> 263.5 (s5); e4m3 even (260.3 -> 260.5). One P V order for every .wg kernel.
  *   Tried after 17, not kept: at 64 rows, tile t+1's Q K^T issued right after tile t's P is
  *      packed, O's rescale under it: even (e4m3 GQA 8 T8 S64k 177.3 -> 178.4 us; docs/perf.md).
  *   Tried after 15, not kept: the widening threads loading their FP8 chunks from global memory
@@ -1673,13 +1675,14 @@ static constexpr int DEC_WG_HELPERS = DEC_KV8 ? 128 * DEC_WG_WIDENERS : 32;
 #ifndef DEC_WG_PINGPONG
 #define DEC_WG_PINGPONG (DEC_W == 8 && !DEC_KV8) /* two consumer warpgroups take turns (below; not with the widening: 1% slower) */
 #endif
-/* One consumer warpgroup (64 rows): P V of tile t-1 issued after tile t's S is in and masked, not
- * behind its Q K^T (step 16). Issued before the mask, whose per-element test is a branch, it ran
- * under nothing: ptxas put the wait for it (WARPGROUP.DEPBAR.LE gsb0, 0x0) right after that
- * branch, ahead of the softmax. Measured, B8 S64k causal-br e4m3 64 rows: 192 -> 177 us; bf16
- * even; with two consumer warpgroups 1% slower (bf16 and FP8), so not there. */
+/* P V of tile t-1 issued after tile t's S is in and masked, not behind its Q K^T (step 16).
+ * Issued before the mask, whose per-element test is a branch, it ran under nothing: ptxas put the
+ * wait for it (WARPGROUP.DEPBAR.LE gsb0, 0x0) right after that branch, ahead of the softmax.
+ * Measured, B8 S64k causal-br: e4m3 64 rows 192 -> 177 us, bf16 even; two consumer warpgroups
+ * 1% slower at first, and with step 17's rescale skip bf16 267.3 -> 260.7 us, e4m3 even (step
+ * 16b). 0 keeps the old order (for measurements). */
 #ifndef DEC_WG_PV_LATE
-#define DEC_WG_PV_LATE (DEC_W == 4)
+#define DEC_WG_PV_LATE 1
 #endif
 /* Two consumer warpgroups: O's rescale skipped where alpha is 1 for all rows of the warp (step
  * 17). Measured, B8 S64k causal-br T16 GQA 8: e4m3 269.9 -> 260.2 us, bf16 273.8 -> 268.7; at
