@@ -220,6 +220,22 @@ __device__ __forceinline__ float at_quad_sum(float x)
   return x + __shfl_xor_sync(0xffffffffu, x, 2);
 }
 
+/* O *= alpha per row half of an m16n8-layout accumulator (acc[j][0..1] row g, acc[j][2..3] row
+ * g + 8; OT n8 tiles). Once a row's max has settled alpha is exactly 1 (2^0); with SKIP, where it
+ * is for every row of the warp, the multiplies are skipped: exact, and the branch is
+ * warp-uniform (fa3 v15, decode step 17). */
+template <int OT, bool SKIP> __device__ __forceinline__ void at_rescale_o(float (*acc)[4], const float *alpha)
+{
+  if (SKIP && __all_sync(0xffffffffu, alpha[0] == 1.f && alpha[1] == 1.f)) return;
+#pragma unroll
+  for (int j = 0; j < OT; j++) {
+    acc[j][0] *= alpha[0];
+    acc[j][1] *= alpha[0];
+    acc[j][2] *= alpha[1];
+    acc[j][3] *= alpha[1];
+  }
+}
+
 /* Two floats to a packed pair of 16-bit values, lo in bits 0..15: bf16 when the output is bf16,
  * else f16 (for 16-bit inputs also the input dtype, which P uses). */
 __device__ __forceinline__ unsigned at_pack_out(float lo, float hi)

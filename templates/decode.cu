@@ -254,7 +254,7 @@
  *   15. .wg FP8 at 64 rows: two widening warpgroups taking the tiles in turn (DEC_WG_WIDENERS):
  *      B8 S64k e4m3 GQA 8 T8 193.7 -> 189.8 us, GQA 4 T16 381.6 -> 375.1 (docs/perf.md: the ncu
  *      before it, and why the gain is small).
- *   16. .wg at 64 rows: P V of tile t-1 issued after tile t's S is in and masked (DEC_WG_PV_LATE).
+ *   16. .wg at 64 rows: P V of tile t-1 issued after tile t's S is in and masked.
  *      Source-level ncu of the FP8 64-row kernel: the widening warps waited 23% of their samples
  *      on the ring's empty barrier (the consumers were the bound), and the consumers' SASS had the
  *      wait for P V (DEPBAR gsb0, 0x0) ahead of the softmax, right after the mask's branch: since
@@ -1675,15 +1675,6 @@ static constexpr int DEC_WG_HELPERS = DEC_KV8 ? 128 * DEC_WG_WIDENERS : 32;
 #ifndef DEC_WG_PINGPONG
 #define DEC_WG_PINGPONG (DEC_W == 8 && !DEC_KV8) /* two consumer warpgroups take turns (below; not with the widening: 1% slower) */
 #endif
-/* P V of tile t-1 issued after tile t's S is in and masked, not behind its Q K^T (step 16).
- * Issued before the mask, whose per-element test is a branch, it ran under nothing: ptxas put the
- * wait for it (WARPGROUP.DEPBAR.LE gsb0, 0x0) right after that branch, ahead of the softmax.
- * Measured, B8 S64k causal-br: e4m3 64 rows 192 -> 177 us, bf16 even; two consumer warpgroups
- * 1% slower at first, and with step 17's rescale skip bf16 267.3 -> 260.7 us, e4m3 even (step
- * 16b). 0 keeps the old order (for measurements). */
-#ifndef DEC_WG_PV_LATE
-#define DEC_WG_PV_LATE 1
-#endif
 /* Two consumer warpgroups: O's rescale skipped where alpha is 1 for all rows of the warp (step
  * 17). Measured, B8 S64k causal-br T16 GQA 8: e4m3 269.9 -> 260.2 us, bf16 273.8 -> 268.7; at
  * 64 rows 3-4% slower with FP8 K/V (ptxas moved the vote in among P V's wgmmas), so not there. */
@@ -1927,18 +1918,19 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
   for (int t = 0; t < keys.n_tiles; t++) {
     at_bar_wait(bar_full + 8 * stage, phase); /* tile t landed */
 
-    /* S = Q K^T of tile t and O += P V of tile t-1: the softmax below runs under P V, and only
-     * O's rescale waits for it. One consumer warpgroup issues P V once S is in and masked
-     * (DEC_WG_PV_LATE, step 16), two issue it right behind S = Q K^T. */
+    /* S = Q K^T of tile t; once it is in and masked, O += P V of tile t-1, so that the softmax
+     * below runs under P V and only O's rescale waits for it (step 16). Issued right behind Q K^T,
+     * before the mask (a branch), P V ran under nothing: ptxas put the wait for it
+     * (WARPGROUP.DEPBAR.LE gsb0, 0x0) right after that branch, ahead of the softmax. Measured,
+     * B8 S64k causal-br: e4m3 64 rows 192 -> 177 us; 128 rows, with step 17, bf16 267.3 -> 260.7
+     * (step 16b). scripts/wgmma_sass.sh counts the exponentials under P V. */
     float s[DEC_WG_NT][4];
     if (DEC_WG_PINGPONG) asm volatile("bar.sync %0, 256;\n" ::"r"(3 + wg) : "memory");
     at_wgmma_fence();
     dec_wg_issue_qk(s, q_wg, smem_k + stage * DEC_WG_KV_BYTES);
-    if (!DEC_WG_PV_LATE) dec_wg_issue_pv(acc, p, smem_v + stage_prev * DEC_WG_KV_BYTES);
     if (DEC_WG_PINGPONG && (wg == 0 || t + 1 < keys.n_tiles))
       asm volatile("bar.arrive %0, 256;\n" ::"r"(4 - wg) : "memory");
-    if (DEC_WG_PV_LATE) at_wgmma_wait0(); /* S is in */
-    else asm volatile("wgmma.wait_group.sync.aligned 1;\n" ::: "memory");
+    at_wgmma_wait0(); /* S is in */
 
     const int j0 = k_lo + t * DEC_BN;
     if (t >= keys.n_full) {
@@ -1950,10 +1942,8 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
           if (j >= keys.hi || (DEC_CAUSAL && !at_visible(DEC_MASK, tok[e >> 1], j, offset))) s[nt][e] = AT_NEG_INF;
         }
     }
-    if (DEC_WG_PV_LATE) {
-      at_wgmma_fence();
-      dec_wg_issue_pv(acc, p, smem_v + stage_prev * DEC_WG_KV_BYTES);
-    }
+    at_wgmma_fence();
+    dec_wg_issue_pv(acc, p, smem_v + stage_prev * DEC_WG_KV_BYTES);
 
     /* Online softmax (dec_softmax_half); O's rescale by alpha after tile t-1's P V is in O. */
     float alpha[2];
@@ -1962,16 +1952,9 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
       alpha[half] = dec_softmax_half<DEC_WG_NT>(s, half, row_max[half], row_sum[half], scale_log2);
     at_wgmma_wait0(); /* P V of tile t-1 is in O: its stage goes back to the producer */
     if (t > 0 && lane == 0) at_bar_arrive(bar_empty + 8 * stage_prev);
-    /* Once the rows' max has settled alpha is exactly 1 (2^0): where it is for all 16 rows of the
-     * warp, two consumer warpgroups skip the D / 2 multiplies (DEC_WG_SKIP_RESCALE, step 17; a
-     * warp-uniform branch after every wgmma is waited for). */
-    if (!DEC_WG_SKIP_RESCALE || !__all_sync(0xffffffffu, alpha[0] == 1.f && alpha[1] == 1.f)) {
-#pragma unroll
-      for (int j = 0; j < DEC_OT; j++) {
-        acc[j][0] *= alpha[0], acc[j][1] *= alpha[0];
-        acc[j][2] *= alpha[1], acc[j][3] *= alpha[1];
-      }
-    }
+    /* Two consumer warpgroups skip the multiplies where alpha is 1 for all 16 rows of the warp
+     * (DEC_WG_SKIP_RESCALE, step 17; the branch comes after every wgmma is waited for). */
+    at_rescale_o<DEC_OT, DEC_WG_SKIP_RESCALE>(acc, alpha);
     /* The S accumulators of n8 tiles 2kk, 2kk+1 are the A fragment of keys 16kk .. 16kk+15. */
 #pragma unroll
     for (int kk = 0; kk < DEC_WG_PK; kk++) {

@@ -660,20 +660,8 @@ __device__ __forceinline__ void fa3_recompute_s(float (*s)[4], unsigned q, unsig
   }
 }
 
-/* O *= alpha per row half. Once a row's max has settled, alpha is exactly 1 (2^0); where it is
- * for every row of the warp, the 2 * D / 8 multiplies are skipped (v15): exact, and the branch is
- * warp-uniform. */
-__device__ __forceinline__ void fa3_rescale(float (*acc)[4], const float *alpha)
-{
-  if (__all_sync(0xffffffffu, alpha[0] == 1.f && alpha[1] == 1.f)) return;
-#pragma unroll
-  for (int j = 0; j < FA3_OT; j++) {
-    acc[j][0] *= alpha[0];
-    acc[j][1] *= alpha[0];
-    acc[j][2] *= alpha[1];
-    acc[j][3] *= alpha[1];
-  }
-}
+/* O *= alpha per row half, skipped where alpha is 1 for every row of the warp (v15; common.cuh). */
+__device__ __forceinline__ void fa3_rescale(float (*acc)[4], const float *alpha) { at_rescale_o<FA3_OT, true>(acc, alpha); }
 
 /* P's A fragment from the S accumulators. FP8: n8 tiles 4kk..4kk+3 are the E4M3 fragment of keys
  * 32kk..32kk+31 (the header's order); 16-bit: n8 tiles 2kk, 2kk+1 are keys 16kk..16kk+15, in order. */
