@@ -22,7 +22,9 @@
  * and read by the tensor cores from shared memory in place
  * (decode.bf16.d128.causal-br.g8.bm16.bn64.w8.s3.sp4.wg); with FP8 K/V (D a multiple of 128) a
  * warpgroup loads and widens the tiles to f16. Listed first where a CTA packs more than 32 rows,
- * where mma.sync's warps each re-read every K/V tile.
+ * where mma.sync's warps each re-read every K/V tile. .wgi in its place (at most 64 rows): two
+ * consumer warpgroups hold the same rows and take the K/V tiles in turn, each writing its own
+ * partial, so a CTA of sp<N> writes 2 and the combine kernel merges 2N per row.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -73,14 +75,18 @@ static int wg_rows(const gen_variant *v) { return (v->spec.gqa * v->block_m + 63
 /* K and V are FP8 (KV8 in templates/decode.cu): byte tiles, widened in registers. */
 static int kv8(const gen_spec *s) { return at_dtype_is_fp8(gen_spec_kv_dtype(s)); }
 
-/* .wg with FP8 K/V: warpgroups that load and widen the tiles, two where the consumers are one
- * (DEC_WG_WIDENERS). */
+/* .wg with FP8 K/V: warpgroups that load and widen the tiles, two where the rows are one
+ * warpgroup's (DEC_WG_WIDENERS). */
 static int wideners(const gen_variant *v) { return v->warps == 4 ? 2 : 1; }
+
+/* .wgi: the K/V tiles go to two consumer warpgroups in turn, each writing a partial per CTA
+ * (DEC_WG_KSPLIT). */
+static int partials_per_cta(const gen_variant *v) { return v->wg == 2 ? 2 : 1; }
 
 /* .wg: one more warp, the TMA producer; with FP8 K/V the widening warpgroups. */
 static int threads(const gen_variant *v)
 {
-  return 32 * (v->warps + (v->wg ? (kv8(&v->spec) ? 4 * wideners(v) : 1) : 0));
+  return 32 * (v->warps * partials_per_cta(v) + (v->wg ? (kv8(&v->spec) ? 4 * wideners(v) : 1) : 0));
 }
 
 /* Paged K/V: the ring of page ids after the K/V area, 2*stages-1 tiles' ids (DEC_IDS_BYTES_OF). */
@@ -121,6 +127,8 @@ static int smem_bytes(const gen_variant *v)
 /* sm_90a ptxas (CUDA 13.0 NVRTC), with the producer warp: bn64 D128 154-156 registers; bn128 D128
  * spilled 444 bytes under the 168-register cap ptxas sets (below), so it is refused */
 #define WG_REG_BASE 44
+/* .wgi with FP8 K/V: the consumers' registers after setmaxnreg (DEC_WG_CONSUMER_REGS) */
+#define WGI_CONSUMER_REGS 160
 static int register_estimate(const gen_variant *v)
 {
   if (v->wg) return v->spec.head_dim / 2 + v->block_n / 2 + v->block_n / 4 + WG_REG_BASE;
@@ -217,6 +225,15 @@ static at_status check_wg(const gen_variant *v, const gen_target *target)
   if (v->warps != wg_rows(v) / 16)
     return at_fail(AT_ERR_UNSUPPORTED, "decode .wg runs one warpgroup per 64 rows: %d rows take %d warps, not %d",
                    rows, wg_rows(v) / 16, v->warps);
+  if (v->wg == 2 && v->stages % 2 != 0)
+    return at_fail(AT_ERR_UNSUPPORTED,
+                   "decode .wgi gives tile t to warpgroup t %% 2 in stage t %% stages: an even stage count, so that "
+                   "each stage has one warpgroup and its mbarrier phases come in order, not %d",
+                   v->stages);
+  if (v->wg == 2 && rows > 64)
+    return at_fail(AT_ERR_UNSUPPORTED,
+                   "decode .wgi runs two warpgroups over the same 64 rows: at most 64 rows, not %d (%d heads x %d tokens)",
+                   rows, v->spec.gqa, v->block_m);
   return AT_OK;
 }
 
@@ -245,8 +262,10 @@ static at_status check(const gen_variant *v, const gen_target *target)
                    "block_n %d over %d warps along the keys gives %d keys per warp (a multiple of 16 is needed)",
                    v->block_n, warps_n(v), v->block_n / warps_n(v));
   /* .wg: ptxas caps registers as if the producer warp were a whole warpgroup (168 at 9 warps,
-   * 65536 / 384 rounded down to 8), so the budget counts whole warpgroups. */
-  const int budget_threads = v->wg ? gen_round_up(threads(v), 128) : threads(v);
+   * 65536 / 384 rounded down to 8), so the budget counts whole warpgroups. .wgi with FP8 K/V (16
+   * warps) hands its consumers WGI_CONSUMER_REGS by setmaxnreg: that is their budget. */
+  int budget_threads = v->wg ? gen_round_up(threads(v), 128) : threads(v);
+  if (threads(v) == 512 && v->wg == 2) budget_threads = 65536 / WGI_CONSUMER_REGS;
   return gen_check_budgets(target, budget_threads, smem_bytes(v), register_estimate(v));
 }
 
@@ -380,16 +399,18 @@ static at_status enumerate_wg(const gen_spec *spec, const gen_target *target, co
   for (int a = 0; a < COUNT(k_wg_block_n); a++) {
     if (gen_tile_too_long(k_wg_block_n[a], shape->kv_len)) continue;
     for (int c = 0; c < COUNT(k_wg_stages); c++) {
-      gen_variant v = {GEN_FAMILY_DECODE, *spec, bm, k_wg_block_n[a], 4, k_wg_stages[c], 1, 0, 0, 0, 0, 1};
-      v.warps = wg_rows(&v) / 16;
-      if (check(&v, target) != AT_OK) continue;
-      int tries[3];
-      split_tries(&v, target, shape, tries);
-      for (int s = 0; s < COUNT(tries); s++) {
-        if (tries[s] < 1) continue;
-        v.splits = tries[s];
-        at_status rc = append(out, cap, n, &v);
-        if (rc != AT_OK) return rc;
+      for (int wg = 1; wg <= 2; wg++) {
+        gen_variant v = {GEN_FAMILY_DECODE, *spec, bm, k_wg_block_n[a], 4, k_wg_stages[c], 1, 0, 0, 0, 0, wg};
+        v.warps = wg_rows(&v) / 16;
+        if (check(&v, target) != AT_OK) continue;
+        int tries[3];
+        split_tries(&v, target, shape, tries);
+        for (int s = 0; s < COUNT(tries); s++) {
+          if (tries[s] < 1) continue;
+          v.splits = tries[s];
+          at_status rc = append(out, cap, n, &v);
+          if (rc != AT_OK) return rc;
+        }
       }
     }
   }
@@ -507,6 +528,7 @@ static void extra_preamble(const gen_variant *v, const gen_target *target, const
     gen_text_put(t, "#define DEC_KV_DTYPE %d /* %s */\n#define DEC_KV8_REG_BASE %d\n", (int)kv, at_dtype_name(kv),
                  KV8_REG_BASE);
   if (v->wg) gen_text_put(t, "#define DEC_WG 1\n");
+  if (v->wg == 2) gen_text_put(t, "#define DEC_WG_KSPLIT 2\n");
 }
 
 /* .wg: its two wgmma wrappers, S = Q K^T (m64 x block_n, both from shared memory, K-major) and
@@ -551,7 +573,8 @@ static at_status describe_launch(const gen_variant *v, const at_shape *shape, ge
     return at_fail(AT_ERR_UNSUPPORTED, "%d kv heads x %lld token blocks exceed the grid's y limit 65535",
                    shape->kv_heads, token_blocks);
   out->align_bytes = 16;
-  out->n_splits = (int)splits;
+  const long long parts = splits * partials_per_cta(v); /* partials per row */
+  out->n_splits = (int)parts;
   out->keys_per_split = (int)(tiles_per_split * v->block_n);
   const int empty = shape->batch == 0 || shape->q_len == 0;
   gen_kernel_launch *k = &out->kernels[0];
@@ -577,8 +600,8 @@ static at_status describe_launch(const gen_variant *v, const at_shape *shape, ge
   if (rc != AT_OK) return rc;
   out->n_kernels = 1;
   if (splits > 1 && v->merge == GEN_MERGE_CLUSTER) return AT_OK; /* partials stay on chip */
-  if (splits > 1) {
-    const size_t rows = (size_t)shape->batch * shape->q_heads * shape->q_len * (size_t)splits;
+  if (parts > 1) {
+    const size_t rows = (size_t)shape->batch * shape->q_heads * shape->q_len * (size_t)parts;
     out->lse_part_offset = (rows * v->spec.head_dim * sizeof(float) + 255) / 256 * 256;
     out->scratch_bytes = out->lse_part_offset + (rows * sizeof(float) + 255) / 256 * 256;
     if (v->merge == GEN_MERGE_LAST_CTA) {

@@ -146,8 +146,9 @@ typedef struct gen_variant {
   /* fa3 with FP8 inputs and ws >= 1: 1 = V transposed once per call by a first kernel into the
    * scratch, the attention kernel loading V^T tiles by TMA (.vt), else 0 */
   int vt;
-  /* decode: 1 = the packed rows on wgmma (.wg; sm_90a, 16-bit K/V): one warpgroup per 64 rows
-   * instead of mma.sync warps, else 0 */
+  /* decode: 1 = the packed rows on wgmma (.wg; sm_90a): one warpgroup per 64 rows instead of
+   * mma.sync warps; 2 = that at 64 rows with two warpgroups taking the K/V tiles in turn (.wgi),
+   * each writing its own partial; else 0 */
   int wg;
 } gen_variant;
 
@@ -324,6 +325,8 @@ typedef struct gen_launch_desc {
   size_t scratch_bytes;
   size_t lse_part_offset; /* GEN_ARG_LSE_PART = scratch + this; GEN_ARG_O_PART = scratch */
   size_t counters_offset; /* GEN_ARG_SPLIT_COUNTERS = scratch + this (last-CTA variants) */
+  /* split-KV: partials per row (GEN_ARG_SPLITS; CTAs per row, grid[0], times the partials a CTA
+   * writes: 2 for decode .wgi) and keys per CTA */
   int n_splits, keys_per_split;
   int align_bytes; /* tensors' pointers and seq/head/batch strides: multiples of this many bytes */
   int zero_amax;   /* amax_o must start at 0 (the kernels atomically max into it) */

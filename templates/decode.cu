@@ -267,6 +267,13 @@
  *      FP8 K/V, so not there (mma.sync's kernel lost 6-8% with it: "Tried after 9" below).
  *   16b. step 16 at 128 rows too, on top of 17: bf16 GQA 8 T16 S64k 267.3 -> 260.7 us (s4),
  *      268.0 -> 263.5 (s5); e4m3 even (260.3 -> 260.5). One P V order for every .wg kernel.
+ *   18. .wgi (DEC_WG_KSPLIT 2): at 64 rows two consumer warpgroups take the tiles in turn, each
+ *      writing its own partial; even stage counts only; with FP8 K/V two widening warpgroups and
+ *      setmaxnreg. Measured (B8 causal-br e4m3, best of each, same run): GQA 8 T8 S64k 177.0 ->
+ *      171.6 us, GQA 4 T16 357.2 -> 348.2; with one widener 17% slower. ncu: shared memory, which
+ *      both warpgroups and the wideners share, carries ~900 of the ~1430 cycles a tile takes.
+ *   Tried after 18, not kept: the widening's loads of a tile pair all issued before its stores:
+ *      9% slower (GQA 8 T8 S64k .wg 176.0 -> 192.2 us).
  *   Tried after 17, not kept: at 64 rows, tile t+1's Q K^T issued right after tile t's P is
  *      packed, O's rescale under it: even (e4m3 GQA 8 T8 S64k 177.3 -> 178.4 us; docs/perf.md).
  *   Tried after 15, not kept: the widening threads loading their FP8 chunks from global memory
@@ -1664,6 +1671,20 @@ static constexpr int DEC_WG_BAR_BYTES = 256;                    /* full, empty (
 static constexpr int DEC_WG_STG_BYTES = DEC_KV8 ? DEC_BN * DEC_D : 0;
 static constexpr int DEC_WG_SMEM_BYTES =
     1024 + DEC_WG_Q_BYTES + 2 * DEC_STAGES * (DEC_WG_KV_BYTES + DEC_WG_STG_BYTES) + DEC_WG_BAR_BYTES;
+/* .wgi (step 18): two consumer warpgroups for the same 64 rows, taking the K/V tiles in turn
+ * (tile t to warpgroup t % 2), each writing its own partial (split index 2 x split + its turn)
+ * for the combine kernel to merge. One warpgroup's chain of S, softmax and P V then runs while
+ * the other's does, where at 64 rows one warpgroup's chain was the bound (docs/perf.md, step 16's
+ * ncu). Each runs its P V within the tile (it holds one stage, not two): the other's work fills
+ * the tensor pipe. With FP8 K/V two widening warpgroups serve them (16 warps; setmaxnreg below):
+ * with one, .wgi ran 17% slower than .wg (B8 S64k GQA 8 T8 e4m3 207.9 against 176.9 us), one
+ * warpgroup widening a tile in about the time the CTA took per tile. */
+#ifndef DEC_WG_KSPLIT
+#define DEC_WG_KSPLIT 1
+#endif
+static constexpr int DEC_WG_KS2 = DEC_WG_KSPLIT;                 /* consumer warpgroups per 64 rows */
+static constexpr bool DEC_WG_SEQ = DEC_WG_KSPLIT > 1;           /* P V waited for within its tile */
+static constexpr int DEC_WG_CT = DEC_THREADS * DEC_WG_KSPLIT;   /* consumer threads */
 /* KV8: widening warpgroups, taking the tiles in turn: two where the consumers are one warpgroup
  * (the ring's stages then even, so that a staging slot's next tile is its own widener's) */
 #ifndef DEC_WG_WIDENERS
@@ -1681,7 +1702,13 @@ static constexpr int DEC_WG_HELPERS = DEC_KV8 ? 128 * DEC_WG_WIDENERS : 32;
 #ifndef DEC_WG_SKIP_RESCALE
 #define DEC_WG_SKIP_RESCALE (DEC_W == 8)
 #endif
-static constexpr int DEC_WG_THREADS = DEC_THREADS + DEC_WG_HELPERS;
+static constexpr int DEC_WG_THREADS = DEC_WG_CT + DEC_WG_HELPERS;
+/* .wgi with FP8 K/V: 16 warps, 128 registers a thread at launch; setmaxnreg gives the consumers
+ * 160 (about 150 used) and leaves the widening warpgroups 96 (65536 in all). */
+static constexpr bool DEC_WG_SETMAXNREG = DEC_WG_THREADS == 512;
+static constexpr int DEC_WG_CONSUMER_REGS = 160, DEC_WG_HELPER_REGS = 96;
+static_assert(!DEC_WG_SETMAXNREG || DEC_WG_CT * DEC_WG_CONSUMER_REGS + DEC_WG_HELPERS * DEC_WG_HELPER_REGS <= 65536,
+              ".wgi: the register split fits the SM");
 static constexpr int DEC_WG_NT = DEC_BN / 8;                    /* n8 tiles of S */
 static constexpr int DEC_WG_PK = DEC_BN / 16;                   /* k16 steps of P V */
 static constexpr int DEC_WG_KS = DEC_D / 16;                    /* k16 steps of Q K^T */
@@ -1691,6 +1718,10 @@ static_assert(DEC_D % 64 == 0, ".wg: 128-byte column blocks of K and V rows");
 static_assert(DEC_BN == 64 || DEC_BN == 128, ".wg: BLOCK_N 64 or 128");
 static_assert(DEC_STAGES >= 3, ".wg: tile t-1's V, tile t and at least one tile in flight");
 static_assert(DEC_W * 16 == DEC_WG_ROWS, ".wg: one warpgroup (4 warps) per 64 packed rows");
+static_assert(DEC_WG_KSPLIT == 1 || (DEC_WG_KSPLIT == 2 && DEC_W == 4), ".wgi: two warpgroups for one warpgroup's 64 rows");
+/* An odd count would hand a stage to both warpgroups in turn, and one could wait for a phase
+ * parity two phases ahead of the stage's and pass at once. */
+static_assert(DEC_WG_KSPLIT == 1 || DEC_STAGES % 2 == 0, ".wgi: an even stage count (each stage one warpgroup's)");
 static_assert(3 * 8 * DEC_STAGES <= DEC_WG_BAR_BYTES, ".wg: the mbarriers fit their area");
 static_assert(DEC_WG_SMEM_BYTES <= DEC_SMEM_LIMIT, "shared memory over the target's limit");
 
@@ -1843,7 +1874,7 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
   if (tid == 0) {
     for (int s = 0; s < DEC_STAGES; s++) {
       at_bar_init(bar_full + 8 * s, 1);
-      at_bar_init(bar_empty + 8 * s, DEC_W); /* one arrival per consumer warp */
+      at_bar_init(bar_empty + 8 * s, DEC_W); /* one arrival per consumer warp (.wgi: of the tile's warpgroup) */
       if (DEC_KV8) at_bar_init(bar_staged + 8 * s, 1);
     }
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
@@ -1865,32 +1896,37 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
     at_cp_async_commit();
   }
   __syncthreads(); /* the mbarriers are initialized; from here on no CTA-wide barrier */
-  if (warp >= DEC_W) {
+  if (tid >= DEC_WG_CT) {
+    if (DEC_WG_SETMAXNREG) asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(DEC_WG_HELPER_REGS));
 #if DEC_KV8
     dec_wg_widen(&tm_k, &tm_v, smem_k, smem_v, stg, bar_full, bar_empty, bar_staged, keys.n_tiles, k_lo, hk, b,
-                 DEC_WG_WIDENERS == 1 ? tid - DEC_THREADS : (tid - DEC_THREADS) % 128,
-                 DEC_WG_WIDENERS == 1 ? 0 : (tid - DEC_THREADS) / 128);
+                 DEC_WG_WIDENERS == 1 ? tid - DEC_WG_CT : (tid - DEC_WG_CT) % 128,
+                 DEC_WG_WIDENERS == 1 ? 0 : (tid - DEC_WG_CT) / 128);
 #else
     if (lane == 0) dec_wg_produce(&tm_k, &tm_v, smem_k, smem_v, bar_full, bar_empty, keys.n_tiles, k_lo, hk, b);
 #endif
     return;
   }
-  const int row0 = 16 * warp; /* this warp's first packed row (warpgroup wg: 64wg + 16 (warp % 4)) */
+  if (DEC_WG_SETMAXNREG) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(DEC_WG_CONSUMER_REGS));
+  /* this warp's first packed row (warpgroup wg: 64wg + 16 (warp % 4); .wgi: both warpgroups 16 (warp % 4)) */
+  const int row0 = 16 * (DEC_WG_SEQ ? warp % DEC_W : warp);
+  const int turn = DEC_WG_SEQ ? wg : 0, rwg = DEC_WG_SEQ ? 0 : wg; /* .wgi: tiles turn, turn + 2, ... */
   at_cp_async_wait<0>(); /* Q landed; publish it to the async proxy, then to every consumer */
 #if DEC_Q_TO_F16
   { /* bf16 Q with FP8 K/V: each warp's rows as f16 q * 2^e, its scores scaled back by 2^-e */
-    asm volatile("bar.sync 1, %0;\n" ::"n"(DEC_THREADS) : "memory"); /* every row landed */
+    asm volatile("bar.sync 1, %0;\n" ::"n"(DEC_WG_CT) : "memory"); /* every row landed */
     const auto q_chunk = [&](int r, int c) { return smem_q + at_swz_off<DEC_WG_ROWS, 128>(row0 + r, 16 * c); };
     const int e = dec_q_exponent<16>(q_chunk, lane);
-    dec_q_rows_to_f16<16>(q_chunk, lane, e);
+    if (DEC_WG_SEQ) asm volatile("bar.sync 1, %0;\n" ::"n"(DEC_WG_CT) : "memory"); /* both read e from bf16 Q */
+    if (turn == 0) dec_q_rows_to_f16<16>(q_chunk, lane, e); /* .wgi: the first warpgroup rewrites the rows */
     scale_log2 *= __int_as_float((127 - e) << 23);
   }
 #endif
   at_fence_async_smem();
-  asm volatile("bar.sync 1, %0;\n" ::"n"(DEC_THREADS) : "memory");
+  asm volatile("bar.sync 1, %0;\n" ::"n"(DEC_WG_CT) : "memory");
 
   const int g = lane >> 2, tq = lane & 3;
-  const unsigned q_wg = smem_q + (unsigned)(wg * 64 * 128);
+  const unsigned q_wg = smem_q + (unsigned)(rwg * 64 * 128);
   int tok[2];
 #pragma unroll
   for (int half = 0; half < 2; half++) tok[half] = t0 + (row0 + g + half * 8) / DEC_G;
@@ -1907,7 +1943,7 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
   unsigned p[DEC_WG_PK][4];
 #pragma unroll
   for (int kk = 0; kk < DEC_WG_PK; kk++) p[kk][0] = p[kk][1] = p[kk][2] = p[kk][3] = 0u;
-  int stage = 0, stage_prev = 0;
+  int stage = turn, stage_prev = turn; /* the first P V (of nothing) reads a landed stage */
   unsigned phase = 0;
   /* Two warpgroups (128 rows): ping-pong. Each issues its tile's wgmmas in turn (named barriers
    * 3 + wg: wait for this warpgroup's turn, then hand the turn over), so one's softmax runs under
@@ -1915,7 +1951,8 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
    * warpgroup 1 hands over after all but its last tile. */
   if (DEC_WG_PINGPONG && wg == 1) asm volatile("bar.arrive 3, 256;\n" ::: "memory");
 #pragma unroll 1
-  for (int t = 0; t < keys.n_tiles; t++) {
+  for (int t = turn; t < keys.n_tiles; t += DEC_WG_KS2) {
+    if (DEC_WG_SEQ) stage = t % DEC_STAGES, phase = (unsigned)(t / DEC_STAGES) & 1u;
     at_bar_wait(bar_full + 8 * stage, phase); /* tile t landed */
 
     /* S = Q K^T of tile t; once it is in and masked, O += P V of tile t-1, so that the softmax
@@ -1942,16 +1979,20 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
           if (j >= keys.hi || (DEC_CAUSAL && !at_visible(DEC_MASK, tok[e >> 1], j, offset))) s[nt][e] = AT_NEG_INF;
         }
     }
-    at_wgmma_fence();
-    dec_wg_issue_pv(acc, p, smem_v + stage_prev * DEC_WG_KV_BYTES);
+    if (!DEC_WG_SEQ) {
+      at_wgmma_fence();
+      dec_wg_issue_pv(acc, p, smem_v + stage_prev * DEC_WG_KV_BYTES);
+    }
 
     /* Online softmax (dec_softmax_half); O's rescale by alpha after tile t-1's P V is in O. */
     float alpha[2];
 #pragma unroll
     for (int half = 0; half < 2; half++)
       alpha[half] = dec_softmax_half<DEC_WG_NT>(s, half, row_max[half], row_sum[half], scale_log2);
-    at_wgmma_wait0(); /* P V of tile t-1 is in O: its stage goes back to the producer */
-    if (t > 0 && lane == 0) at_bar_arrive(bar_empty + 8 * stage_prev);
+    if (!DEC_WG_SEQ) {
+      at_wgmma_wait0(); /* P V of tile t-1 is in O: its stage goes back to the producer */
+      if (t > 0 && lane == 0) at_bar_arrive(bar_empty + 8 * stage_prev);
+    }
     /* Two consumer warpgroups skip the multiplies where alpha is 1 for all 16 rows of the warp
      * (DEC_WG_SKIP_RESCALE, step 17; the branch comes after every wgmma is waited for). */
     at_rescale_o<DEC_OT, DEC_WG_SKIP_RESCALE>(acc, alpha);
@@ -1963,10 +2004,17 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
       p[kk][2] = dec_pack_p(s[2 * kk + 1][0], s[2 * kk + 1][1]);
       p[kk][3] = dec_pack_p(s[2 * kk + 1][2], s[2 * kk + 1][3]);
     }
+    if (DEC_WG_SEQ) { /* .wgi: P V of this tile now, and its stage back to the producer */
+      at_wgmma_fence();
+      dec_wg_issue_pv(acc, p, smem_v + stage * DEC_WG_KV_BYTES);
+      at_wgmma_wait0();
+      if (lane == 0) at_bar_arrive(bar_empty + 8 * stage);
+      continue;
+    }
     stage_prev = stage;
     if (++stage == DEC_STAGES) stage = 0, phase ^= 1u;
   }
-  if (keys.n_tiles > 0) { /* P V of the last tile */
+  if (!DEC_WG_SEQ && keys.n_tiles > 0) { /* P V of the last tile */
     at_wgmma_fence();
     dec_wg_issue_pv(acc, p, smem_v + stage_prev * DEC_WG_KV_BYTES);
     at_wgmma_wait0();
@@ -1983,14 +2031,14 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
     const float inv = l > 0.f ? o_descale / l : 0.f;
     const float lse_val = l > 0.f ? (m + at_log2(l)) * 0.69314718055994531f : AT_NEG_INF;
     const long long prow = ((long long)b * n_q + h) * T + tok_i;
-    if (n_splits == 1) {
+    if (!DEC_WG_SEQ && n_splits == 1) {
       if (DEC_LSE && tq == 0) lse[prow] = lse_val;
       at_out_t *orow = o + b * o_sb + (long long)tok_i * o_ss + (long long)h * o_sh;
 #pragma unroll
       for (int j = 0; j < DEC_OT; j++)
         *(unsigned *)(orow + 8 * j + 2 * tq) = at_pack_out(acc[j][2 * half] * inv, acc[j][2 * half + 1] * inv);
-    } else {
-      const long long pidx = prow * n_splits + split;
+    } else { /* n_splits counts partials: .wgi writes two per CTA */
+      const long long pidx = prow * n_splits + split * DEC_WG_KS2 + turn;
       if (tq == 0) lse_part[pidx] = lse_val;
       float *orow = o_part + pidx * DEC_D;
 #pragma unroll

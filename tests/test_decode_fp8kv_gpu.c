@@ -64,6 +64,9 @@ static const kv8_case CASES[] = {
     {1, 8, 2100, 24, 3, 128, AT_DTYPE_F16, AT_DTYPE_E5M2, AT_MASK_NONE, 0, 1},
     /* .wg: GQA 7, T 5 in a block of 8 (56 rows), bf16 Q with e5m2 */
     {1, 5, 333, 56, 8, 128, AT_DTYPE_BF16, AT_DTYPE_E5M2, AT_MASK_CAUSAL_BR, 1, 0},
+    /* .wgi (64 rows, the tiles to two warpgroups in turn): S under one tile, so the second
+     * warpgroup has none and its partial must weigh nothing */
+    {1, 8, 50, 16, 2, 128, AT_DTYPE_BF16, AT_DTYPE_E4M3, AT_MASK_CAUSAL_BR, 1, 0},
 };
 
 static at_strides strides_for(const kv8_case *c, int seq, int heads)

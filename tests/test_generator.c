@@ -954,6 +954,43 @@ static void test_decode_wg(void **state)
     odd.stages = 3;
     tu_expect_refused(gen_variant_check(&odd, &t), AT_ERR_UNSUPPORTED, "even stage count");
   }
+  { /* .wgi at 64 rows: two consumer warpgroups over the same rows (8 warps) and two widening
+     * warpgroups (16 warps; setmaxnreg splits the registers); each CTA writes two partials, so the combine merges twice the CTAs, even at one
+     * split; its key round-trips; listed, and refused past 64 rows */
+    TU_OK(gen_enumerate(&fp8kv, &t, vs, GEN_MAX_VARIANTS, &n));
+    int wgi = 0;
+    for (int i = 0; i < n; i++) {
+      if (vs[i].wg != 2) continue;
+      wgi++;
+      TU_OK(gen_variant_key(&vs[i], key, sizeof key));
+      assert_non_null(strstr(key, ".wgi"));
+      gen_variant again;
+      TU_OK(gen_variant_parse(key, &again));
+      assert_memory_equal(&again, &vs[i], sizeof again);
+      gen_variant one = vs[i];
+      one.splits = 1;
+      gen_launch_desc d;
+      TU_OK(gen_launch_describe(&one, &fp8kv, &d));
+      assert_int_equal(d.kernels[0].block[0], 32u * 16u);
+      assert_int_equal(d.kernels[0].grid[0], 1u);
+      assert_int_equal(d.n_splits, 2);
+      assert_int_equal(d.n_kernels, 2);
+      assert_true(d.scratch_bytes >= (size_t)2 * 32 * 8 * (128 + 1) * sizeof(float));
+      TU_OK(gen_launch_describe(&vs[i], &fp8kv, &d));
+      assert_int_equal((unsigned)d.n_splits, 2u * d.kernels[0].grid[0]);
+    }
+    assert_true(wgi > 0);
+    gen_variant wide = def;
+    wide.wg = 2, wide.block_m = 16, wide.warps = 8;
+    tu_expect_refused(gen_variant_check(&wide, &t), AT_ERR_UNSUPPORTED, "at most 64 rows");
+    gen_variant odd = def;
+    odd.wg = 2, odd.stages = 3;
+    tu_expect_refused(gen_variant_check(&odd, &t), AT_ERR_UNSUPPORTED, "even stage count");
+    gen_variant parsed;
+    TU_OK(gen_variant_parse("decode.bf16.d128.none.g8.bm8.bn64.w4.s4.sp8.wgi", &parsed));
+    assert_int_equal(parsed.wg, 2);
+    TU_OK(gen_variant_check(&parsed, &t));
+  }
   fp8kv.q_len = 16;
   /* 32 rows or fewer, sm_80, FP8 K/V at D 64, pages: none listed */
   const at_shape small = decode_shape(AT_DTYPE_BF16, 128, AT_MASK_NONE, 32, 8, 1, 16384); /* 4 rows */
