@@ -90,5 +90,8 @@ void gen_wgmma_ss(gen_text *t, const char *name, int n, int k, const char *type_
                   const char *tail);
 void gen_wgmma_rs(gen_text *t, const char *name, int n, int k, const char *type_a, const char *type_b,
                   const char *tail);
+/* _rs with d zeroed first when accumulate is 0, as _ss. */
+void gen_wgmma_rs_acc(gen_text *t, const char *name, int n, int k, const char *type_a, const char *type_b,
+                      const char *tail);
 
 #endif /* AT_GENERATOR_FAMILY_H */

@@ -272,6 +272,9 @@
  *      setmaxnreg. Measured (B8 causal-br e4m3, best of each, same run): GQA 8 T8 S64k 177.0 ->
  *      171.6 us, GQA 4 T16 357.2 -> 348.2; with one widener 17% slower. ncu: shared memory, which
  *      both warpgroups and the wideners share, carries ~900 of the ~1430 cycles a tile takes.
+ *   19. FP8 K/V at 64 rows: Q K^T with Q's fragments in registers (DEC_WG_QREG; setmaxnreg):
+ *      B8 S64k causal-br e4m3, same run: .wgi GQA 8 T8 170.6 -> 164.7 us, GQA 4 T16 333.4 ->
+ *      322.7; .wg under 1%. .wgi is the FP8 default at 64 rows.
  *   Tried after 18, not kept: the widening's loads of a tile pair all issued before its stores:
  *      9% slower (GQA 8 T8 S64k .wg 176.0 -> 192.2 us).
  *   Tried after 17, not kept: at 64 rows, tile t+1's Q K^T issued right after tile t's P is
@@ -1703,10 +1706,19 @@ static constexpr int DEC_WG_HELPERS = DEC_KV8 ? 128 * DEC_WG_WIDENERS : 32;
 #define DEC_WG_SKIP_RESCALE (DEC_W == 8)
 #endif
 static constexpr int DEC_WG_THREADS = DEC_WG_CT + DEC_WG_HELPERS;
-/* .wgi with FP8 K/V: 16 warps, 128 registers a thread at launch; setmaxnreg gives the consumers
- * 160 (about 150 used) and leaves the widening warpgroups 96 (65536 in all). */
-static constexpr bool DEC_WG_SETMAXNREG = DEC_WG_THREADS == 512;
-static constexpr int DEC_WG_CONSUMER_REGS = 160, DEC_WG_HELPER_REGS = 96;
+/* Step 19: with FP8 K/V at 64 rows, Q K^T takes Q's fragments from registers (32 more a
+ * consumer thread at D 128), so its wgmmas read only K from shared memory, where they read Q as
+ * well each tile: 16 of the ~112 KB a 64-key tile moves through shared memory (docs/perf.md, the
+ * ncu of step 18). */
+#ifndef DEC_WG_QREG
+#define DEC_WG_QREG (DEC_KV8 && DEC_WARPS == 4)
+#endif
+/* FP8 K/V: setmaxnreg moves registers from the widening warpgroups to the consumers where the
+ * consumers need more than the launch's share (65536 / threads): .wgi's 16 warps (160 and 96;
+ * with Q in registers 192 and 64), and .wg at 64 rows with Q in registers (232 and 136). */
+static constexpr bool DEC_WG_SETMAXNREG = DEC_KV8 && (DEC_WG_THREADS == 512 || DEC_WG_QREG);
+static constexpr int DEC_WG_CONSUMER_REGS = DEC_WG_THREADS == 512 ? (DEC_WG_QREG ? 192 : 160) : 232;
+static constexpr int DEC_WG_HELPER_REGS = DEC_WG_THREADS == 512 ? (DEC_WG_QREG ? 64 : 96) : 136;
 static_assert(!DEC_WG_SETMAXNREG || DEC_WG_CT * DEC_WG_CONSUMER_REGS + DEC_WG_HELPERS * DEC_WG_HELPER_REGS <= 65536,
               ".wgi: the register split fits the SM");
 static constexpr int DEC_WG_NT = DEC_BN / 8;                    /* n8 tiles of S */
@@ -1736,15 +1748,22 @@ __device__ __forceinline__ void dec_wg_tma_tile(unsigned dst, const at_tmap *map
 }
 
 /* Issue S = Q K^T for this warpgroup's 64 rows (not waited for): 16-element (32-byte) k steps
- * inside each column block. */
-__device__ __forceinline__ void dec_wg_issue_qk(float (*s)[4], unsigned q_wg, unsigned k_tile)
+ * inside each column block; with DEC_WG_QREG Q's fragments come from registers (qf). */
+__device__ __forceinline__ void dec_wg_issue_qk(float (*s)[4], unsigned q_wg, unsigned k_tile,
+                                                const unsigned (*qf)[4])
 {
+  (void)qf;
 #pragma unroll
   for (int ks = 0; ks < DEC_WG_KS; ks++) {
     const int col = 32 * ks;
     const unsigned qa = q_wg + (unsigned)((col / 128) * DEC_WG_ROWS * 128 + col % 128);
     const unsigned kb = k_tile + (unsigned)((col / 128) * DEC_BN * 128 + col % 128);
+#if DEC_WG_QREG
+    (void)qa;
+    dec_mma_qk_rs(&s[0][0], qf[ks], at_wgmma_desc<128>(kb), ks > 0);
+#else
     dec_mma_qk(&s[0][0], at_wgmma_desc<128>(qa), at_wgmma_desc<128>(kb), ks > 0);
+#endif
   }
   at_wgmma_commit();
 }
@@ -1927,6 +1946,14 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
 
   const int g = lane >> 2, tq = lane & 3;
   const unsigned q_wg = smem_q + (unsigned)(rwg * 64 * 128);
+  /* DEC_WG_QREG: this warp's 16 rows of Q as wgmma A fragments (the m16 k16 layout of mma.sync:
+   * ldmatrix x4, lane l giving row l % 16 at column 8 (l / 16) of each k step) */
+  unsigned qf[DEC_WG_QREG ? DEC_WG_KS : 1][4];
+#if DEC_WG_QREG
+#pragma unroll
+  for (int ks = 0; ks < DEC_WG_KS; ks++)
+    dec_ldmatrix_x4(qf[ks], smem_q + at_swz_off<DEC_WG_ROWS, 128>(row0 + (lane & 15), 32 * ks + 16 * (lane >> 4)));
+#endif
   int tok[2];
 #pragma unroll
   for (int half = 0; half < 2; half++) tok[half] = t0 + (row0 + g + half * 8) / DEC_G;
@@ -1964,7 +1991,7 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
     float s[DEC_WG_NT][4];
     if (DEC_WG_PINGPONG) asm volatile("bar.sync %0, 256;\n" ::"r"(3 + wg) : "memory");
     at_wgmma_fence();
-    dec_wg_issue_qk(s, q_wg, smem_k + stage * DEC_WG_KV_BYTES);
+    dec_wg_issue_qk(s, q_wg, smem_k + stage * DEC_WG_KV_BYTES, qf);
     if (DEC_WG_PINGPONG && (wg == 0 || t + 1 < keys.n_tiles))
       asm volatile("bar.arrive %0, 256;\n" ::"r"(4 - wg) : "memory");
     at_wgmma_wait0(); /* S is in */

@@ -943,10 +943,11 @@ static void test_decode_wg(void **state)
     assert_non_null(strstr(key, ".kve4m3."));
     assert_non_null(strstr(key, ".wg"));
   }
-  fp8kv.q_len = 8; /* 64 rows: with an FP8 KV cache the default is .wg already */
+  fp8kv.q_len = 8; /* 64 rows: with an FP8 KV cache the default is .wgi (two consumer warpgroups) */
   TU_OK(gen_default_variant(&fp8kv, &t, &def));
-  assert_int_equal(def.wg, 1);
-  { /* one consumer warpgroup: two widening warpgroups, so 4 + 8 warps and an even stage count */
+  assert_int_equal(def.wg, 2);
+  def.wg = 1;
+  { /* .wg, one consumer warpgroup: two widening warpgroups, so 4 + 8 warps and an even stage count */
     gen_launch_desc d;
     TU_OK(gen_launch_describe(&def, &fp8kv, &d));
     assert_int_equal(d.kernels[0].block[0], 32u * 12u);
@@ -955,8 +956,9 @@ static void test_decode_wg(void **state)
     tu_expect_refused(gen_variant_check(&odd, &t), AT_ERR_UNSUPPORTED, "even stage count");
   }
   { /* .wgi at 64 rows: two consumer warpgroups over the same rows (8 warps) and two widening
-     * warpgroups (16 warps; setmaxnreg splits the registers); each CTA writes two partials, so the combine merges twice the CTAs, even at one
-     * split; its key round-trips; listed, and refused past 64 rows */
+     * warpgroups (16 warps; setmaxnreg splits the registers); each CTA writes two partials, so
+     * the combine merges twice the CTAs, even at one split; its key round-trips; listed, and
+     * refused past 64 rows; Q K^T reads Q from registers (an _rs wgmma wrapper) */
     TU_OK(gen_enumerate(&fp8kv, &t, vs, GEN_MAX_VARIANTS, &n));
     int wgi = 0;
     for (int i = 0; i < n; i++) {
@@ -978,6 +980,10 @@ static void test_decode_wg(void **state)
       assert_true(d.scratch_bytes >= (size_t)2 * 32 * 8 * (128 + 1) * sizeof(float));
       TU_OK(gen_launch_describe(&vs[i], &fp8kv, &d));
       assert_int_equal((unsigned)d.n_splits, 2u * d.kernels[0].grid[0]);
+      char *src = NULL;
+      TU_OK(gen_emit(&vs[i], &t, &src));
+      assert_non_null(strstr(src, "dec_mma_qk_rs("));
+      free(src);
     }
     assert_true(wgi > 0);
     gen_variant wide = def;
