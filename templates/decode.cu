@@ -275,6 +275,8 @@
  *   19. FP8 K/V at 64 rows: Q K^T with Q's fragments in registers (DEC_WG_QREG; setmaxnreg):
  *      B8 S64k causal-br e4m3, same run: .wgi GQA 8 T8 170.6 -> 164.7 us, GQA 4 T16 333.4 ->
  *      322.7; .wg under 1%. .wgi is the FP8 default at 64 rows.
+ *   19b. the same at 128 rows (setmaxnreg 208/88: what the consumers take must equal what the
+ *      widener gives back; 216/80 hung): B8 S64k GQA 8 T16 e4m3 262.5 -> 251.7 us.
  *   Tried after 18, not kept: the widening's loads of a tile pair all issued before its stores:
  *      9% slower (GQA 8 T8 S64k .wg 176.0 -> 192.2 us).
  *   Tried after 17, not kept: at 64 rows, tile t+1's Q K^T issued right after tile t's P is
@@ -1706,21 +1708,28 @@ static constexpr int DEC_WG_HELPERS = DEC_KV8 ? 128 * DEC_WG_WIDENERS : 32;
 #define DEC_WG_SKIP_RESCALE (DEC_W == 8)
 #endif
 static constexpr int DEC_WG_THREADS = DEC_WG_CT + DEC_WG_HELPERS;
-/* Step 19: with FP8 K/V at 64 rows, Q K^T takes Q's fragments from registers (32 more a
- * consumer thread at D 128), so its wgmmas read only K from shared memory, where they read Q as
- * well each tile: 16 of the ~112 KB a 64-key tile moves through shared memory (docs/perf.md, the
- * ncu of step 18). */
+/* Steps 19 and 19b: with FP8 K/V, Q K^T takes Q's fragments from registers (32 more a consumer
+ * thread at D 128), so its wgmmas read only K from shared memory, where they read Q as well each
+ * tile: at 64 rows 16 of the ~112 KB a 64-key tile moves through shared memory (docs/perf.md,
+ * the ncu of step 18). */
 #ifndef DEC_WG_QREG
-#define DEC_WG_QREG (DEC_KV8 && DEC_WARPS == 4)
+#define DEC_WG_QREG DEC_KV8
 #endif
 /* FP8 K/V: setmaxnreg moves registers from the widening warpgroups to the consumers where the
- * consumers need more than the launch's share (65536 / threads): .wgi's 16 warps (160 and 96;
- * with Q in registers 192 and 64), and .wg at 64 rows with Q in registers (232 and 136). */
+ * consumers need more than the launch's share: .wgi's 16 warps (launched at 128: 160 and 96;
+ * with Q in registers 192 and 64), and .wg with Q in registers (launched at 168; one consumer
+ * warpgroup and two widening: 232 and 136; two and one: 208 and 88). What the consumers take
+ * must be what the others give back, not merely fit 65536: setmaxnreg.inc waits until the
+ * CTA's pool has the registers, and a first try at 216 and 80 (1024 short) hung there. */
 static constexpr bool DEC_WG_SETMAXNREG = DEC_KV8 && (DEC_WG_THREADS == 512 || DEC_WG_QREG);
-static constexpr int DEC_WG_CONSUMER_REGS = DEC_WG_THREADS == 512 ? (DEC_WG_QREG ? 192 : 160) : 232;
-static constexpr int DEC_WG_HELPER_REGS = DEC_WG_THREADS == 512 ? (DEC_WG_QREG ? 64 : 96) : 136;
-static_assert(!DEC_WG_SETMAXNREG || DEC_WG_CT * DEC_WG_CONSUMER_REGS + DEC_WG_HELPERS * DEC_WG_HELPER_REGS <= 65536,
-              ".wgi: the register split fits the SM");
+static constexpr int DEC_WG_CONSUMER_REGS =
+    DEC_WG_THREADS == 512 ? (DEC_WG_QREG ? 192 : 160) : DEC_W == 4 ? 232 : 208;
+static constexpr int DEC_WG_HELPER_REGS = DEC_WG_THREADS == 512 ? (DEC_WG_QREG ? 64 : 96) : DEC_W == 4 ? 136 : 88;
+static constexpr int DEC_WG_LAUNCH_REGS = DEC_WG_THREADS == 512 ? 128 : 168; /* 65536 / threads, in 8s */
+static_assert(!DEC_WG_SETMAXNREG || (DEC_WG_THREADS % 128 == 0 && DEC_WG_LAUNCH_REGS == 65536 / DEC_WG_THREADS / 8 * 8 &&
+                                     DEC_WG_CT * (DEC_WG_CONSUMER_REGS - DEC_WG_LAUNCH_REGS) <=
+                                         DEC_WG_HELPERS * (DEC_WG_LAUNCH_REGS - DEC_WG_HELPER_REGS)),
+              ".wg setmaxnreg: the consumers take no more registers than the helpers give back");
 static constexpr int DEC_WG_NT = DEC_BN / 8;                    /* n8 tiles of S */
 static constexpr int DEC_WG_PK = DEC_BN / 16;                   /* k16 steps of P V */
 static constexpr int DEC_WG_KS = DEC_D / 16;                    /* k16 steps of Q K^T */

@@ -169,7 +169,7 @@ static const fa2_case CASES[] = {
     {2, 16, 1000, 32, 4, 128, AT_DTYPE_BF16, AT_MASK_CAUSAL_BR, 1, 0, TU_KEYS_RANDOM},
     {3, 12, 700, 32, 8, 128, AT_DTYPE_BF16, AT_MASK_NONE, 0, 1, TU_KEYS_RANDOM},
     {1, 5, 333, 28, 4, 64, AT_DTYPE_F16, AT_MASK_CAUSAL_TL, 1, 0, TU_KEYS_RANDOM},
-    /* .wgi (64 rows over two warpgroups taking the tiles in turn): one tile, the second has none */
+    /* .wg at 64 rows with one K/V tile (S < the tile) */
     {1, 8, 50, 16, 2, 128, AT_DTYPE_BF16, AT_MASK_CAUSAL_BR, 1, 0, TU_KEYS_RANDOM},
     /* the in-kernel merges (.lc, .cl: listed for small grids): GQA 7, T = 2 bottom-right, (B, H,
      * S, D) storage, and 9 or 18 tiles over 8 splits, so some of a cluster's splits are empty */

@@ -993,9 +993,11 @@ static void test_decode_wg(void **state)
     odd.wg = 2, odd.stages = 3;
     tu_expect_refused(gen_variant_check(&odd, &t), AT_ERR_UNSUPPORTED, "even stage count");
     gen_variant parsed;
-    TU_OK(gen_variant_parse("decode.bf16.d128.none.g8.bm8.bn64.w4.s4.sp8.wgi", &parsed));
+    TU_OK(gen_variant_parse("decode.bf16.kve4m3.d128.none.g8.bm8.bn64.w4.s4.sp8.wgi", &parsed));
     assert_int_equal(parsed.wg, 2);
     TU_OK(gen_variant_check(&parsed, &t));
+    parsed.spec.kv_dtype = AT_KV_SAME; /* 16-bit K/V: refused */
+    tu_expect_refused(gen_variant_check(&parsed, &t), AT_ERR_UNSUPPORTED, "FP8 KV cache");
   }
   fp8kv.q_len = 16;
   /* 32 rows or fewer, sm_80, FP8 K/V at D 64, pages: none listed */
