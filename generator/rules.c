@@ -167,34 +167,36 @@ void gen_wgmma_ss(gen_text *t, const char *name, int n, int k, const char *type_
   gen_text_put(t, "\n               : \"l\"(desc_a), \"l\"(desc_b), \"r\"(accumulate));\n}\n\n");
 }
 
-void gen_wgmma_rs(gen_text *t, const char *name, int n, int k, const char *type_a, const char *type_b,
-                  const char *tail)
+/* A from registers; `predicated` adds an int argument `accumulate` (0: d zeroed first), as _ss
+ * has, where scale-d is otherwise 1 (always accumulating). */
+static void wgmma_rs(gen_text *t, const char *name, int n, int k, const char *type_a, const char *type_b,
+                     const char *tail, int predicated)
 {
-  gen_text_put(t,
-      "__device__ __forceinline__ void %s(float *d, const unsigned *a, unsigned long long desc_b)\n{\n"
-      "  asm volatile(\"wgmma.mma_async.sync.aligned.m64n%dk%d.f32.%s.%s \"\n               \"",
-      name, n, k, type_a, type_b);
+  gen_text_put(t, "__device__ __forceinline__ void %s(float *d, const unsigned *a, unsigned long long desc_b%s)\n{\n",
+               name, predicated ? ", int accumulate" : "");
+  if (predicated)
+    gen_text_put(t, "  asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %%%d, 0;\\n\"\n               ", n / 2 + 5);
+  else
+    gen_text_put(t, "  asm volatile(");
+  gen_text_put(t, "\"wgmma.mma_async.sync.aligned.m64n%dk%d.f32.%s.%s \"\n               \"", n, k, type_a, type_b);
   reg_list(t, 0, n / 2);
   gen_text_put(t, ", ");
   reg_list(t, n / 2, 4);
-  gen_text_put(t, ", %%%d, 1, %s;\\n\"\n               : ", n / 2 + 4, tail);
+  gen_text_put(t, ", %%%d, %s, %s;\\n%s\"\n               : ", n / 2 + 4, predicated ? "p" : "1", tail,
+               predicated ? "}\\n" : "");
   acc_operands(t, n / 2);
-  gen_text_put(t, "\n               : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"l\"(desc_b));\n}\n\n");
+  gen_text_put(t, "\n               : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"l\"(desc_b)%s);\n}\n\n",
+               predicated ? ", \"r\"(accumulate)" : "");
+}
+
+void gen_wgmma_rs(gen_text *t, const char *name, int n, int k, const char *type_a, const char *type_b,
+                  const char *tail)
+{
+  wgmma_rs(t, name, n, k, type_a, type_b, tail, 0);
 }
 
 void gen_wgmma_rs_acc(gen_text *t, const char *name, int n, int k, const char *type_a, const char *type_b,
                       const char *tail)
 {
-  gen_text_put(t,
-      "__device__ __forceinline__ void %s(float *d, const unsigned *a, unsigned long long desc_b, int accumulate)\n{\n"
-      "  asm volatile(\"{\\n.reg .pred p;\\nsetp.ne.b32 p, %%%d, 0;\\n\"\n"
-      "               \"wgmma.mma_async.sync.aligned.m64n%dk%d.f32.%s.%s \"\n               \"",
-      name, n / 2 + 5, n, k, type_a, type_b);
-  reg_list(t, 0, n / 2);
-  gen_text_put(t, ", ");
-  reg_list(t, n / 2, 4);
-  gen_text_put(t, ", %%%d, p, %s;\\n}\\n\"\n               : ", n / 2 + 4, tail);
-  acc_operands(t, n / 2);
-  gen_text_put(t, "\n               : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"l\"(desc_b), "
-                  "\"r\"(accumulate));\n}\n\n");
+  wgmma_rs(t, name, n, k, type_a, type_b, tail, 1);
 }
