@@ -128,10 +128,16 @@ static int smem_bytes(const gen_variant *v)
  * spilled 444 bytes under the 168-register cap ptxas sets (below), so it is refused */
 #define WG_REG_BASE 44
 /* FP8 K/V: Q K^T reads Q's fragments from registers (DEC_WG_QREG), and setmaxnreg gives the
- * consumers what they need (DEC_WG_CONSUMER_REGS): at 64 rows 232 for .wg (one consumer
- * warpgroup, two widening), 192 for .wgi (two and two); at 128 rows 208 (two and one). */
+ * consumers what they need: at 64 rows 232 for .wg (one consumer warpgroup, two widening), 192
+ * for .wgi (two and two); at 128 rows 208 (two and one). The widening warpgroups keep what is
+ * left: the launch's share (65536 / threads, in 8s) less what the consumers take from it. */
 static int wg_q_in_regs(const gen_variant *v) { return v->wg && kv8(&v->spec); }
 static int wg_consumer_regs(const gen_variant *v) { return v->wg == 2 ? 192 : v->warps == 4 ? 232 : 208; }
+static int wg_helper_regs(const gen_variant *v)
+{
+  const int all = threads(v), consumers = 32 * v->warps * partials_per_cta(v), launch = 65536 / all / 8 * 8;
+  return launch - consumers * (wg_consumer_regs(v) - launch) / (all - consumers);
+}
 static int register_estimate(const gen_variant *v)
 {
   if (v->wg)
@@ -271,8 +277,8 @@ static at_status check(const gen_variant *v, const gen_target *target)
                    "block_n %d over %d warps along the keys gives %d keys per warp (a multiple of 16 is needed)",
                    v->block_n, warps_n(v), v->block_n / warps_n(v));
   /* .wg: ptxas caps registers as if the producer warp were a whole warpgroup (168 at 9 warps,
-   * 65536 / 384 rounded down to 8), so the budget counts whole warpgroups. With FP8 K/V at 64 rows
-   * setmaxnreg hands the consumers wg_consumer_regs: that is their budget. */
+   * 65536 / 384 rounded down to 8), so the budget counts whole warpgroups. With FP8 K/V setmaxnreg
+   * hands the consumers wg_consumer_regs: that is their budget. */
   int budget_threads = v->wg ? gen_round_up(threads(v), 128) : threads(v);
   if (wg_q_in_regs(v)) budget_threads = 65536 / wg_consumer_regs(v);
   return gen_check_budgets(target, budget_threads, smem_bytes(v), register_estimate(v));
@@ -541,6 +547,9 @@ static void extra_preamble(const gen_variant *v, const gen_target *target, const
                  KV8_REG_BASE);
   if (v->wg) gen_text_put(t, "#define DEC_WG 1\n");
   if (v->wg == 2) gen_text_put(t, "#define DEC_WG_KSPLIT 2\n");
+  if (wg_q_in_regs(v))
+    gen_text_put(t, "#define DEC_WG_QREG 1\n#define DEC_WG_CONSUMER_REGS %d\n#define DEC_WG_HELPER_REGS %d\n",
+                 wg_consumer_regs(v), wg_helper_regs(v));
 }
 
 /* .wg: its two wgmma wrappers, S = Q K^T (m64 x block_n, both from shared memory, K-major) and

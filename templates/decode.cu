@@ -1687,7 +1687,6 @@ static constexpr int DEC_WG_SMEM_BYTES =
 #ifndef DEC_WG_KSPLIT
 #define DEC_WG_KSPLIT 1
 #endif
-static constexpr int DEC_WG_KS2 = DEC_WG_KSPLIT;                 /* consumer warpgroups per 64 rows */
 static constexpr bool DEC_WG_SEQ = DEC_WG_KSPLIT > 1;           /* P V waited for within its tile */
 static constexpr int DEC_WG_CT = DEC_THREADS * DEC_WG_KSPLIT;   /* consumer threads */
 /* KV8: widening warpgroups, taking the tiles in turn: two where the consumers are one warpgroup
@@ -1713,23 +1712,18 @@ static constexpr int DEC_WG_THREADS = DEC_WG_CT + DEC_WG_HELPERS;
  * tile: at 64 rows 16 of the ~112 KB a 64-key tile moves through shared memory (docs/perf.md,
  * the ncu of step 18). */
 #ifndef DEC_WG_QREG
-#define DEC_WG_QREG DEC_KV8
+#define DEC_WG_QREG 0
 #endif
-/* FP8 K/V: setmaxnreg moves registers from the widening warpgroups to the consumers where the
- * consumers need more than the launch's share: .wgi's 16 warps (launched at 128: 160 and 96;
- * with Q in registers 192 and 64), and .wg with Q in registers (launched at 168; one consumer
- * warpgroup and two widening: 232 and 136; two and one: 208 and 88). What the consumers take
- * must be what the others give back, not merely fit 65536: setmaxnreg.inc waits until the
- * CTA's pool has the registers, and a first try at 216 and 80 (1024 short) hung there. */
-static constexpr bool DEC_WG_SETMAXNREG = DEC_KV8 && (DEC_WG_THREADS == 512 || DEC_WG_QREG);
-static constexpr int DEC_WG_CONSUMER_REGS =
-    DEC_WG_THREADS == 512 ? (DEC_WG_QREG ? 192 : 160) : DEC_W == 4 ? 232 : 208;
-static constexpr int DEC_WG_HELPER_REGS = DEC_WG_THREADS == 512 ? (DEC_WG_QREG ? 64 : 96) : DEC_W == 4 ? 136 : 88;
-static constexpr int DEC_WG_LAUNCH_REGS = DEC_WG_THREADS == 512 ? 128 : 168; /* 65536 / threads, in 8s */
-static_assert(!DEC_WG_SETMAXNREG || (DEC_WG_THREADS % 128 == 0 && DEC_WG_LAUNCH_REGS == 65536 / DEC_WG_THREADS / 8 * 8 &&
-                                     DEC_WG_CT * (DEC_WG_CONSUMER_REGS - DEC_WG_LAUNCH_REGS) <=
-                                         DEC_WG_HELPERS * (DEC_WG_LAUNCH_REGS - DEC_WG_HELPER_REGS)),
-              ".wg setmaxnreg: the consumers take no more registers than the helpers give back");
+/* setmaxnreg (the generator's wg_register_split, with FP8 K/V): the consumers' and the widening
+ * warpgroups' registers. What the consumers take must be what the others give back, not merely
+ * fit 65536: setmaxnreg.inc waits until the CTA's pool has the registers, and a first try at
+ * 216 and 80 at 128 rows (1024 short) hung there. */
+#ifdef DEC_WG_CONSUMER_REGS
+static constexpr int DEC_WG_LAUNCH_REGS = 65536 / DEC_WG_THREADS / 8 * 8;
+static_assert(DEC_WG_THREADS % 128 == 0 && DEC_WG_CT * (DEC_WG_CONSUMER_REGS - DEC_WG_LAUNCH_REGS) <=
+                                             DEC_WG_HELPERS * (DEC_WG_LAUNCH_REGS - DEC_WG_HELPER_REGS),
+              ".wg setmaxnreg: whole warpgroups, and the consumers take no more registers than the helpers give back");
+#endif
 static constexpr int DEC_WG_NT = DEC_BN / 8;                    /* n8 tiles of S */
 static constexpr int DEC_WG_PK = DEC_BN / 16;                   /* k16 steps of P V */
 static constexpr int DEC_WG_KS = DEC_D / 16;                    /* k16 steps of Q K^T */
@@ -1925,7 +1919,9 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
   }
   __syncthreads(); /* the mbarriers are initialized; from here on no CTA-wide barrier */
   if (tid >= DEC_WG_CT) {
-    if (DEC_WG_SETMAXNREG) asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(DEC_WG_HELPER_REGS));
+#ifdef DEC_WG_CONSUMER_REGS
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(DEC_WG_HELPER_REGS));
+#endif
 #if DEC_KV8
     dec_wg_widen(&tm_k, &tm_v, smem_k, smem_v, stg, bar_full, bar_empty, bar_staged, keys.n_tiles, k_lo, hk, b,
                  DEC_WG_WIDENERS == 1 ? tid - DEC_WG_CT : (tid - DEC_WG_CT) % 128,
@@ -1935,7 +1931,9 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
 #endif
     return;
   }
-  if (DEC_WG_SETMAXNREG) asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(DEC_WG_CONSUMER_REGS));
+#ifdef DEC_WG_CONSUMER_REGS
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(DEC_WG_CONSUMER_REGS));
+#endif
   /* this warp's first packed row (warpgroup wg: 64wg + 16 (warp % 4); .wgi: both warpgroups 16 (warp % 4)) */
   const int row0 = 16 * (DEC_WG_SEQ ? warp % DEC_W : warp);
   const int turn = DEC_WG_SEQ ? wg : 0, rwg = DEC_WG_SEQ ? 0 : wg; /* .wgi: tiles turn, turn + 2, ... */
@@ -1987,7 +1985,7 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
    * warpgroup 1 hands over after all but its last tile. */
   if (DEC_WG_PINGPONG && wg == 1) asm volatile("bar.arrive 3, 256;\n" ::: "memory");
 #pragma unroll 1
-  for (int t = turn; t < keys.n_tiles; t += DEC_WG_KS2) {
+  for (int t = turn; t < keys.n_tiles; t += DEC_WG_KSPLIT) {
     if (DEC_WG_SEQ) stage = t % DEC_STAGES, phase = (unsigned)(t / DEC_STAGES) & 1u;
     at_bar_wait(bar_full + 8 * stage, phase); /* tile t landed */
 
@@ -2074,7 +2072,7 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
       for (int j = 0; j < DEC_OT; j++)
         *(unsigned *)(orow + 8 * j + 2 * tq) = at_pack_out(acc[j][2 * half] * inv, acc[j][2 * half + 1] * inv);
     } else { /* n_splits counts partials: .wgi writes two per CTA */
-      const long long pidx = prow * n_splits + split * DEC_WG_KS2 + turn;
+      const long long pidx = prow * n_splits + split * DEC_WG_KSPLIT + turn;
       if (tq == 0) lse_part[pidx] = lse_val;
       float *orow = o_part + pidx * DEC_D;
 #pragma unroll

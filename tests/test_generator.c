@@ -983,6 +983,9 @@ static void test_decode_wg(void **state)
       char *src = NULL;
       TU_OK(gen_emit(&vs[i], &t, &src));
       assert_non_null(strstr(src, "dec_mma_qk_rs("));
+      /* setmaxnreg: the consumers' 64 extra a thread (192 against the launch's 128) are what the
+       * two widening warpgroups give back (64 each) */
+      assert_non_null(strstr(src, "#define DEC_WG_CONSUMER_REGS 192\n#define DEC_WG_HELPER_REGS 64\n"));
       free(src);
     }
     assert_true(wgi > 0);
