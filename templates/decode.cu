@@ -277,6 +277,13 @@
  *      322.7; .wg under 1%. .wgi is the FP8 default at 64 rows.
  *   19b. the same at 128 rows (setmaxnreg 208/88: what the consumers take must equal what the
  *      widener gives back; 216/80 hung): B8 S64k GQA 8 T16 e4m3 262.5 -> 251.7 us.
+ *   20. .wgi: the speculative row max (dec_softmax_spec; fa3's v19 turned around: the reference
+ *      is the row's max, scores may pass it by 2^8 before the exact step runs). ncu of step 19
+ *      had the consumers issuing every ~7 cycles over ~379 instructions a tile; the common path
+ *      from S to P V is now 199 (no max before the exponentials, no O rescale). Measured (B8
+ *      causal-br e4m3, same run against step 19b, two rounds): GQA 8 T8 S64k sp4 166.7 -> 164.5
+ *      us, sp8 172.6 -> 166.9, GQA 4 T16 S64k sp2 326.6 -> 324.0, GQA 8 T8 S16k 48.7 -> 47.5:
+ *      1-3%, so the consumers' instruction count is not what bounds .wgi.
  *   Tried after 18, not kept: the widening's loads of a tile pair all issued before its stores:
  *      9% slower (GQA 8 T8 S64k .wg 176.0 -> 192.2 us).
  *   Tried after 17, not kept: at 64 rows, tile t+1's Q K^T issued right after tile t's P is
@@ -1070,21 +1077,32 @@ __device__ __forceinline__ void dec_cluster_merge(at_out_t *, float *, int, int,
 
 /* ---- the split kernel ------------------------------------------------------------------------- */
 
-/* Online softmax of one accumulator row half (fa2.cu) over NT n8 tiles of S: p = 2^(s*scale_log2 -
- * m*scale_log2) in one FFMA, written over s; row_max (raw score units) and this lane's row_sum
- * move on; returns alpha, by which the caller rescales O. A row that has seen only masked keys
- * keeps m = -inf and uses 0 as its scaled max, so p and alpha are 0. */
+/* The max step of the online softmax for one accumulator row half over NT n8 tiles of S: row_max
+ * (raw score units) takes the tile's, m_scaled is it in the exp2 domain, and the return is alpha,
+ * by which the row's sum and O are rescaled. A row that has seen only masked keys keeps m = -inf
+ * and uses 0 as its scaled max, so its p and alpha are 0. */
 template <int NT>
-__device__ __forceinline__ float dec_softmax_half(float (*s)[4], int half, float &row_max, float &row_sum,
-                                                  float scale_log2)
+__device__ __forceinline__ float dec_row_max_step(const float (*s)[4], int half, float &row_max, float scale_log2,
+                                                  float &m_scaled)
 {
   float mx = row_max;
 #pragma unroll
   for (int nt = 0; nt < NT; nt++) mx = fmaxf(mx, fmaxf(s[nt][2 * half], s[nt][2 * half + 1]));
   mx = at_quad_max(mx);
-  const float m_scaled = mx == AT_NEG_INF ? 0.f : mx * scale_log2;
+  m_scaled = mx == AT_NEG_INF ? 0.f : mx * scale_log2;
   const float alpha = at_exp2(row_max * scale_log2 - m_scaled);
   row_max = mx;
+  return alpha;
+}
+
+/* Online softmax of one accumulator row half (fa2.cu): p = 2^(s*scale_log2 - m*scale_log2) in one
+ * FFMA, written over s; this lane's row_sum moves on; returns alpha. */
+template <int NT>
+__device__ __forceinline__ float dec_softmax_half(float (*s)[4], int half, float &row_max, float &row_sum,
+                                                  float scale_log2)
+{
+  float m_scaled;
+  const float alpha = dec_row_max_step<NT>(s, half, row_max, scale_log2, m_scaled);
   float sum = 0.f;
 #pragma unroll
   for (int nt = 0; nt < NT; nt++) {
@@ -1094,6 +1112,72 @@ __device__ __forceinline__ float dec_softmax_half(float (*s)[4], int half, float
   }
   row_sum = row_sum * alpha + sum;
   return alpha;
+}
+
+/* P of n8 tile nt and row half h in the m64 A fragments of P V (keys 16kk .. 16kk+15 are n8 tiles
+ * 2kk and 2kk+1): p[nt / 2][2 (nt % 2) + h]. */
+__device__ __forceinline__ void dec_put_p(unsigned (*p)[4], int nt, int half, float lo, float hi)
+{
+  p[nt / 2][2 * (nt % 2) + half] = dec_pack_p(lo, hi);
+}
+
+/* The same softmax with P packed into the P V fragments and S left as it is (the speculative
+ * path's fallback, below). */
+template <int NT>
+__device__ __forceinline__ float dec_softmax_half_to_p(const float (*s)[4], int half, float &row_max,
+                                                       float &row_sum, float scale_log2, unsigned (*p)[4])
+{
+  float m_scaled;
+  const float alpha = dec_row_max_step<NT>(s, half, row_max, scale_log2, m_scaled);
+  float sum = 0.f;
+#pragma unroll
+  for (int nt = 0; nt < NT; nt++) {
+    const float lo = at_exp2(fmaf(s[nt][2 * half], scale_log2, -m_scaled));
+    const float hi = at_exp2(fmaf(s[nt][2 * half + 1], scale_log2, -m_scaled));
+    sum += lo + hi;
+    dec_put_p(p, nt, half, lo, hi);
+  }
+  row_sum = row_sum * alpha + sum;
+  return alpha;
+}
+
+/* The speculative row max (decode step 20; fa3's v19 turned around): the exponentials take the
+ * row's max as it stands (row_max, from the last exact step) instead of waiting for this tile's,
+ * and the tile's max is taken beside them, off their path. P is kept if, for every row of the
+ * warp, the row has a max and no score of this tile lies more than DEC_SPEC_HEADROOM (log2 units)
+ * above it: P then stays under 2^8 (f16 holds 65504), alpha is 1 and O is not rescaled. Nothing is
+ * lost at the small end: the reference is the max seen, as in the exact step. Returns false where
+ * the warp must take the exact step (dec_softmax_half_to_p) over this tile's S, which is left
+ * as it is: a row's first visible tile, or a score that rose by more than the headroom. */
+static constexpr float DEC_SPEC_HEADROOM = 8.f;
+template <int NT>
+__device__ __forceinline__ bool dec_softmax_spec(const float (*s)[4], const float *row_max, float *row_sum,
+                                                 float scale_log2, unsigned (*p)[4])
+{
+  float ref[2], mx[2] = {AT_NEG_INF, AT_NEG_INF}, sum[2] = {0.f, 0.f};
+#pragma unroll
+  for (int half = 0; half < 2; half++) ref[half] = row_max[half] * scale_log2;
+#pragma unroll
+  for (int nt = 0; nt < NT; nt++) {
+    float x[4];
+#pragma unroll
+    for (int e = 0; e < 4; e++) {
+      x[e] = at_exp2(fmaf(s[nt][e], scale_log2, -ref[e >> 1]));
+      mx[e >> 1] = fmaxf(mx[e >> 1], s[nt][e]);
+      sum[e >> 1] += x[e];
+    }
+    dec_put_p(p, nt, 0, x[0], x[1]);
+    dec_put_p(p, nt, 1, x[2], x[3]);
+  }
+  /* ref = -inf (no max yet) fails both ways: -inf is not > -inf, and mx - ref is +inf or NaN */
+  bool ok = true;
+#pragma unroll
+  for (int half = 0; half < 2; half++)
+    ok = ok && ref[half] > AT_NEG_INF && fmaf(mx[half], scale_log2, -ref[half]) <= DEC_SPEC_HEADROOM;
+  if (!__all_sync(0xffffffffu, ok)) return false;
+  row_sum[0] += sum[0];
+  row_sum[1] += sum[1];
+  return true;
 }
 
 /* The keys of split [k_lo, k_lo + keys_per_split) that the token block t0 .. t0 + BM - 1 reads:
@@ -1706,6 +1790,12 @@ static constexpr int DEC_WG_HELPERS = DEC_KV8 ? 128 * DEC_WG_WIDENERS : 32;
 #ifndef DEC_WG_SKIP_RESCALE
 #define DEC_WG_SKIP_RESCALE (DEC_W == 8)
 #endif
+/* Step 20: .wgi's softmax with the speculative row max (dec_softmax_spec). Only where P V is
+ * waited for within its tile: elsewhere tile t-1's P V still reads p when the softmax writes it. */
+#ifndef DEC_WG_SPEC
+#define DEC_WG_SPEC (DEC_WG_KSPLIT > 1)
+#endif
+static_assert(!DEC_WG_SPEC || DEC_WG_SEQ, ".wg: the speculative max needs P V waited for within its tile (.wgi)");
 static constexpr int DEC_WG_THREADS = DEC_WG_CT + DEC_WG_HELPERS;
 /* Steps 19 and 19b: with FP8 K/V, Q K^T takes Q's fragments from registers (32 more a consumer
  * thread at D 128), so its wgmmas read only K from shared memory, where they read Q as well each
@@ -2018,6 +2108,17 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
       dec_wg_issue_pv(acc, p, smem_v + stage_prev * DEC_WG_KV_BYTES);
     }
 
+#if DEC_WG_SPEC
+    /* Step 20: the speculative max; the exact step only where the warp's rows need it, and O's
+     * rescale only after an exact step (alpha 1 otherwise). */
+    float alpha[2] = {1.f, 1.f};
+    if (!dec_softmax_spec<DEC_WG_NT>(s, row_max, row_sum, scale_log2, p)) {
+#pragma unroll
+      for (int half = 0; half < 2; half++)
+        alpha[half] = dec_softmax_half_to_p<DEC_WG_NT>(s, half, row_max[half], row_sum[half], scale_log2, p);
+    }
+    at_rescale_o<DEC_OT, true>(acc, alpha);
+#else
     /* Online softmax (dec_softmax_half); O's rescale by alpha after tile t-1's P V is in O. */
     float alpha[2];
 #pragma unroll
@@ -2038,6 +2139,7 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
       p[kk][2] = dec_pack_p(s[2 * kk + 1][0], s[2 * kk + 1][1]);
       p[kk][3] = dec_pack_p(s[2 * kk + 1][2], s[2 * kk + 1][3]);
     }
+#endif
     if (DEC_WG_SEQ) { /* .wgi: P V of this tile now, and its stage back to the producer */
       at_wgmma_fence();
       dec_wg_issue_pv(acc, p, smem_v + stage * DEC_WG_KV_BYTES);

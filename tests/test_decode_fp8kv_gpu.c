@@ -17,7 +17,8 @@
  * The cases: S not a multiple of the tile or of the split, S shorter than one tile, T = 1, 2, 3, 8
  * and 16, MHA, GQA 4, GQA 6, GQA 7, MQA, head dims 48 and 80 (an odd number of 16-byte FP8 chunks
  * per row) to 256, every mask, lse on and off, (B, H, S, D) strides, both FP8 formats with f16 and
- * bf16 Q. tests/test_generator.c compiles the variants of these shapes for sm_90a (no spills). */
+ * bf16 Q, and keys that move a row's max late (rising scores; one score of 90) for the kernels
+ * that guess it. tests/test_generator.c compiles the variants of these shapes for sm_90a (no spills). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -39,34 +40,39 @@ typedef struct kv8_case {
   at_mask mask;
   int lse;
   int bhsd; /* Q, K, V, O stored (B, H, S, D) and described by strides */
+  tu_keys keys; /* random, or scores that move a row's max late (BSHD cases only) */
 } kv8_case;
 
 static const kv8_case CASES[] = {
     /* MQA (G 8 in one 16-row tile), S not a multiple of the tile or the split */
-    {1, 1, 1000, 8, 1, 128, AT_DTYPE_BF16, AT_DTYPE_E4M3, AT_MASK_NONE, 1, 0},
+    {1, 1, 1000, 8, 1, 128, AT_DTYPE_BF16, AT_DTYPE_E4M3, AT_MASK_NONE, 1, 0, TU_KEYS_RANDOM},
     /* GQA 7, T = 16 bottom-right (each token sees its own prefix; 112 packed rows), f16 Q, e5m2 */
-    {2, 16, 777, 14, 2, 64, AT_DTYPE_F16, AT_DTYPE_E5M2, AT_MASK_CAUSAL_BR, 1, 0},
+    {2, 16, 777, 14, 2, 64, AT_DTYPE_F16, AT_DTYPE_E5M2, AT_MASK_CAUSAL_BR, 1, 0, TU_KEYS_RANDOM},
     /* S shorter than one K/V tile, T = 3 (a partial token block) */
-    {1, 3, 20, 8, 8, 128, AT_DTYPE_BF16, AT_DTYPE_E5M2, AT_MASK_CAUSAL_BR, 1, 0},
+    {1, 3, 20, 8, 8, 128, AT_DTYPE_BF16, AT_DTYPE_E5M2, AT_MASK_CAUSAL_BR, 1, 0, TU_KEYS_RANDOM},
     /* GQA 4, the serving shape, in (B, H, S, D) storage, no lse */
-    {3, 1, 5000, 32, 8, 128, AT_DTYPE_BF16, AT_DTYPE_E4M3, AT_MASK_NONE, 0, 1},
+    {3, 1, 5000, 32, 8, 128, AT_DTYPE_BF16, AT_DTYPE_E4M3, AT_MASK_NONE, 0, 1, TU_KEYS_RANDOM},
     /* D = 256 (Q re-read from shared memory), top-left */
-    {1, 8, 2000, 16, 2, 256, AT_DTYPE_BF16, AT_DTYPE_E4M3, AT_MASK_CAUSAL_TL, 1, 0},
+    {1, 8, 2000, 16, 2, 256, AT_DTYPE_BF16, AT_DTYPE_E4M3, AT_MASK_CAUSAL_TL, 1, 0, TU_KEYS_RANDOM},
     /* T = 16 GQA 4 (64 packed rows), S just past a multiple of 128 */
-    {2, 16, 4099, 32, 8, 128, AT_DTYPE_BF16, AT_DTYPE_E4M3, AT_MASK_CAUSAL_BR, 1, 0},
+    {2, 16, 4099, 32, 8, 128, AT_DTYPE_BF16, AT_DTYPE_E4M3, AT_MASK_CAUSAL_BR, 1, 0, TU_KEYS_RANDOM},
     /* D = 80: five FP8 chunks per row (the x2 tail of V), GQA 6, f16 Q with e4m3 */
-    {1, 2, 3333, 12, 2, 80, AT_DTYPE_F16, AT_DTYPE_E4M3, AT_MASK_CAUSAL_BR, 1, 0},
+    {1, 2, 3333, 12, 2, 80, AT_DTYPE_F16, AT_DTYPE_E4M3, AT_MASK_CAUSAL_BR, 1, 0, TU_KEYS_RANDOM},
     /* D = 48, MHA: three chunks per row, bf16 Q with e5m2 */
-    {2, 1, 1500, 4, 4, 48, AT_DTYPE_BF16, AT_DTYPE_E5M2, AT_MASK_NONE, 1, 0},
+    {2, 1, 1500, 4, 4, 48, AT_DTYPE_BF16, AT_DTYPE_E5M2, AT_MASK_NONE, 1, 0, TU_KEYS_RANDOM},
     /* .wg (the tiles widened into f16 by a warpgroup): 128 packed rows, S not a multiple of the tile */
-    {2, 16, 1000, 32, 4, 128, AT_DTYPE_BF16, AT_DTYPE_E4M3, AT_MASK_CAUSAL_BR, 1, 0},
+    {2, 16, 1000, 32, 4, 128, AT_DTYPE_BF16, AT_DTYPE_E4M3, AT_MASK_CAUSAL_BR, 1, 0, TU_KEYS_RANDOM},
     /* .wg: GQA 8 T 8 (64 rows), f16 Q with e5m2, (B, H, S, D) strides in the tensor maps */
-    {1, 8, 2100, 24, 3, 128, AT_DTYPE_F16, AT_DTYPE_E5M2, AT_MASK_NONE, 0, 1},
+    {1, 8, 2100, 24, 3, 128, AT_DTYPE_F16, AT_DTYPE_E5M2, AT_MASK_NONE, 0, 1, TU_KEYS_RANDOM},
     /* .wg: GQA 7, T 5 in a block of 8 (56 rows), bf16 Q with e5m2 */
-    {1, 5, 333, 56, 8, 128, AT_DTYPE_BF16, AT_DTYPE_E5M2, AT_MASK_CAUSAL_BR, 1, 0},
+    {1, 5, 333, 56, 8, 128, AT_DTYPE_BF16, AT_DTYPE_E5M2, AT_MASK_CAUSAL_BR, 1, 0, TU_KEYS_RANDOM},
     /* .wgi (64 rows, the tiles to two warpgroups in turn): S under one tile, so the second
      * warpgroup has none and its partial must weigh nothing */
-    {1, 8, 50, 16, 2, 128, AT_DTYPE_BF16, AT_DTYPE_E4M3, AT_MASK_CAUSAL_BR, 1, 0},
+    {1, 8, 50, 16, 2, 128, AT_DTYPE_BF16, AT_DTYPE_E4M3, AT_MASK_CAUSAL_BR, 1, 0, TU_KEYS_RANDOM},
+    /* .wgi's speculative row max: keys whose scores rise tile after tile (its exact step again
+     * and again), and one key at 7S/8 scoring 90 against the group's first row (P far past f16) */
+    {2, 8, 3000, 32, 4, 128, AT_DTYPE_BF16, AT_DTYPE_E4M3, AT_MASK_CAUSAL_BR, 1, 0, TU_KEYS_RISING},
+    {1, 16, 2500, 32, 8, 128, AT_DTYPE_F16, AT_DTYPE_E4M3, AT_MASK_NONE, 1, 0, TU_KEYS_SPIKE},
 };
 
 static at_strides strides_for(const kv8_case *c, int seq, int heads)
@@ -106,7 +112,17 @@ static void data_open(kv8_data *x, const kv8_case *c, int *failures)
   tn_rng rng = tn_rng_seeded(tu_next_seed());
   x->q = tu_random_tensor(&rng, c->q, x->nq);
   x->dq = tu_upload(c->q, x->q, x->nq);
-  x->k = tu_fp8_tensor_make(&rng, c->kv, x->nkv, 0.5f);
+  if (c->keys == TU_KEYS_RANDOM) {
+    x->k = tu_fp8_tensor_make(&rng, c->kv, x->nkv, 0.5f);
+  } else {
+    assert_false(c->bhsd); /* tu_shape_keys reads and writes BSHD */
+    float *real = malloc(x->nkv * sizeof *real);
+    assert_non_null(real);
+    tn_rng_fill(&rng, real, x->nkv, -0.5f, 0.5f);
+    tu_shape_keys(c->keys, real, x->q, c->b, c->t, c->s, c->nq, c->nkv, c->d);
+    x->k = tu_fp8_tensor_from(real, c->kv, x->nkv);
+    free(real);
+  }
   x->v = tu_fp8_tensor_make(&rng, c->kv, x->nkv, 2.0f);
   float scalars[2] = {x->k.descale, x->v.descale};
   x->dscal = tu_upload(AT_DTYPE_F32, scalars, 2);
@@ -223,9 +239,10 @@ static int check_case(const kv8_case *c)
   TU_OK(gen_target_make(tu_gpu.arch, tu_gpu.info.smem_per_block_optin, &target));
   int failures = 0;
   kv8_data x;
-  printf("  B%d T%d S%d Nq%d Nkv%d D%d %s Q, %s K/V %s%s%s\n", c->b, c->t, c->s, c->nq, c->nkv, c->d,
+  static const char *const key_names[] = {"", " rising keys", " a spike key"};
+  printf("  B%d T%d S%d Nq%d Nkv%d D%d %s Q, %s K/V %s%s%s%s\n", c->b, c->t, c->s, c->nq, c->nkv, c->d,
          at_dtype_name(c->q), at_dtype_name(c->kv), at_mask_name(c->mask), c->lse ? " lse" : "",
-         c->bhsd ? " bhsd" : "");
+         c->bhsd ? " bhsd" : "", key_names[c->keys]);
   data_open(&x, c, &failures);
   gen_variant vs[GEN_MAX_VARIANTS];
   int n = 0;
@@ -298,7 +315,7 @@ static void test_fp8_kv_plans(void **state)
     data_close(&x);
   }
   /* T = 40: no generated kernel and no cuDNN graph reads FP8 K/V: the naive kernels */
-  const kv8_case long_q = {1, 40, 300, 8, 2, 64, AT_DTYPE_BF16, AT_DTYPE_E4M3, AT_MASK_CAUSAL_BR, 1, 0};
+  const kv8_case long_q = {1, 40, 300, 8, 2, 64, AT_DTYPE_BF16, AT_DTYPE_E4M3, AT_MASK_CAUSAL_BR, 1, 0, TU_KEYS_RANDOM};
   printf("  plan for B1 T40 S300 bf16 Q, e4m3 K/V\n");
   data_open(&x, &long_q, &failures);
   failures += run_plan(ctx, &x, NULL, "naive");
