@@ -101,10 +101,13 @@ static int page_id_bytes(const gen_variant *v)
 /* .wg: Q, then STAGES K and V tiles, each in 128-byte column blocks on 1024-byte boundaries (FP8
  * K/V: also STAGES FP8 K and V tiles as TMA stages them), 256 bytes of mbarriers, and 1024 bytes
  * to align the dynamic area (DEC_WG_SMEM_BYTES). */
+static int wg_k8(const gen_variant *v);
 static int wg_smem_bytes(const gen_variant *v)
 {
   const int d = v->spec.head_dim, staged = kv8(&v->spec) ? 2 * v->stages * v->block_n * d : 0;
-  return 1024 + wg_rows(v) * d * 2 + 2 * v->stages * v->block_n * d * 2 + staged + 256;
+  const int rings = wg_k8(v) ? 1 : 2; /* f16 V, or K and V (DEC_WG_RINGS) */
+  const int ring = wg_k8(v) && v->stages > 4 ? 4 : v->stages; /* DEC_WG_RING: K8's stages are staging slots */
+  return 1024 + wg_rows(v) * d * 2 + rings * ring * v->block_n * d * 2 + staged + 256;
 }
 
 static int smem_bytes(const gen_variant *v)
@@ -131,7 +134,14 @@ static int smem_bytes(const gen_variant *v)
  * consumers what they need: at 64 rows 232 for .wg (one consumer warpgroup, two widening), 192
  * for .wgi (two and two); at 128 rows 208 (two and one). The widening warpgroups keep what is
  * left: the launch's share (65536 / threads, in 8s) less what the consumers take from it. */
-static int wg_q_in_regs(const gen_variant *v) { return v->wg && kv8(&v->spec); }
+static int wg_setmaxnreg(const gen_variant *v) { return v->wg && kv8(&v->spec); }
+/* .wgi with bf16 Q at D 128 (decode step 21, DEC_WG_K8): Q K^T on the FP8 tensor cores, K as TMA
+ * staged it, Q as two E4M3 parts (exact for bf16; f16 Q keeps the f16 path). */
+static int wg_k8(const gen_variant *v)
+{
+  return v->wg == 2 && kv8(&v->spec) && v->spec.dtype == AT_DTYPE_BF16 && v->spec.head_dim == 128;
+}
+static int wg_q_in_regs(const gen_variant *v) { return wg_setmaxnreg(v) && !wg_k8(v); }
 static int wg_consumer_regs(const gen_variant *v) { return v->wg == 2 ? 192 : v->warps == 4 ? 232 : 208; }
 static int wg_helper_regs(const gen_variant *v)
 {
@@ -142,7 +152,7 @@ static int register_estimate(const gen_variant *v)
 {
   if (v->wg)
     return v->spec.head_dim / 2 + v->block_n / 2 + v->block_n / 4 + WG_REG_BASE +
-           (wg_q_in_regs(v) ? v->spec.head_dim / 4 : 0);
+           (wg_setmaxnreg(v) ? v->spec.head_dim / 4 : 0); /* Q's fragments: f16, or K8's two E4M3 parts */
   const int d = v->spec.head_dim, mt = m_tiles(v->spec.gqa, v->block_m, v->warps);
   const int mtw = mt / warps_m(v), nw = v->block_n / warps_n(v);
   const int acc = mtw * (d / 2 + nw / 2) + (warps_n(v) > 1 ? 8 : 0);
@@ -266,8 +276,9 @@ static at_status check(const gen_variant *v, const gen_target *target)
                    v->block_n);
   if (v->warps != 4 && v->warps != 8)
     return at_fail(AT_ERR_UNSUPPORTED, "decode runs 4 or 8 warps, not %d", v->warps);
-  if (v->stages < 2 || v->stages > 6)
-    return at_fail(AT_ERR_UNSUPPORTED, "%d stages (expected 2..6)", v->stages);
+  const int max_stages = wg_k8(v) ? 8 : 6; /* K8: FP8 staging slots (16 KB a 64-key tile) */
+  if (v->stages < 2 || v->stages > max_stages)
+    return at_fail(AT_ERR_UNSUPPORTED, "%d stages (expected 2..%d)", v->stages, max_stages);
   if (v->splits < 1 || v->splits > 1024)
     return at_fail(AT_ERR_UNSUPPORTED, "decode split count %d is out of range (1..1024)", v->splits);
   if (v->wg && (rc = check_wg(v, target)) != AT_OK) return rc;
@@ -280,7 +291,7 @@ static at_status check(const gen_variant *v, const gen_target *target)
    * 65536 / 384 rounded down to 8), so the budget counts whole warpgroups. With FP8 K/V setmaxnreg
    * hands the consumers wg_consumer_regs: that is their budget. */
   int budget_threads = v->wg ? gen_round_up(threads(v), 128) : threads(v);
-  if (wg_q_in_regs(v)) budget_threads = 65536 / wg_consumer_regs(v);
+  if (wg_setmaxnreg(v)) budget_threads = 65536 / wg_consumer_regs(v);
   return gen_check_budgets(target, budget_threads, smem_bytes(v), register_estimate(v));
 }
 
@@ -398,7 +409,7 @@ static at_status enumerate_block_n(const gen_spec *spec, const gen_target *targe
  * CTA where they fill two warpgroups, one warpgroup each and two CTAs an SM, ran slower on the
  * H200: B8 T16 S64k GQA 8 380.6 against 356.7 us; docs/perf.md, "decode .wg".) */
 static const int k_wg_block_n[] = {64, 128};
-static const int k_wg_stages[] = {4, 3, 5};
+static const int k_wg_stages[] = {4, 3, 5, 6, 8}; /* 6, 8: K8 only (FP8 staging slots; a ring of 4 f16 V) */
 #define WG_MIN_ROWS 33
 static int wg_listed(const gen_spec *spec, const gen_target *target, int bm)
 {
@@ -417,7 +428,7 @@ static at_status enumerate_wg(const gen_spec *spec, const gen_target *target, co
       for (int wg = 1; wg <= 2; wg++) {
         gen_variant v = {GEN_FAMILY_DECODE, *spec, bm, k_wg_block_n[a], 4, k_wg_stages[c], 1, 0, 0, 0, 0, wg};
         v.warps = wg_rows(&v) / 16;
-        if (check(&v, target) != AT_OK) continue;
+        if ((v.stages >= 6 && !wg_k8(&v)) || check(&v, target) != AT_OK) continue;
         int tries[3];
         split_tries(&v, target, shape, tries);
         for (int s = 0; s < COUNT(tries); s++) {
@@ -504,6 +515,9 @@ static int default_variant(const gen_spec *spec, const gen_target *target, const
     gen_variant v = {GEN_FAMILY_DECODE, *spec, bm, 64, 4, 4, 1, 0, 0, 0, 0, 1};
     v.warps = wg_rows(&v) / 16;
     if (kv8(spec) && v.warps == 4) v.wg = 2;
+    /* K8 (bf16 Q): 6 FP8 staging slots (step 21, H200 B8 S64k causal-br: GQA 8 T8 159.9 us
+     * against 166.5 at 4 and 158.8 at 8; GQA 4 T16 314.7 against 325.7 at 4 and 312.6-318.9 at 8) */
+    if (wg_k8(&v)) v.stages = 6;
     if (check(&v, target) == AT_OK) {
       v.splits = heuristic_splits(&v, target, shape);
       *out = v;
@@ -547,9 +561,11 @@ static void extra_preamble(const gen_variant *v, const gen_target *target, const
                  KV8_REG_BASE);
   if (v->wg) gen_text_put(t, "#define DEC_WG 1\n");
   if (v->wg == 2) gen_text_put(t, "#define DEC_WG_KSPLIT 2\n");
-  if (wg_q_in_regs(v))
-    gen_text_put(t, "#define DEC_WG_QREG 1\n#define DEC_WG_CONSUMER_REGS %d\n#define DEC_WG_HELPER_REGS %d\n",
-                 wg_consumer_regs(v), wg_helper_regs(v));
+  if (wg_k8(v)) gen_text_put(t, "#define DEC_WG_K8 1\n");
+  if (wg_q_in_regs(v)) gen_text_put(t, "#define DEC_WG_QREG 1\n");
+  if (wg_setmaxnreg(v))
+    gen_text_put(t, "#define DEC_WG_CONSUMER_REGS %d\n#define DEC_WG_HELPER_REGS %d\n", wg_consumer_regs(v),
+                 wg_helper_regs(v));
 }
 
 /* .wg: its two wgmma wrappers, S = Q K^T (m64 x block_n, both from shared memory, K-major) and
@@ -563,6 +579,10 @@ static void helpers(const gen_variant *v, gen_text *t)
   gen_wgmma_ss(t, "dec_mma_qk", v->block_n, 16, in, in, "1, 1, 0, 0");
   /* FP8 K/V: Q K^T with Q's fragments in registers (DEC_WG_QREG) */
   if (wg_q_in_regs(v)) gen_wgmma_rs_acc(t, "dec_mma_qk_rs", v->block_n, 16, in, in, "1, 1, 0");
+  /* K8: Q's E4M3 parts from registers against the staged FP8 K (8-bit operands: K-major, no
+   * transpose flags) */
+  if (wg_k8(v))
+    gen_wgmma_rs_acc(t, "dec_mma_qk8", v->block_n, 32, "e4m3", at_dtype_name(gen_spec_kv_dtype(&v->spec)), "1, 1");
   gen_wgmma_rs(t, "dec_mma_pv", v->spec.head_dim, 16, in, in, "1, 1, 1");
 }
 

@@ -284,6 +284,16 @@
  *      causal-br e4m3, same run against step 19b, two rounds): GQA 8 T8 S64k sp4 166.7 -> 164.5
  *      us, sp8 172.6 -> 166.9, GQA 4 T16 S64k sp2 326.6 -> 324.0, GQA 8 T8 S16k 48.7 -> 47.5:
  *      1-3%, so the consumers' instruction count is not what bounds .wgi.
+ *   21. .wgi with bf16 Q at D 128 (DEC_WG_K8): Q K^T on the FP8 tensor cores against K as TMA
+ *      staged it, Q as two E4M3 parts in registers (q 2^e = hi + lo, exact for bf16), so K is
+ *      neither widened nor stored in f16 (per 64-key tile 24 of the ~96 KB through shared memory,
+ *      and half the widening); a warpgroup's first thread refills its staging slot once its four
+ *      warps are done with the tile; 8 staging slots and a ring of 4 f16 V fit where 4 stages of
+ *      both rings did. Measured (B8 causal-br e4m3, same run against step 20, two rounds): at 4
+ *      stages 1-5% slower (GQA 8 T8 S64k 164.0 -> 166.5 us: the refill waits for the tile's end),
+ *      at 6 159.9, at 8 158.8 (-3.2%); GQA 4 T16 S64k 323 -> 314.7 (6), S16k 47.3 -> 46.0 (8).
+ *      O's error unchanged (1.68e-3). Refilled as soon as the warps' Q K^T were done, under the
+ *      softmax: 8-12% slower (177.2 us at 4 stages).
  *   Tried after 18, not kept: the widening's loads of a tile pair all issued before its stores:
  *      9% slower (GQA 8 T8 S64k .wg 176.0 -> 192.2 us).
  *   Tried after 17, not kept: at 64 rows, tile t+1's Q K^T issued right after tile t's P is
@@ -360,6 +370,9 @@ typedef unsigned char dec_kv_t;
 #endif
 #ifndef DEC_WG
 #define DEC_WG 0
+#endif
+#ifndef DEC_WG_K8 /* .wgi with bf16 Q: Q K^T on the FP8 tensor cores (below, step 21) */
+#define DEC_WG_K8 0
 #endif
 /* Every warp stays to the end of the split kernel (an in-kernel merge's barriers). */
 #define DEC_IN_KERNEL_MERGE (DEC_LAST_CTA || DEC_CLUSTER > 1)
@@ -471,7 +484,7 @@ static_assert(DEC_BN == 32 || DEC_BN == 64 || DEC_BN == 128 || (DEC_KV8 && DEC_B
               "BLOCK_N: 32, 64 or 128 (256 with FP8 K/V)");
 static_assert(DEC_D % 16 == 0 && DEC_KV_CPR * DEC_KV_EPC == DEC_D, "K/V rows are whole 16-byte chunks");
 static_assert(DEC_W == 4 || DEC_W == 8, "4 or 8 warps");
-static_assert(DEC_STAGES >= 2 && DEC_STAGES <= 6, "2..6 K/V stages");
+static_assert(DEC_STAGES >= 2 && DEC_STAGES <= (DEC_WG_K8 ? 8 : 6), "2..6 K/V stages (.wgi K8: 8 staging slots)");
 static_assert(DEC_WM * DEC_WN == DEC_W && DEC_MT % DEC_WM == 0, "warp layout");
 static_assert(DEC_NW % 16 == 0, "BLOCK_N / WARPS_N (keys per warp per tile) must be a multiple of 16");
 static_assert(DEC_PS == 0 || DEC_PS == 1 || DEC_PS == 16 || DEC_PS == 32 || DEC_PS == 64 || DEC_PS == 128 ||
@@ -1749,7 +1762,7 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
  * into a staging ring (STAGES stages, one "staged" mbarrier each), and its 128 threads widen
  * the tile into the f16 K/V ring the consumers read (dec_kv_pair; a named barrier among the
  * 128 after the stores and their proxy fence, then one arrival on the stage's full mbarrier).
- * Staging and ring stage of tile t are both t % STAGES. */
+ * Staging and ring stage of tile t are both t % STAGES (K8: t % STAGES and t % RING, below). */
 static constexpr int DEC_WG_ROWS = (DEC_ROWS + 63) / 64 * 64;  /* packed rows, whole warpgroups */
 static constexpr int DEC_WG_ROWB = 2 * DEC_D;                   /* bytes of a Q, K or V row */
 static constexpr int DEC_WG_CPR = DEC_WG_ROWB / 16;             /* 16-byte chunks per row */
@@ -1758,8 +1771,16 @@ static constexpr int DEC_WG_KV_BYTES = DEC_BN * DEC_WG_ROWB;    /* one K or V ti
 static constexpr int DEC_WG_BAR_BYTES = 256;                    /* full, empty (and staged) mbarriers */
 /* KV8: one FP8 K or V tile as TMA stages it (D bytes a key, 128-byte column blocks) */
 static constexpr int DEC_WG_STG_BYTES = DEC_KV8 ? DEC_BN * DEC_D : 0;
-static constexpr int DEC_WG_SMEM_BYTES =
-    1024 + DEC_WG_Q_BYTES + 2 * DEC_STAGES * (DEC_WG_KV_BYTES + DEC_WG_STG_BYTES) + DEC_WG_BAR_BYTES;
+/* Step 21 (.wgi, bf16 Q, FP8 K/V, D 128): Q K^T on the FP8 tensor cores, K read as TMA staged it
+ * (no f16 K ring, no K widening), Q as two E4M3 parts (dec_wg_q8_fragments: exact for bf16 Q);
+ * V widened as before. The consumers refill a staging slot once their warpgroup is done with it. */
+static constexpr int DEC_WG_RINGS = DEC_WG_K8 ? 1 : 2; /* f16 rings: V, or K and V */
+/* Stages of the f16 ring(s). K8 keeps at most 4 (the widened V is needed only a tile or two
+ * ahead) and spends the room on FP8 staging slots: STAGES of them, the copies in flight. Tile t is
+ * in staging slot t % STAGES and ring stage t % RING; elsewhere the two are the same. */
+static constexpr int DEC_WG_RING = DEC_WG_K8 && DEC_STAGES > 4 ? 4 : DEC_STAGES;
+static constexpr int DEC_WG_SMEM_BYTES = 1024 + DEC_WG_Q_BYTES + DEC_WG_RING * DEC_WG_RINGS * DEC_WG_KV_BYTES +
+                                         DEC_STAGES * 2 * DEC_WG_STG_BYTES + DEC_WG_BAR_BYTES;
 /* .wgi (step 18): two consumer warpgroups for the same 64 rows, taking the K/V tiles in turn
  * (tile t to warpgroup t % 2), each writing its own partial (split index 2 x split + its turn)
  * for the combine kernel to merge. One warpgroup's chain of S, softmax and P V then runs while
@@ -1827,8 +1848,11 @@ static_assert(DEC_WG_KSPLIT == 1 || (DEC_WG_KSPLIT == 2 && DEC_W == 4), ".wgi: t
 /* An odd count would hand a stage to both warpgroups in turn, and one could wait for a phase
  * parity two phases ahead of the stage's and pass at once. */
 static_assert(DEC_WG_KSPLIT == 1 || DEC_STAGES % 2 == 0, ".wgi: an even stage count (each stage one warpgroup's)");
-static_assert(3 * 8 * DEC_STAGES <= DEC_WG_BAR_BYTES, ".wg: the mbarriers fit their area");
+static_assert(8 * (2 * DEC_WG_RING + DEC_STAGES) <= DEC_WG_BAR_BYTES, ".wg: the mbarriers fit their area");
+static_assert(DEC_WG_RING % 2 == 0 || !DEC_WG_SEQ, ".wgi: each ring stage one warpgroup's");
 static_assert(DEC_WG_SMEM_BYTES <= DEC_SMEM_LIMIT, "shared memory over the target's limit");
+static_assert(!DEC_WG_K8 || (DEC_KV8 && DEC_Q_TO_F16 && DEC_WG_SEQ && DEC_D == 128 && !DEC_WG_QREG),
+              ".wgi K8: bf16 Q, FP8 K/V, two consumer warpgroups, D 128 (one 128-byte FP8 block a key)");
 
 /* A K or V tile of BLOCK_N keys from key0: one TMA box of 128 bytes (64 16-bit or 128 FP8
  * elements) by BLOCK_N keys per column block, in the 128-byte swizzle at_swz_off describes. */
@@ -1860,6 +1884,65 @@ __device__ __forceinline__ void dec_wg_issue_qk(float (*s)[4], unsigned q_wg, un
   }
   at_wgmma_commit();
 }
+
+#if DEC_WG_K8
+/* Issue S = Q K^T on the FP8 tensor cores (not waited for): k32 steps of 32 bytes along the
+ * staged FP8 K rows, the high parts of Q first, then the low parts into the same S. */
+__device__ __forceinline__ void dec_wg_issue_qk8(float (*s)[4], unsigned k_stg, const unsigned (*qh)[4],
+                                                 const unsigned (*ql)[4])
+{
+#pragma unroll
+  for (int ks = 0; ks < DEC_D / 32; ks++) dec_mma_qk8(&s[0][0], qh[ks], at_wgmma_desc<128>(k_stg + 32 * ks), ks > 0);
+#pragma unroll
+  for (int ks = 0; ks < DEC_D / 32; ks++) dec_mma_qk8(&s[0][0], ql[ks], at_wgmma_desc<128>(k_stg + 32 * ks), 1);
+  at_wgmma_commit();
+}
+
+/* Two floats as an E4M3 pair (lo in the low byte), and the pair back as floats. */
+__device__ __forceinline__ unsigned dec_e4m3x2(float lo, float hi)
+{
+  unsigned short r;
+  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi), "f"(lo));
+  return r;
+}
+
+__device__ __forceinline__ void dec_e4m3x2_value(unsigned pair, float &lo, float &hi)
+{
+  asm("{\n.reg .b32 h2;\n.reg .b16 l, h, p;\ncvt.u16.u32 p, %2;\ncvt.rn.f16x2.e4m3x2 h2, p;\n"
+      "mov.b32 {l, h}, h2;\ncvt.f32.f16 %0, l;\ncvt.f32.f16 %1, h;\n}"
+      : "=f"(lo), "=f"(hi)
+      : "r"(pair));
+}
+
+/* This warp's 16 rows of bf16 Q as E4M3 A fragments of Q K^T (k32: register r holds row g + 8(r %
+ * 2), k slots 16(r / 2) + 4t .. +3, one byte each): q 2^e = hi + lo, both E4M3, with 2^e putting
+ * the rows' largest |q| in [2^7, 2^8) (under E4M3's 448). Exact for bf16: hi keeps 4 of q's 8
+ * significant bits, the rest (at most 4, 2^-4 of hi or less) is lo, down to E4M3's subnormals
+ * (2^-9: elements under 2^-16 of the rows' largest lose bits). Returns e. */
+template <class Addr>
+__device__ __forceinline__ int dec_wg_q8_fragments(Addr q_at, int lane, unsigned (*qh)[4], unsigned (*ql)[4])
+{
+  const int e = dec_q_exponent<16>([&](int r, int c) { return q_at(r, 16 * c); }, lane) - 7;
+  const float up = __int_as_float((127 + e) << 23);
+  const int g = lane >> 2, tq = lane & 3;
+#pragma unroll
+  for (int ks = 0; ks < DEC_D / 32; ks++)
+#pragma unroll
+    for (int r = 0; r < 4; r++) {
+      unsigned w0, w1; /* 4 bf16: d = 32ks + 16(r / 2) + 4t .. +3 */
+      dec_ld_shared_u2(q_at(g + 8 * (r % 2), 2 * (32 * ks + 16 * (r / 2) + 4 * tq)), w0, w1);
+      const float x[4] = {__uint_as_float(w0 << 16) * up, __uint_as_float(w0 & 0xffff0000u) * up,
+                          __uint_as_float(w1 << 16) * up, __uint_as_float(w1 & 0xffff0000u) * up};
+      const unsigned h01 = dec_e4m3x2(x[0], x[1]), h23 = dec_e4m3x2(x[2], x[3]);
+      float v[4];
+      dec_e4m3x2_value(h01, v[0], v[1]);
+      dec_e4m3x2_value(h23, v[2], v[3]);
+      qh[ks][r] = h01 | h23 << 16;
+      ql[ks][r] = dec_e4m3x2(x[0] - v[0], x[1] - v[1]) | dec_e4m3x2(x[2] - v[2], x[3] - v[3]) << 16;
+    }
+  return e;
+}
+#endif
 
 /* Issue O += P V (not waited for): k step kk is keys 16kk .. 16kk+15, 16 rows of 128 bytes down
  * V's column blocks. */
@@ -1910,6 +1993,17 @@ __device__ __forceinline__ void dec_wg_widen_tile(unsigned dst, unsigned src, in
   }
 }
 
+#if DEC_KV8
+/* KV8: tile t's FP8 K and V into staging slot s (TMA, completing on the slot's "staged" mbarrier). */
+__device__ __forceinline__ void dec_wg_stage_in(const at_tmap *tm_k, const at_tmap *tm_v, unsigned stg,
+                                                unsigned bar_staged, int t, int s, int k_lo, int hk, int b)
+{
+  at_bar_expect(bar_staged + 8 * s, 2 * DEC_WG_STG_BYTES);
+  dec_wg_tma_tile(stg + (2 * s) * DEC_WG_STG_BYTES, tm_k, k_lo + t * DEC_BN, hk, b, bar_staged + 8 * s);
+  dec_wg_tma_tile(stg + (2 * s + 1) * DEC_WG_STG_BYTES, tm_v, k_lo + t * DEC_BN, hk, b, bar_staged + 8 * s);
+}
+#endif
+
 /* KV8: the widening warpgroup (wtid 0..127). Thread 0 keeps STAGES FP8 tiles in flight into the
  * staging ring; all widen tile t once its FP8 bytes landed and the consumers freed its ring stage,
  * fence their stores to the async proxy, meet at named barrier 2, and thread 0 announces the
@@ -1919,11 +2013,7 @@ __device__ __forceinline__ void dec_wg_widen(const at_tmap *tm_k, const at_tmap 
                                              unsigned bar_staged, int n_tiles, int k_lo, int hk, int b, int wtid,
                                              int wi)
 {
-  const auto stage_in = [&](int t, int s) {
-    at_bar_expect(bar_staged + 8 * s, 2 * DEC_WG_STG_BYTES);
-    dec_wg_tma_tile(stg + (2 * s) * DEC_WG_STG_BYTES, tm_k, k_lo + t * DEC_BN, hk, b, bar_staged + 8 * s);
-    dec_wg_tma_tile(stg + (2 * s + 1) * DEC_WG_STG_BYTES, tm_v, k_lo + t * DEC_BN, hk, b, bar_staged + 8 * s);
-  };
+  const auto stage_in = [&](int t, int s) { dec_wg_stage_in(tm_k, tm_v, stg, bar_staged, t, s, k_lo, hk, b); };
   if (wtid == 0)
     for (int t = 0; t < DEC_STAGES && t < n_tiles; t++)
       if (t % DEC_WG_WIDENERS == wi) stage_in(t, t);
@@ -1931,16 +2021,20 @@ __device__ __forceinline__ void dec_wg_widen(const at_tmap *tm_k, const at_tmap 
   unsigned phase = 0;
   for (int t = wi; t < n_tiles; t += DEC_WG_WIDENERS) {
     if (DEC_WG_WIDENERS > 1) stage = t % DEC_STAGES, phase = (unsigned)(t / DEC_STAGES) & 1u;
+    /* the ring stage (K8: its own count; else the staging slot's) */
+    const int r = DEC_WG_RING == DEC_STAGES ? stage : t % DEC_WG_RING;
+    const unsigned rphase = DEC_WG_RING == DEC_STAGES ? phase : (unsigned)(t / DEC_WG_RING) & 1u;
     at_bar_wait(bar_staged + 8 * stage, phase);
-    at_bar_wait(bar_empty + 8 * stage, phase ^ 1u);
-    dec_wg_widen_tile(smem_k + stage * DEC_WG_KV_BYTES, stg + (2 * stage) * DEC_WG_STG_BYTES, wtid);
-    dec_wg_widen_tile(smem_v + stage * DEC_WG_KV_BYTES, stg + (2 * stage + 1) * DEC_WG_STG_BYTES, wtid);
+    at_bar_wait(bar_empty + 8 * r, rphase ^ 1u);
+    if (!DEC_WG_K8) dec_wg_widen_tile(smem_k + r * DEC_WG_KV_BYTES, stg + (2 * stage) * DEC_WG_STG_BYTES, wtid);
+    dec_wg_widen_tile(smem_v + r * DEC_WG_KV_BYTES, stg + (2 * stage + 1) * DEC_WG_STG_BYTES, wtid);
     at_fence_async_smem();
     if (DEC_WG_WIDENERS == 1) asm volatile("bar.sync 2, 128;\n" ::: "memory");
     else asm volatile("bar.sync %0, 128;\n" ::"r"(2 + 4 * wi) : "memory"); /* 2, and 6 for the second */
     if (wtid == 0) {
-      at_bar_arrive(bar_full + 8 * stage);
-      if (t + DEC_STAGES < n_tiles) stage_in(t + DEC_STAGES, stage);
+      at_bar_arrive(bar_full + 8 * r);
+      /* K8: the consumers refill the slot once done with tile t's K (their loop) */
+      if (!DEC_WG_K8 && t + DEC_STAGES < n_tiles) stage_in(t + DEC_STAGES, stage);
     }
     if (DEC_WG_WIDENERS == 1 && ++stage == DEC_STAGES) stage = 0, phase ^= 1u;
   }
@@ -1978,17 +2072,17 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
   /* Tiles on 1024-byte boundaries (the swizzle atoms' alignment), the mbarriers after them. */
   const unsigned smem_q = (at_smem_addr(dec_smem) + 1023u) & ~1023u;
   const unsigned smem_k = smem_q + DEC_WG_Q_BYTES;
-  const unsigned smem_v = smem_k + DEC_STAGES * DEC_WG_KV_BYTES;
-  const unsigned stg = smem_v + DEC_STAGES * DEC_WG_KV_BYTES; /* KV8: STAGES x (FP8 K, FP8 V) */
-  const unsigned bar_full = stg + 2 * DEC_STAGES * DEC_WG_STG_BYTES, bar_empty = bar_full + 8 * DEC_STAGES;
-  const unsigned bar_staged = bar_empty + 8 * DEC_STAGES;
+  const unsigned smem_v = smem_k + (DEC_WG_RINGS - 1) * DEC_WG_RING * DEC_WG_KV_BYTES; /* K8: no K ring */
+  const unsigned stg = smem_v + DEC_WG_RING * DEC_WG_KV_BYTES; /* KV8: STAGES x (FP8 K, FP8 V) */
+  const unsigned bar_full = stg + 2 * DEC_STAGES * DEC_WG_STG_BYTES, bar_empty = bar_full + 8 * DEC_WG_RING;
+  const unsigned bar_staged = bar_empty + 8 * DEC_WG_RING;
   (void)stg, (void)bar_staged;
   if (tid == 0) {
-    for (int s = 0; s < DEC_STAGES; s++) {
+    for (int s = 0; s < DEC_WG_RING; s++) {
       at_bar_init(bar_full + 8 * s, 1);
       at_bar_init(bar_empty + 8 * s, DEC_W); /* one arrival per consumer warp (.wgi: of the tile's warpgroup) */
-      if (DEC_KV8) at_bar_init(bar_staged + 8 * s, 1);
     }
+    for (int s = 0; DEC_KV8 && s < DEC_STAGES; s++) at_bar_init(bar_staged + 8 * s, 1);
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
 
@@ -2028,7 +2122,16 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
   const int row0 = 16 * (DEC_WG_SEQ ? warp % DEC_W : warp);
   const int turn = DEC_WG_SEQ ? wg : 0, rwg = DEC_WG_SEQ ? 0 : wg; /* .wgi: tiles turn, turn + 2, ... */
   at_cp_async_wait<0>(); /* Q landed; publish it to the async proxy, then to every consumer */
-#if DEC_Q_TO_F16
+#if DEC_WG_K8
+  /* K8: each warp's 16 rows as two E4M3 parts of q * 2^e (registers; Q in shared memory stays
+   * bf16), its scores scaled back by 2^-e */
+  unsigned qh[DEC_D / 32][4], ql[DEC_D / 32][4];
+  asm volatile("bar.sync 1, %0;\n" ::"n"(DEC_WG_CT) : "memory"); /* every row landed */
+  scale_log2 *= __int_as_float(
+      (127 - dec_wg_q8_fragments([&](int r, int col) { return smem_q + at_swz_off<DEC_WG_ROWS, 128>(row0 + r, col); },
+                                 lane, qh, ql))
+      << 23);
+#elif DEC_Q_TO_F16
   { /* bf16 Q with FP8 K/V: each warp's rows as f16 q * 2^e, its scores scaled back by 2^-e */
     asm volatile("bar.sync 1, %0;\n" ::"n"(DEC_WG_CT) : "memory"); /* every row landed */
     const auto q_chunk = [&](int r, int c) { return smem_q + at_swz_off<DEC_WG_ROWS, 128>(row0 + r, 16 * c); };
@@ -2077,7 +2180,10 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
 #pragma unroll 1
   for (int t = turn; t < keys.n_tiles; t += DEC_WG_KSPLIT) {
     if (DEC_WG_SEQ) stage = t % DEC_STAGES, phase = (unsigned)(t / DEC_STAGES) & 1u;
-    at_bar_wait(bar_full + 8 * stage, phase); /* tile t landed */
+    /* K8: the ring stage has its own count (stage is then the staging slot); else the same */
+    const int r = DEC_WG_RING == DEC_STAGES ? stage : t % DEC_WG_RING;
+    const unsigned rphase = DEC_WG_RING == DEC_STAGES ? phase : (unsigned)(t / DEC_WG_RING) & 1u;
+    at_bar_wait(bar_full + 8 * r, rphase); /* tile t landed */
 
     /* S = Q K^T of tile t; once it is in and masked, O += P V of tile t-1, so that the softmax
      * below runs under P V and only O's rescale waits for it (step 16). Issued right behind Q K^T,
@@ -2087,8 +2193,16 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
      * (step 16b). scripts/wgmma_sass.sh counts the exponentials under P V. */
     float s[DEC_WG_NT][4];
     if (DEC_WG_PINGPONG) asm volatile("bar.sync %0, 256;\n" ::"r"(3 + wg) : "memory");
+#if DEC_WG_K8
+    at_bar_wait(bar_staged + 8 * stage, phase); /* K as TMA staged it (landed: the widener waited too) */
+#endif
     at_wgmma_fence();
+#if DEC_WG_K8
+    (void)q_wg, (void)qf;
+    dec_wg_issue_qk8(s, stg + (2 * stage) * DEC_WG_STG_BYTES, qh, ql);
+#else
     dec_wg_issue_qk(s, q_wg, smem_k + stage * DEC_WG_KV_BYTES, qf);
+#endif
     if (DEC_WG_PINGPONG && (wg == 0 || t + 1 < keys.n_tiles))
       asm volatile("bar.arrive %0, 256;\n" ::"r"(4 - wg) : "memory");
     at_wgmma_wait0(); /* S is in */
@@ -2142,9 +2256,18 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
 #endif
     if (DEC_WG_SEQ) { /* .wgi: P V of this tile now, and its stage back to the producer */
       at_wgmma_fence();
-      dec_wg_issue_pv(acc, p, smem_v + stage * DEC_WG_KV_BYTES);
+      dec_wg_issue_pv(acc, p, smem_v + r * DEC_WG_KV_BYTES);
       at_wgmma_wait0();
-      if (lane == 0) at_bar_arrive(bar_empty + 8 * stage);
+      if (lane == 0) at_bar_arrive(bar_empty + 8 * r);
+#if DEC_WG_K8
+      /* K8: the warpgroup's first thread refills the slot with tile t + STAGES (this warpgroup's
+       * too) once all four warps are done with tile t's K and V. (Refilled as soon as the four
+       * warps' Q K^T were done, under the softmax, it ran 8-12% slower: docs/perf.md, step 21.) */
+      if (tid % 128 == 0 && t + DEC_STAGES < keys.n_tiles) {
+        at_bar_wait(bar_empty + 8 * r, rphase);
+        dec_wg_stage_in(&tm_k, &tm_v, stg, bar_staged, t + DEC_STAGES, stage, k_lo, hk, b);
+      }
+#endif
       continue;
     }
     stage_prev = stage;

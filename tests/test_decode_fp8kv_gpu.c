@@ -73,6 +73,8 @@ static const kv8_case CASES[] = {
      * and again), and one key at 7S/8 scoring 90 against the group's first row (P far past f16) */
     {2, 8, 3000, 32, 4, 128, AT_DTYPE_BF16, AT_DTYPE_E4M3, AT_MASK_CAUSAL_BR, 1, 0, TU_KEYS_RISING},
     {1, 16, 2500, 32, 8, 128, AT_DTYPE_F16, AT_DTYPE_E4M3, AT_MASK_NONE, 1, 0, TU_KEYS_SPIKE},
+    /* .wgi with bf16 Q (Q K^T on the FP8 tensor cores, Q as two E4M3 parts): the spike, e5m2 K */
+    {2, 8, 1900, 16, 2, 128, AT_DTYPE_BF16, AT_DTYPE_E5M2, AT_MASK_CAUSAL_BR, 1, 0, TU_KEYS_SPIKE},
 };
 
 static at_strides strides_for(const kv8_case *c, int seq, int heads)

@@ -946,7 +946,8 @@ static void test_decode_wg(void **state)
   fp8kv.q_len = 8; /* 64 rows: with an FP8 KV cache the default is .wgi (two consumer warpgroups) */
   TU_OK(gen_default_variant(&fp8kv, &t, &def));
   assert_int_equal(def.wg, 2);
-  def.wg = 1;
+  assert_int_equal(def.stages, 6); /* bf16 Q: K read as FP8 (DEC_WG_K8), so 6 stages fit */
+  def.wg = 1, def.stages = 4;
   { /* .wg, one consumer warpgroup: two widening warpgroups, so 4 + 8 warps and an even stage count */
     gen_launch_desc d;
     TU_OK(gen_launch_describe(&def, &fp8kv, &d));
@@ -982,13 +983,32 @@ static void test_decode_wg(void **state)
       assert_int_equal((unsigned)d.n_splits, 2u * d.kernels[0].grid[0]);
       char *src = NULL;
       TU_OK(gen_emit(&vs[i], &t, &src));
-      assert_non_null(strstr(src, "dec_mma_qk_rs("));
+      /* bf16 Q: Q K^T on the FP8 tensor cores against the staged K, Q as two E4M3 parts */
+      assert_non_null(strstr(src, "#define DEC_WG_K8 1\n"));
+      assert_non_null(strstr(src, "dec_mma_qk8("));
+      assert_null(strstr(src, "#define DEC_WG_QREG 1"));
       /* setmaxnreg: the consumers' 64 extra a thread (192 against the launch's 128) are what the
        * two widening warpgroups give back (64 each) */
       assert_non_null(strstr(src, "#define DEC_WG_CONSUMER_REGS 192\n#define DEC_WG_HELPER_REGS 64\n"));
       free(src);
     }
     assert_true(wgi > 0);
+    /* f16 Q keeps the f16 MMAs (Q's fragments from registers, an _rs wrapper), and no 6 stages */
+    at_shape fp8kv_f16 = fp8kv;
+    fp8kv_f16.dtype = AT_DTYPE_F16;
+    TU_OK(gen_enumerate(&fp8kv_f16, &t, vs, GEN_MAX_VARIANTS, &n));
+    int wgi_f16 = 0;
+    for (int i = 0; i < n; i++) {
+      if (vs[i].wg) assert_true(vs[i].stages < 6);
+      if (vs[i].wg != 2) continue;
+      wgi_f16++;
+      char *src = NULL;
+      TU_OK(gen_emit(&vs[i], &t, &src));
+      assert_non_null(strstr(src, "dec_mma_qk_rs("));
+      assert_null(strstr(src, "#define DEC_WG_K8 1"));
+      free(src);
+    }
+    assert_true(wgi_f16 > 0);
     gen_variant wide = def;
     wide.wg = 2, wide.block_m = 16, wide.warps = 8;
     tu_expect_refused(gen_variant_check(&wide, &t), AT_ERR_UNSUPPORTED, "at most 64 rows");
