@@ -24,7 +24,10 @@
  * warpgroup loads and widens the tiles to f16. Listed first where a CTA packs more than 32 rows,
  * where mma.sync's warps each re-read every K/V tile. .wgi in its place (an FP8 KV cache, at most 64 rows): two
  * consumer warpgroups hold the same rows and take the K/V tiles in turn, each writing its own
- * partial, so a CTA of sp<N> writes 2 and the combine kernel merges 2N per row.
+ * partial, so a CTA of sp<N> writes 2 and the combine kernel merges 2N per row. With bf16 Q at
+ * D 128, .wgi runs Q K^T on the FP8 tensor cores against K as TMA staged it (Q split exactly into
+ * two E4M3 parts; only V is widened), and its stage count is the FP8 staging slots (up to 8; the
+ * f16 V ring keeps 4): wg_k8.
  */
 #include <stdio.h>
 #include <stdlib.h>
