@@ -102,8 +102,8 @@ static int page_id_bytes(const gen_variant *v)
 }
 
 /* .wg: Q, then STAGES K and V tiles, each in 128-byte column blocks on 1024-byte boundaries (FP8
- * K/V: also STAGES FP8 K and V tiles as TMA stages them), 256 bytes of mbarriers, and 1024 bytes
- * to align the dynamic area (DEC_WG_SMEM_BYTES). */
+ * K/V: also STAGES FP8 K and V tiles as TMA stages them; K8: f16 V alone, in a ring of at most 4),
+ * 256 bytes of mbarriers, and 1024 bytes to align the dynamic area (DEC_WG_SMEM_BYTES). */
 static int wg_k8(const gen_variant *v);
 static int wg_smem_bytes(const gen_variant *v)
 {
