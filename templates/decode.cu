@@ -1917,8 +1917,9 @@ __device__ __forceinline__ void dec_e4m3x2_value(unsigned pair, float &lo, float
 /* This warp's 16 rows of bf16 Q as E4M3 A fragments of Q K^T (k32: register r holds row g + 8(r %
  * 2), k slots 16(r / 2) + 4t .. +3, one byte each): q 2^e = hi + lo, both E4M3, with 2^e putting
  * the rows' largest |q| in [2^7, 2^8) (under E4M3's 448). Exact for bf16: hi keeps 4 of q's 8
- * significant bits, the rest (at most 4, 2^-4 of hi or less) is lo, down to E4M3's subnormals
- * (2^-9: elements under 2^-16 of the rows' largest lose bits). Returns e. */
+ * significant bits, the rest (at most 4, 2^-4 of hi or less) is lo, while |q 2^e| >= 2^-2 (2^-9
+ * of the largest); smaller elements are at most 2^-10 off, where lo meets E4M3's smallest
+ * subnormal (tests/test_fp8.c checks every bf16 value). Returns e. */
 template <class Addr>
 __device__ __forceinline__ int dec_wg_q8_fragments(Addr q_at, int lane, unsigned (*qh)[4], unsigned (*ql)[4])
 {

@@ -170,6 +170,30 @@ static void test_saturation_and_specials(void **state)
   }
 }
 
+/* decode's .wgi with bf16 Q (templates/decode.cu, dec_wg_q8_fragments) holds q 2^e as two E4M3
+ * parts, hi = e4m3(x) and lo = e4m3(x - hi), with 2^e putting the rows' largest |q| in [2^7, 2^8).
+ * Every bf16 value x there (8 significant bits) is hi + lo exactly while |x| >= 2^-2 (lo is then
+ * a multiple of E4M3's smallest subnormal, 2^-9); below that, at most 2^-10 off. */
+static void test_bf16_splits_into_two_e4m3(void **state)
+{
+  (void)state;
+  int exact = 0;
+  for (int e = -14; e <= 7; e++)
+    for (int m = 0; m < 128; m++)
+      for (int sign = -1; sign <= 1; sign += 2) {
+        const float x = (float)sign * ldexpf(1.0f + (float)m / 128.0f, e);
+        const float hi = at_e4m3_to_f32(at_f32_to_e4m3(x));
+        const float lo = at_e4m3_to_f32(at_f32_to_e4m3(x - hi));
+        if (fabsf(x) >= 0.25f) {
+          if (hi + lo != x) fail_msg("bf16 %.9g: hi %.9g + lo %.9g is not exact", x, hi, lo);
+          exact++;
+        } else if (fabsf(hi + lo - x) > ldexpf(1.0f, -10)) {
+          fail_msg("bf16 %.9g: hi %.9g + lo %.9g is %.3g off", x, hi, lo, hi + lo - x);
+        }
+      }
+  assert_int_equal(exact, 2 * 128 * 10); /* binades 2^-2 .. 2^7 */
+}
+
 static void test_quantize(void **state)
 {
   (void)state;
@@ -228,6 +252,7 @@ int main(void)
     cmocka_unit_test(test_round_to_nearest_even),
     cmocka_unit_test(test_saturation_and_specials),
     cmocka_unit_test(test_quantize),
+    cmocka_unit_test(test_bf16_splits_into_two_e4m3),
   };
   return TU_RUN_GROUP(tests, NULL, NULL);
 }
