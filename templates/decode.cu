@@ -1811,12 +1811,6 @@ static constexpr int DEC_WG_HELPERS = DEC_KV8 ? 128 * DEC_WG_WIDENERS : 32;
 #ifndef DEC_WG_SKIP_RESCALE
 #define DEC_WG_SKIP_RESCALE (DEC_W == 8)
 #endif
-/* Step 20: .wgi's softmax with the speculative row max (dec_softmax_spec). Only where P V is
- * waited for within its tile: elsewhere tile t-1's P V still reads p when the softmax writes it. */
-#ifndef DEC_WG_SPEC
-#define DEC_WG_SPEC (DEC_WG_KSPLIT > 1)
-#endif
-static_assert(!DEC_WG_SPEC || DEC_WG_SEQ, ".wg: the speculative max needs P V waited for within its tile (.wgi)");
 static constexpr int DEC_WG_THREADS = DEC_WG_CT + DEC_WG_HELPERS;
 /* Steps 19 and 19b: with FP8 K/V, Q K^T takes Q's fragments from registers (32 more a consumer
  * thread at D 128), so its wgmmas read only K from shared memory, where they read Q as well each
@@ -2218,14 +2212,11 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
           if (j >= keys.hi || (DEC_CAUSAL && !at_visible(DEC_MASK, tok[e >> 1], j, offset))) s[nt][e] = AT_NEG_INF;
         }
     }
-    if (!DEC_WG_SEQ) {
-      at_wgmma_fence();
-      dec_wg_issue_pv(acc, p, smem_v + stage_prev * DEC_WG_KV_BYTES);
-    }
-
-#if DEC_WG_SPEC
-    /* Step 20: the speculative max; the exact step only where the warp's rows need it, and O's
-     * rescale only after an exact step (alpha 1 otherwise). */
+#if DEC_WG_KSPLIT > 1
+    /* .wgi. Step 20: the speculative max (only here, where P V is waited for within its tile; in
+     * .wg tile t-1's P V still reads p while the softmax runs): the exact step only where the
+     * warp's rows need it, and O's rescale only after it (alpha 1 otherwise). Then P V of this
+     * tile, and its stage back to the producer. */
     float alpha[2] = {1.f, 1.f};
     if (!dec_softmax_spec<DEC_WG_NT>(s, row_max, row_sum, scale_log2, p)) {
 #pragma unroll
@@ -2233,16 +2224,30 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
         alpha[half] = dec_softmax_half_to_p<DEC_WG_NT>(s, half, row_max[half], row_sum[half], scale_log2, p);
     }
     at_rescale_o<DEC_OT, true>(acc, alpha);
+    at_wgmma_fence();
+    dec_wg_issue_pv(acc, p, smem_v + r * DEC_WG_KV_BYTES);
+    at_wgmma_wait0();
+    if (lane == 0) at_bar_arrive(bar_empty + 8 * r);
+#if DEC_WG_K8
+    /* K8: the warpgroup's first thread refills the slot with tile t + STAGES (this warpgroup's
+     * too) once all four warps are done with tile t's K and V. (Refilled as soon as the four
+     * warps' Q K^T were done, under the softmax, it ran 8-12% slower: docs/perf.md, step 21.) */
+    if (tid % 128 == 0 && t + DEC_STAGES < keys.n_tiles) {
+      at_bar_wait(bar_empty + 8 * r, rphase);
+      dec_wg_stage_in(&tm_k, &tm_v, stg, bar_staged, t + DEC_STAGES, stage, k_lo, hk, b);
+    }
+#endif
 #else
+    at_wgmma_fence();
+    dec_wg_issue_pv(acc, p, smem_v + stage_prev * DEC_WG_KV_BYTES);
+
     /* Online softmax (dec_softmax_half); O's rescale by alpha after tile t-1's P V is in O. */
     float alpha[2];
 #pragma unroll
     for (int half = 0; half < 2; half++)
       alpha[half] = dec_softmax_half<DEC_WG_NT>(s, half, row_max[half], row_sum[half], scale_log2);
-    if (!DEC_WG_SEQ) {
-      at_wgmma_wait0(); /* P V of tile t-1 is in O: its stage goes back to the producer */
-      if (t > 0 && lane == 0) at_bar_arrive(bar_empty + 8 * stage_prev);
-    }
+    at_wgmma_wait0(); /* P V of tile t-1 is in O: its stage goes back to the producer */
+    if (t > 0 && lane == 0) at_bar_arrive(bar_empty + 8 * stage_prev);
     /* Two consumer warpgroups skip the multiplies where alpha is 1 for all 16 rows of the warp
      * (DEC_WG_SKIP_RESCALE, step 17; the branch comes after every wgmma is waited for). */
     at_rescale_o<DEC_OT, DEC_WG_SKIP_RESCALE>(acc, alpha);
@@ -2254,25 +2259,9 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
       p[kk][2] = dec_pack_p(s[2 * kk + 1][0], s[2 * kk + 1][1]);
       p[kk][3] = dec_pack_p(s[2 * kk + 1][2], s[2 * kk + 1][3]);
     }
-#endif
-    if (DEC_WG_SEQ) { /* .wgi: P V of this tile now, and its stage back to the producer */
-      at_wgmma_fence();
-      dec_wg_issue_pv(acc, p, smem_v + r * DEC_WG_KV_BYTES);
-      at_wgmma_wait0();
-      if (lane == 0) at_bar_arrive(bar_empty + 8 * r);
-#if DEC_WG_K8
-      /* K8: the warpgroup's first thread refills the slot with tile t + STAGES (this warpgroup's
-       * too) once all four warps are done with tile t's K and V. (Refilled as soon as the four
-       * warps' Q K^T were done, under the softmax, it ran 8-12% slower: docs/perf.md, step 21.) */
-      if (tid % 128 == 0 && t + DEC_STAGES < keys.n_tiles) {
-        at_bar_wait(bar_empty + 8 * r, rphase);
-        dec_wg_stage_in(&tm_k, &tm_v, stg, bar_staged, t + DEC_STAGES, stage, k_lo, hk, b);
-      }
-#endif
-      continue;
-    }
     stage_prev = stage;
     if (++stage == DEC_STAGES) stage = 0, phase ^= 1u;
+#endif
   }
   if (!DEC_WG_SEQ && keys.n_tiles > 0) { /* P V of the last tile */
     at_wgmma_fence();

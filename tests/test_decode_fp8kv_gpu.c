@@ -114,17 +114,14 @@ static void data_open(kv8_data *x, const kv8_case *c, int *failures)
   tn_rng rng = tn_rng_seeded(tu_next_seed());
   x->q = tu_random_tensor(&rng, c->q, x->nq);
   x->dq = tu_upload(c->q, x->q, x->nq);
-  if (c->keys == TU_KEYS_RANDOM) {
-    x->k = tu_fp8_tensor_make(&rng, c->kv, x->nkv, 0.5f);
-  } else {
-    assert_false(c->bhsd); /* tu_shape_keys reads and writes BSHD */
-    float *real = malloc(x->nkv * sizeof *real);
-    assert_non_null(real);
-    tn_rng_fill(&rng, real, x->nkv, -0.5f, 0.5f);
-    tu_shape_keys(c->keys, real, x->q, c->b, c->t, c->s, c->nq, c->nkv, c->d);
-    x->k = tu_fp8_tensor_from(real, c->kv, x->nkv);
-    free(real);
-  }
+  /* K as tu_fp8_tensor_make draws it, then shaped (random keys are left as drawn) */
+  float *real = malloc(x->nkv * sizeof *real);
+  assert_non_null(real);
+  tn_rng_fill(&rng, real, x->nkv, -0.5f, 0.5f);
+  assert_true(c->keys == TU_KEYS_RANDOM || !c->bhsd); /* tu_shape_keys reads and writes BSHD */
+  tu_shape_keys(c->keys, real, x->q, c->b, c->t, c->s, c->nq, c->nkv, c->d);
+  x->k = tu_fp8_tensor_from(real, c->kv, x->nkv);
+  free(real);
   x->v = tu_fp8_tensor_make(&rng, c->kv, x->nkv, 2.0f);
   float scalars[2] = {x->k.descale, x->v.descale};
   x->dscal = tu_upload(AT_DTYPE_F32, scalars, 2);
