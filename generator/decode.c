@@ -27,7 +27,8 @@
  * partial, so a CTA of sp<N> writes 2 and the combine kernel merges 2N per row. With bf16 Q at
  * D 128, .wgi runs Q K^T on the FP8 tensor cores against K as TMA staged it (Q split exactly into
  * two E4M3 parts; only V is widened), and its stage count is the FP8 staging slots (up to 8; the
- * f16 V ring keeps 4): wg_k8.
+ * f16 V ring keeps 4): wg_k8. .wgi3 is the same kernel with three consumer warpgroups taking the
+ * tiles in turn (3 partials a CTA; one widening warpgroup; 6 or 9 staging slots).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,12 +80,13 @@ static int wg_rows(const gen_variant *v) { return (v->spec.gqa * v->block_m + 63
 static int kv8(const gen_spec *s) { return at_dtype_is_fp8(gen_spec_kv_dtype(s)); }
 
 /* .wg with FP8 K/V: warpgroups that load and widen the tiles, two where the rows are one
- * warpgroup's (DEC_WG_WIDENERS). */
-static int wideners(const gen_variant *v) { return v->warps == 4 ? 2 : 1; }
+ * warpgroup's (DEC_WG_WIDENERS); one for .wgi3, which widens only V and has three consumers to
+ * give registers to. */
+static int wideners(const gen_variant *v) { return v->warps == 4 && v->wg < 3 ? 2 : 1; }
 
-/* .wgi: the K/V tiles go to two consumer warpgroups in turn, each writing a partial per CTA
- * (DEC_WG_KSPLIT). */
-static int partials_per_cta(const gen_variant *v) { return v->wg == 2 ? 2 : 1; }
+/* .wgi (.wgi3): the K/V tiles go to two (three) consumer warpgroups in turn, each writing a
+ * partial per CTA (DEC_WG_KSPLIT). */
+static int partials_per_cta(const gen_variant *v) { return v->wg >= 2 ? v->wg : 1; }
 
 /* .wg: one more warp, the TMA producer; with FP8 K/V the widening warpgroups. */
 static int threads(const gen_variant *v)
@@ -109,7 +111,8 @@ static int wg_smem_bytes(const gen_variant *v)
 {
   const int d = v->spec.head_dim, staged = kv8(&v->spec) ? 2 * v->stages * v->block_n * d : 0;
   const int rings = wg_k8(v) ? 1 : 2; /* f16 V, or K and V (DEC_WG_RINGS) */
-  const int ring = wg_k8(v) && v->stages > 4 ? 4 : v->stages; /* DEC_WG_RING: K8's stages are staging slots */
+  /* DEC_WG_RING: K8's stages are staging slots, the f16 V ring 4 (.wgi3: 6 beside 6 slots, 4 beside 9) */
+  const int ring = !wg_k8(v) ? v->stages : v->wg == 3 ? (v->stages > 6 ? 4 : v->stages) : v->stages > 4 ? 4 : v->stages;
   return 1024 + wg_rows(v) * d * 2 + rings * ring * v->block_n * d * 2 + staged + 256;
 }
 
@@ -135,17 +138,21 @@ static int smem_bytes(const gen_variant *v)
 #define WG_REG_BASE 44
 /* FP8 K/V: Q K^T reads Q's fragments from registers (DEC_WG_QREG), and setmaxnreg gives the
  * consumers what they need: at 64 rows 232 for .wg (one consumer warpgroup, two widening), 192
- * for .wgi (two and two); at 128 rows 208 (two and one). The widening warpgroups keep what is
+ * for .wgi (two and two), 152 for .wgi3 (three and one: the widener keeps 56; at 160 it would
+ * keep 32 and spilled); at 128 rows 208 (two and one). The widening warpgroups keep what is
  * left: the launch's share (65536 / threads, in 8s) less what the consumers take from it. */
 static int wg_setmaxnreg(const gen_variant *v) { return v->wg && kv8(&v->spec); }
 /* .wgi with bf16 Q at D 128 (decode step 21, DEC_WG_K8): Q K^T on the FP8 tensor cores, K as TMA
  * staged it, Q as two E4M3 parts (exact for bf16; f16 Q keeps the f16 path). */
 static int wg_k8(const gen_variant *v)
 {
-  return v->wg == 2 && kv8(&v->spec) && v->spec.dtype == AT_DTYPE_BF16 && v->spec.head_dim == 128;
+  return v->wg >= 2 && kv8(&v->spec) && v->spec.dtype == AT_DTYPE_BF16 && v->spec.head_dim == 128;
 }
 static int wg_q_in_regs(const gen_variant *v) { return wg_setmaxnreg(v) && !wg_k8(v); }
-static int wg_consumer_regs(const gen_variant *v) { return v->wg == 2 ? 192 : v->warps == 4 ? 232 : 208; }
+static int wg_consumer_regs(const gen_variant *v)
+{
+  return v->wg == 3 ? 152 : v->wg == 2 ? 192 : v->warps == 4 ? 232 : 208;
+}
 static int wg_helper_regs(const gen_variant *v)
 {
   const int all = threads(v), consumers = 32 * v->warps * partials_per_cta(v), launch = 65536 / all / 8 * 8;
@@ -153,9 +160,9 @@ static int wg_helper_regs(const gen_variant *v)
 }
 static int register_estimate(const gen_variant *v)
 {
-  if (v->wg)
-    return v->spec.head_dim / 2 + v->block_n / 2 + v->block_n / 4 + WG_REG_BASE +
-           (wg_setmaxnreg(v) ? v->spec.head_dim / 4 : 0); /* Q's fragments: f16, or K8's two E4M3 parts */
+  if (v->wg) /* .wgi packs P from S within the tile (S then dead); .wgi3 keeps Q in shared memory */
+    return v->spec.head_dim / 2 + v->block_n / 2 + (v->wg >= 2 ? 0 : v->block_n / 4) + WG_REG_BASE +
+           (wg_setmaxnreg(v) && v->wg < 3 ? v->spec.head_dim / 4 : 0); /* Q's fragments: f16, or K8's two E4M3 parts */
   const int d = v->spec.head_dim, mt = m_tiles(v->spec.gqa, v->block_m, v->warps);
   const int mtw = mt / warps_m(v), nw = v->block_n / warps_n(v);
   const int acc = mtw * (d / 2 + nw / 2) + (warps_n(v) > 1 ? 8 : 0);
@@ -249,16 +256,20 @@ static at_status check_wg(const gen_variant *v, const gen_target *target)
   if (v->warps != wg_rows(v) / 16)
     return at_fail(AT_ERR_UNSUPPORTED, "decode .wg runs one warpgroup per 64 rows: %d rows take %d warps, not %d",
                    rows, wg_rows(v) / 16, v->warps);
-  if (v->wg == 2 && v->stages % 2 != 0)
+  if (v->wg >= 2 && v->stages % v->wg != 0)
     return at_fail(AT_ERR_UNSUPPORTED,
-                   "decode .wgi gives tile t to warpgroup t %% 2 in stage t %% stages: an even stage count, so that "
-                   "each stage has one warpgroup and its mbarrier phases come in order, not %d",
-                   v->stages);
-  if (v->wg == 2 && !kv8(&v->spec))
+                   "decode %s gives tile t to warpgroup t %% %d in stage t %% stages: a stage count that is a multiple "
+                   "of %d, so that each stage has one warpgroup and its mbarrier phases come in order, not %d",
+                   v->wg == 3 ? ".wgi3" : ".wgi", v->wg, v->wg, v->stages);
+  if (v->wg == 3 && !wg_k8(v))
+    return at_fail(AT_ERR_UNSUPPORTED,
+                   "decode .wgi3 runs Q K^T on the FP8 tensor cores (bf16 Q, FP8 K/V, D 128): its three consumer "
+                   "warpgroups have the registers only there");
+  if (v->wg >= 2 && !kv8(&v->spec))
     return at_fail(AT_ERR_UNSUPPORTED,
                    "decode .wgi runs an FP8 KV cache (16-bit K/V at 64 rows is bound by HBM: .wgi ran 5-7%% slower "
                    "than .wg and mma.sync there)");
-  if (v->wg == 2 && rows > 64)
+  if (v->wg >= 2 && rows > 64)
     return at_fail(AT_ERR_UNSUPPORTED,
                    "decode .wgi runs two warpgroups over the same 64 rows: at most 64 rows, not %d (%d heads x %d tokens)",
                    rows, v->spec.gqa, v->block_m);
@@ -279,7 +290,7 @@ static at_status check(const gen_variant *v, const gen_target *target)
                    v->block_n);
   if (v->warps != 4 && v->warps != 8)
     return at_fail(AT_ERR_UNSUPPORTED, "decode runs 4 or 8 warps, not %d", v->warps);
-  const int max_stages = wg_k8(v) ? 8 : 6; /* K8: FP8 staging slots (16 KB a 64-key tile) */
+  const int max_stages = wg_k8(v) ? 9 : 6; /* K8: FP8 staging slots (16 KB a 64-key tile) */
   if (v->stages < 2 || v->stages > max_stages)
     return at_fail(AT_ERR_UNSUPPORTED, "%d stages (expected 2..%d)", v->stages, max_stages);
   if (v->splits < 1 || v->splits > 1024)
@@ -412,12 +423,22 @@ static at_status enumerate_block_n(const gen_spec *spec, const gen_target *targe
  * CTA where they fill two warpgroups, one warpgroup each and two CTAs an SM, ran slower on the
  * H200: B8 T16 S64k GQA 8 380.6 against 356.7 us; docs/perf.md, "decode .wg".) */
 static const int k_wg_block_n[] = {64, 128};
-static const int k_wg_stages[] = {4, 3, 5, 6, 8}; /* 6, 8: K8 only (FP8 staging slots; a ring of 4 f16 V) */
+/* 9, 8, 6: K8 only (FP8 staging slots; wg_stages_listed), its fastest first (docs/perf.md, decode
+ * steps 21 and 22), so that a tuning budget of 20 candidates reaches them */
+static const int k_wg_stages[] = {9, 8, 4, 3, 5, 6};
 #define WG_MIN_ROWS 33
 static int wg_listed(const gen_spec *spec, const gen_target *target, int bm)
 {
   return !spec->page_size && (!kv8(spec) || spec->head_dim % 128 == 0) && strcmp(target->arch, "sm_90a") == 0 &&
          spec->gqa * bm >= WG_MIN_ROWS;
+}
+
+/* K8's stages are FP8 staging slots beside a smaller f16 V ring: 6 and 8 (.wgi), 6 and 9
+ * (.wgi3, whole turns of three); the others keep 3-5 stages of both rings. */
+static int wg_stages_listed(const gen_variant *v)
+{
+  if (v->wg == 3) return v->stages == 6 || v->stages == 9;
+  return wg_k8(v) ? v->stages >= 4 && v->stages <= 8 : v->stages < 6;
 }
 
 static at_status enumerate_wg(const gen_spec *spec, const gen_target *target, const at_shape *shape,
@@ -428,10 +449,10 @@ static at_status enumerate_wg(const gen_spec *spec, const gen_target *target, co
   for (int a = 0; a < COUNT(k_wg_block_n); a++) {
     if (gen_tile_too_long(k_wg_block_n[a], shape->kv_len)) continue;
     for (int c = 0; c < COUNT(k_wg_stages); c++) {
-      for (int wg = 1; wg <= 2; wg++) {
+      for (int wg = 1; wg <= 3; wg++) {
         gen_variant v = {GEN_FAMILY_DECODE, *spec, bm, k_wg_block_n[a], 4, k_wg_stages[c], 1, 0, 0, 0, 0, wg};
         v.warps = wg_rows(&v) / 16;
-        if ((v.stages >= 6 && !wg_k8(&v)) || check(&v, target) != AT_OK) continue;
+        if (!wg_stages_listed(&v) || check(&v, target) != AT_OK) continue;
         int tries[3];
         split_tries(&v, target, shape, tries);
         for (int s = 0; s < COUNT(tries); s++) {
@@ -521,6 +542,10 @@ static int default_variant(const gen_spec *spec, const gen_target *target, const
     /* K8 (bf16 Q): 6 FP8 staging slots (step 21, H200 B8 S64k causal-br: GQA 8 T8 159.9 us
      * against 166.5 at 4 and 158.8 at 8; GQA 4 T16 314.7 against 325.7 at 4 and 312.6-318.9 at 8) */
     if (wg_k8(&v)) v.stages = 6;
+    /* K8 over long splits: .wgi3 with 9 slots (step 22, H200 B8 causal-br: S64k GQA 8 T8 151.5-153.5
+     * us against .wgi's 155.6-158.7, GQA 4 T16 295.0-299.3 against 305.4-312.9; at S16k 47.1-47.3
+     * against 45.8-46.3, where its third partial and fixed part cost more than it gains) */
+    if (wg_k8(&v) && shape->kv_len >= 32768) v.wg = 3, v.stages = 9;
     if (check(&v, target) == AT_OK) {
       v.splits = heuristic_splits(&v, target, shape);
       *out = v;
@@ -563,7 +588,7 @@ static void extra_preamble(const gen_variant *v, const gen_target *target, const
     gen_text_put(t, "#define DEC_KV_DTYPE %d /* %s */\n#define DEC_KV8_REG_BASE %d\n", (int)kv, at_dtype_name(kv),
                  KV8_REG_BASE);
   if (v->wg) gen_text_put(t, "#define DEC_WG 1\n");
-  if (v->wg == 2) gen_text_put(t, "#define DEC_WG_KSPLIT 2\n");
+  if (v->wg >= 2) gen_text_put(t, "#define DEC_WG_KSPLIT %d\n", v->wg);
   if (wg_k8(v)) gen_text_put(t, "#define DEC_WG_K8 1\n");
   if (wg_q_in_regs(v)) gen_text_put(t, "#define DEC_WG_QREG 1\n");
   if (wg_setmaxnreg(v))
@@ -584,8 +609,11 @@ static void helpers(const gen_variant *v, gen_text *t)
   if (wg_q_in_regs(v)) gen_wgmma_rs_acc(t, "dec_mma_qk_rs", v->block_n, 16, in, in, "1, 1, 0");
   /* K8: Q's E4M3 parts from registers against the staged FP8 K (8-bit operands: K-major, no
    * transpose flags) */
-  if (wg_k8(v))
+  if (wg_k8(v) && v->wg == 2)
     gen_wgmma_rs_acc(t, "dec_mma_qk8", v->block_n, 32, "e4m3", at_dtype_name(gen_spec_kv_dtype(&v->spec)), "1, 1");
+  /* .wgi3: Q's E4M3 parts from shared memory (DEC_WG_Q8_SMEM) */
+  if (wg_k8(v) && v->wg == 3)
+    gen_wgmma_ss(t, "dec_mma_qk8_ss", v->block_n, 32, "e4m3", at_dtype_name(gen_spec_kv_dtype(&v->spec)), "1, 1");
   gen_wgmma_rs(t, "dec_mma_pv", v->spec.head_dim, 16, in, in, "1, 1, 1");
 }
 

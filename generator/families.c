@@ -26,8 +26,8 @@ at_status gen_variant_check(const gen_variant *v, const gen_target *target)
     return at_fail(AT_ERR_INVALID, "%s variants are not warp-specialized (got ws %d)", f->name, v->ws);
   if (!f->wgmma_rows && v->wg != 0)
     return at_fail(AT_ERR_INVALID, "%s has no wgmma-rows variants (got wg %d)", f->name, v->wg);
-  if (v->wg < 0 || v->wg > 2)
-    return at_fail(AT_ERR_INVALID, "wg %d is not 0, 1 (.wg) or 2 (.wgi)", v->wg);
+  if (v->wg < 0 || v->wg > 3)
+    return at_fail(AT_ERR_INVALID, "wg %d is not 0, 1 (.wg), 2 (.wgi) or 3 (.wgi3)", v->wg);
   if (!f->warp_specialized && v->vt != 0)
     return at_fail(AT_ERR_INVALID, "%s has no V^T-ahead variants (got vt %d)", f->name, v->vt);
   if (!f->warp_specialized && v->persistent != 0)

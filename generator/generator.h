@@ -148,7 +148,7 @@ typedef struct gen_variant {
   int vt;
   /* decode: 1 = the packed rows on wgmma (.wg; sm_90a): one warpgroup per 64 rows instead of
    * mma.sync warps; 2 = that at 64 rows with two warpgroups taking the K/V tiles in turn (.wgi),
-   * each writing its own partial; else 0 */
+   * each writing its own partial; 3 = with three (.wgi3); else 0 */
   int wg;
 } gen_variant;
 

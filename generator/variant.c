@@ -157,14 +157,14 @@ at_status gen_variant_key(const gen_variant *v, char *buf, size_t size)
   const char *family = f ? f->name : NULL;
   if (!family) return at_fail(AT_ERR_INVALID, "unknown kernel family %d", (int)v->family);
   /* The output dtype is spelled only where it is a choice (FP8 inputs). */
-  char out[16] = "", splits[16] = "", pages[16] = "", ragged[8] = "";
+  char out[16] = "", splits[32] = "", pages[16] = "", ragged[8] = "";
   const char *ws = v->ws == 2 ? ".wspp" : v->ws ? ".ws" : "";
   const char *pers = v->persistent ? ".pers" : "", *vt = v->vt ? ".vt" : "";
   if (at_dtype_is_fp8(v->spec.dtype)) snprintf(out, sizeof out, ".o%s", at_dtype_name(v->spec.out_dtype));
   /* Only split-KV variants have a split count; a 0 elsewhere keeps the older families' keys. */
   static const char *const merge_suffix[] = {"", ".lc", ".cl"};
   const char *merge = v->merge >= 0 && v->merge < 3 ? merge_suffix[v->merge] : ".merge?";
-  if (v->splits) snprintf(splits, sizeof splits, ".sp%d%s%s", v->splits, merge, v->wg == 2 ? ".wgi" : v->wg ? ".wg" : "");
+  if (v->splits) snprintf(splits, sizeof splits, ".sp%d%s%s", v->splits, merge, v->wg == 3 ? ".wgi3" : v->wg == 2 ? ".wgi" : v->wg ? ".wg" : "");
   /* Paged K/V is part of the spec, next to the dtypes; contiguous keys do not change. */
   if (v->spec.page_size) snprintf(pages, sizeof pages, ".pg%d", v->spec.page_size);
   /* Ragged tensors likewise; padded keys do not change. */
@@ -267,7 +267,7 @@ at_status gen_variant_parse(const char *key, gen_variant *out)
       len += snprintf(names + len, sizeof names - (size_t)len, "%s%s", f ? "|" : "", gen_family_name((gen_family)f));
     return at_fail(AT_ERR_INVALID,
                    "variant key '%s' is malformed (expected "
-                   "<%s>.<dtype>[.kv<dtype>][.pg<page size>][.rg|.rgq].d<D>.<mask>.g<G>.bm<M>.bn<N>.w<W>.s<S>[.sp<splits>[.lc|.cl][.wg|.wgi]][.ws|.wspp][.vt][.pers][.o<dtype>][.lse])",
+                   "<%s>.<dtype>[.kv<dtype>][.pg<page size>][.rg|.rgq].d<D>.<mask>.g<G>.bm<M>.bn<N>.w<W>.s<S>[.sp<splits>[.lc|.cl][.wg|.wgi|.wgi3]][.ws|.wspp][.vt][.pers][.o<dtype>][.lse])",
                    key, names);
   }
   out->family = (gen_family)family;
@@ -296,8 +296,8 @@ at_status gen_variant_parse(const char *key, gen_variant *out)
       out->merge = fields[i][0] == 'l' ? GEN_MERGE_LAST_CTA : GEN_MERGE_CLUSTER;
     } else if (strcmp(fields[i], "ws") == 0 || strcmp(fields[i], "wspp") == 0) {
       out->ws = fields[i][2] ? 2 : 1;
-    } else if (strcmp(fields[i], "wg") == 0 || strcmp(fields[i], "wgi") == 0) {
-      out->wg = fields[i][2] ? 2 : 1;
+    } else if (strcmp(fields[i], "wg") == 0 || strcmp(fields[i], "wgi") == 0 || strcmp(fields[i], "wgi3") == 0) {
+      out->wg = fields[i][2] ? (fields[i][3] ? 3 : 2) : 1;
     } else if (strcmp(fields[i], "vt") == 0) {
       out->vt = 1;
     } else if (strcmp(fields[i], "pers") == 0) {
@@ -305,7 +305,7 @@ at_status gen_variant_parse(const char *key, gen_variant *out)
     } else if (fields[i][0] == 'o' && at_dtype_parse(fields[i] + 1, &out->spec.out_dtype) == AT_OK) {
       continue;
     } else {
-      return at_fail(AT_ERR_INVALID, "variant key '%s': unknown suffix '%s' (expected sp<N>, lc, cl, wg, wgi, ws, wspp, vt, pers, o<dtype> or lse)", key,
+      return at_fail(AT_ERR_INVALID, "variant key '%s': unknown suffix '%s' (expected sp<N>, lc, cl, wg, wgi, wgi3, ws, wspp, vt, pers, o<dtype> or lse)", key,
                      fields[i]);
     }
   }

@@ -294,6 +294,16 @@
  *      at 6 159.9, at 8 158.8 (-3.2%); GQA 4 T16 S64k 323 -> 314.7 (6), S16k 47.3 -> 46.0 (8).
  *      O's error unchanged (1.68e-3). Refilled as soon as the warps' Q K^T were done, under the
  *      softmax: 8-12% slower (177.2 us at 4 stages).
+ *   22. .wgi3 (DEC_WG_KSPLIT 3, K8 only): three consumer warpgroups take the tiles in turn, one
+ *      widening warpgroup (only V is widened), setmaxnreg 152/56; Q's E4M3 parts go to shared
+ *      memory (DEC_WG_Q8_SMEM: in registers the consumers spilled under 152 and 160); 6 or 9
+ *      staging slots (whole turns), an f16 V ring of 6 or 4; the widener's loads of a tile
+ *      first. Measured (B8 causal-br e4m3, same run against step 21's .wgi at 8 slots, two
+ *      rounds): with 9 slots and a ring of 3, even (GQA 8 T8 S64k 155.6 -> 154.9 us; ncu: the
+ *      consumers waited 24% of their samples for the widened V, the widener 46% on its shared
+ *      loads); a ring of 4, even (156.7); the loads first: 151.4-151.7 (-3.7%), GQA 4 T16 S64k
+ *      310.9 -> 295.3 (-5.0%); S16k 46.3 -> 47.1 (+1.7%). With .wgi's two wideners the loads
+ *      first ran 2% slower, so there they stay in place. The default from S 32k.
  *   Tried after 18, not kept: the widening's loads of a tile pair all issued before its stores:
  *      9% slower (GQA 8 T8 S64k .wg 176.0 -> 192.2 us).
  *   Tried after 17, not kept: at 64 rows, tile t+1's Q K^T issued right after tile t's P is
@@ -484,7 +494,7 @@ static_assert(DEC_BN == 32 || DEC_BN == 64 || DEC_BN == 128 || (DEC_KV8 && DEC_B
               "BLOCK_N: 32, 64 or 128 (256 with FP8 K/V)");
 static_assert(DEC_D % 16 == 0 && DEC_KV_CPR * DEC_KV_EPC == DEC_D, "K/V rows are whole 16-byte chunks");
 static_assert(DEC_W == 4 || DEC_W == 8, "4 or 8 warps");
-static_assert(DEC_STAGES >= 2 && DEC_STAGES <= (DEC_WG_K8 ? 8 : 6), "2..6 K/V stages (.wgi K8: 8 staging slots)");
+static_assert(DEC_STAGES >= 2 && DEC_STAGES <= (DEC_WG_K8 ? 9 : 6), "2..6 K/V stages (.wgi K8: up to 9 staging slots)");
 static_assert(DEC_WM * DEC_WN == DEC_W && DEC_MT % DEC_WM == 0, "warp layout");
 static_assert(DEC_NW % 16 == 0, "BLOCK_N / WARPS_N (keys per warp per tile) must be a multiple of 16");
 static_assert(DEC_PS == 0 || DEC_PS == 1 || DEC_PS == 16 || DEC_PS == 32 || DEC_PS == 64 || DEC_PS == 128 ||
@@ -1778,7 +1788,12 @@ static constexpr int DEC_WG_RINGS = DEC_WG_K8 ? 1 : 2; /* f16 rings: V, or K and
 /* Stages of the f16 ring(s). K8 keeps at most 4 (the widened V is needed only a tile or two
  * ahead) and spends the room on FP8 staging slots: STAGES of them, the copies in flight. Tile t is
  * in staging slot t % STAGES and ring stage t % RING; elsewhere the two are the same. */
-static constexpr int DEC_WG_RING = DEC_WG_K8 && DEC_STAGES > 4 ? 4 : DEC_STAGES;
+#ifndef DEC_WG_KSPLIT
+#define DEC_WG_KSPLIT 1
+#endif
+static constexpr int DEC_WG_RING = !DEC_WG_K8 ? DEC_STAGES
+                                   : DEC_WG_KSPLIT == 3 ? (DEC_STAGES > 6 ? 4 : DEC_STAGES) /* .wgi3 (below) */
+                                   : DEC_STAGES > 4 ? 4 : DEC_STAGES;
 static constexpr int DEC_WG_SMEM_BYTES = 1024 + DEC_WG_Q_BYTES + DEC_WG_RING * DEC_WG_RINGS * DEC_WG_KV_BYTES +
                                          DEC_STAGES * 2 * DEC_WG_STG_BYTES + DEC_WG_BAR_BYTES;
 /* .wgi (step 18): two consumer warpgroups for the same 64 rows, taking the K/V tiles in turn
@@ -1788,16 +1803,14 @@ static constexpr int DEC_WG_SMEM_BYTES = 1024 + DEC_WG_Q_BYTES + DEC_WG_RING * D
  * ncu). Each runs its P V within the tile (it holds one stage, not two): the other's work fills
  * the tensor pipe. With FP8 K/V two widening warpgroups serve them (16 warps; setmaxnreg below):
  * with one, .wgi ran 17% slower than .wg (B8 S64k GQA 8 T8 e4m3 207.9 against 176.9 us), one
- * warpgroup widening a tile in about the time the CTA took per tile. */
-#ifndef DEC_WG_KSPLIT
-#define DEC_WG_KSPLIT 1
-#endif
+ * warpgroup widening a tile in about the time the CTA took per tile. .wgi3 (DEC_WG_KSPLIT 3, K8
+ * only: step 22): three consumer warpgroups, tile t to t % 3, and one widener for V alone. */
 static constexpr bool DEC_WG_SEQ = DEC_WG_KSPLIT > 1;           /* P V waited for within its tile */
 static constexpr int DEC_WG_CT = DEC_THREADS * DEC_WG_KSPLIT;   /* consumer threads */
 /* KV8: widening warpgroups, taking the tiles in turn: two where the consumers are one warpgroup
  * (the ring's stages then even, so that a staging slot's next tile is its own widener's) */
 #ifndef DEC_WG_WIDENERS
-#define DEC_WG_WIDENERS (DEC_KV8 && DEC_W == 4 ? 2 : 1)
+#define DEC_WG_WIDENERS (DEC_KV8 && DEC_W == 4 && DEC_WG_KSPLIT < 3 ? 2 : 1)
 #endif
 static_assert(DEC_WG_WIDENERS == 1 || DEC_STAGES % 2 == 0, ".wg KV8: two widening warpgroups need an even stage count");
 /* after the consumers: the producer warp, or (KV8) the widening warpgroups */
@@ -1838,15 +1851,27 @@ static_assert(DEC_D % 64 == 0, ".wg: 128-byte column blocks of K and V rows");
 static_assert(DEC_BN == 64 || DEC_BN == 128, ".wg: BLOCK_N 64 or 128");
 static_assert(DEC_STAGES >= 3, ".wg: tile t-1's V, tile t and at least one tile in flight");
 static_assert(DEC_W * 16 == DEC_WG_ROWS, ".wg: one warpgroup (4 warps) per 64 packed rows");
-static_assert(DEC_WG_KSPLIT == 1 || (DEC_WG_KSPLIT == 2 && DEC_W == 4), ".wgi: two warpgroups for one warpgroup's 64 rows");
-/* An odd count would hand a stage to both warpgroups in turn, and one could wait for a phase
- * parity two phases ahead of the stage's and pass at once. */
-static_assert(DEC_WG_KSPLIT == 1 || DEC_STAGES % 2 == 0, ".wgi: an even stage count (each stage one warpgroup's)");
+static_assert(DEC_WG_KSPLIT == 1 || ((DEC_WG_KSPLIT == 2 || DEC_WG_KSPLIT == 3) && DEC_W == 4),
+              ".wgi: two (or three) warpgroups for one warpgroup's 64 rows");
+static_assert(DEC_WG_KSPLIT < 3 || DEC_WG_K8, ".wgi3: with K8 only (Q K^T on the FP8 tensor cores; the registers)");
+/* A count that is not a multiple of the warpgroups would hand a stage to two of them in turn, and
+ * one could wait for a phase parity two phases ahead of the stage's and pass at once. */
+static_assert(DEC_STAGES % DEC_WG_KSPLIT == 0, ".wgi: whole turns of stages (each stage one warpgroup's)");
 static_assert(8 * (2 * DEC_WG_RING + DEC_STAGES) <= DEC_WG_BAR_BYTES, ".wg: the mbarriers fit their area");
-static_assert(DEC_WG_RING % 2 == 0 || !DEC_WG_SEQ, ".wgi: each ring stage one warpgroup's");
+/* The ring's stages need not be one warpgroup's where one widener fills them in order and the ring
+ * is longer than a turn (.wgi3's 4): a consumer that waits for a stage's fill two phases ahead has
+ * consumed a later tile, so the widener has filled the phase between. */
+static_assert(DEC_WG_RING % DEC_WG_KSPLIT == 0 || (DEC_WG_WIDENERS == 1 && DEC_WG_RING > DEC_WG_KSPLIT),
+              ".wgi: each ring stage one warpgroup's");
 static_assert(DEC_WG_SMEM_BYTES <= DEC_SMEM_LIMIT, "shared memory over the target's limit");
 static_assert(!DEC_WG_K8 || (DEC_KV8 && DEC_Q_TO_F16 && DEC_WG_SEQ && DEC_D == 128 && !DEC_WG_QREG),
               ".wgi K8: bf16 Q, FP8 K/V, two consumer warpgroups, D 128 (one 128-byte FP8 block a key)");
+/* .wgi3: three consumer warpgroups do not have the registers for Q's E4M3 parts (32 a thread: the
+ * consumer code spilled 84-88 bytes under setmaxnreg 152 and 160 with them), so the first
+ * warpgroup writes them over bf16 Q in shared memory, 8 KB each, and Q K^T reads them there. */
+#define DEC_WG_Q8_SMEM (DEC_WG_K8 && DEC_WG_KSPLIT == 3)
+static constexpr int DEC_WG_Q8_PART = 64 * DEC_D;
+static_assert(!DEC_WG_Q8_SMEM || 2 * DEC_WG_Q8_PART <= DEC_WG_Q_BYTES, ".wgi3: Q's two E4M3 parts fit bf16 Q's room");
 
 /* A K or V tile of BLOCK_N keys from key0: one TMA box of 128 bytes (64 16-bit or 128 FP8
  * elements) by BLOCK_N keys per column block, in the 128-byte swizzle at_swz_off describes. */
@@ -1885,11 +1910,32 @@ __device__ __forceinline__ void dec_wg_issue_qk(float (*s)[4], unsigned q_wg, un
 __device__ __forceinline__ void dec_wg_issue_qk8(float (*s)[4], unsigned k_stg, const unsigned (*qh)[4],
                                                  const unsigned (*ql)[4])
 {
+#if !DEC_WG_Q8_SMEM /* .wgi3 has no register-A wrapper */
 #pragma unroll
   for (int ks = 0; ks < DEC_D / 32; ks++) dec_mma_qk8(&s[0][0], qh[ks], at_wgmma_desc<128>(k_stg + 32 * ks), ks > 0);
 #pragma unroll
   for (int ks = 0; ks < DEC_D / 32; ks++) dec_mma_qk8(&s[0][0], ql[ks], at_wgmma_desc<128>(k_stg + 32 * ks), 1);
   at_wgmma_commit();
+#else
+  (void)s, (void)k_stg, (void)qh, (void)ql;
+#endif
+}
+
+/* .wgi3: the same with Q's two E4M3 parts read from shared memory (DEC_WG_Q8_SMEM: 64 rows of
+ * 128 bytes each, hi at q8, lo 8 KB after it, in the 128-byte swizzle). */
+__device__ __forceinline__ void dec_wg_issue_qk8_ss(float (*s)[4], unsigned k_stg, unsigned q8)
+{
+#if DEC_WG_Q8_SMEM
+#pragma unroll
+  for (int part = 0; part < 2; part++)
+#pragma unroll
+    for (int ks = 0; ks < DEC_D / 32; ks++)
+      dec_mma_qk8_ss(&s[0][0], at_wgmma_desc<128>(q8 + part * DEC_WG_Q8_PART + 32 * ks),
+                     at_wgmma_desc<128>(k_stg + 32 * ks), part > 0 || ks > 0);
+  at_wgmma_commit();
+#else
+  (void)s, (void)k_stg, (void)q8;
+#endif
 }
 
 /* Two floats as an E4M3 pair (lo in the low byte), and the pair back as floats. */
@@ -1937,6 +1983,23 @@ __device__ __forceinline__ int dec_wg_q8_fragments(Addr q_at, int lane, unsigned
     }
   return e;
 }
+
+/* .wgi3: a warp's fragments from dec_wg_q8_fragments into shared memory at q8 (hi) and q8 + 8 KB
+ * (lo), where Q K^T's wgmmas read them: register r of k step ks is row row0 + g + 8(r % 2), bytes
+ * 32ks + 16(r / 2) + 4t .. +3. */
+__device__ __forceinline__ void dec_wg_q8_store(unsigned q8, int row0, int lane, const unsigned (*qh)[4],
+                                                const unsigned (*ql)[4])
+{
+  const int g = lane >> 2, tq = lane & 3;
+#pragma unroll
+  for (int ks = 0; ks < DEC_D / 32; ks++)
+#pragma unroll
+    for (int r = 0; r < 4; r++) {
+      const unsigned at = q8 + at_swz_off<64, 128>(row0 + g + 8 * (r % 2), 32 * ks + 16 * (r / 2) + 4 * tq);
+      asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(at), "r"(qh[ks][r]) : "memory");
+      asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(at + DEC_WG_Q8_PART), "r"(ql[ks][r]) : "memory");
+    }
+}
 #endif
 
 /* Issue O += P V (not waited for): k step kk is keys 16kk .. 16kk+15, 16 rows of 128 bytes down
@@ -1975,12 +2038,28 @@ __device__ __forceinline__ void dec_wg_widen_tile(unsigned dst, unsigned src, in
   constexpr int DCH = DEC_D / 16; /* FP8 chunks per key */
   constexpr int ITEMS = DEC_BN * DCH;
   static_assert(ITEMS % 128 == 0, "whole items per widening thread");
+#if DEC_WG_KSPLIT == 3
+  /* .wgi3's one widener (V alone: 4 chunks a thread): the thread's loads first, so that their
+   * latencies overlap (B8 S64k T8 GQA 8: 156.7 -> 151.5 us; with .wgi's two wideners 2% slower) */
+  unsigned wl[ITEMS / 128][4];
 #pragma unroll
   for (int i = 0; i < ITEMS / 128; i++) {
     const int idx = wtid + 128 * i;
+    dec_ld_shared_u4(src + at_swz_off<DEC_BN, 128>((idx & 7) + 8 * (idx / (8 * DCH)), 16 * ((idx >> 3) % DCH)), wl[i]);
+  }
+#endif
+#pragma unroll
+  for (int i = 0; i < ITEMS / 128; i++) {
+    const int idx = wtid + 128 * i;
+#if DEC_WG_KSPLIT == 3
+    const int c = (idx >> 3) % DCH, r = (idx & 7) + 8 * (idx / (8 * DCH));
+    unsigned h[8];
+    const unsigned *w = wl[i];
+#else
     const int c = (idx >> 3) % DCH, r = (idx & 7) + 8 * (idx / (8 * DCH));
     unsigned w[4], h[8];
     dec_ld_shared_u4(src + at_swz_off<DEC_BN, 128>(r, 16 * c), w);
+#endif
 #pragma unroll
     for (int j = 0; j < 4; j++) h[2 * j] = dec_kv_pair<0, 1>(w[j]), h[2 * j + 1] = dec_kv_pair<2, 3>(w[j]);
     dec_st_shared_u4(dst + at_swz_off<DEC_BN, 128>(r, 32 * c), h);
@@ -2115,7 +2194,7 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
 #endif
   /* this warp's first packed row (warpgroup wg: 64wg + 16 (warp % 4); .wgi: both warpgroups 16 (warp % 4)) */
   const int row0 = 16 * (DEC_WG_SEQ ? warp % DEC_W : warp);
-  const int turn = DEC_WG_SEQ ? wg : 0, rwg = DEC_WG_SEQ ? 0 : wg; /* .wgi: tiles turn, turn + 2, ... */
+  const int turn = DEC_WG_SEQ ? wg : 0, rwg = DEC_WG_SEQ ? 0 : wg; /* .wgi: tiles turn, turn + KSPLIT, ... */
   at_cp_async_wait<0>(); /* Q landed; publish it to the async proxy, then to every consumer */
 #if DEC_WG_K8
   /* K8: each warp's 16 rows as two E4M3 parts of q * 2^e (registers; Q in shared memory stays
@@ -2126,6 +2205,10 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
       (127 - dec_wg_q8_fragments([&](int r, int col) { return smem_q + at_swz_off<DEC_WG_ROWS, 128>(row0 + r, col); },
                                  lane, qh, ql))
       << 23);
+#if DEC_WG_Q8_SMEM
+  asm volatile("bar.sync 1, %0;\n" ::"n"(DEC_WG_CT) : "memory"); /* every warp is done with bf16 Q */
+  if (turn == 0) dec_wg_q8_store(smem_q, row0, lane, qh, ql);
+#endif
 #elif DEC_Q_TO_F16
   { /* bf16 Q with FP8 K/V: each warp's rows as f16 q * 2^e, its scores scaled back by 2^-e */
     asm volatile("bar.sync 1, %0;\n" ::"n"(DEC_WG_CT) : "memory"); /* every row landed */
@@ -2192,7 +2275,10 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
     at_bar_wait(bar_staged + 8 * stage, phase); /* K as TMA staged it (landed: the widener waited too) */
 #endif
     at_wgmma_fence();
-#if DEC_WG_K8
+#if DEC_WG_Q8_SMEM
+    (void)q_wg, (void)qf;
+    dec_wg_issue_qk8_ss(s, stg + (2 * stage) * DEC_WG_STG_BYTES, smem_q);
+#elif DEC_WG_K8
     (void)q_wg, (void)qf;
     dec_wg_issue_qk8(s, stg + (2 * stage) * DEC_WG_STG_BYTES, qh, ql);
 #else

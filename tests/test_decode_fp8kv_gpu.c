@@ -66,8 +66,8 @@ static const kv8_case CASES[] = {
     {1, 8, 2100, 24, 3, 128, AT_DTYPE_F16, AT_DTYPE_E5M2, AT_MASK_NONE, 0, 1, TU_KEYS_RANDOM},
     /* .wg: GQA 7, T 5 in a block of 8 (56 rows), bf16 Q with e5m2 */
     {1, 5, 333, 56, 8, 128, AT_DTYPE_BF16, AT_DTYPE_E5M2, AT_MASK_CAUSAL_BR, 1, 0, TU_KEYS_RANDOM},
-    /* .wgi (64 rows, the tiles to two warpgroups in turn): S under one tile, so the second
-     * warpgroup has none and its partial must weigh nothing */
+    /* .wgi and .wgi3 (64 rows, the tiles to two or three warpgroups in turn): S under one
+     * tile, so the others have none and their partials must weigh nothing */
     {1, 8, 50, 16, 2, 128, AT_DTYPE_BF16, AT_DTYPE_E4M3, AT_MASK_CAUSAL_BR, 1, 0, TU_KEYS_RANDOM},
     /* .wgi's speculative row max: keys whose scores rise tile after tile (its exact step again
      * and again), and one key at 7S/8 scoring 90 against the group's first row (P far past f16) */

@@ -943,10 +943,15 @@ static void test_decode_wg(void **state)
     assert_non_null(strstr(key, ".kve4m3."));
     assert_non_null(strstr(key, ".wg"));
   }
-  fp8kv.q_len = 8; /* 64 rows: with an FP8 KV cache the default is .wgi (two consumer warpgroups) */
+  fp8kv.q_len = 8; /* 64 rows: with an FP8 KV cache the default is .wgi3 at S 64k (three consumer warpgroups) */
+  TU_OK(gen_default_variant(&fp8kv, &t, &def));
+  assert_int_equal(def.wg, 3);
+  assert_int_equal(def.stages, 9);
+  fp8kv.kv_len = 16384; /* shorter: .wgi (two) */
   TU_OK(gen_default_variant(&fp8kv, &t, &def));
   assert_int_equal(def.wg, 2);
   assert_int_equal(def.stages, 6); /* bf16 Q: K read as FP8 (DEC_WG_K8), so 6 stages fit */
+  fp8kv.kv_len = 65536;
   def.wg = 1, def.stages = 4;
   { /* .wg, one consumer warpgroup: two widening warpgroups, so 4 + 8 warps and an even stage count */
     gen_launch_desc d;
@@ -985,7 +990,7 @@ static void test_decode_wg(void **state)
       TU_OK(gen_emit(&vs[i], &t, &src));
       /* bf16 Q: Q K^T on the FP8 tensor cores against the staged K, Q as two E4M3 parts */
       assert_non_null(strstr(src, "#define DEC_WG_K8 1\n"));
-      assert_non_null(strstr(src, "dec_mma_qk8("));
+      assert_non_null(strstr(src, "void dec_mma_qk8("));
       assert_null(strstr(src, "#define DEC_WG_QREG 1"));
       /* setmaxnreg: the consumers' 64 extra a thread (192 against the launch's 128) are what the
        * two widening warpgroups give back (64 each) */
@@ -1021,6 +1026,51 @@ static void test_decode_wg(void **state)
     TU_OK(gen_variant_check(&parsed, &t));
     parsed.spec.kv_dtype = AT_KV_SAME; /* 16-bit K/V: refused */
     tu_expect_refused(gen_variant_check(&parsed, &t), AT_ERR_UNSUPPORTED, "FP8 KV cache");
+  }
+  { /* .wgi3 at 64 rows: three consumer warpgroups and one widening warpgroup (16 warps), three
+     * partials a CTA; 6 or 9 staging slots (whole turns of three), 64-key tiles; Q's E4M3 parts
+     * read from shared memory (an _ss wrapper); bf16 Q at D 128 only */
+    TU_OK(gen_enumerate(&fp8kv, &t, vs, GEN_MAX_VARIANTS, &n));
+    int wgi3 = 0, nine = 0;
+    for (int i = 0; i < n; i++) {
+      if (vs[i].wg != 3) continue;
+      wgi3++, nine += vs[i].stages == 9;
+      assert_true(vs[i].stages == 6 || vs[i].stages == 9);
+      assert_int_equal(vs[i].block_n, 64);
+      TU_OK(gen_variant_key(&vs[i], key, sizeof key));
+      assert_non_null(strstr(key, ".wgi3"));
+      gen_variant again;
+      TU_OK(gen_variant_parse(key, &again));
+      assert_memory_equal(&again, &vs[i], sizeof again);
+      gen_variant one = vs[i];
+      one.splits = 1;
+      gen_launch_desc d;
+      TU_OK(gen_launch_describe(&one, &fp8kv, &d));
+      assert_int_equal(d.kernels[0].block[0], 32u * 16u);
+      assert_int_equal(d.n_splits, 3);
+      assert_true(d.scratch_bytes >= (size_t)3 * 32 * 8 * (128 + 1) * sizeof(float));
+      assert_true(d.kernels[0].smem_bytes <= (unsigned)t.smem_limit);
+      char *src = NULL;
+      TU_OK(gen_emit(&vs[i], &t, &src));
+      assert_non_null(strstr(src, "#define DEC_WG_KSPLIT 3\n"));
+      assert_non_null(strstr(src, "#define DEC_WG_K8 1\n"));
+      assert_non_null(strstr(src, "void dec_mma_qk8_ss("));
+      assert_null(strstr(src, "void dec_mma_qk8("));
+      /* 3 x 128 consumers at 152 take the 72 a thread the widener gives back from 128 */
+      assert_non_null(strstr(src, "#define DEC_WG_CONSUMER_REGS 152\n#define DEC_WG_HELPER_REGS 56\n"));
+      free(src);
+    }
+    assert_true(wgi3 > 0 && nine > 0);
+    gen_variant w3 = def;
+    w3.wg = 3, w3.stages = 8;
+    tu_expect_refused(gen_variant_check(&w3, &t), AT_ERR_UNSUPPORTED, "a multiple of 3");
+    w3.stages = 6, w3.spec.dtype = AT_DTYPE_F16, w3.spec.out_dtype = AT_DTYPE_F16;
+    tu_expect_refused(gen_variant_check(&w3, &t), AT_ERR_UNSUPPORTED, "FP8 tensor cores");
+    gen_variant parsed;
+    TU_OK(gen_variant_parse("decode.bf16.kve4m3.d128.none.g8.bm8.bn64.w4.s9.sp8.wgi3", &parsed));
+    assert_int_equal(parsed.wg, 3);
+    assert_int_equal(parsed.stages, 9);
+    TU_OK(gen_variant_check(&parsed, &t));
   }
   fp8kv.q_len = 16;
   /* 32 rows or fewer, sm_80, FP8 K/V at D 64, pages: none listed */
