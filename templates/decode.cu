@@ -304,6 +304,12 @@
  *      loads); a ring of 4, even (156.7); the loads first: 151.4-151.7 (-3.7%), GQA 4 T16 S64k
  *      310.9 -> 295.3 (-5.0%); S16k 46.3 -> 47.1 (+1.7%). With .wgi's two wideners the loads
  *      first ran 2% slower, so there they stay in place. The default from S 32k.
+ *   22b. .wgi3: each widening warp arrives on the full barrier itself (4 arrivals), no named
+ *      barrier of the 128: GQA 8 T8 S64k 145.7 -> 143.7 us (9 slots), 148.0 -> 143.2 (6); GQA 4
+ *      T16 282.0 -> 274.8; S16k 46.8 -> 46.55 (same run, two rounds; this GPU ran ~5% faster
+ *      than step 22's). Tried, not kept: each consumer warpgroup widening its own V under its
+ *      Q K^T, no widener (384 threads, 168 registers, two named barriers a tile): 12% slower
+ *      (155.0 -> 174.3 us).
  *   Tried after 18, not kept: the widening's loads of a tile pair all issued before its stores:
  *      9% slower (GQA 8 T8 S64k .wg 176.0 -> 192.2 us).
  *   Tried after 17, not kept: at 64 rows, tile t+1's Q K^T issued right after tile t's P is
@@ -2103,6 +2109,13 @@ __device__ __forceinline__ void dec_wg_widen(const at_tmap *tm_k, const at_tmap 
     if (!DEC_WG_K8) dec_wg_widen_tile(smem_k + r * DEC_WG_KV_BYTES, stg + (2 * stage) * DEC_WG_STG_BYTES, wtid);
     dec_wg_widen_tile(smem_v + r * DEC_WG_KV_BYTES, stg + (2 * stage + 1) * DEC_WG_STG_BYTES, wtid);
     at_fence_async_smem();
+#if DEC_WG_KSPLIT == 3
+    /* .wgi3: each widening warp announces its own quarter of the tile (the full barrier counts 4
+     * arrivals), in place of a named barrier of the 128 and one arrival (step 22b: B8 S64k GQA 8
+     * T8 145.7 -> 143.7 us at 9 slots, 148.0 -> 143.2 at 6; GQA 4 T16 282.0 -> 274.8) */
+    __syncwarp();
+    if ((wtid & 31) == 0) at_bar_arrive(bar_full + 8 * r);
+#else
     if (DEC_WG_WIDENERS == 1) asm volatile("bar.sync 2, 128;\n" ::: "memory");
     else asm volatile("bar.sync %0, 128;\n" ::"r"(2 + 4 * wi) : "memory"); /* 2, and 6 for the second */
     if (wtid == 0) {
@@ -2110,6 +2123,7 @@ __device__ __forceinline__ void dec_wg_widen(const at_tmap *tm_k, const at_tmap 
       /* K8: the consumers refill the slot once done with tile t's K (their loop) */
       if (!DEC_WG_K8 && t + DEC_STAGES < n_tiles) stage_in(t + DEC_STAGES, stage);
     }
+#endif
     if (DEC_WG_WIDENERS == 1 && ++stage == DEC_STAGES) stage = 0, phase ^= 1u;
   }
 }
@@ -2153,7 +2167,7 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
   (void)stg, (void)bar_staged;
   if (tid == 0) {
     for (int s = 0; s < DEC_WG_RING; s++) {
-      at_bar_init(bar_full + 8 * s, 1);
+      at_bar_init(bar_full + 8 * s, DEC_WG_KSPLIT == 3 ? 4 : 1); /* .wgi3: one arrival per widening warp */
       at_bar_init(bar_empty + 8 * s, DEC_W); /* one arrival per consumer warp (.wgi: of the tile's warpgroup) */
     }
     for (int s = 0; DEC_KV8 && s < DEC_STAGES; s++) at_bar_init(bar_staged + 8 * s, 1);
