@@ -1792,8 +1792,9 @@ static constexpr int DEC_WG_STG_BYTES = DEC_KV8 ? DEC_BN * DEC_D : 0;
  * V widened as before. The consumers refill a staging slot once their warpgroup is done with it. */
 static constexpr int DEC_WG_RINGS = DEC_WG_K8 ? 1 : 2; /* f16 rings: V, or K and V */
 /* Stages of the f16 ring(s). K8 keeps at most 4 (the widened V is needed only a tile or two
- * ahead) and spends the room on FP8 staging slots: STAGES of them, the copies in flight. Tile t is
- * in staging slot t % STAGES and ring stage t % RING; elsewhere the two are the same. */
+ * ahead; .wgi3 at 6 slots keeps 6) and spends the room on FP8 staging slots: STAGES of them, the
+ * copies in flight. Tile t is in staging slot t % STAGES and ring stage t % RING; elsewhere the two
+ * are the same. */
 #ifndef DEC_WG_KSPLIT
 #define DEC_WG_KSPLIT 1
 #endif
@@ -2057,12 +2058,11 @@ __device__ __forceinline__ void dec_wg_widen_tile(unsigned dst, unsigned src, in
 #pragma unroll
   for (int i = 0; i < ITEMS / 128; i++) {
     const int idx = wtid + 128 * i;
-#if DEC_WG_KSPLIT == 3
     const int c = (idx >> 3) % DCH, r = (idx & 7) + 8 * (idx / (8 * DCH));
+#if DEC_WG_KSPLIT == 3
     unsigned h[8];
     const unsigned *w = wl[i];
 #else
-    const int c = (idx >> 3) % DCH, r = (idx & 7) + 8 * (idx / (8 * DCH));
     unsigned w[4], h[8];
     dec_ld_shared_u4(src + at_swz_off<DEC_BN, 128>(r, 16 * c), w);
 #endif
