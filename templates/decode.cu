@@ -305,7 +305,7 @@
  *      310.9 -> 295.3 (-5.0%); S16k 46.3 -> 47.1 (+1.7%). With .wgi's two wideners the loads
  *      first ran 2% slower, so there they stay in place. The default from S 32k.
  *   22b. .wgi3: each widening warp arrives on the full barrier itself (4 arrivals), no named
- *      barrier of the 128: GQA 8 T8 S64k 145.7 -> 143.7 us (9 slots), 148.0 -> 143.2 (6); GQA 4
+ *      barrier of the 128 (tests/decode_wgi_protocol.py models these barriers): GQA 8 T8 S64k 145.7 -> 143.7 us (9 slots), 148.0 -> 143.2 (6); GQA 4
  *      T16 282.0 -> 274.8; S16k 46.8 -> 46.55 (same run, two rounds; this GPU ran ~5% faster
  *      than step 22's). Tried, not kept: each consumer warpgroup widening its own V under its
  *      Q K^T, no widener (384 threads, 168 registers, two named barriers a tile): 12% slower

@@ -1,0 +1,182 @@
+#!/usr/bin/env python3
+"""decode_wgi_protocol.py [RUNS] — a model of the synchronization of templates/decode.cu's .wgi
+and .wgi3 kernels with bf16 Q and an FP8 KV cache (DEC_WG_K8), run under random interleavings;
+no GPU needed.
+
+What it models, as dec_wg_widen and the .wg kernel's consumer loop do it: STAGES staging slots,
+each holding one tile's FP8 K and V as TMA lands them (a "staged" mbarrier, one arrival and the
+expected bytes); a ring of RING f16 V tiles with a full and an empty mbarrier each; tile t in slot
+t % STAGES and ring stage t % RING. The widening side fills the ring in tile order: .wgi has two
+widening warpgroups taking the tiles in turn (each widens a whole tile, meets at its named barrier
+and arrives once: full counts 1); .wgi3 has one widening warpgroup whose four warps each widen a
+quarter of every tile and arrive themselves (full counts 4), free to drift apart. KSPLIT consumer
+warpgroups (2 or 3) take tile t in turn t % KSPLIT; each of their four warps waits for the ring
+stage and the slot, reads K from the slot and V from the ring, and arrives on the empty barrier;
+the warpgroup's first thread then waits for that phase and refills the slot with tile t + STAGES.
+The first widener thread stages the first STAGES tiles. Copies land at random later times.
+
+What it checks: no deadlock; every read sees the tile it expects (each quarter of a ring stage,
+each slot); no copy is issued into, and no copy lands in, a slot still being read, and no widener
+writes a ring stage a consumer still reads; no mbarrier gets more arrivals than its count in one
+phase; every mbarrier ends balanced. It checks the protocol, not the CUDA code: a change to the
+kernel's barriers belongs here too. Rings the template refuses (2 stages for three consumer
+warpgroups, 3 or 5 for two) fail it (main's self-check).
+"""
+import random
+import sys
+
+
+class MBarrier:
+    """mbarrier: completes a phase when `count` arrivals and all expected bytes are in."""
+
+    def __init__(self, count):
+        self.count, self.arrivals, self.tx, self.phase = count, 0, 0, 0
+
+    def arrive(self, n=1):
+        self.arrivals += n
+        assert self.arrivals <= self.count, "more arrivals than the barrier's count in one phase"
+        self._maybe_complete()
+
+    def arrive_expect_tx(self, n_bytes):
+        self.tx += n_bytes
+        self.arrive()
+
+    def complete_tx(self, n_bytes):
+        self.tx -= n_bytes
+        assert self.tx >= 0
+        self._maybe_complete()
+
+    def _maybe_complete(self):
+        if self.arrivals == self.count and self.tx == 0:
+            self.arrivals, self.phase = 0, self.phase + 1
+
+    def parity_done(self, parity):  # mbarrier.try_wait.parity
+        return (self.phase & 1) != parity
+
+
+def run(seed, ksplit, stages, ring, n_tiles):
+    """One CTA of n_tiles tiles; raises AssertionError on a protocol violation."""
+    rnd = random.Random(seed)
+    wideners = 2 if ksplit == 2 else 1
+    per_warp = ksplit == 3  # .wgi3: each widening warp arrives on full itself
+    staged = [MBarrier(1) for _ in range(stages)]
+    full = [MBarrier(4 if per_warp else 1) for _ in range(ring)]
+    empty = [MBarrier(4) for _ in range(ring)]
+    holds, readers, in_flight = {}, {}, []
+
+    def read(buf, who, tag):
+        assert holds.get(buf) == tag, f"{who} reads {buf} holding {holds.get(buf)}, wants tile {tag}"
+        readers.setdefault(buf, set()).add(who)
+
+    def done_reading(buf, who):
+        readers[buf].discard(who)
+
+    def write(buf, who, tag):  # a widener's st.shared into a ring stage
+        assert not readers.get(buf), f"{who} writes {buf} while {readers[buf]} read it"
+        holds[buf] = tag
+
+    def stage_in(t):  # dec_wg_stage_in: tile t's FP8 K and V into slot t % STAGES
+        s = t % stages
+        for half in ("k", "v"):
+            assert not readers.get((half, s)), f"copy of tile {t} into slot {s} while {readers[(half, s)]} read it"
+        staged[s].arrive_expect_tx(2)
+        in_flight.append((("k", s), t, staged[s]))
+        in_flight.append((("v", s), t, staged[s]))
+
+    def wait(bar, parity):
+        while not bar.parity_done(parity):
+            yield
+
+    def widener(wi, quarter):  # dec_wg_widen: a widening warpgroup, or (.wgi3) one of its warps
+        me = f"widener {wi}" + (f" warp {quarter}" if quarter is not None else "")
+        if quarter in (None, 0):
+            for t in range(min(stages, n_tiles)):
+                if t % wideners == wi:
+                    stage_in(t)
+        for t in range(wi, n_tiles, wideners):
+            s, r = t % stages, t % ring
+            yield from wait(staged[s], (t // stages) & 1)
+            yield from wait(empty[r], ((t // ring) & 1) ^ 1)
+            read(("v", s), me, t)
+            yield
+            for q in range(4) if quarter is None else [quarter]:  # a whole tile, or this warp's quarter
+                write(("ring", r, q), me, t)
+            done_reading(("v", s), me)
+            yield
+            full[r].arrive()  # after the proxy fence (and .wgi's named barrier of the 128)
+
+    def consumer_warp(c, w):  # the consumer loop of one warp of warpgroup c
+        me = f"consumer {c} warp {w}"
+        for t in range(c, n_tiles, ksplit):
+            s, r = t % stages, t % ring
+            yield from wait(full[r], (t // ring) & 1)
+            yield from wait(staged[s], (t // stages) & 1)
+            read(("k", s), me, t)  # Q K^T against the staged K
+            yield
+            done_reading(("k", s), me)
+            for q in range(4):
+                read(("ring", r, q), me, t)  # P V against the widened V
+            yield
+            for q in range(4):
+                done_reading(("ring", r, q), me)
+            empty[r].arrive()
+            if w == 0 and t + stages < n_tiles:  # the first thread refills the slot
+                yield from wait(empty[r], (t // ring) & 1)
+                stage_in(t + stages)
+
+    agents = [widener(wi, q) for wi in range(wideners) for q in (range(4) if per_warp else [None])]
+    agents += [consumer_warp(c, w) for c in range(ksplit) for w in range(4)]
+    live = list(range(len(agents)))
+    steps = 0
+    while live or in_flight:
+        steps += 1
+        assert steps < 10**6, "no progress: deadlock"
+        if in_flight and (not live or rnd.random() < 0.3):
+            buf, tag, bar = in_flight.pop(rnd.randrange(len(in_flight)))
+            assert not readers.get(buf), f"a copy lands in {buf} while {readers[buf]} read it"
+            holds[buf] = tag
+            bar.complete_tx(1)
+            continue
+        i = rnd.choice(live)
+        try:
+            next(agents[i])
+        except StopIteration:
+            live.remove(i)
+    for bar in staged + full + empty:
+        assert bar.arrivals == 0 and bar.tx == 0, "an mbarrier ends with a phase half done"
+
+
+# (ksplit, stages, ring) as templates/decode.cu sizes them (DEC_WG_RING)
+LISTED = [(2, 4, 4), (2, 6, 4), (2, 8, 4), (3, 6, 6), (3, 9, 4)]
+# protocols the template's static_asserts refuse, which the model must catch
+BROKEN = [(3, 9, 2), (2, 6, 3), (2, 5, 5)]
+
+
+def trial(config, seed):
+    rnd = random.Random(seed * 7 + 1)
+    n_tiles = rnd.choice([0, 1, 2, 3, 5, 8, 13, 20, 33])
+    try:
+        run(seed, *config, n_tiles)
+        return None
+    except AssertionError as e:
+        return f"{config[0]} consumer warpgroups, {config[1]} slots, ring {config[2]}, {n_tiles} tiles: {e}"
+
+
+def main():
+    runs = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
+    for seed in range(runs):
+        config = LISTED[seed % len(LISTED)]
+        failure = trial(config, seed)
+        if failure:
+            print(f"FAIL seed {seed}: {failure}")
+            return 1
+    for config in BROKEN:  # the model can fail: each broken protocol is caught within a few runs
+        if not any(trial(config, seed) for seed in range(200)):
+            print(f"FAIL: the model never catches the broken protocol {config}")
+            return 1
+    print(f"ok: {runs} random interleavings of the .wgi/.wgi3 K8 protocol; {len(BROKEN)} broken ones caught")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
