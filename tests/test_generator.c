@@ -884,6 +884,36 @@ static void test_decode_default_merge(void **state)
  * one warpgroup per 64 rows and a TMA producer warp (K and V tensor maps), the default past 64
  * rows; its key round-trips; the combine
  * kernel merges its splits; what it cannot run is refused by name. */
+/* A .wgi or .wgi3 variant (`partials` consumer warpgroups on the same 64 rows, 16 warps a CTA)
+ * of shape: its key (ending in suffix) round-trips; one split writes `partials` partials a row,
+ * which the combine kernel merges, and a split count that many times the grid; it fits shared
+ * memory. Returns its source (the caller frees it). */
+static char *check_wgi_variant(const gen_variant *v, const at_shape *shape, const gen_target *t, int partials,
+                               const char *suffix)
+{
+  char key[GEN_KEY_MAX];
+  TU_OK(gen_variant_key(v, key, sizeof key));
+  assert_non_null(strstr(key, suffix));
+  gen_variant again;
+  TU_OK(gen_variant_parse(key, &again));
+  assert_memory_equal(&again, v, sizeof again);
+  gen_variant one = *v;
+  one.splits = 1;
+  gen_launch_desc d;
+  TU_OK(gen_launch_describe(&one, shape, &d));
+  assert_int_equal(d.kernels[0].block[0], 32u * 16u);
+  assert_int_equal(d.kernels[0].grid[0], 1u);
+  assert_int_equal(d.n_splits, partials);
+  assert_int_equal(d.n_kernels, 2);
+  assert_true(d.scratch_bytes >= (size_t)partials * 32 * 8 * (128 + 1) * sizeof(float));
+  assert_true(d.kernels[0].smem_bytes <= (unsigned)t->smem_limit);
+  TU_OK(gen_launch_describe(v, shape, &d));
+  assert_int_equal((unsigned)d.n_splits, (unsigned)partials * d.kernels[0].grid[0]);
+  char *src = NULL;
+  TU_OK(gen_emit(v, t, &src));
+  return src;
+}
+
 static void test_decode_wg(void **state)
 {
   (void)state;
@@ -970,24 +1000,7 @@ static void test_decode_wg(void **state)
     for (int i = 0; i < n; i++) {
       if (vs[i].wg != 2) continue;
       wgi++;
-      TU_OK(gen_variant_key(&vs[i], key, sizeof key));
-      assert_non_null(strstr(key, ".wgi"));
-      gen_variant again;
-      TU_OK(gen_variant_parse(key, &again));
-      assert_memory_equal(&again, &vs[i], sizeof again);
-      gen_variant one = vs[i];
-      one.splits = 1;
-      gen_launch_desc d;
-      TU_OK(gen_launch_describe(&one, &fp8kv, &d));
-      assert_int_equal(d.kernels[0].block[0], 32u * 16u);
-      assert_int_equal(d.kernels[0].grid[0], 1u);
-      assert_int_equal(d.n_splits, 2);
-      assert_int_equal(d.n_kernels, 2);
-      assert_true(d.scratch_bytes >= (size_t)2 * 32 * 8 * (128 + 1) * sizeof(float));
-      TU_OK(gen_launch_describe(&vs[i], &fp8kv, &d));
-      assert_int_equal((unsigned)d.n_splits, 2u * d.kernels[0].grid[0]);
-      char *src = NULL;
-      TU_OK(gen_emit(&vs[i], &t, &src));
+      char *src = check_wgi_variant(&vs[i], &fp8kv, &t, 2, ".wgi");
       /* bf16 Q: Q K^T on the FP8 tensor cores against the staged K, Q as two E4M3 parts */
       assert_non_null(strstr(src, "#define DEC_WG_K8 1\n"));
       assert_non_null(strstr(src, "void dec_mma_qk8("));
@@ -1037,21 +1050,7 @@ static void test_decode_wg(void **state)
       wgi3++, nine += vs[i].stages == 9;
       assert_true(vs[i].stages == 6 || vs[i].stages == 9);
       assert_int_equal(vs[i].block_n, 64);
-      TU_OK(gen_variant_key(&vs[i], key, sizeof key));
-      assert_non_null(strstr(key, ".wgi3"));
-      gen_variant again;
-      TU_OK(gen_variant_parse(key, &again));
-      assert_memory_equal(&again, &vs[i], sizeof again);
-      gen_variant one = vs[i];
-      one.splits = 1;
-      gen_launch_desc d;
-      TU_OK(gen_launch_describe(&one, &fp8kv, &d));
-      assert_int_equal(d.kernels[0].block[0], 32u * 16u);
-      assert_int_equal(d.n_splits, 3);
-      assert_true(d.scratch_bytes >= (size_t)3 * 32 * 8 * (128 + 1) * sizeof(float));
-      assert_true(d.kernels[0].smem_bytes <= (unsigned)t.smem_limit);
-      char *src = NULL;
-      TU_OK(gen_emit(&vs[i], &t, &src));
+      char *src = check_wgi_variant(&vs[i], &fp8kv, &t, 3, ".wgi3");
       assert_non_null(strstr(src, "#define DEC_WG_KSPLIT 3\n"));
       assert_non_null(strstr(src, "#define DEC_WG_K8 1\n"));
       assert_non_null(strstr(src, "void dec_mma_qk8_ss("));
