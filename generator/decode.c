@@ -544,7 +544,8 @@ static int default_variant(const gen_spec *spec, const gen_target *target, const
     if (wg_k8(&v)) v.stages = 6;
     /* K8 over long splits: .wgi3 with 9 slots (step 22, H200 B8 causal-br: S64k GQA 8 T8 151.5-153.5
      * us against .wgi's 155.6-158.7, GQA 4 T16 295.0-299.3 against 305.4-312.9; at S16k 47.1-47.3
-     * against 45.8-46.3, where its third partial and fixed part cost more than it gains) */
+     * against 45.8-46.3, where its third partial and fixed part cost more than it gains; 32k lies
+     * between the two lengths measured) */
     if (wg_k8(&v) && shape->kv_len >= 32768) v.wg = 3, v.stages = 9;
     if (check(&v, target) == AT_OK) {
       v.splits = heuristic_splits(&v, target, shape);
