@@ -28,7 +28,7 @@
  * D 128, .wgi runs Q K^T on the FP8 tensor cores against K as TMA staged it (Q split exactly into
  * two E4M3 parts; only V is widened), and its stage count is the FP8 staging slots (up to 8; the
  * f16 V ring keeps 4): wg_k8. .wgi3 is the same kernel with three consumer warpgroups taking the
- * tiles in turn (3 partials a CTA; one widening warpgroup; 6 or 9 staging slots).
+ * tiles in turn (3 partials a CTA; one widening warpgroup; 6 staging slots).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -111,8 +111,8 @@ static int wg_smem_bytes(const gen_variant *v)
 {
   const int d = v->spec.head_dim, staged = kv8(&v->spec) ? 2 * v->stages * v->block_n * d : 0;
   const int rings = wg_k8(v) ? 1 : 2; /* f16 V, or K and V (DEC_WG_RINGS) */
-  /* DEC_WG_RING: K8's stages are staging slots, the f16 V ring 4 (.wgi3: 6 beside 6 slots, 4 beside 9) */
-  const int ring = !wg_k8(v) ? v->stages : v->wg == 3 ? (v->stages > 6 ? 4 : v->stages) : v->stages > 4 ? 4 : v->stages;
+  /* DEC_WG_RING: K8's stages are staging slots, the f16 V ring 4 (.wgi3: as many as its slots) */
+  const int ring = !wg_k8(v) ? v->stages : v->wg == 3 ? v->stages : v->stages > 4 ? 4 : v->stages;
   return 1024 + wg_rows(v) * d * 2 + rings * ring * v->block_n * d * 2 + staged + 256;
 }
 
@@ -290,7 +290,7 @@ static at_status check(const gen_variant *v, const gen_target *target)
                    v->block_n);
   if (v->warps != 4 && v->warps != 8)
     return at_fail(AT_ERR_UNSUPPORTED, "decode runs 4 or 8 warps, not %d", v->warps);
-  const int max_stages = wg_k8(v) ? 9 : 6; /* K8: FP8 staging slots (16 KB a 64-key tile) */
+  const int max_stages = wg_k8(v) ? 8 : 6; /* K8: FP8 staging slots (16 KB a 64-key tile) */
   if (v->stages < 2 || v->stages > max_stages)
     return at_fail(AT_ERR_UNSUPPORTED, "%d stages (expected 2..%d)", v->stages, max_stages);
   if (v->splits < 1 || v->splits > 1024)
@@ -423,9 +423,9 @@ static at_status enumerate_block_n(const gen_spec *spec, const gen_target *targe
  * CTA where they fill two warpgroups, one warpgroup each and two CTAs an SM, ran slower on the
  * H200: B8 T16 S64k GQA 8 380.6 against 356.7 us; docs/perf.md, "decode .wg".) */
 static const int k_wg_block_n[] = {64, 128};
-/* 9, 8, 6: K8 only (FP8 staging slots; wg_stages_listed), its fastest first (docs/perf.md, decode
- * steps 21 and 22), so that a tuning budget of 20 candidates reaches them */
-static const int k_wg_stages[] = {9, 8, 4, 3, 5, 6};
+/* 6, 8: K8 only (FP8 staging slots; wg_stages_listed), first (docs/perf.md, decode steps 21 and
+ * 22), so that a tuning budget of 20 candidates reaches them */
+static const int k_wg_stages[] = {6, 8, 4, 3, 5};
 #define WG_MIN_ROWS 33
 static int wg_listed(const gen_spec *spec, const gen_target *target, int bm)
 {
@@ -433,11 +433,11 @@ static int wg_listed(const gen_spec *spec, const gen_target *target, int bm)
          spec->gqa * bm >= WG_MIN_ROWS;
 }
 
-/* K8's stages are FP8 staging slots beside a smaller f16 V ring: 6 and 8 (.wgi), 6 and 9
- * (.wgi3, whole turns of three); the others keep 3-5 stages of both rings. */
+/* K8's stages are FP8 staging slots beside a smaller f16 V ring: 6 and 8 (.wgi), 6 (.wgi3: a ring
+ * of 6 too, each stage one warpgroup's; decode step 22c); the others keep 3-5 stages of both rings. */
 static int wg_stages_listed(const gen_variant *v)
 {
-  if (v->wg == 3) return v->stages == 6 || v->stages == 9;
+  if (v->wg == 3) return v->stages == 6;
   return wg_k8(v) ? v->stages >= 4 && v->stages <= 8 : v->stages < 6;
 }
 
@@ -542,11 +542,12 @@ static int default_variant(const gen_spec *spec, const gen_target *target, const
     /* K8 (bf16 Q): 6 FP8 staging slots (step 21, H200 B8 S64k causal-br: GQA 8 T8 159.9 us
      * against 166.5 at 4 and 158.8 at 8; GQA 4 T16 314.7 against 325.7 at 4 and 312.6-318.9 at 8) */
     if (wg_k8(&v)) v.stages = 6;
-    /* K8 over long splits: .wgi3 with 9 slots (step 22, H200 B8 causal-br: S64k GQA 8 T8 151.5-153.5
+    /* K8 over long splits: .wgi3 (step 22, H200 B8 causal-br, 9 slots then: S64k GQA 8 T8 151.5-153.5
      * us against .wgi's 155.6-158.7, GQA 4 T16 295.0-299.3 against 305.4-312.9; at S16k 47.1-47.3
      * against 45.8-46.3, where its third partial and fixed part cost more than it gains; 32k lies
      * between the two lengths measured) */
-    if (wg_k8(&v) && shape->kv_len >= 32768) v.wg = 3, v.stages = 9;
+    /* (6 slots after step 22c: 143.2 us against 9 slots' 143.7 in one run) */
+    if (wg_k8(&v) && shape->kv_len >= 32768) v.wg = 3, v.stages = 6;
     if (check(&v, target) == AT_OK) {
       v.splits = heuristic_splits(&v, target, shape);
       *out = v;

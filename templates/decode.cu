@@ -296,9 +296,9 @@
  *      softmax: 8-12% slower (177.2 us at 4 stages).
  *   22. .wgi3 (DEC_WG_KSPLIT 3, K8 only): three consumer warpgroups take the tiles in turn, one
  *      widening warpgroup (only V is widened), setmaxnreg 152/56; Q's E4M3 parts go to shared
- *      memory (DEC_WG_Q8_SMEM: in registers the consumers spilled under 152 and 160); 6 or 9
- *      staging slots (whole turns), an f16 V ring of 6 or 4; the widener's loads of a tile
- *      first. Measured (B8 causal-br e4m3, same run against step 21's .wgi at 8 slots, two
+ *      memory (DEC_WG_Q8_SMEM: in registers the consumers spilled under 152 and 160); 6
+ *      staging slots and an f16 V ring of 6 (9 and a ring of 4, measured below, could deadlock:
+ *      22c); the widener's loads of a tile first. Measured (B8 causal-br e4m3, same run against step 21's .wgi at 8 slots, two
  *      rounds): with 9 slots and a ring of 3, even (GQA 8 T8 S64k 155.6 -> 154.9 us; ncu: the
  *      consumers waited 24% of their samples for the widened V, the widener 46% on its shared
  *      loads); a ring of 4, even (156.7); the loads first: 151.4-151.7 (-3.7%), GQA 4 T16 S64k
@@ -310,6 +310,10 @@
  *      than step 22's). Tried, not kept: each consumer warpgroup widening its own V under its
  *      Q K^T, no widener (384 threads, 168 registers, two named barriers a tile): 12% slower
  *      (155.0 -> 174.3 us).
+ *   22c. .wgi3 with 9 slots and a ring of 4 removed: tests/decode_wgi_protocol.py, with warps of
+ *      unequal speed, deadlocked it (a consumer's first thread late to its refill wait sees two
+ *      phases of a ring stage another warpgroup uses next, and waits for a third). 6 slots, a
+ *      ring of 6, ran as fast after 22b (143.2 against 143.7 us) and the model passes it.
  *   Tried after 18, not kept: the widening's loads of a tile pair all issued before its stores:
  *      9% slower (GQA 8 T8 S64k .wg 176.0 -> 192.2 us).
  *   Tried after 17, not kept: at 64 rows, tile t+1's Q K^T issued right after tile t's P is
@@ -500,7 +504,7 @@ static_assert(DEC_BN == 32 || DEC_BN == 64 || DEC_BN == 128 || (DEC_KV8 && DEC_B
               "BLOCK_N: 32, 64 or 128 (256 with FP8 K/V)");
 static_assert(DEC_D % 16 == 0 && DEC_KV_CPR * DEC_KV_EPC == DEC_D, "K/V rows are whole 16-byte chunks");
 static_assert(DEC_W == 4 || DEC_W == 8, "4 or 8 warps");
-static_assert(DEC_STAGES >= 2 && DEC_STAGES <= (DEC_WG_K8 ? 9 : 6), "2..6 K/V stages (.wgi K8: up to 9 staging slots)");
+static_assert(DEC_STAGES >= 2 && DEC_STAGES <= (DEC_WG_K8 ? 8 : 6), "2..6 K/V stages (.wgi K8: up to 8 staging slots)");
 static_assert(DEC_WM * DEC_WN == DEC_W && DEC_MT % DEC_WM == 0, "warp layout");
 static_assert(DEC_NW % 16 == 0, "BLOCK_N / WARPS_N (keys per warp per tile) must be a multiple of 16");
 static_assert(DEC_PS == 0 || DEC_PS == 1 || DEC_PS == 16 || DEC_PS == 32 || DEC_PS == 64 || DEC_PS == 128 ||
@@ -1799,7 +1803,7 @@ static constexpr int DEC_WG_RINGS = DEC_WG_K8 ? 1 : 2; /* f16 rings: V, or K and
 #define DEC_WG_KSPLIT 1
 #endif
 static constexpr int DEC_WG_RING = !DEC_WG_K8 ? DEC_STAGES
-                                   : DEC_WG_KSPLIT == 3 ? (DEC_STAGES > 6 ? 4 : DEC_STAGES) /* .wgi3 (below) */
+                                   : DEC_WG_KSPLIT == 3 ? DEC_STAGES /* .wgi3: 6 of each (below) */
                                    : DEC_STAGES > 4 ? 4 : DEC_STAGES;
 static constexpr int DEC_WG_SMEM_BYTES = 1024 + DEC_WG_Q_BYTES + DEC_WG_RING * DEC_WG_RINGS * DEC_WG_KV_BYTES +
                                          DEC_STAGES * 2 * DEC_WG_STG_BYTES + DEC_WG_BAR_BYTES;
@@ -1865,11 +1869,12 @@ static_assert(DEC_WG_KSPLIT < 3 || DEC_WG_K8, ".wgi3: with K8 only (Q K^T on the
  * one could wait for a phase parity two phases ahead of the stage's and pass at once. */
 static_assert(DEC_STAGES % DEC_WG_KSPLIT == 0, ".wgi: whole turns of stages (each stage one warpgroup's)");
 static_assert(8 * (2 * DEC_WG_RING + DEC_STAGES) <= DEC_WG_BAR_BYTES, ".wg: the mbarriers fit their area");
-/* The ring's stages need not be one warpgroup's where one widener fills them in order and the ring
- * is longer than a turn (.wgi3's 4): a consumer that waits for a stage's fill two phases ahead has
- * consumed a later tile, so the widener has filled the phase between. */
-static_assert(DEC_WG_RING % DEC_WG_KSPLIT == 0 || (DEC_WG_WIDENERS == 1 && DEC_WG_RING > DEC_WG_KSPLIT),
-              ".wgi: each ring stage one warpgroup's");
+/* Each ring stage one warpgroup's: with K8 a warpgroup's first thread waits on the stage's empty
+ * barrier for its own warps' release before it refills the slot, and if another warpgroup used the
+ * stage next, that thread, late to its wait, could see two phases complete and wait for a third
+ * that needs its own warpgroup: a deadlock (tests/decode_wgi_protocol.py found it for .wgi3 with 9
+ * slots and a ring of 4, which step 22 had listed). */
+static_assert(DEC_WG_RING % DEC_WG_KSPLIT == 0, ".wgi: each ring stage one warpgroup's");
 static_assert(DEC_WG_SMEM_BYTES <= DEC_SMEM_LIMIT, "shared memory over the target's limit");
 static_assert(!DEC_WG_K8 || (DEC_KV8 && DEC_Q_TO_F16 && DEC_WG_SEQ && DEC_D == 128 && !DEC_WG_QREG),
               ".wgi K8: bf16 Q, FP8 K/V, two consumer warpgroups, D 128 (one 128-byte FP8 block a key)");

@@ -976,7 +976,7 @@ static void test_decode_wg(void **state)
   fp8kv.q_len = 8; /* 64 rows: with an FP8 KV cache the default is .wgi3 at S 64k (three consumer warpgroups) */
   TU_OK(gen_default_variant(&fp8kv, &t, &def));
   assert_int_equal(def.wg, 3);
-  assert_int_equal(def.stages, 9);
+  assert_int_equal(def.stages, 6);
   fp8kv.kv_len = 16384; /* shorter: .wgi (two) */
   TU_OK(gen_default_variant(&fp8kv, &t, &def));
   assert_int_equal(def.wg, 2);
@@ -1041,14 +1041,14 @@ static void test_decode_wg(void **state)
     tu_expect_refused(gen_variant_check(&parsed, &t), AT_ERR_UNSUPPORTED, "FP8 KV cache");
   }
   { /* .wgi3 at 64 rows: three consumer warpgroups and one widening warpgroup (16 warps), three
-     * partials a CTA; 6 or 9 staging slots (whole turns of three), 64-key tiles; Q's E4M3 parts
+     * partials a CTA; 6 staging slots and a ring of 6 (each stage one warpgroup's), 64-key tiles; Q's E4M3 parts
      * read from shared memory (an _ss wrapper); bf16 Q at D 128 only */
     TU_OK(gen_enumerate(&fp8kv, &t, vs, GEN_MAX_VARIANTS, &n));
-    int wgi3 = 0, nine = 0;
+    int wgi3 = 0;
     for (int i = 0; i < n; i++) {
       if (vs[i].wg != 3) continue;
-      wgi3++, nine += vs[i].stages == 9;
-      assert_true(vs[i].stages == 6 || vs[i].stages == 9);
+      wgi3++;
+      assert_int_equal(vs[i].stages, 6);
       assert_int_equal(vs[i].block_n, 64);
       char *src = check_wgi_variant(&vs[i], &fp8kv, &t, 3, ".wgi3");
       assert_non_null(strstr(src, "#define DEC_WG_KSPLIT 3\n"));
@@ -1059,17 +1059,19 @@ static void test_decode_wg(void **state)
       assert_non_null(strstr(src, "#define DEC_WG_CONSUMER_REGS 152\n#define DEC_WG_HELPER_REGS 56\n"));
       free(src);
     }
-    assert_true(wgi3 > 0 && nine > 0);
+    assert_true(wgi3 > 0);
     gen_variant w3 = def;
     w3.wg = 3, w3.stages = 8;
     tu_expect_refused(gen_variant_check(&w3, &t), AT_ERR_UNSUPPORTED, "a multiple of 3");
     w3.stages = 6, w3.spec.dtype = AT_DTYPE_F16, w3.spec.out_dtype = AT_DTYPE_F16;
     tu_expect_refused(gen_variant_check(&w3, &t), AT_ERR_UNSUPPORTED, "FP8 tensor cores");
     gen_variant parsed;
-    TU_OK(gen_variant_parse("decode.bf16.kve4m3.d128.none.g8.bm8.bn64.w4.s9.sp8.wgi3", &parsed));
+    TU_OK(gen_variant_parse("decode.bf16.kve4m3.d128.none.g8.bm8.bn64.w4.s6.sp8.wgi3", &parsed));
     assert_int_equal(parsed.wg, 3);
-    assert_int_equal(parsed.stages, 9);
+    assert_int_equal(parsed.stages, 6);
     TU_OK(gen_variant_check(&parsed, &t));
+    parsed.stages = 9; /* 9 slots (with a ring of 4 it could deadlock; a ring of 9 does not fit): refused */
+    tu_expect_refused(gen_variant_check(&parsed, &t), AT_ERR_UNSUPPORTED, "9 stages");
   }
   fp8kv.q_len = 16;
   /* 32 rows or fewer, sm_80, FP8 K/V at D 64, pages: none listed */

@@ -28,7 +28,7 @@ static const char USAGE[] =
     "widened to f16 by warpgroups of their own; FP8 at 64 rows also .wgi, two warpgroups on\n"
     "the same rows taking the K/V tiles in turn, with bf16 Q at D 128 running Q K^T on the FP8\n"
     "tensor cores, Q split exactly into two E4M3 parts, its stages FP8 staging slots up to 8;\n"
-    "and there .wgi3, the same with three warpgroups taking the tiles, 6 or 9 slots);\n"
+    "and there .wgi3, the same with three warpgroups taking the tiles, 6 slots);\n"
     "listed first, the default there).\n"
     "\n"
     "shape flags:\n"
