@@ -111,8 +111,8 @@ static int wg_smem_bytes(const gen_variant *v)
 {
   const int d = v->spec.head_dim, staged = kv8(&v->spec) ? 2 * v->stages * v->block_n * d : 0;
   const int rings = wg_k8(v) ? 1 : 2; /* f16 V, or K and V (DEC_WG_RINGS) */
-  /* DEC_WG_RING: K8's stages are staging slots, the f16 V ring 4 (.wgi3: as many as its slots) */
-  const int ring = !wg_k8(v) ? v->stages : v->wg == 3 ? v->stages : v->stages > 4 ? 4 : v->stages;
+  /* DEC_WG_RING: .wgi K8's stages are staging slots beside a ring of 4 (.wgi3: as many as its slots) */
+  const int ring = wg_k8(v) && v->wg == 2 && v->stages > 4 ? 4 : v->stages;
   return 1024 + wg_rows(v) * d * 2 + rings * ring * v->block_n * d * 2 + staged + 256;
 }
 
@@ -542,11 +542,11 @@ static int default_variant(const gen_spec *spec, const gen_target *target, const
     /* K8 (bf16 Q): 6 FP8 staging slots (step 21, H200 B8 S64k causal-br: GQA 8 T8 159.9 us
      * against 166.5 at 4 and 158.8 at 8; GQA 4 T16 314.7 against 325.7 at 4 and 312.6-318.9 at 8) */
     if (wg_k8(&v)) v.stages = 6;
-    /* K8 over long splits: .wgi3 (step 22, H200 B8 causal-br, 9 slots then: S64k GQA 8 T8 151.5-153.5
-     * us against .wgi's 155.6-158.7, GQA 4 T16 295.0-299.3 against 305.4-312.9; at S16k 47.1-47.3
-     * against 45.8-46.3, where its third partial and fixed part cost more than it gains; 32k lies
-     * between the two lengths measured) */
-    /* (6 slots after step 22c: 143.2 us against 9 slots' 143.7 in one run) */
+    /* K8 over long splits: .wgi3 with 6 slots (steps 22-22c, H200 B8 causal-br: S64k GQA 8 T8 143.2
+     * us, as 9 slots' 143.7 in the same run; with 9 slots against .wgi 151.5-153.5 us against
+     * 155.6-158.7, GQA 4 T16 295.0-299.3 against 305.4-312.9; at S16k 47.1-47.3 against 45.8-46.3,
+     * where its third partial and fixed part cost more than it gains; 32k lies between the two
+     * lengths measured) */
     if (wg_k8(&v) && shape->kv_len >= 32768) v.wg = 3, v.stages = 6;
     if (check(&v, target) == AT_OK) {
       v.splits = heuristic_splits(&v, target, shape);

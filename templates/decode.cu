@@ -1802,9 +1802,7 @@ static constexpr int DEC_WG_RINGS = DEC_WG_K8 ? 1 : 2; /* f16 rings: V, or K and
 #ifndef DEC_WG_KSPLIT
 #define DEC_WG_KSPLIT 1
 #endif
-static constexpr int DEC_WG_RING = !DEC_WG_K8 ? DEC_STAGES
-                                   : DEC_WG_KSPLIT == 3 ? DEC_STAGES /* .wgi3: 6 of each (below) */
-                                   : DEC_STAGES > 4 ? 4 : DEC_STAGES;
+static constexpr int DEC_WG_RING = DEC_WG_K8 && DEC_WG_KSPLIT == 2 && DEC_STAGES > 4 ? 4 : DEC_STAGES;
 static constexpr int DEC_WG_SMEM_BYTES = 1024 + DEC_WG_Q_BYTES + DEC_WG_RING * DEC_WG_RINGS * DEC_WG_KV_BYTES +
                                          DEC_STAGES * 2 * DEC_WG_STG_BYTES + DEC_WG_BAR_BYTES;
 /* .wgi (step 18): two consumer warpgroups for the same 64 rows, taking the K/V tiles in turn
@@ -1919,25 +1917,21 @@ __device__ __forceinline__ void dec_wg_issue_qk(float (*s)[4], unsigned q_wg, un
 #if DEC_WG_K8
 /* Issue S = Q K^T on the FP8 tensor cores (not waited for): k32 steps of 32 bytes along the
  * staged FP8 K rows, the high parts of Q first, then the low parts into the same S. */
+#if !DEC_WG_Q8_SMEM
 __device__ __forceinline__ void dec_wg_issue_qk8(float (*s)[4], unsigned k_stg, const unsigned (*qh)[4],
                                                  const unsigned (*ql)[4])
 {
-#if !DEC_WG_Q8_SMEM /* .wgi3 has no register-A wrapper */
 #pragma unroll
   for (int ks = 0; ks < DEC_D / 32; ks++) dec_mma_qk8(&s[0][0], qh[ks], at_wgmma_desc<128>(k_stg + 32 * ks), ks > 0);
 #pragma unroll
   for (int ks = 0; ks < DEC_D / 32; ks++) dec_mma_qk8(&s[0][0], ql[ks], at_wgmma_desc<128>(k_stg + 32 * ks), 1);
   at_wgmma_commit();
-#else
-  (void)s, (void)k_stg, (void)qh, (void)ql;
-#endif
 }
-
+#else
 /* .wgi3: the same with Q's two E4M3 parts read from shared memory (DEC_WG_Q8_SMEM: 64 rows of
  * 128 bytes each, hi at q8, lo 8 KB after it, in the 128-byte swizzle). */
 __device__ __forceinline__ void dec_wg_issue_qk8_ss(float (*s)[4], unsigned k_stg, unsigned q8)
 {
-#if DEC_WG_Q8_SMEM
 #pragma unroll
   for (int part = 0; part < 2; part++)
 #pragma unroll
@@ -1945,10 +1939,8 @@ __device__ __forceinline__ void dec_wg_issue_qk8_ss(float (*s)[4], unsigned k_st
       dec_mma_qk8_ss(&s[0][0], at_wgmma_desc<128>(q8 + part * DEC_WG_Q8_PART + 32 * ks),
                      at_wgmma_desc<128>(k_stg + 32 * ks), part > 0 || ks > 0);
   at_wgmma_commit();
-#else
-  (void)s, (void)k_stg, (void)q8;
-#endif
 }
+#endif
 
 /* Two floats as an E4M3 pair (lo in the low byte), and the pair back as floats. */
 __device__ __forceinline__ unsigned dec_e4m3x2(float lo, float hi)
