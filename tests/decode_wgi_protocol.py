@@ -114,6 +114,7 @@ def run(seed, ksplit, stages, ring, n_tiles):
 
     def state():
         return [(b.phase, b.arrivals, b.tx) for b in bars], len(in_flight)
+
     while live or in_flight:
         if in_flight and (not live or rnd.random() < 0.3):
             buf, tag, bar = in_flight.pop(rnd.randrange(len(in_flight)))
@@ -136,7 +137,7 @@ def run(seed, ksplit, stages, ring, n_tiles):
         except StopIteration:
             live.remove(i)
             blocked.clear()
-    for bar in staged + full + empty:
+    for bar in bars:
         assert bar.arrivals == 0 and bar.tx == 0, "an mbarrier ends with a phase half done"
 
 
