@@ -36,10 +36,12 @@
 
 #include "generator/family.h"
 
-/* Threads of the combine kernel's CTA (one CTA per (head, token) row). */
+/* Threads of the combine kernel's CTA, and the splits each of its threads loads at a time
+ * (the template's DEC_CB). */
 #define COMBINE_THREADS 128
+#define COMBINE_BATCH 4
 /* The in-kernel merges (last CTA, cluster) run a few rows per CTA, one after another: past a
- * few rows per warp the combine kernel, one CTA per row over the whole GPU, is the faster merge. */
+ * few rows per warp the combine kernel, its rows spread over the whole GPU, is the faster merge. */
 #define MERGE_ROWS_PER_WARP 2
 /* A cluster's splits: at most the portable cluster size. (16, which sm_90 allows when the launch
  * asks, measured slower at B=1 with 8 KV heads: the H200 holds 7 clusters of 16 one-CTA-per-SM
@@ -572,6 +574,23 @@ static int default_variant(const gen_spec *spec, const gen_target *target, const
 
 static const char *const EXTRA_ENTRIES[] = {"_combine", NULL};
 
+/* The combine's split groups per row: the fewest (doubling, at most one thread a float4 chunk of
+ * the CTA's threads) whose batches of COMBINE_BATCH loads cover the variant's partials per row in
+ * one round; its CTA then takes combine_rows rows (the template's DEC_SG and DEC_CR). A split
+ * count cut at run time (fewer tiles) only leaves groups idle. */
+static int combine_split_groups(const gen_variant *v)
+{
+  const int most = COMBINE_THREADS / (v->spec.head_dim / 4), parts = v->splits * partials_per_cta(v);
+  int sg = 1;
+  while (2 * sg <= most && sg * COMBINE_BATCH < parts) sg *= 2;
+  return sg;
+}
+
+static int combine_rows(const gen_variant *v)
+{
+  return COMBINE_THREADS / (combine_split_groups(v) * (v->spec.head_dim / 4));
+}
+
 /* Every decode module holds the combine kernel, whether or not a call launches it. */
 static const char *const *extra_entries(const gen_variant *v)
 {
@@ -583,8 +602,9 @@ static void extra_preamble(const gen_variant *v, const gen_target *target, const
 {
   (void)target;
   const at_dtype kv = gen_spec_kv_dtype(&v->spec);
-  gen_text_put(t, "#define DEC_COMBINE %s%s\n#define DEC_COMBINE_THREADS %d\n#define DEC_LAST_CTA %d\n", entry,
-               EXTRA_ENTRIES[0], COMBINE_THREADS, v->merge == GEN_MERGE_LAST_CTA);
+  gen_text_put(t, "#define DEC_COMBINE %s%s\n#define DEC_COMBINE_THREADS %d\n#define DEC_COMBINE_SG %d\n",
+               entry, EXTRA_ENTRIES[0], COMBINE_THREADS, combine_split_groups(v));
+  gen_text_put(t, "#define DEC_LAST_CTA %d\n", v->merge == GEN_MERGE_LAST_CTA);
   if (v->merge == GEN_MERGE_CLUSTER) gen_text_put(t, "#define DEC_CLUSTER %d\n", v->splits);
   if (kv != v->spec.dtype)
     gen_text_put(t, "#define DEC_KV_DTYPE %d /* %s */\n#define DEC_KV8_REG_BASE %d\n", (int)kv, at_dtype_name(kv),
@@ -631,7 +651,8 @@ static const gen_arg COMBINE_ARGS[] = {
     GEN_ARG_Q_HEADS, GEN_ARG_SPLITS,  GEN_ARG_O_SB, GEN_ARG_O_SS, GEN_ARG_O_SH,
 };
 
-/* Split kernel grid (splits, Nkv * ceil(T / block_m), B); combine grid (Nq * T, B), or with
+/* Split kernel grid (splits, Nkv * ceil(T / block_m), B); combine grid (ceil(Nq * T / rows), B)
+ * (combine_rows), or with
  * .lc no combine and one int32 counter per row group (B x Nkv x ceil(T / block_m)) after the
  * partials. The split count is the variant's, capped by the K/V tiles there are, and then
  * trimmed so no split is empty: keys_per_split = ceil(tiles / splits) tiles. */
@@ -689,7 +710,8 @@ static at_status describe_launch(const gen_variant *v, const at_shape *shape, ge
     gen_kernel_launch *c = &out->kernels[1];
     c->entry = 1;
     if (!empty) {
-      c->grid[0] = (unsigned)((long long)shape->q_heads * shape->q_len), c->grid[1] = (unsigned)shape->batch;
+      const long long rows = (long long)shape->q_heads * shape->q_len, per_cta = combine_rows(v);
+      c->grid[0] = (unsigned)((rows + per_cta - 1) / per_cta), c->grid[1] = (unsigned)shape->batch;
       c->grid[2] = 1;
     }
     c->block[0] = COMBINE_THREADS, c->block[1] = c->block[2] = 1;

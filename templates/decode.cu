@@ -28,7 +28,8 @@
  *   DEC_PAGE_SIZE               0: K/V contiguous (the layout above); 1, 16, 32, 64, 128 or 256:
  *                               K/V paged in pages of that many tokens ("Paged K/V" below)
  *   optional: DEC_Q_IN_REGS (0/1; default: chosen below from the register estimate),
- *             DEC_COMBINE_THREADS (default 128)
+ *             DEC_COMBINE_THREADS (default 128), DEC_COMBINE_SG (the combine's split groups
+ *             per row; default: one row a CTA)
  *
  * Packed rows. A CTA works on ROWS = G * BLOCK_M query rows: packed row r = t_local * G + g is
  * token t = tb * BLOCK_M + t_local and q head h = hk * G + g. ROWS is padded to MT tiles of 16
@@ -115,7 +116,8 @@
  *   o_part[(p*n_splits + split)*D + d] = fp32 NORMALIZED partial O of the split (O_i / l_i, times
  *     descale_v; 0 when the split saw no visible key)
  *   lse_part[p*n_splits + split] = the split's log-sum-exp, NATURAL log (-inf when empty)
- * Combine (DEC_COMBINE, grid (Nq*T, B), one CTA of DEC_COMBINE_THREADS per (h, t) row):
+ * Combine (DEC_COMBINE, grid (ceil(Nq*T / CR), B), CTAs of DEC_COMBINE_THREADS taking CR (h, t) rows
+ *   each (CR from DEC_COMBINE_SG, at the kernel):
  *   m = max_i lse_i, w_i = exp(lse_i - m), o = sum_i w_i O_i / sum_i w_i, lse = m + log sum_i w_i;
  *   all -inf: o = 0, lse = -inf. o_part rows are read as float4 (D is a multiple of 16).
  *   On sm_90 the host launches it as a programmatic dependent of the split kernel: the split
@@ -314,7 +316,12 @@
  *      unequal speed, deadlocked it (a consumer's first thread late to its refill wait sees two
  *      phases of a ring stage another warpgroup uses next, and waits for a third). 6 slots, a
  *      ring of 6, ran as fast after 22b (143.2 against 143.7 us) and the model passes it.
- *   Tried after 18, not kept: the widening's loads of a tile pair all issued before its stores:
+ *   23. the combine kernel takes several rows a CTA (DEC_COMBINE_SG split groups a row, the fewest
+      whose batches of 4 loads cover the variant's partials; DEC_CR rows a CTA). ncu before, B8
+      T16 S4k GQA 8 (4 partials): split kernel 23.8 us, combine 7.2 us over 4096 CTAs. Measured
+      (same run, before -> after, two rounds): that shape 29.4 -> 26.7 us (2.28 -> 2.51 TB/s), with
+      FP8 K/V 28.6 -> 25.8; T8 S4k 24.0 -> 23.0; B1 and S64k unchanged.
+   Tried after 18, not kept: the widening's loads of a tile pair all issued before its stores:
  *      9% slower (GQA 8 T8 S64k .wg 176.0 -> 192.2 us).
  *   Tried after 17, not kept: at 64 rows, tile t+1's Q K^T issued right after tile t's P is
  *      packed, O's rescale under it: even (e4m3 GQA 8 T8 S64k 177.3 -> 178.4 us; docs/perf.md).
@@ -2410,15 +2417,24 @@ __device__ __forceinline__ float dec_ld_global_f(const float *p)
   return x;
 }
 
-/* Combine, one CTA per (b, h, t) row: thread (sg, ch) takes 16-byte chunk ch of the row and the
- * splits sg, sg + SG, ... (SG = threads / chunks), merging them online (a running max of the
- * splits' lse and the weighted sum), CB splits' loads in flight at a time; the SG groups then
- * merge through shared memory. The row's partials are read once, with no serial chain of loads
- * longer than n_splits / (SG * CB). */
-static constexpr int DEC_C4 = DEC_D / 4;                   /* float4 chunks per row */
-static constexpr int DEC_SG = DEC_COMBINE_THREADS / DEC_C4; /* split groups per row */
-static constexpr int DEC_CB = 4;                            /* splits per batch of loads */
-static_assert(DEC_SG >= 1, "combine: a row needs at most DEC_COMBINE_THREADS chunks");
+/* Combine: DEC_CR (b, h, t) rows per CTA, each taken by DEC_SG split groups of DEC_C4 threads.
+ * Thread (cr, sg, ch) takes 16-byte chunk ch of row cr and the splits sg, sg + SG, ... (SG =
+ * DEC_SG), merging them online (a running max of the splits' lse and the weighted sum), CB
+ * splits' loads in flight at a time; the SG groups of a row then merge through shared memory.
+ * The row's partials are read once, with no serial chain of loads longer than n_splits / (SG *
+ * CB). The generator sets DEC_COMBINE_SG from the variant's partials per row, the fewest groups
+ * whose batches of CB cover them, so that a CTA holds DEC_CR = THREADS / (SG * C4) rows: at 4
+ * partials and D 128 one warp a row, 4 rows a CTA, where one CTA a row launched 4096 CTAs of
+ * which three quarters idled (B8 T16 GQA 8, 4 splits; docs/perf.md, step 23). */
+static constexpr int DEC_C4 = DEC_D / 4; /* float4 chunks per row */
+#ifndef DEC_COMBINE_SG
+#define DEC_COMBINE_SG (DEC_COMBINE_THREADS / (DEC_D / 4)) /* one row a CTA */
+#endif
+static constexpr int DEC_SG = DEC_COMBINE_SG;                /* split groups per row */
+static constexpr int DEC_TPR = DEC_SG * DEC_C4;              /* threads per row */
+static constexpr int DEC_CR = DEC_COMBINE_THREADS / DEC_TPR; /* rows per CTA */
+static constexpr int DEC_CB = 4;                             /* splits per batch of loads */
+static_assert(DEC_SG >= 1 && DEC_CR >= 1, "combine: a row's split groups need at most DEC_COMBINE_THREADS threads");
 
 extern "C" __global__ void __launch_bounds__(DEC_COMBINE_THREADS)
 DEC_COMBINE(const float *__restrict__ o_part, const float *__restrict__ lse_part, at_out_t *__restrict__ o,
@@ -2428,10 +2444,11 @@ DEC_COMBINE(const float *__restrict__ o_part, const float *__restrict__ lse_part
    * are complete and visible after this wait. */
   at_wait_for_previous_grid();
   at_allow_next_grid();
-  __shared__ float grp_m[DEC_SG], grp_l[DEC_SG];
-  __shared__ float grp_o[DEC_SG][DEC_C4][4];
-  const int tid = threadIdx.x, ch = tid % DEC_C4, sg = tid / DEC_C4;
-  const int row = blockIdx.x; /* h * T + t */
+  __shared__ float grp_m[DEC_CR][DEC_SG], grp_l[DEC_CR][DEC_SG];
+  __shared__ float grp_o[DEC_SG > 1 ? DEC_CR : 1][DEC_SG][DEC_C4][4];
+  const int tid = threadIdx.x, cr = tid / DEC_TPR, sg = tid % DEC_TPR / DEC_C4, ch = tid % DEC_C4;
+  const int row = blockIdx.x * DEC_CR + cr; /* h * T + t */
+  const bool live = cr < DEC_CR && row < n_q_heads * T;
   const int b = blockIdx.y, h = row / T, t = row - h * T;
   const long long prow = (long long)b * n_q_heads * T + row; /* (b*Nq + h)*T + t */
   const float *lp = lse_part + prow * n_splits;
@@ -2439,7 +2456,7 @@ DEC_COMBINE(const float *__restrict__ o_part, const float *__restrict__ lse_part
   const float LOG2E = 1.4426950408889634f;
 
   float m = AT_NEG_INF, l = 0.f, acc[4] = {0.f, 0.f, 0.f, 0.f};
-  if (sg < DEC_SG) {
+  if (live) {
     for (int s0 = sg; s0 < n_splits; s0 += DEC_SG * DEC_CB) {
       float ls[DEC_CB], x[DEC_CB][4];
 #pragma unroll
@@ -2465,26 +2482,32 @@ DEC_COMBINE(const float *__restrict__ o_part, const float *__restrict__ lse_part
         for (int e = 0; e < 4; e++) acc[e] = fmaf(w, x[u][e], acc[e]);
       }
     }
-    if (ch == 0) grp_m[sg] = m, grp_l[sg] = l; /* the same for every chunk of the group */
-#pragma unroll
-    for (int e = 0; e < 4; e++) grp_o[sg][ch][e] = acc[e];
   }
-  __syncthreads();
-  if (sg != 0) return;
-  float big = AT_NEG_INF;
+  float big = m, sum = l, out[4] = {acc[0], acc[1], acc[2], acc[3]};
+  if constexpr (DEC_SG > 1) {
+    if (live) {
+      if (ch == 0) grp_m[cr][sg] = m, grp_l[cr][sg] = l; /* the same for every chunk of the group */
 #pragma unroll
-  for (int g = 0; g < DEC_SG; g++) big = fmaxf(big, grp_m[g]);
-  float sum = 0.f, out[4] = {0.f, 0.f, 0.f, 0.f};
-  if (big != AT_NEG_INF) {
+      for (int e = 0; e < 4; e++) grp_o[cr][sg][ch][e] = acc[e];
+    }
+    __syncthreads();
+    if (sg != 0 || !live) return;
+    big = AT_NEG_INF;
 #pragma unroll
-    for (int g = 0; g < DEC_SG; g++) {
-      if (grp_m[g] == AT_NEG_INF) continue;
-      const float w = at_exp2((grp_m[g] - big) * LOG2E);
-      sum = fmaf(w, grp_l[g], sum);
+    for (int g = 0; g < DEC_SG; g++) big = fmaxf(big, grp_m[cr][g]);
+    sum = 0.f, out[0] = out[1] = out[2] = out[3] = 0.f;
+    if (big != AT_NEG_INF) {
 #pragma unroll
-      for (int e = 0; e < 4; e++) out[e] = fmaf(w, grp_o[g][ch][e], out[e]);
+      for (int g = 0; g < DEC_SG; g++) {
+        if (grp_m[cr][g] == AT_NEG_INF) continue;
+        const float w = at_exp2((grp_m[cr][g] - big) * LOG2E);
+        sum = fmaf(w, grp_l[cr][g], sum);
+#pragma unroll
+        for (int e = 0; e < 4; e++) out[e] = fmaf(w, grp_o[cr][g][ch][e], out[e]);
+      }
     }
   }
+  if (!live) return;
   const float inv = sum > 0.f ? 1.f / sum : 0.f;
   at_out_t *orow = o + b * o_sb + (long long)t * o_ss + (long long)h * o_sh;
   const unsigned lo = at_pack_out(out[0] * inv, out[1] * inv), hi = at_pack_out(out[2] * inv, out[3] * inv);

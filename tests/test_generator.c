@@ -1104,6 +1104,43 @@ static void test_decode_wg(void **state)
   tu_expect_refused(gen_variant_parse("fa2.bf16.d128.none.g1.bm128.bn64.w4.s2.wg", &v), AT_ERR_INVALID, "wgmma-rows");
 }
 
+/* The combine kernel packs rows: the fewest split groups whose batches of 4 loads cover the
+ * variant's partials per row, and as many rows a CTA as its 128 threads then hold (a float4 chunk
+ * of D a thread); its grid covers every row once, the last CTA's rows past the end idle. */
+static void test_decode_combine_rows(void **state)
+{
+  (void)state;
+  gen_target t = tu_sm90();
+  struct {
+    const char *key;
+    int d, q_len, sg, rows;
+  } cases[] = {
+      {"decode.bf16.d128.causal-br.g8.bm16.bn64.w8.s4.sp4.wg", 128, 16, 1, 4},     /* 4 partials: a warp a row */
+      {"decode.bf16.d128.none.g4.bm1.bn128.w4.s3.sp8", 128, 1, 2, 2},              /* 8: two groups */
+      {"decode.bf16.d128.none.g4.bm1.bn128.w4.s3.sp16", 128, 1, 4, 1},             /* 16: a CTA a row, as before */
+      {"decode.bf16.kve4m3.d128.causal-br.g8.bm8.bn64.w4.s6.sp4.wgi3", 128, 8, 4, 1}, /* 3 x 4 partials */
+      {"decode.bf16.d64.none.g4.bm1.bn128.w4.s3.sp2", 64, 3, 1, 8},                /* 16 chunks a row */
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    gen_variant v;
+    TU_OK(gen_variant_parse(cases[i].key, &v));
+    at_shape s = decode_shape(AT_DTYPE_BF16, cases[i].d, v.spec.mask, 32, 32 / v.spec.gqa, cases[i].q_len, 65536);
+    s.batch = 3, s.with_lse = 0;
+    if (v.spec.kv_dtype != AT_KV_SAME) s.kv_dtype = v.spec.kv_dtype;
+    gen_launch_desc d;
+    TU_OK(gen_launch_describe(&v, &s, &d));
+    assert_int_equal(d.n_kernels, 2);
+    const long long rows = 32LL * cases[i].q_len;
+    assert_int_equal(d.kernels[1].grid[0], (unsigned)((rows + cases[i].rows - 1) / cases[i].rows));
+    assert_int_equal(d.kernels[1].grid[1], 3u);
+    char *src = NULL, want[64];
+    TU_OK(gen_emit(&v, &t, &src));
+    snprintf(want, sizeof want, "#define DEC_COMBINE_SG %d\n", cases[i].sg);
+    assert_non_null(strstr(src, want));
+    free(src);
+  }
+}
+
 /* decode is listed first for T <= 16 only, its keys carry the split count and round-trip, its
  * launch has two kernels when split and a scratch sized for the partials, and the default for a
  * short query is a decode variant. */
@@ -1698,6 +1735,7 @@ int main(void)
       cmocka_unit_test(test_fa3_family),         cmocka_unit_test(test_fp8_compile_no_spills),
       cmocka_unit_test(test_template_versions),  cmocka_unit_test(test_decode_family),
       cmocka_unit_test(test_decode_default_merge),
+      cmocka_unit_test(test_decode_combine_rows),
       cmocka_unit_test(test_decode_wg),
       cmocka_unit_test(test_decode_compile_no_spills), cmocka_unit_test(test_fa3_ws_family), cmocka_unit_test(test_fa3_speculative_max), cmocka_unit_test(test_fa3_linear_p),
       cmocka_unit_test(test_ws_compile_no_spills), cmocka_unit_test(test_fa3_vt_family),
