@@ -321,6 +321,13 @@
       T16 S4k GQA 8 (4 partials): split kernel 23.8 us, combine 7.2 us over 4096 CTAs. Measured
       (same run, before -> after, two rounds): that shape 29.4 -> 26.7 us (2.28 -> 2.51 TB/s), with
       FP8 K/V 28.6 -> 25.8; T8 S4k 24.0 -> 23.0; B1 and S64k unchanged.
+   24. K8: a staging slot refilled by the fourth warp of its warpgroup to count itself (an
+      atom.shared.add) under the tile's P V, in place of the first thread's wait on the ring
+      stage's empty barrier after it (no barrier wait left in the refill). ncu before: consumers
+      waiting 18.6% on the widened V, the widener 18.1% on the TMA copy. Measured (B8 causal-br
+      e4m3, same run, two rounds): .wgi3 even (GQA 8 T8 S64k 151.5 -> 151.0 us), .wgi s8 157.3
+      (-1.6%); the count right after Q K^T was 5-7% slower (the warpgroup's P V waited for the
+      warp issuing the copy).
    Tried after 18, not kept: the widening's loads of a tile pair all issued before its stores:
  *      9% slower (GQA 8 T8 S64k .wg 176.0 -> 192.2 us).
  *   Tried after 17, not kept: at 64 rows, tile t+1's Q K^T issued right after tile t's P is
@@ -1800,7 +1807,8 @@ static constexpr int DEC_WG_BAR_BYTES = 256;                    /* full, empty (
 static constexpr int DEC_WG_STG_BYTES = DEC_KV8 ? DEC_BN * DEC_D : 0;
 /* Step 21 (.wgi, bf16 Q, FP8 K/V, D 128): Q K^T on the FP8 tensor cores, K read as TMA staged it
  * (no f16 K ring, no K widening), Q as two E4M3 parts (dec_wg_q8_fragments: exact for bf16 Q);
- * V widened as before. The consumers refill a staging slot once their warpgroup is done with it. */
+ * V widened as before. The consumers refill a staging slot once their warpgroup's four warps have
+ * read its K and the widener its V (step 24). */
 static constexpr int DEC_WG_RINGS = DEC_WG_K8 ? 1 : 2; /* f16 rings: V, or K and V */
 /* Stages of the f16 ring(s). K8 keeps at most 4 (the widened V is needed only a tile or two
  * ahead; .wgi3 at 6 slots keeps 6) and spends the room on FP8 staging slots: STAGES of them, the
@@ -1873,12 +1881,15 @@ static_assert(DEC_WG_KSPLIT < 3 || DEC_WG_K8, ".wgi3: with K8 only (Q K^T on the
 /* A count that is not a multiple of the warpgroups would hand a stage to two of them in turn, and
  * one could wait for a phase parity two phases ahead of the stage's and pass at once. */
 static_assert(DEC_STAGES % DEC_WG_KSPLIT == 0, ".wgi: whole turns of stages (each stage one warpgroup's)");
-static_assert(8 * (2 * DEC_WG_RING + DEC_STAGES) <= DEC_WG_BAR_BYTES, ".wg: the mbarriers fit their area");
-/* Each ring stage one warpgroup's: with K8 a warpgroup's first thread waits on the stage's empty
- * barrier for its own warps' release before it refills the slot, and if another warpgroup used the
- * stage next, that thread, late to its wait, could see two phases complete and wait for a third
- * that needs its own warpgroup: a deadlock (tests/decode_wgi_protocol.py found it for .wgi3 with 9
- * slots and a ring of 4, which step 22 had listed). */
+/* K8: after the mbarriers, one count a staging slot of the warps that issued its tile's P V (below) */
+static_assert(8 * (2 * DEC_WG_RING + DEC_STAGES) + (DEC_WG_K8 ? 4 * DEC_STAGES : 0) <= DEC_WG_BAR_BYTES,
+              ".wg: the mbarriers (and K8's counts) fit their area");
+/* Each ring stage one warpgroup's. Until step 24 a K8 warpgroup's first thread waited on the
+ * stage's empty barrier for its own warps' release before it refilled the slot, and where another
+ * warpgroup used the stage next, that thread, late to its wait, could see two phases complete and
+ * wait for a third that needed its own warpgroup: a deadlock (tests/decode_wgi_protocol.py found it
+ * for .wgi3 with 9 slots and a ring of 4, which step 22 had listed). Step 24's refill waits on no
+ * barrier, and the rule stays: every listed form is one the model and the GPU have run. */
 static_assert(DEC_WG_RING % DEC_WG_KSPLIT == 0, ".wgi: each ring stage one warpgroup's");
 static_assert(DEC_WG_SMEM_BYTES <= DEC_SMEM_LIMIT, "shared memory over the target's limit");
 static_assert(!DEC_WG_K8 || (DEC_KV8 && DEC_Q_TO_F16 && DEC_WG_SEQ && DEC_D == 128 && !DEC_WG_QREG),
@@ -1948,6 +1959,15 @@ __device__ __forceinline__ void dec_wg_issue_qk8_ss(float (*s)[4], unsigned k_st
   at_wgmma_commit();
 }
 #endif
+
+/* K8: the count of slot `count` goes up by one for this warp; true for the fourth warp of a tile
+ * (the count runs on: every tile adds four). */
+__device__ __forceinline__ bool dec_wg_last_of_four(unsigned count)
+{
+  unsigned old;
+  asm volatile("atom.shared.add.u32 %0, [%1], 1;\n" : "=r"(old) : "r"(count) : "memory");
+  return (old & 3u) == 3u;
+}
 
 /* Two floats as an E4M3 pair (lo in the low byte), and the pair back as floats. */
 __device__ __forceinline__ unsigned dec_e4m3x2(float lo, float hi)
@@ -2168,13 +2188,16 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
   const unsigned stg = smem_v + DEC_WG_RING * DEC_WG_KV_BYTES; /* KV8: STAGES x (FP8 K, FP8 V) */
   const unsigned bar_full = stg + 2 * DEC_STAGES * DEC_WG_STG_BYTES, bar_empty = bar_full + 8 * DEC_WG_RING;
   const unsigned bar_staged = bar_empty + 8 * DEC_WG_RING;
-  (void)stg, (void)bar_staged;
+  const unsigned slot_count = bar_staged + 8 * DEC_STAGES; /* K8: the slots' counts */
+  (void)stg, (void)bar_staged, (void)slot_count;
   if (tid == 0) {
     for (int s = 0; s < DEC_WG_RING; s++) {
       at_bar_init(bar_full + 8 * s, DEC_WG_KSPLIT == 3 ? 4 : 1); /* .wgi3: one arrival per widening warp */
       at_bar_init(bar_empty + 8 * s, DEC_W); /* one arrival per consumer warp (.wgi: of the tile's warpgroup) */
     }
     for (int s = 0; DEC_KV8 && s < DEC_STAGES; s++) at_bar_init(bar_staged + 8 * s, 1);
+    for (int s = 0; DEC_WG_K8 && s < DEC_STAGES; s++)
+      asm volatile("st.shared.u32 [%0], 0;\n" ::"r"(slot_count + 4 * s) : "memory");
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
 
@@ -2330,17 +2353,17 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
     at_rescale_o<DEC_OT, true>(acc, alpha);
     at_wgmma_fence();
     dec_wg_issue_pv(acc, p, smem_v + r * DEC_WG_KV_BYTES);
+#if DEC_WG_K8
+    /* K8 (step 24): the slot is free once the warpgroup's four warps are past Q K^T (K read) and
+     * the widener has widened its V (the full barrier waited for above): the last of the four to
+     * count itself here, under P V, refills it with tile t + STAGES (this warpgroup's too). Where
+     * the first thread waited for that (step 21b, a second mbarrier) the wait held warp 0's
+     * softmax: 8-12% slower; a count waits for no one. */
+    if (lane == 0 && dec_wg_last_of_four(slot_count + 4 * stage) && t + DEC_STAGES < keys.n_tiles)
+      dec_wg_stage_in(&tm_k, &tm_v, stg, bar_staged, t + DEC_STAGES, stage, k_lo, hk, b);
+#endif
     at_wgmma_wait0();
     if (lane == 0) at_bar_arrive(bar_empty + 8 * r);
-#if DEC_WG_K8
-    /* K8: the warpgroup's first thread refills the slot with tile t + STAGES (this warpgroup's
-     * too) once all four warps are done with tile t's K and V. (Refilled as soon as the four
-     * warps' Q K^T were done, under the softmax, it ran 8-12% slower: docs/perf.md, step 21.) */
-    if (tid % 128 == 0 && t + DEC_STAGES < keys.n_tiles) {
-      at_bar_wait(bar_empty + 8 * r, rphase);
-      dec_wg_stage_in(&tm_k, &tm_v, stg, bar_staged, t + DEC_STAGES, stage, k_lo, hk, b);
-    }
-#endif
 #else
     at_wgmma_fence();
     dec_wg_issue_pv(acc, p, smem_v + stage_prev * DEC_WG_KV_BYTES);
