@@ -9,20 +9,26 @@
 # best e4m3 time: the same tokens). Full bench output goes to $OUT/decode_bench.txt (or
 # ./gpu-logs). SHAPES (";"-separated "B T S mask") replaces the shape list, e.g.
 # SHAPES="8 1 16384 none;64 1 16384 none" IMPLS=cudnn,default,decode for a shorter run.
-# KV_HEADS (default 8) sets Nkv: 4 is GQA 8.
+# KV_HEADS (default 8) sets Nkv: 4 is GQA 8. BASE=PATH names a second attntune binary (say main's
+# before a change): each shape then runs it and this build's alternately, ROUNDS times (default
+# 1; BASE's default 2), with IMPLS and KV_IMPLS usually one KEY each (the A/B of docs/perf.md);
+# rows carry the binary's name, and the FP8 ratios are this build's.
 build=${1:-build}
 out=${OUT:-gpu-logs}
 impls=${IMPLS:-cudnn,default,fused}
 kv_impls=${KV_IMPLS:-default,fused}
+binaries="$build/attntune"
+rounds=${ROUNDS:-1}
+if [ -n "${BASE:-}" ]; then binaries="$BASE $build/attntune" rounds=${ROUNDS:-2}; fi
 mkdir -p "$out"
 . "$(dirname "$0")/gpu_env.sh"
-at="$build/attntune"
 nkv=${KV_HEADS:-8}
 log="$out/decode_bench.txt"
 best="$out/decode_bench_best.txt"
 : >"$log"
 : >"$best"
-printf '%-32s %-10s %10s %8s  %s\n' shape impl us 'TB/s' key
+printf '%-40s %-10s %10s %8s  %s\n' shape impl us 'TB/s' key
+[ -n "${BASE:-}" ] && echo '(A/B: each row names its binary and round)'
 # B T S mask
 shapes=${SHAPES:-"1 1 4096 none;1 1 16384 none;8 1 16384 none;64 1 16384 none;8 16 8192 causal-br;8 1 65536 none;8 16 65536 causal-br"}
 IFS=';'
@@ -35,20 +41,32 @@ for shape in $shapes; do
   [ "$mask" = causal-br ] && flag=--causal-br
   for kv in bf16 e4m3; do
     if [ "$kv" = bf16 ]; then list=$impls esz=2 kvflag=""; else list=$kv_impls esz=1 kvflag="--kv-dtype e4m3"; fi
-    echo "== B=$b T=$t S=$s $mask $kv" >>"$log"
-    timeout 300 "$at" bench --impl "$list" --batch "$b" --q-len "$t" --kv-len "$s" --q-heads 32 --kv-heads "$nkv" \
-      --head-dim 128 --reps ${REPS:-50} $flag $kvflag >>"$log" 2>&1
-    bytes=$((2 * b * nkv * s * 128 * esz))
-    # Rows of this shape's section, in --impl order: cudnn, then the default's one key row, then
-    # every listed variant and the starred best.
-    awk -v want="== B=$b T=$t S=$s $mask $kv" -v shape="B$b T$t S$s $mask $kv" -v bytes="$bytes" \
-      -v best="$best" -v s="$s" '
-      /^== / { on = ($0 == want); seen_default = 0; next }
-      !on || $2 == "-" { next }
-      function row(name, ms, key) { if (ms + 0 > 0) printf "%-32s %-10s %10.2f %8.3f  %s\n", shape, name, ms * 1000, bytes / (ms * 1e-3) / 1e12, key }
-      $1 == "cudnn" { row("cudnn", $2, "") }
-      $1 ~ /^(fa2|fa3|decode)\./ && !seen_default { row("default", $2, $1); seen_default = 1 }
-      $1 == "*" { row("best", $3, $2); if (s + 0 >= 16384) print want, $3 >> best }' "$log"
+    round=1
+    while [ "$round" -le "$rounds" ]; do
+      for at in $binaries; do
+        tag=""
+        [ -n "${BASE:-}" ] && tag=" $(basename "$(dirname "$at")") r$round"
+        echo "== B=$b T=$t S=$s $mask $kv$tag" >>"$log"
+        timeout 300 "$at" bench --impl "$list" --batch "$b" --q-len "$t" --kv-len "$s" --q-heads 32 \
+          --kv-heads "$nkv" --head-dim 128 --reps ${REPS:-50} $flag $kvflag >>"$log" 2>&1
+        bytes=$((2 * b * nkv * s * 128 * esz))
+        # Rows of this shape's section, in --impl order: cudnn, then the default's one key row (or
+        # the one KEY asked for), then every listed variant and the starred best; the FP8 ratios
+        # take this build's best.
+        mine=0
+        [ "$at" = "$build/attntune" ] && mine=1
+        awk -v want="== B=$b T=$t S=$s $mask $kv$tag" -v shape="B$b T$t S$s $mask $kv$tag" -v bytes="$bytes" \
+          -v best="$best" -v s="$s" -v mine="$mine" -v first="$(echo "$list" | sed 's/,.*//')" \
+          -v plain="== B=$b T=$t S=$s $mask $kv" '
+          /^== / { on = ($0 == want); seen_default = 0; next }
+          !on || $2 == "-" { next }
+          function row(name, ms, key) { if (ms + 0 > 0) printf "%-40s %-10s %10.2f %8.3f  %s\n", shape, name, ms * 1000, bytes / (ms * 1e-3) / 1e12, key }
+          $1 == "cudnn" { row("cudnn", $2, "") }
+          $1 ~ /^(fa2|fa3|decode)\./ && !seen_default { row(first == "default" || first == "cudnn" ? "default" : "key", $2, $1); seen_default = 1 }
+          $1 == "*" { row("best", $3, $2); if (mine && s + 0 >= 16384) print plain, $3 >> best }' "$log"
+      done
+      round=$((round + 1))
+    done
   done
   IFS=';'
 done
