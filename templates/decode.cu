@@ -317,18 +317,18 @@
  *      phases of a ring stage another warpgroup uses next, and waits for a third). 6 slots, a
  *      ring of 6, ran as fast after 22b (143.2 against 143.7 us) and the model passes it.
  *   23. the combine kernel takes several rows a CTA (DEC_COMBINE_SG split groups a row, the fewest
-      whose batches of 4 loads cover the variant's partials; DEC_CR rows a CTA). ncu before, B8
-      T16 S4k GQA 8 (4 partials): split kernel 23.8 us, combine 7.2 us over 4096 CTAs. Measured
-      (same run, before -> after, two rounds): that shape 29.4 -> 26.7 us (2.28 -> 2.51 TB/s), with
-      FP8 K/V 28.6 -> 25.8; T8 S4k 24.0 -> 23.0; B1 and S64k unchanged.
-   24. K8: a staging slot refilled by the fourth warp of its warpgroup to count itself (an
-      atom.shared.add) under the tile's P V, in place of the first thread's wait on the ring
-      stage's empty barrier after it (no barrier wait left in the refill). ncu before: consumers
-      waiting 18.6% on the widened V, the widener 18.1% on the TMA copy. Measured (B8 causal-br
-      e4m3, same run, two rounds): .wgi3 even (GQA 8 T8 S64k 151.5 -> 151.0 us), .wgi s8 157.3
-      (-1.6%); the count right after Q K^T was 5-7% slower (the warpgroup's P V waited for the
-      warp issuing the copy).
-   Tried after 18, not kept: the widening's loads of a tile pair all issued before its stores:
+ *      whose batches of 4 loads cover the variant's partials; DEC_CR rows a CTA). ncu before, B8
+ *      T16 S4k GQA 8 (4 partials): split kernel 23.8 us, combine 7.2 us over 4096 CTAs. Measured
+ *      (same run, before -> after, two rounds): that shape 29.4 -> 26.7 us (2.28 -> 2.51 TB/s),
+ *      with FP8 K/V 28.6 -> 25.8; T8 S4k 24.0 -> 23.0; B1 and S64k unchanged.
+ *   24. K8: a staging slot refilled by the fourth warp of its warpgroup to count itself (an
+ *      atom.shared.add) under the tile's P V, in place of the first thread's wait on the ring
+ *      stage's empty barrier after it (no barrier wait left in the refill). ncu before: consumers
+ *      waiting 18.6% on the widened V, the widener 18.1% on the TMA copy. Measured (B8 causal-br
+ *      e4m3, same run, two rounds): .wgi3 even (GQA 8 T8 S64k 151.5 -> 151.0 us), .wgi s8 157.3
+ *      (-1.6%); the count right after Q K^T was 5-7% slower (the warpgroup's P V waited for the
+ *      warp issuing the copy).
+ *   Tried after 18, not kept: the widening's loads of a tile pair all issued before its stores:
  *      9% slower (GQA 8 T8 S64k .wg 176.0 -> 192.2 us).
  *   Tried after 17, not kept: at 64 rows, tile t+1's Q K^T issued right after tile t's P is
  *      packed, O's rescale under it: even (e4m3 GQA 8 T8 S64k 177.3 -> 178.4 us; docs/perf.md).
