@@ -884,34 +884,46 @@ static void test_decode_default_merge(void **state)
  * one warpgroup per 64 rows and a TMA producer warp (K and V tensor maps), the default past 64
  * rows; its key round-trips; the combine
  * kernel merges its splits; what it cannot run is refused by name. */
-/* A .wgi or .wgi3 variant (`partials` consumer warpgroups on the same 64 rows, 16 warps a CTA)
- * of shape: its key (ending in suffix) round-trips; one split writes `partials` partials a row,
- * which the combine kernel merges, and a split count that many times the grid; it fits shared
- * memory. Returns its source (the caller frees it). */
-static char *check_wgi_variant(const gen_variant *v, const at_shape *shape, const gen_target *t, int partials,
-                               const char *suffix)
+/* Every listed .wgi or .wgi3 variant of shape (`partials` consumer warpgroups on the same 64
+ * rows, 16 warps a CTA): its key (ending in suffix) round-trips; one split writes `partials`
+ * partials a row, which the combine kernel merges, and a split count that many times the grid; it
+ * fits shared memory; its source holds every string of `present` (NULL-ended) and none of
+ * `absent`. There is at least one. */
+static void check_listed_wgi(const at_shape *shape, const gen_target *t, int partials, const char *suffix,
+                            const char *const *present, const char *const *absent)
 {
-  char key[GEN_KEY_MAX];
-  TU_OK(gen_variant_key(v, key, sizeof key));
-  assert_non_null(strstr(key, suffix));
-  gen_variant again;
-  TU_OK(gen_variant_parse(key, &again));
-  assert_memory_equal(&again, v, sizeof again);
-  gen_variant one = *v;
-  one.splits = 1;
-  gen_launch_desc d;
-  TU_OK(gen_launch_describe(&one, shape, &d));
-  assert_int_equal(d.kernels[0].block[0], 32u * 16u);
-  assert_int_equal(d.kernels[0].grid[0], 1u);
-  assert_int_equal(d.n_splits, partials);
-  assert_int_equal(d.n_kernels, 2);
-  assert_true(d.scratch_bytes >= (size_t)partials * 32 * 8 * (128 + 1) * sizeof(float));
-  assert_true(d.kernels[0].smem_bytes <= (unsigned)t->smem_limit);
-  TU_OK(gen_launch_describe(v, shape, &d));
-  assert_int_equal((unsigned)d.n_splits, (unsigned)partials * d.kernels[0].grid[0]);
-  char *src = NULL;
-  TU_OK(gen_emit(v, t, &src));
-  return src;
+  gen_variant vs[GEN_MAX_VARIANTS];
+  int n = 0, listed = 0;
+  TU_OK(gen_enumerate(shape, t, vs, GEN_MAX_VARIANTS, &n));
+  for (int i = 0; i < n; i++) {
+    const gen_variant *v = &vs[i];
+    if (v->wg != partials) continue;
+    listed++;
+    char key[GEN_KEY_MAX];
+    TU_OK(gen_variant_key(v, key, sizeof key));
+    assert_non_null(strstr(key, suffix));
+    gen_variant again;
+    TU_OK(gen_variant_parse(key, &again));
+    assert_memory_equal(&again, v, sizeof again);
+    gen_variant one = *v;
+    one.splits = 1;
+    gen_launch_desc d;
+    TU_OK(gen_launch_describe(&one, shape, &d));
+    assert_int_equal(d.kernels[0].block[0], 32u * 16u);
+    assert_int_equal(d.kernels[0].grid[0], 1u);
+    assert_int_equal(d.n_splits, partials);
+    assert_int_equal(d.n_kernels, 2);
+    assert_true(d.scratch_bytes >= (size_t)partials * 32 * 8 * (128 + 1) * sizeof(float));
+    assert_true(d.kernels[0].smem_bytes <= (unsigned)t->smem_limit);
+    TU_OK(gen_launch_describe(v, shape, &d));
+    assert_int_equal((unsigned)d.n_splits, (unsigned)partials * d.kernels[0].grid[0]);
+    char *src = NULL;
+    TU_OK(gen_emit(v, t, &src));
+    for (const char *const *p = present; *p; p++) assert_non_null(strstr(src, *p));
+    for (const char *const *p = absent; *p; p++) assert_null(strstr(src, *p));
+    free(src);
+  }
+  assert_true(listed > 0);
 }
 
 static void test_decode_wg(void **state)
@@ -995,22 +1007,13 @@ static void test_decode_wg(void **state)
      * warpgroups (16 warps; setmaxnreg splits the registers); each CTA writes two partials, so
      * the combine merges twice the CTAs, even at one split; its key round-trips; listed, and
      * refused past 64 rows; Q K^T reads Q from registers (an _rs wgmma wrapper) */
-    TU_OK(gen_enumerate(&fp8kv, &t, vs, GEN_MAX_VARIANTS, &n));
-    int wgi = 0;
-    for (int i = 0; i < n; i++) {
-      if (vs[i].wg != 2) continue;
-      wgi++;
-      char *src = check_wgi_variant(&vs[i], &fp8kv, &t, 2, ".wgi");
-      /* bf16 Q: Q K^T on the FP8 tensor cores against the staged K, Q as two E4M3 parts */
-      assert_non_null(strstr(src, "#define DEC_WG_K8 1\n"));
-      assert_non_null(strstr(src, "void dec_mma_qk8("));
-      assert_null(strstr(src, "#define DEC_WG_QREG 1"));
-      /* setmaxnreg: the consumers' 64 extra a thread (192 against the launch's 128) are what the
-       * two widening warpgroups give back (64 each) */
-      assert_non_null(strstr(src, "#define DEC_WG_CONSUMER_REGS 192\n#define DEC_WG_HELPER_REGS 64\n"));
-      free(src);
-    }
-    assert_true(wgi > 0);
+    /* bf16 Q: Q K^T on the FP8 tensor cores against the staged K, Q as two E4M3 parts;
+     * setmaxnreg: the consumers' 64 extra a thread (192 against the launch's 128) are what the
+     * two widening warpgroups give back (64 each) */
+    const char *const present[] = {"#define DEC_WG_K8 1\n", "void dec_mma_qk8(",
+                                   "#define DEC_WG_CONSUMER_REGS 192\n#define DEC_WG_HELPER_REGS 64\n", NULL};
+    const char *const absent[] = {"#define DEC_WG_QREG 1", NULL};
+    check_listed_wgi(&fp8kv, &t, 2, ".wgi", present, absent);
     /* f16 Q keeps the f16 MMAs (Q's fragments from registers, an _rs wrapper), and no 6 stages */
     at_shape fp8kv_f16 = fp8kv;
     fp8kv_f16.dtype = AT_DTYPE_F16;
@@ -1043,23 +1046,12 @@ static void test_decode_wg(void **state)
   { /* .wgi3 at 64 rows: three consumer warpgroups and one widening warpgroup (16 warps), three
      * partials a CTA; 6 staging slots and a ring of 6 (each stage one warpgroup's), 64-key tiles; Q's E4M3 parts
      * read from shared memory (an _ss wrapper); bf16 Q at D 128 only */
-    TU_OK(gen_enumerate(&fp8kv, &t, vs, GEN_MAX_VARIANTS, &n));
-    int wgi3 = 0;
-    for (int i = 0; i < n; i++) {
-      if (vs[i].wg != 3) continue;
-      wgi3++;
-      assert_int_equal(vs[i].stages, 6);
-      assert_int_equal(vs[i].block_n, 64);
-      char *src = check_wgi_variant(&vs[i], &fp8kv, &t, 3, ".wgi3");
-      assert_non_null(strstr(src, "#define DEC_WG_KSPLIT 3\n"));
-      assert_non_null(strstr(src, "#define DEC_WG_K8 1\n"));
-      assert_non_null(strstr(src, "void dec_mma_qk8_ss("));
-      assert_null(strstr(src, "void dec_mma_qk8("));
-      /* 3 x 128 consumers at 152 take the 72 a thread the widener gives back from 128 */
-      assert_non_null(strstr(src, "#define DEC_WG_CONSUMER_REGS 152\n#define DEC_WG_HELPER_REGS 56\n"));
-      free(src);
-    }
-    assert_true(wgi3 > 0);
+    /* setmaxnreg: 3 x 128 consumers at 152 take the 72 a thread the widener gives back from 128 */
+    const char *const present[] = {"#define DEC_STAGES 6\n", "#define DEC_BLOCK_N 64\n", "#define DEC_WG_KSPLIT 3\n",
+                                   "#define DEC_WG_K8 1\n", "void dec_mma_qk8_ss(",
+                                   "#define DEC_WG_CONSUMER_REGS 152\n#define DEC_WG_HELPER_REGS 56\n", NULL};
+    const char *const absent[] = {"void dec_mma_qk8(", NULL};
+    check_listed_wgi(&fp8kv, &t, 3, ".wgi3", present, absent);
     gen_variant w3 = def;
     w3.wg = 3, w3.stages = 8;
     tu_expect_refused(gen_variant_check(&w3, &t), AT_ERR_UNSUPPORTED, "a multiple of 3");
