@@ -273,8 +273,8 @@ static at_status check_wg(const gen_variant *v, const gen_target *target)
                    "than .wg and mma.sync there)");
   if (v->wg >= 2 && rows > 64)
     return at_fail(AT_ERR_UNSUPPORTED,
-                   "decode .wgi runs two warpgroups over the same 64 rows: at most 64 rows, not %d (%d heads x %d tokens)",
-                   rows, v->spec.gqa, v->block_m);
+                   "decode %s runs %d warpgroups over the same 64 rows: at most 64 rows, not %d (%d heads x %d tokens)",
+                   v->wg == 3 ? ".wgi3" : ".wgi", v->wg, rows, v->spec.gqa, v->block_m);
   return AT_OK;
 }
 

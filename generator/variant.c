@@ -151,6 +151,18 @@ int gen_is_variant_key(const char *name)
   return dot && gen_family_of_name(name, (size_t)(dot - name)) >= 0;
 }
 
+/* Decode's wgmma-rows suffix by gen_variant.wg (0 none, 1 .wg, 2 .wgi, 3 .wgi3), written and
+ * parsed from this one table. */
+static const char *const WG_SUFFIX[] = {"", ".wg", ".wgi", ".wgi3"};
+#define WG_KINDS ((int)(sizeof WG_SUFFIX / sizeof WG_SUFFIX[0]))
+
+static int wg_of_suffix(const char *field)
+{
+  for (int wg = 1; wg < WG_KINDS; wg++)
+    if (strcmp(field, WG_SUFFIX[wg] + 1) == 0) return wg;
+  return 0;
+}
+
 at_status gen_variant_key(const gen_variant *v, char *buf, size_t size)
 {
   const gen_family_ops *f = gen_family_row(v->family);
@@ -164,7 +176,8 @@ at_status gen_variant_key(const gen_variant *v, char *buf, size_t size)
   /* Only split-KV variants have a split count; a 0 elsewhere keeps the older families' keys. */
   static const char *const merge_suffix[] = {"", ".lc", ".cl"};
   const char *merge = v->merge >= 0 && v->merge < 3 ? merge_suffix[v->merge] : ".merge?";
-  if (v->splits) snprintf(splits, sizeof splits, ".sp%d%s%s", v->splits, merge, v->wg == 3 ? ".wgi3" : v->wg == 2 ? ".wgi" : v->wg ? ".wg" : "");
+  const char *wg = v->wg >= 0 && v->wg < WG_KINDS ? WG_SUFFIX[v->wg] : ".wg?";
+  if (v->splits) snprintf(splits, sizeof splits, ".sp%d%s%s", v->splits, merge, wg);
   /* Paged K/V is part of the spec, next to the dtypes; contiguous keys do not change. */
   if (v->spec.page_size) snprintf(pages, sizeof pages, ".pg%d", v->spec.page_size);
   /* Ragged tensors likewise; padded keys do not change. */
@@ -296,8 +309,8 @@ at_status gen_variant_parse(const char *key, gen_variant *out)
       out->merge = fields[i][0] == 'l' ? GEN_MERGE_LAST_CTA : GEN_MERGE_CLUSTER;
     } else if (strcmp(fields[i], "ws") == 0 || strcmp(fields[i], "wspp") == 0) {
       out->ws = fields[i][2] ? 2 : 1;
-    } else if (strcmp(fields[i], "wg") == 0 || strcmp(fields[i], "wgi") == 0 || strcmp(fields[i], "wgi3") == 0) {
-      out->wg = fields[i][2] ? (fields[i][3] ? 3 : 2) : 1;
+    } else if (wg_of_suffix(fields[i])) {
+      out->wg = wg_of_suffix(fields[i]);
     } else if (strcmp(fields[i], "vt") == 0) {
       out->vt = 1;
     } else if (strcmp(fields[i], "pers") == 0) {
