@@ -113,8 +113,10 @@ static int wg_smem_bytes(const gen_variant *v)
 {
   const int d = v->spec.head_dim, staged = kv8(&v->spec) ? 2 * v->stages * v->block_n * d : 0;
   const int rings = wg_k8(v) ? 1 : 2; /* f16 V, or K and V (DEC_WG_RINGS) */
-  /* DEC_WG_RING: .wgi K8's stages are staging slots beside a ring of 4 (.wgi3: as many as its slots) */
-  const int ring = wg_k8(v) && v->wg == 2 && v->stages > 4 ? 4 : v->stages;
+  /* DEC_WG_RING: .wgi K8's stages are staging slots beside a ring of 4 (.wgi3: 6 beside 6, 3 beside 9) */
+  const int ring = wg_k8(v) && v->wg == 2 && v->stages > 4   ? 4
+                   : wg_k8(v) && v->wg == 3 && v->stages > 6 ? 3
+                                                             : v->stages;
   return 1024 + wg_rows(v) * d * 2 + rings * ring * v->block_n * d * 2 + staged + 256;
 }
 
@@ -292,7 +294,8 @@ static at_status check(const gen_variant *v, const gen_target *target)
                    v->block_n);
   if (v->warps != 4 && v->warps != 8)
     return at_fail(AT_ERR_UNSUPPORTED, "decode runs 4 or 8 warps, not %d", v->warps);
-  const int max_stages = wg_k8(v) ? 8 : 6; /* K8: FP8 staging slots (16 KB a 64-key tile) */
+  /* K8: FP8 staging slots (16 KB a 64-key tile); .wgi3's 9 beside an f16 ring of 3 */
+  const int max_stages = wg_k8(v) ? (v->wg == 3 ? 9 : 8) : 6;
   if (v->stages < 2 || v->stages > max_stages)
     return at_fail(AT_ERR_UNSUPPORTED, "%d stages (expected 2..%d)", v->stages, max_stages);
   if (v->splits < 1 || v->splits > 1024)
@@ -439,6 +442,8 @@ static int wg_listed(const gen_spec *spec, const gen_target *target, int bm)
  * of 6 too, each stage one warpgroup's; decode step 22c); the others keep 3-5 stages of both rings. */
 static int wg_stages_listed(const gen_variant *v)
 {
+  /* .wgi3 with 9 slots beside a ring of 3 (decode step 25) is taken by key but not listed: not
+   * yet run on the GPU */
   if (v->wg == 3) return v->stages == 6;
   return wg_k8(v) ? v->stages >= 4 && v->stages <= 8 : v->stages < 6;
 }

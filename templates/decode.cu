@@ -408,6 +408,9 @@ typedef unsigned char dec_kv_t;
 #ifndef DEC_WG_K8 /* .wgi with bf16 Q: Q K^T on the FP8 tensor cores (below, step 21) */
 #define DEC_WG_K8 0
 #endif
+#ifndef DEC_WG_KSPLIT /* .wgi: 2 or 3 consumer warpgroups on the same 64 rows (below, steps 18, 22) */
+#define DEC_WG_KSPLIT 1
+#endif
 /* Every warp stays to the end of the split kernel (an in-kernel merge's barriers). */
 #define DEC_IN_KERNEL_MERGE (DEC_LAST_CTA || DEC_CLUSTER > 1)
 
@@ -518,7 +521,8 @@ static_assert(DEC_BN == 32 || DEC_BN == 64 || DEC_BN == 128 || (DEC_KV8 && DEC_B
               "BLOCK_N: 32, 64 or 128 (256 with FP8 K/V)");
 static_assert(DEC_D % 16 == 0 && DEC_KV_CPR * DEC_KV_EPC == DEC_D, "K/V rows are whole 16-byte chunks");
 static_assert(DEC_W == 4 || DEC_W == 8, "4 or 8 warps");
-static_assert(DEC_STAGES >= 2 && DEC_STAGES <= (DEC_WG_K8 ? 8 : 6), "2..6 K/V stages (.wgi K8: up to 8 staging slots)");
+static_assert(DEC_STAGES >= 2 && DEC_STAGES <= (DEC_WG_K8 ? (DEC_WG_KSPLIT == 3 ? 9 : 8) : 6),
+              "2..6 K/V stages (.wgi K8: up to 8 staging slots, .wgi3 9)");
 static_assert(DEC_WM * DEC_WN == DEC_W && DEC_MT % DEC_WM == 0, "warp layout");
 static_assert(DEC_NW % 16 == 0, "BLOCK_N / WARPS_N (keys per warp per tile) must be a multiple of 16");
 static_assert(DEC_PS == 0 || DEC_PS == 1 || DEC_PS == 16 || DEC_PS == 32 || DEC_PS == 64 || DEC_PS == 128 ||
@@ -1811,13 +1815,12 @@ static constexpr int DEC_WG_STG_BYTES = DEC_KV8 ? DEC_BN * DEC_D : 0;
  * read its K and the widener its V (step 24). */
 static constexpr int DEC_WG_RINGS = DEC_WG_K8 ? 1 : 2; /* f16 rings: V, or K and V */
 /* Stages of the f16 ring(s). K8 keeps at most 4 (the widened V is needed only a tile or two
- * ahead; .wgi3 at 6 slots keeps 6) and spends the room on FP8 staging slots: STAGES of them, the
- * copies in flight. Tile t is in staging slot t % STAGES and ring stage t % RING; elsewhere the two
+ * ahead; .wgi3 keeps 6 at 6 slots, 3 at 9: step 25) and spends the room on FP8 staging slots:
+ * STAGES of them, the copies in flight. Tile t is in staging slot t % STAGES and ring stage t % RING; elsewhere the two
  * are the same. */
-#ifndef DEC_WG_KSPLIT
-#define DEC_WG_KSPLIT 1
-#endif
-static constexpr int DEC_WG_RING = DEC_WG_K8 && DEC_WG_KSPLIT == 2 && DEC_STAGES > 4 ? 4 : DEC_STAGES;
+static constexpr int DEC_WG_RING = DEC_WG_K8 && DEC_WG_KSPLIT == 2 && DEC_STAGES > 4   ? 4
+                                   : DEC_WG_K8 && DEC_WG_KSPLIT == 3 && DEC_STAGES > 6 ? 3
+                                                                                       : DEC_STAGES;
 static constexpr int DEC_WG_SMEM_BYTES = 1024 + DEC_WG_Q_BYTES + DEC_WG_RING * DEC_WG_RINGS * DEC_WG_KV_BYTES +
                                          DEC_STAGES * 2 * DEC_WG_STG_BYTES + DEC_WG_BAR_BYTES;
 /* .wgi (step 18): two consumer warpgroups for the same 64 rows, taking the K/V tiles in turn

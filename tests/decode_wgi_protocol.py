@@ -151,7 +151,7 @@ def run(seed, ksplit, stages, ring, n_tiles, refill_wait=False):
 
 
 # (ksplit, stages, ring) as templates/decode.cu sizes them (DEC_WG_RING)
-LISTED = [(2, 4, 4), (2, 6, 4), (2, 8, 4), (3, 6, 6)]
+LISTED = [(2, 4, 4), (2, 6, 4), (2, 8, 4), (3, 6, 6), (3, 9, 3)]
 # protocols the template's static_asserts refuse, which the model must catch
 BROKEN = [(3, 9, 2), (2, 6, 3), (2, 5, 5)]
 # (3, 9, 4) was listed in step 22, with the refill of steps 21-23: with warps of unequal speed it

@@ -1062,8 +1062,11 @@ static void test_decode_wg(void **state)
     assert_int_equal(parsed.wg, 3);
     assert_int_equal(parsed.stages, 6);
     TU_OK(gen_variant_check(&parsed, &t));
-    parsed.stages = 9; /* 9 slots (with a ring of 4 it could deadlock; a ring of 9 does not fit): refused */
-    tu_expect_refused(gen_variant_check(&parsed, &t), AT_ERR_UNSUPPORTED, "9 stages");
+    parsed.stages = 9; /* 9 slots beside an f16 ring of 3, in the room of 6 and 6 (step 25): taken by key */
+    TU_OK(gen_variant_check(&parsed, &t));
+    assert_int_equal(gen_smem_bytes(&parsed), 1024 + 64 * 256 + 3 * 64 * 256 + 9 * 2 * 64 * 128 + 256);
+    parsed.stages = 12;
+    tu_expect_refused(gen_variant_check(&parsed, &t), AT_ERR_UNSUPPORTED, "12 stages");
   }
   fp8kv.q_len = 16;
   /* 32 rows or fewer, sm_80, FP8 K/V at D 64, pages: none listed */
@@ -1710,6 +1713,9 @@ static void test_fp8_kv_compile_no_spills(void **state)
           vs[j - 1].warps != vs[j].warps)
         all[n++] = vs[j];
   }
+  /* .wgi3 with 9 slots (decode step 25): taken by key, not listed yet */
+  TU_OK(gen_variant_parse("decode.bf16.kve4m3.d128.causal-br.g4.bm16.bn64.w4.s9.sp2.wgi3", &all[n]));
+  TU_OK(gen_variant_check(&all[n++], &t));
   int bad = tu_compile_count_bad(all, n, &t, "decode with FP8 K/V");
   free(all);
   assert_int_equal(bad, 0);
