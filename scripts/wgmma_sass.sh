@@ -5,6 +5,9 @@
 # for it, i.e. the exponentials that run under P V, the instruction count and the spill bytes.
 # 0 under P V means ptxas hoisted that wait ahead of the softmax: docs/perf.md (fa3 v17, and
 # decode step 16) says why this matters.
+# LOOPS=N: also each loop of N or more instructions, with its MMAs, conversions, exponentials
+# and shared loads (scripts/sass_loops.awk): the hot loop's body is one warp's work per K/V tile.
+# Works for any kernel key (mma.sync ones too).
 # Needs nvcc, and cuobjdump ($CUOBJDUMP, default: cuobjdump on PATH). No GPU.
 set -eu
 build=$1
@@ -21,4 +24,5 @@ for key in "$@"; do
   spill=$(grep -o "[0-9]* bytes spill stores" "$d/log" | head -1)
   "$cuobjdump" -sass "$d/k.cubin" | grep -E '^[[:space:]]+/\*[0-9a-f]{4}\*/' >"$d/s"
   awk -v key="$key" -v spill="$spill" -f "$(dirname "$0")/wgmma_sass.awk" "$d/s"
+  if [ -n "${LOOPS:-}" ]; then awk -v key="  $key" -v min="$LOOPS" -f "$(dirname "$0")/sass_loops.awk" "$d/s"; fi
 done

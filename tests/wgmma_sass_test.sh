@@ -2,7 +2,8 @@
 # wgmma_sass_test.sh SOURCE_DIR — scripts/wgmma_sass.awk on three hand-written SASS listings in
 # the shapes ptxas gave (docs/perf.md, decode step 16): fa3's (the first tile's wait for every
 # group reached by a jump), the decode kernel's before step 16 (the wait for P V hoisted ahead of
-# the exponentials) and after it (P V issued once S is in). Fails when a count is read wrong.
+# the exponentials) and after it (P V issued once S is in); scripts/sass_loops.awk on a fourth.
+# Fails when a count is read wrong.
 set -eu
 awk_file="$1/scripts/wgmma_sass.awk"
 d=$(mktemp -d)
@@ -49,4 +50,26 @@ cat >"$d/late" <<'S'
         /*4fc0*/                   MUFU.EX2 R88, R88 ;
 S
 check late 2/3 "$d/late"
+
+# scripts/sass_loops.awk: two functions (addresses start again at 0), a loop in each; the first
+# function's loop is under the minimum, a forward branch and a branch into the other function
+# are not loops.
+loops_awk="$1/scripts/sass_loops.awk"
+cat >"$d/loops" <<'S'
+        /*0000*/                   MOV R1, c[0x0][0x28] ;
+        /*0010*/                   HMMA.16816.F32 R4, R8, R12, R4 ;
+        /*0020*/               @P0 BRA 0x10 ;
+        /*0030*/                   EXIT ;
+        /*0000*/                   MOV R1, c[0x0][0x28] ;
+        /*0010*/                   BRA 0x30 ;
+        /*0020*/                   LDSM.16.M88.4 R8, [R2] ;
+        /*0030*/                   HMMA.16816.F32 R4, R8, R12, R4 ;
+        /*0040*/                   F2FP.F16.E4M3.UNPACK_B R9, R9 ;
+        /*0050*/                   MUFU.EX2 R3, R3 ;
+        /*0060*/              @!P1 BRA 0x20 ;
+        /*0070*/                   BRA 0x70 ;
+S
+got=$(awk -v key=k -v min=3 -f "$loops_awk" "$d/loops")
+want="k function 1 loop 0x20-0x60: 5 instructions, HMMA 1, HGMMA 0, F2FP 1, PRMT 0, MUFU 1, LDSM 1, LDS 0, FMUL 0, FFMA 0, SHFL 0"
+if [ "$got" != "$want" ]; then printf 'FAIL loops: got\n%s\nexpected\n%s\n' "$got" "$want"; fail=1; else echo "ok loops"; fi
 exit $fail
