@@ -70,6 +70,6 @@ cat >"$d/loops" <<'S'
         /*0070*/                   BRA 0x70 ;
 S
 got=$(awk -v key=k -v min=3 -f "$loops_awk" "$d/loops")
-want="k function 1 loop 0x20-0x60: 5 instructions, HMMA 1, HGMMA 0, F2FP 1, PRMT 0, MUFU 1, LDSM 1, LDS 0, FMUL 0, FFMA 0, SHFL 0"
+want="k function 1 loop 0x20-0x60: 5 instructions, HMMA 1, HGMMA 0, QGMMA 0, F2FP 1, PRMT 0, MUFU 1, LDSM 1, LDS 0, FMUL 0, FFMA 0, SHFL 0"
 if [ "$got" != "$want" ]; then printf 'FAIL loops: got\n%s\nexpected\n%s\n' "$got" "$want"; fail=1; else echo "ok loops"; fi
 exit $fail
