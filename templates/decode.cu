@@ -328,6 +328,8 @@
  *      e4m3, same run, two rounds): .wgi3 even (GQA 8 T8 S64k 151.5 -> 151.0 us), .wgi s8 157.3
  *      (-1.6%); the count right after Q K^T was 5-7% slower (the warpgroup's P V waited for the
  *      warp issuing the copy).
+ *   25. .wgi3 with 9 staging slots beside an f16 V ring of 3 (the same 214 KB), taken by key, not
+ *      yet listed: each warpgroup's copies get three of its tiles to land in place of two.
  *   Tried after 18, not kept: the widening's loads of a tile pair all issued before its stores:
  *      9% slower (GQA 8 T8 S64k .wg 176.0 -> 192.2 us).
  *   Tried after 17, not kept: at 64 rows, tile t+1's Q K^T issued right after tile t's P is
