@@ -330,6 +330,10 @@
  *      warp issuing the copy).
  *   25. .wgi3 with 9 staging slots beside an f16 V ring of 3 (the same 214 KB), taken by key, not
  *      yet listed: each warpgroup's copies get three of its tiles to land in place of two.
+ *   26. K8 (DEC_WG_V_LATE, off until measured): Q K^T waits only for the staged K; the wait for
+ *      the widened V moves down to P V, so the widening of a tile runs under its Q K^T and softmax
+ *      (ncu after 24: the consumers' largest stall, 18.5%, was that wait). Checked without a GPU:
+ *      0 spills, tests/decode_wgi_protocol.py with both orders, SASS with the one wait moved.
  *   Tried after 18, not kept: the widening's loads of a tile pair all issued before its stores:
  *      9% slower (GQA 8 T8 S64k .wg 176.0 -> 192.2 us).
  *   Tried after 17, not kept: at 64 rows, tile t+1's Q K^T issued right after tile t's P is
@@ -409,6 +413,10 @@ typedef unsigned char dec_kv_t;
 #endif
 #ifndef DEC_WG_K8 /* .wgi with bf16 Q: Q K^T on the FP8 tensor cores (below, step 21) */
 #define DEC_WG_K8 0
+#endif
+/* K8, step 26 (not yet run on a GPU, so off): 1 waits for the widened V only before P V. */
+#ifndef DEC_WG_V_LATE
+#define DEC_WG_V_LATE 0
 #endif
 #ifndef DEC_WG_KSPLIT /* .wgi: 2 or 3 consumer warpgroups on the same 64 rows (below, steps 18, 22) */
 #define DEC_WG_KSPLIT 1
@@ -2307,7 +2315,10 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
     /* K8: the ring stage has its own count (stage is then the staging slot); else the same */
     const int r = DEC_WG_RING == DEC_STAGES ? stage : t % DEC_WG_RING;
     const unsigned rphase = DEC_WG_RING == DEC_STAGES ? phase : (unsigned)(t / DEC_WG_RING) & 1u;
-    at_bar_wait(bar_full + 8 * r, rphase); /* tile t landed */
+    /* K8, step 26 (DEC_WG_V_LATE): Q K^T needs only the staged K, so the wait for the widened V
+     * moves down to P V, and the widening of tile t runs under this tile's Q K^T and softmax. */
+    constexpr bool V_LATE = DEC_WG_K8 && DEC_WG_V_LATE;
+    if (!V_LATE) at_bar_wait(bar_full + 8 * r, rphase); /* tile t landed */
 
     /* S = Q K^T of tile t; once it is in and masked, O += P V of tile t-1, so that the softmax
      * below runs under P V and only O's rescale waits for it (step 16). Issued right behind Q K^T,
@@ -2318,7 +2329,7 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
     float s[DEC_WG_NT][4];
     if (DEC_WG_PINGPONG) asm volatile("bar.sync %0, 256;\n" ::"r"(3 + wg) : "memory");
 #if DEC_WG_K8
-    at_bar_wait(bar_staged + 8 * stage, phase); /* K as TMA staged it (landed: the widener waited too) */
+    at_bar_wait(bar_staged + 8 * stage, phase); /* K as TMA staged it */
 #endif
     at_wgmma_fence();
 #if DEC_WG_Q8_SMEM
@@ -2356,6 +2367,7 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
         alpha[half] = dec_softmax_half_to_p<DEC_WG_NT>(s, half, row_max[half], row_sum[half], scale_log2, p);
     }
     at_rescale_o<DEC_OT, true>(acc, alpha);
+    if (V_LATE) at_bar_wait(bar_full + 8 * r, rphase); /* tile t's V widened */
     at_wgmma_fence();
     dec_wg_issue_pv(acc, p, smem_v + r * DEC_WG_KV_BYTES);
 #if DEC_WG_K8

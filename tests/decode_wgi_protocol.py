@@ -10,9 +10,9 @@ t % STAGES and ring stage t % RING. The widening side fills the ring in tile ord
 widening warpgroups taking the tiles in turn (each widens a whole tile, meets at its named barrier
 and arrives once: full counts 1); .wgi3 has one widening warpgroup whose four warps each widen a
 quarter of every tile and arrive themselves (full counts 4), free to drift apart. KSPLIT consumer
-warpgroups (2 or 3) take tile t in turn t % KSPLIT; each of their four warps waits for the ring
-stage and the slot, reads K from the slot, reads V from the ring and, under that P V, counts
-itself on the slot's count (the fourth warp of the tile refills the slot with tile t + STAGES:
+warpgroups (2 or 3) take tile t in turn t % KSPLIT; each of their four warps waits for the slot,
+reads K from the slot, then waits for the ring stage (step 26; before it, for both at once), reads V
+from the ring and, under that P V, counts itself on the slot's count (the fourth warp of the tile refills the slot with tile t + STAGES:
 step 24), then arrives on the empty barrier. The first widener thread stages the first STAGES tiles. Copies land
 at random later times.
 
@@ -36,10 +36,11 @@ from mbarrier_model import MBarrier
 BLOCKED = "blocked"  # what an agent yields while its wait is not satisfied
 
 
-def run(seed, ksplit, stages, ring, n_tiles, refill_wait=False):
+def run(seed, ksplit, stages, ring, n_tiles, refill_wait=False, v_late=True):
     """One CTA of n_tiles tiles; raises AssertionError on a protocol violation. refill_wait: the
     refill of steps 21-23 (the first thread waits for its warpgroup's empty phase at the tile's end)
-    in place of step 24's count."""
+    in place of step 24's count. v_late: the consumer waits for the widened V only before P V (step
+    26), else before Q K^T (steps 21-25)."""
     rnd = random.Random(seed)
     wideners = 2 if ksplit == 2 else 1
     per_warp = ksplit == 3  # .wgi3: each widening warp arrives on full itself
@@ -94,11 +95,14 @@ def run(seed, ksplit, stages, ring, n_tiles, refill_wait=False):
         me = f"consumer {c} warp {w}"
         for t in range(c, n_tiles, ksplit):
             s, r = t % stages, t % ring
-            yield from wait(full[r], (t // ring) & 1)
+            if not v_late:
+                yield from wait(full[r], (t // ring) & 1)
             yield from wait(staged[s], (t // stages) & 1)
             read(("k", s), me, t)  # Q K^T against the staged K
             yield
             done_reading(("k", s), me)
+            if v_late:
+                yield from wait(full[r], (t // ring) & 1)
             for q in range(4):
                 read(("ring", r, q), me, t)  # P V against the widened V
             count[s] += 1  # under P V
@@ -160,27 +164,28 @@ BROKEN = [(3, 9, 2), (2, 6, 3), (2, 5, 5)]
 REFILL_WAIT = [(3, 9, 4)]
 
 
-def trial(config, seed, refill_wait=False):
+def trial(config, seed, refill_wait=False, v_late=True):
     rnd = random.Random(seed * 7 + 1)
     n_tiles = rnd.choice([0, 1, 2, 3, 5, 8, 13, 20, 33])
     try:
-        run(seed, *config, n_tiles, refill_wait)
+        run(seed, *config, n_tiles, refill_wait, v_late)
         return None
     except AssertionError as e:
-        return f"{config[0]} consumer warpgroups, {config[1]} slots, ring {config[2]}, {n_tiles} tiles: {e}"
+        order = "V waited before P V" if v_late else "V waited before Q K^T"
+        return f"{config[0]} consumer warpgroups, {config[1]} slots, ring {config[2]}, {order}, {n_tiles} tiles: {e}"
 
 
 def main():
     runs = int(sys.argv[1]) if len(sys.argv) > 1 else 2000
     for seed in range(runs):
         config = LISTED[seed % len(LISTED)]
-        failure = trial(config, seed)
+        failure = trial(config, seed, v_late=(seed // len(LISTED)) % 2 == 0)  # both orders
         if failure:
             print(f"FAIL seed {seed}: {failure}")
             return 1
     # the model can fail: each broken protocol is caught within a few hundred runs
     for config, refill_wait in [(c, False) for c in BROKEN] + [(c, True) for c in REFILL_WAIT]:
-        if not any(trial(config, seed, refill_wait) for seed in range(300)):
+        if not any(trial(config, seed, refill_wait, v_late=seed % 2 == 0) for seed in range(300)):
             print(f"FAIL: the model never catches the broken protocol {config}" +
                   (" with the refill wait" if refill_wait else ""))
             return 1
