@@ -1826,8 +1826,8 @@ static constexpr int DEC_WG_STG_BYTES = DEC_KV8 ? DEC_BN * DEC_D : 0;
 static constexpr int DEC_WG_RINGS = DEC_WG_K8 ? 1 : 2; /* f16 rings: V, or K and V */
 /* Stages of the f16 ring(s). K8 keeps at most 4 (the widened V is needed only a tile or two
  * ahead; .wgi3 keeps 6 at 6 slots, 3 at 9: step 25) and spends the room on FP8 staging slots:
- * STAGES of them, the copies in flight. Tile t is in staging slot t % STAGES and ring stage t % RING; elsewhere the two
- * are the same. */
+ * STAGES of them, the copies in flight. Tile t is in staging slot t % STAGES and ring stage
+ * t % RING; elsewhere the two are the same. */
 static constexpr int DEC_WG_RING = DEC_WG_K8 && DEC_WG_KSPLIT == 2 && DEC_STAGES > 4   ? 4
                                    : DEC_WG_K8 && DEC_WG_KSPLIT == 3 && DEC_STAGES > 6 ? 3
                                                                                        : DEC_STAGES;

@@ -1714,6 +1714,7 @@ static void test_fp8_kv_compile_no_spills(void **state)
         all[n++] = vs[j];
   }
   /* .wgi3 with 9 slots (decode step 25): taken by key, not listed yet */
+  assert_true(n < cap);
   TU_OK(gen_variant_parse("decode.bf16.kve4m3.d128.causal-br.g4.bm16.bn64.w4.s9.sp2.wgi3", &all[n]));
   TU_OK(gen_variant_check(&all[n++], &t));
   int bad = tu_compile_count_bad(all, n, &t, "decode with FP8 K/V");
