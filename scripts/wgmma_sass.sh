@@ -7,7 +7,9 @@
 # decode step 16) says why this matters.
 # LOOPS=N: also each loop of N or more instructions, with its MMAs, conversions, exponentials
 # and shared loads (scripts/sass_loops.awk): the hot loop's body is one warp's work per K/V tile.
-# Works for any kernel key (mma.sync ones too).
+# Every kernel with a global access before its wait for the previous grid (a race under a
+# programmatic launch; scripts/sass_wait.awk) is printed with RACE; WAIT=1 prints where every
+# kernel waits. Works for any kernel key (mma.sync ones too).
 # Needs nvcc, and cuobjdump ($CUOBJDUMP, default: cuobjdump on PATH). No GPU.
 set -eu
 build=$1
@@ -25,4 +27,6 @@ for key in "$@"; do
   "$cuobjdump" -sass "$d/k.cubin" | grep -E '^[[:space:]]+/\*[0-9a-f]{4}\*/' >"$d/s"
   awk -v key="$key" -v spill="$spill" -f "$(dirname "$0")/wgmma_sass.awk" "$d/s"
   if [ -n "${LOOPS:-}" ]; then awk -v key="  $key" -v min="$LOOPS" -f "$(dirname "$0")/sass_loops.awk" "$d/s"; fi
+  "$cuobjdump" -sass "$d/k.cubin" | awk -v key=" " -f "$(dirname "$0")/sass_wait.awk" >"$d/w"
+  if [ -n "${WAIT:-}" ]; then cat "$d/w"; else grep RACE "$d/w" || true; fi
 done

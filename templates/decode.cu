@@ -334,6 +334,13 @@
  *      the widened V moves down to P V, so the widening of a tile runs under its Q K^T and softmax
  *      (ncu after 24: the consumers' largest stall, 18.5%, was that wait). Checked without a GPU:
  *      0 spills, tests/decode_wgi_protocol.py with both orders, SASS with the one wait moved.
+ *   27. (DEC_WAIT_LATE, off until measured) each kernel's wait for the previous grid moved from
+ *      its first line to right before its first global access, so that its index arithmetic
+ *      runs under the previous kernel's tail; Q's copy addresses are computed before it too. SASS
+ *      (B1 T1 bf16 sp17): the wait from instruction 5 to 170, the first load 179 -> 185; .wg 128
+ *      rows: 3 -> 118. The descales are read by coherent loads there: ptxas had hoisted their
+ *      read-only (.nc) load above the wait (a race under a programmatic launch; the listed
+ *      kernels have none: scripts/sass_wait.awk).
  *   Tried after 18, not kept: the widening's loads of a tile pair all issued before its stores:
  *      9% slower (GQA 8 T8 S64k .wg 176.0 -> 192.2 us).
  *   Tried after 17, not kept: at 64 rows, tile t+1's Q K^T issued right after tile t's P is
@@ -417,6 +424,12 @@ typedef unsigned char dec_kv_t;
 /* K8, step 26 (not yet run on a GPU, so off): 1 waits for the widened V only before P V. */
 #ifndef DEC_WG_V_LATE
 #define DEC_WG_V_LATE 0
+#endif
+/* Step 27 (not yet run on a GPU, so off): 1 runs each kernel's index arithmetic before its wait
+ * for the previous grid (griddepcontrol.wait), and the wait right before its first global access,
+ * so that the arithmetic overlaps the previous kernel's tail. */
+#ifndef DEC_WAIT_LATE
+#define DEC_WAIT_LATE 0
 #endif
 #ifndef DEC_WG_KSPLIT /* .wgi: 2 or 3 consumer warpgroups on the same 64 rows (below, steps 18, 22) */
 #define DEC_WG_KSPLIT 1
@@ -1285,11 +1298,17 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
    * after clusters: a next call's clusters placed early took the GPCs' room and made one of its
    * clusters start late (H200: B1 S16k 19.4 -> 26.1 us). A cluster kernel is launched plainly
    * (generator/decode.c), so its wait returns at once. */
-  at_wait_for_previous_grid();
-  if (DEC_CLUSTER == 1) at_allow_next_grid();
   float o_descale = 1.f;
-  if (descale_k) scale_log2 *= *descale_k;
-  if (descale_v) o_descale = *descale_v;
+  /* The wait, then the first global reads (the descales). Step 27 (DEC_WAIT_LATE) moves it from
+   * here down to the first global access, below the index arithmetic. */
+  const auto inputs_ready = [&]() {
+    at_wait_for_previous_grid();
+    if (DEC_CLUSTER == 1) at_allow_next_grid();
+    /* Step 27's descales by coherent loads: ptxas hoisted a read-only (.nc) load above the wait */
+    if (descale_k) scale_log2 *= DEC_WAIT_LATE ? dec_ld_cg_f(descale_k) : *descale_k;
+    if (descale_v) o_descale = DEC_WAIT_LATE ? dec_ld_cg_f(descale_v) : *descale_v;
+  };
+  if (!DEC_WAIT_LATE) inputs_ready();
 
   extern __shared__ __align__(128) unsigned char dec_smem[];
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
@@ -1312,6 +1331,7 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
 #if DEC_PAGE_SIZE > 0
   const unsigned smem_ids = smem_q + DEC_IDS_OFFSET; /* the ring of page ids */
   const int *table_row = block_table + (long long)b * max_pages_per_seq;
+  if (DEC_WAIT_LATE) inputs_ready(); /* the table and the lengths are inputs */
 #pragma unroll
   for (int s = 0; s < DEC_STAGES - 1; s++)
     dec_load_ids(smem_ids, table_row, max_pages_per_seq, k_lo + s * DEC_BN, s, tid);
@@ -1329,6 +1349,25 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
   {
     const at_in_t *qb = q + b * q_sb + (long long)(hk * DEC_G) * q_sh + (long long)t0 * q_ss;
     constexpr int TOTAL = DEC_MT * 16 * DEC_CPR;
+#if DEC_WAIT_LATE
+    /* Step 27: the copies' addresses first, then the wait (contiguous K/V), then the copies. */
+    constexpr int PER_THREAD = (TOTAL + DEC_THREADS - 1) / DEC_THREADS;
+    const at_in_t *src[PER_THREAD];
+    unsigned dst[PER_THREAD], bytes[PER_THREAD];
+#pragma unroll
+    for (int i = 0; i < PER_THREAD; i++) {
+      const int idx = tid + i * DEC_THREADS;
+      const int r = idx / DEC_CPR, c = idx % DEC_CPR;
+      const int tl = r / DEC_G, g = r % DEC_G;
+      const bool valid = r < DEC_ROWS && t0 + tl < T;
+      src[i] = valid ? qb + (long long)tl * q_ss + (long long)g * q_sh + c * 8 : q;
+      dst[i] = smem_q + dec_swz_q(r, c), bytes[i] = valid ? 16 : 0;
+    }
+    if (DEC_PAGE_SIZE == 0) inputs_ready();
+#pragma unroll
+    for (int i = 0; i < PER_THREAD; i++)
+      if (TOTAL % DEC_THREADS == 0 || tid + i * DEC_THREADS < TOTAL) at_cp_async16(dst[i], src[i], bytes[i]);
+#else
 #pragma unroll
     for (int i = 0; i < (TOTAL + DEC_THREADS - 1) / DEC_THREADS; i++) {
       const int idx = tid + i * DEC_THREADS;
@@ -1340,6 +1379,7 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
         at_cp_async16(smem_q + dec_swz_q(r, c), src, valid ? 16 : 0);
       }
     }
+#endif
     at_cp_async_commit();
   }
 
@@ -2176,11 +2216,16 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
            const __grid_constant__ at_tmap tm_k, const __grid_constant__ at_tmap tm_v)
 {
   (void)split_counters, (void)k, (void)v, (void)k_sb, (void)k_ss, (void)k_sh, (void)v_sb, (void)v_ss, (void)v_sh;
-  at_wait_for_previous_grid(); /* as above: a programmatic dependent, and the combine's predecessor */
-  at_allow_next_grid();
   float o_descale = 1.f;
-  if (descale_k) scale_log2 *= *descale_k;
-  if (descale_v) o_descale = *descale_v;
+  /* As above: a programmatic dependent, and the combine's predecessor (step 27: the wait below
+   * the arithmetic and the mbarriers' set-up, before Q's copies and the producer's) */
+  const auto inputs_ready = [&]() {
+    at_wait_for_previous_grid();
+    at_allow_next_grid();
+    if (descale_k) scale_log2 *= DEC_WAIT_LATE ? dec_ld_cg_f(descale_k) : *descale_k;
+    if (descale_v) o_descale = DEC_WAIT_LATE ? dec_ld_cg_f(descale_v) : *descale_v;
+  };
+  if (!DEC_WAIT_LATE) inputs_ready();
 
   extern __shared__ __align__(128) unsigned char dec_smem[];
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, wg = warp / 4;
@@ -2213,6 +2258,7 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
       asm volatile("st.shared.u32 [%0], 0;\n" ::"r"(slot_count + 4 * s) : "memory");
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
+  if (DEC_WAIT_LATE) inputs_ready();
 
   /* Q (the consumers): packed row r = t_local * G + g; padding rows and tokens >= T zero-filled. */
   if (warp < DEC_W) {
@@ -2481,9 +2527,8 @@ DEC_COMBINE(const float *__restrict__ o_part, const float *__restrict__ lse_part
             float *__restrict__ lse, int T, int n_q_heads, int n_splits, long long o_sb, int o_ss, int o_sh)
 {
   /* Launched as a programmatic dependent of the split kernel (runtime/launch.c): its partials
-   * are complete and visible after this wait. */
-  at_wait_for_previous_grid();
-  at_allow_next_grid();
+   * are complete and visible after this wait (step 27: below the index arithmetic). */
+  if (!DEC_WAIT_LATE) at_wait_for_previous_grid(), at_allow_next_grid();
   __shared__ float grp_m[DEC_CR][DEC_SG], grp_l[DEC_CR][DEC_SG];
   __shared__ float grp_o[DEC_SG > 1 ? DEC_CR : 1][DEC_SG][DEC_C4][4];
   const int tid = threadIdx.x, cr = tid / DEC_TPR, sg = tid % DEC_TPR / DEC_C4, ch = tid % DEC_C4;
@@ -2496,6 +2541,7 @@ DEC_COMBINE(const float *__restrict__ o_part, const float *__restrict__ lse_part
   const float LOG2E = 1.4426950408889634f;
 
   float m = AT_NEG_INF, l = 0.f, acc[4] = {0.f, 0.f, 0.f, 0.f};
+  if (DEC_WAIT_LATE) at_wait_for_previous_grid(), at_allow_next_grid();
   if (live) {
     for (int s0 = sg; s0 < n_splits; s0 += DEC_SG * DEC_CB) {
       float ls[DEC_CB], x[DEC_CB][4];

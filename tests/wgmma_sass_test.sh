@@ -72,4 +72,26 @@ S
 got=$(awk -v key=k -v min=3 -f "$loops_awk" "$d/loops")
 want="k function 1 loop 0x20-0x60: 5 instructions, HMMA 1, HGMMA 0, QGMMA 0, F2FP 1, PRMT 0, MUFU 1, LDSM 1, LDS 0, FMUL 0, FFMA 0, SHFL 0"
 if [ "$got" != "$want" ]; then printf 'FAIL loops: got\n%s\nexpected\n%s\n' "$got" "$want"; fail=1; else echo "ok loops"; fi
+
+# scripts/sass_wait.awk: a kernel that waits before its first global access, one whose
+# read-only load ptxas placed above the wait (the race), and one that never waits (said, not
+# called a race: it may be launched plainly).
+wait_awk="$1/scripts/sass_wait.awk"
+cat >"$d/wait" <<'S'
+		Function : safe
+        /*0000*/                   IMAD R2, R0, 0x4, RZ ;
+        /*0010*/                   ACQBULK ;
+        /*0020*/                   LDGSTS.E.BYPASS.128 [R19], desc[UR16][R16.64], P2 ;
+		Function : hoisted
+        /*0000*/               @P0 LDG.E.CONSTANT R2, desc[UR16][R2.64] ;
+        /*0010*/                   ACQBULK ;
+        /*0020*/                   STG.E desc[UR4][R2.64], R5 ;
+		Function : plain
+        /*0000*/                   LDG.E R2, desc[UR16][R2.64] ;
+S
+got=$(awk -v key=k -f "$wait_awk" "$d/wait")
+want="k safe: 3 instructions, wait at 2, first global access after it at 3
+k hoisted: 3 instructions, wait at 2, first global access after it at 3, RACE: 1 global accesses before it
+k plain: 1 instructions, wait at none, first global access after it at none, no wait"
+if [ "$got" != "$want" ]; then printf 'FAIL wait: got\n%s\nexpected\n%s\n' "$got" "$want"; fail=1; else echo "ok wait"; fi
 exit $fail
