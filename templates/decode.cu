@@ -335,8 +335,8 @@
  *      (ncu after 24: the consumers' largest stall, 18.5%, was that wait). Checked without a GPU:
  *      0 spills, tests/decode_wgi_protocol.py with both orders, SASS with the one wait moved.
  *   27. (DEC_WAIT_LATE, off until measured) each kernel's wait for the previous grid moved from
- *      its first line to right before its first global access, so that its index arithmetic
- *      runs under the previous kernel's tail; Q's copy addresses are computed before it too. SASS
+ *      its first line to right before its first global access (contiguous K/V), so that its index
+ *      arithmetic runs under the previous kernel's tail; Q's copy addresses come before it too. SASS
  *      (B1 T1 bf16 sp17): the wait from instruction 5 to 170, the first load 179 -> 185; .wg 128
  *      rows: 3 -> 118. The descales are read by coherent loads there: ptxas had hoisted their
  *      read-only (.nc) load above the wait (a race under a programmatic launch; the listed
@@ -1300,15 +1300,17 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
    * (generator/decode.c), so its wait returns at once. */
   float o_descale = 1.f;
   /* The wait, then the first global reads (the descales). Step 27 (DEC_WAIT_LATE) moves it from
-   * here down to the first global access, below the index arithmetic. */
+   * here down to the first global access, below the index arithmetic (contiguous K/V: paged K/V
+   * reads its block table after little arithmetic, and ptxas put the wait first there anyway). */
+  constexpr bool WAIT_LATE = DEC_WAIT_LATE && DEC_PAGE_SIZE == 0;
   const auto inputs_ready = [&]() {
     at_wait_for_previous_grid();
     if (DEC_CLUSTER == 1) at_allow_next_grid();
     /* Step 27's descales by coherent loads: ptxas hoisted a read-only (.nc) load above the wait */
-    if (descale_k) scale_log2 *= DEC_WAIT_LATE ? dec_ld_cg_f(descale_k) : *descale_k;
-    if (descale_v) o_descale = DEC_WAIT_LATE ? dec_ld_cg_f(descale_v) : *descale_v;
+    if (descale_k) scale_log2 *= WAIT_LATE ? dec_ld_cg_f(descale_k) : *descale_k;
+    if (descale_v) o_descale = WAIT_LATE ? dec_ld_cg_f(descale_v) : *descale_v;
   };
-  if (!DEC_WAIT_LATE) inputs_ready();
+  if (!WAIT_LATE) inputs_ready();
 
   extern __shared__ __align__(128) unsigned char dec_smem[];
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
@@ -1331,7 +1333,6 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
 #if DEC_PAGE_SIZE > 0
   const unsigned smem_ids = smem_q + DEC_IDS_OFFSET; /* the ring of page ids */
   const int *table_row = block_table + (long long)b * max_pages_per_seq;
-  if (DEC_WAIT_LATE) inputs_ready(); /* the table and the lengths are inputs */
 #pragma unroll
   for (int s = 0; s < DEC_STAGES - 1; s++)
     dec_load_ids(smem_ids, table_row, max_pages_per_seq, k_lo + s * DEC_BN, s, tid);
@@ -1349,8 +1350,8 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
   {
     const at_in_t *qb = q + b * q_sb + (long long)(hk * DEC_G) * q_sh + (long long)t0 * q_ss;
     constexpr int TOTAL = DEC_MT * 16 * DEC_CPR;
-#if DEC_WAIT_LATE
-    /* Step 27: the copies' addresses first, then the wait (contiguous K/V), then the copies. */
+#if DEC_WAIT_LATE && DEC_PAGE_SIZE == 0
+    /* Step 27: the copies' addresses first, then the wait, then the copies */
     constexpr int PER_THREAD = (TOTAL + DEC_THREADS - 1) / DEC_THREADS;
     const at_in_t *src[PER_THREAD];
     unsigned dst[PER_THREAD], bytes[PER_THREAD];
@@ -1363,7 +1364,7 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
       src[i] = valid ? qb + (long long)tl * q_ss + (long long)g * q_sh + c * 8 : q;
       dst[i] = smem_q + dec_swz_q(r, c), bytes[i] = valid ? 16 : 0;
     }
-    if (DEC_PAGE_SIZE == 0) inputs_ready();
+    inputs_ready();
 #pragma unroll
     for (int i = 0; i < PER_THREAD; i++)
       if (TOTAL % DEC_THREADS == 0 || tid + i * DEC_THREADS < TOTAL) at_cp_async16(dst[i], src[i], bytes[i]);
