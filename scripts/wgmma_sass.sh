@@ -24,9 +24,10 @@ for key in "$@"; do
     continue
   fi
   spill=$(grep -o "[0-9]* bytes spill stores" "$d/log" | head -1)
-  "$cuobjdump" -sass "$d/k.cubin" | grep -E '^[[:space:]]+/\*[0-9a-f]{4}\*/' >"$d/s"
+  "$cuobjdump" -sass "$d/k.cubin" >"$d/all"
+  grep -E '^[[:space:]]+/\*[0-9a-f]{4}\*/' "$d/all" >"$d/s"
   awk -v key="$key" -v spill="$spill" -f "$(dirname "$0")/wgmma_sass.awk" "$d/s"
   if [ -n "${LOOPS:-}" ]; then awk -v key="  $key" -v min="$LOOPS" -f "$(dirname "$0")/sass_loops.awk" "$d/s"; fi
-  "$cuobjdump" -sass "$d/k.cubin" | awk -v key=" " -f "$(dirname "$0")/sass_wait.awk" >"$d/w"
+  awk -v key=" " -f "$(dirname "$0")/sass_wait.awk" "$d/all" >"$d/w"
   if [ -n "${WAIT:-}" ]; then cat "$d/w"; else grep RACE "$d/w" || true; fi
 done

@@ -334,7 +334,7 @@
  *      the widened V moves down to P V, so the widening of a tile runs under its Q K^T and softmax
  *      (ncu after 24: the consumers' largest stall, 18.5%, was that wait). Checked without a GPU:
  *      0 spills, tests/decode_wgi_protocol.py with both orders, SASS with the one wait moved.
- *   27. (DEC_WAIT_LATE, off until measured) each kernel's wait for the previous grid moved from
+ *   27. (DEC_WAIT_LATE, off until measured) each split kernel's wait for the previous grid moved from
  *      its first line to right before its first global access (contiguous K/V), so that its index
  *      arithmetic runs under the previous kernel's tail; Q's copy addresses come before it too. SASS
  *      (B1 T1 bf16 sp17): the wait from instruction 5 to 170, the first load 179 -> 185; .wg 128
@@ -425,7 +425,7 @@ typedef unsigned char dec_kv_t;
 #ifndef DEC_WG_V_LATE
 #define DEC_WG_V_LATE 0
 #endif
-/* Step 27 (not yet run on a GPU, so off): 1 runs each kernel's index arithmetic before its wait
+/* Step 27 (not yet run on a GPU, so off): 1 runs each split kernel's index arithmetic before its wait
  * for the previous grid (griddepcontrol.wait), and the wait right before its first global access,
  * so that the arithmetic overlaps the previous kernel's tail. */
 #ifndef DEC_WAIT_LATE
@@ -943,6 +943,20 @@ __device__ __forceinline__ float dec_ld_cg_f(const float *p)
   return x;
 }
 
+/* A split kernel's wait for the previous grid (it is launched as a programmatic dependent: that
+ * kernel may still be writing its inputs), the next grid's early launch where allowed, then its
+ * first global reads, the descales. Step 27 (WAIT_LATE) calls it below the index arithmetic and
+ * reads the descales by coherent loads: ptxas hoisted their read-only (.nc) load above the wait. */
+template <bool WAIT_LATE>
+__device__ __forceinline__ void dec_inputs_ready(bool allow_next, const float *descale_k, const float *descale_v,
+                                                 float &scale_log2, float &o_descale)
+{
+  at_wait_for_previous_grid();
+  if (allow_next) at_allow_next_grid();
+  if (descale_k) scale_log2 *= WAIT_LATE ? dec_ld_cg_f(descale_k) : *descale_k;
+  if (descale_v) o_descale = WAIT_LATE ? dec_ld_cg_f(descale_v) : *descale_v;
+}
+
 __device__ __forceinline__ void dec_ld_cg_f4(const float *p, float x[4])
 {
   asm volatile("ld.global.cg.v4.f32 {%0, %1, %2, %3}, [%4];\n"
@@ -1299,16 +1313,12 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
    * clusters start late (H200: B1 S16k 19.4 -> 26.1 us). A cluster kernel is launched plainly
    * (generator/decode.c), so its wait returns at once. */
   float o_descale = 1.f;
-  /* The wait, then the first global reads (the descales). Step 27 (DEC_WAIT_LATE) moves it from
-   * here down to the first global access, below the index arithmetic (contiguous K/V: paged K/V
-   * reads its block table after little arithmetic, and ptxas put the wait first there anyway). */
+  /* Step 27 (DEC_WAIT_LATE) moves the wait down to the first global access, below the index
+   * arithmetic (contiguous K/V: paged K/V reads its block table after little arithmetic, and
+   * ptxas put the wait first there anyway). */
   constexpr bool WAIT_LATE = DEC_WAIT_LATE && DEC_PAGE_SIZE == 0;
   const auto inputs_ready = [&]() {
-    at_wait_for_previous_grid();
-    if (DEC_CLUSTER == 1) at_allow_next_grid();
-    /* Step 27's descales by coherent loads: ptxas hoisted a read-only (.nc) load above the wait */
-    if (descale_k) scale_log2 *= WAIT_LATE ? dec_ld_cg_f(descale_k) : *descale_k;
-    if (descale_v) o_descale = WAIT_LATE ? dec_ld_cg_f(descale_v) : *descale_v;
+    dec_inputs_ready<WAIT_LATE>(DEC_CLUSTER == 1, descale_k, descale_v, scale_log2, o_descale);
   };
   if (!WAIT_LATE) inputs_ready();
 
@@ -2218,13 +2228,10 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
 {
   (void)split_counters, (void)k, (void)v, (void)k_sb, (void)k_ss, (void)k_sh, (void)v_sb, (void)v_ss, (void)v_sh;
   float o_descale = 1.f;
-  /* As above: a programmatic dependent, and the combine's predecessor (step 27: the wait below
-   * the arithmetic and the mbarriers' set-up, before Q's copies and the producer's) */
+  /* As above (step 27: the wait below the arithmetic and the mbarriers' set-up, before Q's
+   * copies and the producer's) */
   const auto inputs_ready = [&]() {
-    at_wait_for_previous_grid();
-    at_allow_next_grid();
-    if (descale_k) scale_log2 *= DEC_WAIT_LATE ? dec_ld_cg_f(descale_k) : *descale_k;
-    if (descale_v) o_descale = DEC_WAIT_LATE ? dec_ld_cg_f(descale_v) : *descale_v;
+    dec_inputs_ready<DEC_WAIT_LATE>(true, descale_k, descale_v, scale_log2, o_descale);
   };
   if (!DEC_WAIT_LATE) inputs_ready();
 
@@ -2528,8 +2535,9 @@ DEC_COMBINE(const float *__restrict__ o_part, const float *__restrict__ lse_part
             float *__restrict__ lse, int T, int n_q_heads, int n_splits, long long o_sb, int o_ss, int o_sh)
 {
   /* Launched as a programmatic dependent of the split kernel (runtime/launch.c): its partials
-   * are complete and visible after this wait (step 27: below the index arithmetic). */
-  if (!DEC_WAIT_LATE) at_wait_for_previous_grid(), at_allow_next_grid();
+   * are complete and visible after this wait. */
+  at_wait_for_previous_grid();
+  at_allow_next_grid();
   __shared__ float grp_m[DEC_CR][DEC_SG], grp_l[DEC_CR][DEC_SG];
   __shared__ float grp_o[DEC_SG > 1 ? DEC_CR : 1][DEC_SG][DEC_C4][4];
   const int tid = threadIdx.x, cr = tid / DEC_TPR, sg = tid % DEC_TPR / DEC_C4, ch = tid % DEC_C4;
@@ -2542,7 +2550,6 @@ DEC_COMBINE(const float *__restrict__ o_part, const float *__restrict__ lse_part
   const float LOG2E = 1.4426950408889634f;
 
   float m = AT_NEG_INF, l = 0.f, acc[4] = {0.f, 0.f, 0.f, 0.f};
-  if (DEC_WAIT_LATE) at_wait_for_previous_grid(), at_allow_next_grid();
   if (live) {
     for (int s0 = sg; s0 < n_splits; s0 += DEC_SG * DEC_CB) {
       float ls[DEC_CB], x[DEC_CB][4];

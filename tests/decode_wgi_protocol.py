@@ -11,10 +11,10 @@ widening warpgroups taking the tiles in turn (each widens a whole tile, meets at
 and arrives once: full counts 1); .wgi3 has one widening warpgroup whose four warps each widen a
 quarter of every tile and arrive themselves (full counts 4), free to drift apart. KSPLIT consumer
 warpgroups (2 or 3) take tile t in turn t % KSPLIT; each of their four warps waits for the slot,
-reads K from the slot, then waits for the ring stage (step 26; before it, for both at once), reads V
-from the ring and, under that P V, counts itself on the slot's count (the fourth warp of the tile refills the slot with tile t + STAGES:
-step 24), then arrives on the empty barrier. The first widener thread stages the first STAGES tiles. Copies land
-at random later times.
+reads K from the slot, then waits for the ring stage (step 26; before it, for both at once), reads
+V from the ring and, under that P V, counts itself on the slot's count (the fourth warp of the
+tile refills the slot with tile t + STAGES: step 24), then arrives on the empty barrier. The
+first widener thread stages the first STAGES tiles. Copies land at random later times.
 
 What it checks: no deadlock (every live agent waiting on a barrier no one can complete, no copy in
 flight); every read sees the tile it expects (each quarter of a ring stage,
