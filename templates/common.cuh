@@ -180,6 +180,17 @@ __device__ __forceinline__ void at_wait_for_previous_grid(void)
 #endif
 }
 
+/* A load at L2 (.cg), volatile: it stays after the fences and barriers before it. For data
+ * other CTAs wrote during this launch, and for inputs read after at_wait_for_previous_grid:
+ * ptxas may hoist a read-only (.nc, const __restrict__) load above that wait, where the
+ * previous kernel may still be writing what it reads (scripts/sass_wait.awk checks for it). */
+__device__ __forceinline__ float at_ld_cg_f(const float *p)
+{
+  float x;
+  asm volatile("ld.global.cg.f32 %0, [%1];\n" : "=f"(x) : "l"(p) : "memory");
+  return x;
+}
+
 __device__ __forceinline__ void at_allow_next_grid(void)
 {
 #if __CUDA_ARCH__ >= 900
@@ -321,6 +332,54 @@ __device__ __forceinline__ void at_tma_load(unsigned dst, const at_tmap *map, in
   asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes "
                "[%0], [%1, {%2, %3, %4, %5}], [%6];\n" ::"r"(dst),
                "l"(map), "r"(d), "r"(row), "r"(head), "r"(b), "r"(bar)
+               : "memory");
+}
+
+/* ---- thread block clusters (sm_90) ---- */
+__device__ __forceinline__ unsigned at_cluster_rank()
+{
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+
+/* All threads of the cluster; release/acquire: shared-memory writes before it are visible to
+ * every CTA of the cluster after it. */
+__device__ __forceinline__ void at_cluster_sync()
+{
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+
+/* The same in two halves, for work between them; the wait counts the cluster's threads that
+ * have not exited. */
+__device__ __forceinline__ void at_cluster_arrive() { asm volatile("barrier.cluster.arrive.release;\n" ::: "memory"); }
+__device__ __forceinline__ void at_cluster_wait() { asm volatile("barrier.cluster.wait.acquire;\n" ::: "memory"); }
+
+/* The address of the same shared-memory word in CTA `rank` of the cluster. */
+__device__ __forceinline__ unsigned at_cluster_addr(unsigned local, unsigned rank)
+{
+  unsigned r;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(local), "r"(rank));
+  return r;
+}
+
+/* An arrival on the mbarrier at the same offset in CTA `rank` of the cluster; release at
+ * cluster scope: this thread's reads of shared memory before it are done before that CTA's
+ * waiter goes on (and, say, overwrites what was read). */
+__device__ __forceinline__ void at_bar_arrive_cluster(unsigned bar, unsigned rank)
+{
+  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(at_cluster_addr(bar, rank))
+               : "memory");
+}
+
+/* at_tma_load's box into the same offset of every CTA of the cluster in cta_mask (bit r: rank
+ * r), each completing its bytes on its own mbarrier at bar's offset. */
+__device__ __forceinline__ void at_tma_load_multicast(unsigned dst, const at_tmap *map, int d, int row, int head,
+                                                       int b, unsigned bar, unsigned short cta_mask)
+{
+  asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster "
+               "[%0], [%1, {%2, %3, %4, %5}], [%6], %7;\n" ::"r"(dst),
+               "l"(map), "r"(d), "r"(row), "r"(head), "r"(b), "r"(bar), "h"(cta_mask)
                : "memory");
 }
 

@@ -934,15 +934,8 @@ __device__ __forceinline__ void dec_load_kv_paged(unsigned tile, const dec_kv_t 
 
 /* ---- the last-CTA merge (DEC_LAST_CTA) --------------------------------------------------------- */
 
-/* Loads at L2 (.cg): the partials were written by other CTAs of this launch, after which no
- * L1 copy may be trusted. volatile keeps them after the fence and the barrier. */
-__device__ __forceinline__ float dec_ld_cg_f(const float *p)
-{
-  float x;
-  asm volatile("ld.global.cg.f32 %0, [%1];\n" : "=f"(x) : "l"(p) : "memory");
-  return x;
-}
-
+/* The partials were written by other CTAs of this launch, after which no L1 copy may be
+ * trusted: they are read at L2 (common.cuh at_ld_cg_f). */
 /* A split kernel's wait for the previous grid (it is launched as a programmatic dependent: that
  * kernel may still be writing its inputs), the next grid's early launch where allowed, then its
  * first global reads, the descales. Step 27 (WAIT_LATE) calls it below the index arithmetic and
@@ -953,8 +946,8 @@ __device__ __forceinline__ void dec_inputs_ready(bool allow_next, const float *d
 {
   at_wait_for_previous_grid();
   if (allow_next) at_allow_next_grid();
-  if (descale_k) scale_log2 *= WAIT_LATE ? dec_ld_cg_f(descale_k) : *descale_k;
-  if (descale_v) o_descale = WAIT_LATE ? dec_ld_cg_f(descale_v) : *descale_v;
+  if (descale_k) scale_log2 *= WAIT_LATE ? at_ld_cg_f(descale_k) : *descale_k;
+  if (descale_v) o_descale = WAIT_LATE ? at_ld_cg_f(descale_v) : *descale_v;
 }
 
 __device__ __forceinline__ void dec_ld_cg_f4(const float *p, float x[4])
@@ -985,7 +978,7 @@ __device__ __forceinline__ void dec_merge_row(const float *o_part, const float *
 #pragma unroll
     for (int u = 0; u < DEC_MB; u++) { /* loads first, then the arithmetic */
       const int s = s0 + u;
-      ls[u] = s < n_splits ? dec_ld_cg_f(lp + s) : AT_NEG_INF;
+      ls[u] = s < n_splits ? at_ld_cg_f(lp + s) : AT_NEG_INF;
 #pragma unroll
       for (int c = 0; c < DEC_MC; c++) {
         const int ch = lane + 32 * c;
@@ -1076,28 +1069,6 @@ static constexpr int DEC_PSTRIDE = DEC_D + 4; /* floats per partial row (16-byte
 #if DEC_CLUSTER > 1
 static_assert(DEC_PART_BYTES <= 2 * DEC_STAGES * DEC_KV_BYTES, "cluster merge: the partials must fit the K/V area");
 
-__device__ __forceinline__ unsigned dec_cluster_rank()
-{
-  unsigned r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-  return r;
-}
-
-/* All threads of the cluster; release/acquire: shared-memory writes before it are visible to
- * every CTA of the cluster after it. */
-__device__ __forceinline__ void dec_cluster_sync()
-{
-  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-}
-
-/* The address of the same shared-memory word in CTA `rank` of the cluster. */
-__device__ __forceinline__ unsigned dec_dsmem(unsigned local, unsigned rank)
-{
-  unsigned r;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(local), "r"(rank));
-  return r;
-}
-
 __device__ __forceinline__ float dec_ld_dsmem_f(unsigned addr)
 {
   float x;
@@ -1123,8 +1094,8 @@ __device__ __forceinline__ void dec_cluster_merge(at_out_t *o, float *lse, int b
 {
   const float LOG2E = 1.4426950408889634f;
   constexpr int C4 = DEC_D / 4;
-  dec_cluster_sync();
-  for (int item = (int)dec_cluster_rank() * DEC_THREADS + threadIdx.x; item < DEC_ROWS * C4;
+  at_cluster_sync();
+  for (int item = (int)at_cluster_rank() * DEC_THREADS + threadIdx.x; item < DEC_ROWS * C4;
        item += DEC_CLUSTER * DEC_THREADS) {
     const int r = item / C4, ch = item % C4;
     const int tok = t0 + r / DEC_G, h = hk * DEC_G + r % DEC_G;
@@ -1132,8 +1103,8 @@ __device__ __forceinline__ void dec_cluster_merge(at_out_t *o, float *lse, int b
     float ls[DEC_CLUSTER], x[DEC_CLUSTER][4];
 #pragma unroll
     for (int s = 0; s < DEC_CLUSTER; s++) {
-      ls[s] = dec_ld_dsmem_f(dec_dsmem(part_l + r * 4, s));
-      dec_ld_dsmem_f4(dec_dsmem(part_o + (r * DEC_PSTRIDE + 4 * ch) * 4, s), x[s]);
+      ls[s] = dec_ld_dsmem_f(at_cluster_addr(part_l + r * 4, s));
+      dec_ld_dsmem_f4(at_cluster_addr(part_o + (r * DEC_PSTRIDE + 4 * ch) * 4, s), x[s]);
     }
     float m = AT_NEG_INF;
 #pragma unroll
@@ -1154,7 +1125,7 @@ __device__ __forceinline__ void dec_cluster_merge(at_out_t *o, float *lse, int b
     if (DEC_LSE && ch == 0)
       lse[((long long)b * n_q + h) * T + tok] = l > 0.f ? m + at_log2(l) * 0.69314718055994531f : AT_NEG_INF;
   }
-  dec_cluster_sync();
+  at_cluster_sync();
 }
 #else
 __device__ __forceinline__ void dec_cluster_merge(at_out_t *, float *, int, int, int, int, int, long long, int, int,
