@@ -180,6 +180,14 @@
  *       3.7e-2). Half is the generator's choice with two consumers, and 128x224 s2 FP8's
  *       default at D 128: against the binary before, 916-1005 -> 964-1061 (five runs each);
  *       three consumers (192x96) ran 3% slower with it, so they keep the exact exponentials.
+ *   v22 (FA3_MULTICAST 2, .mc; written, not yet run on a GPU): K/V multicast ("K/V multicast"
+ *       below). At block_m 128 a CTA reads 32 bytes of K/V from L2 per clock per SM at the
+ *       tensor cores' full rate: B2 N16 T=S=8k D128 moves 8.6 GB from L2 to the SMs, 5.5 TB/s
+ *       at 708 TFLOP/s (3.7 TB/s with 192-row tiles). Two CTAs of a cluster now share each
+ *       tile's TMA copies, halving that. FA3 takes a cluster of two for 16-bit head dims from 128
+ *       without a mask. Predicted: the 128-row tiles at least level with 192x80 at D128 and a few
+ *       percent at D256 (128x80, 712-717 TFLOP/s, #14's 770), if L2 bandwidth is what holds them.
+ *       Taken by key until timed; the GPU tests check every listed tile's twin.
  * Copies by cp.async and stores by threads are generic-proxy writes; wgmma reads shared memory
  * through the async proxy, hence fence.proxy.async before the barriers that publish them.
  */
