@@ -203,23 +203,24 @@ static at_status check_paged(const gen_variant *v)
   return AT_OK;
 }
 
-/* K/V multicast (.mc): two CTAs of a cluster, adjacent query blocks of one head, take each K/V
- * tile from one set of TMA copies, each producer issuing half the boxes into both CTAs
- * (templates/fa3.cu "K/V multicast"). Both CTAs walk the same K/V tiles only where every query
- * block has as many: no mask, padded tensors (a ragged sequence's blocks may lie in different
- * sequences), contiguous K/V; and the pair is fixed, one CTA per query block (not .pers). The
- * FP8 producer that transposes V frees a V stage from its own warps' reads alone. */
+/* K/V multicast (.mc): two CTAs of a cluster take each K/V tile from one set of TMA copies, each
+ * producer issuing half the boxes into both CTAs (templates/fa3.cu "K/V multicast"). Both CTAs
+ * must walk the same K/V tiles: without a mask, adjacent query blocks of one head; with a causal
+ * mask, one query block of two q heads that share a K/V head (GQA ratio even, so heads 2i and
+ * 2i + 1 do), as the causal grid runs heads along x. Padded tensors (a ragged sequence's blocks
+ * may lie in different sequences), contiguous K/V, and a fixed pair, one CTA per work tile (not
+ * .pers). The FP8 producer that transposes V frees a V stage from its own warps' reads alone. */
 static at_status check_multicast(const gen_variant *v)
 {
   if (v->multicast == 0) return AT_OK;
   if (v->multicast != 2) return at_fail(AT_ERR_INVALID, "fa3 multicast must be 0 or 2 (CTAs), not %d", v->multicast);
   if (!v->ws)
     return at_fail(AT_ERR_INVALID, "fa3 with K/V multicast (.mc) is a warp-specialized kernel: it needs ws 1 or 2, not 0");
-  if (v->spec.mask != AT_MASK_NONE)
+  if (v->spec.mask != AT_MASK_NONE && v->spec.gqa % 2 != 0)
     return at_fail(AT_ERR_UNSUPPORTED,
-                   "fa3 with K/V multicast (.mc) runs no mask, not %s: under a causal mask the two query blocks "
-                   "of a cluster read different numbers of K/V tiles",
-                   at_mask_name(v->spec.mask));
+                   "fa3 with K/V multicast (.mc) and a %s mask pairs two q heads of one K/V head: the GQA ratio "
+                   "must be even, not %d (without a mask it pairs query blocks, any ratio)",
+                   at_mask_name(v->spec.mask), v->spec.gqa);
   const char *why = v->persistent       ? "persistent (.pers)"
                     : v->spec.ragged     ? "ragged"
                     : v->spec.page_size  ? "paged"
@@ -520,8 +521,9 @@ static at_status describe_launch(const gen_variant *v, const at_shape *shape, ge
     const unsigned m = k->grid[0];
     k->grid[0] = k->grid[1], k->grid[1] = k->grid[2], k->grid[2] = m;
   }
-  /* Multicast: clusters of two along the query blocks (x); an odd count gets a CTA past T, which
-   * takes its part in the copies and stores nothing (templates/fa3.cu "K/V multicast"). */
+  /* Multicast: clusters of two along x; without a mask x counts query blocks, and an odd count
+   * gets a CTA past T, which takes its part in the copies and stores nothing (templates/fa3.cu
+   * "K/V multicast"); causal x counts q heads, even with an even GQA ratio. */
   if (v->multicast && k->grid[0] % 2) k->grid[0]++;
   return v->vt ? describe_vt(v, shape, out) : AT_OK;
 }

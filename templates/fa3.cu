@@ -184,8 +184,10 @@
  *       below). At block_m 128 a CTA reads 32 bytes of K/V from L2 per clock per SM at the
  *       tensor cores' full rate: B2 N16 T=S=8k D128 moves 8.6 GB from L2 to the SMs, 5.5 TB/s
  *       at 708 TFLOP/s (3.7 TB/s with 192-row tiles). Two CTAs of a cluster now share each
- *       tile's TMA copies, halving that. FA3 takes a cluster of two for 16-bit head dims from 128
- *       without a mask. Predicted: the 128-row tiles at least level with 192x80 at D128 and a few
+ *       tile's TMA copies, halving that: two query blocks of one head without a mask, one query
+ *       block of two q heads of one K/V head under a causal mask (even GQA ratios: every shape
+ *       of configs/llm-prefill.yaml). FA3 takes a cluster of two query blocks for 16-bit head
+ *       dims from 128 without a mask. Predicted: the 128-row tiles at least level with 192x80 at D128 and a few
  *       percent at D256 (128x80, 712-717 TFLOP/s, #14's 770), if L2 bandwidth is what holds them.
  *       Taken by key until timed; the GPU tests check every listed tile's twin.
  * Copies by cp.async and stores by threads are generic-proxy writes; wgmma reads shared memory
@@ -925,9 +927,12 @@ static constexpr int FA3_PAGE_BOX = FA3_PAGE_SIZE && FA3_PAGE_SIZE < FA3_BN ? FA
 static_assert(!FA3_PAGE_SIZE || (FA3_PAGE_SIZE >= 16 && (FA3_BN % FA3_PAGE_SIZE == 0 || FA3_PAGE_SIZE % FA3_BN == 0)),
               "paged K/V: page size >= 16, a divisor or a multiple of block_n");
 
-/* K/V multicast (FA3_MULTICAST 2, .mc; no mask, padded contiguous tensors, one CTA per query
- * block): the grid's query blocks (x, rounded up to even) pair as clusters of two CTAs, which
- * read the same K/V tiles of one head. Each K/V copy lands in both CTAs: CTA r's producer issues
+/* K/V multicast (FA3_MULTICAST 2, .mc; padded contiguous tensors, one CTA per work tile): the
+ * grid's x pairs as clusters of two CTAs that read the same K/V tiles: without a mask x runs
+ * over query blocks (rounded up to even), so a pair is two query blocks of one head; with a
+ * causal mask x runs over q heads, so a pair is one query block of heads 2i and 2i + 1, which
+ * share a K/V head where the GQA ratio is even (the two then see the same keys, tile counts
+ * included). Each K/V copy lands in both CTAs: CTA r's producer issues
  * box i of a tile (its K boxes, then its V boxes) where i % 2 == r, multicast to both, so each
  * CTA's full barrier still counts a whole tile's bytes, half of them completed by the other
  * CTA's copies. A stage is free only when the consumers of both CTAs are done with it: each
@@ -943,9 +948,10 @@ static_assert(!FA3_PAGE_SIZE || (FA3_PAGE_SIZE >= 16 && (FA3_BN % FA3_PAGE_SIZE 
 #ifndef FA3_MULTICAST
 #define FA3_MULTICAST 1
 #endif
-static_assert(FA3_MULTICAST == 1 || (FA3_MULTICAST == 2 && !FA3_CAUSAL && !FA3_PERSISTENT && !FA3_RAGGED &&
-                                     !FA3_PAGE_SIZE && !FA3_PRODUCER_TRANSPOSES),
-              "K/V multicast: 2 CTAs, no mask, one CTA per query block, padded contiguous tensors, 16-bit or .vt");
+static_assert(FA3_MULTICAST == 1 || (FA3_MULTICAST == 2 && (!FA3_CAUSAL || FA3_GQA % 2 == 0) && !FA3_PERSISTENT &&
+                                     !FA3_RAGGED && !FA3_PAGE_SIZE && !FA3_PRODUCER_TRANSPOSES),
+              "K/V multicast: 2 CTAs, causal masks with an even GQA ratio, one CTA per work tile, padded "
+              "contiguous tensors, 16-bit or .vt");
 #if FA3_MULTICAST > 1
 #define FA3_CLUSTER_DIMS __cluster_dims__(FA3_MULTICAST, 1, 1)
 #else

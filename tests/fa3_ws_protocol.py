@@ -48,6 +48,29 @@ class NamedBarrier:
         return generation
 
 
+def interleave(rnd, agents, in_flight, readers, holds, landing=None):
+    """Runs the agents (generators) one step at a time in random order, landing the copies in
+    flight (buffer, tag, barrier) at random moments, until all are done."""
+    live = list(range(len(agents)))
+    steps = 0
+    while live or in_flight:
+        steps += 1
+        assert steps < 10**6, "no progress: deadlock"
+        if in_flight and (not live or rnd.random() < 0.3):
+            buf, tag, bar = in_flight.pop(rnd.randrange(len(in_flight)))
+            if landing:
+                landing(buf)
+            assert not readers.get(buf), f"a copy lands in {buf} while {readers[buf]} read it"
+            holds[buf] = tag
+            bar.complete_tx(1)
+            continue
+        i = rnd.choice(live)
+        try:
+            next(agents[i])
+        except StopIteration:
+            live.remove(i)
+
+
 def run(seed, consumers, stages, pingpong, tiles, spec):
     rnd = random.Random(seed)
     warps = 4 * consumers
@@ -151,23 +174,7 @@ def run(seed, consumers, stages, pingpong, tiles, spec):
         if pingpong and cw == 0:
             yield from named_sync(1, me)
 
-    agents = [producer()] + [consumer(c) for c in range(consumers)]
-    live = list(range(len(agents)))
-    steps = 0
-    while live or in_flight:
-        steps += 1
-        assert steps < 10**6, "no progress: deadlock"
-        if in_flight and (not live or rnd.random() < 0.3):
-            buf, tag, bar = in_flight.pop(rnd.randrange(len(in_flight)))
-            assert not readers.get(buf), f"a copy lands in {buf} while {readers[buf]} read it"
-            holds[buf] = tag
-            bar.complete_tx(1)
-            continue
-        i = rnd.choice(live)
-        try:
-            next(agents[i])
-        except StopIteration:
-            live.remove(i)
+    interleave(rnd, [producer()] + [consumer(c) for c in range(consumers)], in_flight, readers, holds)
     for i, nb in named.items():
         assert not nb.arrived, f"named barrier {i} ends with arrivals nobody waited for"
     for bar in [bar_q, bar_q_empty] + full_k + full_v + empty_k + empty_v:
@@ -293,23 +300,7 @@ def run_multicast(seed, consumers, stages, pingpong, n_tiles, spec, broken=None)
         running[r] -= 1
 
     agents = [producer(r) for r in ctas] + [consumer(r, c) for r in ctas for c in range(consumers)]
-    live = list(range(len(agents)))
-    steps = 0
-    while live or in_flight:
-        steps += 1
-        assert steps < 10**6, "no progress: deadlock"
-        if in_flight and (not live or rnd.random() < 0.3):
-            buf, tag, bar = in_flight.pop(rnd.randrange(len(in_flight)))
-            alive(buf[0], "a copy")
-            assert not readers.get(buf), f"a copy lands in {buf} while {readers[buf]} read it"
-            holds[buf] = tag
-            bar.complete_tx(1)
-            continue
-        i = rnd.choice(live)
-        try:
-            next(agents[i])
-        except StopIteration:
-            live.remove(i)
+    interleave(rnd, agents, in_flight, readers, holds, landing=lambda buf: alive(buf[0], "a copy"))
     for r in ctas:
         for i, nb in named[r].items():
             assert not nb.arrived, f"CTA {r}: named barrier {i} ends with arrivals nobody waited for"

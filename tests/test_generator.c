@@ -1293,24 +1293,28 @@ static void test_decode_compile_no_spills(void **state)
  * no mask and causal with lse, and for e4m3 at D 128 and 256; ping-pong's .wspp (named barriers
  * around the same code) at D=128 and for e4m3. f16 and GQA > 1 change no register use (a type
  * name, a constant), so they are left out for CI's time. */
+/* The warp-specialized kernels' compile checks: 16-bit at every head dim, FP8 at D 128 and 256. */
+static const struct {
+  at_dtype dtype;
+  int d;
+} WS_SETS[] = {{AT_DTYPE_BF16, 64},  {AT_DTYPE_BF16, 96}, {AT_DTYPE_BF16, 128}, {AT_DTYPE_BF16, 192},
+               {AT_DTYPE_BF16, 256}, {AT_DTYPE_E4M3, 128}, {AT_DTYPE_E4M3, 256}};
+#define N_WS_SETS ((int)(sizeof WS_SETS / sizeof WS_SETS[0]))
+
 static void test_ws_compile_no_spills(void **state)
 {
   (void)state;
   gen_target t = tu_sm90();
-  const struct { at_dtype dtype; int d; } sets[] = {{AT_DTYPE_BF16, 64},  {AT_DTYPE_BF16, 96}, {AT_DTYPE_BF16, 128},
-                                                    {AT_DTYPE_BF16, 192}, {AT_DTYPE_BF16, 256}, {AT_DTYPE_E4M3, 128},
-                                                    {AT_DTYPE_E4M3, 256}};
-  const int n_sets = (int)(sizeof sets / sizeof sets[0]);
-  int cap = 2 * n_sets * GEN_MAX_VARIANTS, n = 0;
+  int cap = 2 * N_WS_SETS * GEN_MAX_VARIANTS, n = 0;
   gen_variant *all = calloc((size_t)cap, sizeof *all);
   assert_non_null(all);
-  for (int i = 0; i < n_sets; i++)
+  for (int i = 0; i < N_WS_SETS; i++)
     for (int causal = 0; causal < 2; causal++) {
-      at_shape s = shape_of(sets[i].dtype, sets[i].d, causal ? AT_MASK_CAUSAL_TL : AT_MASK_NONE, 8, 8, causal);
+      at_shape s = shape_of(WS_SETS[i].dtype, WS_SETS[i].d, causal ? AT_MASK_CAUSAL_TL : AT_MASK_NONE, 8, 8, causal);
       gen_variant vs[GEN_MAX_VARIANTS];
       int k = 0;
       TU_OK(gen_enumerate(&s, &t, vs, GEN_MAX_VARIANTS, &k));
-      const int with_pp = sets[i].d == 128;
+      const int with_pp = WS_SETS[i].d == 128;
       for (int j = 0; j < k; j++)
         if (vs[j].ws == 1 || (vs[j].ws == 2 && with_pp)) all[n++] = vs[j];
     }
@@ -1514,10 +1518,11 @@ static void test_persistent_compile_no_spills(void **state)
 }
 
 /* K/V multicast (.mc after .ws/.wspp and .vt): keys round-trip and old keys keep multicast 0;
- * only warp-specialized fa3 without a mask, over padded contiguous tensors, one CTA per query
- * block, takes it (16-bit, or FP8 with .vt), and the refusals say why; an odd number of query
- * blocks gets one CTA more (clusters of two); the source asks for two CTAs; nothing lists it
- * until the H200 has timed it, and the default does not take it. */
+ * only warp-specialized fa3 over padded contiguous tensors, one CTA per work tile, takes it
+ * (16-bit, or FP8 with .vt), without a mask or with a causal one and an even GQA ratio (pairs of
+ * q heads), and the refusals say why; without a mask an odd number of query blocks gets one CTA
+ * more (clusters of two), causal grids keep theirs; the source asks for two CTAs; nothing lists
+ * it until the H200 has timed it, and the default does not take it. */
 static void test_fa3_multicast_family(void **state)
 {
   (void)state;
@@ -1526,8 +1531,10 @@ static void test_fa3_multicast_family(void **state)
   char key[GEN_KEY_MAX], *src = NULL;
   static const char *const good[] = {"fa3.bf16.d128.none.g4.bm128.bn176.w8.s2.ws.mc.lse",
                                      "fa3.f16.d64.none.g1.bm192.bn128.w12.s2.wspp.mc",
-                                     "fa3.e4m3.d128.none.g1.bm128.bn224.w8.s2.ws.vt.mc.obf16"};
-  for (int i = 0; i < 3; i++) {
+                                     "fa3.e4m3.d128.none.g1.bm128.bn224.w8.s2.ws.vt.mc.obf16",
+                                     "fa3.bf16.d128.causal.g4.bm192.bn80.w12.s2.ws.mc",
+                                     "fa3.bf16.d128.causal-br.g2.bm128.bn128.w8.s2.wspp.mc.lse"};
+  for (int i = 0; i < 5; i++) {
     TU_OK(gen_variant_parse(good[i], &v));
     assert_int_equal(v.multicast, 2);
     TU_OK(gen_variant_check(&v, &t));
@@ -1547,8 +1554,8 @@ static void test_fa3_multicast_family(void **state)
   assert_int_equal(gen_variant_parse("fa3.bf16.d128.none.g1.bm128.bn128.w8.s2.mc", &v), AT_ERR_INVALID);
   assert_non_null(strstr(at_last_error(), "needs .ws or .wspp"));
   static const struct { const char *key; const char *why; } refused[] = {
-      {"fa3.bf16.d128.causal.g1.bm128.bn128.w8.s2.ws.mc", "runs no mask"},
-      {"fa3.bf16.d128.causal-br.g1.bm128.bn128.w8.s2.wspp.mc", "runs no mask"},
+      {"fa3.bf16.d128.causal.g1.bm128.bn128.w8.s2.ws.mc", "must be even, not 1"},
+      {"fa3.bf16.d128.causal-br.g3.bm128.bn128.w8.s2.wspp.mc", "must be even, not 3"},
       {"fa3.e4m3.d128.none.g1.bm128.bn128.w8.s2.ws.mc.obf16", "FP8 without .vt"},
       {"fa3.bf16.rgq.d128.none.g1.bm128.bn128.w8.s2.ws.mc", "ragged"},
       {"fa3.bf16.pg64.d128.none.g1.bm192.bn64.w12.s3.ws.mc", "paged"},
@@ -1574,6 +1581,14 @@ static void test_fa3_multicast_family(void **state)
   s.q_len = 1024;
   TU_OK(gen_launch_describe(&v, &s, &d));
   assert_int_equal(d.kernels[0].grid[0], 8u);
+  /* Causal: (Nq, B, query blocks), pairs of heads; 9 query blocks stay 9. */
+  TU_OK(gen_variant_parse("fa3.bf16.d128.causal.g4.bm128.bn176.w8.s2.ws.mc", &v));
+  s = shape_of(AT_DTYPE_BF16, 128, AT_MASK_CAUSAL_TL, 8, 2, 0);
+  s.batch = 3, s.q_len = 1100, s.kv_len = 1100;
+  TU_OK(gen_launch_describe(&v, &s, &d));
+  assert_int_equal(d.kernels[0].grid[0], 8u);
+  assert_int_equal(d.kernels[0].grid[1], 3u);
+  assert_int_equal(d.kernels[0].grid[2], 9u);
   /* Not listed (nor the default) until timed. */
   const at_dtype dtypes[] = {AT_DTYPE_BF16, AT_DTYPE_E4M3};
   for (int i = 0; i < 2; i++) {
@@ -1590,20 +1605,18 @@ static void test_fa3_multicast_family(void **state)
 }
 
 /* Multicast kernels compile without spills: for bf16 at every head dim and e4m3 .vt at D 128 and
- * 256, without a mask, with lse (more registers), the multicast twin of the first listed tile of
- * each warps x ping-pong kind (the widest block_n: the most registers). The consumers' extra
- * work is a second arrival per release. */
+ * 256, without a mask and causal bottom-right (GQA 4), with lse (more registers), the multicast
+ * twin of the first listed tile of each warps x ping-pong kind (the widest block_n: the most
+ * registers). The consumers' extra work is a second arrival per release. */
 static void test_multicast_compile_no_spills(void **state)
 {
   (void)state;
   gen_target t = tu_sm90();
-  const struct { at_dtype dtype; int d; } sets[] = {{AT_DTYPE_BF16, 64},  {AT_DTYPE_BF16, 96}, {AT_DTYPE_BF16, 128},
-                                                    {AT_DTYPE_BF16, 192}, {AT_DTYPE_BF16, 256}, {AT_DTYPE_E4M3, 128},
-                                                    {AT_DTYPE_E4M3, 256}};
-  gen_variant all[7 * 4];
+  gen_variant all[2 * N_WS_SETS * 4];
   int n = 0;
-  for (int i = 0; i < 7; i++) {
-    at_shape s = shape_of(sets[i].dtype, sets[i].d, AT_MASK_NONE, 32, 8, 1);
+  for (int i = 0; i < 2 * N_WS_SETS; i++) {
+    const at_mask mask = i < N_WS_SETS ? AT_MASK_NONE : AT_MASK_CAUSAL_BR;
+    at_shape s = shape_of(WS_SETS[i % N_WS_SETS].dtype, WS_SETS[i % N_WS_SETS].d, mask, 32, 8, 1);
     gen_variant vs[GEN_MAX_VARIANTS];
     int k = 0;
     TU_OK(gen_enumerate(&s, &t, vs, GEN_MAX_VARIANTS, &k));
@@ -1614,11 +1627,11 @@ static void test_multicast_compile_no_spills(void **state)
       int seen = 0;
       for (int a = 0; a < n && !seen; a++)
         seen = all[a].spec.head_dim == twin.spec.head_dim && all[a].spec.dtype == twin.spec.dtype &&
-               all[a].warps == twin.warps && all[a].ws == twin.ws;
+               all[a].spec.mask == twin.spec.mask && all[a].warps == twin.warps && all[a].ws == twin.ws;
       if (!seen) all[n++] = twin;
     }
   }
-  assert_true(n >= 14);
+  assert_true(n >= 28);
   int bad = tu_compile_count_bad(all, n, &t, "multicast fa3");
   assert_int_equal(bad, 0);
 }
