@@ -187,9 +187,10 @@
  *       tile's TMA copies, halving that: two query blocks of one head without a mask, one query
  *       block of two q heads of one K/V head under a causal mask (even GQA ratios: every shape
  *       of configs/llm-prefill.yaml). FA3 takes a cluster of two query blocks for 16-bit head
- *       dims from 128 without a mask. Predicted: the 128-row tiles at least level with 192x80 at D128 and a few
- *       percent at D256 (128x80, 712-717 TFLOP/s, #14's 770), if L2 bandwidth is what holds them.
- *       Taken by key until timed; the GPU tests check every listed tile's twin.
+ *       dims from 128 without a mask. Predicted: the 128-row tiles at least level with 192x80
+ *       at D128 and a few percent at D256 (128x80, 712-717 TFLOP/s, #14's 770), if L2
+ *       bandwidth is what holds them. Taken by key until timed; the GPU tests check every
+ *       listed tile's twin.
  * Copies by cp.async and stores by threads are generic-proxy writes; wgmma reads shared memory
  * through the async proxy, hence fence.proxy.async before the barriers that publish them.
  */
@@ -940,7 +941,8 @@ static_assert(!FA3_PAGE_SIZE || (FA3_PAGE_SIZE >= 16 && (FA3_BN % FA3_PAGE_SIZE 
  * arrivals), and each producer waits on its own. The CTAs sync as a cluster after initializing
  * their mbarriers (no copy or arrival may reach a barrier not yet initialized) and before they
  * exit (no arrival may reach a CTA that has left; every copy into a CTA completed before its
- * own consumers finished). A CTA past T (an odd number of query blocks) loads zeros for Q,
+ * own consumers finished): every thread arrives once its work is done (the producer's after
+ * its copies, the consumers' after their loop) and waits before it returns. A CTA past T (an odd number of query blocks) loads zeros for Q,
  * takes its part in the copies and stores nothing. Why: at block_m 128 a CTA reads 4 B N D
  * bytes of K/V per 4 B M N D FLOP, so at the tensor cores' full rate (about 4096 16-bit FLOP a
  * clock per SM) 32 bytes a clock per SM come from L2 (7.7 TB/s over 132 SMs at 1.83 GHz), for
@@ -1469,7 +1471,10 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
       }
     }
 #endif
-    if (FA3_MULTICAST > 1) at_cluster_arrive(); /* the consumers' exit barrier below */
+    if (FA3_MULTICAST > 1) { /* the consumers' exit barrier below, waited for like theirs */
+      at_cluster_arrive();
+      at_cluster_wait();
+    }
     return;
   }
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(FA3_CONSUMER_REGS));

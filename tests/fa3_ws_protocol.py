@@ -22,8 +22,9 @@ belongs here too.
 K/V multicast (FA3_MULTICAST 2, one work tile per CTA): two CTAs of a cluster, each producer
 issuing half of every K/V tile into both CTAs (each half completes on the full barrier of the
 CTA it lands in, possibly before that CTA's producer announced the tile), each consumer warp
-releasing a stage on the empty barriers of both CTAs, the cluster barrier after the loop
-(consumers) or after the copies (producers), and a CTA gone once its threads are. Besides the
+releasing a stage on the empty barriers of both CTAs, the cluster barrier (arrived at after the
+loop by consumers, after the copies by producers, waited for by all before they leave), and a CTA
+gone once its threads are. Besides the
 checks above: no arrival or copy reaches a CTA that has left. Two broken forms (empty barriers
 that count one CTA's consumers, no cluster barrier before leaving) must be caught.
 """
@@ -245,6 +246,7 @@ def run_multicast(seed, consumers, stages, pingpong, n_tiles, spec, broken=None)
                     copy((dest, kind, s, r), u, full[dest][s])
                 yield
         cluster_arrive()
+        yield from cluster_wait()
         running[r] -= 1
 
     def consumer(r, cw):
