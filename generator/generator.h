@@ -151,10 +151,11 @@ typedef struct gen_variant {
    * mma.sync warps; 2 = that at 64 rows with two warpgroups taking the K/V tiles in turn (.wgi),
    * each writing its own partial; 3 = with three (.wgi3); else 0 */
   int wg;
-  /* fa3 with ws >= 1, no mask, one CTA per query block of padded, contiguous tensors: 2 = two
-   * CTAs (adjacent query blocks of one head) form a cluster, and each TMA copy of a K or V tile
-   * lands in both of them (multicast), each CTA's producer issuing half the tile's boxes (.mc:
-   * each K/V byte read from L2 once per 2 x block_m query rows); else 0 */
+  /* fa3 with ws >= 1, one CTA per work tile of padded, contiguous tensors: 2 = two CTAs that
+   * read the same K/V tiles form a cluster (without a mask adjacent query blocks of one head;
+   * with a causal mask and an even GQA ratio one query block of two q heads of one K/V head),
+   * and each TMA copy of a K or V tile lands in both, each CTA's producer issuing half the
+   * tile's boxes (.mc: each K/V byte read from L2 once per two CTAs); else 0 */
   int multicast;
 } gen_variant;
 

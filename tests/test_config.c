@@ -764,16 +764,21 @@ static void test_decode_search(void **state)
   tn_config_free(&c);
 }
 
+/* The values a config's search section gave family's param, in order: want[0..n). */
+static void assert_search_values(const tn_config *c, const char *family, const char *param, int n, const int *want)
+{
+  const tn_values *got = tn_config_search(c, family, param);
+  assert_non_null(got);
+  assert_int_equal(got->n, n);
+  for (int i = 0; i < n; i++) assert_int_equal(got->v[i], want[i]);
+}
+
 /* fa3's ws (0 in-CTA, 1 warp-specialized, 2 with ping-pong) starts at 0, unlike the tile sizes. */
 static void test_fa3_ws_search(void **state)
 {
   (void)state;
   tn_config c = parse_ok(ONE_SHAPE "search:\n  fa3: {ws: [0, 2, 0]}\n");
-  const tn_values *ws = tn_config_search(&c, "fa3", "ws");
-  assert_non_null(ws);
-  assert_int_equal(ws->n, 2);
-  assert_int_equal(ws->v[0], 0);
-  assert_int_equal(ws->v[1], 2);
+  assert_search_values(&c, "fa3", "ws", 2, (const int[]){0, 2});
   assert_null(tn_config_search(&c, "fa2", "ws"));
   tn_config_free(&c);
   expect_error(ONE_SHAPE "search:\n  fa3: {ws: 3}\n", AT_ERR_CONFIG,
@@ -788,11 +793,7 @@ static void test_fa3_persistent_search(void **state)
 {
   (void)state;
   tn_config c = parse_ok(ONE_SHAPE "search:\n  fa3: {ws: [1, 2], persistent: [1, 0, 1]}\n");
-  const tn_values *pers = tn_config_search(&c, "fa3", "persistent");
-  assert_non_null(pers);
-  assert_int_equal(pers->n, 2);
-  assert_int_equal(pers->v[0], 1);
-  assert_int_equal(pers->v[1], 0);
+  assert_search_values(&c, "fa3", "persistent", 2, (const int[]){1, 0});
   assert_null(tn_config_search(&c, "fa2", "persistent"));
   tn_config_free(&c);
   expect_error(ONE_SHAPE "search:\n  fa3: {persistent: 2}\n", AT_ERR_CONFIG,
@@ -807,10 +808,7 @@ static void test_fa3_vt_search(void **state)
 {
   (void)state;
   tn_config c = parse_ok(ONE_SHAPE "search:\n  fa3: {ws: 1, vt: 1}\n");
-  const tn_values *vt = tn_config_search(&c, "fa3", "vt");
-  assert_non_null(vt);
-  assert_int_equal(vt->n, 1);
-  assert_int_equal(vt->v[0], 1);
+  assert_search_values(&c, "fa3", "vt", 1, (const int[]){1});
   assert_null(tn_config_search(&c, "fa2", "vt"));
   tn_config_free(&c);
   expect_error(ONE_SHAPE "search:\n  fa3: {vt: 2}\n", AT_ERR_CONFIG, "t.yaml:4:13: search.fa3.vt: 2 is too large (at most 1)");
@@ -821,11 +819,7 @@ static void test_fa3_multicast_search(void **state)
 {
   (void)state;
   tn_config c = parse_ok(ONE_SHAPE "search:\n  fa3: {multicast: [2, 0, 2]}\n");
-  const tn_values *mc = tn_config_search(&c, "fa3", "multicast");
-  assert_non_null(mc);
-  assert_int_equal(mc->n, 2);
-  assert_int_equal(mc->v[0], 2);
-  assert_int_equal(mc->v[1], 0);
+  assert_search_values(&c, "fa3", "multicast", 2, (const int[]){2, 0});
   assert_null(tn_config_search(&c, "decode", "multicast"));
   tn_config_free(&c);
   expect_error(ONE_SHAPE "search:\n  fa3: {multicast: 1}\n", AT_ERR_CONFIG,
