@@ -329,18 +329,22 @@
  *      (-1.6%); the count right after Q K^T was 5-7% slower (the warpgroup's P V waited for the
  *      warp issuing the copy).
  *   25. .wgi3 with 9 staging slots beside an f16 V ring of 3 (the same 214 KB), taken by key, not
- *      yet listed: each warpgroup's copies get three of its tiles to land in place of two.
- *   26. K8 (DEC_WG_V_LATE, off until measured): Q K^T waits only for the staged K; the wait for
- *      the widened V moves down to P V, so the widening of a tile runs under its Q K^T and softmax
- *      (ncu after 24: the consumers' largest stall, 18.5%, was that wait). Checked without a GPU:
- *      0 spills, tests/decode_wgi_protocol.py with both orders, SASS with the one wait moved.
- *   27. (DEC_WAIT_LATE, off until measured) each split kernel's wait for the previous grid moved from
- *      its first line to right before its first global access (contiguous K/V), so that its index
- *      arithmetic runs under the previous kernel's tail; Q's copy addresses come before it too. SASS
- *      (B1 T1 bf16 sp17): the wait from instruction 5 to 170, the first load 179 -> 185; .wg 128
- *      rows: 3 -> 118. The descales are read by coherent loads there: ptxas had hoisted their
- *      read-only (.nc) load above the wait (a race under a programmatic launch; the listed
- *      kernels have none: scripts/sass_wait.awk).
+ *      listed: measured (B8 causal-br e4m3, same run, two rounds) GQA 8 T8 S16k 47.6 -> 46.8 us,
+ *      but S64k 146.6 -> 149.9 and GQA 4 T16 S64k 281.8 -> 291.5.
+ *   26. K8: Q K^T waits only for the staged K; the wait for the widened V moves down to P V, so
+ *      the widening of a tile runs under its Q K^T and softmax (ncu after 24: the consumers'
+ *      largest stall, 18.5%, was that wait). Measured (as 25): .wgi3 6 slots GQA 8 T8 S64k
+ *      146.6 -> 145.9 us, GQA 4 T16 S64k 281.8 -> 280.8, S16k 47.6 either way; 9 slots 149.8 ->
+ *      147.0. Small, in both rounds.
+ *   27. Each split kernel's wait for the previous grid moved from its first line to right before
+ *      its first global access (contiguous K/V), so that its index arithmetic runs under the
+ *      previous kernel's tail; Q's copy addresses come before it too. SASS (B1 T1 bf16 sp17): the
+ *      wait from instruction 5 to 170, the first load 179 -> 185; .wg 128 rows: 3 -> 118. The
+ *      descales are read by coherent loads there: ptxas had hoisted their read-only (.nc) load
+ *      above the wait (a race under a programmatic launch; scripts/sass_wait.awk). Measured
+ *      (bf16 unless named, three rounds alternating, medians): B1 S4k GQA 4 8.0 -> 7.8 us, B1
+ *      S16k GQA 8 12.0 -> 11.6 (e4m3 K/V 9.2 -> 9.0), GQA 4 19.2 -> 19.0, B8 S16k GQA 8 63.4 ->
+ *      63.1, B8 T16 S4k GQA 8 (.wg) 26.7 -> 26.4.
  *   Tried after 18, not kept: the widening's loads of a tile pair all issued before its stores:
  *      9% slower (GQA 8 T8 S64k .wg 176.0 -> 192.2 us).
  *   Tried after 17, not kept: at 64 rows, tile t+1's Q K^T issued right after tile t's P is
@@ -420,16 +424,6 @@ typedef unsigned char dec_kv_t;
 #endif
 #ifndef DEC_WG_K8 /* .wgi with bf16 Q: Q K^T on the FP8 tensor cores (below, step 21) */
 #define DEC_WG_K8 0
-#endif
-/* K8, step 26 (not yet run on a GPU, so off): 1 waits for the widened V only before P V. */
-#ifndef DEC_WG_V_LATE
-#define DEC_WG_V_LATE 0
-#endif
-/* Step 27 (not yet run on a GPU, so off): 1 runs each split kernel's index arithmetic before its wait
- * for the previous grid (griddepcontrol.wait), and the wait right before its first global access,
- * so that the arithmetic overlaps the previous kernel's tail. */
-#ifndef DEC_WAIT_LATE
-#define DEC_WAIT_LATE 0
 #endif
 #ifndef DEC_WG_KSPLIT /* .wgi: 2 or 3 consumer warpgroups on the same 64 rows (below, steps 18, 22) */
 #define DEC_WG_KSPLIT 1
@@ -938,7 +932,7 @@ __device__ __forceinline__ void dec_load_kv_paged(unsigned tile, const dec_kv_t 
  * trusted: they are read at L2 (common.cuh at_ld_cg_f). */
 /* A split kernel's wait for the previous grid (it is launched as a programmatic dependent: that
  * kernel may still be writing its inputs), the next grid's early launch where allowed, then its
- * first global reads, the descales. Step 27 (WAIT_LATE) calls it below the index arithmetic and
+ * first global reads, the descales. Step 27 (WAIT_LATE: contiguous K/V) calls it below the index arithmetic and
  * reads the descales by coherent loads: ptxas hoisted their read-only (.nc) load above the wait. */
 template <bool WAIT_LATE>
 __device__ __forceinline__ void dec_inputs_ready(bool allow_next, const float *descale_k, const float *descale_v,
@@ -1284,10 +1278,10 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
    * clusters start late (H200: B1 S16k 19.4 -> 26.1 us). A cluster kernel is launched plainly
    * (generator/decode.c), so its wait returns at once. */
   float o_descale = 1.f;
-  /* Step 27 (DEC_WAIT_LATE) moves the wait down to the first global access, below the index
+  /* Step 27: the wait is down at the first global access, below the index
    * arithmetic (contiguous K/V: paged K/V reads its block table after little arithmetic, and
    * ptxas put the wait first there anyway). */
-  constexpr bool WAIT_LATE = DEC_WAIT_LATE && DEC_PAGE_SIZE == 0;
+  constexpr bool WAIT_LATE = DEC_PAGE_SIZE == 0;
   const auto inputs_ready = [&]() {
     dec_inputs_ready<WAIT_LATE>(DEC_CLUSTER == 1, descale_k, descale_v, scale_log2, o_descale);
   };
@@ -1331,8 +1325,7 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
   {
     const at_in_t *qb = q + b * q_sb + (long long)(hk * DEC_G) * q_sh + (long long)t0 * q_ss;
     constexpr int TOTAL = DEC_MT * 16 * DEC_CPR;
-#if DEC_WAIT_LATE && DEC_PAGE_SIZE == 0
-    /* Step 27: the copies' addresses first, then the wait, then the copies */
+    /* Step 27: the copies' addresses first, then the wait (contiguous K/V), then the copies */
     constexpr int PER_THREAD = (TOTAL + DEC_THREADS - 1) / DEC_THREADS;
     const at_in_t *src[PER_THREAD];
     unsigned dst[PER_THREAD], bytes[PER_THREAD];
@@ -1345,23 +1338,10 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
       src[i] = valid ? qb + (long long)tl * q_ss + (long long)g * q_sh + c * 8 : q;
       dst[i] = smem_q + dec_swz_q(r, c), bytes[i] = valid ? 16 : 0;
     }
-    inputs_ready();
+    if (WAIT_LATE) inputs_ready();
 #pragma unroll
     for (int i = 0; i < PER_THREAD; i++)
       if (TOTAL % DEC_THREADS == 0 || tid + i * DEC_THREADS < TOTAL) at_cp_async16(dst[i], src[i], bytes[i]);
-#else
-#pragma unroll
-    for (int i = 0; i < (TOTAL + DEC_THREADS - 1) / DEC_THREADS; i++) {
-      const int idx = tid + i * DEC_THREADS;
-      if (TOTAL % DEC_THREADS == 0 || idx < TOTAL) {
-        const int r = idx / DEC_CPR, c = idx % DEC_CPR;
-        const int tl = r / DEC_G, g = r % DEC_G;
-        const bool valid = r < DEC_ROWS && t0 + tl < T;
-        const at_in_t *src = valid ? qb + (long long)tl * q_ss + (long long)g * q_sh + c * 8 : q;
-        at_cp_async16(smem_q + dec_swz_q(r, c), src, valid ? 16 : 0);
-      }
-    }
-#endif
     at_cp_async_commit();
   }
 
@@ -2199,12 +2179,6 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
 {
   (void)split_counters, (void)k, (void)v, (void)k_sb, (void)k_ss, (void)k_sh, (void)v_sb, (void)v_ss, (void)v_sh;
   float o_descale = 1.f;
-  /* As above (step 27: the wait below the arithmetic and the mbarriers' set-up, before Q's
-   * copies and the producer's) */
-  const auto inputs_ready = [&]() {
-    dec_inputs_ready<DEC_WAIT_LATE>(true, descale_k, descale_v, scale_log2, o_descale);
-  };
-  if (!DEC_WAIT_LATE) inputs_ready();
 
   extern __shared__ __align__(128) unsigned char dec_smem[];
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, wg = warp / 4;
@@ -2237,7 +2211,9 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
       asm volatile("st.shared.u32 [%0], 0;\n" ::"r"(slot_count + 4 * s) : "memory");
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
-  if (DEC_WAIT_LATE) inputs_ready();
+  /* As above (step 27: the wait below the arithmetic and the mbarriers' set-up, before Q's
+   * copies and the producer's) */
+  dec_inputs_ready<true>(true, descale_k, descale_v, scale_log2, o_descale);
 
   /* Q (the consumers): packed row r = t_local * G + g; padding rows and tokens >= T zero-filled. */
   if (warp < DEC_W) {
@@ -2340,10 +2316,9 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
     /* K8: the ring stage has its own count (stage is then the staging slot); else the same */
     const int r = DEC_WG_RING == DEC_STAGES ? stage : t % DEC_WG_RING;
     const unsigned rphase = DEC_WG_RING == DEC_STAGES ? phase : (unsigned)(t / DEC_WG_RING) & 1u;
-    /* K8, step 26 (DEC_WG_V_LATE): Q K^T needs only the staged K, so the wait for the widened V
-     * moves down to P V, and the widening of tile t runs under this tile's Q K^T and softmax. */
-    constexpr bool V_LATE = DEC_WG_K8 && DEC_WG_V_LATE;
-    if (!V_LATE) at_bar_wait(bar_full + 8 * r, rphase); /* tile t landed */
+    /* K8, step 26: Q K^T needs only the staged K, so the wait for the widened V is down at P V,
+     * and the widening of tile t runs under this tile's Q K^T and softmax. */
+    if (!DEC_WG_K8) at_bar_wait(bar_full + 8 * r, rphase); /* tile t landed */
 
     /* S = Q K^T of tile t; once it is in and masked, O += P V of tile t-1, so that the softmax
      * below runs under P V and only O's rescale waits for it (step 16). Issued right behind Q K^T,
@@ -2392,7 +2367,7 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
         alpha[half] = dec_softmax_half_to_p<DEC_WG_NT>(s, half, row_max[half], row_sum[half], scale_log2, p);
     }
     at_rescale_o<DEC_OT, true>(acc, alpha);
-    if (V_LATE) at_bar_wait(bar_full + 8 * r, rphase); /* tile t's V widened */
+    if (DEC_WG_K8) at_bar_wait(bar_full + 8 * r, rphase); /* tile t's V widened */
     at_wgmma_fence();
     dec_wg_issue_pv(acc, p, smem_v + r * DEC_WG_KV_BYTES);
 #if DEC_WG_K8
