@@ -180,17 +180,17 @@
  *       3.7e-2). Half is the generator's choice with two consumers, and 128x224 s2 FP8's
  *       default at D 128: against the binary before, 916-1005 -> 964-1061 (five runs each);
  *       three consumers (192x96) ran 3% slower with it, so they keep the exact exponentials.
- *   v22 (FA3_MULTICAST 2, .mc; written, not yet run on a GPU): K/V multicast ("K/V multicast"
- *       below). At block_m 128 a CTA reads 32 bytes of K/V from L2 per clock per SM at the
- *       tensor cores' full rate: B2 N16 T=S=8k D128 moves 8.6 GB from L2 to the SMs, 5.5 TB/s
- *       at 708 TFLOP/s (3.7 TB/s with 192-row tiles). Two CTAs of a cluster now share each
- *       tile's TMA copies, halving that: two query blocks of one head without a mask, one query
- *       block of two q heads of one K/V head under a causal mask (even GQA ratios: every shape
- *       of configs/llm-prefill.yaml). FA3 takes a cluster of two query blocks for 16-bit head
- *       dims from 128 without a mask. Predicted: the 128-row tiles at least level with 192x80
- *       at D128 and a few percent at D256 (128x80, 712-717 TFLOP/s, #14's 770), if L2
- *       bandwidth is what holds them. Taken by key until timed; the GPU tests check every
- *       listed tile's twin.
+ *   v22 (FA3_MULTICAST 2, .mc; measured slower, taken by key only): K/V multicast ("K/V
+ *       multicast" below). At block_m 128 a CTA reads 32 bytes of K/V from L2 per clock per SM
+ *       at the tensor cores' full rate: B2 N16 T=S=8k D128 moves 8.6 GB from L2 to the SMs.
+ *       Two CTAs of a cluster share each tile's TMA copies, halving that: two query blocks of
+ *       one head without a mask, one query block of two q heads of one K/V head under a causal
+ *       mask (even GQA ratios). Measured (H200, each tile against its twin in one bench, two
+ *       rounds): 13-45% slower at every shape, e.g. bf16 D128 128x176 619 -> 527 TFLOP/s, D256
+ *       128x80 705 -> 603, e4m3 D128 128x224 995 -> 693. ncu: L2 to the SMs 5.16 -> 2.76 TB/s,
+ *       and without .mc L2 ran at a third of its sector rate, so L2 was not the limit; the pair
+ *       runs in lockstep (a stage refills once both CTAs released it), and two stages leave no
+ *       slack for either CTA's stalls.
  * Copies by cp.async and stores by threads are generic-proxy writes; wgmma reads shared memory
  * through the async proxy, hence fence.proxy.async before the barriers that publish them.
  */
