@@ -814,20 +814,6 @@ static void test_fa3_vt_search(void **state)
   expect_error(ONE_SHAPE "search:\n  fa3: {vt: 2}\n", AT_ERR_CONFIG, "t.yaml:4:13: search.fa3.vt: 2 is too large (at most 1)");
 }
 
-/* fa3's multicast (0 none, 2 the .mc kernels) is 0 or 2 and fa3's alone. */
-static void test_fa3_multicast_search(void **state)
-{
-  (void)state;
-  tn_config c = parse_ok(ONE_SHAPE "search:\n  fa3: {multicast: [2, 0, 2]}\n");
-  assert_search_values(&c, "fa3", "multicast", 2, (const int[]){2, 0});
-  assert_null(tn_config_search(&c, "decode", "multicast"));
-  tn_config_free(&c);
-  expect_error(ONE_SHAPE "search:\n  fa3: {multicast: 1}\n", AT_ERR_CONFIG,
-               "t.yaml:4:20: search.fa3.multicast: 1 is not a multicast (expected 0: none, or 2: .mc)");
-  expect_error(ONE_SHAPE "search:\n  fa3: {multicast: 4}\n", AT_ERR_CONFIG,
-               "t.yaml:4:20: search.fa3.multicast: 4 is too large (at most 2)");
-}
-
 static void test_decode_search_errors(void **state)
 {
   (void)state;
@@ -1077,7 +1063,10 @@ static void test_errors_in_other_sections(void **state)
   expect_error(ONE_SHAPE "search:\n  fa4: {block_m: [64]}\n", AT_ERR_CONFIG,
                "t.yaml:4:3: search: unknown key 'fa4' (expected fa2, fa3, decode)");
   expect_error(ONE_SHAPE "search:\n  fa3: {tile: [64]}\n", AT_ERR_CONFIG,
-               "t.yaml:4:9: search.fa3: unknown key 'tile' (expected block_m, block_n, warps, stages, ws, persistent, vt, multicast)");
+               "t.yaml:4:9: search.fa3: unknown key 'tile' (expected block_m, block_n, warps, stages, ws, persistent, vt)");
+  /* fa3's K/V multicast (.mc) was removed, and its option with it. */
+  expect_error(ONE_SHAPE "search:\n  fa3: {multicast: 2}\n", AT_ERR_CONFIG,
+               "t.yaml:4:9: search.fa3: unknown key 'multicast' (expected block_m, block_n, warps, stages, ws, persistent, vt)");
   expect_error(ONE_SHAPE "search:\n  fa2: {block_m: [64, 0]}\n", AT_ERR_CONFIG,
                "t.yaml:4:23: search.fa2.block_m[1]: 0 must be at least 1");
   expect_error(ONE_SHAPE "search:\n  fa2: [64]\n", AT_ERR_CONFIG,
@@ -1352,7 +1341,7 @@ int main(void)
       cmocka_unit_test(test_errors_in_other_sections),
       cmocka_unit_test(test_decode_search),
       cmocka_unit_test(test_decode_search_errors), cmocka_unit_test(test_fa3_ws_search),
-      cmocka_unit_test(test_fa3_persistent_search), cmocka_unit_test(test_fa3_vt_search), cmocka_unit_test(test_fa3_multicast_search),
+      cmocka_unit_test(test_fa3_persistent_search), cmocka_unit_test(test_fa3_vt_search),
       cmocka_unit_test(test_yaml_errors),
       cmocka_unit_test(test_deep_nesting_is_refused_fast),
       cmocka_unit_test(test_shape_key),

@@ -360,14 +360,6 @@ static at_status read_search_flag(const parser *p, const yaml_node_t *n, const c
   return read_int(p, n, field, 0, 1, out);
 }
 
-/* fa3's multicast: the CTAs that share each K/V tile's copies, 0 (none) or 2 (.mc). */
-static at_status read_search_multicast(const parser *p, const yaml_node_t *n, const char *field, int *out)
-{
-  at_status rc = read_int(p, n, field, 0, 2, out);
-  if (rc == AT_OK && *out == 1) return fail_at(p, n, field, "1 is not a multicast (expected 0: none, or 2: .mc)");
-  return rc;
-}
-
 static at_status read_dtype(const parser *p, const yaml_node_t *n, const char *field, int *out)
 {
   at_dtype d;
@@ -883,7 +875,6 @@ static const struct search_param {
     {GEN_FAMILY_FA3, "ws", offsetof(tn_family_search, ws)},
     {GEN_FAMILY_FA3, "persistent", offsetof(tn_family_search, persistent)},
     {GEN_FAMILY_FA3, "vt", offsetof(tn_family_search, vt)},
-    {GEN_FAMILY_FA3, "multicast", offsetof(tn_family_search, multicast)},
     {GEN_FAMILY_DECODE, "block_m", offsetof(tn_family_search, block_m)},
     {GEN_FAMILY_DECODE, "block_n", offsetof(tn_family_search, block_n)},
     {GEN_FAMILY_DECODE, "warps", offsetof(tn_family_search, warps)},
@@ -915,8 +906,7 @@ static at_status parse_search_param(const parser *p, const yaml_node_t *n, const
 {
   vlist l = {0};
   at_status rc = read_values(p, n, field,
-                             strcmp(param, "ws") == 0                                          ? read_search_ws
-                             : strcmp(param, "multicast") == 0                                 ? read_search_multicast
+                             strcmp(param, "ws") == 0           ? read_search_ws
                              : strcmp(param, "persistent") == 0 || strcmp(param, "vt") == 0 ? read_search_flag
                                                                                              : read_search_int,
                              1, &l);
