@@ -21,9 +21,6 @@ static const int k_ws_stages[] = {2, 3};
 static const int k_ws_kinds[] = {1, 2}; /* without ping-pong, then with */
 /* Each warp-specialized tile, then (causal masks; check_persistent) its persistent form. */
 static const int k_ws_persistent[] = {0, 1};
-/* K/V multicast (.mc, check_multicast): each tile's twin would follow it with 2 here; not listed
- * until the H200 has timed it (docs/perf.md "v22"), so only 0. */
-static const int k_ws_multicast[] = {0};
 /* FP8 with V^T ahead: V^T's column blocks of 128, 64 or 32 keys take block_n a multiple of 32;
  * 224 is FA3's FP8 D128 tile. */
 static const int k_vt_block_n[] = {224, 192, 128, 96, 64};
@@ -206,37 +203,6 @@ static at_status check_paged(const gen_variant *v)
   return AT_OK;
 }
 
-/* K/V multicast (.mc): two CTAs of a cluster take each K/V tile from one set of TMA copies, each
- * producer issuing half the boxes into both CTAs (templates/fa3.cu "K/V multicast"). Both CTAs
- * must walk the same K/V tiles: without a mask, adjacent query blocks of one head; with a causal
- * mask, one query block of two q heads that share a K/V head (GQA ratio even, so heads 2i and
- * 2i + 1 do), as the causal grid runs heads along x. Padded tensors (a ragged sequence's blocks
- * may lie in different sequences), contiguous K/V, and a fixed pair, one CTA per work tile (not
- * .pers). The FP8 producer that transposes V frees a V stage from its own warps' reads alone. */
-static at_status check_multicast(const gen_variant *v)
-{
-  if (v->multicast == 0) return AT_OK;
-  if (v->multicast != 2) return at_fail(AT_ERR_INVALID, "fa3 multicast must be 0 or 2 (CTAs), not %d", v->multicast);
-  if (!v->ws)
-    return at_fail(AT_ERR_INVALID, "fa3 with K/V multicast (.mc) is a warp-specialized kernel: it needs ws 1 or 2, not 0");
-  if (v->spec.mask != AT_MASK_NONE && v->spec.gqa % 2 != 0)
-    return at_fail(AT_ERR_UNSUPPORTED,
-                   "fa3 with K/V multicast (.mc) and a %s mask pairs two q heads of one K/V head: the GQA ratio "
-                   "must be even, not %d (without a mask it pairs query blocks, any ratio)",
-                   at_mask_name(v->spec.mask), v->spec.gqa);
-  const char *why = v->persistent       ? "persistent (.pers)"
-                    : v->spec.ragged     ? "ragged"
-                    : v->spec.page_size  ? "paged"
-                    : transposes_v(v)    ? "FP8 without .vt (its producer's warps transpose V)"
-                                         : NULL;
-  if (why)
-    return at_fail(AT_ERR_UNSUPPORTED,
-                   "fa3 with K/V multicast (.mc) is the one-CTA-per-query-block kernel over padded, contiguous "
-                   "tensors (16-bit, or FP8 with .vt), not %s",
-                   why);
-  return AT_OK;
-}
-
 static at_status check_in_cta_tiles(const gen_variant *v)
 {
   if (v->warps != 4 && v->warps != 8)
@@ -268,8 +234,7 @@ static at_status check(const gen_variant *v, const gen_target *target)
   if (s->gqa < 1 || s->gqa > 1024) return at_fail(AT_ERR_INVALID, "GQA ratio %d is out of range (1..1024)", s->gqa);
   at_status rc = check_vt(v);
   if (rc != AT_OK || (rc = v->ws ? check_ws_tiles(v) : check_in_cta_tiles(v)) != AT_OK) return rc;
-  if ((rc = check_persistent(v)) != AT_OK || (rc = check_ragged(v)) != AT_OK || (rc = check_paged(v)) != AT_OK ||
-      (rc = check_multicast(v)) != AT_OK)
+  if ((rc = check_persistent(v)) != AT_OK || (rc = check_ragged(v)) != AT_OK || (rc = check_paged(v)) != AT_OK)
     return rc;
   if (v->block_m != 16 * v->warps)
     return at_fail(AT_ERR_UNSUPPORTED, "fa3 block_m must be 16 rows per warp (%d for %d warps), not %d",
@@ -295,16 +260,14 @@ static at_status enumerate_ws(const gen_spec *spec, const gen_target *target, co
     for (int a = 0; a < COUNT(k_ws_warps); a++)
       for (int b = 0; b < (vt ? COUNT(k_vt_block_n) : COUNT(k_ws_block_n)); b++)
         for (int c = 0; c < COUNT(k_ws_stages); c++)
-          for (int d = 0; d < COUNT(k_ws_kinds); d++)
-            for (int m = 0; m < COUNT(k_ws_multicast); m++) {
-              const int block_n = vt ? k_vt_block_n[b] : k_ws_block_n[b];
-              gen_variant v = {GEN_FAMILY_FA3,     *spec,         16 * k_ws_warps[a], block_n, k_ws_warps[a],
-                               k_ws_stages[c],     0,             k_ws_kinds[d],      k_ws_persistent[p],
-                               0,                  vt,            0,                  k_ws_multicast[m]};
-              if (check(&v, target) != AT_OK || !gen_tile_makes_sense(&v, shape)) continue;
-              if (*n == cap) return at_fail(AT_ERR_INVALID, "more than %d variants for this shape", cap);
-              out[(*n)++] = v;
-            }
+          for (int d = 0; d < COUNT(k_ws_kinds); d++) {
+            const int block_n = vt ? k_vt_block_n[b] : k_ws_block_n[b];
+            gen_variant v = {GEN_FAMILY_FA3, *spec,          16 * k_ws_warps[a], block_n,           k_ws_warps[a],
+                             k_ws_stages[c], 0,              k_ws_kinds[d],      k_ws_persistent[p], 0, vt, 0};
+            if (check(&v, target) != AT_OK || !gen_tile_makes_sense(&v, shape)) continue;
+            if (*n == cap) return at_fail(AT_ERR_INVALID, "more than %d variants for this shape", cap);
+            out[(*n)++] = v;
+          }
   return AT_OK;
 }
 
@@ -314,7 +277,7 @@ static at_status enumerate_in_cta(const gen_spec *spec, const gen_target *target
   for (int a = 0; a < COUNT(k_warps); a++)
     for (int b = 0; b < COUNT(k_block_n); b++)
       for (int c = 0; c < COUNT(k_stages); c++) {
-        gen_variant v = {GEN_FAMILY_FA3, *spec, 16 * k_warps[a], k_block_n[b], k_warps[a], k_stages[c], 0, 0, 0, 0, 0, 0, 0};
+        gen_variant v = {GEN_FAMILY_FA3, *spec, 16 * k_warps[a], k_block_n[b], k_warps[a], k_stages[c], 0, 0, 0, 0, 0, 0};
         if (check(&v, target) != AT_OK || !gen_tile_makes_sense(&v, shape)) continue;
         if (*n == cap) return at_fail(AT_ERR_INVALID, "more than %d variants for this shape", cap);
         out[(*n)++] = v;
@@ -368,7 +331,7 @@ static int default_ws_variant(const gen_spec *spec, const gen_target *target, ge
   const int fp8 = at_dtype_is_fp8(spec->dtype);
   for (const ws_pref *p = fp8 ? prefs8 : spec->page_size ? prefs_paged : prefs16; p->max_d; p++) {
     if (spec->head_dim > p->max_d) continue;
-    gen_variant v = {GEN_FAMILY_FA3, *spec, 16 * p->warps, p->block_n, p->warps, p->stages, 0, 1, 0, 0, fp8, 0, 0};
+    gen_variant v = {GEN_FAMILY_FA3, *spec, 16 * p->warps, p->block_n, p->warps, p->stages, 0, 1, 0, 0, fp8, 0};
     if (check(&v, target) == AT_OK) {
       *out = v;
       return 1;
@@ -397,7 +360,7 @@ static int default_variant(const gen_spec *spec, const gen_target *target, const
   for (int i = 0; i < COUNT(prefs); i++) {
     if (spec->head_dim > prefs[i].max_d) continue;
     for (int s = prefs[i].stages + extra_stage; s >= prefs[i].stages; s--) {
-      gen_variant v = {GEN_FAMILY_FA3, *spec, 16 * prefs[i].warps, prefs[i].block_n, prefs[i].warps, s, 0, 0, 0, 0, 0, 0, 0};
+      gen_variant v = {GEN_FAMILY_FA3, *spec, 16 * prefs[i].warps, prefs[i].block_n, prefs[i].warps, s, 0, 0, 0, 0, 0, 0};
       if (check(&v, target) == AT_OK) {
         *out = v;
         return 1;
@@ -526,10 +489,6 @@ static at_status describe_launch(const gen_variant *v, const at_shape *shape, ge
     const unsigned m = k->grid[0];
     k->grid[0] = k->grid[1], k->grid[1] = k->grid[2], k->grid[2] = m;
   }
-  /* Multicast: clusters of two along x; without a mask x counts query blocks, and an odd count
-   * gets a CTA past T, which takes its part in the copies and stores nothing (templates/fa3.cu
-   * "K/V multicast"); causal x counts q heads, even with an even GQA ratio. */
-  if (v->multicast && k->grid[0] % 2) k->grid[0]++;
   return v->vt ? describe_vt(v, shape, out) : AT_OK;
 }
 
@@ -565,7 +524,6 @@ static void ws_preamble(const gen_variant *v, const gen_target *target, const ch
   (void)target;
   if (v->ws) gen_text_put(t, "#define FA3_WS 1\n#define FA3_PINGPONG %d\n", v->ws == 2);
   if (v->persistent) gen_text_put(t, "#define FA3_PERSISTENT 1\n");
-  if (v->multicast) gen_text_put(t, "#define FA3_MULTICAST %d\n", v->multicast);
   if (v->ws) gen_text_put(t, "#define FA3_SPEC %d\n", speculative_max(v));
   if (linear_p(v)) gen_text_put(t, "#define FA3_LINP %d\n", linear_p(v));
   if (v->vt)

@@ -6,8 +6,7 @@
  * and parses back into the same variant:
  *
  *     fa2.bf16.d128.causal.g4.bm128.bn64.w4.s2[.sp<N>][.ws|.wspp][.vt][.pers][.o<dtype>][.lse]
- *     (decode also: decode.<dtype>[.kv<dtype>][.pg<page size>].d128..., below;
- *      fa3 also .mc after .vt: K/V multicast to a cluster of two CTAs, gen_variant.multicast)
+ *     (decode also: decode.<dtype>[.kv<dtype>][.pg<page size>].d128..., below)
  *         |    |    |      |  |     |    |  |   |     |       |    |      `- output dtype, FP8 inputs only
  *         |    |    |      |  |     |    |  |   |     |       |    |         (obf16, of16, oe4m3, oe5m2);
  *         |    |    |      |  |     |    |  |   |     |       |    |         16-bit inputs write their own
@@ -151,12 +150,6 @@ typedef struct gen_variant {
    * mma.sync warps; 2 = that at 64 rows with two warpgroups taking the K/V tiles in turn (.wgi),
    * each writing its own partial; 3 = with three (.wgi3); else 0 */
   int wg;
-  /* fa3 with ws >= 1, one CTA per work tile of padded, contiguous tensors: 2 = two CTAs that
-   * read the same K/V tiles form a cluster (without a mask adjacent query blocks of one head;
-   * with a causal mask and an even GQA ratio one query block of two q heads of one K/V head),
-   * and each TMA copy of a K or V tile lands in both, each CTA's producer issuing half the
-   * tile's boxes (.mc: each K/V byte read from L2 once per two CTAs); else 0 */
-  int multicast;
 } gen_variant;
 
 /* What the variants are built for: an NVRTC arch and the dynamic shared memory a block may use. */

@@ -372,17 +372,6 @@ __device__ __forceinline__ void at_bar_arrive_cluster(unsigned bar, unsigned ran
                : "memory");
 }
 
-/* at_tma_load's box into the same offset of every CTA of the cluster in cta_mask (bit r: rank
- * r), each completing its bytes on its own mbarrier at bar's offset. */
-__device__ __forceinline__ void at_tma_load_multicast(unsigned dst, const at_tmap *map, int d, int row, int head,
-                                                       int b, unsigned bar, unsigned short cta_mask)
-{
-  asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster "
-               "[%0], [%1, {%2, %3, %4, %5}], [%6], %7;\n" ::"r"(dst),
-               "l"(map), "r"(d), "r"(row), "r"(head), "r"(b), "r"(bar), "h"(cta_mask)
-               : "memory");
-}
-
 /* A wgmma shared-memory matrix descriptor for a K-major operand stored as above: start address,
  * leading byte offset 1 (unused when swizzled), stride byte offset 8*CW (one 8-row atom), swizzle
  * mode 1 (128 B), 2 (64 B) or 3 (32 B). */

@@ -180,11 +180,11 @@
  *       3.7e-2). Half is the generator's choice with two consumers, and 128x224 s2 FP8's
  *       default at D 128: against the binary before, 916-1005 -> 964-1061 (five runs each);
  *       three consumers (192x96) ran 3% slower with it, so they keep the exact exponentials.
- *   v22 (FA3_MULTICAST 2, .mc; measured slower, taken by key only): K/V multicast ("K/V
- *       multicast" below). At block_m 128 a CTA reads 32 bytes of K/V from L2 per clock per SM
- *       at the tensor cores' full rate: B2 N16 T=S=8k D128 moves 8.6 GB from L2 to the SMs.
- *       Two CTAs of a cluster share each tile's TMA copies, halving that: two query blocks of
- *       one head without a mask, one query block of two q heads of one K/V head under a causal
+ *   v22 (FA3_MULTICAST 2, .mc; measured slower, removed): K/V multicast (docs/perf.md "v22").
+ *       At block_m 128 a CTA reads 32 bytes of K/V from L2 per clock per SM at the tensor
+ *       cores' full rate: B2 N16 T=S=8k D128 moves 8.6 GB from L2 to the SMs. Two CTAs of a
+ *       cluster shared each tile's TMA copies, halving that: two query blocks of one head
+ *       without a mask, one query block of two q heads of one K/V head under a causal
  *       mask (even GQA ratios). Measured (H200, each tile against its twin in one bench, two
  *       rounds): 13-45% slower at every shape, e.g. bf16 D128 128x176 619 -> 527 TFLOP/s, D256
  *       128x80 705 -> 603, e4m3 D128 128x224 995 -> 693. ncu: L2 to the SMs 5.16 -> 2.76 TB/s,
@@ -879,6 +879,15 @@ __device__ __forceinline__ void fa3_tma_tile(unsigned dst, const at_tmap *map, i
   for (int c = 0; c < FA3_COLS; c++) at_tma_load(dst + c * R * 128, map, c * (128 / FA3_ESIZE), row0, head, b, bar);
 }
 
+/* V^T ahead: the V^T tile of keys key0 .. key0 + BN - 1 from the scratch's map (keys, D, Nkv, B),
+ * one box of CW_N keys by D rows per column block, in the layout fa3_issue_pv reads. */
+__device__ __forceinline__ void fa3_tma_vt_tile(unsigned dst, const at_tmap *map, int key0, int head, int b,
+                                                unsigned bar)
+{
+#pragma unroll
+  for (int c = 0; c < FA3_BN / FA3_CW_N; c++)
+    at_tma_load(dst + c * FA3_VT_BLOCK_BYTES, map, key0 + c * FA3_CW_N, 0, head, b, bar);
+}
 
 __device__ __forceinline__ void fa3_named_sync(int id, int threads)
 {
@@ -928,56 +937,6 @@ static constexpr int FA3_PAGE_BOX = FA3_PAGE_SIZE && FA3_PAGE_SIZE < FA3_BN ? FA
 static_assert(!FA3_PAGE_SIZE || (FA3_PAGE_SIZE >= 16 && (FA3_BN % FA3_PAGE_SIZE == 0 || FA3_PAGE_SIZE % FA3_BN == 0)),
               "paged K/V: page size >= 16, a divisor or a multiple of block_n");
 
-/* K/V multicast (FA3_MULTICAST 2, .mc; padded contiguous tensors, one CTA per work tile): the
- * grid's x pairs as clusters of two CTAs that read the same K/V tiles: without a mask x runs
- * over query blocks (rounded up to even), so a pair is two query blocks of one head; with a
- * causal mask x runs over q heads, so a pair is one query block of heads 2i and 2i + 1, which
- * share a K/V head where the GQA ratio is even (the two then see the same keys, tile counts
- * included). Each K/V copy lands in both CTAs: CTA r's producer issues
- * box i of a tile (its K boxes, then its V boxes) where i % 2 == r, multicast to both, so each
- * CTA's full barrier still counts a whole tile's bytes, half of them completed by the other
- * CTA's copies. A stage is free only when the consumers of both CTAs are done with it: each
- * consumer warp arrives on the empty barrier of its own CTA and of the other one (twice the
- * arrivals), and each producer waits on its own. The CTAs sync as a cluster after initializing
- * their mbarriers (no copy or arrival may reach a barrier not yet initialized) and before they
- * exit (no arrival may reach a CTA that has left; every copy into a CTA completed before its
- * own consumers finished): every thread arrives once its work is done (the producer's after
- * its copies, the consumers' after their loop) and waits before it returns. A CTA past T (an odd number of query blocks) loads zeros for Q,
- * takes its part in the copies and stores nothing. Why: at block_m 128 a CTA reads 4 B N D
- * bytes of K/V per 4 B M N D FLOP, so at the tensor cores' full rate (about 4096 16-bit FLOP a
- * clock per SM) 32 bytes a clock per SM come from L2 (7.7 TB/s over 132 SMs at 1.83 GHz), for
- * FP8 too at twice the rate with half the bytes; multicast halves that. */
-#ifndef FA3_MULTICAST
-#define FA3_MULTICAST 1
-#endif
-static_assert(FA3_MULTICAST == 1 || (FA3_MULTICAST == 2 && (!FA3_CAUSAL || FA3_GQA % 2 == 0) && !FA3_PERSISTENT &&
-                                     !FA3_RAGGED && !FA3_PAGE_SIZE && !FA3_PRODUCER_TRANSPOSES),
-              "K/V multicast: 2 CTAs, causal masks with an even GQA ratio, one CTA per work tile, padded "
-              "contiguous tensors, 16-bit or .vt");
-#if FA3_MULTICAST > 1
-#define FA3_CLUSTER_DIMS __cluster_dims__(FA3_MULTICAST, 1, 1)
-#else
-#define FA3_CLUSTER_DIMS
-#endif
-
-/* An FP8 descale, read after the wait for the previous grid. Multicast kernels read it by a
- * coherent load: in e4m3 D 128 128x224 .vt.mc, ptxas hoisted the read-only (.nc) load above the
- * wait (at_ld_cg_f says why that is a race). The other kernels keep the load they were timed
- * with, which waits (scripts/sass_wait.awk): the coherent one changes their schedule (e4m3 D 128
- * 128x224 .vt: 3720 SASS instructions against 4024; not yet timed). */
-__device__ __forceinline__ float fa3_descale(const float *p) { return FA3_MULTICAST > 1 ? at_ld_cg_f(p) : *p; }
-
-/* K or V box i of a tile (its K boxes, then its V boxes): this CTA's copy, or with multicast
- * the copy into every CTA of the cluster, issued by the one of rank i % FA3_MULTICAST. */
-__device__ __forceinline__ void fa3_kv_box(unsigned dst, const at_tmap *map, int d, int row, int head, int b,
-                                           unsigned bar, int i, unsigned rank)
-{
-  if (FA3_MULTICAST == 1)
-    at_tma_load(dst, map, d, row, head, b, bar);
-  else if ((unsigned)i % FA3_MULTICAST == rank)
-    at_tma_load_multicast(dst, map, d, row, head, b, bar, (unsigned short)((1u << FA3_MULTICAST) - 1));
-}
-
 #if FA3_PAGE_SIZE > 0
 /* Paged: -inf for the keys of the boxes in bad (pages outside the pool). A box is BOX >= 16 keys,
  * so each n8 tile of S lies in one. */
@@ -999,37 +958,7 @@ struct fa3_ws_ctx {
   const int *table_row;  /* paged: this sequence's block-table row (else 0) */
   int max_pages;         /* paged: entries in it */
   unsigned page_bad;     /* paged: STAGES words, the boxes of each stage's K tile with no page in the pool */
-  unsigned rank;         /* K/V multicast: this CTA's rank in its cluster (else 0) */
 };
-
-/* A K or V tile of BN rows from row0 (box first + c for column block c; fa3_kv_box). */
-__device__ __forceinline__ void fa3_tma_kv_tile(const fa3_ws_ctx &c, unsigned dst, const at_tmap *map, int row0,
-                                                int head, int b, unsigned bar, int first)
-{
-#pragma unroll
-  for (int col = 0; col < FA3_COLS; col++)
-    fa3_kv_box(dst + col * FA3_BN * 128, map, col * (128 / FA3_ESIZE), row0, head, b, bar, first + col, c.rank);
-}
-
-/* V^T ahead: the V^T tile of keys key0 .. key0 + BN - 1 from the scratch's map (keys, D, Nkv, B),
- * one box of CW_N keys by D rows per column block, in the layout fa3_issue_pv reads (box
- * FA3_COLS + c of the tile for fa3_kv_box: after K's). */
-__device__ __forceinline__ void fa3_tma_vt_tile(const fa3_ws_ctx &c, unsigned dst, const at_tmap *map, int key0,
-                                                int head, int b, unsigned bar)
-{
-#pragma unroll
-  for (int col = 0; col < FA3_BN / FA3_CW_N; col++)
-    fa3_kv_box(dst + col * FA3_VT_BLOCK_BYTES, map, key0 + col * FA3_CW_N, 0, head, b, bar, FA3_COLS + col, c.rank);
-}
-
-/* A consumer warp is done reading a stage (or V^T buffer) whose empty barrier is bar: lane 0
- * arrives there, and with multicast lane 1 at the other CTA's, whose producer's copies land in
- * this CTA's stage too. */
-__device__ __forceinline__ void fa3_release(const fa3_ws_ctx &c, unsigned bar, int lane)
-{
-  if (lane == 0) at_bar_arrive(bar);
-  if (FA3_MULTICAST > 1 && lane == 1) at_bar_arrive_cluster(bar, c.rank ^ 1u);
-}
 
 /* One work tile: query rows m0 .. m0 + BM - 1 of head h (K/V head hk) of batch b, and its K/V
  * tiles. */
@@ -1154,17 +1083,14 @@ __device__ __forceinline__ void fa3_ws_produce(const fa3_ws_ctx &c, const fa3_wo
     at_bar_expect(c.bar_full_v + 8 * s, FA3_KV_BYTES);
     fa3_tma_tile_paged(c.v + s * FA3_KV_BYTES, tm_v, c, t * FA3_BN, w.hk, c.bar_full_v + 8 * s);
 #else
-    /* With multicast a full barrier counts the whole tile: the other CTA's copies complete the
-     * rest (fa3_kv_box). */
     at_bar_expect(c.bar_full_k + 8 * s, FA3_KV_BYTES);
-    fa3_tma_kv_tile(c, c.k + s * FA3_KV_BYTES, tm_k, c.kv_first + t * FA3_BN, w.hk, kv_b, c.bar_full_k + 8 * s, 0);
+    fa3_tma_tile<FA3_BN>(c.k + s * FA3_KV_BYTES, tm_k, c.kv_first + t * FA3_BN, w.hk, kv_b, c.bar_full_k + 8 * s);
     at_bar_wait(c.bar_empty_v + 8 * s, phase ^ 1u);
     at_bar_expect(c.bar_full_v + 8 * s, FA3_KV_BYTES); /* the ones rows are not loaded */
 #if FA3_VT_PRE /* tm_v maps the V^T in the scratch */
-    fa3_tma_vt_tile(c, c.v + s * FA3_V_BYTES, tm_v, t * FA3_BN, w.hk, w.b, c.bar_full_v + 8 * s);
+    fa3_tma_vt_tile(c.v + s * FA3_V_BYTES, tm_v, t * FA3_BN, w.hk, w.b, c.bar_full_v + 8 * s);
 #else
-    fa3_tma_kv_tile(c, c.v + s * FA3_KV_BYTES, tm_v, c.kv_first + t * FA3_BN, w.hk, kv_b, c.bar_full_v + 8 * s,
-                    FA3_COLS);
+    fa3_tma_tile<FA3_BN>(c.v + s * FA3_KV_BYTES, tm_v, c.kv_first + t * FA3_BN, w.hk, kv_b, c.bar_full_v + 8 * s);
 #endif
 #endif
   }
@@ -1188,7 +1114,7 @@ __device__ __forceinline__ void fa3_fill_ones_rows(unsigned v, int tid)
 /* A consumer warp is done with K tile stage s (and, on its work tile's last tile, with Q). */
 __device__ __forceinline__ void fa3_release_k_q(const fa3_ws_ctx &c, int s, bool last_tile, int lane)
 {
-  fa3_release(c, c.bar_empty_k + 8 * s, lane);
+  if (lane == 0) at_bar_arrive(c.bar_empty_k + 8 * s);
   /* This warp's last Q K^T of the work tile is done: Q's buffer may take the next tile's. */
   if (FA3_PERSISTENT && last_tile && lane == 0) at_bar_arrive(c.bar_q_empty);
 }
@@ -1240,7 +1166,7 @@ __device__ __forceinline__ void fa3_ws_consume(const fa3_ws_ctx &c, const fa3_wo
     const int s = u % FA3_STAGES, sp = (u + FA3_STAGES - 1) % FA3_STAGES;
     if (t > 0) {
       fa3_finish_tile(acc, alpha, row_sum, sacc, p);
-      if (v_release) fa3_release(c, v_release, lane);
+      if (v_release && lane == 0) at_bar_arrive(v_release);
     }
     at_bar_wait(c.bar_full_k + 8 * s, (unsigned)(u / FA3_STAGES) & 1u);
 #if FA3_PAGE_SIZE > 0
@@ -1294,7 +1220,7 @@ __device__ __forceinline__ void fa3_ws_consume(const fa3_ws_ctx &c, const fa3_wo
   }
   if (n_tiles > 0) {
     fa3_finish_tile(acc, alpha, row_sum, sacc, p);
-    if (v_release) fa3_release(c, v_release, lane);
+    if (v_release && lane == 0) at_bar_arrive(v_release);
     const int last = n_tiles - 1;
 #if FA3_PRODUCER_TRANSPOSES
     at_bar_wait(c.bar_vt_full + 8 * (last & 1), (unsigned)(last / 2) & 1u);
@@ -1321,7 +1247,7 @@ __device__ __forceinline__ void fa3_ws_consume(const fa3_ws_ctx &c, const fa3_wo
   }
 }
 
-extern "C" __global__ void __launch_bounds__(FA3_ALL_THREADS, 1) FA3_CLUSTER_DIMS
+extern "C" __global__ void __launch_bounds__(FA3_ALL_THREADS, 1)
 FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
            const at_in_t *__restrict__ v, at_out_t *__restrict__ o, float *__restrict__ lse, int T, int S,
            float scale_log2, long long q_sb, int q_ss, int q_sh, long long k_sb, int k_ss, int k_sh,
@@ -1349,9 +1275,9 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
   at_wait_for_previous_grid(); /* a programmatic launch: the previous kernel's results first */
   float o_descale = 1.f;
   if (FA3_FP8) {
-    if (descale_q) scale_log2 *= fa3_descale(descale_q);
-    if (descale_k) scale_log2 *= fa3_descale(descale_k);
-    if (descale_v) o_descale = fa3_descale(descale_v);
+    if (descale_q) scale_log2 *= *descale_q;
+    if (descale_k) scale_log2 *= *descale_k;
+    if (descale_v) o_descale = *descale_v;
   }
   extern __shared__ __align__(128) unsigned char fa3_smem[];
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, wg = warp / 4;
@@ -1386,7 +1312,6 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
   c.table_row = 0, c.max_pages = 0;
 #endif
   c.T = T, c.S = S, c.offset = FA3_MASK == AT_MASK_CAUSAL_BR ? S - T : 0;
-  c.rank = FA3_MULTICAST > 1 ? at_cluster_rank() : 0u;
 #if FA3_PERSISTENT
   /* Work tiles i = blockIdx.x, + gridDim.x, ... (a static schedule: producer and consumers walk
    * the same sequence without talking about it); B follows from the count. */
@@ -1422,9 +1347,8 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
     for (int s = 0; s < FA3_STAGES; s++) {
       at_bar_init(c.bar_full_k + 8 * s, 1);
       at_bar_init(c.bar_full_v + 8 * s, 1);
-      /* one arrival per consumer warp (of each CTA the stage's copies fill) */
-      at_bar_init(c.bar_empty_k + 8 * s, FA3_WARPS * FA3_MULTICAST);
-      at_bar_init(c.bar_empty_v + 8 * s, FA3_PRODUCER_TRANSPOSES ? FA3_TRANSPOSERS : FA3_WARPS * FA3_MULTICAST);
+      at_bar_init(c.bar_empty_k + 8 * s, FA3_WARPS); /* one arrival per consumer warp */
+      at_bar_init(c.bar_empty_v + 8 * s, FA3_PRODUCER_TRANSPOSES ? FA3_TRANSPOSERS : FA3_WARPS); /* V's readers */
     }
     if (FA3_PRODUCER_TRANSPOSES)
       for (int i = 0; i < 2; i++) {
@@ -1437,10 +1361,7 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
     at_fence_async_smem();
   }
   fa3_fill_ones_rows(c.v, tid);
-  if (FA3_MULTICAST > 1)
-    at_cluster_sync(); /* the other CTA's barriers too, before any copy or arrival reaches them */
-  else
-    __syncthreads();
+  __syncthreads();
 
   if (wg == 0) {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(FA3_PRODUCER_REGS));
@@ -1471,10 +1392,6 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
       }
     }
 #endif
-    if (FA3_MULTICAST > 1) { /* the consumers' exit barrier below, waited for like theirs */
-      at_cluster_arrive();
-      at_cluster_wait();
-    }
     return;
   }
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(FA3_CONSUMER_REGS));
@@ -1506,9 +1423,6 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
   if (FA3_PINGPONG && cw == 0) fa3_named_sync(1, 256);
 #else
   fa3_ws_consume(c, work, 0, 0, cw, cwarp, lane, scale_log2, acc, row_max, row_sum);
-  /* Multicast: this CTA's arrivals at the other's barriers are done; it leaves once the other
-   * CTA's are (the epilogue runs in between). */
-  if (FA3_MULTICAST > 1) at_cluster_arrive();
 #if FA3_RAGGED
   /* Packed O from the sequence's first row; lse [Nq, total_q]; rows below T_b. */
   fa3_store_o(o + (long long)c.q_first * o_ss, FA3_LSE ? lse + c.q_first : lse, acc, row_max, row_sum, o_descale,
@@ -1516,7 +1430,6 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
 #else
   fa3_store_o(o, lse, acc, row_max, row_sum, o_descale, scale_log2, T, T, work.b, work.h, n_heads, work.m0,
               cwarp * 16, o_sb, o_ss, o_sh, g, tq);
-  if (FA3_MULTICAST > 1) at_cluster_wait();
 #endif
 #endif
 }

@@ -462,15 +462,3 @@ void tu_download_f64(CUdeviceptr dev, size_t n, double *host)
   for (size_t i = 0; i < n; i++) host[i] = f[i];
   free(f);
 }
-
-int tu_with_multicast_twins(gen_variant *vs, int n, int cap, const gen_target *target)
-{
-  const int listed = n;
-  for (int i = 0; i < listed && n < cap; i++) {
-    gen_variant twin = vs[i];
-    twin.multicast = 2;
-    if (vs[i].family != GEN_FAMILY_FA3 || !vs[i].ws || gen_variant_check(&twin, target) != AT_OK) continue;
-    vs[n++] = twin;
-  }
-  return n;
-}

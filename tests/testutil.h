@@ -85,11 +85,6 @@ int tu_run_attntune(const char *args, const char *dir, char *output, size_t size
  * right, else 1 after printing why. */
 typedef int (*tu_variant_check)(const rt_variant *lv, const char *key, int i, void *ctx);
 
-/* Appends to vs[0..n) the K/V multicast twin (.mc) of each listed variant that has one (fa3
- * warp-specialized; no mask, or causal with an even GQA ratio), up to cap; returns the new count. The tuner does not list .mc
- * until the H200 has timed it, so the GPU tests check it against the reference here. */
-int tu_with_multicast_twins(gen_variant *vs, int n, int cap, const gen_target *target);
-
 /* Compiles every variant for target and runs check on each that compiled, with its module loaded
  * (and unloaded after). A variant that does not compile is printed and counts as a failure.
  * Returns the number of failures. */
