@@ -5,11 +5,8 @@ decode_wgi_protocol.py): arrivals, expected bytes, phases and parity waits."""
 class MBarrier:
     """mbarrier: completes a phase when `count` arrivals and all expected bytes are in."""
 
-    def __init__(self, count, tx_may_lead=False):
-        # tx_may_lead: another CTA's multicast copies may complete bytes on this barrier before
-        # its own producer announced them (the count goes below zero for a while, as on the GPU)
+    def __init__(self, count):
         self.count, self.arrivals, self.tx, self.phase = count, 0, 0, 0
-        self.tx_may_lead = tx_may_lead
 
     def arrive(self, n=1):
         self.arrivals += n
@@ -22,7 +19,7 @@ class MBarrier:
 
     def complete_tx(self, n_bytes):
         self.tx -= n_bytes
-        assert self.tx >= 0 or self.tx_may_lead, "bytes completed before the producer expected them"
+        assert self.tx >= 0, "bytes completed before the producer expected them"
         self._maybe_complete()
 
     def _maybe_complete(self):
