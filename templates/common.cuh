@@ -350,26 +350,12 @@ __device__ __forceinline__ void at_cluster_sync()
   asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
 }
 
-/* The same in two halves, for work between them; the wait counts the cluster's threads that
- * have not exited. */
-__device__ __forceinline__ void at_cluster_arrive() { asm volatile("barrier.cluster.arrive.release;\n" ::: "memory"); }
-__device__ __forceinline__ void at_cluster_wait() { asm volatile("barrier.cluster.wait.acquire;\n" ::: "memory"); }
-
 /* The address of the same shared-memory word in CTA `rank` of the cluster. */
 __device__ __forceinline__ unsigned at_cluster_addr(unsigned local, unsigned rank)
 {
   unsigned r;
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(local), "r"(rank));
   return r;
-}
-
-/* An arrival on the mbarrier at the same offset in CTA `rank` of the cluster; release at
- * cluster scope: this thread's reads of shared memory before it are done before that CTA's
- * waiter goes on (and, say, overwrites what was read). */
-__device__ __forceinline__ void at_bar_arrive_cluster(unsigned bar, unsigned rank)
-{
-  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];\n" ::"r"(at_cluster_addr(bar, rank))
-               : "memory");
 }
 
 /* A wgmma shared-memory matrix descriptor for a K-major operand stored as above: start address,
