@@ -188,9 +188,9 @@
  *       mask (even GQA ratios). Measured (H200, each tile against its twin in one bench, two
  *       rounds): 13-45% slower at every shape, e.g. bf16 D128 128x176 619 -> 527 TFLOP/s, D256
  *       128x80 705 -> 603, e4m3 D128 128x224 995 -> 693. ncu: L2 to the SMs 5.16 -> 2.76 TB/s,
- *       and without .mc L2 ran at a third of its sector rate, so L2 was not the limit; the pair
- *       runs in lockstep (a stage refills once both CTAs released it), and two stages leave no
- *       slack for either CTA's stalls.
+ *       and without .mc L2 ran at a third of its sector rate, so L2 was not the limit. A third
+ *       stage did not help the pair either (128x128 s3 614 -> 478), so the ring's depth is not
+ *       what the lockstep of the two CTAs costs.
  * Copies by cp.async and stores by threads are generic-proxy writes; wgmma reads shared memory
  * through the async proxy, hence fence.proxy.async before the barriers that publish them.
  */
