@@ -5,7 +5,9 @@
 # for every listed variant, the best starred), ROUNDS times (default 2).
 # The H200's SM clock moves under its power cap (1530-1875 MHz in one call, docs/perf.md "v20"),
 # and not alike for cuDNN's kernel and ours, so one run's ratio says little: every bench runs with
-# nvidia-smi sampling the SM clock every 200 ms, and the table gives the median of its samples.
+# nvidia-smi sampling the SM clock and the GPU's utilization every 200 ms, and the table gives the
+# median clock of the busy samples (utilization 90% or more: while NVRTC compiles or the host
+# verifies, the idle GPU sits at its top clock, 1980 MHz on the H200, which is no kernel's).
 # BASE=PATH names a second attntune binary (say main's before a change): each round then runs it
 # and this build's alternately, shape by shape, the A/B of docs/perf.md. SHAPES (";"-separated
 # names from the list below) narrows the run, e.g. SHAPES="bf16-d128;e4m3-d128" ROUNDS=3.
@@ -39,8 +41,10 @@ flags_of() {
 }
 shapes=${SHAPES:-"bf16-d128;bf16-d128-causal;bf16-d64;bf16-d256;e4m3-d128;e4m3-d256;gqa-16k-causal"}
 
-median_clock() { # the median of a file of nvidia-smi samples (MHz, one a line), or - if none
-  sort -n "$1" 2>/dev/null | awk '$1 + 0 > 0 { v[n++] = $1 } END { if (n) print v[int((n - 1) / 2)]; else print "-" }'
+median_clock() { # the median clock of a file of nvidia-smi samples ("utilization %, MHz" a line)
+  # taken while the GPU was busy (90% or more), or - if none
+  awk -F', *' '$1 + 0 >= 90 && $2 + 0 > 0 { print $2 + 0 }' "$1" 2>/dev/null | sort -n |
+    awk '{ v[n++] = $1 } END { if (n) print v[int((n - 1) / 2)]; else print "-" }'
 }
 
 rc=0
@@ -61,7 +65,7 @@ while [ "$round" -le "$rounds" ]; do
       : >"$clocks"
       smi=""
       if command -v nvidia-smi >/dev/null 2>&1; then
-        nvidia-smi --query-gpu=clocks.sm --format=csv,noheader,nounits -lms 200 >"$clocks" 2>/dev/null &
+        nvidia-smi --query-gpu=utilization.gpu,clocks.sm --format=csv,noheader,nounits -lms 200 >"$clocks" 2>/dev/null &
         smi=$!
       fi
       echo "== $name round $round $at" >>"$log"

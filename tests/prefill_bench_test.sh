@@ -1,7 +1,7 @@
 #!/bin/sh
 # prefill_bench_test.sh SOURCE_DIR — scripts/prefill_bench.sh against a stand-in attntune and
 # nvidia-smi (no GPU): the table's rows take cuDNN's and the default's TFLOP/s from the right
-# lines, the ratio, the starred best with fused, the median clock, one row per shape, round and
+# lines, the ratio, the starred best with fused, the median clock while busy, one row per shape, round and
 # binary with BASE; an unknown shape name exits 2 and names it.
 src=$1
 fails=0
@@ -31,10 +31,11 @@ case "\$impl" in *fused*) echo "fa3.\$dt.other.$b     1.0000     700.0  2.3e-03 
 EOS
   chmod +x "$dir/$b/attntune"
 done
-# Clock samples 1500, 1700, 1600 (median 1600), then the stand-in waits to be killed.
+# Busy clock samples 1500, 1700, 1600 (median 1600) among idle ones at 1980 (with them the
+# median would be 1700), then the stand-in waits to be killed.
 cat >"$dir/bin/nvidia-smi" <<'EOS'
 #!/bin/sh
-printf '1500\n1700\n1600\n'
+printf '0, 1980\n100, 1500\n97, 1700\n0, 1980\n100, 1600\n12, 1980\n'
 exec sleep 30
 EOS
 chmod +x "$dir/bin/nvidia-smi"
