@@ -442,8 +442,9 @@ static int wg_listed(const gen_spec *spec, const gen_target *target, int bm)
  * of 6 too, each stage one warpgroup's; decode step 22c); the others keep 3-5 stages of both rings. */
 static int wg_stages_listed(const gen_variant *v)
 {
-  /* .wgi3 with 9 slots beside a ring of 3 (decode step 25) is taken by key but not listed: not
-   * yet run on the GPU */
+  /* .wgi3 with 9 slots beside a ring of 3 (decode step 25) is taken by key but not listed: on the
+   * H200 it won at S16k (47.6 -> 46.8 us) and lost at S64k (146.6 -> 149.9, GQA 4 T16 281.8 ->
+   * 291.5), where the default takes .wgi3 */
   if (v->wg == 3) return v->stages == 6;
   return wg_k8(v) ? v->stages >= 4 && v->stages <= 8 : v->stages < 6;
 }
