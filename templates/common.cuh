@@ -180,17 +180,6 @@ __device__ __forceinline__ void at_wait_for_previous_grid(void)
 #endif
 }
 
-/* A load at L2 (.cg), volatile: it stays after the fences and barriers before it. For data
- * other CTAs wrote during this launch, and for inputs read after at_wait_for_previous_grid:
- * ptxas may hoist a read-only (.nc, const __restrict__) load above that wait, where the
- * previous kernel may still be writing what it reads (scripts/sass_wait.awk checks for it). */
-__device__ __forceinline__ float at_ld_cg_f(const float *p)
-{
-  float x;
-  asm volatile("ld.global.cg.f32 %0, [%1];\n" : "=f"(x) : "l"(p) : "memory");
-  return x;
-}
-
 __device__ __forceinline__ void at_allow_next_grid(void)
 {
 #if __CUDA_ARCH__ >= 900
@@ -333,29 +322,6 @@ __device__ __forceinline__ void at_tma_load(unsigned dst, const at_tmap *map, in
                "[%0], [%1, {%2, %3, %4, %5}], [%6];\n" ::"r"(dst),
                "l"(map), "r"(d), "r"(row), "r"(head), "r"(b), "r"(bar)
                : "memory");
-}
-
-/* ---- thread block clusters (sm_90) ---- */
-__device__ __forceinline__ unsigned at_cluster_rank()
-{
-  unsigned r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-  return r;
-}
-
-/* All threads of the cluster; release/acquire: shared-memory writes before it are visible to
- * every CTA of the cluster after it. */
-__device__ __forceinline__ void at_cluster_sync()
-{
-  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-}
-
-/* The address of the same shared-memory word in CTA `rank` of the cluster. */
-__device__ __forceinline__ unsigned at_cluster_addr(unsigned local, unsigned rank)
-{
-  unsigned r;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(local), "r"(rank));
-  return r;
 }
 
 /* A wgmma shared-memory matrix descriptor for a K-major operand stored as above: start address,

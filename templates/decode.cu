@@ -928,20 +928,29 @@ __device__ __forceinline__ void dec_load_kv_paged(unsigned tile, const dec_kv_t 
 
 /* ---- the last-CTA merge (DEC_LAST_CTA) --------------------------------------------------------- */
 
-/* The partials were written by other CTAs of this launch, after which no L1 copy may be
- * trusted: they are read at L2 (common.cuh at_ld_cg_f). */
+/* Loads at L2 (.cg), volatile so that they stay after the fences and barriers before them: the
+ * partials were written by other CTAs of this launch, after which no L1 copy may be trusted; and
+ * ptxas may hoist a read-only (.nc) load above the wait for the previous grid, where that kernel
+ * may still be writing what it reads (scripts/sass_wait.awk checks for it). */
+__device__ __forceinline__ float dec_ld_cg_f(const float *p)
+{
+  float x;
+  asm volatile("ld.global.cg.f32 %0, [%1];\n" : "=f"(x) : "l"(p) : "memory");
+  return x;
+}
+
 /* A split kernel's wait for the previous grid (it is launched as a programmatic dependent: that
  * kernel may still be writing its inputs), the next grid's early launch where allowed, then its
- * first global reads, the descales. Step 27 (WAIT_LATE: contiguous K/V) calls it below the index arithmetic and
- * reads the descales by coherent loads: ptxas hoisted their read-only (.nc) load above the wait. */
+ * first global reads, the descales. Step 27 (WAIT_LATE: contiguous K/V) calls it below the index
+ * arithmetic and reads the descales by coherent loads. */
 template <bool WAIT_LATE>
 __device__ __forceinline__ void dec_inputs_ready(bool allow_next, const float *descale_k, const float *descale_v,
                                                  float &scale_log2, float &o_descale)
 {
   at_wait_for_previous_grid();
   if (allow_next) at_allow_next_grid();
-  if (descale_k) scale_log2 *= WAIT_LATE ? at_ld_cg_f(descale_k) : *descale_k;
-  if (descale_v) o_descale = WAIT_LATE ? at_ld_cg_f(descale_v) : *descale_v;
+  if (descale_k) scale_log2 *= WAIT_LATE ? dec_ld_cg_f(descale_k) : *descale_k;
+  if (descale_v) o_descale = WAIT_LATE ? dec_ld_cg_f(descale_v) : *descale_v;
 }
 
 __device__ __forceinline__ void dec_ld_cg_f4(const float *p, float x[4])
@@ -972,7 +981,7 @@ __device__ __forceinline__ void dec_merge_row(const float *o_part, const float *
 #pragma unroll
     for (int u = 0; u < DEC_MB; u++) { /* loads first, then the arithmetic */
       const int s = s0 + u;
-      ls[u] = s < n_splits ? at_ld_cg_f(lp + s) : AT_NEG_INF;
+      ls[u] = s < n_splits ? dec_ld_cg_f(lp + s) : AT_NEG_INF;
 #pragma unroll
       for (int c = 0; c < DEC_MC; c++) {
         const int ch = lane + 32 * c;
@@ -1063,6 +1072,28 @@ static constexpr int DEC_PSTRIDE = DEC_D + 4; /* floats per partial row (16-byte
 #if DEC_CLUSTER > 1
 static_assert(DEC_PART_BYTES <= 2 * DEC_STAGES * DEC_KV_BYTES, "cluster merge: the partials must fit the K/V area");
 
+__device__ __forceinline__ unsigned dec_cluster_rank()
+{
+  unsigned r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+
+/* All threads of the cluster; release/acquire: shared-memory writes before it are visible to
+ * every CTA of the cluster after it. */
+__device__ __forceinline__ void dec_cluster_sync()
+{
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+
+/* The address of the same shared-memory word in CTA `rank` of the cluster. */
+__device__ __forceinline__ unsigned dec_dsmem(unsigned local, unsigned rank)
+{
+  unsigned r;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(r) : "r"(local), "r"(rank));
+  return r;
+}
+
 __device__ __forceinline__ float dec_ld_dsmem_f(unsigned addr)
 {
   float x;
@@ -1088,8 +1119,8 @@ __device__ __forceinline__ void dec_cluster_merge(at_out_t *o, float *lse, int b
 {
   const float LOG2E = 1.4426950408889634f;
   constexpr int C4 = DEC_D / 4;
-  at_cluster_sync();
-  for (int item = (int)at_cluster_rank() * DEC_THREADS + threadIdx.x; item < DEC_ROWS * C4;
+  dec_cluster_sync();
+  for (int item = (int)dec_cluster_rank() * DEC_THREADS + threadIdx.x; item < DEC_ROWS * C4;
        item += DEC_CLUSTER * DEC_THREADS) {
     const int r = item / C4, ch = item % C4;
     const int tok = t0 + r / DEC_G, h = hk * DEC_G + r % DEC_G;
@@ -1097,8 +1128,8 @@ __device__ __forceinline__ void dec_cluster_merge(at_out_t *o, float *lse, int b
     float ls[DEC_CLUSTER], x[DEC_CLUSTER][4];
 #pragma unroll
     for (int s = 0; s < DEC_CLUSTER; s++) {
-      ls[s] = dec_ld_dsmem_f(at_cluster_addr(part_l + r * 4, s));
-      dec_ld_dsmem_f4(at_cluster_addr(part_o + (r * DEC_PSTRIDE + 4 * ch) * 4, s), x[s]);
+      ls[s] = dec_ld_dsmem_f(dec_dsmem(part_l + r * 4, s));
+      dec_ld_dsmem_f4(dec_dsmem(part_o + (r * DEC_PSTRIDE + 4 * ch) * 4, s), x[s]);
     }
     float m = AT_NEG_INF;
 #pragma unroll
@@ -1119,7 +1150,7 @@ __device__ __forceinline__ void dec_cluster_merge(at_out_t *o, float *lse, int b
     if (DEC_LSE && ch == 0)
       lse[((long long)b * n_q + h) * T + tok] = l > 0.f ? m + at_log2(l) * 0.69314718055994531f : AT_NEG_INF;
   }
-  at_cluster_sync();
+  dec_cluster_sync();
 }
 #else
 __device__ __forceinline__ void dec_cluster_merge(at_out_t *, float *, int, int, int, int, int, long long, int, int,
@@ -1278,9 +1309,9 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
    * clusters start late (H200: B1 S16k 19.4 -> 26.1 us). A cluster kernel is launched plainly
    * (generator/decode.c), so its wait returns at once. */
   float o_descale = 1.f;
-  /* Step 27: the wait is down at the first global access, below the index
-   * arithmetic (contiguous K/V: paged K/V reads its block table after little arithmetic, and
-   * ptxas put the wait first there anyway). */
+  /* Step 27: the wait is down at the first global access, below the index arithmetic
+   * (contiguous K/V: paged K/V reads its block table after little arithmetic, and ptxas put the
+   * wait first there anyway). */
   constexpr bool WAIT_LATE = DEC_PAGE_SIZE == 0;
   const auto inputs_ready = [&]() {
     dec_inputs_ready<WAIT_LATE>(DEC_CLUSTER == 1, descale_k, descale_v, scale_log2, o_descale);

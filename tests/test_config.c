@@ -1064,9 +1064,6 @@ static void test_errors_in_other_sections(void **state)
                "t.yaml:4:3: search: unknown key 'fa4' (expected fa2, fa3, decode)");
   expect_error(ONE_SHAPE "search:\n  fa3: {tile: [64]}\n", AT_ERR_CONFIG,
                "t.yaml:4:9: search.fa3: unknown key 'tile' (expected block_m, block_n, warps, stages, ws, persistent, vt)");
-  /* fa3's K/V multicast (.mc) was removed, and its option with it. */
-  expect_error(ONE_SHAPE "search:\n  fa3: {multicast: 2}\n", AT_ERR_CONFIG,
-               "t.yaml:4:9: search.fa3: unknown key 'multicast' (expected block_m, block_n, warps, stages, ws, persistent, vt)");
   expect_error(ONE_SHAPE "search:\n  fa2: {block_m: [64, 0]}\n", AT_ERR_CONFIG,
                "t.yaml:4:23: search.fa2.block_m[1]: 0 must be at least 1");
   expect_error(ONE_SHAPE "search:\n  fa2: [64]\n", AT_ERR_CONFIG,

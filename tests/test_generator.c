@@ -1513,21 +1513,6 @@ static void test_persistent_compile_no_spills(void **state)
   assert_int_equal(bad, 0);
 }
 
-/* K/V multicast (.mc, v22) ran slower than its twin at every shape and was removed: its keys no
- * longer parse, and the parser says which suffix it does not know. */
-static void test_fa3_multicast_removed(void **state)
-{
-  (void)state;
-  gen_variant v;
-  static const char *const gone[] = {"fa3.bf16.d128.none.g4.bm128.bn176.w8.s2.ws.mc.lse",
-                                     "fa3.e4m3.d128.none.g1.bm128.bn224.w8.s2.ws.vt.mc.obf16",
-                                     "fa3.bf16.d128.causal.g4.bm192.bn80.w12.s2.wspp.mc"};
-  for (int i = 0; i < 3; i++) {
-    assert_int_equal(gen_variant_parse(gone[i], &v), AT_ERR_INVALID);
-    assert_non_null(strstr(at_last_error(), "unknown suffix 'mc'"));
-  }
-}
-
 /* ---- decode with an FP8 KV cache ---------------------------------------------------------- */
 
 static at_shape kv8_shape(at_dtype q, at_dtype kv, int d, at_mask mask, int nq, int nkv, int t, int s, int lse)
@@ -1737,39 +1722,6 @@ static void test_fp8_kv_compile_no_spills(void **state)
   assert_int_equal(bad, 0);
 }
 
-/* Decode steps 26 and 27 (K8's wait for the widened V at P V; the wait for the previous grid
- * below the index arithmetic) compile without spills for the keys they touch: K8 .wgi3 and .wgi;
- * contiguous and paged mma.sync, .wg, .cl. */
-static void test_decode_late_waits_compile(void **state)
-{
-  (void)state;
-  gen_target t = tu_sm90();
-  static const char *const keys[] = {
-      "decode.bf16.kve4m3.d128.causal-br.g8.bm8.bn64.w4.s9.sp4.wgi3", "decode.bf16.kve4m3.d128.causal-br.g8.bm8.bn64.w4.s8.sp4.wgi",
-      "decode.bf16.d128.none.g4.bm1.bn64.w4.s3.sp17",                "decode.bf16.kve4m3.d128.none.g8.bm1.bn128.w4.s4.sp8.cl",
-      "decode.bf16.pg16.d128.none.g4.bm1.bn64.w4.s4.sp8",           "decode.bf16.d128.causal-br.g8.bm16.bn64.w8.s4.sp4.wg",
-  };
-  for (size_t i = 0; i < sizeof keys / sizeof *keys; i++) {
-    gen_variant v;
-    TU_OK(gen_variant_parse(keys[i], &v));
-    char *src = NULL;
-    TU_OK(gen_emit(&v, &t, &src));
-    rt_binary bin;
-    TU_OK(rt_compile(src, keys[i], t.arch, NULL, 0, &bin));
-    assert_true(bin.n_kernels >= 2); /* the split kernel and the combine */
-    for (int k = 0; k < bin.n_kernels; k++) {
-      const rt_kernel_resources *r = &bin.kernels[k];
-      if (r->spill_store_bytes || r->spill_load_bytes || r->stack_bytes)
-        printf("  %s (%s): %d/%d bytes spilled, %d bytes stack\n", keys[i], r->name, r->spill_store_bytes,
-               r->spill_load_bytes, r->stack_bytes);
-      assert_true(r->registers > 0);
-      assert_int_equal(r->spill_store_bytes + r->spill_load_bytes + r->stack_bytes, 0);
-    }
-    rt_binary_free(&bin);
-    free(src);
-  }
-}
-
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -1787,9 +1739,8 @@ int main(void)
       cmocka_unit_test(test_decode_compile_no_spills), cmocka_unit_test(test_fa3_ws_family), cmocka_unit_test(test_fa3_speculative_max), cmocka_unit_test(test_fa3_linear_p),
       cmocka_unit_test(test_ws_compile_no_spills), cmocka_unit_test(test_fa3_vt_family),
       cmocka_unit_test(test_fa3_persistent_family), cmocka_unit_test(test_persistent_compile_no_spills),
-      cmocka_unit_test(test_fa3_multicast_removed),
       cmocka_unit_test(test_fp8_kv_keys),        cmocka_unit_test(test_fp8_kv_enumeration),
-      cmocka_unit_test(test_fp8_kv_compile_no_spills), cmocka_unit_test(test_decode_late_waits_compile),
+      cmocka_unit_test(test_fp8_kv_compile_no_spills),
   };
   return TU_RUN_GROUP(tests, NULL, NULL);
 }
