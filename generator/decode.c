@@ -497,7 +497,11 @@ static at_status enumerate(const gen_spec *spec, const gen_target *target, const
 
 /* Best first, from the H200 runs in docs/perf.md ("## decode"): 128-key tiles won every measured
  * shape (B 1-64, S 4k-16k, T 1 and 16): 4 warps and 3 stages for one token, 8 warps and 2 stages
- * for 16 tokens (64 packed rows). */
+ * for 16 tokens (64 packed rows). The default merges its splits in the combine kernel everywhere:
+ * the cluster merge (.cl, listed where the grid is small) was B=1's default until decode step 27
+ * moved the wait for the previous grid below the index arithmetic; since then the plain split
+ * ran faster at B1 GQA 4 S 1k-16k (H100: 5.3 against 6.0 us at S1k, 9.6 against 10.0 at S4k;
+ * H200 S4k: 7.8 against 8.5; docs/perf.md, "decode step 28"). */
 typedef struct pref {
   int min_t, block_n, warps, stages;
 } pref;
@@ -507,24 +511,6 @@ typedef struct pref {
 static const pref k_prefs_kv8[] = {{9, 256, 8, 2}, {9, 128, 8, 2}, {1, 256, 4, 3}, {1, 256, 4, 2},
                                    {1, 128, 4, 3}, {1, 128, 8, 2}, {1, 128, 4, 2}, {1, 64, 4, 3},
                                    {1, 64, 8, 2},  {1, 64, 4, 2},  {1, 32, 8, 2}};
-
-/* Where one cluster of CLUSTER_MAX splits per row group covers at least half the CTAs the
- * one-wave split count would launch (9-16 splits: B=1 with Nkv=8 on 132 SMs), the cluster merge
- * was the fastest or tied at every S measured with 16-bit K/V (H200, B1 S 1k-16k, against 16
- * splits and a programmatic combine: equal at 1k, 0.2-0.6 us ahead at 4k-16k; docs/perf.md, "##
- * decode"). With fewer row groups (Nkv=4: 33 splits) 8 splits leave most SMs idle, and with an
- * FP8 KV cache the 16-split combine won. */
-static void prefer_cluster_merge(gen_variant *v, const gen_target *target, const at_shape *shape)
-{
-  if (kv8(&v->spec) || shape->kv_len <= 0 || shape->batch <= 0 || shape->q_len <= 0) return;
-  const long long wave = one_wave_splits(v, target, shape);
-  if (wave <= CLUSTER_MAX || wave > 2 * CLUSTER_MAX) return;
-  if (!in_kernel_merge_worth_trying(v, target, shape) || gen_tiles(shape->kv_len, v->block_n) < CLUSTER_MAX)
-    return;
-  gen_variant c = *v;
-  c.splits = CLUSTER_MAX, c.merge = GEN_MERGE_CLUSTER;
-  if (check(&c, target) == AT_OK) *v = c;
-}
 
 static int default_variant(const gen_spec *spec, const gen_target *target, const at_shape *shape,
                            gen_variant *out)
@@ -569,7 +555,6 @@ static int default_variant(const gen_spec *spec, const gen_target *target, const
                      prefs[i].stages, 1, 0, 0, 0, 0, 0};
     if (check(&v, target) != AT_OK) continue;
     v.splits = heuristic_splits(&v, target, shape);
-    prefer_cluster_merge(&v, target, shape);
     *out = v;
     return 1;
   }
