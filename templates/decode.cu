@@ -345,6 +345,10 @@
  *      (bf16 unless named, three rounds alternating, medians): B1 S4k GQA 4 8.0 -> 7.8 us, B1
  *      S16k GQA 8 12.0 -> 11.6 (e4m3 K/V 9.2 -> 9.0), GQA 4 19.2 -> 19.0, B8 S16k GQA 8 63.4 ->
  *      63.1, B8 T16 S4k GQA 8 (.wg) 26.7 -> 26.4.
+ *   28. (generator) B=1's default merges in the combine kernel again, not .cl: after step 27
+ *      every plain split kernel beat .cl at B1 GQA 4 S 1k-8k by 0.4-1.4 us and tied at 16k
+ *      (H100, two rounds). H200, the default against cuDNN 9.19 in one run: B1 S4k 7.9 us
+ *      (.cl: 8.3-8.5 in the session before; cuDNN 11.5), B1 S16k 19.2 us = 3.50 TB/s (.cl 3.42).
  *   Tried after 18, not kept: the widening's loads of a tile pair all issued before its stores:
  *      9% slower (GQA 8 T8 S64k .wg 176.0 -> 192.2 us).
  *   Tried after 17, not kept: at 64 rows, tile t+1's Q K^T issued right after tile t's P is
