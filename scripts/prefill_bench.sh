@@ -5,9 +5,11 @@
 # for every listed variant, the best starred), ROUNDS times (default 2).
 # The H200's SM clock moves under its power cap (1530-1875 MHz in one call, docs/perf.md "v20"),
 # and not alike for cuDNN's kernel and ours, so one run's ratio says little: every bench runs with
-# nvidia-smi sampling the SM clock and the GPU's utilization every 200 ms, and the table gives the
-# median clock of the busy samples (utilization 90% or more: while NVRTC compiles or the host
-# verifies, the idle GPU sits at its top clock, 1980 MHz on the H200, which is no kernel's).
+# nvidia-smi sampling the SM clock, the utilization and the power draw every 200 ms, and the
+# table gives the median clock of the samples that drew 80% of the power limit or more (the timed
+# replays, where the cap sets the clock), else of the busy ones (utilization 90% or more). Idle
+# samples (NVRTC compiling) and busy ones at low power (the naive reference verifying) sit at the
+# top clock, 1980 MHz on the H200, which is no timed kernel's.
 # BASE=PATH names a second attntune binary (say main's before a change): each round then runs it
 # and this build's alternately, shape by shape, the A/B of docs/perf.md. SHAPES (";"-separated
 # names from the list below) narrows the run, e.g. SHAPES="bf16-d128;e4m3-d128" ROUNDS=3.
@@ -41,10 +43,12 @@ flags_of() {
 }
 shapes=${SHAPES:-"bf16-d128;bf16-d128-causal;bf16-d64;bf16-d256;e4m3-d128;e4m3-d256;gqa-16k-causal"}
 
-median_clock() { # the median clock of a file of nvidia-smi samples ("utilization %, MHz" a line)
-  # taken while the GPU was busy (90% or more), or - if none
-  awk -F', *' '$1 + 0 >= 90 && $2 + 0 > 0 { print $2 + 0 }' "$1" 2>/dev/null | sort -n |
-    awk '{ v[n++] = $1 } END { if (n) print v[int((n - 1) / 2)]; else print "-" }'
+median_clock() { # the median clock of a file of nvidia-smi samples ("utilization %, MHz, W, limit
+  # W" a line) drawing 80% of the limit or more; if none, of those busy (90% or more); or -
+  awk -F', *' '$2 + 0 > 0 && $4 + 0 > 0 && $3 >= 0.8 * $4 { print "p", $2 + 0 }
+               $2 + 0 > 0 && $1 + 0 >= 90 { print "b", $2 + 0 }' "$1" 2>/dev/null | sort -k1,1 -k2n |
+    awk '{ v[$1, n[$1]++] = $2 }
+         END { k = n["p"] ? "p" : "b"; if (n[k]) print v[k, int((n[k] - 1) / 2)]; else print "-" }'
 }
 
 rc=0
@@ -65,7 +69,7 @@ while [ "$round" -le "$rounds" ]; do
       : >"$clocks"
       smi=""
       if command -v nvidia-smi >/dev/null 2>&1; then
-        nvidia-smi --query-gpu=utilization.gpu,clocks.sm --format=csv,noheader,nounits -lms 200 >"$clocks" 2>/dev/null &
+        nvidia-smi --query-gpu=utilization.gpu,clocks.sm,power.draw,power.limit --format=csv,noheader,nounits -lms 200 >"$clocks" 2>/dev/null &
         smi=$!
       fi
       echo "== $name round $round $at" >>"$log"
@@ -99,7 +103,7 @@ done
 
 echo "== failures in $log"
 grep -E "WRONG|failed|attntune bench:" "$log" | head -20
-echo "== TFLOP/s, B2 N16 T=S=8192 unless named (default/cuDNN: the same run; MHz: the median SM clock during it)"
+echo "== TFLOP/s, B2 N16 T=S=8192 unless named (default/cuDNN: the same run; MHz: the median SM clock at 80% of the power limit, else while busy)"
 printf '%-16s %5s %-28s %8s %8s %7s %8s %6s %6s  %s\n' shape round binary cudnn default ratio best target MHz key
 cat "$rows"
 exit $rc

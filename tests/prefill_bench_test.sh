@@ -1,7 +1,7 @@
 #!/bin/sh
 # prefill_bench_test.sh SOURCE_DIR — scripts/prefill_bench.sh against a stand-in attntune and
 # nvidia-smi (no GPU): the table's rows take cuDNN's and the default's TFLOP/s from the right
-# lines, the ratio, the starred best with fused, the median clock while busy, one row per shape, round and
+# lines, the ratio, the starred best with fused, the median clock at the power cap (else while busy), one row per shape, round and
 # binary with BASE; an unknown shape name exits 2 and names it.
 src=$1
 fails=0
@@ -31,11 +31,14 @@ case "\$impl" in *fused*) echo "fa3.\$dt.other.$b     1.0000     700.0  2.3e-03 
 EOS
   chmod +x "$dir/$b/attntune"
 done
-# Busy clock samples 1500, 1700, 1600 (median 1600) among idle ones at 1980 (with them the
-# median would be 1700), then the stand-in waits to be killed.
+# Samples at the power cap at 1500, 1700, 1600 MHz (median 1600) among idle ones and busy ones
+# at low power (the naive reference verifying), all at 1980 (with those busy ones the median
+# would be 1700); then the stand-in waits to be killed. A second stand-in never nears its cap:
+# the median of the busy samples (1650).
 cat >"$dir/bin/nvidia-smi" <<'EOS'
 #!/bin/sh
-printf '0, 1980\n100, 1500\n97, 1700\n0, 1980\n100, 1600\n12, 1980\n'
+if [ -n "$LOW_POWER" ]; then printf '0, 1980, 80, 700\n100, 1600, 300, 700\n95, 1700, 310, 700\n99, 1650, 320, 700\n'
+else printf '0, 1980, 80, 700\n100, 1500, 690, 700\n97, 1700, 600, 700\n100, 1980, 210, 700\n0, 1980, 75, 700\n100, 1600, 700, 700\n100, 1980, 250, 700\n12, 1980, 90, 700\n'; fi
 exec sleep 30
 EOS
 chmod +x "$dir/bin/nvidia-smi"
@@ -50,6 +53,8 @@ expect "bf16 row: cuDNN, default, 1.10x, target 720, median clock" \
 expect "e4m3 row" '^e4m3-d256 +1 .* +1000\.0 +1100\.0 +1\.10x +- +1200 ' "$out"
 n=$(printf '%s\n' "$out" | grep -cE '^(bf16|e4m3)-')
 [ "$n" = 2 ] && echo "ok: one row per shape" || { echo "FAIL: $n rows, expected 2"; fails=$((fails + 1)); }
+out=$(run env SHAPES="bf16-d128" ROUNDS=1 LOW_POWER=1)
+expect "far from the power cap: the median clock while busy" '^bf16-d128 +1 .* +720 +1650 ' "$out"
 out=$(run env SHAPES="gqa-16k-causal" ROUNDS=2 BASE="$dir/base/attntune" IMPLS=cudnn,default,fused)
 expect "with fused: the starred best and its key" '^gqa-16k-causal +1 +[^ ]*base/attntune .* 777\.5 +- +1600 +fa3\.bf16\.best\.base$' "$out"
 n=$(printf '%s\n' "$out" | grep -cE '^gqa-16k-causal ')
