@@ -512,6 +512,17 @@ static const pref k_prefs_kv8[] = {{9, 256, 8, 2}, {9, 128, 8, 2}, {1, 256, 4, 3
                                    {1, 128, 4, 3}, {1, 128, 8, 2}, {1, 128, 4, 2}, {1, 64, 4, 3},
                                    {1, 64, 8, 2},  {1, 64, 4, 2},  {1, 32, 8, 2}};
 
+/* One token (T=1) with 16-bit K/V: half the one-wave split count. Such a CTA does little
+ * arithmetic per byte, so about half a wave of CTAs already draws HBM's rate, and fewer, longer
+ * CTAs pay their start, partial write and merge fewer times: the tuner picked the half on 13 of
+ * configs/decode.yaml's 16 bf16 T=1 shapes on the H200 (docs/perf.md, "decode step 29"). More
+ * tokens keep the one-wave count, which won at T 2-16. */
+static int default_splits(const gen_variant *v, const gen_target *target, const at_shape *shape)
+{
+  const int wave = heuristic_splits(v, target, shape);
+  return shape->q_len == 1 && !kv8(&v->spec) && wave > 1 ? (wave + 1) / 2 : wave;
+}
+
 static int default_variant(const gen_spec *spec, const gen_target *target, const at_shape *shape,
                            gen_variant *out)
 {
@@ -554,7 +565,7 @@ static int default_variant(const gen_spec *spec, const gen_target *target, const
     gen_variant v = {GEN_FAMILY_DECODE, *spec, next_pow2(shape->q_len), prefs[i].block_n, prefs[i].warps,
                      prefs[i].stages, 1, 0, 0, 0, 0, 0};
     if (check(&v, target) != AT_OK) continue;
-    v.splits = heuristic_splits(&v, target, shape);
+    v.splits = default_splits(&v, target, shape);
     *out = v;
     return 1;
   }

@@ -349,6 +349,10 @@
  *      every plain split kernel beat .cl at B1 GQA 4 S 1k-8k by 0.4-1.4 us and tied at 16k
  *      (H100, two rounds). H200, the default against cuDNN 9.19 in one run: B1 S4k 7.9 us
  *      (.cl: 8.3-8.5 in the session before; cuDNN 11.5), B1 S16k 19.2 us = 3.50 TB/s (.cl 3.42).
+ *   29. (generator) One token with 16-bit K/V defaults to half the one-wave split count: in the
+ *      H200 tune of configs/decode.yaml the half won 13 of the 16 bf16 T=1 shapes (B1 S4k with
+ *      this tile: sp8 7.7 against sp16 8.0 us, two rounds; H100: 9.3 against 9.6). Not yet
+ *      measured as the default against the one before in one bench (docs/perf.md).
  *   Tried after 18, not kept: the widening's loads of a tile pair all issued before its stores:
  *      9% slower (GQA 8 T8 S64k .wg 176.0 -> 192.2 us).
  *   Tried after 17, not kept: at 64 rows, tile t+1's Q K^T issued right after tile t's P is
