@@ -378,12 +378,15 @@ static at_status append(gen_variant *out, int cap, int *n, const gen_variant *v)
   return AT_OK;
 }
 
+/* Half of a one-wave split count, rounded up; 0 where there is no half (one split). */
+static int half_wave(int wave) { return wave > 1 ? (wave + 1) / 2 : 0; }
+
 /* The split counts tried for a tile: the one that fills one wave (first), half of it and double
  * (0 where there is none). */
 static void split_tries(const gen_variant *v, const gen_target *target, const at_shape *shape, int tries[3])
 {
   const int h = heuristic_splits(v, target, shape);
-  tries[0] = h, tries[1] = h > 1 ? (h + 1) / 2 : 0, tries[2] = 2 * h;
+  tries[0] = h, tries[1] = half_wave(h), tries[2] = 2 * h;
 }
 
 /* The variants of one tile size (warps, stages, and the split counts around one wave). */
@@ -520,7 +523,7 @@ static const pref k_prefs_kv8[] = {{9, 256, 8, 2}, {9, 128, 8, 2}, {1, 256, 4, 3
 static int default_splits(const gen_variant *v, const gen_target *target, const at_shape *shape)
 {
   const int wave = heuristic_splits(v, target, shape);
-  return shape->q_len == 1 && !kv8(&v->spec) && wave > 1 ? (wave + 1) / 2 : wave;
+  return shape->q_len == 1 && !kv8(&v->spec) && wave > 1 ? half_wave(wave) : wave;
 }
 
 static int default_variant(const gen_spec *spec, const gen_target *target, const at_shape *shape,

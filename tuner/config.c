@@ -906,7 +906,7 @@ static at_status parse_search_param(const parser *p, const yaml_node_t *n, const
 {
   vlist l = {0};
   at_status rc = read_values(p, n, field,
-                             strcmp(param, "ws") == 0           ? read_search_ws
+                             strcmp(param, "ws") == 0                                          ? read_search_ws
                              : strcmp(param, "persistent") == 0 || strcmp(param, "vt") == 0 ? read_search_flag
                                                                                              : read_search_int,
                              1, &l);
