@@ -333,6 +333,17 @@ template <int CW> __device__ __forceinline__ unsigned long long at_wgmma_desc(un
          ((unsigned long long)((8 * CW) >> 4) << 32) | ((CW == 128 ? 1ull : CW == 64 ? 2ull : 3ull) << 62);
 }
 
+/* The descriptor of the same operand `bytes` further on (a k step, the next column block): its
+ * start address field (bits 0-13, in 16-byte units) moves by bytes / 16, in the low word alone.
+ * Exact while the operand stays inside shared memory (under 2^18 bytes, so no carry leaves the
+ * field), as every tile does. Built once per tile and advanced per wgmma, a descriptor costs
+ * one add a wgmma instead of a mask, a shift and an or of the address (fa3 v23). */
+__device__ __forceinline__ unsigned long long at_wgmma_desc_advance(unsigned long long desc, unsigned bytes)
+{
+  const unsigned lo = (unsigned)desc + (bytes >> 4);
+  return (desc & 0xffffffff00000000ull) | lo;
+}
+
 /* The descriptor of an MN-major operand (16-bit V as the B of P V, read with the transpose bit):
  * the same tile layout, read the other way — 64 elements of N (one 128-byte swizzled row) per
  * column block, leading byte offset = the stride between column blocks, stride byte offset =

@@ -1971,16 +1971,17 @@ __device__ __forceinline__ void dec_wg_issue_qk(float (*s)[4], unsigned q_wg, un
                                                 const unsigned (*qf)[4])
 {
   (void)qf;
+  const unsigned long long dq = at_wgmma_desc<128>(q_wg), dk = at_wgmma_desc<128>(k_tile);
 #pragma unroll
   for (int ks = 0; ks < DEC_WG_KS; ks++) {
     const int col = 32 * ks;
-    const unsigned qa = q_wg + (unsigned)((col / 128) * DEC_WG_ROWS * 128 + col % 128);
-    const unsigned kb = k_tile + (unsigned)((col / 128) * DEC_BN * 128 + col % 128);
+    const unsigned qa = (unsigned)((col / 128) * DEC_WG_ROWS * 128 + col % 128);
+    const unsigned kb = (unsigned)((col / 128) * DEC_BN * 128 + col % 128);
 #if DEC_WG_QREG
-    (void)qa;
-    dec_mma_qk_rs(&s[0][0], qf[ks], at_wgmma_desc<128>(kb), ks > 0);
+    (void)qa, (void)dq;
+    dec_mma_qk_rs(&s[0][0], qf[ks], at_wgmma_desc_advance(dk, kb), ks > 0);
 #else
-    dec_mma_qk(&s[0][0], at_wgmma_desc<128>(qa), at_wgmma_desc<128>(kb), ks > 0);
+    dec_mma_qk(&s[0][0], at_wgmma_desc_advance(dq, qa), at_wgmma_desc_advance(dk, kb), ks > 0);
 #endif
   }
   at_wgmma_commit();
@@ -1993,10 +1994,11 @@ __device__ __forceinline__ void dec_wg_issue_qk(float (*s)[4], unsigned q_wg, un
 __device__ __forceinline__ void dec_wg_issue_qk8(float (*s)[4], unsigned k_stg, const unsigned (*qh)[4],
                                                  const unsigned (*ql)[4])
 {
+  const unsigned long long dk = at_wgmma_desc<128>(k_stg);
 #pragma unroll
-  for (int ks = 0; ks < DEC_D / 32; ks++) dec_mma_qk8(&s[0][0], qh[ks], at_wgmma_desc<128>(k_stg + 32 * ks), ks > 0);
+  for (int ks = 0; ks < DEC_D / 32; ks++) dec_mma_qk8(&s[0][0], qh[ks], at_wgmma_desc_advance(dk, 32 * ks), ks > 0);
 #pragma unroll
-  for (int ks = 0; ks < DEC_D / 32; ks++) dec_mma_qk8(&s[0][0], ql[ks], at_wgmma_desc<128>(k_stg + 32 * ks), 1);
+  for (int ks = 0; ks < DEC_D / 32; ks++) dec_mma_qk8(&s[0][0], ql[ks], at_wgmma_desc_advance(dk, 32 * ks), 1);
   at_wgmma_commit();
 }
 #else
@@ -2004,12 +2006,13 @@ __device__ __forceinline__ void dec_wg_issue_qk8(float (*s)[4], unsigned k_stg, 
  * 128 bytes each, hi at q8, lo 8 KB after it, in the 128-byte swizzle). */
 __device__ __forceinline__ void dec_wg_issue_qk8_ss(float (*s)[4], unsigned k_stg, unsigned q8)
 {
+  const unsigned long long dq = at_wgmma_desc<128>(q8), dk = at_wgmma_desc<128>(k_stg);
 #pragma unroll
   for (int part = 0; part < 2; part++)
 #pragma unroll
     for (int ks = 0; ks < DEC_D / 32; ks++)
-      dec_mma_qk8_ss(&s[0][0], at_wgmma_desc<128>(q8 + part * DEC_WG_Q8_PART + 32 * ks),
-                     at_wgmma_desc<128>(k_stg + 32 * ks), part > 0 || ks > 0);
+      dec_mma_qk8_ss(&s[0][0], at_wgmma_desc_advance(dq, part * DEC_WG_Q8_PART + 32 * ks),
+                     at_wgmma_desc_advance(dk, 32 * ks), part > 0 || ks > 0);
   at_wgmma_commit();
 }
 #endif
@@ -2091,9 +2094,9 @@ __device__ __forceinline__ void dec_wg_q8_store(unsigned q8, int row0, int lane,
  * V's column blocks. */
 __device__ __forceinline__ void dec_wg_issue_pv(float (*acc)[4], const unsigned (*p)[4], unsigned v_tile)
 {
+  const unsigned long long dv = at_wgmma_desc_mn<DEC_BN * 128>(v_tile);
 #pragma unroll
-  for (int kk = 0; kk < DEC_WG_PK; kk++)
-    dec_mma_pv(&acc[0][0], p[kk], at_wgmma_desc_mn<DEC_BN * 128>(v_tile + (unsigned)(kk * 16 * 128)));
+  for (int kk = 0; kk < DEC_WG_PK; kk++) dec_mma_pv(&acc[0][0], p[kk], at_wgmma_desc_advance(dv, kk * 16 * 128));
   at_wgmma_commit();
 }
 
@@ -2288,7 +2291,10 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
 #endif
   /* this warp's first packed row (warpgroup wg: 64wg + 16 (warp % 4); .wgi: both warpgroups 16 (warp % 4)) */
   const int row0 = 16 * (DEC_WG_SEQ ? warp % DEC_W : warp);
-  const int turn = DEC_WG_SEQ ? wg : 0, rwg = DEC_WG_SEQ ? 0 : wg; /* .wgi: tiles turn, turn + KSPLIT, ... */
+  /* .wgi: tiles turn, turn + KSPLIT, ... The warpgroup's index broadcast from lane 0, so that ptxas
+   * keeps Q's wgmma descriptors in uniform registers (fa3 v23). */
+  const int wg_u = __shfl_sync(0xffffffffu, wg, 0);
+  const int turn = DEC_WG_SEQ ? wg_u : 0, rwg = DEC_WG_SEQ ? 0 : wg_u;
   at_cp_async_wait<0>(); /* Q landed; publish it to the async proxy, then to every consumer */
 #if DEC_WG_K8
   /* K8: each warp's 16 rows as two E4M3 parts of q * 2^e (registers; Q in shared memory stays
