@@ -198,6 +198,11 @@
  *       -> 57, D256 128x80 191 -> 104 (Q K^T's 16 wgmmas issued in 77 instructions, not 152);
  *       whole kernels 2-11% shorter; spills, the exponentials under P V and the waits as before.
  *       Predicted: 1-3% where the consumers issue most (FP8 D128, bf16 D256). Not yet run.
+ *   v24 (FA3_LINP): a linear tile's MAGIC + code / 8 from one FFMA, s * scale_log2 + c, and the
+ *       clamp (fa3_lin_z): the add of MAGIC goes, for a row reference moved to the grid that c
+ *       stands for (fa3_lin_ref; the exact tiles of the row take the same reference). cuobjdump
+ *       of e4m3 D128 128x224's speculative softmax block: 641 -> 602 instructions (FADD 60 ->
+ *       10, the range check +10). Predicted: 2-4% at FP8 D128. Not yet run.
  * Copies by cp.async and stores by threads are generic-proxy writes; wgmma reads shared memory
  * through the async proxy, hence fence.proxy.async before the barriers that publish them.
  */
@@ -321,6 +326,37 @@ __device__ __forceinline__ float fa3_lin_code(float y)
   float c;
   asm("max.NaN.f32 %0, %1, 0f00000000;\n" : "=f"(c) : "f"(y));
   return __fadd_rn(c, FA3_LIN_MAGIC);
+}
+
+/* The row's reference for FA3_LINP (v24). A linear tile's MAGIC + code / 8 is one FFMA, s *
+ * scale_log2 + c with c = MAGIC - (m - BIAS), and a clamp (fa3_lin_z): the FFMA rounds its result
+ * to eighths as the add of MAGIC did. c itself is rounded to eighths, so the row's exponentials
+ * take the reference m' that c stands for, m' = (MAGIC - c) + BIAS, exact (Sterbenz: c within a
+ * factor 2 of MAGIC) while m lies in [-1e6, 7e5] (log2 units; a row that has seen no key, m
+ * about -3.4e38, gives P = 0 with any c). m' is m moved to the nearest point of its grid, so an m
+ * recomputed from row_max within a rounding of m' gives m' again. Elsewhere m' = m, and the
+ * speculative tiles take the exact path. */
+__device__ __forceinline__ bool fa3_lin_ref_ok(float m) { return (m >= -1.0e6f && m <= 7.0e5f) || m <= -3.0e38f; }
+
+/* m' and c where fa3_lin_ref_ok(m) */
+__device__ __forceinline__ float fa3_lin_ref_in_range(float m, float &c)
+{
+  c = __fsub_rn(FA3_LIN_MAGIC, __fsub_rn(m, FA3_LIN_BIAS));
+  return __fadd_rn(__fsub_rn(FA3_LIN_MAGIC, c), FA3_LIN_BIAS);
+}
+
+__device__ __forceinline__ float fa3_lin_ref(float m, float &c)
+{
+  const float r = fa3_lin_ref_in_range(m, c);
+  return fa3_lin_ref_ok(m) ? r : m;
+}
+
+/* MAGIC + code / 8 from z = s * scale_log2 + c (above), clamped below at code 0; NaN stays NaN. */
+__device__ __forceinline__ float fa3_lin_z(float z)
+{
+  float r;
+  asm("max.NaN.f32 %0, %1, 0f49C00000;\n" : "=f"(r) : "f"(z)); /* MAGIC */
+  return r;
 }
 
 /* The same from P itself (the exact path's P, for the linear tiles): e4m3's code rounded to
@@ -547,9 +583,19 @@ __device__ __forceinline__ void fa3_softmax(float (*s)[4], float *row_max, float
     float mx = fmaxf(row_max[half], fa3_row_max(s, half));
     mx = at_quad_max(mx);
     if (SPEC && mx > row_max[half] && scale_log2 > 0.f) mx += FA3_SPEC_HEADROOM / scale_log2;
-    const float m_scaled = mx == AT_NEG_INF ? 0.f : mx * scale_log2;
-    alpha[half] = at_exp2(row_max[half] * scale_log2 - m_scaled);
-    const float m_shift = m_scaled - FA3_P_LOG2_SCALE;
+    float m_shift;
+    if constexpr (FA3_LINP) {
+      /* both references as the speculative tiles take them (fa3_lin_ref, fa3_softmax_spec) */
+      float c;
+      const float m_old = fa3_lin_ref(__fsub_rn(fmaxf(__fmul_rn(row_max[half], scale_log2), -3.402823466e38f),
+                                                FA3_P_LOG2_SCALE), c);
+      m_shift = fa3_lin_ref(__fsub_rn(fmaxf(__fmul_rn(mx, scale_log2), -3.402823466e38f), FA3_P_LOG2_SCALE), c);
+      alpha[half] = at_exp2(m_old - m_shift);
+    } else {
+      const float m_scaled = mx == AT_NEG_INF ? 0.f : mx * scale_log2;
+      alpha[half] = at_exp2(row_max[half] * scale_log2 - m_scaled);
+      m_shift = m_scaled - FA3_P_LOG2_SCALE;
+    }
     row_max[half] = mx;
     float sum = 0.f;
 #pragma unroll
@@ -576,21 +622,31 @@ __device__ __forceinline__ bool fa3_softmax_spec(float (*s)[4], float *row_max, 
 {
   constexpr float P_LIMIT = FA3_FP8 ? 448.f : 1.f; /* 2^L */
   constexpr float Z_LIMIT = FA3_LIN_MAGIC + FA3_LIN_MAX_CODE * 0.125f;
-  float sum[2] = {0.f, 0.f}, pmax[2], zmax[2] = {AT_NEG_INF, AT_NEG_INF}, m_shift[2];
+  float sum[2] = {0.f, 0.f}, pmax[2], zmax[2] = {AT_NEG_INF, AT_NEG_INF}, m_shift[2], c_lin[2];
   /* The exponent's offset, recomputed from row_max (two instructions a tile) rather than kept
    * across the loop (two registers, which the tiles at the register budget cannot spare). A row
-   * that has seen no key (-inf) gets a finite one, so its masked scores still give 0. */
-#pragma unroll
-  for (int half = 0; half < 2; half++)
-    m_shift[half] = fmaxf(row_max[half] * scale_log2, -3.402823466e38f) - FA3_P_LOG2_SCALE;
+   * that has seen no key (-inf) gets a finite one, so its masked scores still give 0. FA3_LINP:
+   * the reference of fa3_lin_ref, and c for the linear tiles (v24). */
 #pragma unroll
   for (int half = 0; half < 2; half++) {
-    const float m_lin = m_shift[half] - FA3_LIN_BIAS;
+    if constexpr (FA3_LINP)
+      m_shift[half] = __fsub_rn(fmaxf(__fmul_rn(row_max[half], scale_log2), -3.402823466e38f), FA3_P_LOG2_SCALE);
+    else
+      m_shift[half] = fmaxf(row_max[half] * scale_log2, -3.402823466e38f) - FA3_P_LOG2_SCALE;
+  }
+  if constexpr (FA3_LINP) {
+    /* A reference out of fa3_lin_ref's range (scores some 10^6 octaves apart): the exact path. */
+    if (__any_sync(0xffffffffu, !(fa3_lin_ref_ok(m_shift[0]) && fa3_lin_ref_ok(m_shift[1])))) return true;
+#pragma unroll
+    for (int half = 0; half < 2; half++) m_shift[half] = fa3_lin_ref_in_range(m_shift[half], c_lin[half]);
+  }
+#pragma unroll
+  for (int half = 0; half < 2; half++) {
 #pragma unroll
     for (int nt = 0; nt < FA3_NT; nt++) {
       if (fa3_lin_tile(nt)) {
-        s[nt][2 * half] = fa3_lin_code(fmaf(s[nt][2 * half], scale_log2, -m_lin));
-        s[nt][2 * half + 1] = fa3_lin_code(fmaf(s[nt][2 * half + 1], scale_log2, -m_lin));
+        s[nt][2 * half] = fa3_lin_z(fmaf(s[nt][2 * half], scale_log2, c_lin[half]));
+        s[nt][2 * half + 1] = fa3_lin_z(fmaf(s[nt][2 * half + 1], scale_log2, c_lin[half]));
         continue;
       }
       s[nt][2 * half] = at_exp2(fmaf(s[nt][2 * half], scale_log2, -m_shift[half]));
