@@ -319,15 +319,6 @@ static_assert(!FA3_SPEC || FA3_WS, "the speculative row max is the warp-speciali
 #define FA3_LIN_MAX_CODE 126 /* 448 */
 __device__ __forceinline__ constexpr bool fa3_lin_tile(int nt) { return FA3_LINP && (nt / 2) % (FA3_LINP ? FA3_LINP : 1) == 0; }
 
-/* MAGIC + code / 8 for y = log2(P) + bias, clamped below at code 0; NaN stays NaN (its low
- * byte, 0xff, is an e4m3 NaN). */
-__device__ __forceinline__ float fa3_lin_code(float y)
-{
-  float c;
-  asm("max.NaN.f32 %0, %1, 0f00000000;\n" : "=f"(c) : "f"(y));
-  return __fadd_rn(c, FA3_LIN_MAGIC);
-}
-
 /* The row's reference for FA3_LINP (v24). A linear tile's MAGIC + code / 8 is one FFMA, s *
  * scale_log2 + c with c = MAGIC - (m - BIAS), and a clamp (fa3_lin_z): the FFMA rounds its result
  * to eighths as the add of MAGIC did. c itself is rounded to eighths, so the row's exponentials
@@ -351,7 +342,8 @@ __device__ __forceinline__ float fa3_lin_ref(float m, float &c)
   return fa3_lin_ref_ok(m) ? r : m;
 }
 
-/* MAGIC + code / 8 from z = s * scale_log2 + c (above), clamped below at code 0; NaN stays NaN. */
+/* MAGIC + code / 8 from z = s * scale_log2 + c (above), or from a code moved by whole eighths,
+ * clamped below at code 0; NaN stays NaN (its low byte, 0xff, is an e4m3 NaN). */
 __device__ __forceinline__ float fa3_lin_z(float z)
 {
   float r;
@@ -690,8 +682,8 @@ __device__ __forceinline__ bool fa3_softmax_spec(float (*s)[4], float *row_max, 
 #pragma unroll
     for (int nt = 0; nt < FA3_NT; nt++) {
       if (fa3_lin_tile(nt)) {
-        s[nt][2 * half] = fa3_lin_code(s[nt][2 * half] - FA3_LIN_MAGIC + d);
-        s[nt][2 * half + 1] = fa3_lin_code(s[nt][2 * half + 1] - FA3_LIN_MAGIC + d);
+        s[nt][2 * half] = fa3_lin_z(s[nt][2 * half] + d);
+        s[nt][2 * half + 1] = fa3_lin_z(s[nt][2 * half + 1] + d);
         continue;
       }
       s[nt][2 * half] *= f, s[nt][2 * half + 1] *= f;
