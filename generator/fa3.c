@@ -203,6 +203,28 @@ static at_status check_paged(const gen_variant *v)
   return AT_OK;
 }
 
+/* The tail split (.tw<W>): the warp-specialized kernel with one CTA per work tile, all of them
+ * equally long (no mask: the causal grid already ends on its shortest tiles), on padded
+ * contiguous tensors. */
+static at_status check_tail(const gen_variant *v)
+{
+  if (v->tail_wave == 0) return AT_OK;
+  if (v->tail_wave < 1 || v->tail_wave > 4096)
+    return at_fail(AT_ERR_INVALID, "fa3 tail wave must be 1..4096 CTAs, not %d", v->tail_wave);
+  if (!v->ws || v->persistent)
+    return at_fail(AT_ERR_INVALID,
+                   "the fa3 tail split (.tw) is a form of the warp-specialized kernel with one CTA per work tile "
+                   "(.ws or .wspp, not .pers)");
+  if (v->spec.mask != AT_MASK_NONE)
+    return at_fail(AT_ERR_UNSUPPORTED,
+                   "the fa3 tail split (.tw) runs without a mask, not %s: causal work tiles differ in length, and "
+                   "the causal grid already ends on its shortest",
+                   at_mask_name(v->spec.mask));
+  if (v->spec.ragged || v->spec.page_size)
+    return at_fail(AT_ERR_UNSUPPORTED, "the fa3 tail split (.tw) reads padded, contiguous tensors (no .rg, .rgq, .pg)");
+  return AT_OK;
+}
+
 static at_status check_in_cta_tiles(const gen_variant *v)
 {
   if (v->warps != 4 && v->warps != 8)
@@ -234,7 +256,8 @@ static at_status check(const gen_variant *v, const gen_target *target)
   if (s->gqa < 1 || s->gqa > 1024) return at_fail(AT_ERR_INVALID, "GQA ratio %d is out of range (1..1024)", s->gqa);
   at_status rc = check_vt(v);
   if (rc != AT_OK || (rc = v->ws ? check_ws_tiles(v) : check_in_cta_tiles(v)) != AT_OK) return rc;
-  if ((rc = check_persistent(v)) != AT_OK || (rc = check_ragged(v)) != AT_OK || (rc = check_paged(v)) != AT_OK)
+  if ((rc = check_persistent(v)) != AT_OK || (rc = check_ragged(v)) != AT_OK || (rc = check_paged(v)) != AT_OK ||
+      (rc = check_tail(v)) != AT_OK)
     return rc;
   if (v->block_m != 16 * v->warps)
     return at_fail(AT_ERR_UNSUPPORTED, "fa3 block_m must be 16 rows per warp (%d for %d warps), not %d",
@@ -250,12 +273,85 @@ static at_status check(const gen_variant *v, const gen_target *target)
   return AT_OK;
 }
 
+/* ---- the tail split (.tw<W>) ------------------------------------------------------------------ */
+
+/* Without a mask every work tile (a query block of one head) takes as long, and one CTA of the
+ * warp-specialized kernel fills an SM, so a call runs in waves of W = SMs CTAs and its last wave
+ * holds work_tiles % W of them: B2 Nq16 T8192 at block_m 192 is 1376 tiles, 10 full waves and 56,
+ * and 76 SMs wait through the eleventh. The tail split runs the last `tiles` work tiles as
+ * `pieces` CTAs each, piece p taking K/V tiles [p n / pieces, (p + 1) n / pieces), whose fp32
+ * partials a combine kernel merges.
+ *
+ * The plan is a count in units of one K/V tile's time. A work tile takes its n K/V tiles and one
+ * more (Q, the pipeline's fill, the epilogue); a piece its share and two (its partial is fp32,
+ * twice O's bytes); the CTAs run in waves of W; and the combine moves each piece's partial twice
+ * (written, read: 8 BM D bytes) across the whole GPU after the attention kernel. At the rates
+ * measured on the H200 (prefill ~650 TFLOP/s 16-bit and ~1000 FP8, docs/perf.md; ~3 TB/s for the
+ * combine's traffic) a K/V tile of one CTA, 4 BM BN D FLOP at 1/132 of the rate, lasts as long as
+ * the combine of BN / 3.3 (16-bit) or BN / 5 (FP8) pieces, whatever BM and D. The plan splits the
+ * last partial wave, or that and the full wave before it, into 2..TAIL_MAX_PIECES pieces, the
+ * shortest count, and nothing unless that saves TAIL_MIN_GAIN of the call. Measured against the
+ * plain grid: docs/perf.md "v25". */
+enum { TAIL_MAX_PIECES = 8 };
+#define TAIL_MIN_GAIN 0.01
+
+typedef struct {
+  int tiles;  /* work tiles split (the last ones of the call), 0 for none */
+  int pieces; /* CTAs each */
+} tail_plan;
+
+/* combine: the combine's cost of one piece, in K/V tiles */
+static tail_plan plan_tail(long long work_tiles, int wave, long long kv_tiles, double combine)
+{
+  tail_plan best = {0, 1};
+  if (wave < 1 || work_tiles <= 0 || kv_tiles < 2 || work_tiles % wave == 0) return best;
+  const long long rest = work_tiles % wave, waves = (work_tiles + wave - 1) / wave;
+  double best_time = (double)waves * (double)(kv_tiles + 1) * (1.0 - TAIL_MIN_GAIN);
+  for (long long split = rest; split <= rest + wave && split <= work_tiles; split += wave)
+    for (int k = 2; k <= TAIL_MAX_PIECES && k <= kv_tiles; k++) {
+      const long long piece_waves = (split * k + wave - 1) / wave, piece = (kv_tiles + k - 1) / k + 2;
+      const double t = (double)((work_tiles - split) / wave) * (double)(kv_tiles + 1) +
+                       (double)(piece_waves * piece) + combine * (double)(split * k);
+      if (t < best_time) best_time = t, best.tiles = (int)split, best.pieces = k;
+    }
+  return best;
+}
+
+/* The tail plan of v (tail_wave W) for a shape: its work tiles are the padded grid's. */
+static tail_plan tail_plan_of(const gen_variant *v, const at_shape *shape)
+{
+  const tail_plan none = {0, 1};
+  if (!v->tail_wave || shape->batch <= 0 || shape->q_len <= 0 || shape->kv_len <= 0) return none;
+  const long long tiles = gen_tiles(shape->q_len, v->block_m) * shape->q_heads * (long long)shape->batch;
+  const double combine = (at_dtype_is_fp8(v->spec.dtype) ? 5.0 : 3.3) / v->block_n;
+  return plan_tail(tiles, v->tail_wave, gen_tiles(shape->kv_len, v->block_n), combine);
+}
+
+/* After the tiles listed from `first` on: the tail-split twin (W = the target's SMs) of each
+ * one-CTA-per-tile form without ping-pong (every default's kind) whose plan splits something at
+ * this shape. Listed after them, so that a config's candidate budget meets the plain tiles first. */
+static at_status enumerate_tail_twins(const gen_target *target, const at_shape *shape, int first, gen_variant *out,
+                                      int cap, int *n)
+{
+  const int listed = *n;
+  for (int i = first; i < listed; i++) {
+    gen_variant v = out[i];
+    v.tail_wave = target->sm_count;
+    if (out[i].persistent || out[i].ws != 1 || check(&v, target) != AT_OK || tail_plan_of(&v, shape).tiles == 0)
+      continue;
+    if (*n == cap) return at_fail(AT_ERR_INVALID, "more than %d variants for this shape", cap);
+    out[(*n)++] = v;
+  }
+  return AT_OK;
+}
+
 /* The persistent forms come after every non-persistent tile: on the H200 each ran 3-14% slower
  * than its twin alone (docs/perf.md, "v10"), so a config's candidate budget goes to the others
  * first; tuning configs/llm-prefill.yaml still picked a persistent form on 9 of its 23 shapes. */
 static at_status enumerate_ws(const gen_spec *spec, const gen_target *target, const at_shape *shape, int vt,
                               gen_variant *out, int cap, int *n)
 {
+  const int first = *n;
   for (int p = 0; p < COUNT(k_ws_persistent); p++)
     for (int a = 0; a < COUNT(k_ws_warps); a++)
       for (int b = 0; b < (vt ? COUNT(k_vt_block_n) : COUNT(k_ws_block_n)); b++)
@@ -263,12 +359,12 @@ static at_status enumerate_ws(const gen_spec *spec, const gen_target *target, co
           for (int d = 0; d < COUNT(k_ws_kinds); d++) {
             const int block_n = vt ? k_vt_block_n[b] : k_ws_block_n[b];
             gen_variant v = {GEN_FAMILY_FA3, *spec,          16 * k_ws_warps[a], block_n,           k_ws_warps[a],
-                             k_ws_stages[c], 0,              k_ws_kinds[d],      k_ws_persistent[p], 0, vt, 0};
+                             k_ws_stages[c], 0,              k_ws_kinds[d],      k_ws_persistent[p], 0, vt, 0, 0};
             if (check(&v, target) != AT_OK || !gen_tile_makes_sense(&v, shape)) continue;
             if (*n == cap) return at_fail(AT_ERR_INVALID, "more than %d variants for this shape", cap);
             out[(*n)++] = v;
           }
-  return AT_OK;
+  return enumerate_tail_twins(target, shape, first, out, cap, n);
 }
 
 static at_status enumerate_in_cta(const gen_spec *spec, const gen_target *target, const at_shape *shape,
@@ -277,7 +373,7 @@ static at_status enumerate_in_cta(const gen_spec *spec, const gen_target *target
   for (int a = 0; a < COUNT(k_warps); a++)
     for (int b = 0; b < COUNT(k_block_n); b++)
       for (int c = 0; c < COUNT(k_stages); c++) {
-        gen_variant v = {GEN_FAMILY_FA3, *spec, 16 * k_warps[a], k_block_n[b], k_warps[a], k_stages[c], 0, 0, 0, 0, 0, 0};
+        gen_variant v = {GEN_FAMILY_FA3, *spec, 16 * k_warps[a], k_block_n[b], k_warps[a], k_stages[c], 0, 0, 0, 0, 0, 0, 0};
         if (check(&v, target) != AT_OK || !gen_tile_makes_sense(&v, shape)) continue;
         if (*n == cap) return at_fail(AT_ERR_INVALID, "more than %d variants for this shape", cap);
         out[(*n)++] = v;
@@ -331,7 +427,7 @@ static int default_ws_variant(const gen_spec *spec, const gen_target *target, ge
   const int fp8 = at_dtype_is_fp8(spec->dtype);
   for (const ws_pref *p = fp8 ? prefs8 : spec->page_size ? prefs_paged : prefs16; p->max_d; p++) {
     if (spec->head_dim > p->max_d) continue;
-    gen_variant v = {GEN_FAMILY_FA3, *spec, 16 * p->warps, p->block_n, p->warps, p->stages, 0, 1, 0, 0, fp8, 0};
+    gen_variant v = {GEN_FAMILY_FA3, *spec, 16 * p->warps, p->block_n, p->warps, p->stages, 0, 1, 0, 0, fp8, 0, 0};
     if (check(&v, target) == AT_OK) {
       *out = v;
       return 1;
@@ -360,7 +456,7 @@ static int default_variant(const gen_spec *spec, const gen_target *target, const
   for (int i = 0; i < COUNT(prefs); i++) {
     if (spec->head_dim > prefs[i].max_d) continue;
     for (int s = prefs[i].stages + extra_stage; s >= prefs[i].stages; s--) {
-      gen_variant v = {GEN_FAMILY_FA3, *spec, 16 * prefs[i].warps, prefs[i].block_n, prefs[i].warps, s, 0, 0, 0, 0, 0, 0};
+      gen_variant v = {GEN_FAMILY_FA3, *spec, 16 * prefs[i].warps, prefs[i].block_n, prefs[i].warps, s, 0, 0, 0, 0, 0, 0, 0};
       if (check(&v, target) == AT_OK) {
         *out = v;
         return 1;
@@ -466,9 +562,54 @@ static at_status describe_vt(const gen_variant *v, const at_shape *shape, gen_la
   return AT_OK;
 }
 
+/* The tail split's arguments after the tensor maps, and its combine kernel's (FA3_TAIL_COMBINE). */
+static const gen_arg TAIL_ARGS[] = {GEN_ARG_Q_HEADS, GEN_ARG_TAIL_TILES, GEN_ARG_SPLITS, GEN_ARG_O_PART,
+                                    GEN_ARG_LSE_PART};
+static const gen_arg TAIL_COMBINE_ARGS[] = {GEN_ARG_O_PART, GEN_ARG_LSE_PART, GEN_ARG_O,     GEN_ARG_LSE,
+                                            GEN_ARG_T,      GEN_ARG_Q_HEADS,  GEN_ARG_BATCH, GEN_ARG_TAIL_TILES,
+                                            GEN_ARG_SPLITS, GEN_ARG_O_SB,     GEN_ARG_O_SS,  GEN_ARG_O_SH};
+/* The combine: a CTA of TAIL_COMBINE_THREADS threads merges TAIL_COMBINE_ROWS rows of a split tile. */
+enum { TAIL_COMBINE_THREADS = 128, TAIL_COMBINE_ROWS = 16 };
+
+/* .tw<W>: the attention kernel (kernels[attn]) on a grid of one dimension, the work tiles in the
+ * order of the padded grid (query block fastest, then head, then batch) with the last `tiles` of
+ * them as `pieces` CTAs each; then the combine, a programmatic dependent, over the split tiles'
+ * rows. The scratch holds the pieces' fp32 O rows (normalized, as decode's partials) and their
+ * log-sum-exps (log2 units), after V^T's (.vt). A plan that splits nothing launches no combine. */
+static at_status describe_tail(const gen_variant *v, const at_shape *shape, int attn, gen_launch_desc *out)
+{
+  gen_kernel_launch *k = &out->kernels[attn];
+  at_status rc = gen_launch_append_args(k, TAIL_ARGS, COUNT(TAIL_ARGS));
+  if (rc != AT_OK) return rc;
+  const tail_plan plan = tail_plan_of(v, shape);
+  if (k->grid[0]) {
+    const long long tiles = (long long)k->grid[0] * k->grid[1] * k->grid[2];
+    const long long ctas = tiles + (long long)plan.tiles * (plan.pieces - 1);
+    if (ctas > 0x7fffffff)
+      return at_fail(AT_ERR_UNSUPPORTED, "fa3 .tw launches its %lld work tiles on one grid dimension: over 2^31 - 1",
+                     tiles);
+    k->grid[0] = (unsigned)ctas, k->grid[1] = k->grid[2] = 1;
+  }
+  out->tail_tiles = plan.tiles, out->n_splits = plan.pieces;
+  gen_kernel_launch *c = &out->kernels[out->n_kernels++];
+  memset(c, 0, sizeof *c);
+  c->entry = v->vt ? 2 : 1;
+  c->grid[0] = (unsigned)((long long)plan.tiles * (v->block_m / TAIL_COMBINE_ROWS));
+  c->grid[1] = c->grid[2] = 1;
+  c->block[0] = TAIL_COMBINE_THREADS, c->block[1] = c->block[2] = 1;
+  c->waits_for_previous = 1; /* reads the pieces' partials */
+  if ((rc = gen_launch_append_args(c, TAIL_COMBINE_ARGS, COUNT(TAIL_COMBINE_ARGS))) != AT_OK) return rc;
+  const size_t parts = (size_t)plan.tiles * (size_t)plan.pieces * (size_t)v->block_m;
+  const size_t o_bytes = parts * (size_t)v->spec.head_dim * sizeof(float), lse_bytes = parts * sizeof(float);
+  out->o_part_offset = (out->scratch_bytes + 255) / 256 * 256;
+  out->lse_part_offset = out->o_part_offset + (o_bytes + 255) / 256 * 256;
+  out->scratch_bytes = plan.tiles ? out->lse_part_offset + (lse_bytes + 255) / 256 * 256 : out->scratch_bytes;
+  return AT_OK;
+}
+
 /* Warp-specialized variants take fa2's arguments (ragged ones with the offsets and totals after
  * them, gen_describe_fa_launch) and then the tensor maps of Q, K and V (.vt: of Q, K and the V^T
- * in the scratch). */
+ * in the scratch), and .tw the tail split's (describe_tail). */
 static at_status describe_launch(const gen_variant *v, const at_shape *shape, gen_launch_desc *out)
 {
   at_status rc = gen_describe_fa_launch(v, shape, threads(v), smem_bytes(v), out);
@@ -489,13 +630,20 @@ static at_status describe_launch(const gen_variant *v, const at_shape *shape, ge
     const unsigned m = k->grid[0];
     k->grid[0] = k->grid[1], k->grid[1] = k->grid[2], k->grid[2] = m;
   }
-  return v->vt ? describe_vt(v, shape, out) : AT_OK;
+  if (v->vt && (rc = describe_vt(v, shape, out)) != AT_OK) return rc;
+  return v->tail_wave ? describe_tail(v, shape, v->vt ? 1 : 0, out) : AT_OK;
 }
 
-/* .vt modules hold the transpose kernel too (FA3_VT_KERNEL). */
+/* .vt modules hold the transpose kernel too (FA3_VT_KERNEL), .tw ones the combine (FA3_TAIL_COMBINE). */
 static const char *const VT_ENTRIES[] = {"_vt", NULL};
+static const char *const TAIL_ENTRIES[] = {"_tc", NULL};
+static const char *const VT_TAIL_ENTRIES[] = {"_vt", "_tc", NULL};
 
-static const char *const *extra_entries(const gen_variant *v) { return v->vt ? VT_ENTRIES : NULL; }
+static const char *const *extra_entries(const gen_variant *v)
+{
+  if (v->tail_wave) return v->vt ? VT_TAIL_ENTRIES : TAIL_ENTRIES;
+  return v->vt ? VT_ENTRIES : NULL;
+}
 
 /* The speculative row max (templates/fa3.cu, FA3_SPEC) where its registers fit: not in FP8
  * .ws tiles at D 256 from block_n 128 (O alone holds 128 registers a thread; e4m3 128x128 .ws
@@ -529,6 +677,10 @@ static void ws_preamble(const gen_variant *v, const gen_target *target, const ch
   if (v->vt)
     gen_text_put(t, "#define FA3_VT_PRE 1\n#define FA3_VT_KERNEL %s%s\n#define FA3_VT_KEYS %d\n#define FA3_VT_THREADS %d\n",
                  entry, VT_ENTRIES[0], VT_KEYS, VT_THREADS);
+  if (v->tail_wave)
+    gen_text_put(t, "#define FA3_TAIL 1\n#define FA3_TAIL_COMBINE %s%s\n#define FA3_TAIL_COMBINE_THREADS %d\n"
+                    "#define FA3_TAIL_COMBINE_ROWS %d\n",
+                 entry, TAIL_ENTRIES[0], TAIL_COMBINE_THREADS, TAIL_COMBINE_ROWS);
 }
 
 const gen_family_ops gen_fa3_family = {

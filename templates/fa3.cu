@@ -1022,15 +1022,16 @@ struct fa3_ws_ctx {
 };
 
 /* One work tile: query rows m0 .. m0 + BM - 1 of head h (K/V head hk) of batch b, and its K/V
- * tiles. */
+ * tiles: n_tiles of them from tile t0 (0 but for a piece of a tail split), n_full of the row's
+ * tiles (counted from 0) unmasked. */
 struct fa3_work {
-  int m0, h, hk, b, n_tiles, n_full;
+  int m0, h, hk, b, n_tiles, n_full, t0;
 };
 
 __device__ __forceinline__ fa3_work fa3_work_at(const fa3_ws_ctx &c, int m_block, int h, int b)
 {
   fa3_work w;
-  w.m0 = m_block * FA3_BM, w.h = h, w.hk = h / FA3_GQA, w.b = b;
+  w.m0 = m_block * FA3_BM, w.h = h, w.hk = h / FA3_GQA, w.b = b, w.t0 = 0;
   fa3_key_tiles(w.m0, c.T, c.S, c.offset, &w.n_tiles, &w.n_full);
   return w;
 }
@@ -1144,14 +1145,15 @@ __device__ __forceinline__ void fa3_ws_produce(const fa3_ws_ctx &c, const fa3_wo
     at_bar_expect(c.bar_full_v + 8 * s, FA3_KV_BYTES);
     fa3_tma_tile_paged(c.v + s * FA3_KV_BYTES, tm_v, c, t * FA3_BN, w.hk, c.bar_full_v + 8 * s);
 #else
+    const int key0 = (w.t0 + t) * FA3_BN;
     at_bar_expect(c.bar_full_k + 8 * s, FA3_KV_BYTES);
-    fa3_tma_tile<FA3_BN>(c.k + s * FA3_KV_BYTES, tm_k, c.kv_first + t * FA3_BN, w.hk, kv_b, c.bar_full_k + 8 * s);
+    fa3_tma_tile<FA3_BN>(c.k + s * FA3_KV_BYTES, tm_k, c.kv_first + key0, w.hk, kv_b, c.bar_full_k + 8 * s);
     at_bar_wait(c.bar_empty_v + 8 * s, phase ^ 1u);
     at_bar_expect(c.bar_full_v + 8 * s, FA3_KV_BYTES); /* the ones rows are not loaded */
 #if FA3_VT_PRE /* tm_v maps the V^T in the scratch */
-    fa3_tma_vt_tile(c.v + s * FA3_V_BYTES, tm_v, t * FA3_BN, w.hk, w.b, c.bar_full_v + 8 * s);
+    fa3_tma_vt_tile(c.v + s * FA3_V_BYTES, tm_v, key0, w.hk, w.b, c.bar_full_v + 8 * s);
 #else
-    fa3_tma_tile<FA3_BN>(c.v + s * FA3_KV_BYTES, tm_v, c.kv_first + t * FA3_BN, w.hk, kv_b, c.bar_full_v + 8 * s);
+    fa3_tma_tile<FA3_BN>(c.v + s * FA3_KV_BYTES, tm_v, c.kv_first + key0, w.hk, kv_b, c.bar_full_v + 8 * s);
 #endif
 #endif
   }
@@ -1181,11 +1183,12 @@ __device__ __forceinline__ void fa3_release_k_q(const fa3_ws_ctx &c, int s, bool
 }
 
 /* -inf for the keys a tile's rows must not see: past S, after the diagonal (tiles from n_full
- * on), and in boxes without a page (paged). */
-__device__ __forceinline__ void fa3_mask_tile(float (*s)[4], int t, int n_full, int row0, const fa3_ws_ctx &c,
-                                              unsigned bad_boxes, int g, int tq)
+ * on), and in boxes without a page (paged). t and n_full count from the work tile's first K/V
+ * tile, t0. */
+__device__ __forceinline__ void fa3_mask_tile(float (*s)[4], int t, int n_full, int t0, int row0,
+                                              const fa3_ws_ctx &c, unsigned bad_boxes, int g, int tq)
 {
-  if (t >= n_full) fa3_mask(s, row0, t * FA3_BN, c.S, c.offset, g, tq);
+  if (t >= n_full) fa3_mask(s, row0, (t0 + t) * FA3_BN, c.S, c.offset, g, tq);
 #if FA3_PAGE_SIZE > 0
   if (bad_boxes) fa3_mask_boxes(s, bad_boxes);
 #else
@@ -1201,7 +1204,7 @@ __device__ __forceinline__ void fa3_ws_consume(const fa3_ws_ctx &c, const fa3_wo
                                                float *row_max, float *row_sum)
 {
   const int g = lane >> 2, tq = lane & 3;
-  const int n_tiles = w.n_tiles, n_full = w.n_full;
+  const int n_tiles = w.n_tiles, n_full = w.n_full - w.t0; /* both from tile t0 */
   const unsigned q_wg = c.q + (unsigned)(cw * 64 * FA3_CW_D);
 #pragma unroll
   for (int jj = 0; jj < FA3_OT; jj++) acc[jj][0] = acc[jj][1] = acc[jj][2] = acc[jj][3] = 0.f;
@@ -1262,7 +1265,7 @@ __device__ __forceinline__ void fa3_ws_consume(const fa3_ws_ctx &c, const fa3_wo
     /* FA3_SPEC's rare path may read Q and this K tile again: they are freed after the softmax. */
     if (!FA3_SPEC) fa3_release_k_q(c, s, t == n_tiles - 1, lane);
 
-    fa3_mask_tile(sacc, t, n_full, row0, c, bad_boxes, g, tq);
+    fa3_mask_tile(sacc, t, n_full, w.t0, row0, c, bad_boxes, g, tq);
 #if FA3_SPEC
     /* The first tile, and every tile of a scale that is not positive (a zero descale), take the
      * exact path; so do the tiles whose guess failed, with S recomputed. */
@@ -1270,7 +1273,7 @@ __device__ __forceinline__ void fa3_ws_consume(const fa3_ws_ctx &c, const fa3_wo
     const bool failed = guess && fa3_softmax_spec(sacc, row_max, row_sum, alpha, scale_log2);
     if (failed) {
       fa3_recompute_s(sacc, c.q, c.k + s * FA3_KV_BYTES, cwarp * 16, g, tq);
-      fa3_mask_tile(sacc, t, n_full, row0, c, bad_boxes, g, tq);
+      fa3_mask_tile(sacc, t, n_full, w.t0, row0, c, bad_boxes, g, tq);
     }
     if (!guess || failed) fa3_softmax<true>(sacc, row_max, row_sum, alpha, scale_log2);
     fa3_release_k_q(c, s, t == n_tiles - 1, lane);
@@ -1308,6 +1311,122 @@ __device__ __forceinline__ void fa3_ws_consume(const fa3_ws_ctx &c, const fa3_wo
   }
 }
 
+#ifndef FA3_TAIL
+#define FA3_TAIL 0
+#endif
+static_assert(!FA3_TAIL || (!FA3_CAUSAL && !FA3_RAGGED && !FA3_PAGE_SIZE && !FA3_PERSISTENT),
+              "tail split: no mask, padded contiguous tensors, one CTA per work tile");
+#if FA3_TAIL
+/* Tail split (.tw<W>; generator/fa3.c plan_tail says when and how much). Grid: one dimension,
+ * the work tiles in the order of the padded grid (query block fastest, then head, then batch),
+ * except that each of the last tail_tiles of them runs as `pieces` consecutive CTAs. Piece p of
+ * a work tile with n K/V tiles takes tiles [p n / pieces, (p + 1) n / pieces) and writes, for each
+ * of its rows below T, O / l (times V's descale: fp32, D values) and its log-sum-exp in log2
+ * units to partial `part` = split tile index * pieces + p of the scratch (rows of BM);
+ * FA3_TAIL_COMBINE merges a tile's pieces into O (and lse). */
+struct fa3_tail_cta {
+  int tile;   /* the work tile, in the grid's order */
+  int pieces; /* CTAs sharing it: 1 (a whole tile) or the call's pieces */
+  int piece;
+  long long part; /* the partial this piece writes */
+};
+
+__device__ __forceinline__ fa3_tail_cta fa3_tail_cta_of(int tail_tiles, int pieces)
+{
+  const int whole = (int)gridDim.x - tail_tiles * pieces; /* CTAs before the split tiles' pieces */
+  fa3_tail_cta t = {(int)blockIdx.x, 1, 0, 0};
+  if (t.tile >= whole) {
+    const int r = (t.tile - whole) / pieces;
+    t.piece = t.tile - whole - r * pieces, t.tile = whole + r, t.pieces = pieces;
+    t.part = (long long)r * pieces + t.piece;
+  }
+  return t;
+}
+
+__device__ __forceinline__ fa3_work fa3_tail_work(const fa3_ws_ctx &c, const fa3_tail_cta &t, int n_heads)
+{
+  const int m_blocks = (c.T + FA3_BM - 1) / FA3_BM;
+  fa3_work w = fa3_work_at(c, t.tile % m_blocks, (t.tile / m_blocks) % n_heads, t.tile / (m_blocks * n_heads));
+  const int first = (int)((long long)t.piece * w.n_tiles / t.pieces);
+  const int end = (int)((long long)(t.piece + 1) * w.n_tiles / t.pieces);
+  w.t0 = first, w.n_tiles = end - first; /* n_full stays the row's */
+  return w;
+}
+
+/* The log2-domain reference of the row's P at the end of the loop: P = 2^(s scale_log2 - ref),
+ * so the row's log-sum-exp is ref + log2(l) (fa3_softmax, fa3_softmax_spec; FA3_LINP snaps it,
+ * fa3_lin_ref). */
+__device__ __forceinline__ float fa3_row_ref(float m, float scale_log2)
+{
+  if constexpr (FA3_LINP) {
+    float c;
+    return fa3_lin_ref(__fsub_rn(fmaxf(__fmul_rn(m, scale_log2), -3.402823466e38f), FA3_P_LOG2_SCALE), c);
+  } else {
+    return m * scale_log2 - FA3_P_LOG2_SCALE;
+  }
+}
+
+/* A piece's epilogue: this warp's rows of partial `part` (fa3_store_o's fragment layout). */
+__device__ __forceinline__ void fa3_store_part(float *__restrict__ o_part, float *__restrict__ lse_part,
+                                               const float (*acc)[4], const float *row_max, const float *row_sum,
+                                               float o_descale, float scale_log2, int T, long long part, int m0,
+                                               int wrow, int g, int tq)
+{
+#pragma unroll
+  for (int half = 0; half < 2; half++) {
+    const float sum = FA3_ONES ? row_sum[half] : at_quad_sum(row_sum[half]);
+    const float inv = sum > 0.f ? o_descale / sum : 0.f;
+    const int r = wrow + g + half * 8;
+    if (m0 + r >= T) continue;
+    const long long row = part * FA3_BM + r;
+    if (tq == 0) lse_part[row] = sum > 0.f ? fa3_row_ref(row_max[half], scale_log2) + at_log2(sum) : AT_NEG_INF;
+    float *orow = o_part + row * FA3_D + 2 * tq;
+#pragma unroll
+    for (int j = 0; j < FA3_D / 8; j++)
+      *(float2 *)(orow + 8 * j) = make_float2(acc[j][2 * half] * inv, acc[j][2 * half + 1] * inv);
+  }
+}
+
+/* The combine: grid (tail_tiles x BM / ROWS), FA3_TAIL_COMBINE_THREADS threads merging ROWS rows
+ * of a split tile, four columns a step. A row's partials weigh 2^(lse_p - max lse), O = sum of
+ * w_p O_p / sum of w_p, lse (natural log) = (max + log2 sum w) ln 2. Runs after the attention
+ * kernel (a programmatic dependent: it waits before reading the partials). */
+extern "C" __global__ void __launch_bounds__(FA3_TAIL_COMBINE_THREADS)
+FA3_TAIL_COMBINE(const float *__restrict__ o_part, const float *__restrict__ lse_part, at_out_t *__restrict__ o,
+                 float *__restrict__ lse, int T, int n_heads, int batch, int tail_tiles, int pieces, long long o_sb,
+                 int o_ss, int o_sh)
+{
+  constexpr int ROWS = FA3_TAIL_COMBINE_ROWS, QUADS = FA3_D / 4;
+  static_assert(FA3_BM % ROWS == 0 && FA3_D % 4 == 0, "whole row groups, four columns a step");
+  at_wait_for_previous_grid();
+  const int m_blocks = (T + FA3_BM - 1) / FA3_BM;
+  const int r = blockIdx.x / (FA3_BM / ROWS), row0 = blockIdx.x % (FA3_BM / ROWS) * ROWS;
+  const int tile = m_blocks * n_heads * batch - tail_tiles + r;
+  const int m_block = tile % m_blocks, h = (tile / m_blocks) % n_heads, b = tile / (m_blocks * n_heads);
+  for (int i = threadIdx.x; i < ROWS * QUADS; i += FA3_TAIL_COMBINE_THREADS) {
+    const int rr = row0 + i / QUADS, quad = i % QUADS, m = m_block * FA3_BM + rr;
+    if (m >= T) continue;
+    const long long first = (long long)r * pieces * FA3_BM + rr; /* partial p's row: first + p BM */
+    float top = AT_NEG_INF;
+    for (int p = 0; p < pieces; p++) top = fmaxf(top, lse_part[first + (long long)p * FA3_BM]);
+    float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
+    float weights = 0.f;
+    for (int p = 0; top != AT_NEG_INF && p < pieces; p++) {
+      const long long row = first + (long long)p * FA3_BM;
+      const float w = at_exp2(lse_part[row] - top);
+      const float4 x = *(const float4 *)(o_part + row * FA3_D + 4 * quad);
+      weights += w, sum.x += w * x.x, sum.y += w * x.y, sum.z += w * x.z, sum.w += w * x.w;
+    }
+    const float inv = weights > 0.f ? 1.f / weights : 0.f;
+    at_out_t *orow = o + b * o_sb + (long long)h * o_sh + (long long)m * o_ss + 4 * quad;
+    *(uint2 *)orow = make_uint2(at_pack_out(sum.x * inv, sum.y * inv), at_pack_out(sum.z * inv, sum.w * inv));
+    if (FA3_LSE && quad == 0)
+      lse[((long long)b * n_heads + h) * T + m] =
+          weights > 0.f ? (top + at_log2(weights)) * 0.69314718055994531f : AT_NEG_INF;
+  }
+}
+#endif
+
 extern "C" __global__ void __launch_bounds__(FA3_ALL_THREADS, 1)
 FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
            const at_in_t *__restrict__ v, at_out_t *__restrict__ o, float *__restrict__ lse, int T, int S,
@@ -1327,6 +1446,9 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
            const __grid_constant__ at_tmap tm_v
 #if FA3_PERSISTENT
            , int n_heads, int work_tiles /* Nq; work tiles B * Nq * ceil(T / BM) */
+#endif
+#if FA3_TAIL
+           , int n_heads, int tail_tiles, int pieces, float *__restrict__ o_part, float *__restrict__ lse_part
 #endif
            )
 {
@@ -1382,6 +1504,9 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
 #if FA3_RAGGED
   const fa3_work work = fa3_work_at(c, rg_m, blockIdx.y, rg_b);
   const int n_heads = gridDim.y;
+#elif FA3_TAIL
+  const fa3_tail_cta tail = fa3_tail_cta_of(tail_tiles, pieces);
+  const fa3_work work = fa3_tail_work(c, tail, n_heads);
 #else
   const fa3_work work = fa3_work_of_block(c);
   const int n_heads = FA3_CAUSAL ? gridDim.x : gridDim.y;
@@ -1491,6 +1616,13 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
   fa3_store_o(o + (long long)c.q_first * o_ss, FA3_LSE ? lse + c.q_first : lse, acc, row_max, row_sum, o_descale,
               scale_log2, total_q, T, 0, work.h, n_heads, work.m0, cwarp * 16, 0, o_ss, o_sh, g, tq);
 #else
+#if FA3_TAIL
+  if (tail.pieces > 1) {
+    fa3_store_part(o_part, lse_part, acc, row_max, row_sum, o_descale, scale_log2, T, tail.part, work.m0, cwarp * 16,
+                   g, tq);
+    return;
+  }
+#endif
   fa3_store_o(o, lse, acc, row_max, row_sum, o_descale, scale_log2, T, T, work.b, work.h, n_heads, work.m0,
               cwarp * 16, o_sb, o_ss, o_sh, g, tq);
 #endif
