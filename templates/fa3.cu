@@ -203,6 +203,12 @@
  *       stands for (fa3_lin_ref; the exact tiles of the row take the same reference). cuobjdump
  *       of e4m3 D128 128x224's speculative softmax block: 641 -> 602 instructions (FADD 60 ->
  *       10, the range check +10). Predicted: 2-4% at FP8 D128. Not yet run.
+ *   v25 (FA3_TAIL, .tw<W>, no mask): the tail split ("Tail split" below): the work tiles of the
+ *       last partial wave of W CTAs (or that and the wave before) run as 2-8 CTAs each over
+ *       slices of their K/V tiles, whose fp32 partials FA3_TAIL_COMBINE merges; generator/fa3.c
+ *       plan_tail picks the split from a count of waves, K/V tiles and the combine's bytes. At B2
+ *       N16 8k the bf16 D128 192x80 default's 1376 tiles are 10 waves and 56: 76 SMs idle through
+ *       the eleventh. Predicted: bf16 D128 and D64 (block_m 192) +3-4%, D256 +1%. Not yet run.
  * Copies by cp.async and stores by threads are generic-proxy writes; wgmma reads shared memory
  * through the async proxy, hence fence.proxy.async before the barriers that publish them.
  */
@@ -1317,7 +1323,7 @@ __device__ __forceinline__ void fa3_ws_consume(const fa3_ws_ctx &c, const fa3_wo
 static_assert(!FA3_TAIL || (!FA3_CAUSAL && !FA3_RAGGED && !FA3_PAGE_SIZE && !FA3_PERSISTENT),
               "tail split: no mask, padded contiguous tensors, one CTA per work tile");
 #if FA3_TAIL
-/* Tail split (.tw<W>; generator/fa3.c plan_tail says when and how much). Grid: one dimension,
+/* Tail split (.tw<W>, v25; generator/fa3.c plan_tail says when and how much). Grid: one dimension,
  * the work tiles in the order of the padded grid (query block fastest, then head, then batch),
  * except that each of the last tail_tiles of them runs as `pieces` consecutive CTAs. Piece p of
  * a work tile with n K/V tiles takes tiles [p n / pieces, (p + 1) n / pieces) and writes, for each
