@@ -806,6 +806,13 @@ __device__ __forceinline__ void fa3_key_tiles(int m0, int T, int S, int offset, 
   }
 }
 
+/* The row sum of row half (0: g, 1: g + 8) of this thread's rows: with FA3_ONES every thread holds
+ * the whole sum (from O's last n8 tile), otherwise a quarter of it (its quad's columns). */
+__device__ __forceinline__ float fa3_whole_row_sum(const float *row_sum, int half)
+{
+  return FA3_ONES ? row_sum[half] : at_quad_sum(row_sum[half]);
+}
+
 /* The warp-specialized kernel's epilogue: O = acc / row sum (times V's descale) of this warp's
  * 16 rows, m0 + wrow on, below `rows`, and their lse (T rows per head); lane (g,t) holds columns
  * 8j + 2t, 8j + 2t + 1 of rows g and g+8. Only D's columns are stored (a D 96 tile holds 128). The in-CTA kernel keeps the same
@@ -818,8 +825,7 @@ __device__ __forceinline__ void fa3_store_o(at_out_t *__restrict__ o, float *__r
 {
 #pragma unroll
   for (int half = 0; half < 2; half++) {
-    /* FA3_ONES: every thread holds the whole sum (from O's last n8 tile), not a quarter of it. */
-    const float sum = FA3_ONES ? row_sum[half] : at_quad_sum(row_sum[half]);
+    const float sum = fa3_whole_row_sum(row_sum, half);
     const float inv = sum > 0.f ? o_descale / sum : 0.f;
     const int r = wrow + g + half * 8;
     if (m0 + r >= rows) continue;
@@ -1380,7 +1386,7 @@ __device__ __forceinline__ void fa3_store_part(float *__restrict__ o_part, float
 {
 #pragma unroll
   for (int half = 0; half < 2; half++) {
-    const float sum = FA3_ONES ? row_sum[half] : at_quad_sum(row_sum[half]);
+    const float sum = fa3_whole_row_sum(row_sum, half);
     const float inv = sum > 0.f ? o_descale / sum : 0.f;
     const int r = wrow + g + half * 8;
     if (m0 + r >= T) continue;
