@@ -84,7 +84,13 @@ static int register_estimate(const gen_variant *v)
    * spilled 96-380 bytes at D 64-128 in exactly those tiles too, 28 of them (and in none of the
    * kept ones; D 192 and 256 lose none). */
   const int persistent_live_s = v->persistent ? v->block_n / 4 : 0;
-  if (v->ws) return (tile_cols(v) + ones_rows(v)) / 2 + v->block_n / 2 + p_words + 32 + persistent_live_s;
+  /* .qr: a warp's 16 rows of Q as A fragments, D bytes (FP8) or 2 D bytes a row over 32 lanes. With
+   * it the estimate refuses exactly the tiles whose nvcc build spilled (bf16 D128 128x160: 32 bytes,
+   * 128x176: 128, 192x80: 192; D64 192x128: 96; e4m3 D128 128x224 .vt: 96, D256 128x128 .vt: 208)
+   * and keeps 128x144 and 128x128, which spilled none. */
+  const int q_words = v->q_regs ? v->spec.head_dim * (fp8 ? 1 : 2) / 8 : 0;
+  if (v->ws)
+    return (tile_cols(v) + ones_rows(v)) / 2 + v->block_n / 2 + p_words + 32 + persistent_live_s + q_words;
   const int transpose_units = fp8 ? (v->spec.head_dim / 32) * (v->block_n / 16) / v->warps : 0;
   return v->spec.head_dim / 2 + v->block_n / 2 + p_words + 56 + 7 * transpose_units;
 }
@@ -225,6 +231,17 @@ static at_status check_tail(const gen_variant *v)
   return AT_OK;
 }
 
+/* Q in registers (.qr): the warp-specialized consumers' Q K^T takes A from registers (wgmma's
+ * register form), where the register estimate leaves them room. */
+static at_status check_qr(const gen_variant *v)
+{
+  if (v->q_regs == 0) return AT_OK;
+  if (v->q_regs != 1) return at_fail(AT_ERR_INVALID, "fa3 q_regs must be 0 or 1, not %d", v->q_regs);
+  if (!v->ws)
+    return at_fail(AT_ERR_INVALID, "fa3 with Q in registers (.qr) is a warp-specialized kernel: it needs ws 1 or 2, not 0");
+  return AT_OK;
+}
+
 static at_status check_in_cta_tiles(const gen_variant *v)
 {
   if (v->warps != 4 && v->warps != 8)
@@ -257,7 +274,7 @@ static at_status check(const gen_variant *v, const gen_target *target)
   at_status rc = check_vt(v);
   if (rc != AT_OK || (rc = v->ws ? check_ws_tiles(v) : check_in_cta_tiles(v)) != AT_OK) return rc;
   if ((rc = check_persistent(v)) != AT_OK || (rc = check_ragged(v)) != AT_OK || (rc = check_paged(v)) != AT_OK ||
-      (rc = check_tail(v)) != AT_OK)
+      (rc = check_tail(v)) != AT_OK || (rc = check_qr(v)) != AT_OK)
     return rc;
   if (v->block_m != 16 * v->warps)
     return at_fail(AT_ERR_UNSUPPORTED, "fa3 block_m must be 16 rows per warp (%d for %d warps), not %d",
@@ -345,6 +362,22 @@ static at_status enumerate_tail_twins(const gen_target *target, const at_shape *
   return AT_OK;
 }
 
+/* After the tiles listed from `first` on: the Q-in-registers twin (.qr) of each one-CTA-per-tile
+ * form without ping-pong whose consumers have room for Q's fragments (check's register estimate:
+ * 128-row tiles up to block_n 144 at D 128, none of the 192-row ones there). */
+static at_status enumerate_qr_twins(const gen_target *target, int first, int listed, gen_variant *out, int cap,
+                                    int *n)
+{
+  for (int i = first; i < listed; i++) {
+    gen_variant v = out[i];
+    v.q_regs = 1;
+    if (out[i].persistent || out[i].ws != 1 || check(&v, target) != AT_OK) continue;
+    if (*n == cap) return at_fail(AT_ERR_INVALID, "more than %d variants for this shape", cap);
+    out[(*n)++] = v;
+  }
+  return AT_OK;
+}
+
 /* The persistent forms come after every non-persistent tile: on the H200 each ran 3-14% slower
  * than its twin alone (docs/perf.md, "v10"), so a config's candidate budget goes to the others
  * first; tuning configs/llm-prefill.yaml still picked a persistent form on 9 of its 23 shapes. */
@@ -359,12 +392,15 @@ static at_status enumerate_ws(const gen_spec *spec, const gen_target *target, co
           for (int d = 0; d < COUNT(k_ws_kinds); d++) {
             const int block_n = vt ? k_vt_block_n[b] : k_ws_block_n[b];
             gen_variant v = {GEN_FAMILY_FA3, *spec,          16 * k_ws_warps[a], block_n,           k_ws_warps[a],
-                             k_ws_stages[c], 0,              k_ws_kinds[d],      k_ws_persistent[p], 0, vt, 0, 0};
+                             k_ws_stages[c], 0,              k_ws_kinds[d],      k_ws_persistent[p], 0, vt, 0, 0, 0};
             if (check(&v, target) != AT_OK || !gen_tile_makes_sense(&v, shape)) continue;
             if (*n == cap) return at_fail(AT_ERR_INVALID, "more than %d variants for this shape", cap);
             out[(*n)++] = v;
           }
-  return enumerate_tail_twins(target, shape, first, out, cap, n);
+  /* Tail twins of the plain tiles, then .qr twins of those (not of the tail twins). */
+  const int plain = *n;
+  at_status rc = enumerate_tail_twins(target, shape, first, out, cap, n);
+  return rc != AT_OK ? rc : enumerate_qr_twins(target, first, plain, out, cap, n);
 }
 
 static at_status enumerate_in_cta(const gen_spec *spec, const gen_target *target, const at_shape *shape,
@@ -373,7 +409,7 @@ static at_status enumerate_in_cta(const gen_spec *spec, const gen_target *target
   for (int a = 0; a < COUNT(k_warps); a++)
     for (int b = 0; b < COUNT(k_block_n); b++)
       for (int c = 0; c < COUNT(k_stages); c++) {
-        gen_variant v = {GEN_FAMILY_FA3, *spec, 16 * k_warps[a], k_block_n[b], k_warps[a], k_stages[c], 0, 0, 0, 0, 0, 0, 0};
+        gen_variant v = {GEN_FAMILY_FA3, *spec, 16 * k_warps[a], k_block_n[b], k_warps[a], k_stages[c], 0, 0, 0, 0, 0, 0, 0, 0};
         if (check(&v, target) != AT_OK || !gen_tile_makes_sense(&v, shape)) continue;
         if (*n == cap) return at_fail(AT_ERR_INVALID, "more than %d variants for this shape", cap);
         out[(*n)++] = v;
@@ -427,7 +463,7 @@ static int default_ws_variant(const gen_spec *spec, const gen_target *target, ge
   const int fp8 = at_dtype_is_fp8(spec->dtype);
   for (const ws_pref *p = fp8 ? prefs8 : spec->page_size ? prefs_paged : prefs16; p->max_d; p++) {
     if (spec->head_dim > p->max_d) continue;
-    gen_variant v = {GEN_FAMILY_FA3, *spec, 16 * p->warps, p->block_n, p->warps, p->stages, 0, 1, 0, 0, fp8, 0, 0};
+    gen_variant v = {GEN_FAMILY_FA3, *spec, 16 * p->warps, p->block_n, p->warps, p->stages, 0, 1, 0, 0, fp8, 0, 0, 0};
     if (check(&v, target) == AT_OK) {
       *out = v;
       return 1;
@@ -456,7 +492,7 @@ static int default_variant(const gen_spec *spec, const gen_target *target, const
   for (int i = 0; i < COUNT(prefs); i++) {
     if (spec->head_dim > prefs[i].max_d) continue;
     for (int s = prefs[i].stages + extra_stage; s >= prefs[i].stages; s--) {
-      gen_variant v = {GEN_FAMILY_FA3, *spec, 16 * prefs[i].warps, prefs[i].block_n, prefs[i].warps, s, 0, 0, 0, 0, 0, 0, 0};
+      gen_variant v = {GEN_FAMILY_FA3, *spec, 16 * prefs[i].warps, prefs[i].block_n, prefs[i].warps, s, 0, 0, 0, 0, 0, 0, 0, 0};
       if (check(&v, target) == AT_OK) {
         *out = v;
         return 1;
@@ -484,6 +520,8 @@ static void wgmma_wrappers(const gen_variant *v, gen_text *t)
   gen_text_put(t, "/* wgmma wrappers generated by generator/fa3.c for this variant */\n");
   gen_wgmma_ss(t, "fa3_mma_qk", v->block_n, k, in, in, qk_tail);
   gen_wgmma_rs(t, "fa3_mma_pv", tile_cols(v) + ones_rows(v), k, p_type, in, pv_tail);
+  /* .qr: Q K^T with A = Q from four registers (K-major as A always is from registers), B = K */
+  if (v->q_regs) gen_wgmma_rs_acc(t, "fa3_mma_qk_rs", v->block_n, k, in, in, fp8 ? "1, 1" : "1, 1, 0");
 }
 
 /* Persistent variants: one CTA per work tile as described, which the runtime narrows to the
@@ -674,6 +712,7 @@ static void ws_preamble(const gen_variant *v, const gen_target *target, const ch
   if (v->persistent) gen_text_put(t, "#define FA3_PERSISTENT 1\n");
   if (v->ws) gen_text_put(t, "#define FA3_SPEC %d\n", speculative_max(v));
   if (linear_p(v)) gen_text_put(t, "#define FA3_LINP %d\n", linear_p(v));
+  if (v->q_regs) gen_text_put(t, "#define FA3_QREG 1\n");
   if (v->vt)
     gen_text_put(t, "#define FA3_VT_PRE 1\n#define FA3_VT_KERNEL %s%s\n#define FA3_VT_KEYS %d\n#define FA3_VT_THREADS %d\n",
                  entry, VT_ENTRIES[0], VT_KEYS, VT_THREADS);

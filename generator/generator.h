@@ -5,7 +5,7 @@
  * GQA ratio, log-sum-exp or not) and the family's tuning parameters. Its key is stable and readable,
  * and parses back into the same variant:
  *
- *     fa2.bf16.d128.causal.g4.bm128.bn64.w4.s2[.sp<N>][.ws|.wspp][.vt][.tw<W>][.pers][.o<dtype>][.lse]
+ *     fa2.bf16.d128.causal.g4.bm128.bn64.w4.s2[.sp<N>][.ws|.wspp][.vt][.qr][.tw<W>][.pers][.o<dtype>][.lse]
  *     (decode also: decode.<dtype>[.kv<dtype>][.pg<page size>].d128..., below)
  *         |    |    |      |  |     |    |  |   |     |       |    |      `- output dtype, FP8 inputs only
  *         |    |    |      |  |     |    |  |   |     |       |    |         (obf16, of16, oe4m3, oe5m2);
@@ -35,7 +35,10 @@
  *                                             .rg / .rgq after those where Q and K/V, or Q
  *                                             alone, are ragged (fa2.bf16.rg.d128...)
  *
- *     .tw<W> (fa3 after .ws/.wspp[.vt], no mask): the tail split for a wave of W CTAs: the call's
+ *     .qr (fa3 after .ws/.wspp[.vt]): Q K^T with Q in registers (wgmma's A operand from registers,
+ *     loaded once per work tile), where the tile leaves the consumers room for them
+ *
+ *     .tw<W> (fa3 after .ws/.wspp[.vt][.qr], no mask): the tail split for a wave of W CTAs: the call's
  *     last query tiles, which would leave part of the last wave empty, run as pieces of their keys
  *     (templates/fa3.cu "Tail split")
  *
@@ -159,6 +162,9 @@ typedef struct gen_variant {
    * pieces whose partials a combine kernel merges (.tw<W>; templates/fa3.cu "Tail split");
    * else 0 */
   int tail_wave;
+  /* fa3 warp-specialized: 1 = Q K^T takes Q's A fragments from registers, loaded from shared
+   * memory once per work tile, instead of re-reading Q there for every K/V tile (.qr), else 0 */
+  int q_regs;
 } gen_variant;
 
 /* What the variants are built for: an NVRTC arch and the dynamic shared memory a block may use. */

@@ -209,6 +209,13 @@
  *       plan_tail picks the split from a count of waves, K/V tiles and the combine's bytes. At B2
  *       N16 8k the bf16 D128 192x80 default's 1376 tiles are 10 waves and 56: 76 SMs idle through
  *       the eleventh. Predicted: bf16 D128 and D64 (block_m 192) +3-4%, D256 +1%. Not yet run.
+ *   v26 (FA3_QREG, .qr): Q K^T with Q's A fragments in registers, loaded once per work tile by
+ *       ldmatrix, instead of wgmma re-reading the warpgroup's 64 rows of Q from shared memory for
+ *       every K/V tile. Counted (bf16 D128 128x128): shared memory read by a consumer's GEMMs per
+ *       K/V tile 16 (Q) + 32 (K) + 32 (V) KB -> 64 KB, -20%; the H200 runs these kernels at its
+ *       power cap (docs/perf.md "v22": 1.63-1.72 GHz, 1.80 with half the L2 traffic), so bytes
+ *       not moved are clock. Fits 128-row tiles to block_n 144 at D 128 (32 registers more); the
+ *       192-row defaults have no room. Predicted: 128x128 +2-4%, maybe past 192x80. Not yet run.
  * Copies by cp.async and stores by threads are generic-proxy writes; wgmma reads shared memory
  * through the async proxy, hence fence.proxy.async before the barriers that publish them.
  */
@@ -313,6 +320,10 @@ static_assert(!FA3_SPEC || FA3_WS, "the speculative row max is the warp-speciali
 #ifndef FA3_LINP
 #define FA3_LINP 0
 #endif
+#ifndef FA3_QREG /* .qr: Q K^T's A from registers (v26; generator/fa3.c check_qr) */
+#define FA3_QREG 0
+#endif
+static_assert(!FA3_QREG || FA3_WS, "Q in registers is the warp-specialized consumers'");
 #if FA3_LINP && !(FA3_FP8 && FA3_ONES && FA3_SPEC)
 #undef FA3_LINP
 #define FA3_LINP 0
@@ -505,6 +516,36 @@ __device__ __forceinline__ void fa3_issue_qk(float (*s)[4], unsigned q_wg, unsig
     fa3_mma_qk(&s[0][0], at_wgmma_desc_advance(dq, qa), at_wgmma_desc_advance(dk, kb), ks > 0);
   }
 }
+
+#if FA3_QREG
+/* .qr: this warp's 16 rows of Q (from row qrow of the Q tile) as the A fragments of Q K^T's k
+ * steps, by ldmatrix: lanes 0-15 address rows qrow..qrow+15 at the step's first 16 bytes, lanes
+ * 16-31 the same rows at its second, which gives each lane the m16 A fragment of a 32-byte k step
+ * (16-bit: k 16; FP8: k 32, bytes in the same places). */
+__device__ __forceinline__ void fa3_load_q_regs(unsigned (*qf)[4], unsigned q, int qrow, int lane)
+{
+#pragma unroll
+  for (int ks = 0; ks < FA3_QK; ks++) {
+    const unsigned a = q + at_swz_off<FA3_BM, FA3_CW_D>(qrow + (lane & 15), 32 * ks + (lane >> 4) * 16);
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(qf[ks][0]), "=r"(qf[ks][1]), "=r"(qf[ks][2]), "=r"(qf[ks][3])
+                 : "r"(a)
+                 : "memory");
+  }
+}
+
+/* Issue S = Q K^T with Q from registers (not waited for). */
+__device__ __forceinline__ void fa3_issue_qk_regs(float (*s)[4], const unsigned (*qf)[4], unsigned k_tile)
+{
+  const unsigned long long dk = at_wgmma_desc<FA3_CW_D>(k_tile);
+#pragma unroll
+  for (int ks = 0; ks < FA3_QK; ks++) {
+    const int col = 32 * ks;
+    const unsigned kb = (unsigned)((col / FA3_CW_D) * FA3_BN * FA3_CW_D + col % FA3_CW_D);
+    fa3_mma_qk_rs(&s[0][0], qf[ks], at_wgmma_desc_advance(dk, kb), ks > 0);
+  }
+}
+#endif
 
 /* Issue O += P V (not waited for). FP8: V from the V^T buffer (K-major); 16-bit: V's tile as
  * loaded ([key][d], d in 128-byte column blocks) is the MN-major B, k step kk 16 key rows down. */
@@ -1235,6 +1276,11 @@ __device__ __forceinline__ void fa3_ws_consume(const fa3_ws_ctx &c, const fa3_wo
   at_bar_wait(c.bar_q, (unsigned)j & 1u);
   /* A work tile without keys (bottom-right rows above the first key) reads no Q. */
   if (FA3_PERSISTENT && n_tiles == 0 && lane == 0) at_bar_arrive(c.bar_q_empty);
+#if FA3_QREG
+  unsigned qf[FA3_QK][4];
+  if (n_tiles > 0) fa3_load_q_regs(qf, c.q, cwarp * 16, lane);
+  (void)q_wg;
+#endif
   float sacc[FA3_NT][4];
   unsigned v_release = 0; /* the V stage (or V^T buffer) that the P V in flight reads */
   for (int t = 0; t < n_tiles; t++) {
@@ -1263,7 +1309,11 @@ __device__ __forceinline__ void fa3_ws_consume(const fa3_ws_ctx &c, const fa3_wo
     if (t > 0) at_bar_wait(bar_v_prev_full, v_prev_parity);
     if (FA3_PINGPONG) fa3_named_sync(1 + cw, 256);
     at_wgmma_fence();
+#if FA3_QREG
+    fa3_issue_qk_regs(sacc, qf, c.k + s * FA3_KV_BYTES);
+#else
     fa3_issue_qk(sacc, q_wg, c.k + s * FA3_KV_BYTES);
+#endif
     at_wgmma_commit();
     if (FA3_PINGPONG && (FA3_PERSISTENT || !(cw == FA3_CONSUMERS - 1 && t == n_tiles - 1)))
       fa3_named_arrive(1 + next_cw, 256);

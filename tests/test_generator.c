@@ -23,13 +23,13 @@ static void test_literal_keys(void **state)
 {
   (void)state;
   char key[GEN_KEY_MAX], entry[GEN_KEY_MAX];
-  gen_variant v = {GEN_FAMILY_FA2, {AT_DTYPE_BF16, 128, AT_MASK_CAUSAL_TL, 4, 0, AT_DTYPE_BF16, AT_KV_SAME, 0, 0}, 128, 64, 4, 2, 0, 0, 0, 0, 0, 0, 0};
+  gen_variant v = {GEN_FAMILY_FA2, {AT_DTYPE_BF16, 128, AT_MASK_CAUSAL_TL, 4, 0, AT_DTYPE_BF16, AT_KV_SAME, 0, 0}, 128, 64, 4, 2, 0, 0, 0, 0, 0, 0, 0, 0};
   TU_OK(gen_variant_key(&v, key, sizeof key));
   assert_string_equal(key, "fa2.bf16.d128.causal.g4.bm128.bn64.w4.s2");
   TU_OK(gen_entry_name(&v, entry, sizeof entry));
   assert_string_equal(entry, "fa2_bf16_d128_causal_g4_bm128_bn64_w4_s2");
 
-  gen_variant w = {GEN_FAMILY_FA2, {AT_DTYPE_F16, 80, AT_MASK_CAUSAL_BR, 6, 1, AT_DTYPE_F16, AT_KV_SAME, 0, 0}, 64, 32, 4, 3, 0, 0, 0, 0, 0, 0, 0};
+  gen_variant w = {GEN_FAMILY_FA2, {AT_DTYPE_F16, 80, AT_MASK_CAUSAL_BR, 6, 1, AT_DTYPE_F16, AT_KV_SAME, 0, 0}, 64, 32, 4, 3, 0, 0, 0, 0, 0, 0, 0, 0};
   TU_OK(gen_variant_key(&w, key, sizeof key));
   assert_string_equal(key, "fa2.f16.d80.causal-br.g6.bm64.bn32.w4.s3.lse");
   TU_OK(gen_entry_name(&w, entry, sizeof entry));
@@ -147,7 +147,7 @@ static void test_smem_limit_prunes(void **state)
   assert_true(nb > 0 && nb < na);
   for (int i = 0; i < nb; i++) assert_true(gen_smem_bytes(&b[i]) <= small.smem_limit);
   /* A variant over the limit is refused with the numbers. */
-  gen_variant v = {GEN_FAMILY_FA2, {AT_DTYPE_BF16, 256, AT_MASK_NONE, 1, 0, AT_DTYPE_BF16, AT_KV_SAME, 0, 0}, 128, 128, 8, 3, 0, 0, 0, 0, 0, 0, 0};
+  gen_variant v = {GEN_FAMILY_FA2, {AT_DTYPE_BF16, 256, AT_MASK_NONE, 1, 0, AT_DTYPE_BF16, AT_KV_SAME, 0, 0}, 128, 128, 8, 3, 0, 0, 0, 0, 0, 0, 0, 0};
   assert_int_not_equal(gen_variant_check(&v, &big), AT_OK);
   assert_non_null(strstr(at_last_error(), "shared memory"));
 }
@@ -214,7 +214,7 @@ static void test_fp8_keys(void **state)
 {
   (void)state;
   char key[GEN_KEY_MAX], entry[GEN_KEY_MAX];
-  gen_variant v = {GEN_FAMILY_FA2, {AT_DTYPE_E4M3, 128, AT_MASK_NONE, 1, 0, AT_DTYPE_BF16, AT_KV_SAME, 0, 0}, 128, 64, 8, 2, 0, 0, 0, 0, 0, 0, 0};
+  gen_variant v = {GEN_FAMILY_FA2, {AT_DTYPE_E4M3, 128, AT_MASK_NONE, 1, 0, AT_DTYPE_BF16, AT_KV_SAME, 0, 0}, 128, 64, 8, 2, 0, 0, 0, 0, 0, 0, 0, 0};
   TU_OK(gen_variant_key(&v, key, sizeof key));
   assert_string_equal(key, "fa2.e4m3.d128.none.g1.bm128.bn64.w8.s2.obf16");
   TU_OK(gen_entry_name(&v, entry, sizeof entry));
@@ -223,7 +223,7 @@ static void test_fp8_keys(void **state)
   TU_OK(gen_variant_parse(key, &back));
   assert_memory_equal(&back, &v, sizeof v);
 
-  gen_variant w = {GEN_FAMILY_FA2, {AT_DTYPE_E5M2, 80, AT_MASK_CAUSAL_BR, 6, 1, AT_DTYPE_E5M2, AT_KV_SAME, 0, 0}, 64, 32, 4, 3, 0, 0, 0, 0, 0, 0, 0};
+  gen_variant w = {GEN_FAMILY_FA2, {AT_DTYPE_E5M2, 80, AT_MASK_CAUSAL_BR, 6, 1, AT_DTYPE_E5M2, AT_KV_SAME, 0, 0}, 64, 32, 4, 3, 0, 0, 0, 0, 0, 0, 0, 0};
   TU_OK(gen_variant_key(&w, key, sizeof key));
   assert_string_equal(key, "fa2.e5m2.d80.causal-br.g6.bm64.bn32.w4.s3.oe5m2.lse");
   TU_OK(gen_variant_parse(key, &back));
@@ -1247,7 +1247,7 @@ static void test_decode_family(void **state)
   assert_int_not_equal(def.family, GEN_FAMILY_DECODE);
 
   /* Refusals name the field. */
-  gen_variant bad = {GEN_FAMILY_DECODE, {AT_DTYPE_BF16, 128, AT_MASK_NONE, 4, 0, AT_DTYPE_BF16, AT_KV_SAME, 0, 0}, 1, 32, 4, 2, 4, 0, 0, 0, 0, 0, 0};
+  gen_variant bad = {GEN_FAMILY_DECODE, {AT_DTYPE_BF16, 128, AT_MASK_NONE, 4, 0, AT_DTYPE_BF16, AT_KV_SAME, 0, 0}, 1, 32, 4, 2, 4, 0, 0, 0, 0, 0, 0, 0};
   assert_int_equal(gen_variant_check(&bad, &t), AT_ERR_UNSUPPORTED);
   assert_non_null(strstr(at_last_error(), "keys per warp"));
   bad.block_n = 64, bad.splits = 0;
@@ -1516,6 +1516,104 @@ static void test_fa3_tail_family(void **state)
   assert_int_equal(tu_compile_count_bad(compiled, 7, &t, "fa3 tail split"), 0);
 }
 
+/* Q in registers (.qr after .ws/.wspp[.vt]): keys round-trip and need .ws/.wspp; the kernel gets
+ * FA3_QREG and a register-A wrapper for Q K^T; the register estimate refuses the tiles whose
+ * build spilled with it (bf16 D128 192x80, 128x160; e4m3 D128 128x224 .vt) and keeps 128x128;
+ * twins come after the plain tiles and their tail twins, of .ws tiles only; a sample compiles
+ * without spills. */
+static void test_fa3_qr_family(void **state)
+{
+  (void)state;
+  gen_target t = tu_sm90();
+  gen_variant v, back;
+  char key[GEN_KEY_MAX], *src = NULL;
+  TU_OK(gen_variant_parse("fa3.bf16.d128.none.g1.bm128.bn128.w8.s2.ws.qr", &v));
+  assert_int_equal(v.q_regs, 1);
+  TU_OK(gen_variant_check(&v, &t));
+  TU_OK(gen_variant_key(&v, key, sizeof key));
+  assert_string_equal(key, "fa3.bf16.d128.none.g1.bm128.bn128.w8.s2.ws.qr");
+  TU_OK(gen_variant_parse("fa3.e4m3.d128.none.g1.bm128.bn128.w8.s2.ws.vt.qr.tw132.obf16.lse", &back));
+  assert_int_equal(back.q_regs, 1);
+  assert_int_equal(back.tail_wave, 132);
+  TU_OK(gen_variant_key(&back, key, sizeof key));
+  assert_string_equal(key, "fa3.e4m3.d128.none.g1.bm128.bn128.w8.s2.ws.vt.qr.tw132.obf16.lse");
+  TU_OK(gen_emit(&v, &t, &src));
+  assert_non_null(strstr(src, "#define FA3_QREG 1\n"));
+  assert_non_null(strstr(src, "void fa3_mma_qk_rs(float *d, const unsigned *a, unsigned long long desc_b, int accumulate)"));
+  assert_non_null(strstr(src, "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "));
+  free(src);
+  src = NULL;
+  TU_OK(gen_variant_parse("fa3.bf16.d128.none.g1.bm128.bn128.w8.s2.ws", &back));
+  TU_OK(gen_emit(&back, &t, &src));
+  assert_null(strstr(src, "#define FA3_QREG 1"));
+  assert_null(strstr(src, "void fa3_mma_qk_rs("));
+  free(src);
+  src = NULL;
+
+  /* Refusals: not warp-specialized, not in front of .ws, not fa2, no room in the registers. */
+  assert_int_equal(gen_variant_parse("fa3.bf16.d128.none.g1.bm128.bn128.w8.s2.qr", &back), AT_ERR_INVALID);
+  assert_non_null(strstr(at_last_error(), "needs .ws or .wspp"));
+  assert_int_equal(gen_variant_parse("fa3.bf16.d128.none.g1.bm128.bn128.w8.s2.qr.ws", &back), AT_ERR_INVALID);
+  gen_variant bad = v;
+  bad.family = GEN_FAMILY_FA2, bad.ws = 0;
+  assert_int_equal(gen_variant_check(&bad, &t), AT_ERR_INVALID);
+  assert_non_null(strstr(at_last_error(), "no Q-in-registers variants"));
+  bad = v, bad.q_regs = 2;
+  assert_int_equal(gen_variant_check(&bad, &t), AT_ERR_INVALID);
+  static const char *const no_room[] = {
+      "fa3.bf16.d128.none.g1.bm192.bn80.w12.s2.ws.qr",
+      "fa3.bf16.d128.none.g1.bm128.bn160.w8.s2.ws.qr",
+      "fa3.bf16.d64.none.g1.bm192.bn128.w12.s2.ws.qr",
+      "fa3.e4m3.d128.none.g1.bm128.bn224.w8.s2.ws.vt.qr.obf16",
+      "fa3.e4m3.d256.none.g1.bm128.bn128.w8.s2.ws.vt.qr.obf16",
+  };
+  for (int i = 0; i < 5; i++) {
+    TU_OK(gen_variant_parse(no_room[i], &bad));
+    assert_int_equal(gen_variant_check(&bad, &t), AT_ERR_UNSUPPORTED);
+    assert_non_null(strstr(at_last_error(), "would spill"));
+    bad.q_regs = 0; /* the plain tile fits */
+    TU_OK(gen_variant_check(&bad, &t));
+  }
+
+  /* Listing: .qr twins of .ws tiles only, after every plain tile and tail twin; the default plain. */
+  gen_variant vs[GEN_MAX_VARIANTS];
+  int n = 0, twins = 0, first_twin = -1, last_other = -1;
+  at_shape s = shape_of(AT_DTYPE_BF16, 128, AT_MASK_NONE, 16, 16, 0);
+  s.batch = 2, s.q_len = 8192, s.kv_len = 8192;
+  TU_OK(gen_enumerate(&s, &t, vs, GEN_MAX_VARIANTS, &n));
+  for (int i = 0; i < n; i++) {
+    if (vs[i].family != GEN_FAMILY_FA3 || !vs[i].ws) continue;
+    if (vs[i].q_regs) {
+      twins++;
+      if (first_twin < 0) first_twin = i;
+      assert_int_equal(vs[i].ws, 1);
+      assert_int_equal(vs[i].tail_wave, 0);
+      assert_int_equal(vs[i].block_m, 128);
+      assert_true(vs[i].block_n <= 144);
+    } else {
+      last_other = i;
+    }
+  }
+  assert_true(twins >= 8);
+  assert_true(first_twin > last_other);
+  gen_variant def;
+  TU_OK(gen_default_variant(&s, &t, &def));
+  assert_int_equal(def.q_regs, 0);
+
+  /* A sample compiles without spills (test_ws_compile_no_spills compiles every listed bf16 twin). */
+  static const char *const sample[] = {
+      "fa3.bf16.d128.causal.g4.bm128.bn128.w8.s2.wspp.qr.lse",
+      "fa3.e4m3.d128.none.g1.bm128.bn128.w8.s2.ws.vt.qr.obf16",
+      "fa3.bf16.d128.none.g1.bm128.bn128.w8.s2.ws.qr.tw132",
+  };
+  gen_variant compiled[3];
+  for (int i = 0; i < 3; i++) {
+    TU_OK(gen_variant_parse(sample[i], &compiled[i]));
+    TU_OK(gen_variant_check(&compiled[i], &t));
+  }
+  assert_int_equal(tu_compile_count_bad(compiled, 3, &t, "fa3 Q in registers"), 0);
+}
+
 /* Persistent fa3 (.pers after .ws/.wspp): keys round-trip and old keys keep persistent 0; only
  * warp-specialized 16-bit fa3 with a causal mask takes it, and the refusals say so; the launch is
  * one CTA per work tile (B x Nq x query blocks) with Nq and the tile count after the tensor
@@ -1594,7 +1692,7 @@ static void test_fa3_persistent_family(void **state)
   bad = v, bad.persistent = 2;
   assert_int_equal(gen_variant_check(&bad, &t), AT_ERR_INVALID);
   gen_variant fa2 = {GEN_FAMILY_FA2, {AT_DTYPE_BF16, 128, AT_MASK_CAUSAL_TL, 4, 0, AT_DTYPE_BF16, AT_KV_SAME, 0, 0},
-                     128, 64, 4, 2, 0, 0, 1, 0, 0, 0, 0};
+                     128, 64, 4, 2, 0, 0, 1, 0, 0, 0, 0, 0};
   assert_int_equal(gen_variant_check(&fa2, &t), AT_ERR_INVALID);
   assert_non_null(strstr(at_last_error(), "fa2 has no persistent variants"));
 
@@ -1726,7 +1824,7 @@ static void test_fp8_kv_keys(void **state)
   gen_target t = tu_sm90();
   char key[GEN_KEY_MAX], entry[GEN_KEY_MAX];
   gen_variant v = {GEN_FAMILY_DECODE, {AT_DTYPE_BF16, 128, AT_MASK_NONE, 4, 0, AT_DTYPE_BF16, AT_DTYPE_E4M3, 0, 0},
-                   1, 256, 4, 3, 8, 0, 0, 0, 0, 0, 0};
+                   1, 256, 4, 3, 8, 0, 0, 0, 0, 0, 0, 0};
   TU_OK(gen_variant_key(&v, key, sizeof key));
   assert_string_equal(key, "decode.bf16.kve4m3.d128.none.g4.bm1.bn256.w4.s3.sp8");
   TU_OK(gen_entry_name(&v, entry, sizeof entry));
@@ -1817,7 +1915,7 @@ static void test_fp8_kv_enumeration(void **state)
   TU_OK(gen_enumerate(&s16, &t, vs, GEN_MAX_VARIANTS, &n16));
   for (int i = 0; i < n16; i++) assert_int_not_equal(vs[i].block_n, 256);
   gen_variant a = {GEN_FAMILY_DECODE, {AT_DTYPE_BF16, 128, AT_MASK_NONE, 4, 0, AT_DTYPE_BF16, AT_DTYPE_E4M3, 0, 0},
-                   1, 128, 4, 3, 1, 0, 0, 0, 0, 0, 0};
+                   1, 128, 4, 3, 1, 0, 0, 0, 0, 0, 0, 0};
   gen_variant b16 = a;
   b16.spec.kv_dtype = AT_KV_SAME;
   /* Q: 16 rows x 256 B; K and V: 3 stages x 128 keys x 128 B (FP8) or 256 B (bf16) */
@@ -1935,6 +2033,7 @@ int main(void)
       cmocka_unit_test(test_decode_compile_no_spills), cmocka_unit_test(test_fa3_ws_family), cmocka_unit_test(test_fa3_speculative_max), cmocka_unit_test(test_fa3_linear_p),
       cmocka_unit_test(test_ws_compile_no_spills), cmocka_unit_test(test_fa3_vt_family),
       cmocka_unit_test(test_fa3_tail_family),
+      cmocka_unit_test(test_fa3_qr_family),
       cmocka_unit_test(test_fa3_persistent_family), cmocka_unit_test(test_persistent_compile_no_spills),
       cmocka_unit_test(test_fp8_kv_keys),        cmocka_unit_test(test_fp8_kv_enumeration),
       cmocka_unit_test(test_fp8_kv_compile_no_spills),
