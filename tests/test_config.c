@@ -846,6 +846,36 @@ static void test_fa3_tail_search(void **state)
                "t.yaml:4:15: search.fa3.tail: 2 is too large (at most 1)");
 }
 
+/* fa3's qr (0 Q from shared memory, 1 the .qr twins) is 0 or 1 and fa3's alone, and narrows the
+ * tuner's candidates to the one kind or the other. */
+static void test_fa3_qr_search(void **state)
+{
+  (void)state;
+  const char *shape = "shapes:\n  - {batch: 2, seq_len: 8192, q_heads: 16, head_dim: 128}\n";
+  char text[256];
+  gen_target t = tu_sm90();
+  at_shape s = {.batch = 2, .q_len = 8192, .kv_len = 8192, .q_heads = 16, .kv_heads = 16, .head_dim = 128,
+                .dtype = AT_DTYPE_BF16, .mask = AT_MASK_NONE};
+  gen_variant vs[GEN_MAX_VARIANTS];
+  for (int want = 0; want < 2; want++) {
+    snprintf(text, sizeof text, "%ssearch:\n  fa3: {ws: 1, qr: %d}\n", shape, want);
+    tn_config c = parse_ok(text);
+    assert_search_values(&c, "fa3", "qr", 1, (const int[]){want});
+    int n = 0, fa3 = 0;
+    TU_OK(tn_tune_candidates(&c, &s, NULL, &t, vs, &n));
+    for (int i = 0; i < n; i++) {
+      if (vs[i].family != GEN_FAMILY_FA3) continue;
+      fa3++;
+      assert_int_equal(vs[i].q_regs, want);
+    }
+    assert_true(fa3 > 0);
+    tn_config_free(&c);
+  }
+  assert_null(tn_config_search(&(tn_config){0}, "fa2", "qr"));
+  expect_error(ONE_SHAPE "search:\n  fa3: {qr: 2}\n", AT_ERR_CONFIG,
+               "t.yaml:4:13: search.fa3.qr: 2 is too large (at most 1)");
+}
+
 static void test_decode_search_errors(void **state)
 {
   (void)state;
@@ -1095,7 +1125,7 @@ static void test_errors_in_other_sections(void **state)
   expect_error(ONE_SHAPE "search:\n  fa4: {block_m: [64]}\n", AT_ERR_CONFIG,
                "t.yaml:4:3: search: unknown key 'fa4' (expected fa2, fa3, decode)");
   expect_error(ONE_SHAPE "search:\n  fa3: {tile: [64]}\n", AT_ERR_CONFIG,
-               "t.yaml:4:9: search.fa3: unknown key 'tile' (expected block_m, block_n, warps, stages, ws, persistent, vt, tail)");
+               "t.yaml:4:9: search.fa3: unknown key 'tile' (expected block_m, block_n, warps, stages, ws, persistent, vt, tail, qr)");
   expect_error(ONE_SHAPE "search:\n  fa2: {block_m: [64, 0]}\n", AT_ERR_CONFIG,
                "t.yaml:4:23: search.fa2.block_m[1]: 0 must be at least 1");
   expect_error(ONE_SHAPE "search:\n  fa2: [64]\n", AT_ERR_CONFIG,
@@ -1372,6 +1402,7 @@ int main(void)
       cmocka_unit_test(test_decode_search_errors), cmocka_unit_test(test_fa3_ws_search),
       cmocka_unit_test(test_fa3_persistent_search), cmocka_unit_test(test_fa3_vt_search),
       cmocka_unit_test(test_fa3_tail_search),
+      cmocka_unit_test(test_fa3_qr_search),
       cmocka_unit_test(test_yaml_errors),
       cmocka_unit_test(test_deep_nesting_is_refused_fast),
       cmocka_unit_test(test_shape_key),
