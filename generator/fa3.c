@@ -504,7 +504,7 @@ static int default_variant(const gen_spec *spec, const gen_target *target, const
 
 /* ---- wgmma wrappers ---------------------------------------------------------------------------- */
 
-/* Two wgmma wrappers per variant, their register lists sized for the tile: fa3_mma_qk (A = Q and
+/* Two wgmma wrappers per variant (three with .qr), their register lists sized for the tile: fa3_mma_qk (A = Q and
  * B = K from shared memory; the accumulators zeroed when accumulate is 0, the scale-d predicate)
  * and fa3_mma_pv (A = P from four registers, B = V, and the ones rows where there are; always
  * accumulates). k is 32 for FP8 and 16 for 16-bit inputs. */

@@ -15,6 +15,8 @@
  *   fa3_mma_qk(float *s, desc_q, desc_k, accumulate)   S[64 x BN] (+)= Q[64 x k] K[BN x k]^T
  *   fa3_mma_pv(float *o, const unsigned p[4], desc_v)   O[64 x D]   += P[64 x k] V[k x D]
  *     (FP8: V from the V^T tile, K-major; 16-bit: from V's tile as loaded, MN-major)
+ *   .qr also fa3_mma_qk_rs(float *s, const unsigned q[4], desc_k, accumulate): Q K^T with Q's A
+ *     fragment of the k step from four registers (FA3_QREG, v26)
  * Accumulator element 4*j + e of a thread is the m16n8 C fragment element e of n8 tile j, for the
  * 16 rows of its warp: rows 16*warp + g (+8 for e >= 2), columns 8j + 2t + (e & 1), lane = 4g + t.
  *
