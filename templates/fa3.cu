@@ -506,46 +506,30 @@ template <int NW> __device__ __forceinline__ void fa3_transpose_v(unsigned vt, u
 
 /* ---- steps of one K/V tile ------------------------------------------------------------------ */
 
+/* Where k step ks (32 bytes of the row) of a K-major operand tile of R rows starts. */
+template <int R> __device__ __forceinline__ unsigned fa3_k_step(int ks)
+{
+  return (unsigned)((32 * ks / FA3_CW_D) * R * FA3_CW_D + 32 * ks % FA3_CW_D);
+}
+
 /* Issue S = Q K^T for this warpgroup's 64 rows (not waited for): 32-byte k steps of the row. */
 __device__ __forceinline__ void fa3_issue_qk(float (*s)[4], unsigned q_wg, unsigned k_tile)
 {
   const unsigned long long dq = at_wgmma_desc<FA3_CW_D>(q_wg), dk = at_wgmma_desc<FA3_CW_D>(k_tile);
 #pragma unroll
-  for (int ks = 0; ks < FA3_QK; ks++) {
-    const int col = 32 * ks;
-    const unsigned qa = (unsigned)((col / FA3_CW_D) * FA3_BM * FA3_CW_D + col % FA3_CW_D);
-    const unsigned kb = (unsigned)((col / FA3_CW_D) * FA3_BN * FA3_CW_D + col % FA3_CW_D);
-    fa3_mma_qk(&s[0][0], at_wgmma_desc_advance(dq, qa), at_wgmma_desc_advance(dk, kb), ks > 0);
-  }
+  for (int ks = 0; ks < FA3_QK; ks++)
+    fa3_mma_qk(&s[0][0], at_wgmma_desc_advance(dq, fa3_k_step<FA3_BM>(ks)),
+               at_wgmma_desc_advance(dk, fa3_k_step<FA3_BN>(ks)), ks > 0);
 }
 
 #if FA3_QREG
-/* .qr: this warp's 16 rows of Q (from row qrow of the Q tile) as the A fragments of Q K^T's k
- * steps, by ldmatrix: lanes 0-15 address rows qrow..qrow+15 at the step's first 16 bytes, lanes
- * 16-31 the same rows at its second, which gives each lane the m16 A fragment of a 32-byte k step
- * (16-bit: k 16; FP8: k 32, bytes in the same places). */
-__device__ __forceinline__ void fa3_load_q_regs(unsigned (*qf)[4], unsigned q, int qrow, int lane)
-{
-#pragma unroll
-  for (int ks = 0; ks < FA3_QK; ks++) {
-    const unsigned a = q + at_swz_off<FA3_BM, FA3_CW_D>(qrow + (lane & 15), 32 * ks + (lane >> 4) * 16);
-    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-                 : "=r"(qf[ks][0]), "=r"(qf[ks][1]), "=r"(qf[ks][2]), "=r"(qf[ks][3])
-                 : "r"(a)
-                 : "memory");
-  }
-}
-
-/* Issue S = Q K^T with Q from registers (not waited for). */
+/* Issue S = Q K^T with Q's A fragments from registers (.qr; not waited for). */
 __device__ __forceinline__ void fa3_issue_qk_regs(float (*s)[4], const unsigned (*qf)[4], unsigned k_tile)
 {
   const unsigned long long dk = at_wgmma_desc<FA3_CW_D>(k_tile);
 #pragma unroll
-  for (int ks = 0; ks < FA3_QK; ks++) {
-    const int col = 32 * ks;
-    const unsigned kb = (unsigned)((col / FA3_CW_D) * FA3_BN * FA3_CW_D + col % FA3_CW_D);
-    fa3_mma_qk_rs(&s[0][0], qf[ks], at_wgmma_desc_advance(dk, kb), ks > 0);
-  }
+  for (int ks = 0; ks < FA3_QK; ks++)
+    fa3_mma_qk_rs(&s[0][0], qf[ks], at_wgmma_desc_advance(dk, fa3_k_step<FA3_BN>(ks)), ks > 0);
 }
 #endif
 
@@ -1280,7 +1264,7 @@ __device__ __forceinline__ void fa3_ws_consume(const fa3_ws_ctx &c, const fa3_wo
   if (FA3_PERSISTENT && n_tiles == 0 && lane == 0) at_bar_arrive(c.bar_q_empty);
 #if FA3_QREG
   unsigned qf[FA3_QK][4];
-  if (n_tiles > 0) fa3_load_q_regs(qf, c.q, cwarp * 16, lane);
+  if (n_tiles > 0) at_load_a_frags<FA3_BM, FA3_CW_D, FA3_QK>(qf, c.q, cwarp * 16, lane);
   (void)q_wg;
 #endif
   float sacc[FA3_NT][4];
