@@ -344,34 +344,33 @@ static tail_plan tail_plan_of(const gen_variant *v, const at_shape *shape)
   return plan_tail(tiles, v->tail_wave, gen_tiles(shape->kv_len, v->block_n), combine);
 }
 
-/* After the tiles listed from `first` on: the tail-split twin (W = the target's SMs) of each
- * one-CTA-per-tile form without ping-pong (every default's kind) whose plan splits something at
- * this shape. Listed after them, so that a config's candidate budget meets the plain tiles first. */
-static at_status enumerate_tail_twins(const gen_target *target, const at_shape *shape, int first, gen_variant *out,
-                                      int cap, int *n)
+/* Twins of a listed tile: the tail split (W = the target's SMs) where its plan splits something at
+ * this shape, and Q in registers (.qr) where the consumers have room for Q's fragments (check's
+ * register estimate: 128-row tiles up to block_n 144 at D 128, none of the 192-row ones there).
+ * Each sets its field in *v and says whether the twin is listed. */
+static int tail_twin(gen_variant *v, const gen_target *target, const at_shape *shape)
 {
-  const int listed = *n;
-  for (int i = first; i < listed; i++) {
-    gen_variant v = out[i];
-    v.tail_wave = target->sm_count;
-    if (out[i].persistent || out[i].ws != 1 || check(&v, target) != AT_OK || tail_plan_of(&v, shape).tiles == 0)
-      continue;
-    if (*n == cap) return at_fail(AT_ERR_INVALID, "more than %d variants for this shape", cap);
-    out[(*n)++] = v;
-  }
-  return AT_OK;
+  v->tail_wave = target->sm_count;
+  return check(v, target) == AT_OK && tail_plan_of(v, shape).tiles > 0;
 }
 
-/* After the tiles listed from `first` on: the Q-in-registers twin (.qr) of each one-CTA-per-tile
- * form without ping-pong whose consumers have room for Q's fragments (check's register estimate:
- * 128-row tiles up to block_n 144 at D 128, none of the 192-row ones there). */
-static at_status enumerate_qr_twins(const gen_target *target, int first, int listed, gen_variant *out, int cap,
-                                    int *n)
+static int qr_twin(gen_variant *v, const gen_target *target, const at_shape *shape)
+{
+  (void)shape;
+  v->q_regs = 1;
+  return check(v, target) == AT_OK;
+}
+
+/* After out[first, listed): the twins that make_twin lists of each one-CTA-per-tile form without
+ * ping-pong (every default's kind). Listed after them, so that a config's candidate budget meets
+ * the plain tiles first. */
+static at_status enumerate_twins(int (*make_twin)(gen_variant *, const gen_target *, const at_shape *),
+                                 const gen_target *target, const at_shape *shape, int first, int listed,
+                                 gen_variant *out, int cap, int *n)
 {
   for (int i = first; i < listed; i++) {
     gen_variant v = out[i];
-    v.q_regs = 1;
-    if (out[i].persistent || out[i].ws != 1 || check(&v, target) != AT_OK) continue;
+    if (out[i].persistent || out[i].ws != 1 || !make_twin(&v, target, shape)) continue;
     if (*n == cap) return at_fail(AT_ERR_INVALID, "more than %d variants for this shape", cap);
     out[(*n)++] = v;
   }
@@ -399,8 +398,8 @@ static at_status enumerate_ws(const gen_spec *spec, const gen_target *target, co
           }
   /* Tail twins of the plain tiles, then .qr twins of those (not of the tail twins). */
   const int plain = *n;
-  at_status rc = enumerate_tail_twins(target, shape, first, out, cap, n);
-  return rc != AT_OK ? rc : enumerate_qr_twins(target, first, plain, out, cap, n);
+  at_status rc = enumerate_twins(tail_twin, target, shape, first, plain, out, cap, n);
+  return rc != AT_OK ? rc : enumerate_twins(qr_twin, target, shape, first, plain, out, cap, n);
 }
 
 static at_status enumerate_in_cta(const gen_spec *spec, const gen_target *target, const at_shape *shape,

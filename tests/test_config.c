@@ -816,64 +816,50 @@ static void test_fa3_vt_search(void **state)
   expect_error(ONE_SHAPE "search:\n  fa3: {vt: 2}\n", AT_ERR_CONFIG, "t.yaml:4:13: search.fa3.vt: 2 is too large (at most 1)");
 }
 
-/* fa3's tail (0 the plain grid, 1 the .tw tail split) is 0 or 1 and fa3's alone, and narrows the
- * tuner's candidates to the one kind or the other. */
+/* A 0/1 search parameter of fa3 (`param`) is fa3's alone and narrows the tuner's candidates at
+ * B2 N16 T=S=8192 D128 to the variants whose flag_of is `want`, for both values. */
+static void check_fa3_flag_search(const char *param, int (*flag_of)(const gen_variant *), const char *too_large)
+{
+  const char *shape = "shapes:\n  - {batch: 2, seq_len: 8192, q_heads: 16, head_dim: 128}\n";
+  char text[256];
+  gen_target t = tu_sm90();
+  at_shape s = {.batch = 2, .q_len = 8192, .kv_len = 8192, .q_heads = 16, .kv_heads = 16, .head_dim = 128,
+                .dtype = AT_DTYPE_BF16, .mask = AT_MASK_NONE};
+  gen_variant vs[GEN_MAX_VARIANTS];
+  for (int want = 0; want < 2; want++) {
+    snprintf(text, sizeof text, "%ssearch:\n  fa3: {ws: 1, %s: %d}\n", shape, param, want);
+    tn_config c = parse_ok(text);
+    assert_search_values(&c, "fa3", param, 1, (const int[]){want});
+    int n = 0, fa3 = 0;
+    TU_OK(tn_tune_candidates(&c, &s, NULL, &t, vs, &n));
+    for (int i = 0; i < n; i++) {
+      if (vs[i].family != GEN_FAMILY_FA3) continue;
+      fa3++;
+      assert_int_equal(flag_of(&vs[i]), want);
+    }
+    assert_true(fa3 > 0);
+    tn_config_free(&c);
+  }
+  assert_null(tn_config_search(&(tn_config){0}, "fa2", param));
+  snprintf(text, sizeof text, ONE_SHAPE "search:\n  fa3: {%s: 2}\n", param);
+  expect_error(text, AT_ERR_CONFIG, too_large);
+}
+
+static int tail_split_of(const gen_variant *v) { return v->tail_wave != 0; }
+static int q_regs_of(const gen_variant *v) { return v->q_regs; }
+
+/* fa3's tail: 0 the plain grid, 1 the .tw tail split. */
 static void test_fa3_tail_search(void **state)
 {
   (void)state;
-  const char *shape = "shapes:\n  - {batch: 2, seq_len: 8192, q_heads: 16, head_dim: 128}\n";
-  char text[256];
-  gen_target t = tu_sm90();
-  at_shape s = {.batch = 2, .q_len = 8192, .kv_len = 8192, .q_heads = 16, .kv_heads = 16, .head_dim = 128,
-                .dtype = AT_DTYPE_BF16, .mask = AT_MASK_NONE};
-  gen_variant vs[GEN_MAX_VARIANTS];
-  for (int want = 0; want < 2; want++) {
-    snprintf(text, sizeof text, "%ssearch:\n  fa3: {ws: 1, tail: %d}\n", shape, want);
-    tn_config c = parse_ok(text);
-    assert_search_values(&c, "fa3", "tail", 1, (const int[]){want});
-    int n = 0, fa3 = 0;
-    TU_OK(tn_tune_candidates(&c, &s, NULL, &t, vs, &n));
-    for (int i = 0; i < n; i++) {
-      if (vs[i].family != GEN_FAMILY_FA3) continue;
-      fa3++;
-      assert_int_equal(vs[i].tail_wave != 0, want);
-    }
-    assert_true(fa3 > 0);
-    tn_config_free(&c);
-  }
-  assert_null(tn_config_search(&(tn_config){0}, "fa2", "tail"));
-  expect_error(ONE_SHAPE "search:\n  fa3: {tail: 2}\n", AT_ERR_CONFIG,
-               "t.yaml:4:15: search.fa3.tail: 2 is too large (at most 1)");
+  check_fa3_flag_search("tail", tail_split_of, "t.yaml:4:15: search.fa3.tail: 2 is too large (at most 1)");
 }
 
-/* fa3's qr (0 Q from shared memory, 1 the .qr twins) is 0 or 1 and fa3's alone, and narrows the
- * tuner's candidates to the one kind or the other. */
+/* fa3's qr: 0 Q K^T reads Q from shared memory, 1 the .qr twins (Q in registers). */
 static void test_fa3_qr_search(void **state)
 {
   (void)state;
-  const char *shape = "shapes:\n  - {batch: 2, seq_len: 8192, q_heads: 16, head_dim: 128}\n";
-  char text[256];
-  gen_target t = tu_sm90();
-  at_shape s = {.batch = 2, .q_len = 8192, .kv_len = 8192, .q_heads = 16, .kv_heads = 16, .head_dim = 128,
-                .dtype = AT_DTYPE_BF16, .mask = AT_MASK_NONE};
-  gen_variant vs[GEN_MAX_VARIANTS];
-  for (int want = 0; want < 2; want++) {
-    snprintf(text, sizeof text, "%ssearch:\n  fa3: {ws: 1, qr: %d}\n", shape, want);
-    tn_config c = parse_ok(text);
-    assert_search_values(&c, "fa3", "qr", 1, (const int[]){want});
-    int n = 0, fa3 = 0;
-    TU_OK(tn_tune_candidates(&c, &s, NULL, &t, vs, &n));
-    for (int i = 0; i < n; i++) {
-      if (vs[i].family != GEN_FAMILY_FA3) continue;
-      fa3++;
-      assert_int_equal(vs[i].q_regs, want);
-    }
-    assert_true(fa3 > 0);
-    tn_config_free(&c);
-  }
-  assert_null(tn_config_search(&(tn_config){0}, "fa2", "qr"));
-  expect_error(ONE_SHAPE "search:\n  fa3: {qr: 2}\n", AT_ERR_CONFIG,
-               "t.yaml:4:13: search.fa3.qr: 2 is too large (at most 1)");
+  check_fa3_flag_search("qr", q_regs_of, "t.yaml:4:13: search.fa3.qr: 2 is too large (at most 1)");
 }
 
 static void test_decode_search_errors(void **state)

@@ -171,6 +171,19 @@ static void test_emit(void **state)
   free(src);
 }
 
+/* Variant keys that must parse and pass their checks, compiled for sm_90a: how many of them had
+ * errors or spills (tu_compile_count_bad). */
+static int compile_keys_count_bad(const char *const *keys, int n, const gen_target *t, const char *what)
+{
+  gen_variant vs[16];
+  assert_true(n <= 16);
+  for (int i = 0; i < n; i++) {
+    TU_OK(gen_variant_parse(keys[i], &vs[i]));
+    TU_OK(gen_variant_check(&vs[i], t));
+  }
+  return tu_compile_count_bad(vs, n, t, what);
+}
+
 /* The spill-free promise: every listed variant of the tested shapes compiles for sm_90a with zero
  * spill bytes and no stack frame. All of them, compiled in parallel (~0.3 s each). */
 /* Keeps the variants that are not warp-specialized (test_ws_compile_no_spills has those: the
@@ -1508,12 +1521,7 @@ static void test_fa3_tail_family(void **state)
       "fa3.e5m2.d256.none.g2.bm128.bn128.w8.s2.ws.vt.tw132.of16.lse",
       "fa3.e4m3.d128.none.g1.bm128.bn128.w8.s2.ws.tw132.obf16",
   };
-  gen_variant compiled[7];
-  for (int i = 0; i < 7; i++) {
-    TU_OK(gen_variant_parse(sample[i], &compiled[i]));
-    TU_OK(gen_variant_check(&compiled[i], &t));
-  }
-  assert_int_equal(tu_compile_count_bad(compiled, 7, &t, "fa3 tail split"), 0);
+  assert_int_equal(compile_keys_count_bad(sample, 7, &t, "fa3 tail split"), 0);
 }
 
 /* Q in registers (.qr after .ws/.wspp[.vt]): keys round-trip and need .ws/.wspp; the kernel gets
@@ -1606,12 +1614,7 @@ static void test_fa3_qr_family(void **state)
       "fa3.e4m3.d128.none.g1.bm128.bn128.w8.s2.ws.vt.qr.obf16",
       "fa3.bf16.d128.none.g1.bm128.bn128.w8.s2.ws.qr.tw132",
   };
-  gen_variant compiled[3];
-  for (int i = 0; i < 3; i++) {
-    TU_OK(gen_variant_parse(sample[i], &compiled[i]));
-    TU_OK(gen_variant_check(&compiled[i], &t));
-  }
-  assert_int_equal(tu_compile_count_bad(compiled, 3, &t, "fa3 Q in registers"), 0);
+  assert_int_equal(compile_keys_count_bad(sample, 3, &t, "fa3 Q in registers"), 0);
 }
 
 /* Persistent fa3 (.pers after .ws/.wspp): keys round-trip and old keys keep persistent 0; only
