@@ -471,6 +471,17 @@ static int default_ws_variant(const gen_spec *spec, const gen_target *target, ge
   return 0;
 }
 
+/* The tail split (v25) where its plan splits something at this shape (never causal, paged or
+ * ragged: check_tail refuses those). Against the plain 192x80 / 192x128 / 128x80 / 192x96 tiles on
+ * the H100 (calls 76 and 78): +1 to +12% at bf16 D128 on four of five shapes and -0.8% on the
+ * fifth (B4 N32 T2048, 10.7 waves), +2% at D64, +1 to +2% at D256, -3.4 then +1.1% (two orders)
+ * and +5.4% at e4m3; docs/perf.md "v25". */
+static void with_tail_split(gen_variant *v, const gen_target *target, const at_shape *shape)
+{
+  gen_variant t = *v;
+  if (tail_twin(&t, target, shape)) *v = t;
+}
+
 /* Otherwise the in-CTA kernel, best first from the H200 sweeps in docs/perf.md ("## fa3"): at
  * T=S=8192 the 128x128 tile with two warpgroups wins at D=128 (FP8 and bf16), 64x128 with one warpgroup at bf16 D=64, and 128x64
  * at D=256, where 128x128 does not fit the registers. FP8 runs faster with a third stage (632
@@ -481,7 +492,10 @@ static int default_variant(const gen_spec *spec, const gen_target *target, const
   /* Paged K/V: default_ws_variant's paged tiles where one fits the page size, ahead of fa2's
    * paged kernels (52-53% of the padding-free ideal against fa3's 67-75% on the H200, docs/perf.md
    * "fa3 reads pages"); none here otherwise, so fa2's default follows. */
-  if (default_ws_variant(spec, target, out)) return 1;
+  if (default_ws_variant(spec, target, out)) {
+    with_tail_split(out, target, shape);
+    return 1;
+  }
   if (spec->page_size) return 0;
   if (spec->ragged) return 0; /* only the warp-specialized kernel reads ragged tensors */
   static const struct { int max_d, block_n, warps, stages; } prefs[] = {

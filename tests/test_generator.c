@@ -1347,7 +1347,8 @@ static void test_ws_compile_no_spills(void **state)
  * kernel on padded contiguous tensors takes it; the launch runs the padded grid's work tiles on
  * one dimension with the last partial wave's tiles as pieces, then a combine over their rows,
  * and launches the plain grid where the waves come out even; the twins are listed after the
- * plain tiles, for unmasked shapes only; a sample of them compiles without spills. */
+ * plain tiles, for unmasked shapes only, and the default takes one where its plan splits; a
+ * sample of them compiles without spills. */
 static void test_fa3_tail_family(void **state)
 {
   (void)state;
@@ -1506,8 +1507,18 @@ static void test_fa3_tail_family(void **state)
   assert_true(first_twin > last_plain);
   gen_variant def;
   TU_OK(gen_default_variant(&s, &t, &def));
-  assert_int_equal(def.tail_wave, 0); /* the default stays plain until measured */
+  /* The default takes the split where its plan splits (10.4 waves of 192-row tiles here), not
+   * where the tiles fill whole waves (B1 N33 T8448: 33 x 44 = 11 x 132) nor under a mask. */
+  TU_OK(gen_variant_key(&def, key, sizeof key));
+  assert_string_equal(key, "fa3.bf16.d128.none.g1.bm192.bn80.w12.s2.ws.tw132");
+  at_shape fit = s;
+  fit.batch = 1, fit.q_heads = fit.kv_heads = 33, fit.q_len = fit.kv_len = 8448;
+  TU_OK(gen_default_variant(&fit, &t, &def));
+  TU_OK(gen_variant_key(&def, key, sizeof key));
+  assert_string_equal(key, "fa3.bf16.d128.none.g1.bm192.bn80.w12.s2.ws");
   s.mask = AT_MASK_CAUSAL_TL;
+  TU_OK(gen_default_variant(&s, &t, &def));
+  assert_int_equal(def.tail_wave, 0);
   TU_OK(gen_enumerate(&s, &t, vs, GEN_MAX_VARIANTS, &n));
   for (int i = 0; i < n; i++) assert_int_equal(vs[i].tail_wave, 0);
 
