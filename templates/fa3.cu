@@ -199,25 +199,40 @@
  *       P V issue blocks: e4m3 D128 128x224 83 -> 51 instructions a tile, bf16 D128 192x80 108
  *       -> 57, D256 128x80 191 -> 104 (Q K^T's 16 wgmmas issued in 77 instructions, not 152);
  *       whole kernels 2-11% shorter; spills, the exponentials under P V and the waits as before.
- *       Predicted: 1-3% where the consumers issue most (FP8 D128, bf16 D256). Not yet run.
+ *       Predicted: 1-3% where the consumers issue most (FP8 D128, bf16 D256). Measured with v24
+ *       (one binary against main's, H200, B2 N16 8k, two rounds): bf16 D128 causal 192x80
+ *       654 / 616 -> 674 / 651 TFLOP/s, GQA 32/8 causal 16k 630 / 631 -> 650 / 648, e4m3 D256
+ *       128x128 .vt 1115 / 1120 -> 1132 / 1150 (+2-6%); bf16 D128 192x80 B4 N32 T2k 610 / 608
+ *       -> 625 / 623.
  *   v24 (FA3_LINP): a linear tile's MAGIC + code / 8 from one FFMA, s * scale_log2 + c, and the
  *       clamp (fa3_lin_z): the add of MAGIC goes, for a row reference moved to the grid that c
  *       stands for (fa3_lin_ref; the exact tiles of the row take the same reference). cuobjdump
  *       of e4m3 D128 128x224's speculative softmax block: 641 -> 602 instructions (FADD 60 ->
- *       10, the range check +10). Predicted: 2-4% at FP8 D128. Not yet run.
+ *       10, the range check +10). Predicted: 2-4% at FP8 D128. Measured with v23 (the same A/B):
+ *       e4m3 D128 128x224 .vt 979 / 975 -> 1075 / 1052 (+8-10%, past #14's 1050 in both
+ *       rounds), B1 N32 T4k 920 / 917 -> 931 / 930.
  *   v25 (FA3_TAIL, .tw<W>, no mask): the tail split ("Tail split" below): the work tiles of the
  *       last partial wave of W CTAs (or that and the wave before) run as 2-8 CTAs each over
  *       slices of their K/V tiles, whose fp32 partials FA3_TAIL_COMBINE merges; generator/fa3.c
  *       plan_tail picks the split from a count of waves, K/V tiles and the combine's bytes. At B2
  *       N16 8k the bf16 D128 192x80 default's 1376 tiles are 10 waves and 56: 76 SMs idle through
- *       the eleventh. Predicted: bf16 D128 and D64 (block_m 192) +3-4%, D256 +1%. Not yet run.
+ *       the eleventh. Predicted: bf16 D128 and D64 (block_m 192) +3-4%, D256 +1%. Measured
+ *       against the plain twin in one binary (H100, calls 76 and 78): bf16 D128 +1 to +12% on
+ *       four shapes (B4 N32 T2k's plan splits nothing), D64 +2%, D256 +1-2%, e4m3 192x96
+ *       -3% then +1% (the order reversed) and +5% at B1 N32 T4k. The default since (where its
+ *       plan splits); H200, against main's plain default: B1 N32 T4k 607 / 605 -> 666 / 666
+ *       (+10%, 0.90x -> 0.99x cuDNN), B2 N16 8k 653 -> 676 (medians of six pairs), D64 503 / 494
+ *       -> 521 / 536, D256 698 / 698 -> 705 / 714.
  *   v26 (FA3_QREG, .qr): Q K^T with Q's A fragments in registers, loaded once per work tile by
  *       ldmatrix, instead of wgmma re-reading the warpgroup's 64 rows of Q from shared memory for
  *       every K/V tile. Counted (bf16 D128 128x128): shared memory read by a consumer's GEMMs per
  *       K/V tile 16 (Q) + 32 (K) + 32 (V) KB -> 64 KB, -20%; the H200 runs these kernels at its
  *       power cap (docs/perf.md "v22": 1.63-1.72 GHz, 1.80 with half the L2 traffic), so bytes
  *       not moved are clock. Fits 128-row tiles to block_n 144 at D 128 (32 registers more); the
- *       192-row defaults have no room. Predicted: 128x128 +2-4%, maybe past 192x80. Not yet run.
+ *       192-row defaults have no room. Predicted: 128x128 +2-4%, maybe past 192x80. Measured (B2
+ *       N16 8k, against 128x128 in one bench): H100 635 -> 647 verified, 668 -> 671 unverified in
+ *       the other order, where 192x80 ran 663 / 686; H200 635 -> 617 (-3%), 192x80 .tw 689; D64
+ *       128x128 453 -> 419. Kept as a twin for the tuner; no default takes it.
  * Copies by cp.async and stores by threads are generic-proxy writes; wgmma reads shared memory
  * through the async proxy, hence fence.proxy.async before the barriers that publish them.
  */
