@@ -396,7 +396,7 @@ static at_status enumerate_block_n(const gen_spec *spec, const gen_target *targe
   const int bm = next_pow2(shape->q_len);
   for (int b = 0; b < COUNT(k_warps); b++)
     for (int c = 0; c < COUNT(k_stages); c++) {
-      gen_variant v = {GEN_FAMILY_DECODE, *spec, bm, block_n, k_warps[b], k_stages[c], 1, 0, 0, 0, 0, 0};
+      gen_variant v = {GEN_FAMILY_DECODE, *spec, bm, block_n, k_warps[b], k_stages[c], 1, 0, 0, 0, 0, 0, 0, 0};
       if (check(&v, target) != AT_OK) continue;
       int tries[3];
       split_tries(&v, target, shape, tries);
@@ -461,7 +461,7 @@ static at_status enumerate_wg(const gen_spec *spec, const gen_target *target, co
     if (gen_tile_too_long(k_wg_block_n[a], shape->kv_len)) continue;
     for (int c = 0; c < COUNT(k_wg_stages); c++) {
       for (int wg = 1; wg <= 3; wg++) {
-        gen_variant v = {GEN_FAMILY_DECODE, *spec, bm, k_wg_block_n[a], 4, k_wg_stages[c], 1, 0, 0, 0, 0, wg};
+        gen_variant v = {GEN_FAMILY_DECODE, *spec, bm, k_wg_block_n[a], 4, k_wg_stages[c], 1, 0, 0, 0, 0, wg, 0, 0};
         v.warps = wg_rows(&v) / 16;
         if (!wg_stages_listed(&v) || check(&v, target) != AT_OK) continue;
         int tries[3];
@@ -544,7 +544,7 @@ static int default_variant(const gen_spec *spec, const gen_target *target, const
    * T16 323 against 346; S16k 48.6 against 50.7). */
   const int bm = next_pow2(shape->q_len);
   if (wg_listed(spec, target, bm) && (kv8(spec) || spec->gqa * bm > 64)) {
-    gen_variant v = {GEN_FAMILY_DECODE, *spec, bm, 64, 4, 4, 1, 0, 0, 0, 0, 1};
+    gen_variant v = {GEN_FAMILY_DECODE, *spec, bm, 64, 4, 4, 1, 0, 0, 0, 0, 1, 0, 0};
     v.warps = wg_rows(&v) / 16;
     if (kv8(spec) && v.warps == 4) v.wg = 2;
     /* K8 (bf16 Q): 6 FP8 staging slots (step 21, H200 B8 S64k causal-br: GQA 8 T8 159.9 us
@@ -566,7 +566,7 @@ static int default_variant(const gen_spec *spec, const gen_target *target, const
     if (shape->q_len < prefs[i].min_t) continue;
     if (prefs[i].block_n > 128 && gen_tile_too_long(prefs[i].block_n, shape->kv_len)) continue;
     gen_variant v = {GEN_FAMILY_DECODE, *spec, next_pow2(shape->q_len), prefs[i].block_n, prefs[i].warps,
-                     prefs[i].stages, 1, 0, 0, 0, 0, 0};
+                     prefs[i].stages, 1, 0, 0, 0, 0, 0, 0, 0};
     if (check(&v, target) != AT_OK) continue;
     v.splits = default_splits(&v, target, shape);
     *out = v;

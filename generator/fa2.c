@@ -169,7 +169,7 @@ static at_status enumerate(const gen_spec *spec, const gen_target *target, const
     for (int b = 0; b < COUNT(k_warps); b++)
       for (int c = 0; c < COUNT(k_block_n); c++)
         for (int d = 0; d < COUNT(k_stages); d++) {
-          gen_variant v = {GEN_FAMILY_FA2, *spec, k_block_m[a], k_block_n[c], k_warps[b], k_stages[d], 0, 0, 0, 0, 0, 0};
+          gen_variant v = {GEN_FAMILY_FA2, *spec, k_block_m[a], k_block_n[c], k_warps[b], k_stages[d], 0, 0, 0, 0, 0, 0, 0, 0};
           if (check(&v, target) != AT_OK || !gen_tile_makes_sense(&v, shape)) continue;
           if (*n == cap) return at_fail(AT_ERR_INVALID, "more than %d variants for this shape", cap);
           out[(*n)++] = v;
@@ -192,7 +192,7 @@ static int default_variant(const gen_spec *spec, const gen_target *target, const
   for (int i = 0; i < COUNT(prefs); i++) {
     if (spec->head_dim > prefs[i].max_d) continue;
     gen_variant v = {GEN_FAMILY_FA2, *spec, prefs[i].block_m, prefs[i].block_n, prefs[i].warps,
-                     prefs[i].stages, 0, 0, 0, 0, 0, 0};
+                     prefs[i].stages, 0, 0, 0, 0, 0, 0, 0, 0};
     if (check(&v, target) == AT_OK) {
       *out = v;
       return 1;

@@ -84,7 +84,13 @@ static int register_estimate(const gen_variant *v)
    * spilled 96-380 bytes at D 64-128 in exactly those tiles too, 28 of them (and in none of the
    * kept ones; D 192 and 256 lose none). */
   const int persistent_live_s = v->persistent ? v->block_n / 4 : 0;
-  if (v->ws) return (tile_cols(v) + ones_rows(v)) / 2 + v->block_n / 2 + p_words + 32 + persistent_live_s;
+  /* .qr: a warp's 16 rows of Q as A fragments, D bytes (FP8) or 2 D bytes a row over 32 lanes. With
+   * it the estimate refuses exactly the tiles whose nvcc build spilled (bf16 D128 128x160: 32 bytes,
+   * 128x176: 128, 192x80: 192; D64 192x128: 96; e4m3 D128 128x224 .vt: 96, D256 128x128 .vt: 208)
+   * and keeps 128x144 and 128x128, which spilled none. */
+  const int q_words = v->q_regs ? v->spec.head_dim * (fp8 ? 1 : 2) / 8 : 0;
+  if (v->ws)
+    return (tile_cols(v) + ones_rows(v)) / 2 + v->block_n / 2 + p_words + 32 + persistent_live_s + q_words;
   const int transpose_units = fp8 ? (v->spec.head_dim / 32) * (v->block_n / 16) / v->warps : 0;
   return v->spec.head_dim / 2 + v->block_n / 2 + p_words + 56 + 7 * transpose_units;
 }
@@ -203,6 +209,39 @@ static at_status check_paged(const gen_variant *v)
   return AT_OK;
 }
 
+/* The tail split (.tw<W>): the warp-specialized kernel with one CTA per work tile, all of them
+ * equally long (no mask: the causal grid already ends on its shortest tiles), on padded
+ * contiguous tensors. */
+static at_status check_tail(const gen_variant *v)
+{
+  if (v->tail_wave == 0) return AT_OK;
+  if (v->tail_wave < 1 || v->tail_wave > 4096)
+    return at_fail(AT_ERR_INVALID, "fa3 tail wave must be 1..4096 CTAs, not %d", v->tail_wave);
+  if (!v->ws || v->persistent)
+    return at_fail(AT_ERR_INVALID,
+                   "the fa3 tail split (.tw) is a form of the warp-specialized kernel with one CTA per work tile "
+                   "(.ws or .wspp, not .pers)");
+  if (v->spec.mask != AT_MASK_NONE)
+    return at_fail(AT_ERR_UNSUPPORTED,
+                   "the fa3 tail split (.tw) runs without a mask, not %s: causal work tiles differ in length, and "
+                   "the causal grid already ends on its shortest",
+                   at_mask_name(v->spec.mask));
+  if (v->spec.ragged || v->spec.page_size)
+    return at_fail(AT_ERR_UNSUPPORTED, "the fa3 tail split (.tw) reads padded, contiguous tensors (no .rg, .rgq, .pg)");
+  return AT_OK;
+}
+
+/* Q in registers (.qr): the warp-specialized consumers' Q K^T takes A from registers (wgmma's
+ * register form), where the register estimate leaves them room. */
+static at_status check_qr(const gen_variant *v)
+{
+  if (v->q_regs == 0) return AT_OK;
+  if (v->q_regs != 1) return at_fail(AT_ERR_INVALID, "fa3 q_regs must be 0 or 1, not %d", v->q_regs);
+  if (!v->ws)
+    return at_fail(AT_ERR_INVALID, "fa3 with Q in registers (.qr) is a warp-specialized kernel: it needs ws 1 or 2, not 0");
+  return AT_OK;
+}
+
 static at_status check_in_cta_tiles(const gen_variant *v)
 {
   if (v->warps != 4 && v->warps != 8)
@@ -234,7 +273,8 @@ static at_status check(const gen_variant *v, const gen_target *target)
   if (s->gqa < 1 || s->gqa > 1024) return at_fail(AT_ERR_INVALID, "GQA ratio %d is out of range (1..1024)", s->gqa);
   at_status rc = check_vt(v);
   if (rc != AT_OK || (rc = v->ws ? check_ws_tiles(v) : check_in_cta_tiles(v)) != AT_OK) return rc;
-  if ((rc = check_persistent(v)) != AT_OK || (rc = check_ragged(v)) != AT_OK || (rc = check_paged(v)) != AT_OK)
+  if ((rc = check_persistent(v)) != AT_OK || (rc = check_ragged(v)) != AT_OK || (rc = check_paged(v)) != AT_OK ||
+      (rc = check_tail(v)) != AT_OK || (rc = check_qr(v)) != AT_OK)
     return rc;
   if (v->block_m != 16 * v->warps)
     return at_fail(AT_ERR_UNSUPPORTED, "fa3 block_m must be 16 rows per warp (%d for %d warps), not %d",
@@ -250,12 +290,100 @@ static at_status check(const gen_variant *v, const gen_target *target)
   return AT_OK;
 }
 
+/* ---- the tail split (.tw<W>) ------------------------------------------------------------------ */
+
+/* Without a mask every work tile (a query block of one head) takes as long, and one CTA of the
+ * warp-specialized kernel fills an SM, so a call runs in waves of W = SMs CTAs and its last wave
+ * holds work_tiles % W of them: B2 Nq16 T8192 at block_m 192 is 1376 tiles, 10 full waves and 56,
+ * and 76 SMs wait through the eleventh. The tail split runs the last `tiles` work tiles as
+ * `pieces` CTAs each, piece p taking K/V tiles [p n / pieces, (p + 1) n / pieces), whose fp32
+ * partials a combine kernel merges.
+ *
+ * The plan is a count in units of one K/V tile's time. A work tile takes its n K/V tiles and one
+ * more (Q, the pipeline's fill, the epilogue); a piece its share and two (its partial is fp32,
+ * twice O's bytes); the CTAs run in waves of W; and the combine moves each piece's partial twice
+ * (written, read: 8 BM D bytes) across the whole GPU after the attention kernel. At the rates
+ * measured on the H200 (prefill ~650 TFLOP/s 16-bit and ~1000 FP8, docs/perf.md; ~3 TB/s for the
+ * combine's traffic) a K/V tile of one CTA, 4 BM BN D FLOP at 1/132 of the rate, lasts as long as
+ * the combine of BN / 3.3 (16-bit) or BN / 5 (FP8) pieces, whatever BM and D. The plan splits the
+ * last partial wave, or that and the full wave before it, into 2..TAIL_MAX_PIECES pieces, the
+ * shortest count, and nothing unless that saves TAIL_MIN_GAIN of the call. Measured against the
+ * plain grid: docs/perf.md "v25". */
+enum { TAIL_MAX_PIECES = 8 };
+#define TAIL_MIN_GAIN 0.01
+
+typedef struct {
+  int tiles;  /* work tiles split (the last ones of the call), 0 for none */
+  int pieces; /* CTAs each */
+} tail_plan;
+
+/* combine: the combine's cost of one piece, in K/V tiles */
+static tail_plan plan_tail(long long work_tiles, int wave, long long kv_tiles, double combine)
+{
+  tail_plan best = {0, 1};
+  if (wave < 1 || work_tiles <= 0 || kv_tiles < 2 || work_tiles % wave == 0) return best;
+  const long long rest = work_tiles % wave, waves = (work_tiles + wave - 1) / wave;
+  double best_time = (double)waves * (double)(kv_tiles + 1) * (1.0 - TAIL_MIN_GAIN);
+  for (long long split = rest; split <= rest + wave && split <= work_tiles; split += wave)
+    for (int k = 2; k <= TAIL_MAX_PIECES && k <= kv_tiles; k++) {
+      const long long piece_waves = (split * k + wave - 1) / wave, piece = (kv_tiles + k - 1) / k + 2;
+      const double t = (double)((work_tiles - split) / wave) * (double)(kv_tiles + 1) +
+                       (double)(piece_waves * piece) + combine * (double)(split * k);
+      if (t < best_time) best_time = t, best.tiles = (int)split, best.pieces = k;
+    }
+  return best;
+}
+
+/* The tail plan of v (tail_wave W) for a shape: its work tiles are the padded grid's. */
+static tail_plan tail_plan_of(const gen_variant *v, const at_shape *shape)
+{
+  const tail_plan none = {0, 1};
+  if (!v->tail_wave || shape->batch <= 0 || shape->q_len <= 0 || shape->kv_len <= 0) return none;
+  const long long tiles = gen_tiles(shape->q_len, v->block_m) * shape->q_heads * (long long)shape->batch;
+  const double combine = (at_dtype_is_fp8(v->spec.dtype) ? 5.0 : 3.3) / v->block_n;
+  return plan_tail(tiles, v->tail_wave, gen_tiles(shape->kv_len, v->block_n), combine);
+}
+
+/* Twins of a listed tile: the tail split (W = the target's SMs) where its plan splits something at
+ * this shape, and Q in registers (.qr) where the consumers have room for Q's fragments (check's
+ * register estimate: 128-row tiles up to block_n 144 at D 128, none of the 192-row ones there).
+ * Each sets its field in *v and says whether the twin is listed. */
+static int tail_twin(gen_variant *v, const gen_target *target, const at_shape *shape)
+{
+  v->tail_wave = target->sm_count;
+  return check(v, target) == AT_OK && tail_plan_of(v, shape).tiles > 0;
+}
+
+static int qr_twin(gen_variant *v, const gen_target *target, const at_shape *shape)
+{
+  (void)shape;
+  v->q_regs = 1;
+  return check(v, target) == AT_OK;
+}
+
+/* After out[first, listed): the twins that make_twin lists of each one-CTA-per-tile form without
+ * ping-pong (every default's kind). Listed after them, so that a config's candidate budget meets
+ * the plain tiles first. */
+static at_status enumerate_twins(int (*make_twin)(gen_variant *, const gen_target *, const at_shape *),
+                                 const gen_target *target, const at_shape *shape, int first, int listed,
+                                 gen_variant *out, int cap, int *n)
+{
+  for (int i = first; i < listed; i++) {
+    gen_variant v = out[i];
+    if (out[i].persistent || out[i].ws != 1 || !make_twin(&v, target, shape)) continue;
+    if (*n == cap) return at_fail(AT_ERR_INVALID, "more than %d variants for this shape", cap);
+    out[(*n)++] = v;
+  }
+  return AT_OK;
+}
+
 /* The persistent forms come after every non-persistent tile: on the H200 each ran 3-14% slower
  * than its twin alone (docs/perf.md, "v10"), so a config's candidate budget goes to the others
  * first; tuning configs/llm-prefill.yaml still picked a persistent form on 9 of its 23 shapes. */
 static at_status enumerate_ws(const gen_spec *spec, const gen_target *target, const at_shape *shape, int vt,
                               gen_variant *out, int cap, int *n)
 {
+  const int first = *n;
   for (int p = 0; p < COUNT(k_ws_persistent); p++)
     for (int a = 0; a < COUNT(k_ws_warps); a++)
       for (int b = 0; b < (vt ? COUNT(k_vt_block_n) : COUNT(k_ws_block_n)); b++)
@@ -263,12 +391,15 @@ static at_status enumerate_ws(const gen_spec *spec, const gen_target *target, co
           for (int d = 0; d < COUNT(k_ws_kinds); d++) {
             const int block_n = vt ? k_vt_block_n[b] : k_ws_block_n[b];
             gen_variant v = {GEN_FAMILY_FA3, *spec,          16 * k_ws_warps[a], block_n,           k_ws_warps[a],
-                             k_ws_stages[c], 0,              k_ws_kinds[d],      k_ws_persistent[p], 0, vt, 0};
+                             k_ws_stages[c], 0,              k_ws_kinds[d],      k_ws_persistent[p], 0, vt, 0, 0, 0};
             if (check(&v, target) != AT_OK || !gen_tile_makes_sense(&v, shape)) continue;
             if (*n == cap) return at_fail(AT_ERR_INVALID, "more than %d variants for this shape", cap);
             out[(*n)++] = v;
           }
-  return AT_OK;
+  /* Tail twins of the plain tiles, then .qr twins of those (not of the tail twins). */
+  const int plain = *n;
+  at_status rc = enumerate_twins(tail_twin, target, shape, first, plain, out, cap, n);
+  return rc != AT_OK ? rc : enumerate_twins(qr_twin, target, shape, first, plain, out, cap, n);
 }
 
 static at_status enumerate_in_cta(const gen_spec *spec, const gen_target *target, const at_shape *shape,
@@ -277,7 +408,7 @@ static at_status enumerate_in_cta(const gen_spec *spec, const gen_target *target
   for (int a = 0; a < COUNT(k_warps); a++)
     for (int b = 0; b < COUNT(k_block_n); b++)
       for (int c = 0; c < COUNT(k_stages); c++) {
-        gen_variant v = {GEN_FAMILY_FA3, *spec, 16 * k_warps[a], k_block_n[b], k_warps[a], k_stages[c], 0, 0, 0, 0, 0, 0};
+        gen_variant v = {GEN_FAMILY_FA3, *spec, 16 * k_warps[a], k_block_n[b], k_warps[a], k_stages[c], 0, 0, 0, 0, 0, 0, 0, 0};
         if (check(&v, target) != AT_OK || !gen_tile_makes_sense(&v, shape)) continue;
         if (*n == cap) return at_fail(AT_ERR_INVALID, "more than %d variants for this shape", cap);
         out[(*n)++] = v;
@@ -331,13 +462,25 @@ static int default_ws_variant(const gen_spec *spec, const gen_target *target, ge
   const int fp8 = at_dtype_is_fp8(spec->dtype);
   for (const ws_pref *p = fp8 ? prefs8 : spec->page_size ? prefs_paged : prefs16; p->max_d; p++) {
     if (spec->head_dim > p->max_d) continue;
-    gen_variant v = {GEN_FAMILY_FA3, *spec, 16 * p->warps, p->block_n, p->warps, p->stages, 0, 1, 0, 0, fp8, 0};
+    gen_variant v = {GEN_FAMILY_FA3, *spec, 16 * p->warps, p->block_n, p->warps, p->stages, 0, 1, 0, 0, fp8, 0, 0, 0};
     if (check(&v, target) == AT_OK) {
       *out = v;
       return 1;
     }
   }
   return 0;
+}
+
+/* The tail split (v25) where its plan splits something at this shape (never causal, paged or
+ * ragged: check_tail refuses those). Against the plain 192x80 / 192x128 / 128x80 / 192x96 tiles on
+ * the H100 (calls 76 and 78): +1 to +12% at bf16 D128 on four shapes (at a fifth, B4 N32 T2048,
+ * the plan splits nothing and the two launches, both the plain grid, ran within 0.8%), +2% at D64,
+ * +1 to +2% at D256, -3.4 then +1.1% (two orders) and +5.4% at e4m3; on the H200 against main's plain default, B1 N32 T4096 607 -> 666 TFLOP/s
+ * and B2 N16 8k 653 -> 676 (medians of six pairs); docs/perf.md "v25". */
+static void with_tail_split(gen_variant *v, const gen_target *target, const at_shape *shape)
+{
+  gen_variant t = *v;
+  if (tail_twin(&t, target, shape)) *v = t;
 }
 
 /* Otherwise the in-CTA kernel, best first from the H200 sweeps in docs/perf.md ("## fa3"): at
@@ -350,7 +493,10 @@ static int default_variant(const gen_spec *spec, const gen_target *target, const
   /* Paged K/V: default_ws_variant's paged tiles where one fits the page size, ahead of fa2's
    * paged kernels (52-53% of the padding-free ideal against fa3's 67-75% on the H200, docs/perf.md
    * "fa3 reads pages"); none here otherwise, so fa2's default follows. */
-  if (default_ws_variant(spec, target, out)) return 1;
+  if (default_ws_variant(spec, target, out)) {
+    with_tail_split(out, target, shape);
+    return 1;
+  }
   if (spec->page_size) return 0;
   if (spec->ragged) return 0; /* only the warp-specialized kernel reads ragged tensors */
   static const struct { int max_d, block_n, warps, stages; } prefs[] = {
@@ -360,7 +506,7 @@ static int default_variant(const gen_spec *spec, const gen_target *target, const
   for (int i = 0; i < COUNT(prefs); i++) {
     if (spec->head_dim > prefs[i].max_d) continue;
     for (int s = prefs[i].stages + extra_stage; s >= prefs[i].stages; s--) {
-      gen_variant v = {GEN_FAMILY_FA3, *spec, 16 * prefs[i].warps, prefs[i].block_n, prefs[i].warps, s, 0, 0, 0, 0, 0, 0};
+      gen_variant v = {GEN_FAMILY_FA3, *spec, 16 * prefs[i].warps, prefs[i].block_n, prefs[i].warps, s, 0, 0, 0, 0, 0, 0, 0, 0};
       if (check(&v, target) == AT_OK) {
         *out = v;
         return 1;
@@ -372,7 +518,7 @@ static int default_variant(const gen_spec *spec, const gen_target *target, const
 
 /* ---- wgmma wrappers ---------------------------------------------------------------------------- */
 
-/* Two wgmma wrappers per variant, their register lists sized for the tile: fa3_mma_qk (A = Q and
+/* Two wgmma wrappers per variant (three with .qr), their register lists sized for the tile: fa3_mma_qk (A = Q and
  * B = K from shared memory; the accumulators zeroed when accumulate is 0, the scale-d predicate)
  * and fa3_mma_pv (A = P from four registers, B = V, and the ones rows where there are; always
  * accumulates). k is 32 for FP8 and 16 for 16-bit inputs. */
@@ -388,6 +534,8 @@ static void wgmma_wrappers(const gen_variant *v, gen_text *t)
   gen_text_put(t, "/* wgmma wrappers generated by generator/fa3.c for this variant */\n");
   gen_wgmma_ss(t, "fa3_mma_qk", v->block_n, k, in, in, qk_tail);
   gen_wgmma_rs(t, "fa3_mma_pv", tile_cols(v) + ones_rows(v), k, p_type, in, pv_tail);
+  /* .qr: Q K^T with A = Q from four registers (K-major as A always is from registers), B = K */
+  if (v->q_regs) gen_wgmma_rs_acc(t, "fa3_mma_qk_rs", v->block_n, k, in, in, fp8 ? "1, 1" : "1, 1, 0");
 }
 
 /* Persistent variants: one CTA per work tile as described, which the runtime narrows to the
@@ -466,9 +614,54 @@ static at_status describe_vt(const gen_variant *v, const at_shape *shape, gen_la
   return AT_OK;
 }
 
+/* The tail split's arguments after the tensor maps, and its combine kernel's (FA3_TAIL_COMBINE). */
+static const gen_arg TAIL_ARGS[] = {GEN_ARG_Q_HEADS, GEN_ARG_TAIL_TILES, GEN_ARG_SPLITS, GEN_ARG_O_PART,
+                                    GEN_ARG_LSE_PART};
+static const gen_arg TAIL_COMBINE_ARGS[] = {GEN_ARG_O_PART, GEN_ARG_LSE_PART, GEN_ARG_O,     GEN_ARG_LSE,
+                                            GEN_ARG_T,      GEN_ARG_Q_HEADS,  GEN_ARG_BATCH, GEN_ARG_TAIL_TILES,
+                                            GEN_ARG_SPLITS, GEN_ARG_O_SB,     GEN_ARG_O_SS,  GEN_ARG_O_SH};
+/* The combine: a CTA of TAIL_COMBINE_THREADS threads merges TAIL_COMBINE_ROWS rows of a split tile. */
+enum { TAIL_COMBINE_THREADS = 128, TAIL_COMBINE_ROWS = 16 };
+
+/* .tw<W>: the attention kernel (kernels[attn]) on a grid of one dimension, the work tiles in the
+ * order of the padded grid (query block fastest, then head, then batch) with the last `tiles` of
+ * them as `pieces` CTAs each; then the combine, a programmatic dependent, over the split tiles'
+ * rows. The scratch holds the pieces' fp32 O rows (normalized, as decode's partials) and their
+ * log-sum-exps (log2 units), after V^T's (.vt). A plan that splits nothing launches no combine. */
+static at_status describe_tail(const gen_variant *v, const at_shape *shape, int attn, gen_launch_desc *out)
+{
+  gen_kernel_launch *k = &out->kernels[attn];
+  at_status rc = gen_launch_append_args(k, TAIL_ARGS, COUNT(TAIL_ARGS));
+  if (rc != AT_OK) return rc;
+  const tail_plan plan = tail_plan_of(v, shape);
+  if (k->grid[0]) {
+    const long long tiles = (long long)k->grid[0] * k->grid[1] * k->grid[2];
+    const long long ctas = tiles + (long long)plan.tiles * (plan.pieces - 1);
+    if (ctas > 0x7fffffff)
+      return at_fail(AT_ERR_UNSUPPORTED, "fa3 .tw launches its %lld work tiles on one grid dimension: over 2^31 - 1",
+                     tiles);
+    k->grid[0] = (unsigned)ctas, k->grid[1] = k->grid[2] = 1;
+  }
+  out->tail_tiles = plan.tiles, out->n_splits = plan.pieces;
+  gen_kernel_launch *c = &out->kernels[out->n_kernels++];
+  memset(c, 0, sizeof *c);
+  c->entry = v->vt ? 2 : 1;
+  c->grid[0] = (unsigned)((long long)plan.tiles * (v->block_m / TAIL_COMBINE_ROWS));
+  c->grid[1] = c->grid[2] = 1;
+  c->block[0] = TAIL_COMBINE_THREADS, c->block[1] = c->block[2] = 1;
+  c->waits_for_previous = 1; /* reads the pieces' partials */
+  if ((rc = gen_launch_append_args(c, TAIL_COMBINE_ARGS, COUNT(TAIL_COMBINE_ARGS))) != AT_OK) return rc;
+  const size_t parts = (size_t)plan.tiles * (size_t)plan.pieces * (size_t)v->block_m;
+  const size_t o_bytes = parts * (size_t)v->spec.head_dim * sizeof(float), lse_bytes = parts * sizeof(float);
+  out->o_part_offset = (out->scratch_bytes + 255) / 256 * 256;
+  out->lse_part_offset = out->o_part_offset + (o_bytes + 255) / 256 * 256;
+  out->scratch_bytes = plan.tiles ? out->lse_part_offset + (lse_bytes + 255) / 256 * 256 : out->scratch_bytes;
+  return AT_OK;
+}
+
 /* Warp-specialized variants take fa2's arguments (ragged ones with the offsets and totals after
  * them, gen_describe_fa_launch) and then the tensor maps of Q, K and V (.vt: of Q, K and the V^T
- * in the scratch). */
+ * in the scratch), and .tw the tail split's (describe_tail). */
 static at_status describe_launch(const gen_variant *v, const at_shape *shape, gen_launch_desc *out)
 {
   at_status rc = gen_describe_fa_launch(v, shape, threads(v), smem_bytes(v), out);
@@ -489,13 +682,20 @@ static at_status describe_launch(const gen_variant *v, const at_shape *shape, ge
     const unsigned m = k->grid[0];
     k->grid[0] = k->grid[1], k->grid[1] = k->grid[2], k->grid[2] = m;
   }
-  return v->vt ? describe_vt(v, shape, out) : AT_OK;
+  if (v->vt && (rc = describe_vt(v, shape, out)) != AT_OK) return rc;
+  return v->tail_wave ? describe_tail(v, shape, v->vt ? 1 : 0, out) : AT_OK;
 }
 
-/* .vt modules hold the transpose kernel too (FA3_VT_KERNEL). */
+/* .vt modules hold the transpose kernel too (FA3_VT_KERNEL), .tw ones the combine (FA3_TAIL_COMBINE). */
 static const char *const VT_ENTRIES[] = {"_vt", NULL};
+static const char *const TAIL_ENTRIES[] = {"_tc", NULL};
+static const char *const VT_TAIL_ENTRIES[] = {"_vt", "_tc", NULL};
 
-static const char *const *extra_entries(const gen_variant *v) { return v->vt ? VT_ENTRIES : NULL; }
+static const char *const *extra_entries(const gen_variant *v)
+{
+  if (v->tail_wave) return v->vt ? VT_TAIL_ENTRIES : TAIL_ENTRIES;
+  return v->vt ? VT_ENTRIES : NULL;
+}
 
 /* The speculative row max (templates/fa3.cu, FA3_SPEC) where its registers fit: not in FP8
  * .ws tiles at D 256 from block_n 128 (O alone holds 128 registers a thread; e4m3 128x128 .ws
@@ -526,9 +726,14 @@ static void ws_preamble(const gen_variant *v, const gen_target *target, const ch
   if (v->persistent) gen_text_put(t, "#define FA3_PERSISTENT 1\n");
   if (v->ws) gen_text_put(t, "#define FA3_SPEC %d\n", speculative_max(v));
   if (linear_p(v)) gen_text_put(t, "#define FA3_LINP %d\n", linear_p(v));
+  if (v->q_regs) gen_text_put(t, "#define FA3_QREG 1\n");
   if (v->vt)
     gen_text_put(t, "#define FA3_VT_PRE 1\n#define FA3_VT_KERNEL %s%s\n#define FA3_VT_KEYS %d\n#define FA3_VT_THREADS %d\n",
                  entry, VT_ENTRIES[0], VT_KEYS, VT_THREADS);
+  if (v->tail_wave)
+    gen_text_put(t, "#define FA3_TAIL 1\n#define FA3_TAIL_COMBINE %s%s\n#define FA3_TAIL_COMBINE_THREADS %d\n"
+                    "#define FA3_TAIL_COMBINE_ROWS %d\n",
+                 entry, TAIL_ENTRIES[0], TAIL_COMBINE_THREADS, TAIL_COMBINE_ROWS);
 }
 
 const gen_family_ops gen_fa3_family = {

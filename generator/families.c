@@ -32,6 +32,10 @@ at_status gen_variant_check(const gen_variant *v, const gen_target *target)
     return at_fail(AT_ERR_INVALID, "%s has no V^T-ahead variants (got vt %d)", f->name, v->vt);
   if (!f->warp_specialized && v->persistent != 0)
     return at_fail(AT_ERR_INVALID, "%s has no persistent variants (got persistent %d)", f->name, v->persistent);
+  if (!f->warp_specialized && v->tail_wave != 0)
+    return at_fail(AT_ERR_INVALID, "%s has no tail-split variants (got tail wave %d)", f->name, v->tail_wave);
+  if (!f->warp_specialized && v->q_regs != 0)
+    return at_fail(AT_ERR_INVALID, "%s has no Q-in-registers variants (got q_regs %d)", f->name, v->q_regs);
   if (v->spec.page_size != 0 && !f->paged)
     return at_fail(AT_ERR_INVALID, "%s variants read contiguous K and V (got page size %d)", f->name,
                    v->spec.page_size);

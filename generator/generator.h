@@ -5,7 +5,7 @@
  * GQA ratio, log-sum-exp or not) and the family's tuning parameters. Its key is stable and readable,
  * and parses back into the same variant:
  *
- *     fa2.bf16.d128.causal.g4.bm128.bn64.w4.s2[.sp<N>][.ws|.wspp][.vt][.pers][.o<dtype>][.lse]
+ *     fa2.bf16.d128.causal.g4.bm128.bn64.w4.s2[.sp<N>][.ws|.wspp][.vt][.qr][.tw<W>][.pers][.o<dtype>][.lse]
  *     (decode also: decode.<dtype>[.kv<dtype>][.pg<page size>].d128..., below)
  *         |    |    |      |  |     |    |  |   |     |       |    |      `- output dtype, FP8 inputs only
  *         |    |    |      |  |     |    |  |   |     |       |    |         (obf16, of16, oe4m3, oe5m2);
@@ -34,6 +34,13 @@
  *                                             pages of N tokens (decode.bf16.pg16.d128...), and
  *                                             .rg / .rgq after those where Q and K/V, or Q
  *                                             alone, are ragged (fa2.bf16.rg.d128...)
+ *
+ *     .qr (fa3 after .ws/.wspp[.vt]): Q K^T with Q in registers (wgmma's A operand from registers,
+ *     loaded once per work tile), where the tile leaves the consumers room for them
+ *
+ *     .tw<W> (fa3 after .ws/.wspp[.vt][.qr], no mask): the tail split for a wave of W CTAs: the call's
+ *     last query tiles, which would leave part of the last wave empty, run as pieces of their keys
+ *     (templates/fa3.cu "Tail split")
  *
  *     e.g. fa2.e4m3.d128.none.g1.bm128.bn64.w4.s2.obf16,
  *          fa3.e4m3.d128.causal.g1.bm128.bn128.w8.s2.ws.vt.obf16 (V^T ahead),
@@ -150,6 +157,14 @@ typedef struct gen_variant {
    * mma.sync warps; 2 = that at 64 rows with two warpgroups taking the K/V tiles in turn (.wgi),
    * each writing its own partial; 3 = with three (.wgi3); else 0 */
   int wg;
+  /* fa3 warp-specialized without a mask: W > 0 = the last query tiles of the call, those that
+   * would leave a wave of W CTAs (the device's SMs) part empty, each split along the keys into
+   * pieces whose partials a combine kernel merges (.tw<W>; templates/fa3.cu "Tail split");
+   * else 0 */
+  int tail_wave;
+  /* fa3 warp-specialized: 1 = Q K^T takes Q's A fragments from registers, loaded from shared
+   * memory once per work tile, instead of re-reading Q there for every K/V tile (.qr), else 0 */
+  int q_regs;
 } gen_variant;
 
 /* What the variants are built for: an NVRTC arch and the dynamic shared memory a block may use. */
@@ -162,9 +177,9 @@ typedef struct gen_target {
 
 #define GEN_KEY_MAX 96
 #define GEN_ENTRY_MAX (GEN_KEY_MAX + 16)
-#define GEN_MAX_VARIANTS 128 /* upper bound on gen_enumerate's output for one shape */
-#define GEN_MAX_KERNELS 2   /* kernels one variant launches, in order (split-KV: partials, combine;
-                             * fa3 .vt: V's transpose, attention) */
+#define GEN_MAX_VARIANTS 192 /* upper bound on gen_enumerate's output for one shape */
+#define GEN_MAX_KERNELS 3   /* kernels one variant launches, in order (split-KV: partials, combine;
+                             * fa3 .vt: V's transpose, attention; fa3 .tw: then the combine) */
 /* The longest query the decode family serves (and the tuner and reports rate in TB/s of K/V):
  * longer queries are prefill (fa2, fa3). */
 #define GEN_DECODE_MAX_T 16
@@ -300,6 +315,7 @@ typedef enum gen_arg {
   GEN_ARG_TOTAL_Q,       /* int: rows of packed Q and O */
   GEN_ARG_TOTAL_KV,      /* int: rows of packed K and V (0 for .rgq) */
   GEN_ARG_BATCH,         /* int: B, the sequences (grid x runs over their query blocks) */
+  GEN_ARG_TAIL_TILES,    /* int: fa3 .tw: the query tiles split into GEN_ARG_SPLITS pieces */
   GEN_ARG_COUNT
 } gen_arg;
 
@@ -323,7 +339,8 @@ typedef struct gen_launch_desc {
   int n_kernels;
   gen_kernel_launch kernels[GEN_MAX_KERNELS];
   size_t scratch_bytes;
-  size_t lse_part_offset; /* GEN_ARG_LSE_PART = scratch + this; GEN_ARG_O_PART = scratch */
+  size_t o_part_offset;   /* GEN_ARG_O_PART = scratch + this (0 but for fa3 .vt.tw: after V^T) */
+  size_t lse_part_offset; /* GEN_ARG_LSE_PART = scratch + this */
   size_t counters_offset; /* GEN_ARG_SPLIT_COUNTERS = scratch + this (last-CTA variants) */
   /* split-KV: partials per row (GEN_ARG_SPLITS; CTAs per row, grid[0], times the partials a CTA
    * writes: 2 for decode .wgi) and keys per CTA */
@@ -352,6 +369,9 @@ typedef struct gen_launch_desc {
    * epilogues overlap other tiles' loops. 0 and 0 for other variants. */
   int work_tiles;
   int ctas_per_sm;
+  /* fa3 .tw: the query tiles split along the keys (the call's last ones), each into n_splits
+   * pieces; 0 where the tail plan splits nothing (the launch is then the plain kernel's) */
+  int tail_tiles;
 } gen_launch_desc;
 
 /* The launch of v for shape (checked to be v's spec; sizes in range of the grid). */

@@ -169,25 +169,27 @@ at_status gen_variant_key(const gen_variant *v, char *buf, size_t size)
   const char *family = f ? f->name : NULL;
   if (!family) return at_fail(AT_ERR_INVALID, "unknown kernel family %d", (int)v->family);
   /* The output dtype is spelled only where it is a choice (FP8 inputs). */
-  char out[16] = "", splits[32] = "", pages[16] = "", ragged[8] = "";
+  char out[16] = "", splits[32] = "", pages[16] = "", ragged[8] = "", tail[16] = "";
   const char *ws = v->ws == 2 ? ".wspp" : v->ws ? ".ws" : "";
   const char *pers = v->persistent ? ".pers" : "", *vt = v->vt ? ".vt" : "";
+  const char *qr = v->q_regs ? ".qr" : "";
   if (at_dtype_is_fp8(v->spec.dtype)) snprintf(out, sizeof out, ".o%s", at_dtype_name(v->spec.out_dtype));
   /* Only split-KV variants have a split count; a 0 elsewhere keeps the older families' keys. */
   static const char *const merge_suffix[] = {"", ".lc", ".cl"};
   const char *merge = v->merge >= 0 && v->merge < 3 ? merge_suffix[v->merge] : ".merge?";
   const char *wg = v->wg >= 0 && v->wg < WG_KINDS ? WG_SUFFIX[v->wg] : ".wg?";
   if (v->splits) snprintf(splits, sizeof splits, ".sp%d%s%s", v->splits, merge, wg);
+  if (v->tail_wave) snprintf(tail, sizeof tail, ".tw%d", v->tail_wave);
   /* Paged K/V is part of the spec, next to the dtypes; contiguous keys do not change. */
   if (v->spec.page_size) snprintf(pages, sizeof pages, ".pg%d", v->spec.page_size);
   /* Ragged tensors likewise; padded keys do not change. */
   if (v->spec.ragged && !gen_ragged_name(v->spec.ragged))
     return at_fail(AT_ERR_INVALID, "unknown ragged layout %d", v->spec.ragged);
   if (v->spec.ragged) snprintf(ragged, sizeof ragged, ".%s", gen_ragged_name(v->spec.ragged));
-  int n = snprintf(buf, size, "%s.%s%s%s.d%d.%s.g%d.bm%d.bn%d.w%d.s%d%s%s%s%s%s%s", family,
+  int n = snprintf(buf, size, "%s.%s%s%s.d%d.%s.g%d.bm%d.bn%d.w%d.s%d%s%s%s%s%s%s%s%s", family,
                    at_dtypes_name(v->spec.dtype, v->spec.kv_dtype), pages, ragged, v->spec.head_dim,
                    at_mask_name(v->spec.mask),
-                   v->spec.gqa, v->block_m, v->block_n, v->warps, v->stages, splits, ws, vt, pers, out,
+                   v->spec.gqa, v->block_m, v->block_n, v->warps, v->stages, splits, ws, vt, qr, tail, pers, out,
                    v->spec.with_lse ? ".lse" : "");
   if (n < 0 || (size_t)n >= size)
     return at_fail(AT_ERR_INVALID, "variant key needs %d bytes, buffer has %zu", n, size);
@@ -280,7 +282,7 @@ at_status gen_variant_parse(const char *key, gen_variant *out)
       len += snprintf(names + len, sizeof names - (size_t)len, "%s%s", f ? "|" : "", gen_family_name((gen_family)f));
     return at_fail(AT_ERR_INVALID,
                    "variant key '%s' is malformed (expected "
-                   "<%s>.<dtype>[.kv<dtype>][.pg<page size>][.rg|.rgq].d<D>.<mask>.g<G>.bm<M>.bn<N>.w<W>.s<S>[.sp<splits>[.lc|.cl][.wg|.wgi|.wgi3]][.ws|.wspp][.vt][.pers][.o<dtype>][.lse])",
+                   "<%s>.<dtype>[.kv<dtype>][.pg<page size>][.rg|.rgq].d<D>.<mask>.g<G>.bm<M>.bn<N>.w<W>.s<S>[.sp<splits>[.lc|.cl][.wg|.wgi|.wgi3]][.ws|.wspp][.vt][.qr][.tw<W>][.pers][.o<dtype>][.lse])",
                    key, names);
   }
   out->family = (gen_family)family;
@@ -313,12 +315,16 @@ at_status gen_variant_parse(const char *key, gen_variant *out)
       out->wg = wg_of_suffix(fields[i]);
     } else if (strcmp(fields[i], "vt") == 0) {
       out->vt = 1;
+    } else if (strcmp(fields[i], "qr") == 0) {
+      out->q_regs = 1;
     } else if (strcmp(fields[i], "pers") == 0) {
       out->persistent = 1;
+    } else if (strncmp(fields[i], "tw", 2) == 0 && parse_field(fields[i], "tw", &out->tail_wave)) {
+      continue;
     } else if (fields[i][0] == 'o' && at_dtype_parse(fields[i] + 1, &out->spec.out_dtype) == AT_OK) {
       continue;
     } else {
-      return at_fail(AT_ERR_INVALID, "variant key '%s': unknown suffix '%s' (expected sp<N>, lc, cl, wg, wgi, wgi3, ws, wspp, vt, pers, o<dtype> or lse)", key,
+      return at_fail(AT_ERR_INVALID, "variant key '%s': unknown suffix '%s' (expected sp<N>, lc, cl, wg, wgi, wgi3, ws, wspp, vt, qr, tw<W>, pers, o<dtype> or lse)", key,
                      fields[i]);
     }
   }
@@ -341,7 +347,17 @@ at_status gen_variant_parse(const char *key, gen_variant *out)
     return at_fail(AT_ERR_INVALID,
                    "variant key '%s': .vt is a form of the warp-specialized kernel and needs .ws or .wspp before it",
                    key);
-  if (n > 14) return at_fail(AT_ERR_INVALID, "variant key '%s' has too many fields", key);
+  /* So is the tail split (its last query tiles are pieces of the same kernel's work tiles). */
+  if (out->tail_wave && !out->ws)
+    return at_fail(AT_ERR_INVALID,
+                   "variant key '%s': .tw<W> is a form of the warp-specialized kernel and needs .ws or .wspp before it",
+                   key);
+  /* And Q in registers (the consumers' Q K^T). */
+  if (out->q_regs && !out->ws)
+    return at_fail(AT_ERR_INVALID,
+                   "variant key '%s': .qr is a form of the warp-specialized kernel and needs .ws or .wspp before it",
+                   key);
+  if (n > 15) return at_fail(AT_ERR_INVALID, "variant key '%s' has too many fields", key);
   if (out->spec.page_size && !gen_family_row(out->family)->paged)
     return at_fail(AT_ERR_INVALID,
                    "variant key '%s': family %s reads contiguous K and V (no .pg<N>; paged K/V runs on decode, fa2 and fa3)", key,

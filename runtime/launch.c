@@ -101,12 +101,13 @@ static void fill_slots(rt_launch_frame *f, const gen_variant *v, const at_shape 
     s[GEN_ARG_DESCALE_K].ptr = dptr(fp8->descale_k), s[GEN_ARG_DESCALE_V].ptr = dptr(fp8->descale_v);
   }
   s[GEN_ARG_AMAX_O].ptr = f->amax_o;
-  s[GEN_ARG_O_PART].ptr = scratch, s[GEN_ARG_SCRATCH].ptr = scratch;
+  s[GEN_ARG_O_PART].ptr = scratch ? scratch + f->desc.o_part_offset : 0, s[GEN_ARG_SCRATCH].ptr = scratch;
   s[GEN_ARG_LSE_PART].ptr = scratch ? scratch + f->desc.lse_part_offset : 0;
   s[GEN_ARG_SPLIT_COUNTERS].ptr = scratch && f->desc.counters_offset ? scratch + f->desc.counters_offset : 0;
   s[GEN_ARG_T].i = shape->q_len, s[GEN_ARG_S].i = shape->kv_len, s[GEN_ARG_Q_HEADS].i = shape->q_heads;
   s[GEN_ARG_SPLITS].i = f->desc.n_splits, s[GEN_ARG_KEYS_PER_SPLIT].i = f->desc.keys_per_split;
-  s[GEN_ARG_WORK_TILES].i = f->desc.work_tiles;
+  s[GEN_ARG_WORK_TILES].i = f->desc.work_tiles, s[GEN_ARG_TAIL_TILES].i = f->desc.tail_tiles;
+  s[GEN_ARG_BATCH].i = shape->batch;
   s[GEN_ARG_SCALE_LOG2].f = at_shape_scale(shape) * 1.4426950408889634f;
   s[GEN_ARG_Q_SB].ll = t->q_stride.batch, s[GEN_ARG_K_SB].ll = t->k_stride.batch;
   s[GEN_ARG_V_SB].ll = t->v_stride.batch, s[GEN_ARG_O_SB].ll = t->o_stride.batch;
@@ -121,7 +122,6 @@ static void fill_slots(rt_launch_frame *f, const gen_variant *v, const at_shape 
   if (ragged) {
     s[GEN_ARG_CU_SEQLENS_Q].ptr = dptr(ragged->cu_seqlens_q), s[GEN_ARG_CU_SEQLENS_KV].ptr = dptr(ragged->cu_seqlens_kv);
     s[GEN_ARG_TOTAL_Q].i = ragged->total_q, s[GEN_ARG_TOTAL_KV].i = ragged->total_kv;
-    s[GEN_ARG_BATCH].i = shape->batch;
   }
 }
 

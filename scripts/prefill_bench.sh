@@ -52,6 +52,7 @@ median_clock() { # the median clock of a file of nvidia-smi samples ("utilizatio
 }
 
 rc=0
+run=0
 round=1
 while [ "$round" -le "$rounds" ]; do
   IFS=';'
@@ -72,7 +73,8 @@ while [ "$round" -le "$rounds" ]; do
         nvidia-smi --query-gpu=utilization.gpu,clocks.sm,power.draw,power.limit --format=csv,noheader,nounits -lms 200 >"$clocks" 2>/dev/null &
         smi=$!
       fi
-      echo "== $name round $round $at" >>"$log"
+      run=$((run + 1)) # a shape named twice in SHAPES gets two sections, each its own rows
+      echo "== $name round $round $at #$run" >>"$log"
       # Later flags win: the 16k shape's --batch and --seq-len replace these defaults.
       timeout 300 "$at" bench --impl "$impls" --batch 2 --seq-len 8192 --q-heads 16 --reps ${REPS:-10} "$@" \
         >>"$log" 2>&1 || rc=1
@@ -81,7 +83,7 @@ while [ "$round" -le "$rounds" ]; do
       rm -f "$clocks"
       # This section's rows: cudnn, then the default's key row (the first generated one), and
       # with fused the starred best.
-      awk -v want="== $name round $round $at" -v name="$name" -v round="$round" -v at="$at" \
+      awk -v want="== $name round $round $at #$run" -v name="$name" -v round="$round" -v at="$at" \
         -v target="$target" -v mhz="$mhz" '
         /^== / { on = ($0 == want); next }
         !on { next }

@@ -207,6 +207,22 @@ __device__ __forceinline__ float at_log2(float x)
   return y;
 }
 
+/* Four 8x8 matrices of 16-bit elements from shared memory (lane l addresses row l % 8 of matrix
+ * l / 8), as the m16n8 fragments of mma.sync; .trans gives them transposed. */
+__device__ __forceinline__ void at_ldmatrix_x4(unsigned r[4], unsigned addr)
+{
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
+__device__ __forceinline__ void at_ldmatrix_x4_trans(unsigned r[4], unsigned addr)
+{
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr));
+}
+
 /* Max and sum over the 4 lanes of a quad (the lanes that share a row of an m16n8 fragment). */
 __device__ __forceinline__ float at_quad_max(float x)
 {
@@ -263,6 +279,18 @@ template <int R, int CW> __device__ __forceinline__ unsigned at_swz_off(int r, i
   constexpr unsigned M = CW / 16 - 1; /* the 16-byte chunks of one swizzled row, less one */
   const unsigned x = (unsigned)(r * CW + (col % CW));
   return (unsigned)((col / CW) * R * CW) + (x ^ (((x >> 7) & M) << 4));
+}
+
+/* A warp's 16 rows of a K-major tile (R rows in CW-byte column blocks), from row row0, as the A
+ * fragments of KS k steps of 32 bytes: ldmatrix x4, lane l addressing row row0 + l % 16 at byte
+ * 16 (l / 16) of the step, gives each lane the m16 k16 (16-bit) or m16 k32 (FP8) A fragment of
+ * mma.sync, which is also wgmma's A from registers (fa3 .qr, decode's DEC_WG_QREG). */
+template <int R, int CW, int KS>
+__device__ __forceinline__ void at_load_a_frags(unsigned (*f)[4], unsigned tile, int row0, int lane)
+{
+#pragma unroll
+  for (int ks = 0; ks < KS; ks++)
+    at_ldmatrix_x4(f[ks], tile + at_swz_off<R, CW>(row0 + (lane & 15), 32 * ks + 16 * (lane >> 4)));
 }
 
 /* Generic-proxy writes to shared memory (cp.async, st.shared) become visible to wgmma. */
@@ -331,6 +359,17 @@ template <int CW> __device__ __forceinline__ unsigned long long at_wgmma_desc(un
 {
   return (unsigned long long)((addr & 0x3ffffu) >> 4) | (1ull << 16) |
          ((unsigned long long)((8 * CW) >> 4) << 32) | ((CW == 128 ? 1ull : CW == 64 ? 2ull : 3ull) << 62);
+}
+
+/* The descriptor of the same operand `bytes` further on (a k step, the next column block): its
+ * start address field (bits 0-13, in 16-byte units) moves by bytes / 16, in the low word alone.
+ * Exact while the operand stays inside shared memory (under 2^18 bytes, so no carry leaves the
+ * field), as every tile does. Built once per tile and advanced per wgmma, a descriptor costs
+ * one add a wgmma instead of a mask, a shift and an or of the address (fa3 v23). */
+__device__ __forceinline__ unsigned long long at_wgmma_desc_advance(unsigned long long desc, unsigned bytes)
+{
+  const unsigned lo = (unsigned)desc + (bytes >> 4);
+  return (desc & 0xffffffff00000000ull) | lo;
 }
 
 /* The descriptor of an MN-major operand (16-bit V as the B of P V, read with the transpose bit):

@@ -580,20 +580,6 @@ __device__ __forceinline__ void dec_ld_shared_u2(unsigned addr, unsigned &x, uns
   asm volatile("ld.shared.v2.b32 {%0, %1}, [%2];\n" : "=r"(x), "=r"(y) : "r"(addr) : "memory");
 }
 
-__device__ __forceinline__ void dec_ldmatrix_x4(unsigned r[4], unsigned addr)
-{
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
-
-__device__ __forceinline__ void dec_ldmatrix_x4_trans(unsigned r[4], unsigned addr)
-{
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
-
 /* d += a * b: a = 4 regs (16 x 16, row-major), b = 2 regs (16 x 8, col-major). */
 __device__ __forceinline__ void dec_mma(float d[4], const unsigned a[4], unsigned b0, unsigned b1)
 {
@@ -1474,7 +1460,7 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
           dec_ld_shared_u2(at, qf[i][ks][0], qf[i][ks][2]);
           dec_ld_shared_u2(at + 8 * DEC_QROW, qf[i][ks][1], qf[i][ks][3]);
         } else {
-          dec_ldmatrix_x4(qf[i][ks], q_lane + i * 16 * DEC_QROW + (((unsigned)(2 * ks) << 4) ^ q_x));
+          at_ldmatrix_x4(qf[i][ks], q_lane + i * 16 * DEC_QROW + (((unsigned)(2 * ks) << 4) ^ q_x));
         }
       }
   }
@@ -1545,7 +1531,7 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
           dec_ld_shared_u2(at, a[i][0], a[i][2]);
           dec_ld_shared_u2(at + 8 * DEC_QROW, a[i][1], a[i][3]);
         } else {
-          dec_ldmatrix_x4(a[i], q_lane + i * 16 * DEC_QROW + (((unsigned)(2 * ks) << 4) ^ q_x));
+          at_ldmatrix_x4(a[i], q_lane + i * 16 * DEC_QROW + (((unsigned)(2 * ks) << 4) ^ q_x));
         }
       }
       if constexpr (DEC_K8) {
@@ -1555,7 +1541,7 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
 #pragma unroll
         for (int n4 = 0; n4 < DEC_NT / 4; n4++) {
           unsigned kr[4];
-          dec_ldmatrix_x4(kr, k8_tile + k8_lane + n4 * 32 * DEC_KVROW + k8_chunk);
+          at_ldmatrix_x4(kr, k8_tile + k8_lane + n4 * 32 * DEC_KVROW + k8_chunk);
 #pragma unroll
           for (int m = 0; m < 4; m++) {
             const unsigned b0 = dec_kv_pair<0, 1>(kr[m]), b1 = dec_kv_pair<2, 3>(kr[m]);
@@ -1577,7 +1563,7 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
 #pragma unroll
         for (int np = 0; np < DEC_NT / 2; np++) {
           unsigned kb[4];
-          dec_ldmatrix_x4(kb, k_tile + np * 16 * DEC_KVROW + (((unsigned)(2 * ks) << 4) ^ k_x));
+          at_ldmatrix_x4(kb, k_tile + np * 16 * DEC_KVROW + (((unsigned)(2 * ks) << 4) ^ k_x));
 #pragma unroll
           for (int i = 0; i < DEC_MTW; i++) {
             dec_mma(s[i][2 * np], a[i], kb[0], kb[1]);
@@ -1643,7 +1629,7 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
 #pragma unroll
         for (int cp = 0; cp < DEC_KV_CPR / 2; cp++) {
           unsigned vr[4];
-          dec_ldmatrix_x4_trans(vr, v8_tile + kk * 16 * DEC_KVROW + ((unsigned)((2 * cp + v8_c) ^ r8) << 4));
+          at_ldmatrix_x4_trans(vr, v8_tile + kk * 16 * DEC_KVROW + ((unsigned)((2 * cp + v8_c) ^ r8) << 4));
 #pragma unroll
           for (int h2 = 0; h2 < 2; h2++) {
             const unsigned e0 = dec_kv_pair<0, 2>(vr[2 * h2]), e1 = dec_kv_pair<0, 2>(vr[2 * h2 + 1]);
@@ -1675,7 +1661,7 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
 #pragma unroll
         for (int dp = 0; dp < DEC_OT / 2; dp++) {
           unsigned vb[4];
-          dec_ldmatrix_x4_trans(vb, v_tile + kk * 16 * DEC_KVROW + (((unsigned)(2 * dp) << 4) ^ v_x));
+          at_ldmatrix_x4_trans(vb, v_tile + kk * 16 * DEC_KVROW + (((unsigned)(2 * dp) << 4) ^ v_x));
 #pragma unroll
           for (int i = 0; i < DEC_MTW; i++) {
             dec_mma(acc[i][2 * dp], p[i][kk], vb[0], vb[1]);
@@ -1971,16 +1957,17 @@ __device__ __forceinline__ void dec_wg_issue_qk(float (*s)[4], unsigned q_wg, un
                                                 const unsigned (*qf)[4])
 {
   (void)qf;
+  const unsigned long long dq = at_wgmma_desc<128>(q_wg), dk = at_wgmma_desc<128>(k_tile);
 #pragma unroll
   for (int ks = 0; ks < DEC_WG_KS; ks++) {
     const int col = 32 * ks;
-    const unsigned qa = q_wg + (unsigned)((col / 128) * DEC_WG_ROWS * 128 + col % 128);
-    const unsigned kb = k_tile + (unsigned)((col / 128) * DEC_BN * 128 + col % 128);
+    const unsigned qa = (unsigned)((col / 128) * DEC_WG_ROWS * 128 + col % 128);
+    const unsigned kb = (unsigned)((col / 128) * DEC_BN * 128 + col % 128);
 #if DEC_WG_QREG
-    (void)qa;
-    dec_mma_qk_rs(&s[0][0], qf[ks], at_wgmma_desc<128>(kb), ks > 0);
+    (void)qa, (void)dq;
+    dec_mma_qk_rs(&s[0][0], qf[ks], at_wgmma_desc_advance(dk, kb), ks > 0);
 #else
-    dec_mma_qk(&s[0][0], at_wgmma_desc<128>(qa), at_wgmma_desc<128>(kb), ks > 0);
+    dec_mma_qk(&s[0][0], at_wgmma_desc_advance(dq, qa), at_wgmma_desc_advance(dk, kb), ks > 0);
 #endif
   }
   at_wgmma_commit();
@@ -1993,10 +1980,11 @@ __device__ __forceinline__ void dec_wg_issue_qk(float (*s)[4], unsigned q_wg, un
 __device__ __forceinline__ void dec_wg_issue_qk8(float (*s)[4], unsigned k_stg, const unsigned (*qh)[4],
                                                  const unsigned (*ql)[4])
 {
+  const unsigned long long dk = at_wgmma_desc<128>(k_stg);
 #pragma unroll
-  for (int ks = 0; ks < DEC_D / 32; ks++) dec_mma_qk8(&s[0][0], qh[ks], at_wgmma_desc<128>(k_stg + 32 * ks), ks > 0);
+  for (int ks = 0; ks < DEC_D / 32; ks++) dec_mma_qk8(&s[0][0], qh[ks], at_wgmma_desc_advance(dk, 32 * ks), ks > 0);
 #pragma unroll
-  for (int ks = 0; ks < DEC_D / 32; ks++) dec_mma_qk8(&s[0][0], ql[ks], at_wgmma_desc<128>(k_stg + 32 * ks), 1);
+  for (int ks = 0; ks < DEC_D / 32; ks++) dec_mma_qk8(&s[0][0], ql[ks], at_wgmma_desc_advance(dk, 32 * ks), 1);
   at_wgmma_commit();
 }
 #else
@@ -2004,12 +1992,13 @@ __device__ __forceinline__ void dec_wg_issue_qk8(float (*s)[4], unsigned k_stg, 
  * 128 bytes each, hi at q8, lo 8 KB after it, in the 128-byte swizzle). */
 __device__ __forceinline__ void dec_wg_issue_qk8_ss(float (*s)[4], unsigned k_stg, unsigned q8)
 {
+  const unsigned long long dq = at_wgmma_desc<128>(q8), dk = at_wgmma_desc<128>(k_stg);
 #pragma unroll
   for (int part = 0; part < 2; part++)
 #pragma unroll
     for (int ks = 0; ks < DEC_D / 32; ks++)
-      dec_mma_qk8_ss(&s[0][0], at_wgmma_desc<128>(q8 + part * DEC_WG_Q8_PART + 32 * ks),
-                     at_wgmma_desc<128>(k_stg + 32 * ks), part > 0 || ks > 0);
+      dec_mma_qk8_ss(&s[0][0], at_wgmma_desc_advance(dq, part * DEC_WG_Q8_PART + 32 * ks),
+                     at_wgmma_desc_advance(dk, 32 * ks), part > 0 || ks > 0);
   at_wgmma_commit();
 }
 #endif
@@ -2091,9 +2080,9 @@ __device__ __forceinline__ void dec_wg_q8_store(unsigned q8, int row0, int lane,
  * V's column blocks. */
 __device__ __forceinline__ void dec_wg_issue_pv(float (*acc)[4], const unsigned (*p)[4], unsigned v_tile)
 {
+  const unsigned long long dv = at_wgmma_desc_mn<DEC_BN * 128>(v_tile);
 #pragma unroll
-  for (int kk = 0; kk < DEC_WG_PK; kk++)
-    dec_mma_pv(&acc[0][0], p[kk], at_wgmma_desc_mn<DEC_BN * 128>(v_tile + (unsigned)(kk * 16 * 128)));
+  for (int kk = 0; kk < DEC_WG_PK; kk++) dec_mma_pv(&acc[0][0], p[kk], at_wgmma_desc_advance(dv, kk * 16 * 128));
   at_wgmma_commit();
 }
 
@@ -2288,7 +2277,10 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
 #endif
   /* this warp's first packed row (warpgroup wg: 64wg + 16 (warp % 4); .wgi: both warpgroups 16 (warp % 4)) */
   const int row0 = 16 * (DEC_WG_SEQ ? warp % DEC_W : warp);
-  const int turn = DEC_WG_SEQ ? wg : 0, rwg = DEC_WG_SEQ ? 0 : wg; /* .wgi: tiles turn, turn + KSPLIT, ... */
+  /* .wgi: tiles turn, turn + KSPLIT, ... The warpgroup's index broadcast from lane 0, so that ptxas
+   * keeps Q's wgmma descriptors in uniform registers (fa3 v23). */
+  const int wg_u = __shfl_sync(0xffffffffu, wg, 0);
+  const int turn = DEC_WG_SEQ ? wg_u : 0, rwg = DEC_WG_SEQ ? 0 : wg_u;
   at_cp_async_wait<0>(); /* Q landed; publish it to the async proxy, then to every consumer */
 #if DEC_WG_K8
   /* K8: each warp's 16 rows as two E4M3 parts of q * 2^e (registers; Q in shared memory stays
@@ -2318,13 +2310,10 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
 
   const int g = lane >> 2, tq = lane & 3;
   const unsigned q_wg = smem_q + (unsigned)(rwg * 64 * 128);
-  /* DEC_WG_QREG: this warp's 16 rows of Q as wgmma A fragments (the m16 k16 layout of mma.sync:
-   * ldmatrix x4, lane l giving row l % 16 at column 8 (l / 16) of each k step) */
+  /* DEC_WG_QREG: this warp's 16 rows of Q as wgmma A fragments */
   unsigned qf[DEC_WG_QREG ? DEC_WG_KS : 1][4];
 #if DEC_WG_QREG
-#pragma unroll
-  for (int ks = 0; ks < DEC_WG_KS; ks++)
-    dec_ldmatrix_x4(qf[ks], smem_q + at_swz_off<DEC_WG_ROWS, 128>(row0 + (lane & 15), 32 * ks + 16 * (lane >> 4)));
+  at_load_a_frags<DEC_WG_ROWS, 128, DEC_WG_KS>(qf, smem_q, row0, lane);
 #endif
   int tok[2];
 #pragma unroll

@@ -250,20 +250,6 @@ static_assert(FA2_REG_ESTIMATE <= (65536 / FA2_THREADS < 255 ? 65536 / FA2_THREA
 
 /* ---- PTX wrappers ----------------------------------------------------------------------------- */
 
-__device__ __forceinline__ void fa2_ldmatrix_x4(unsigned r[4], unsigned addr)
-{
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
-
-__device__ __forceinline__ void fa2_ldmatrix_x4_trans(unsigned r[4], unsigned addr)
-{
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
-               : "r"(addr));
-}
-
 /* d += a * b for one MMA tile: a = 4 regs (16 x k, row-major), b = 2 regs (k x 8, col-major);
  * k = 16 for 16-bit data, 32 for FP8. The first MMA multiplies Q and K, the second P and V. */
 #if FA2_FP8 && FA2_FP8_VIA_F16
@@ -638,11 +624,11 @@ FA2_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k, const a
       unsigned a[FA2_MT][4];
 #pragma unroll
       for (int mt = 0; mt < FA2_MT; mt++)
-        fa2_ldmatrix_x4(a[mt], q_lane + mt * 16 * FA2_ROW_BYTES + (((unsigned)(2 * ks) << 4) ^ q_x));
+        at_ldmatrix_x4(a[mt], q_lane + mt * 16 * FA2_ROW_BYTES + (((unsigned)(2 * ks) << 4) ^ q_x));
 #pragma unroll
       for (int np = 0; np < FA2_NT / 2; np++) {
         unsigned kb[4];
-        fa2_ldmatrix_x4(kb, k_tile + np * 16 * FA2_ROW_BYTES + (((unsigned)(2 * ks) << 4) ^ k_x));
+        at_ldmatrix_x4(kb, k_tile + np * 16 * FA2_ROW_BYTES + (((unsigned)(2 * ks) << 4) ^ k_x));
 #pragma unroll
         for (int mt = 0; mt < FA2_MT; mt++) {
           fa2_mma_qk(s[mt][2 * np], a[mt], kb[0], kb[1]);
@@ -733,7 +719,7 @@ FA2_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k, const a
 #pragma unroll
       for (int dc = 0; dc < FA2_DO / 16; dc++) {
         unsigned vr[4];
-        fa2_ldmatrix_x4_trans(vr, v_tile + kk * 32 * FA2_ROW_BYTES + (((unsigned)dc << 4) ^ v_x));
+        at_ldmatrix_x4_trans(vr, v_tile + kk * 32 * FA2_ROW_BYTES + (((unsigned)dc << 4) ^ v_x));
         const unsigned b0_even = fa2_prmt<0x6420>(vr[0], vr[1]), b0_odd = fa2_prmt<0x7531>(vr[0], vr[1]);
         const unsigned b1_even = fa2_prmt<0x6420>(vr[2], vr[3]), b1_odd = fa2_prmt<0x7531>(vr[2], vr[3]);
 #pragma unroll
@@ -749,7 +735,7 @@ FA2_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k, const a
 #pragma unroll
       for (int dp = 0; dp < FA2_OT / 2; dp++) {
         unsigned vb[4];
-        fa2_ldmatrix_x4_trans(vb, v_tile + kk * 16 * FA2_ROW_BYTES + (((unsigned)(2 * dp) << 4) ^ v_x));
+        at_ldmatrix_x4_trans(vb, v_tile + kk * 16 * FA2_ROW_BYTES + (((unsigned)(2 * dp) << 4) ^ v_x));
 #pragma unroll
         for (int mt = 0; mt < FA2_MT; mt++) {
           fa2_mma_pv(acc[mt][2 * dp], p[mt][kk], vb[0], vb[1]);

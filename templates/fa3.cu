@@ -15,6 +15,8 @@
  *   fa3_mma_qk(float *s, desc_q, desc_k, accumulate)   S[64 x BN] (+)= Q[64 x k] K[BN x k]^T
  *   fa3_mma_pv(float *o, const unsigned p[4], desc_v)   O[64 x D]   += P[64 x k] V[k x D]
  *     (FP8: V from the V^T tile, K-major; 16-bit: from V's tile as loaded, MN-major)
+ *   .qr also fa3_mma_qk_rs(float *s, const unsigned q[4], desc_k, accumulate): Q K^T with Q's A
+ *     fragment of the k step from four registers (FA3_QREG, v26)
  * Accumulator element 4*j + e of a thread is the m16n8 C fragment element e of n8 tile j, for the
  * 16 rows of its warp: rows 16*warp + g (+8 for e >= 2), columns 8j + 2t + (e & 1), lane = 4g + t.
  *
@@ -191,6 +193,46 @@
  *       and without .mc L2 ran at a third of its sector rate, so L2 was not the limit. A third
  *       stage did not help the pair either (128x128 s3 614 -> 478), so the ring's depth is not
  *       what the lockstep of the two CTAs costs.
+ *   v23: wgmma descriptors built once per tile and advanced by a constant per k step
+ *       (at_wgmma_desc_advance), and the consumer warpgroup's index broadcast from lane 0 so
+ *       that ptxas keeps Q's descriptors in uniform registers. cuobjdump of the loop's Q K^T and
+ *       P V issue blocks: e4m3 D128 128x224 83 -> 51 instructions a tile, bf16 D128 192x80 108
+ *       -> 57, D256 128x80 191 -> 104 (Q K^T's 16 wgmmas issued in 77 instructions, not 152);
+ *       whole kernels 2-11% shorter; spills, the exponentials under P V and the waits as before.
+ *       Predicted: 1-3% where the consumers issue most (FP8 D128, bf16 D256). Measured with v24
+ *       (one binary against main's, H200, B2 N16 8k, two rounds): bf16 D128 causal 192x80
+ *       654 / 616 -> 674 / 651 TFLOP/s, GQA 32/8 causal 16k 630 / 631 -> 650 / 648, e4m3 D256
+ *       128x128 .vt 1115 / 1120 -> 1132 / 1150 (+2-6%); bf16 D128 192x80 B4 N32 T2k 610 / 608
+ *       -> 625 / 623.
+ *   v24 (FA3_LINP): a linear tile's MAGIC + code / 8 from one FFMA, s * scale_log2 + c, and the
+ *       clamp (fa3_lin_z): the add of MAGIC goes, for a row reference moved to the grid that c
+ *       stands for (fa3_lin_ref; the exact tiles of the row take the same reference). cuobjdump
+ *       of e4m3 D128 128x224's speculative softmax block: 641 -> 602 instructions (FADD 60 ->
+ *       10, the range check +10). Predicted: 2-4% at FP8 D128. Measured with v23 (the same A/B):
+ *       e4m3 D128 128x224 .vt 979 / 975 -> 1075 / 1052 (+8-10%, past #14's 1050 in both
+ *       rounds), B1 N32 T4k 920 / 917 -> 931 / 930.
+ *   v25 (FA3_TAIL, .tw<W>, no mask): the tail split ("Tail split" below): the work tiles of the
+ *       last partial wave of W CTAs (or that and the wave before) run as 2-8 CTAs each over
+ *       slices of their K/V tiles, whose fp32 partials FA3_TAIL_COMBINE merges; generator/fa3.c
+ *       plan_tail picks the split from a count of waves, K/V tiles and the combine's bytes. At B2
+ *       N16 8k the bf16 D128 192x80 default's 1376 tiles are 10 waves and 56: 76 SMs idle through
+ *       the eleventh. Predicted: bf16 D128 and D64 (block_m 192) +3-4%, D256 +1%. Measured
+ *       against the plain twin in one binary (H100, calls 76 and 78): bf16 D128 +1 to +12% on
+ *       four shapes (B4 N32 T2k's plan splits nothing), D64 +2%, D256 +1-2%, e4m3 192x96
+ *       -3% then +1% (the order reversed) and +5% at B1 N32 T4k. The default since (where its
+ *       plan splits); H200, against main's plain default: B1 N32 T4k 607 / 605 -> 666 / 666
+ *       (+10%, 0.90x -> 0.99x cuDNN), B2 N16 8k 653 -> 676 (medians of six pairs), D64 503 / 494
+ *       -> 521 / 536, D256 698 / 698 -> 705 / 714.
+ *   v26 (FA3_QREG, .qr): Q K^T with Q's A fragments in registers, loaded once per work tile by
+ *       ldmatrix, instead of wgmma re-reading the warpgroup's 64 rows of Q from shared memory for
+ *       every K/V tile. Counted (bf16 D128 128x128): shared memory read by a consumer's GEMMs per
+ *       K/V tile 16 (Q) + 32 (K) + 32 (V) KB -> 64 KB, -20%; the H200 runs these kernels at its
+ *       power cap (docs/perf.md "v22": 1.63-1.72 GHz, 1.80 with half the L2 traffic), so bytes
+ *       not moved are clock. Fits 128-row tiles to block_n 144 at D 128 (32 registers more); the
+ *       192-row defaults have no room. Predicted: 128x128 +2-4%, maybe past 192x80. Measured (B2
+ *       N16 8k, against 128x128 in one bench): H100 635 -> 647 verified, 668 -> 671 unverified in
+ *       the other order, where 192x80 ran 663 / 686; H200 635 -> 617 (-3%), 192x80 .tw 689; D64
+ *       128x128 453 -> 419. Kept as a twin for the tuner; no default takes it.
  * Copies by cp.async and stores by threads are generic-proxy writes; wgmma reads shared memory
  * through the async proxy, hence fence.proxy.async before the barriers that publish them.
  */
@@ -295,6 +337,10 @@ static_assert(!FA3_SPEC || FA3_WS, "the speculative row max is the warp-speciali
 #ifndef FA3_LINP
 #define FA3_LINP 0
 #endif
+#ifndef FA3_QREG /* .qr: Q K^T's A from registers (v26; generator/fa3.c check_qr) */
+#define FA3_QREG 0
+#endif
+static_assert(!FA3_QREG || FA3_WS, "Q in registers is the warp-specialized consumers'");
 #if FA3_LINP && !(FA3_FP8 && FA3_ONES && FA3_SPEC)
 #undef FA3_LINP
 #define FA3_LINP 0
@@ -307,13 +353,36 @@ static_assert(!FA3_SPEC || FA3_WS, "the speculative row max is the warp-speciali
 #define FA3_LIN_MAX_CODE 126 /* 448 */
 __device__ __forceinline__ constexpr bool fa3_lin_tile(int nt) { return FA3_LINP && (nt / 2) % (FA3_LINP ? FA3_LINP : 1) == 0; }
 
-/* MAGIC + code / 8 for y = log2(P) + bias, clamped below at code 0; NaN stays NaN (its low
- * byte, 0xff, is an e4m3 NaN). */
-__device__ __forceinline__ float fa3_lin_code(float y)
+/* The row's reference for FA3_LINP (v24). A linear tile's MAGIC + code / 8 is one FFMA, s *
+ * scale_log2 + c with c = MAGIC - (m - BIAS), and a clamp (fa3_lin_z): the FFMA rounds its result
+ * to eighths as the add of MAGIC did. c itself is rounded to eighths, so the row's exponentials
+ * take the reference m' that c stands for, m' = (MAGIC - c) + BIAS, exact (Sterbenz: c within a
+ * factor 2 of MAGIC) while m lies in [-1e6, 7e5] (log2 units; a row that has seen no key, m
+ * about -3.4e38, gives P = 0 with any c). m' is m moved to the nearest point of its grid, so an m
+ * recomputed from row_max within a rounding of m' gives m' again. Elsewhere m' = m, and the
+ * speculative tiles take the exact path. */
+__device__ __forceinline__ bool fa3_lin_ref_ok(float m) { return (m >= -1.0e6f && m <= 7.0e5f) || m <= -3.0e38f; }
+
+/* m' and c where fa3_lin_ref_ok(m) */
+__device__ __forceinline__ float fa3_lin_ref_in_range(float m, float &c)
 {
-  float c;
-  asm("max.NaN.f32 %0, %1, 0f00000000;\n" : "=f"(c) : "f"(y));
-  return __fadd_rn(c, FA3_LIN_MAGIC);
+  c = __fsub_rn(FA3_LIN_MAGIC, __fsub_rn(m, FA3_LIN_BIAS));
+  return __fadd_rn(__fsub_rn(FA3_LIN_MAGIC, c), FA3_LIN_BIAS);
+}
+
+__device__ __forceinline__ float fa3_lin_ref(float m, float &c)
+{
+  const float r = fa3_lin_ref_in_range(m, c);
+  return fa3_lin_ref_ok(m) ? r : m;
+}
+
+/* MAGIC + code / 8 from z = s * scale_log2 + c (above), or from a code moved by whole eighths,
+ * clamped below at code 0; NaN stays NaN (its low byte, 0xff, is an e4m3 NaN). */
+__device__ __forceinline__ float fa3_lin_z(float z)
+{
+  float r;
+  asm("max.NaN.f32 %0, %1, 0f49C00000;\n" : "=f"(r) : "f"(z)); /* MAGIC */
+  return r;
 }
 
 /* The same from P itself (the exact path's P, for the linear tiles): e4m3's code rounded to
@@ -452,30 +521,50 @@ template <int NW> __device__ __forceinline__ void fa3_transpose_v(unsigned vt, u
 
 /* ---- steps of one K/V tile ------------------------------------------------------------------ */
 
+/* Where k step ks (32 bytes of the row) of a K-major operand tile of R rows starts. */
+template <int R> __device__ __forceinline__ unsigned fa3_k_step(int ks)
+{
+  return (unsigned)((32 * ks / FA3_CW_D) * R * FA3_CW_D + 32 * ks % FA3_CW_D);
+}
+
 /* Issue S = Q K^T for this warpgroup's 64 rows (not waited for): 32-byte k steps of the row. */
 __device__ __forceinline__ void fa3_issue_qk(float (*s)[4], unsigned q_wg, unsigned k_tile)
 {
+  const unsigned long long dq = at_wgmma_desc<FA3_CW_D>(q_wg), dk = at_wgmma_desc<FA3_CW_D>(k_tile);
 #pragma unroll
-  for (int ks = 0; ks < FA3_QK; ks++) {
-    const int col = 32 * ks;
-    const unsigned qa = q_wg + (unsigned)((col / FA3_CW_D) * FA3_BM * FA3_CW_D + col % FA3_CW_D);
-    const unsigned kb = k_tile + (unsigned)((col / FA3_CW_D) * FA3_BN * FA3_CW_D + col % FA3_CW_D);
-    fa3_mma_qk(&s[0][0], at_wgmma_desc<FA3_CW_D>(qa), at_wgmma_desc<FA3_CW_D>(kb), ks > 0);
-  }
+  for (int ks = 0; ks < FA3_QK; ks++)
+    fa3_mma_qk(&s[0][0], at_wgmma_desc_advance(dq, fa3_k_step<FA3_BM>(ks)),
+               at_wgmma_desc_advance(dk, fa3_k_step<FA3_BN>(ks)), ks > 0);
 }
+
+#if FA3_QREG
+/* Issue S = Q K^T with Q's A fragments from registers (.qr; not waited for). */
+__device__ __forceinline__ void fa3_issue_qk_regs(float (*s)[4], const unsigned (*qf)[4], unsigned k_tile)
+{
+  const unsigned long long dk = at_wgmma_desc<FA3_CW_D>(k_tile);
+#pragma unroll
+  for (int ks = 0; ks < FA3_QK; ks++)
+    fa3_mma_qk_rs(&s[0][0], qf[ks], at_wgmma_desc_advance(dk, fa3_k_step<FA3_BN>(ks)), ks > 0);
+}
+#endif
 
 /* Issue O += P V (not waited for). FP8: V from the V^T buffer (K-major); 16-bit: V's tile as
  * loaded ([key][d], d in 128-byte column blocks) is the MN-major B, k step kk 16 key rows down. */
 __device__ __forceinline__ void fa3_issue_pv(float (*acc)[4], const unsigned (*p)[4], unsigned v_buf)
 {
+#if FA3_FP8
+  const unsigned long long dv = at_wgmma_desc<FA3_CW_N>(v_buf);
+#else
+  const unsigned long long dv = at_wgmma_desc_mn<FA3_BN * 128>(v_buf);
+#endif
 #pragma unroll
   for (int kk = 0; kk < FA3_PK; kk++) {
 #if FA3_FP8
     const int col = 32 * kk;
-    const unsigned vb = v_buf + (unsigned)((col / FA3_CW_N) * FA3_VT_BLOCK_BYTES + col % FA3_CW_N);
-    fa3_mma_pv(&acc[0][0], p[kk], at_wgmma_desc<FA3_CW_N>(vb));
+    fa3_mma_pv(&acc[0][0], p[kk],
+               at_wgmma_desc_advance(dv, (unsigned)((col / FA3_CW_N) * FA3_VT_BLOCK_BYTES + col % FA3_CW_N)));
 #else
-    fa3_mma_pv(&acc[0][0], p[kk], at_wgmma_desc_mn<FA3_BN * 128>(v_buf + (unsigned)(kk * 16 * 128)));
+    fa3_mma_pv(&acc[0][0], p[kk], at_wgmma_desc_advance(dv, (unsigned)(kk * 16 * 128)));
 #endif
   }
 }
@@ -534,9 +623,19 @@ __device__ __forceinline__ void fa3_softmax(float (*s)[4], float *row_max, float
     float mx = fmaxf(row_max[half], fa3_row_max(s, half));
     mx = at_quad_max(mx);
     if (SPEC && mx > row_max[half] && scale_log2 > 0.f) mx += FA3_SPEC_HEADROOM / scale_log2;
-    const float m_scaled = mx == AT_NEG_INF ? 0.f : mx * scale_log2;
-    alpha[half] = at_exp2(row_max[half] * scale_log2 - m_scaled);
-    const float m_shift = m_scaled - FA3_P_LOG2_SCALE;
+    float m_shift;
+    if constexpr (FA3_LINP) {
+      /* both references as the speculative tiles take them (fa3_lin_ref, fa3_softmax_spec) */
+      float c;
+      const float m_old = fa3_lin_ref(__fsub_rn(fmaxf(__fmul_rn(row_max[half], scale_log2), -3.402823466e38f),
+                                                FA3_P_LOG2_SCALE), c);
+      m_shift = fa3_lin_ref(__fsub_rn(fmaxf(__fmul_rn(mx, scale_log2), -3.402823466e38f), FA3_P_LOG2_SCALE), c);
+      alpha[half] = at_exp2(m_old - m_shift);
+    } else {
+      const float m_scaled = mx == AT_NEG_INF ? 0.f : mx * scale_log2;
+      alpha[half] = at_exp2(row_max[half] * scale_log2 - m_scaled);
+      m_shift = m_scaled - FA3_P_LOG2_SCALE;
+    }
     row_max[half] = mx;
     float sum = 0.f;
 #pragma unroll
@@ -563,21 +662,31 @@ __device__ __forceinline__ bool fa3_softmax_spec(float (*s)[4], float *row_max, 
 {
   constexpr float P_LIMIT = FA3_FP8 ? 448.f : 1.f; /* 2^L */
   constexpr float Z_LIMIT = FA3_LIN_MAGIC + FA3_LIN_MAX_CODE * 0.125f;
-  float sum[2] = {0.f, 0.f}, pmax[2], zmax[2] = {AT_NEG_INF, AT_NEG_INF}, m_shift[2];
+  float sum[2] = {0.f, 0.f}, pmax[2], zmax[2] = {AT_NEG_INF, AT_NEG_INF}, m_shift[2], c_lin[2];
   /* The exponent's offset, recomputed from row_max (two instructions a tile) rather than kept
    * across the loop (two registers, which the tiles at the register budget cannot spare). A row
-   * that has seen no key (-inf) gets a finite one, so its masked scores still give 0. */
-#pragma unroll
-  for (int half = 0; half < 2; half++)
-    m_shift[half] = fmaxf(row_max[half] * scale_log2, -3.402823466e38f) - FA3_P_LOG2_SCALE;
+   * that has seen no key (-inf) gets a finite one, so its masked scores still give 0. FA3_LINP:
+   * the reference of fa3_lin_ref, and c for the linear tiles (v24). */
 #pragma unroll
   for (int half = 0; half < 2; half++) {
-    const float m_lin = m_shift[half] - FA3_LIN_BIAS;
+    if constexpr (FA3_LINP)
+      m_shift[half] = __fsub_rn(fmaxf(__fmul_rn(row_max[half], scale_log2), -3.402823466e38f), FA3_P_LOG2_SCALE);
+    else
+      m_shift[half] = fmaxf(row_max[half] * scale_log2, -3.402823466e38f) - FA3_P_LOG2_SCALE;
+  }
+  if constexpr (FA3_LINP) {
+    /* A reference out of fa3_lin_ref's range (scores some 10^6 octaves apart): the exact path. */
+    if (__any_sync(0xffffffffu, !(fa3_lin_ref_ok(m_shift[0]) && fa3_lin_ref_ok(m_shift[1])))) return true;
+#pragma unroll
+    for (int half = 0; half < 2; half++) m_shift[half] = fa3_lin_ref_in_range(m_shift[half], c_lin[half]);
+  }
+#pragma unroll
+  for (int half = 0; half < 2; half++) {
 #pragma unroll
     for (int nt = 0; nt < FA3_NT; nt++) {
       if (fa3_lin_tile(nt)) {
-        s[nt][2 * half] = fa3_lin_code(fmaf(s[nt][2 * half], scale_log2, -m_lin));
-        s[nt][2 * half + 1] = fa3_lin_code(fmaf(s[nt][2 * half + 1], scale_log2, -m_lin));
+        s[nt][2 * half] = fa3_lin_z(fmaf(s[nt][2 * half], scale_log2, c_lin[half]));
+        s[nt][2 * half + 1] = fa3_lin_z(fmaf(s[nt][2 * half + 1], scale_log2, c_lin[half]));
         continue;
       }
       s[nt][2 * half] = at_exp2(fmaf(s[nt][2 * half], scale_log2, -m_shift[half]));
@@ -621,8 +730,8 @@ __device__ __forceinline__ bool fa3_softmax_spec(float (*s)[4], float *row_max, 
 #pragma unroll
     for (int nt = 0; nt < FA3_NT; nt++) {
       if (fa3_lin_tile(nt)) {
-        s[nt][2 * half] = fa3_lin_code(s[nt][2 * half] - FA3_LIN_MAGIC + d);
-        s[nt][2 * half + 1] = fa3_lin_code(s[nt][2 * half + 1] - FA3_LIN_MAGIC + d);
+        s[nt][2 * half] = fa3_lin_z(s[nt][2 * half] + d);
+        s[nt][2 * half + 1] = fa3_lin_z(s[nt][2 * half + 1] + d);
         continue;
       }
       s[nt][2 * half] *= f, s[nt][2 * half + 1] *= f;
@@ -739,6 +848,13 @@ __device__ __forceinline__ void fa3_key_tiles(int m0, int T, int S, int offset, 
   }
 }
 
+/* The row sum of row half (0: g, 1: g + 8) of this thread's rows: with FA3_ONES every thread holds
+ * the whole sum (from O's last n8 tile), otherwise a quarter of it (its quad's columns). */
+__device__ __forceinline__ float fa3_whole_row_sum(const float *row_sum, int half)
+{
+  return FA3_ONES ? row_sum[half] : at_quad_sum(row_sum[half]);
+}
+
 /* The warp-specialized kernel's epilogue: O = acc / row sum (times V's descale) of this warp's
  * 16 rows, m0 + wrow on, below `rows`, and their lse (T rows per head); lane (g,t) holds columns
  * 8j + 2t, 8j + 2t + 1 of rows g and g+8. Only D's columns are stored (a D 96 tile holds 128). The in-CTA kernel keeps the same
@@ -751,8 +867,7 @@ __device__ __forceinline__ void fa3_store_o(at_out_t *__restrict__ o, float *__r
 {
 #pragma unroll
   for (int half = 0; half < 2; half++) {
-    /* FA3_ONES: every thread holds the whole sum (from O's last n8 tile), not a quarter of it. */
-    const float sum = FA3_ONES ? row_sum[half] : at_quad_sum(row_sum[half]);
+    const float sum = fa3_whole_row_sum(row_sum, half);
     const float inv = sum > 0.f ? o_descale / sum : 0.f;
     const int r = wrow + g + half * 8;
     if (m0 + r >= rows) continue;
@@ -961,15 +1076,16 @@ struct fa3_ws_ctx {
 };
 
 /* One work tile: query rows m0 .. m0 + BM - 1 of head h (K/V head hk) of batch b, and its K/V
- * tiles. */
+ * tiles: n_tiles of them from tile t0 (0 but for a piece of a tail split), n_full of the row's
+ * tiles (counted from 0) unmasked. */
 struct fa3_work {
-  int m0, h, hk, b, n_tiles, n_full;
+  int m0, h, hk, b, n_tiles, n_full, t0;
 };
 
 __device__ __forceinline__ fa3_work fa3_work_at(const fa3_ws_ctx &c, int m_block, int h, int b)
 {
   fa3_work w;
-  w.m0 = m_block * FA3_BM, w.h = h, w.hk = h / FA3_GQA, w.b = b;
+  w.m0 = m_block * FA3_BM, w.h = h, w.hk = h / FA3_GQA, w.b = b, w.t0 = 0;
   fa3_key_tiles(w.m0, c.T, c.S, c.offset, &w.n_tiles, &w.n_full);
   return w;
 }
@@ -1083,14 +1199,15 @@ __device__ __forceinline__ void fa3_ws_produce(const fa3_ws_ctx &c, const fa3_wo
     at_bar_expect(c.bar_full_v + 8 * s, FA3_KV_BYTES);
     fa3_tma_tile_paged(c.v + s * FA3_KV_BYTES, tm_v, c, t * FA3_BN, w.hk, c.bar_full_v + 8 * s);
 #else
+    const int key0 = (w.t0 + t) * FA3_BN;
     at_bar_expect(c.bar_full_k + 8 * s, FA3_KV_BYTES);
-    fa3_tma_tile<FA3_BN>(c.k + s * FA3_KV_BYTES, tm_k, c.kv_first + t * FA3_BN, w.hk, kv_b, c.bar_full_k + 8 * s);
+    fa3_tma_tile<FA3_BN>(c.k + s * FA3_KV_BYTES, tm_k, c.kv_first + key0, w.hk, kv_b, c.bar_full_k + 8 * s);
     at_bar_wait(c.bar_empty_v + 8 * s, phase ^ 1u);
     at_bar_expect(c.bar_full_v + 8 * s, FA3_KV_BYTES); /* the ones rows are not loaded */
 #if FA3_VT_PRE /* tm_v maps the V^T in the scratch */
-    fa3_tma_vt_tile(c.v + s * FA3_V_BYTES, tm_v, t * FA3_BN, w.hk, w.b, c.bar_full_v + 8 * s);
+    fa3_tma_vt_tile(c.v + s * FA3_V_BYTES, tm_v, key0, w.hk, w.b, c.bar_full_v + 8 * s);
 #else
-    fa3_tma_tile<FA3_BN>(c.v + s * FA3_KV_BYTES, tm_v, c.kv_first + t * FA3_BN, w.hk, kv_b, c.bar_full_v + 8 * s);
+    fa3_tma_tile<FA3_BN>(c.v + s * FA3_KV_BYTES, tm_v, c.kv_first + key0, w.hk, kv_b, c.bar_full_v + 8 * s);
 #endif
 #endif
   }
@@ -1120,11 +1237,12 @@ __device__ __forceinline__ void fa3_release_k_q(const fa3_ws_ctx &c, int s, bool
 }
 
 /* -inf for the keys a tile's rows must not see: past S, after the diagonal (tiles from n_full
- * on), and in boxes without a page (paged). */
-__device__ __forceinline__ void fa3_mask_tile(float (*s)[4], int t, int n_full, int row0, const fa3_ws_ctx &c,
-                                              unsigned bad_boxes, int g, int tq)
+ * on), and in boxes without a page (paged). t and n_full count from the work tile's first K/V
+ * tile, t0. */
+__device__ __forceinline__ void fa3_mask_tile(float (*s)[4], int t, int n_full, int t0, int row0,
+                                              const fa3_ws_ctx &c, unsigned bad_boxes, int g, int tq)
 {
-  if (t >= n_full) fa3_mask(s, row0, t * FA3_BN, c.S, c.offset, g, tq);
+  if (t >= n_full) fa3_mask(s, row0, (t0 + t) * FA3_BN, c.S, c.offset, g, tq);
 #if FA3_PAGE_SIZE > 0
   if (bad_boxes) fa3_mask_boxes(s, bad_boxes);
 #else
@@ -1140,7 +1258,7 @@ __device__ __forceinline__ void fa3_ws_consume(const fa3_ws_ctx &c, const fa3_wo
                                                float *row_max, float *row_sum)
 {
   const int g = lane >> 2, tq = lane & 3;
-  const int n_tiles = w.n_tiles, n_full = w.n_full;
+  const int n_tiles = w.n_tiles, n_full = w.n_full - w.t0; /* both from tile t0 */
   const unsigned q_wg = c.q + (unsigned)(cw * 64 * FA3_CW_D);
 #pragma unroll
   for (int jj = 0; jj < FA3_OT; jj++) acc[jj][0] = acc[jj][1] = acc[jj][2] = acc[jj][3] = 0.f;
@@ -1159,6 +1277,11 @@ __device__ __forceinline__ void fa3_ws_consume(const fa3_ws_ctx &c, const fa3_wo
   at_bar_wait(c.bar_q, (unsigned)j & 1u);
   /* A work tile without keys (bottom-right rows above the first key) reads no Q. */
   if (FA3_PERSISTENT && n_tiles == 0 && lane == 0) at_bar_arrive(c.bar_q_empty);
+#if FA3_QREG
+  unsigned qf[FA3_QK][4];
+  if (n_tiles > 0) at_load_a_frags<FA3_BM, FA3_CW_D, FA3_QK>(qf, c.q, cwarp * 16, lane);
+  (void)q_wg;
+#endif
   float sacc[FA3_NT][4];
   unsigned v_release = 0; /* the V stage (or V^T buffer) that the P V in flight reads */
   for (int t = 0; t < n_tiles; t++) {
@@ -1187,7 +1310,11 @@ __device__ __forceinline__ void fa3_ws_consume(const fa3_ws_ctx &c, const fa3_wo
     if (t > 0) at_bar_wait(bar_v_prev_full, v_prev_parity);
     if (FA3_PINGPONG) fa3_named_sync(1 + cw, 256);
     at_wgmma_fence();
+#if FA3_QREG
+    fa3_issue_qk_regs(sacc, qf, c.k + s * FA3_KV_BYTES);
+#else
     fa3_issue_qk(sacc, q_wg, c.k + s * FA3_KV_BYTES);
+#endif
     at_wgmma_commit();
     if (FA3_PINGPONG && (FA3_PERSISTENT || !(cw == FA3_CONSUMERS - 1 && t == n_tiles - 1)))
       fa3_named_arrive(1 + next_cw, 256);
@@ -1201,7 +1328,7 @@ __device__ __forceinline__ void fa3_ws_consume(const fa3_ws_ctx &c, const fa3_wo
     /* FA3_SPEC's rare path may read Q and this K tile again: they are freed after the softmax. */
     if (!FA3_SPEC) fa3_release_k_q(c, s, t == n_tiles - 1, lane);
 
-    fa3_mask_tile(sacc, t, n_full, row0, c, bad_boxes, g, tq);
+    fa3_mask_tile(sacc, t, n_full, w.t0, row0, c, bad_boxes, g, tq);
 #if FA3_SPEC
     /* The first tile, and every tile of a scale that is not positive (a zero descale), take the
      * exact path; so do the tiles whose guess failed, with S recomputed. */
@@ -1209,7 +1336,7 @@ __device__ __forceinline__ void fa3_ws_consume(const fa3_ws_ctx &c, const fa3_wo
     const bool failed = guess && fa3_softmax_spec(sacc, row_max, row_sum, alpha, scale_log2);
     if (failed) {
       fa3_recompute_s(sacc, c.q, c.k + s * FA3_KV_BYTES, cwarp * 16, g, tq);
-      fa3_mask_tile(sacc, t, n_full, row0, c, bad_boxes, g, tq);
+      fa3_mask_tile(sacc, t, n_full, w.t0, row0, c, bad_boxes, g, tq);
     }
     if (!guess || failed) fa3_softmax<true>(sacc, row_max, row_sum, alpha, scale_log2);
     fa3_release_k_q(c, s, t == n_tiles - 1, lane);
@@ -1247,6 +1374,122 @@ __device__ __forceinline__ void fa3_ws_consume(const fa3_ws_ctx &c, const fa3_wo
   }
 }
 
+#ifndef FA3_TAIL
+#define FA3_TAIL 0
+#endif
+static_assert(!FA3_TAIL || (!FA3_CAUSAL && !FA3_RAGGED && !FA3_PAGE_SIZE && !FA3_PERSISTENT),
+              "tail split: no mask, padded contiguous tensors, one CTA per work tile");
+#if FA3_TAIL
+/* Tail split (.tw<W>, v25; generator/fa3.c plan_tail says when and how much). Grid: one dimension,
+ * the work tiles in the order of the padded grid (query block fastest, then head, then batch),
+ * except that each of the last tail_tiles of them runs as `pieces` consecutive CTAs. Piece p of
+ * a work tile with n K/V tiles takes tiles [p n / pieces, (p + 1) n / pieces) and writes, for each
+ * of its rows below T, O / l (times V's descale: fp32, D values) and its log-sum-exp in log2
+ * units to partial `part` = split tile index * pieces + p of the scratch (rows of BM);
+ * FA3_TAIL_COMBINE merges a tile's pieces into O (and lse). */
+struct fa3_tail_cta {
+  int tile;   /* the work tile, in the grid's order */
+  int pieces; /* CTAs sharing it: 1 (a whole tile) or the call's pieces */
+  int piece;
+  long long part; /* the partial this piece writes */
+};
+
+__device__ __forceinline__ fa3_tail_cta fa3_tail_cta_of(int tail_tiles, int pieces)
+{
+  const int whole = (int)gridDim.x - tail_tiles * pieces; /* CTAs before the split tiles' pieces */
+  fa3_tail_cta t = {(int)blockIdx.x, 1, 0, 0};
+  if (t.tile >= whole) {
+    const int r = (t.tile - whole) / pieces;
+    t.piece = t.tile - whole - r * pieces, t.tile = whole + r, t.pieces = pieces;
+    t.part = (long long)r * pieces + t.piece;
+  }
+  return t;
+}
+
+__device__ __forceinline__ fa3_work fa3_tail_work(const fa3_ws_ctx &c, const fa3_tail_cta &t, int n_heads)
+{
+  const int m_blocks = (c.T + FA3_BM - 1) / FA3_BM;
+  fa3_work w = fa3_work_at(c, t.tile % m_blocks, (t.tile / m_blocks) % n_heads, t.tile / (m_blocks * n_heads));
+  const int first = (int)((long long)t.piece * w.n_tiles / t.pieces);
+  const int end = (int)((long long)(t.piece + 1) * w.n_tiles / t.pieces);
+  w.t0 = first, w.n_tiles = end - first; /* n_full stays the row's */
+  return w;
+}
+
+/* The log2-domain reference of the row's P at the end of the loop: P = 2^(s scale_log2 - ref),
+ * so the row's log-sum-exp is ref + log2(l) (fa3_softmax, fa3_softmax_spec; FA3_LINP snaps it,
+ * fa3_lin_ref). */
+__device__ __forceinline__ float fa3_row_ref(float m, float scale_log2)
+{
+  if constexpr (FA3_LINP) {
+    float c;
+    return fa3_lin_ref(__fsub_rn(fmaxf(__fmul_rn(m, scale_log2), -3.402823466e38f), FA3_P_LOG2_SCALE), c);
+  } else {
+    return m * scale_log2 - FA3_P_LOG2_SCALE;
+  }
+}
+
+/* A piece's epilogue: this warp's rows of partial `part` (fa3_store_o's fragment layout). */
+__device__ __forceinline__ void fa3_store_part(float *__restrict__ o_part, float *__restrict__ lse_part,
+                                               const float (*acc)[4], const float *row_max, const float *row_sum,
+                                               float o_descale, float scale_log2, int T, long long part, int m0,
+                                               int wrow, int g, int tq)
+{
+#pragma unroll
+  for (int half = 0; half < 2; half++) {
+    const float sum = fa3_whole_row_sum(row_sum, half);
+    const float inv = sum > 0.f ? o_descale / sum : 0.f;
+    const int r = wrow + g + half * 8;
+    if (m0 + r >= T) continue;
+    const long long row = part * FA3_BM + r;
+    if (tq == 0) lse_part[row] = sum > 0.f ? fa3_row_ref(row_max[half], scale_log2) + at_log2(sum) : AT_NEG_INF;
+    float *orow = o_part + row * FA3_D + 2 * tq;
+#pragma unroll
+    for (int j = 0; j < FA3_D / 8; j++)
+      *(float2 *)(orow + 8 * j) = make_float2(acc[j][2 * half] * inv, acc[j][2 * half + 1] * inv);
+  }
+}
+
+/* The combine: grid (tail_tiles x BM / ROWS), FA3_TAIL_COMBINE_THREADS threads merging ROWS rows
+ * of a split tile, four columns a step. A row's partials weigh 2^(lse_p - max lse), O = sum of
+ * w_p O_p / sum of w_p, lse (natural log) = (max + log2 sum w) ln 2. Runs after the attention
+ * kernel (a programmatic dependent: it waits before reading the partials). */
+extern "C" __global__ void __launch_bounds__(FA3_TAIL_COMBINE_THREADS)
+FA3_TAIL_COMBINE(const float *__restrict__ o_part, const float *__restrict__ lse_part, at_out_t *__restrict__ o,
+                 float *__restrict__ lse, int T, int n_heads, int batch, int tail_tiles, int pieces, long long o_sb,
+                 int o_ss, int o_sh)
+{
+  constexpr int ROWS = FA3_TAIL_COMBINE_ROWS, QUADS = FA3_D / 4;
+  static_assert(FA3_BM % ROWS == 0 && FA3_D % 4 == 0, "whole row groups, four columns a step");
+  at_wait_for_previous_grid();
+  const int m_blocks = (T + FA3_BM - 1) / FA3_BM;
+  const int r = blockIdx.x / (FA3_BM / ROWS), row0 = blockIdx.x % (FA3_BM / ROWS) * ROWS;
+  const int tile = m_blocks * n_heads * batch - tail_tiles + r;
+  const int m_block = tile % m_blocks, h = (tile / m_blocks) % n_heads, b = tile / (m_blocks * n_heads);
+  for (int i = threadIdx.x; i < ROWS * QUADS; i += FA3_TAIL_COMBINE_THREADS) {
+    const int rr = row0 + i / QUADS, quad = i % QUADS, m = m_block * FA3_BM + rr;
+    if (m >= T) continue;
+    const long long first = (long long)r * pieces * FA3_BM + rr; /* partial p's row: first + p BM */
+    float top = AT_NEG_INF;
+    for (int p = 0; p < pieces; p++) top = fmaxf(top, lse_part[first + (long long)p * FA3_BM]);
+    float4 sum = make_float4(0.f, 0.f, 0.f, 0.f);
+    float weights = 0.f;
+    for (int p = 0; top != AT_NEG_INF && p < pieces; p++) {
+      const long long row = first + (long long)p * FA3_BM;
+      const float w = at_exp2(lse_part[row] - top);
+      const float4 x = *(const float4 *)(o_part + row * FA3_D + 4 * quad);
+      weights += w, sum.x += w * x.x, sum.y += w * x.y, sum.z += w * x.z, sum.w += w * x.w;
+    }
+    const float inv = weights > 0.f ? 1.f / weights : 0.f;
+    at_out_t *orow = o + b * o_sb + (long long)h * o_sh + (long long)m * o_ss + 4 * quad;
+    *(uint2 *)orow = make_uint2(at_pack_out(sum.x * inv, sum.y * inv), at_pack_out(sum.z * inv, sum.w * inv));
+    if (FA3_LSE && quad == 0)
+      lse[((long long)b * n_heads + h) * T + m] =
+          weights > 0.f ? (top + at_log2(weights)) * 0.69314718055994531f : AT_NEG_INF;
+  }
+}
+#endif
+
 extern "C" __global__ void __launch_bounds__(FA3_ALL_THREADS, 1)
 FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
            const at_in_t *__restrict__ v, at_out_t *__restrict__ o, float *__restrict__ lse, int T, int S,
@@ -1266,6 +1509,9 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
            const __grid_constant__ at_tmap tm_v
 #if FA3_PERSISTENT
            , int n_heads, int work_tiles /* Nq; work tiles B * Nq * ceil(T / BM) */
+#endif
+#if FA3_TAIL
+           , int n_heads, int tail_tiles, int pieces, float *__restrict__ o_part, float *__restrict__ lse_part
 #endif
            )
 {
@@ -1321,6 +1567,9 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
 #if FA3_RAGGED
   const fa3_work work = fa3_work_at(c, rg_m, blockIdx.y, rg_b);
   const int n_heads = gridDim.y;
+#elif FA3_TAIL
+  const fa3_tail_cta tail = fa3_tail_cta_of(tail_tiles, pieces);
+  const fa3_work work = fa3_tail_work(c, tail, n_heads);
 #else
   const fa3_work work = fa3_work_of_block(c);
   const int n_heads = FA3_CAUSAL ? gridDim.x : gridDim.y;
@@ -1396,7 +1645,9 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
   }
   asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(FA3_CONSUMER_REGS));
 
-  const int cw = wg - 1, cwarp = warp - 4;
+  /* The consumer warpgroup's index, broadcast from lane 0 so that ptxas knows it is the same in
+   * every lane: Q's wgmma descriptors then live in uniform registers (v23). */
+  const int cw = __shfl_sync(0xffffffffu, wg - 1, 0), cwarp = warp - 4;
   const int g = lane >> 2, tq = lane & 3;
   float acc[FA3_OT][4], row_max[2], row_sum[2];
 #if FA3_PERSISTENT
@@ -1428,6 +1679,13 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
   fa3_store_o(o + (long long)c.q_first * o_ss, FA3_LSE ? lse + c.q_first : lse, acc, row_max, row_sum, o_descale,
               scale_log2, total_q, T, 0, work.h, n_heads, work.m0, cwarp * 16, 0, o_ss, o_sh, g, tq);
 #else
+#if FA3_TAIL
+  if (tail.pieces > 1) {
+    fa3_store_part(o_part, lse_part, acc, row_max, row_sum, o_descale, scale_log2, T, tail.part, work.m0, cwarp * 16,
+                   g, tq);
+    return;
+  }
+#endif
   fa3_store_o(o, lse, acc, row_max, row_sum, o_descale, scale_log2, T, T, work.b, work.h, n_heads, work.m0,
               cwarp * 16, o_sb, o_ss, o_sh, g, tq);
 #endif

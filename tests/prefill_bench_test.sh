@@ -17,6 +17,8 @@ for b in build base; do
 dt=bf16; impl=""
 while [ \$# -gt 0 ]; do case "\$1" in --dtype) dt=\$2; shift ;; --impl) impl=\$2; shift ;; esac; shift; done
 c=600.0; d=660.0; [ "\$dt" = e4m3 ] && c=1000.0 d=1100.0
+# VARY: the default's TFLOP/s counts the runs (661, 662, ...), so that rows can be told apart.
+if [ -n "\$VARY" ]; then n=\$(( \$(cat "\$OUT/.runs" 2>/dev/null || echo 0) + 1 )); echo \$n >"\$OUT/.runs"; d=\$((660 + n)).0; fi
 # As a real run does, last until the clock sampler has its samples (up to 10 s): on a loaded
 # machine the stand-in nvidia-smi may start after a stand-in bench that returned at once.
 for i in \$(seq 100); do
@@ -60,6 +62,10 @@ expect "with fused: the starred best and its key" '^gqa-16k-causal +1 +[^ ]*base
 n=$(printf '%s\n' "$out" | grep -cE '^gqa-16k-causal ')
 [ "$n" = 4 ] && echo "ok: two rounds of two binaries" || { echo "FAIL: $n rows, expected 4"; fails=$((fails + 1)); }
 expect "BASE runs first in a round" 'base/attntune' "$(printf '%s\n' "$out" | grep -E '^gqa-16k-causal +2 ' | head -1)"
+out=$(run env SHAPES="bf16-d128;bf16-d128" ROUNDS=1 VARY=1)
+expect "a shape named twice: its first run's row" '^bf16-d128 +1 .* +661\.0 +1\.10x ' "$out"
+expect "and its second run's own" '^bf16-d128 +1 .* +662\.0 +1\.10x ' "$out"
+rm -f "$dir/out/.runs"
 out=$(run env SHAPES="bf16-d999"); rc=$?
 [ "$rc" = 2 ] && echo "ok: an unknown shape exits 2" || { echo "FAIL: an unknown shape exited $rc"; fails=$((fails + 1)); }
 expect "and names it" "unknown shape 'bf16-d999'" "$out"

@@ -18,6 +18,8 @@
 #include <time.h>
 
 #include "tuner/config.h"
+#include "tuner/tune.h"
+#include "generator/generator.h"
 #include "tests/testutil.h"
 
 /* ---- helpers ----------------------------------------------------------------------------- */
@@ -814,6 +816,52 @@ static void test_fa3_vt_search(void **state)
   expect_error(ONE_SHAPE "search:\n  fa3: {vt: 2}\n", AT_ERR_CONFIG, "t.yaml:4:13: search.fa3.vt: 2 is too large (at most 1)");
 }
 
+/* A 0/1 search parameter of fa3 (`param`) is fa3's alone and narrows the tuner's candidates at
+ * B2 N16 T=S=8192 D128 to the variants whose flag_of is `want`, for both values. */
+static void check_fa3_flag_search(const char *param, int (*flag_of)(const gen_variant *), const char *too_large)
+{
+  const char *shape = "shapes:\n  - {batch: 2, seq_len: 8192, q_heads: 16, head_dim: 128}\n";
+  char text[256];
+  gen_target t = tu_sm90();
+  at_shape s = {.batch = 2, .q_len = 8192, .kv_len = 8192, .q_heads = 16, .kv_heads = 16, .head_dim = 128,
+                .dtype = AT_DTYPE_BF16, .mask = AT_MASK_NONE};
+  gen_variant vs[GEN_MAX_VARIANTS];
+  for (int want = 0; want < 2; want++) {
+    snprintf(text, sizeof text, "%ssearch:\n  fa3: {ws: 1, %s: %d}\n", shape, param, want);
+    tn_config c = parse_ok(text);
+    assert_search_values(&c, "fa3", param, 1, (const int[]){want});
+    int n = 0, fa3 = 0;
+    TU_OK(tn_tune_candidates(&c, &s, NULL, &t, vs, &n));
+    for (int i = 0; i < n; i++) {
+      if (vs[i].family != GEN_FAMILY_FA3) continue;
+      fa3++;
+      assert_int_equal(flag_of(&vs[i]), want);
+    }
+    assert_true(fa3 > 0);
+    tn_config_free(&c);
+  }
+  assert_null(tn_config_search(&(tn_config){0}, "fa2", param));
+  snprintf(text, sizeof text, ONE_SHAPE "search:\n  fa3: {%s: 2}\n", param);
+  expect_error(text, AT_ERR_CONFIG, too_large);
+}
+
+static int tail_split_of(const gen_variant *v) { return v->tail_wave != 0; }
+static int q_regs_of(const gen_variant *v) { return v->q_regs; }
+
+/* fa3's tail: 0 the plain grid, 1 the .tw tail split. */
+static void test_fa3_tail_search(void **state)
+{
+  (void)state;
+  check_fa3_flag_search("tail", tail_split_of, "t.yaml:4:15: search.fa3.tail: 2 is too large (at most 1)");
+}
+
+/* fa3's qr: 0 Q K^T reads Q from shared memory, 1 the .qr twins (Q in registers). */
+static void test_fa3_qr_search(void **state)
+{
+  (void)state;
+  check_fa3_flag_search("qr", q_regs_of, "t.yaml:4:13: search.fa3.qr: 2 is too large (at most 1)");
+}
+
 static void test_decode_search_errors(void **state)
 {
   (void)state;
@@ -1063,7 +1111,7 @@ static void test_errors_in_other_sections(void **state)
   expect_error(ONE_SHAPE "search:\n  fa4: {block_m: [64]}\n", AT_ERR_CONFIG,
                "t.yaml:4:3: search: unknown key 'fa4' (expected fa2, fa3, decode)");
   expect_error(ONE_SHAPE "search:\n  fa3: {tile: [64]}\n", AT_ERR_CONFIG,
-               "t.yaml:4:9: search.fa3: unknown key 'tile' (expected block_m, block_n, warps, stages, ws, persistent, vt)");
+               "t.yaml:4:9: search.fa3: unknown key 'tile' (expected block_m, block_n, warps, stages, ws, persistent, vt, tail, qr)");
   expect_error(ONE_SHAPE "search:\n  fa2: {block_m: [64, 0]}\n", AT_ERR_CONFIG,
                "t.yaml:4:23: search.fa2.block_m[1]: 0 must be at least 1");
   expect_error(ONE_SHAPE "search:\n  fa2: [64]\n", AT_ERR_CONFIG,
@@ -1339,6 +1387,8 @@ int main(void)
       cmocka_unit_test(test_decode_search),
       cmocka_unit_test(test_decode_search_errors), cmocka_unit_test(test_fa3_ws_search),
       cmocka_unit_test(test_fa3_persistent_search), cmocka_unit_test(test_fa3_vt_search),
+      cmocka_unit_test(test_fa3_tail_search),
+      cmocka_unit_test(test_fa3_qr_search),
       cmocka_unit_test(test_yaml_errors),
       cmocka_unit_test(test_deep_nesting_is_refused_fast),
       cmocka_unit_test(test_shape_key),

@@ -1,5 +1,5 @@
 /* test_fa2_gpu.c — every listed 16-bit variant (fa2, fa3 on sm_90a, its warp-specialized and
- * persistent forms included, decode for T <= 16) against the naive reference on awkward shapes
+ * persistent and tail-split forms included, decode for T <= 16) against the naive reference on awkward shapes
  * (skips without a GPU). Outputs and the split-KV scratch are poisoned (0xFF bytes: NaN) before
  * each run; inputs are fresh random values per case; NaN never passes. */
 #include <setjmp.h>
@@ -194,6 +194,11 @@ static const fa2_case CASES[] = {
     {2, 333, 1000, 8, 2, 128, AT_DTYPE_BF16, AT_MASK_NONE, 1, 0, TU_KEYS_RANDOM},
     {1, 450, 700, 4, 4, 64, AT_DTYPE_F16, AT_MASK_NONE, 1, 1, TU_KEYS_RANDOM},
     {1, 500, 611, 6, 3, 96, AT_DTYPE_F16, AT_MASK_NONE, 0, 0, TU_KEYS_RANDOM},
+    /* fa3's tail split (.tw<SMs>) with whole work tiles before the pieces: 192 tiles of 192 rows
+     * (T off the tile), 132 whole and the last 60 in two pieces each; lse; (B, H, S, D) storage.
+     * The shorter shapes above split every tile of their one partial wave. */
+    {1, 1000, 4000, 32, 8, 64, AT_DTYPE_BF16, AT_MASK_NONE, 1, 0, TU_KEYS_RANDOM},
+    {1, 1000, 4000, 32, 8, 128, AT_DTYPE_BF16, AT_MASK_NONE, 0, 1, TU_KEYS_RANDOM},
 };
 
 static void test_fa2_variants(void **state)

@@ -160,7 +160,7 @@ static int check_case(const fp8_case *c)
   int n = 0, failures = 0;
   at_status rc = gen_enumerate_out(&s, c->out, &target, vs, GEN_MAX_VARIANTS, &n);
   static const char *const layouts[] = {"", " V rows padded", " V head-major"};
-  static const char *const keys[] = {"", " rising keys", " rising keys, a spike"};
+  static const char *const keys[] = {"", " rising keys", " rising keys, a spike", " rising keys, a spike of 1e7"};
   printf("  B%d T%d S%d Nq%d Nkv%d D%d %s->%s %s%s%s%s: ", c->b, c->t, c->s, c->nq, c->nkv, c->d,
          at_dtype_name(c->dtype), at_dtype_name(c->out), at_mask_name(c->mask), c->lse ? " lse" : "",
          layouts[c->v_layout], keys[c->keys]);
@@ -324,6 +324,11 @@ static const fp8_case CASES[] = {
     {1, 150, 1500, 4, 4, 128, AT_DTYPE_E5M2, AT_MASK_NONE, 0, AT_DTYPE_BF16, V_BSHD, TU_KEYS_SPIKE},
     {1, 129, 900, 4, 2, 256, AT_DTYPE_E4M3, AT_MASK_NONE, 1, AT_DTYPE_BF16, V_BSHD, TU_KEYS_SPIKE},
     {1, 150, 1200, 4, 2, 256, AT_DTYPE_E4M3, AT_MASK_CAUSAL_BR, 0, AT_DTYPE_BF16, V_BSHD, TU_KEYS_RISING},
+    /* fa3's tail split (.tw<SMs>) with whole work tiles before the pieces (192x96 .vt: 192 tiles,
+     * 132 whole and the last 60 in two pieces), with lse */
+    {1, 1000, 4000, 32, 8, 128, AT_DTYPE_E4M3, AT_MASK_NONE, 1, AT_DTYPE_BF16, V_BSHD, TU_KEYS_RANDOM},
+    /* scores some 1e6 octaves apart: past linear P's reference range (the exact path takes them) */
+    {1, 200, 2000, 8, 2, 128, AT_DTYPE_E4M3, AT_MASK_NONE, 0, AT_DTYPE_BF16, V_BSHD, TU_KEYS_HUGE},
 };
 
 static void test_fp8_variants(void **state)

@@ -23,13 +23,13 @@ static void test_literal_keys(void **state)
 {
   (void)state;
   char key[GEN_KEY_MAX], entry[GEN_KEY_MAX];
-  gen_variant v = {GEN_FAMILY_FA2, {AT_DTYPE_BF16, 128, AT_MASK_CAUSAL_TL, 4, 0, AT_DTYPE_BF16, AT_KV_SAME, 0, 0}, 128, 64, 4, 2, 0, 0, 0, 0, 0, 0};
+  gen_variant v = {GEN_FAMILY_FA2, {AT_DTYPE_BF16, 128, AT_MASK_CAUSAL_TL, 4, 0, AT_DTYPE_BF16, AT_KV_SAME, 0, 0}, 128, 64, 4, 2, 0, 0, 0, 0, 0, 0, 0, 0};
   TU_OK(gen_variant_key(&v, key, sizeof key));
   assert_string_equal(key, "fa2.bf16.d128.causal.g4.bm128.bn64.w4.s2");
   TU_OK(gen_entry_name(&v, entry, sizeof entry));
   assert_string_equal(entry, "fa2_bf16_d128_causal_g4_bm128_bn64_w4_s2");
 
-  gen_variant w = {GEN_FAMILY_FA2, {AT_DTYPE_F16, 80, AT_MASK_CAUSAL_BR, 6, 1, AT_DTYPE_F16, AT_KV_SAME, 0, 0}, 64, 32, 4, 3, 0, 0, 0, 0, 0, 0};
+  gen_variant w = {GEN_FAMILY_FA2, {AT_DTYPE_F16, 80, AT_MASK_CAUSAL_BR, 6, 1, AT_DTYPE_F16, AT_KV_SAME, 0, 0}, 64, 32, 4, 3, 0, 0, 0, 0, 0, 0, 0, 0};
   TU_OK(gen_variant_key(&w, key, sizeof key));
   assert_string_equal(key, "fa2.f16.d80.causal-br.g6.bm64.bn32.w4.s3.lse");
   TU_OK(gen_entry_name(&w, entry, sizeof entry));
@@ -147,7 +147,7 @@ static void test_smem_limit_prunes(void **state)
   assert_true(nb > 0 && nb < na);
   for (int i = 0; i < nb; i++) assert_true(gen_smem_bytes(&b[i]) <= small.smem_limit);
   /* A variant over the limit is refused with the numbers. */
-  gen_variant v = {GEN_FAMILY_FA2, {AT_DTYPE_BF16, 256, AT_MASK_NONE, 1, 0, AT_DTYPE_BF16, AT_KV_SAME, 0, 0}, 128, 128, 8, 3, 0, 0, 0, 0, 0, 0};
+  gen_variant v = {GEN_FAMILY_FA2, {AT_DTYPE_BF16, 256, AT_MASK_NONE, 1, 0, AT_DTYPE_BF16, AT_KV_SAME, 0, 0}, 128, 128, 8, 3, 0, 0, 0, 0, 0, 0, 0, 0};
   assert_int_not_equal(gen_variant_check(&v, &big), AT_OK);
   assert_non_null(strstr(at_last_error(), "shared memory"));
 }
@@ -169,6 +169,19 @@ static void test_emit(void **state)
   assert_non_null(strstr(src, "FA2_KERNEL("));
   assert_null(strstr(src, "#include"));
   free(src);
+}
+
+/* Variant keys that must parse and pass their checks, compiled for sm_90a: how many of them had
+ * errors or spills (tu_compile_count_bad). */
+static int compile_keys_count_bad(const char *const *keys, int n, const gen_target *t, const char *what)
+{
+  gen_variant vs[16];
+  assert_true(n <= 16);
+  for (int i = 0; i < n; i++) {
+    TU_OK(gen_variant_parse(keys[i], &vs[i]));
+    TU_OK(gen_variant_check(&vs[i], t));
+  }
+  return tu_compile_count_bad(vs, n, t, what);
 }
 
 /* The spill-free promise: every listed variant of the tested shapes compiles for sm_90a with zero
@@ -214,7 +227,7 @@ static void test_fp8_keys(void **state)
 {
   (void)state;
   char key[GEN_KEY_MAX], entry[GEN_KEY_MAX];
-  gen_variant v = {GEN_FAMILY_FA2, {AT_DTYPE_E4M3, 128, AT_MASK_NONE, 1, 0, AT_DTYPE_BF16, AT_KV_SAME, 0, 0}, 128, 64, 8, 2, 0, 0, 0, 0, 0, 0};
+  gen_variant v = {GEN_FAMILY_FA2, {AT_DTYPE_E4M3, 128, AT_MASK_NONE, 1, 0, AT_DTYPE_BF16, AT_KV_SAME, 0, 0}, 128, 64, 8, 2, 0, 0, 0, 0, 0, 0, 0, 0};
   TU_OK(gen_variant_key(&v, key, sizeof key));
   assert_string_equal(key, "fa2.e4m3.d128.none.g1.bm128.bn64.w8.s2.obf16");
   TU_OK(gen_entry_name(&v, entry, sizeof entry));
@@ -223,7 +236,7 @@ static void test_fp8_keys(void **state)
   TU_OK(gen_variant_parse(key, &back));
   assert_memory_equal(&back, &v, sizeof v);
 
-  gen_variant w = {GEN_FAMILY_FA2, {AT_DTYPE_E5M2, 80, AT_MASK_CAUSAL_BR, 6, 1, AT_DTYPE_E5M2, AT_KV_SAME, 0, 0}, 64, 32, 4, 3, 0, 0, 0, 0, 0, 0};
+  gen_variant w = {GEN_FAMILY_FA2, {AT_DTYPE_E5M2, 80, AT_MASK_CAUSAL_BR, 6, 1, AT_DTYPE_E5M2, AT_KV_SAME, 0, 0}, 64, 32, 4, 3, 0, 0, 0, 0, 0, 0, 0, 0};
   TU_OK(gen_variant_key(&w, key, sizeof key));
   assert_string_equal(key, "fa2.e5m2.d80.causal-br.g6.bm64.bn32.w4.s3.oe5m2.lse");
   TU_OK(gen_variant_parse(key, &back));
@@ -1247,7 +1260,7 @@ static void test_decode_family(void **state)
   assert_int_not_equal(def.family, GEN_FAMILY_DECODE);
 
   /* Refusals name the field. */
-  gen_variant bad = {GEN_FAMILY_DECODE, {AT_DTYPE_BF16, 128, AT_MASK_NONE, 4, 0, AT_DTYPE_BF16, AT_KV_SAME, 0, 0}, 1, 32, 4, 2, 4, 0, 0, 0, 0, 0};
+  gen_variant bad = {GEN_FAMILY_DECODE, {AT_DTYPE_BF16, 128, AT_MASK_NONE, 4, 0, AT_DTYPE_BF16, AT_KV_SAME, 0, 0}, 1, 32, 4, 2, 4, 0, 0, 0, 0, 0, 0, 0};
   assert_int_equal(gen_variant_check(&bad, &t), AT_ERR_UNSUPPORTED);
   assert_non_null(strstr(at_last_error(), "keys per warp"));
   bad.block_n = 64, bad.splits = 0;
@@ -1330,6 +1343,291 @@ static void test_ws_compile_no_spills(void **state)
   assert_int_equal(bad, 0);
 }
 
+/* The tail split (.tw<W>): keys round-trip and need .ws/.wspp; only the unmasked one-CTA-per-tile
+ * kernel on padded contiguous tensors takes it; the launch runs the padded grid's work tiles on
+ * one dimension with the last partial wave's tiles as pieces, then a combine over their rows,
+ * and launches the plain grid where the waves come out even; the twins are listed after the
+ * plain tiles, for unmasked shapes only, and the default takes one where its plan splits; a
+ * sample of them compiles without spills. */
+static void test_fa3_tail_family(void **state)
+{
+  (void)state;
+  gen_target t = tu_sm90();
+  gen_variant v, vt, back;
+  char key[GEN_KEY_MAX], names[GEN_MAX_KERNELS][GEN_ENTRY_MAX], *src = NULL;
+  int n = 0;
+  TU_OK(gen_variant_parse("fa3.bf16.d128.none.g1.bm192.bn80.w12.s2.ws.tw132", &v));
+  assert_int_equal(v.tail_wave, 132);
+  TU_OK(gen_variant_check(&v, &t));
+  TU_OK(gen_variant_key(&v, key, sizeof key));
+  assert_string_equal(key, "fa3.bf16.d128.none.g1.bm192.bn80.w12.s2.ws.tw132");
+  TU_OK(gen_variant_parse("fa3.bf16.d128.none.g1.bm192.bn80.w12.s2.ws", &back));
+  assert_int_equal(back.tail_wave, 0);
+  TU_OK(gen_entry_names(&v, names, &n));
+  assert_int_equal(n, 2);
+  assert_string_equal(names[1], "fa3_bf16_d128_none_g1_bm192_bn80_w12_s2_ws_tw132_tc");
+  TU_OK(gen_emit(&v, &t, &src));
+  assert_non_null(strstr(src, "#define FA3_TAIL 1\n#define FA3_TAIL_COMBINE fa3_bf16_d128_none_g1_bm192_bn80_w12_s2_ws_tw132_tc\n"));
+  free(src);
+  src = NULL;
+
+  /* B2 Nq16 T=S=8192 at block_m 192: 43 x 16 x 2 = 1376 work tiles, 10 waves of 132 and 56; the
+   * 56 split in two (56 x 2 <= 132): 1320 + 112 CTAs, a combine of 56 x 192 / 16 CTAs. */
+  at_shape s = shape_of(AT_DTYPE_BF16, 128, AT_MASK_NONE, 16, 16, 0);
+  s.batch = 2, s.q_len = 8192, s.kv_len = 8192;
+  gen_launch_desc d;
+  TU_OK(gen_launch_describe(&v, &s, &d));
+  assert_int_equal(d.n_kernels, 2);
+  const gen_kernel_launch *k = &d.kernels[0], *c = &d.kernels[1];
+  assert_int_equal(k->entry, 0);
+  assert_int_equal(k->grid[0], 1320u + 112u);
+  assert_int_equal(k->grid[1], 1u);
+  assert_int_equal(k->grid[2], 1u);
+  assert_int_equal(d.tail_tiles, 56);
+  assert_int_equal(d.n_splits, 2);
+  assert_int_equal(k->args[k->n_args - 5], GEN_ARG_Q_HEADS);
+  assert_int_equal(k->args[k->n_args - 4], GEN_ARG_TAIL_TILES);
+  assert_int_equal(k->args[k->n_args - 3], GEN_ARG_SPLITS);
+  assert_int_equal(k->args[k->n_args - 2], GEN_ARG_O_PART);
+  assert_int_equal(k->args[k->n_args - 1], GEN_ARG_LSE_PART);
+  assert_int_equal(c->entry, 1);
+  assert_int_equal(c->grid[0], 56u * 12u);
+  assert_int_equal(c->block[0], 128u);
+  assert_int_equal(c->waits_for_previous, 1);
+  assert_int_equal(c->args[0], GEN_ARG_O_PART);
+  assert_int_equal(c->args[c->n_args - 1], GEN_ARG_O_SH);
+  assert_int_equal(d.o_part_offset, 0);
+  const size_t o_bytes = (size_t)56 * 2 * 192 * 128 * 4;
+  assert_int_equal(d.lse_part_offset, o_bytes);
+  assert_int_equal(d.scratch_bytes, o_bytes + (size_t)56 * 2 * 192 * 4);
+  assert_int_equal(d.work_tiles, 0); /* not a persistent launch: the runtime keeps the grid */
+
+  /* Waves that come out even (B1 Nq33 T=S=8448: 44 x 33 = 11 x 132): the plain grid, no combine. */
+  s = shape_of(AT_DTYPE_BF16, 128, AT_MASK_NONE, 33, 33, 0);
+  s.batch = 1, s.q_len = 8448, s.kv_len = 8448;
+  TU_OK(gen_launch_describe(&v, &s, &d));
+  assert_int_equal(d.kernels[0].grid[0], 1452u);
+  assert_int_equal(d.tail_tiles, 0);
+  assert_int_equal(d.kernels[1].grid[0], 0u);
+  assert_int_equal(d.scratch_bytes, 0);
+
+  /* block_m 128 (2048 tiles: 15 waves and 68; 103 K/V tiles of 80): too many to halve in the last
+   * wave, so the plan counts 2..8 pieces of the last 68, and of those and the wave before, with
+   * the combine's cost: 68 x 3 pieces of 35 tiles, two waves of pieces, is the shortest. */
+  TU_OK(gen_variant_parse("fa3.bf16.d256.none.g1.bm128.bn80.w8.s2.ws.tw132", &back));
+  TU_OK(gen_variant_check(&back, &t));
+  s = shape_of(AT_DTYPE_BF16, 256, AT_MASK_NONE, 16, 16, 0);
+  s.batch = 2, s.q_len = 8192, s.kv_len = 8192;
+  TU_OK(gen_launch_describe(&back, &s, &d));
+  assert_int_equal(d.tail_tiles, 68);
+  assert_int_equal(d.n_splits, 3);
+  assert_int_equal(d.kernels[0].grid[0], 1980u + 68u * 3u);
+  /* One K/V tile (S <= block_n): nothing to split. */
+  s.kv_len = 80;
+  TU_OK(gen_launch_describe(&back, &s, &d));
+  assert_int_equal(d.tail_tiles, 0);
+  assert_int_equal(d.kernels[0].grid[0], 2048u);
+  /* T 0: no launch at all. */
+  s.q_len = 0;
+  TU_OK(gen_launch_describe(&back, &s, &d));
+  assert_int_equal(d.kernels[0].grid[0], 0u);
+  assert_int_equal(d.kernels[1].grid[0], 0u);
+
+  /* With V^T ahead: transpose, attention, combine; the partials after V^T in the scratch. FP8's
+   * 192x96 (1376 tiles) splits its last 56 in two; its 128x224 (2048 tiles of 37 K/V tiles) splits
+   * nothing: at twice the 16-bit rate a K/V tile is short against the combine's bytes. */
+  TU_OK(gen_variant_parse("fa3.e4m3.d128.none.g1.bm192.bn96.w12.s2.ws.vt.tw132.obf16", &vt));
+  TU_OK(gen_variant_check(&vt, &t));
+  TU_OK(gen_entry_names(&vt, names, &n));
+  assert_int_equal(n, 3);
+  assert_string_equal(names[1], "fa3_e4m3_d128_none_g1_bm192_bn96_w12_s2_ws_vt_tw132_obf16_vt");
+  assert_string_equal(names[2], "fa3_e4m3_d128_none_g1_bm192_bn96_w12_s2_ws_vt_tw132_obf16_tc");
+  s = shape_of(AT_DTYPE_E4M3, 128, AT_MASK_NONE, 16, 16, 0);
+  s.batch = 2, s.q_len = 8192, s.kv_len = 8192;
+  TU_OK(gen_launch_describe(&vt, &s, &d));
+  assert_int_equal(d.n_kernels, 3);
+  assert_int_equal(d.kernels[0].entry, 1);
+  assert_int_equal(d.kernels[1].entry, 0);
+  assert_int_equal(d.kernels[2].entry, 2);
+  assert_int_equal(d.tail_tiles, 56);
+  assert_int_equal(d.n_splits, 2);
+  assert_int_equal(d.kernels[1].grid[0], 1376u + 56u);
+  assert_int_equal(d.kernels[2].grid[0], 56u * 12u);
+  assert_int_equal(d.kernels[1].args[d.kernels[1].n_args - 6], GEN_ARG_TMAP_SCRATCH);
+  const size_t vt_bytes = (size_t)2 * 16 * 128 * 8256; /* S' = 8192 rounded up to 96 */
+  const size_t vt_o_bytes = (size_t)56 * 2 * 192 * 128 * 4;
+  assert_int_equal(d.scratch_tmap.offset, 0);
+  assert_int_equal(d.o_part_offset, vt_bytes);
+  assert_int_equal(d.lse_part_offset, vt_bytes + vt_o_bytes);
+  assert_int_equal(d.scratch_bytes, vt_bytes + vt_o_bytes + (size_t)56 * 2 * 192 * 4);
+  TU_OK(gen_variant_parse("fa3.e4m3.d128.none.g1.bm128.bn224.w8.s2.ws.vt.tw132.obf16", &back));
+  TU_OK(gen_launch_describe(&back, &s, &d));
+  assert_int_equal(d.tail_tiles, 0);
+  assert_int_equal(d.kernels[1].grid[0], 2048u);
+  assert_int_equal(d.kernels[2].grid[0], 0u);
+
+  /* Refusals. */
+  gen_variant bad = v;
+  bad.spec.mask = AT_MASK_CAUSAL_TL;
+  assert_int_equal(gen_variant_check(&bad, &t), AT_ERR_UNSUPPORTED);
+  assert_non_null(strstr(at_last_error(), "without a mask"));
+  bad = v, bad.ws = 0, bad.block_n = 128, bad.warps = 8, bad.block_m = 128;
+  assert_int_not_equal(gen_variant_check(&bad, &t), AT_OK);
+  bad = v, bad.spec.ragged = GEN_RAGGED_Q;
+  assert_int_equal(gen_variant_check(&bad, &t), AT_ERR_UNSUPPORTED);
+  assert_non_null(strstr(at_last_error(), "padded, contiguous"));
+  bad = v, bad.tail_wave = 5000;
+  assert_int_equal(gen_variant_check(&bad, &t), AT_ERR_INVALID);
+  bad = v, bad.family = GEN_FAMILY_FA2, bad.ws = 0;
+  assert_int_equal(gen_variant_check(&bad, &t), AT_ERR_INVALID);
+  assert_non_null(strstr(at_last_error(), "no tail-split variants"));
+  assert_int_equal(gen_variant_parse("fa3.bf16.d128.none.g1.bm128.bn128.w8.s2.tw132", &back), AT_ERR_INVALID);
+  assert_non_null(strstr(at_last_error(), "needs .ws or .wspp"));
+  assert_int_equal(gen_variant_parse("fa3.bf16.d128.none.g1.bm128.bn128.w8.s2.tw132.ws", &back), AT_ERR_INVALID);
+  assert_int_equal(gen_variant_parse("fa3.bf16.d128.none.g1.bm128.bn128.w8.s2.ws.tw0", &back), AT_ERR_INVALID);
+
+  /* Listing: the twins of the .ws tiles whose plan splits, after every plain tile; none causal. */
+  gen_variant vs[GEN_MAX_VARIANTS];
+  s = shape_of(AT_DTYPE_BF16, 128, AT_MASK_NONE, 16, 16, 0);
+  s.batch = 2, s.q_len = 8192, s.kv_len = 8192;
+  TU_OK(gen_enumerate(&s, &t, vs, GEN_MAX_VARIANTS, &n));
+  int twins = 0, first_twin = -1, last_plain = -1;
+  for (int i = 0; i < n; i++) {
+    if (vs[i].family != GEN_FAMILY_FA3 || !vs[i].ws || vs[i].q_regs) continue; /* .qr twins: last */
+    if (vs[i].tail_wave) {
+      twins++;
+      if (first_twin < 0) first_twin = i;
+      assert_int_equal(vs[i].tail_wave, t.sm_count);
+      assert_int_equal(vs[i].ws, 1);
+    } else {
+      last_plain = i;
+    }
+  }
+  assert_true(twins > 0);
+  assert_true(first_twin > last_plain);
+  gen_variant def;
+  TU_OK(gen_default_variant(&s, &t, &def));
+  /* The default takes the split where its plan splits (10.4 waves of 192-row tiles here), not
+   * where the tiles fill whole waves (B1 N33 T8448: 33 x 44 = 11 x 132) nor under a mask. */
+  TU_OK(gen_variant_key(&def, key, sizeof key));
+  assert_string_equal(key, "fa3.bf16.d128.none.g1.bm192.bn80.w12.s2.ws.tw132");
+  at_shape fit = s;
+  fit.batch = 1, fit.q_heads = fit.kv_heads = 33, fit.q_len = fit.kv_len = 8448;
+  TU_OK(gen_default_variant(&fit, &t, &def));
+  TU_OK(gen_variant_key(&def, key, sizeof key));
+  assert_string_equal(key, "fa3.bf16.d128.none.g1.bm192.bn80.w12.s2.ws");
+  s.mask = AT_MASK_CAUSAL_TL;
+  TU_OK(gen_default_variant(&s, &t, &def));
+  assert_int_equal(def.tail_wave, 0);
+  TU_OK(gen_enumerate(&s, &t, vs, GEN_MAX_VARIANTS, &n));
+  for (int i = 0; i < n; i++) assert_int_equal(vs[i].tail_wave, 0);
+
+  /* A sample compiles without spills: each consumer count, head dim and FP8 kind. */
+  static const char *const sample[] = {
+      "fa3.bf16.d128.none.g1.bm192.bn80.w12.s2.ws.tw132",
+      "fa3.bf16.d64.none.g4.bm192.bn128.w12.s2.ws.tw132.lse",
+      "fa3.f16.d96.none.g1.bm128.bn128.w8.s3.wspp.tw132",
+      "fa3.bf16.d256.none.g1.bm128.bn80.w8.s2.ws.tw132",
+      "fa3.e4m3.d128.none.g1.bm128.bn224.w8.s2.ws.vt.tw132.obf16",
+      "fa3.e5m2.d256.none.g2.bm128.bn128.w8.s2.ws.vt.tw132.of16.lse",
+      "fa3.e4m3.d128.none.g1.bm128.bn128.w8.s2.ws.tw132.obf16",
+  };
+  assert_int_equal(compile_keys_count_bad(sample, 7, &t, "fa3 tail split"), 0);
+}
+
+/* Q in registers (.qr after .ws/.wspp[.vt]): keys round-trip and need .ws/.wspp; the kernel gets
+ * FA3_QREG and a register-A wrapper for Q K^T; the register estimate refuses the tiles whose
+ * build spilled with it (bf16 D128 192x80, 128x160; e4m3 D128 128x224 .vt) and keeps 128x128;
+ * twins come after the plain tiles and their tail twins, of .ws tiles only; a sample compiles
+ * without spills. */
+static void test_fa3_qr_family(void **state)
+{
+  (void)state;
+  gen_target t = tu_sm90();
+  gen_variant v, back;
+  char key[GEN_KEY_MAX], *src = NULL;
+  TU_OK(gen_variant_parse("fa3.bf16.d128.none.g1.bm128.bn128.w8.s2.ws.qr", &v));
+  assert_int_equal(v.q_regs, 1);
+  TU_OK(gen_variant_check(&v, &t));
+  TU_OK(gen_variant_key(&v, key, sizeof key));
+  assert_string_equal(key, "fa3.bf16.d128.none.g1.bm128.bn128.w8.s2.ws.qr");
+  TU_OK(gen_variant_parse("fa3.e4m3.d128.none.g1.bm128.bn128.w8.s2.ws.vt.qr.tw132.obf16.lse", &back));
+  assert_int_equal(back.q_regs, 1);
+  assert_int_equal(back.tail_wave, 132);
+  TU_OK(gen_variant_key(&back, key, sizeof key));
+  assert_string_equal(key, "fa3.e4m3.d128.none.g1.bm128.bn128.w8.s2.ws.vt.qr.tw132.obf16.lse");
+  TU_OK(gen_emit(&v, &t, &src));
+  assert_non_null(strstr(src, "#define FA3_QREG 1\n"));
+  assert_non_null(strstr(src, "void fa3_mma_qk_rs(float *d, const unsigned *a, unsigned long long desc_b, int accumulate)"));
+  assert_non_null(strstr(src, "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "));
+  free(src);
+  src = NULL;
+  TU_OK(gen_variant_parse("fa3.bf16.d128.none.g1.bm128.bn128.w8.s2.ws", &back));
+  TU_OK(gen_emit(&back, &t, &src));
+  assert_null(strstr(src, "#define FA3_QREG 1"));
+  assert_null(strstr(src, "void fa3_mma_qk_rs("));
+  free(src);
+  src = NULL;
+
+  /* Refusals: not warp-specialized, not in front of .ws, not fa2, no room in the registers. */
+  assert_int_equal(gen_variant_parse("fa3.bf16.d128.none.g1.bm128.bn128.w8.s2.qr", &back), AT_ERR_INVALID);
+  assert_non_null(strstr(at_last_error(), "needs .ws or .wspp"));
+  assert_int_equal(gen_variant_parse("fa3.bf16.d128.none.g1.bm128.bn128.w8.s2.qr.ws", &back), AT_ERR_INVALID);
+  gen_variant bad = v;
+  bad.family = GEN_FAMILY_FA2, bad.ws = 0;
+  assert_int_equal(gen_variant_check(&bad, &t), AT_ERR_INVALID);
+  assert_non_null(strstr(at_last_error(), "no Q-in-registers variants"));
+  bad = v, bad.q_regs = 2;
+  assert_int_equal(gen_variant_check(&bad, &t), AT_ERR_INVALID);
+  static const char *const no_room[] = {
+      "fa3.bf16.d128.none.g1.bm192.bn80.w12.s2.ws.qr",
+      "fa3.bf16.d128.none.g1.bm128.bn160.w8.s2.ws.qr",
+      "fa3.bf16.d64.none.g1.bm192.bn128.w12.s2.ws.qr",
+      "fa3.e4m3.d128.none.g1.bm128.bn224.w8.s2.ws.vt.qr.obf16",
+      "fa3.e4m3.d256.none.g1.bm128.bn128.w8.s2.ws.vt.qr.obf16",
+  };
+  for (int i = 0; i < 5; i++) {
+    TU_OK(gen_variant_parse(no_room[i], &bad));
+    assert_int_equal(gen_variant_check(&bad, &t), AT_ERR_UNSUPPORTED);
+    assert_non_null(strstr(at_last_error(), "would spill"));
+    bad.q_regs = 0; /* the plain tile fits */
+    TU_OK(gen_variant_check(&bad, &t));
+  }
+
+  /* Listing: .qr twins of .ws tiles only, after every plain tile and tail twin; the default plain. */
+  gen_variant vs[GEN_MAX_VARIANTS];
+  int n = 0, twins = 0, first_twin = -1, last_other = -1;
+  at_shape s = shape_of(AT_DTYPE_BF16, 128, AT_MASK_NONE, 16, 16, 0);
+  s.batch = 2, s.q_len = 8192, s.kv_len = 8192;
+  TU_OK(gen_enumerate(&s, &t, vs, GEN_MAX_VARIANTS, &n));
+  for (int i = 0; i < n; i++) {
+    if (vs[i].family != GEN_FAMILY_FA3 || !vs[i].ws) continue;
+    if (vs[i].q_regs) {
+      twins++;
+      if (first_twin < 0) first_twin = i;
+      assert_int_equal(vs[i].ws, 1);
+      assert_int_equal(vs[i].tail_wave, 0);
+      assert_int_equal(vs[i].block_m, 128);
+      assert_true(vs[i].block_n <= 144);
+    } else {
+      last_other = i;
+    }
+  }
+  assert_true(twins >= 8);
+  assert_true(first_twin > last_other);
+  gen_variant def;
+  TU_OK(gen_default_variant(&s, &t, &def));
+  assert_int_equal(def.q_regs, 0);
+
+  /* A sample compiles without spills (test_ws_compile_no_spills compiles every listed bf16 twin). */
+  static const char *const sample[] = {
+      "fa3.bf16.d128.causal.g4.bm128.bn128.w8.s2.wspp.qr.lse",
+      "fa3.e4m3.d128.none.g1.bm128.bn128.w8.s2.ws.vt.qr.obf16",
+      "fa3.bf16.d128.none.g1.bm128.bn128.w8.s2.ws.qr.tw132",
+  };
+  assert_int_equal(compile_keys_count_bad(sample, 3, &t, "fa3 Q in registers"), 0);
+}
+
 /* Persistent fa3 (.pers after .ws/.wspp): keys round-trip and old keys keep persistent 0; only
  * warp-specialized 16-bit fa3 with a causal mask takes it, and the refusals say so; the launch is
  * one CTA per work tile (B x Nq x query blocks) with Nq and the tile count after the tensor
@@ -1408,7 +1706,7 @@ static void test_fa3_persistent_family(void **state)
   bad = v, bad.persistent = 2;
   assert_int_equal(gen_variant_check(&bad, &t), AT_ERR_INVALID);
   gen_variant fa2 = {GEN_FAMILY_FA2, {AT_DTYPE_BF16, 128, AT_MASK_CAUSAL_TL, 4, 0, AT_DTYPE_BF16, AT_KV_SAME, 0, 0},
-                     128, 64, 4, 2, 0, 0, 1, 0, 0, 0};
+                     128, 64, 4, 2, 0, 0, 1, 0, 0, 0, 0, 0};
   assert_int_equal(gen_variant_check(&fa2, &t), AT_ERR_INVALID);
   assert_non_null(strstr(at_last_error(), "fa2 has no persistent variants"));
 
@@ -1450,6 +1748,7 @@ static void test_fa3_persistent_family(void **state)
       TU_OK(gen_enumerate(&s, &t, vs, GEN_MAX_VARIANTS, &n));
       int first_pers = -1, n_ws = 0, n_fit = 0, n_pers = 0, next_plain = 0;
       for (int i = 0; i < n; i++) {
+        if (vs[i].q_regs) continue; /* the .qr twins come last (test_fa3_qr_family) */
         if (vs[i].ws && !vs[i].persistent) {
           assert_true(first_pers < 0); /* no plain tile after the first persistent one */
           if (n_ws++ == 0) next_plain = i;
@@ -1540,7 +1839,7 @@ static void test_fp8_kv_keys(void **state)
   gen_target t = tu_sm90();
   char key[GEN_KEY_MAX], entry[GEN_KEY_MAX];
   gen_variant v = {GEN_FAMILY_DECODE, {AT_DTYPE_BF16, 128, AT_MASK_NONE, 4, 0, AT_DTYPE_BF16, AT_DTYPE_E4M3, 0, 0},
-                   1, 256, 4, 3, 8, 0, 0, 0, 0, 0};
+                   1, 256, 4, 3, 8, 0, 0, 0, 0, 0, 0, 0};
   TU_OK(gen_variant_key(&v, key, sizeof key));
   assert_string_equal(key, "decode.bf16.kve4m3.d128.none.g4.bm1.bn256.w4.s3.sp8");
   TU_OK(gen_entry_name(&v, entry, sizeof entry));
@@ -1631,7 +1930,7 @@ static void test_fp8_kv_enumeration(void **state)
   TU_OK(gen_enumerate(&s16, &t, vs, GEN_MAX_VARIANTS, &n16));
   for (int i = 0; i < n16; i++) assert_int_not_equal(vs[i].block_n, 256);
   gen_variant a = {GEN_FAMILY_DECODE, {AT_DTYPE_BF16, 128, AT_MASK_NONE, 4, 0, AT_DTYPE_BF16, AT_DTYPE_E4M3, 0, 0},
-                   1, 128, 4, 3, 1, 0, 0, 0, 0, 0};
+                   1, 128, 4, 3, 1, 0, 0, 0, 0, 0, 0, 0};
   gen_variant b16 = a;
   b16.spec.kv_dtype = AT_KV_SAME;
   /* Q: 16 rows x 256 B; K and V: 3 stages x 128 keys x 128 B (FP8) or 256 B (bf16) */
@@ -1748,6 +2047,8 @@ int main(void)
       cmocka_unit_test(test_decode_wg),
       cmocka_unit_test(test_decode_compile_no_spills), cmocka_unit_test(test_fa3_ws_family), cmocka_unit_test(test_fa3_speculative_max), cmocka_unit_test(test_fa3_linear_p),
       cmocka_unit_test(test_ws_compile_no_spills), cmocka_unit_test(test_fa3_vt_family),
+      cmocka_unit_test(test_fa3_tail_family),
+      cmocka_unit_test(test_fa3_qr_family),
       cmocka_unit_test(test_fa3_persistent_family), cmocka_unit_test(test_persistent_compile_no_spills),
       cmocka_unit_test(test_fp8_kv_keys),        cmocka_unit_test(test_fp8_kv_enumeration),
       cmocka_unit_test(test_fp8_kv_compile_no_spills),

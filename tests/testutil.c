@@ -434,7 +434,8 @@ void tu_shape_keys(tu_keys how, float *k, const float *q, int b, int t, int s, i
         const float rise = 1.0f + 3.0f * (float)j / (float)s;
         for (int x = 0; x < d; x++) row[x] *= rise;
       }
-  if (how != TU_KEYS_SPIKE || t < 1) return;
+  if ((how != TU_KEYS_SPIKE && how != TU_KEYS_HUGE) || t < 1) return;
+  const double spike = how == TU_KEYS_HUGE ? 1e7 : 90.0;
   const int js = s * 7 / 8;
   for (int bi = 0; bi < b; bi++)
     for (int h = 0; h < nkv; h++) {
@@ -442,7 +443,7 @@ void tu_shape_keys(tu_keys how, float *k, const float *q, int b, int t, int s, i
       double norm2 = 0.0;
       for (int x = 0; x < d; x++) norm2 += (double)qrow[x] * qrow[x];
       if (norm2 <= 0.0) continue;
-      const float f = (float)(90.0 * sqrt((double)d) / norm2); /* q . k / sqrt(d) = 90 */
+      const float f = (float)(spike * sqrt((double)d) / norm2); /* q . k / sqrt(d) = spike */
       float *row = k + (((size_t)bi * s + js) * nkv + h) * d;
       for (int x = 0; x < d; x++) row[x] = f * qrow[x];
     }

@@ -109,8 +109,10 @@ void tu_fp8_tensor_free(tu_fp8_tensor *x);
  * (templates/fa3.cu, "Speculative row max"). TU_KEYS_RISING scales key j by 1 + 3j/S, so the
  * max keeps rising tile after tile; TU_KEYS_SPIKE also sets key 7S/8 of each (batch, KV head)
  * to a multiple of the first query row of the group's first head, so that row scores 90
- * (q.k / sqrt(D)) there, far above any score before it. q [B][T][Nq][D], k [B][S][Nkv][D]. */
-typedef enum tu_keys { TU_KEYS_RANDOM, TU_KEYS_RISING, TU_KEYS_SPIKE } tu_keys;
+ * (q.k / sqrt(D)) there, far above any score before it; TU_KEYS_HUGE makes that score 1e7, past
+ * the range of fa3's linear-P reference (fa3_lin_ref: about 7e5 octaves), and sends the other
+ * rows of the group scores of some 1e6 either way. q [B][T][Nq][D], k [B][S][Nkv][D]. */
+typedef enum tu_keys { TU_KEYS_RANDOM, TU_KEYS_RISING, TU_KEYS_SPIKE, TU_KEYS_HUGE } tu_keys;
 void tu_shape_keys(tu_keys how, float *k, const float *q, int b, int t, int s, int nq, int nkv, int d);
 /* Download n fp32 values into doubles (a reference's output). */
 void tu_download_f64(CUdeviceptr dev, size_t n, double *host);

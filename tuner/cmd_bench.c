@@ -621,14 +621,17 @@ static at_status per_call_us(at_context *ctx, at_plan *plan, const at_tensors *t
     if ((rc = at_synchronize(ctx)) != AT_OK) break;
     double t0 = host_us();
     for (int i = 0; i < OVERHEAD_BATCH && rc == AT_OK; i++) {
-      if (raw)
-        for (int k = 0; k < raw->desc.n_kernels && rc == AT_OK; k++)
-          rc = RT_CU(rt_cu()->cuLaunchKernel(raw->fn[k], raw->dims[k].grid[0], raw->dims[k].grid[1],
-                                             raw->dims[k].grid[2], raw->dims[k].block[0], raw->dims[k].block[1],
-                                             raw->dims[k].block[2], raw->dims[k].smem_bytes, NULL,
-                                             (void **)raw->args[k], NULL));
-      else
+      if (!raw) {
         rc = at_plan_run(plan, t, NULL, NULL);
+        continue;
+      }
+      for (int k = 0; k < raw->desc.n_kernels && rc == AT_OK; k++) {
+        if (raw->dims[k].grid[0] == 0) continue; /* nothing to do (fa3 .tw's combine when it splits nothing) */
+        rc = RT_CU(rt_cu()->cuLaunchKernel(raw->fn[k], raw->dims[k].grid[0], raw->dims[k].grid[1],
+                                           raw->dims[k].grid[2], raw->dims[k].block[0], raw->dims[k].block[1],
+                                           raw->dims[k].block[2], raw->dims[k].smem_bytes, NULL,
+                                           (void **)raw->args[k], NULL));
+      }
     }
     rounds[r] = (float)((host_us() - t0) / OVERHEAD_BATCH);
   }

@@ -354,7 +354,9 @@ static at_status read_search_ws(const parser *p, const yaml_node_t *n, const cha
 }
 
 /* fa3's persistent: 0 one CTA per work tile, 1 one CTA per SM looping over them (.pers); fa3's
- * vt: 0 V^T in shared memory (FP8), 1 V^T written ahead by a first kernel (.vt). */
+ * vt: 0 V^T in shared memory (FP8), 1 V^T written ahead by a first kernel (.vt); fa3's tail: 0
+ * the plain grid, 1 the tail split for the device's SMs (.tw<W>); fa3's qr: 0 Q K^T reads Q from
+ * shared memory, 1 from registers (.qr). */
 static at_status read_search_flag(const parser *p, const yaml_node_t *n, const char *field, int *out)
 {
   return read_int(p, n, field, 0, 1, out);
@@ -875,6 +877,8 @@ static const struct search_param {
     {GEN_FAMILY_FA3, "ws", offsetof(tn_family_search, ws)},
     {GEN_FAMILY_FA3, "persistent", offsetof(tn_family_search, persistent)},
     {GEN_FAMILY_FA3, "vt", offsetof(tn_family_search, vt)},
+    {GEN_FAMILY_FA3, "tail", offsetof(tn_family_search, tail)},
+    {GEN_FAMILY_FA3, "qr", offsetof(tn_family_search, qr)},
     {GEN_FAMILY_DECODE, "block_m", offsetof(tn_family_search, block_m)},
     {GEN_FAMILY_DECODE, "block_n", offsetof(tn_family_search, block_n)},
     {GEN_FAMILY_DECODE, "warps", offsetof(tn_family_search, warps)},
@@ -907,7 +911,9 @@ static at_status parse_search_param(const parser *p, const yaml_node_t *n, const
   vlist l = {0};
   at_status rc = read_values(p, n, field,
                              strcmp(param, "ws") == 0                                          ? read_search_ws
-                             : strcmp(param, "persistent") == 0 || strcmp(param, "vt") == 0 ? read_search_flag
+                             : strcmp(param, "persistent") == 0 || strcmp(param, "vt") == 0 ||
+                                     strcmp(param, "tail") == 0 || strcmp(param, "qr") == 0
+                                 ? read_search_flag
                                                                                              : read_search_int,
                              1, &l);
   out->n = 0;

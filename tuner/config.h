@@ -39,7 +39,7 @@ typedef struct tn_values {
  * decode's alone (the split-KV families'); the config refuses it for fa2 and fa3, so there it is
  * always unrestricted. */
 typedef struct tn_family_search {
-  tn_values block_m, block_n, warps, stages, splits, ws, persistent, vt; /* ws, persistent, vt: fa3's alone */
+  tn_values block_m, block_n, warps, stages, splits, ws, persistent, vt, tail, qr; /* ws..qr: fa3's alone */
 } tn_family_search;
 
 /* Indexed by gen_family, so the tuner finds a variant's overrides without naming families. */

@@ -370,7 +370,8 @@ static int search_allows(const tn_family_search *fs, const gen_variant *v)
 {
   return allowed(&fs->block_m, v->block_m) && allowed(&fs->block_n, v->block_n) &&
          allowed(&fs->warps, v->warps) && allowed(&fs->stages, v->stages) && allowed(&fs->splits, v->splits) &&
-         allowed(&fs->ws, v->ws) && allowed(&fs->persistent, v->persistent) && allowed(&fs->vt, v->vt);
+         allowed(&fs->ws, v->ws) && allowed(&fs->persistent, v->persistent) && allowed(&fs->vt, v->vt) &&
+         allowed(&fs->tail, v->tail_wave != 0) && allowed(&fs->qr, v->q_regs);
 }
 
 at_status tn_tune_candidates(const tn_config *cfg, const at_shape *s, const tn_serving_shape *v,
