@@ -719,10 +719,21 @@ static int linear_p(const gen_variant *v)
   return ones_rows(v) && speculative_max(v) && v->warps == 8 ? 2 : 0;
 }
 
+/* Where .wspp passes a consumer's turn to the next (templates/fa3.cu, FA3_PINGPONG): after its
+ * Q K^T's issue (1), or for FP8 with V^T ahead after its P V's as well (2, v27: FA3's order for
+ * FP8, one consumer's GEMM pair against the other's softmax). v12 measured 2 slower (D256 128x128
+ * 908 against .ws 1106 TFLOP/s) while each wait for S also waited for P V, which v17 fixed; 16-bit
+ * keeps 1 (the pair order ran 25-30% slower in v6, and 619 -> 496 after v17 at bf16 D128). */
+static int ping_pong(const gen_variant *v)
+{
+  if (v->ws != 2) return 0;
+  return at_dtype_is_fp8(v->spec.dtype) && v->vt ? 2 : 1;
+}
+
 static void ws_preamble(const gen_variant *v, const gen_target *target, const char *entry, gen_text *t)
 {
   (void)target;
-  if (v->ws) gen_text_put(t, "#define FA3_WS 1\n#define FA3_PINGPONG %d\n", v->ws == 2);
+  if (v->ws) gen_text_put(t, "#define FA3_WS 1\n#define FA3_PINGPONG %d\n", ping_pong(v));
   if (v->persistent) gen_text_put(t, "#define FA3_PERSISTENT 1\n");
   if (v->ws) gen_text_put(t, "#define FA3_SPEC %d\n", speculative_max(v));
   if (linear_p(v)) gen_text_put(t, "#define FA3_LINP %d\n", linear_p(v));

@@ -20,7 +20,7 @@
  * Accumulator element 4*j + e of a thread is the m16n8 C fragment element e of n8 tile j, for the
  * 16 rows of its warp: rows 16*warp + g (+8 for e >= 2), columns 8j + 2t + (e & 1), lane = 4g + t.
  *
- * Warp-specialized variants (FA3_WS 1, FA3_PINGPONG 0/1) have their own kernel at the end:
+ * Warp-specialized variants (FA3_WS 1, FA3_PINGPONG 0/1/2) have their own kernel at the end:
  * a producer warpgroup loading by TMA, FA3_WARPS / 4 consumer warpgroups running the loop below.
  * FP8 there either transposes V in the producer's idle warps (v9) or, with FA3_VT_PRE 1 (".vt",
  * "V^T ahead" below), reads V^T that a first kernel of the call wrote to the scratch.
@@ -233,6 +233,13 @@
  *       N16 8k, against 128x128 in one bench): H100 635 -> 647 verified, 668 -> 671 unverified in
  *       the other order, where 192x80 ran 663 / 686; H200 635 -> 617 (-3%), 192x80 .tw 689; D64
  *       128x128 453 -> 419. Kept as a twin for the tuner; no default takes it.
+ *   v27 (FA3_PINGPONG 2, FP8 .wspp.vt): the ping-pong turn passed after the P V issue, not after
+ *       Q K^T's, so one consumer issues its GEMM pair while the other runs its softmax: FA3's
+ *       order for FP8 (its D256 tile is 128x128 with two consumers, as ours). v12 tried this and
+ *       ran 18% slower at D256, but that build's wait for S also waited for P V (fixed in v17).
+ *       The arrive sits on each side of the first tile's branch: after the join, ptxas
+ *       serialized the wgmmas (C7515). SASS: the instructions of v26, the BAR.ARV moved; every
+ *       exponential still under P V. Predicted: e4m3 D256 128x128 .wspp.vt +3-8%. Not yet run.
  * Copies by cp.async and stores by threads are generic-proxy writes; wgmma reads shared memory
  * through the async proxy, hence fence.proxy.async before the barriers that publish them.
  */
@@ -1316,13 +1323,20 @@ __device__ __forceinline__ void fa3_ws_consume(const fa3_ws_ctx &c, const fa3_wo
     fa3_issue_qk(sacc, q_wg, c.k + s * FA3_KV_BYTES);
 #endif
     at_wgmma_commit();
-    if (FA3_PINGPONG && (FA3_PERSISTENT || !(cw == FA3_CONSUMERS - 1 && t == n_tiles - 1)))
-      fa3_named_arrive(1 + next_cw, 256);
+    /* The next consumer's turn: after this Q K^T's issue (FA3_PINGPONG 1), or after the P V
+     * issue below as well (2, FP8 .vt: one consumer's GEMM pair at a time, v27). */
+    const bool pass_turn = FA3_PINGPONG && (FA3_PERSISTENT || !(cw == FA3_CONSUMERS - 1 && t == n_tiles - 1));
+    if (FA3_PINGPONG == 1 && pass_turn) fa3_named_arrive(1 + next_cw, 256);
     /* O += P V of tile t-1 runs behind Q K^T and through this tile's softmax. (Rescaling O here,
      * under Q K^T, instead of in fa3_finish_tile measured slower on 4 of 6 shapes, before v17.) */
+    /* (2: the arrive sits on each side of the branch; after the join, ptxas serialized the wgmmas,
+     * its C7515 warning.) */
     if (t > 0) {
       fa3_issue_pv(acc, p, v_prev);
       at_wgmma_commit();
+      if (FA3_PINGPONG == 2 && pass_turn) fa3_named_arrive(1 + next_cw, 256);
+    } else if (FA3_PINGPONG == 2 && pass_turn) {
+      fa3_named_arrive(1 + next_cw, 256);
     }
     fa3_wait_s(t > 0);
     /* FA3_SPEC's rare path may read Q and this K tile again: they are freed after the softmax. */

@@ -575,6 +575,29 @@ static void test_fa3_linear_p(void **state)
     assert_int_equal(generated_define(cases[i].key, "FA3_LINP"), cases[i].linp);
 }
 
+/* Where .wspp passes the turn (templates/fa3.cu, FA3_PINGPONG): after Q K^T's issue (1), for FP8
+ * with V^T ahead after P V's as well (2, v27); 0 in .ws; no line in the in-CTA kernel. */
+static void test_fa3_ping_pong_turn(void **state)
+{
+  (void)state;
+  static const struct {
+    const char *key;
+    int turn; /* -1: no FA3_PINGPONG line */
+  } cases[] = {
+      {"fa3.bf16.d128.none.g1.bm128.bn128.w8.s2.wspp", 1},
+      {"fa3.bf16.d128.causal.g4.bm128.bn128.w8.s2.wspp.pers.lse", 1},
+      {"fa3.e4m3.d256.none.g1.bm128.bn128.w8.s2.wspp.vt.obf16", 2},
+      {"fa3.e5m2.d128.causal.g4.bm128.bn192.w8.s2.wspp.vt.obf16", 2},
+      {"fa3.e4m3.d128.none.g1.bm128.bn224.w8.s2.wspp.vt.tw132.obf16", 2},
+      {"fa3.e4m3.d128.none.g1.bm128.bn128.w8.s2.wspp.obf16", 1},
+      {"fa3.e4m3.d256.none.g1.bm128.bn128.w8.s2.ws.vt.obf16", 0},
+      {"fa3.bf16.d128.none.g1.bm192.bn80.w12.s2.ws", 0},
+      {"fa3.bf16.d128.none.g1.bm128.bn128.w8.s2", -1},
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+    assert_int_equal(generated_define(cases[i].key, "FA3_PINGPONG"), cases[i].turn);
+}
+
 /* V^T ahead (.vt after .ws/.wspp, FP8): keys round-trip and old keys keep vt 0; the refusals name
  * the field; the module has the transpose kernel as a second entry; a call launches it first
  * (entry 1, into the scratch) and then the attention kernel (entry 0, a programmatic dependent)
@@ -2045,7 +2068,7 @@ int main(void)
       cmocka_unit_test(test_decode_default_merge),
       cmocka_unit_test(test_decode_combine_rows),
       cmocka_unit_test(test_decode_wg),
-      cmocka_unit_test(test_decode_compile_no_spills), cmocka_unit_test(test_fa3_ws_family), cmocka_unit_test(test_fa3_speculative_max), cmocka_unit_test(test_fa3_linear_p),
+      cmocka_unit_test(test_decode_compile_no_spills), cmocka_unit_test(test_fa3_ws_family), cmocka_unit_test(test_fa3_speculative_max), cmocka_unit_test(test_fa3_linear_p), cmocka_unit_test(test_fa3_ping_pong_turn),
       cmocka_unit_test(test_ws_compile_no_spills), cmocka_unit_test(test_fa3_vt_family),
       cmocka_unit_test(test_fa3_tail_family),
       cmocka_unit_test(test_fa3_qr_family),
