@@ -720,15 +720,13 @@ static int linear_p(const gen_variant *v)
 }
 
 /* Where .wspp passes a consumer's turn to the next (templates/fa3.cu, FA3_PINGPONG): after its
- * Q K^T's issue (1), or for FP8 with V^T ahead after its P V's as well (2, v27: FA3's order for
- * FP8, one consumer's GEMM pair against the other's softmax). v12 measured 2 slower (D256 128x128
- * 908 against .ws 1106 TFLOP/s) while each wait for S also waited for P V, which v17 fixed; 16-bit
- * keeps 1 (the pair order ran 25-30% slower in v6, and 619 -> 496 after v17 at bf16 D128). */
-static int ping_pong(const gen_variant *v)
-{
-  if (v->ws != 2) return 0;
-  return at_dtype_is_fp8(v->spec.dtype) && v->vt ? 2 : 1;
-}
+ * Q K^T's issue (1, v7), or after its P V's as well (2, v27: FA3's order, one consumer's GEMM pair
+ * against the other's softmax). The pair order was measured slower twice, each time in a build
+ * that serialized something: v12's (FP8 .vt, D256 128x128 908 against .ws 1106 TFLOP/s) waited
+ * for P V with S, which v17 fixed; the retry after v17 (bf16 D128 128x176 619 -> 496, e4m3 D256
+ * 1093 -> 938) put the arrive after the first tile's branch, where ptxas serializes the wgmmas
+ * (C7515). v27 takes 2 for every .wspp until the A/B against 1 has run. */
+static int ping_pong(const gen_variant *v) { return v->ws == 2 ? 2 : 0; }
 
 static void ws_preamble(const gen_variant *v, const gen_target *target, const char *entry, gen_text *t)
 {

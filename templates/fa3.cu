@@ -233,13 +233,15 @@
  *       N16 8k, against 128x128 in one bench): H100 635 -> 647 verified, 668 -> 671 unverified in
  *       the other order, where 192x80 ran 663 / 686; H200 635 -> 617 (-3%), 192x80 .tw 689; D64
  *       128x128 453 -> 419. Kept as a twin for the tuner; no default takes it.
- *   v27 (FA3_PINGPONG 2, FP8 .wspp.vt): the ping-pong turn passed after the P V issue, not after
+ *   v27 (FA3_PINGPONG 2, every .wspp): the ping-pong turn passed after the P V issue, not after
  *       Q K^T's, so one consumer issues its GEMM pair while the other runs its softmax: FA3's
- *       order for FP8 (its D256 tile is 128x128 with two consumers, as ours). v12 tried this and
- *       ran 18% slower at D256, but that build's wait for S also waited for P V (fixed in v17).
- *       The arrive sits on each side of the first tile's branch: after the join, ptxas
- *       serialized the wgmmas (C7515). SASS: the instructions of v26, the BAR.ARV moved; every
- *       exponential still under P V. Predicted: e4m3 D256 128x128 .wspp.vt +3-8%. Not yet run.
+ *       order (its FP8 D256 tile is 128x128 with two consumers, as ours; its bf16 D128 128x176).
+ *       Measured slower twice before, each time in a build that serialized something: v12's wait
+ *       for S also waited for P V (fixed in v17), and the retry after v17 put the arrive after
+ *       the first tile's branch, where ptxas serializes the wgmmas (C7515). The arrive now sits
+ *       on each side of that branch. SASS: the instructions of v26, the BAR.ARV moved; every
+ *       exponential still under P V. Predicted: e4m3 D256 128x128 .wspp.vt +3-8%, bf16 D128
+ *       128x176 .wspp level with or past .ws. Not yet run.
  * Copies by cp.async and stores by threads are generic-proxy writes; wgmma reads shared memory
  * through the async proxy, hence fence.proxy.async before the barriers that publish them.
  */
@@ -1324,7 +1326,7 @@ __device__ __forceinline__ void fa3_ws_consume(const fa3_ws_ctx &c, const fa3_wo
 #endif
     at_wgmma_commit();
     /* The next consumer's turn: after this Q K^T's issue (FA3_PINGPONG 1), or after the P V
-     * issue below as well (2, FP8 .vt: one consumer's GEMM pair at a time, v27). */
+     * issue below as well (2, v27: one consumer's GEMM pair at a time, FA3's order). */
     const bool pass_turn = FA3_PINGPONG && (FA3_PERSISTENT || !(cw == FA3_CONSUMERS - 1 && t == n_tiles - 1));
     if (FA3_PINGPONG == 1 && pass_turn) fa3_named_arrive(1 + next_cw, 256);
     /* O += P V of tile t-1 runs behind Q K^T and through this tile's softmax. (Rescaling O here,

@@ -445,7 +445,7 @@ static void test_fa3_ws_family(void **state)
   assert_int_equal(gen_threads(&back), 3 * 128);
   assert_int_equal(gen_smem_bytes(&back), 1024 + 128 * 256 + 4 * 128 * 256 + 256); /* 128 columns */
   TU_OK(gen_emit(&back, &t, &src));
-  assert_non_null(strstr(src, "#define FA3_WS 1\n#define FA3_PINGPONG 1\n"));
+  assert_non_null(strstr(src, "#define FA3_WS 1\n#define FA3_PINGPONG 2\n"));
   assert_non_null(strstr(src, "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 ")); /* P V over 128 columns */
   free(src);
 
@@ -575,8 +575,9 @@ static void test_fa3_linear_p(void **state)
     assert_int_equal(generated_define(cases[i].key, "FA3_LINP"), cases[i].linp);
 }
 
-/* Where .wspp passes the turn (templates/fa3.cu, FA3_PINGPONG): after Q K^T's issue (1), for FP8
- * with V^T ahead after P V's as well (2, v27); 0 in .ws; no line in the in-CTA kernel. */
+/* Where .wspp passes the turn (templates/fa3.cu, FA3_PINGPONG): after P V's issue (2, v27) in every
+ * .wspp kernel, 16-bit, FP8, persistent and tail split alike; 0 in .ws; no line in the in-CTA
+ * kernel. */
 static void test_fa3_ping_pong_turn(void **state)
 {
   (void)state;
@@ -584,12 +585,13 @@ static void test_fa3_ping_pong_turn(void **state)
     const char *key;
     int turn; /* -1: no FA3_PINGPONG line */
   } cases[] = {
-      {"fa3.bf16.d128.none.g1.bm128.bn128.w8.s2.wspp", 1},
-      {"fa3.bf16.d128.causal.g4.bm128.bn128.w8.s2.wspp.pers.lse", 1},
+      {"fa3.bf16.d128.none.g1.bm128.bn128.w8.s2.wspp", 2},
+      {"fa3.bf16.d128.causal.g4.bm128.bn128.w8.s2.wspp.pers.lse", 2},
+      {"fa3.bf16.d256.none.g1.bm128.bn80.w8.s2.wspp.tw132", 2},
       {"fa3.e4m3.d256.none.g1.bm128.bn128.w8.s2.wspp.vt.obf16", 2},
       {"fa3.e5m2.d128.causal.g4.bm128.bn192.w8.s2.wspp.vt.obf16", 2},
       {"fa3.e4m3.d128.none.g1.bm128.bn224.w8.s2.wspp.vt.tw132.obf16", 2},
-      {"fa3.e4m3.d128.none.g1.bm128.bn128.w8.s2.wspp.obf16", 1},
+      {"fa3.e4m3.d128.none.g1.bm128.bn128.w8.s2.wspp.obf16", 2},
       {"fa3.e4m3.d256.none.g1.bm128.bn128.w8.s2.ws.vt.obf16", 0},
       {"fa3.bf16.d128.none.g1.bm192.bn80.w12.s2.ws", 0},
       {"fa3.bf16.d128.none.g1.bm128.bn128.w8.s2", -1},
