@@ -73,8 +73,8 @@
  * S accumulators in order (as in fa2.cu), and the V^T buffers and P's scale go away.
  *
  * Per K/V tile t (the overlapped loop: FP8, and 16-bit with 3+ stages): wait for the tile's
- * copies, barrier; prefetch tile t + AHEAD; issue S = Q K_t^T (32-byte k steps of the row), then
- * O += P_{t-1} V_{t-1}; FP8: transpose V_t into V^T buffer t % 2; wait for S only; mask; online
+ * copies, barrier; prefetch tile t + AHEAD; issue S = Q K_t^T (32-byte k steps of the row); FP8:
+ * transpose V_t into V^T buffer t % 2 (v28); issue O += P_{t-1} V_{t-1}; wait for S only; mask; online
  * softmax (exp2; FP8: P as e4m3(p * 448), fa2.cu explains the scale) while P V runs; then, at the
  * top of tile t+1 (v17, fa3_finish_tile), wait for P V, rescale O, pack P_t. P V of the last
  * tile follows the loop. The barrier at the top of tile t+1 publishes V^T_t to every warp and
@@ -242,6 +242,11 @@
  *       on each side of that branch. SASS: the instructions of v26, the BAR.ARV moved; every
  *       exponential still under P V. Predicted: e4m3 D256 128x128 .wspp.vt +3-8%, bf16 D128
  *       128x176 .wspp level with or past .ws. Not yet run.
+ *   v28 (in-CTA FP8): V_t's transpose moved from after P V's issue to before it. Where it was,
+ *       between the first tile's branch around P V and the wait for S, ptxas serialized every
+ *       wgmma of the kernel (C7515: each k step of Q K^T and P V issued alone and waited for),
+ *       in every in-CTA FP8 kernel since v3, FP8 D64's default among them; wgmma_sass.sh read
+ *       0 of 34 exponentials under P V at e4m3 D64 128x64 s3, 34 of 34 after. Not yet run.
  * Copies by cp.async and stores by threads are generic-proxy writes; wgmma reads shared memory
  * through the async proxy, hence fence.proxy.async before the barriers that publish them.
  */
@@ -1799,6 +1804,11 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
     at_wgmma_commit();
 #if FA3_FP8
     const unsigned vt_now = smem_vt + (t & 1) * FA3_KV_BYTES, vt_prev = smem_vt + ((t + 1) & 1) * FA3_KV_BYTES;
+    /* V^T_t, read by P V in the next tile after the fence and barrier at its top, is written
+     * under Q K^T and before P V's issue (v28): between that issue's branch and the wait for S,
+     * ptxas serialized every wgmma of the kernel (its C7515 warning). Buffer t % 2 was last read
+     * by P V of tile t-2, which fa3_finish_tile waited for above. */
+    fa3_transpose_v<FA3_WARPS>(vt_now, smem_v + stage * FA3_KV_BYTES, warp, lane);
 #endif
     if (FA3_OVERLAP) {
       /* O += P V of tile t-1 (its V^T was published by the barrier above) runs behind Q K^T and
@@ -1812,10 +1822,6 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
         at_wgmma_commit();
       }
     }
-#if FA3_FP8
-    /* V^T_t is read by P V in the next tile, after the fence and barrier at its top. */
-    fa3_transpose_v<FA3_WARPS>(vt_now, smem_v + stage * FA3_KV_BYTES, warp, lane);
-#endif
     fa3_wait_s(FA3_OVERLAP && t > 0);
 
     if (t >= n_full) fa3_mask(s, row0, t * FA3_BN, S, offset, g, tq);
