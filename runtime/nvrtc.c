@@ -110,6 +110,30 @@ static int number_before(const char *line, const char *label)
   return digits == at ? -1 : atoi(digits);
 }
 
+/* Whether the log says ptxas serialized the wgmmas of `name`. ptxas writes that ahead of the
+ * function's resource lines, naming it at the end of the line ("... in the function 'NAME'"),
+ * with one of several codes by the reason (C7515: a non-wgmma instruction defines an accumulator
+ * inside the pipeline; C7511: too few registers), so the phrase is what is matched. */
+static int wgmma_serialized(const char *log, const char *name)
+{
+  char quoted[sizeof ((rt_kernel_resources *)0)->name + 2];
+  snprintf(quoted, sizeof quoted, "'%s'", name);
+  for (const char *line = log; line && *line;) {
+    const char *end = strchr(line, '\n');
+    size_t len = end ? (size_t)(end - line) : strlen(line);
+    char buf[1024];
+    if (len >= sizeof buf) len = sizeof buf - 1;
+    memcpy(buf, line, len);
+    buf[len] = '\0';
+    if (strstr(buf, "wgmma.mma_async instructions are serialized")) {
+      const char *q = strstr(buf, quoted);
+      if (q && q[strlen(quoted)] == '\0') return 1;
+    }
+    line = end ? end + 1 : NULL;
+  }
+  return 0;
+}
+
 /* Read ptxas' -v lines, which come per entry function in this order:
  *   ptxas info    : Compiling entry function 'NAME' for 'sm_90a'
  *       0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
@@ -140,6 +164,7 @@ static void parse_resources(rt_binary *bin)
     }
     line = end ? end + 1 : NULL;
   }
+  for (int i = 0; i < bin->n_kernels; i++) bin->kernels[i].wgmma_serialized = wgmma_serialized(bin->log, bin->kernels[i].name);
 }
 
 static at_status fetch_log(nvrtcProgram prog, const char *name, rt_binary *out)
