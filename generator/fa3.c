@@ -475,8 +475,9 @@ static int default_ws_variant(const gen_spec *spec, const gen_target *target, ge
  * ragged: check_tail refuses those). Against the plain 192x80 / 192x128 / 128x80 / 192x96 tiles on
  * the H100 (calls 76 and 78): +1 to +12% at bf16 D128 on four shapes (at a fifth, B4 N32 T2048,
  * the plan splits nothing and the two launches, both the plain grid, ran within 0.8%), +2% at D64,
- * +1 to +2% at D256, -3.4 then +1.1% (two orders) and +5.4% at e4m3; on the H200 against main's plain default, B1 N32 T4096 607 -> 666 TFLOP/s
- * and B2 N16 8k 653 -> 676 (medians of six pairs); docs/perf.md "v25". */
+ * +1 to +2% at D256, -3.4 then +1.1% (two orders) and +5.4% at e4m3; on the H200 against main's
+ * plain default, B1 N32 T4096 607 -> 666 TFLOP/s and B2 N16 8k 653 -> 676 (medians of six pairs);
+ * docs/perf.md "v25". */
 static void with_tail_split(gen_variant *v, const gen_target *target, const at_shape *shape)
 {
   gen_variant t = *v;
