@@ -20,7 +20,7 @@
  * Accumulator element 4*j + e of a thread is the m16n8 C fragment element e of n8 tile j, for the
  * 16 rows of its warp: rows 16*warp + g (+8 for e >= 2), columns 8j + 2t + (e & 1), lane = 4g + t.
  *
- * Warp-specialized variants (FA3_WS 1, FA3_PINGPONG 0/1/2) have their own kernel at the end:
+ * Warp-specialized variants (FA3_WS 1, FA3_PINGPONG 0/1) have their own kernel at the end:
  * a producer warpgroup loading by TMA, FA3_WARPS / 4 consumer warpgroups running the loop below.
  * FP8 there either transposes V in the producer's idle warps (v9) or, with FA3_VT_PRE 1 (".vt",
  * "V^T ahead" below), reads V^T that a first kernel of the call wrote to the scratch.
@@ -233,20 +233,20 @@
  *       N16 8k, against 128x128 in one bench): H100 635 -> 647 verified, 668 -> 671 unverified in
  *       the other order, where 192x80 ran 663 / 686; H200 635 -> 617 (-3%), 192x80 .tw 689; D64
  *       128x128 453 -> 419. Kept as a twin for the tuner; no default takes it.
- *   v27 (FA3_PINGPONG 2, every .wspp): the ping-pong turn passed after the P V issue, not after
- *       Q K^T's, so one consumer issues its GEMM pair while the other runs its softmax: FA3's
- *       order (its FP8 D256 tile is 128x128 with two consumers, as ours; its bf16 D128 128x176).
- *       Measured slower twice before, each time in a build that serialized something: v12's wait
- *       for S also waited for P V (fixed in v17), and the retry after v17 put the arrive after
- *       the first tile's branch, where ptxas serializes the wgmmas (C7515). The arrive now sits
- *       on each side of that branch. SASS: the instructions of v26, the BAR.ARV moved; every
- *       exponential still under P V. Predicted: e4m3 D256 128x128 .wspp.vt +3-8%, bf16 D128
- *       128x176 .wspp level with or past .ws. Not yet run.
+ *   v27 (tried, not kept): .wspp passing the turn after the P V issue, not after Q K^T's (FA3's
+ *       order), with the arrive on each side of the first tile's branch (after the join ptxas
+ *       serialized the wgmmas, C7515). H100, main's binary against v27's, two rounds, B2 N16 8k:
+ *       bf16 D128 128x176 685/671 -> 627/644, 128x128 657/653 -> 626/618; causal 128x128
+ *       600/622 -> 580/578; D256 128x80 718/708 -> 714/700; e4m3 D256 .vt 1174/1205 ->
+ *       1150/1217; e4m3 D128 224 .vt 1033/1000 -> 1059/1007. Lost or level everywhere.
  *   v28 (in-CTA FP8): V_t's transpose moved from after P V's issue to before it. Where it was,
  *       between the first tile's branch around P V and the wait for S, ptxas serialized every
  *       wgmma of the kernel (C7515: each k step of Q K^T and P V issued alone and waited for),
  *       in every in-CTA FP8 kernel since v3, FP8 D64's default among them; wgmma_sass.sh read
- *       0 of 34 exponentials under P V at e4m3 D64 128x64 s3, 34 of 34 after. Not yet run.
+ *       0 of 34 exponentials under P V at e4m3 D64 128x64 s3, 34 of 34 after. H100, main's
+ *       binary against this one, two rounds, FP8 D64 default 64x128 s3: B4 N8 2k 338/338 ->
+ *       371/371 TFLOP/s (+10%), B2 N16 8k 376/376 -> 414/410 (+9%), causal B4 N8 1k 169/169 ->
+ *       181/183 (+8%).
  * Copies by cp.async and stores by threads are generic-proxy writes; wgmma reads shared memory
  * through the async proxy, hence fence.proxy.async before the barriers that publish them.
  */
@@ -1330,20 +1330,13 @@ __device__ __forceinline__ void fa3_ws_consume(const fa3_ws_ctx &c, const fa3_wo
     fa3_issue_qk(sacc, q_wg, c.k + s * FA3_KV_BYTES);
 #endif
     at_wgmma_commit();
-    /* The next consumer's turn: after this Q K^T's issue (FA3_PINGPONG 1), or after the P V
-     * issue below as well (2, v27: one consumer's GEMM pair at a time, FA3's order). */
-    const bool pass_turn = FA3_PINGPONG && (FA3_PERSISTENT || !(cw == FA3_CONSUMERS - 1 && t == n_tiles - 1));
-    if (FA3_PINGPONG == 1 && pass_turn) fa3_named_arrive(1 + next_cw, 256);
+    if (FA3_PINGPONG && (FA3_PERSISTENT || !(cw == FA3_CONSUMERS - 1 && t == n_tiles - 1)))
+      fa3_named_arrive(1 + next_cw, 256);
     /* O += P V of tile t-1 runs behind Q K^T and through this tile's softmax. (Rescaling O here,
      * under Q K^T, instead of in fa3_finish_tile measured slower on 4 of 6 shapes, before v17.) */
-    /* (2: the arrive sits on each side of the branch; after the join, ptxas serialized the wgmmas,
-     * its C7515 warning.) */
     if (t > 0) {
       fa3_issue_pv(acc, p, v_prev);
       at_wgmma_commit();
-      if (FA3_PINGPONG == 2 && pass_turn) fa3_named_arrive(1 + next_cw, 256);
-    } else if (FA3_PINGPONG == 2 && pass_turn) {
-      fa3_named_arrive(1 + next_cw, 256);
     }
     fa3_wait_s(t > 0);
     /* FA3_SPEC's rare path may read Q and this K tile again: they are freed after the softmax. */

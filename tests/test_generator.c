@@ -445,7 +445,7 @@ static void test_fa3_ws_family(void **state)
   assert_int_equal(gen_threads(&back), 3 * 128);
   assert_int_equal(gen_smem_bytes(&back), 1024 + 128 * 256 + 4 * 128 * 256 + 256); /* 128 columns */
   TU_OK(gen_emit(&back, &t, &src));
-  assert_non_null(strstr(src, "#define FA3_WS 1\n#define FA3_PINGPONG 2\n"));
+  assert_non_null(strstr(src, "#define FA3_WS 1\n#define FA3_PINGPONG 1\n"));
   assert_non_null(strstr(src, "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 ")); /* P V over 128 columns */
   free(src);
 
@@ -573,31 +573,6 @@ static void test_fa3_linear_p(void **state)
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
     assert_int_equal(generated_define(cases[i].key, "FA3_LINP"), cases[i].linp);
-}
-
-/* Where .wspp passes the turn (templates/fa3.cu, FA3_PINGPONG): after P V's issue (2, v27) in every
- * .wspp kernel, 16-bit, FP8, persistent and tail split alike; 0 in .ws; no line in the in-CTA
- * kernel. */
-static void test_fa3_ping_pong_turn(void **state)
-{
-  (void)state;
-  static const struct {
-    const char *key;
-    int turn; /* -1: no FA3_PINGPONG line */
-  } cases[] = {
-      {"fa3.bf16.d128.none.g1.bm128.bn128.w8.s2.wspp", 2},
-      {"fa3.bf16.d128.causal.g4.bm128.bn128.w8.s2.wspp.pers.lse", 2},
-      {"fa3.bf16.d256.none.g1.bm128.bn80.w8.s2.wspp.tw132", 2},
-      {"fa3.e4m3.d256.none.g1.bm128.bn128.w8.s2.wspp.vt.obf16", 2},
-      {"fa3.e5m2.d128.causal.g4.bm128.bn192.w8.s2.wspp.vt.obf16", 2},
-      {"fa3.e4m3.d128.none.g1.bm128.bn224.w8.s2.wspp.vt.tw132.obf16", 2},
-      {"fa3.e4m3.d128.none.g1.bm128.bn128.w8.s2.wspp.obf16", 2},
-      {"fa3.e4m3.d256.none.g1.bm128.bn128.w8.s2.ws.vt.obf16", 0},
-      {"fa3.bf16.d128.none.g1.bm192.bn80.w12.s2.ws", 0},
-      {"fa3.bf16.d128.none.g1.bm128.bn128.w8.s2", -1},
-  };
-  for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
-    assert_int_equal(generated_define(cases[i].key, "FA3_PINGPONG"), cases[i].turn);
 }
 
 /* V^T ahead (.vt after .ws/.wspp, FP8): keys round-trip and old keys keep vt 0; the refusals name
@@ -754,7 +729,8 @@ static void test_fa3_vt_family(void **state)
   }
   assert_true(n_vt >= 12);
   assert_true(first_in_cta > last_vt && last_in_cta < first_ws);
-  /* The default is .vt's 128x224, 2 stages at D=128 (v20) and 128x128, 2 stages at D=256;
+  /* The default is .vt's 128x224, 2 stages at D=128 (v20) and 128x128, 2 stages with ping-pong
+   * at D=256;
    * D=64 has no warp-specialized FP8 kernel and keeps the in-CTA one. */
   gen_variant def;
   TU_OK(gen_default_variant(&s, &t, &def));
@@ -763,7 +739,7 @@ static void test_fa3_vt_family(void **state)
   s.head_dim = 256;
   TU_OK(gen_default_variant(&s, &t, &def));
   TU_OK(gen_variant_key(&def, key, sizeof key));
-  assert_string_equal(key, "fa3.e4m3.d256.none.g1.bm128.bn128.w8.s2.ws.vt.obf16");
+  assert_string_equal(key, "fa3.e4m3.d256.none.g1.bm128.bn128.w8.s2.wspp.vt.obf16");
   s.head_dim = 64;
   TU_OK(gen_default_variant(&s, &t, &def));
   assert_int_equal(def.ws, 0);
@@ -2070,7 +2046,7 @@ int main(void)
       cmocka_unit_test(test_decode_default_merge),
       cmocka_unit_test(test_decode_combine_rows),
       cmocka_unit_test(test_decode_wg),
-      cmocka_unit_test(test_decode_compile_no_spills), cmocka_unit_test(test_fa3_ws_family), cmocka_unit_test(test_fa3_speculative_max), cmocka_unit_test(test_fa3_linear_p), cmocka_unit_test(test_fa3_ping_pong_turn),
+      cmocka_unit_test(test_decode_compile_no_spills), cmocka_unit_test(test_fa3_ws_family), cmocka_unit_test(test_fa3_speculative_max), cmocka_unit_test(test_fa3_linear_p),
       cmocka_unit_test(test_ws_compile_no_spills), cmocka_unit_test(test_fa3_vt_family),
       cmocka_unit_test(test_fa3_tail_family),
       cmocka_unit_test(test_fa3_qr_family),

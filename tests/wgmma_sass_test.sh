@@ -51,7 +51,7 @@ cat >"$d/late" <<'S'
         /*4fc0*/                   MUFU.EX2 R88, R88 ;
 S
 check late 2/3 "$d/late"
-# fa3 .wspp with the turn passed after P V (v27): each path arrives before its wait, so the
+# fa3 .wspp with the turn passed after P V (v27, tried, not kept): each path arrives before its wait, so the
 # first tile's wait for every group sits a few instructions past the jump.
 cat >"$d/pingpong" <<'S'
         /*1cb0*/                   QGMMA.64x224x32.F32.E4M3.E4M3 R24, gdesc[UR12], RZ, !UPT ;
