@@ -436,33 +436,35 @@ static at_status enumerate(const gen_spec *spec, const gen_target *target, const
 }
 
 typedef struct {
-  int max_d, block_n, warps, stages;
+  int max_d, block_n, warps, stages, ws; /* ws: 1 .ws, 2 .wspp */
 } ws_pref;
 
 /* The default is warp-specialized where a tile fits, each from B2 N16 T=S=8192 on the H200. 16-bit
  * inputs: the tiles that ran fastest or within the noise of the fastest (docs/perf.md, "## fa3",
  * step 6), 2 stages, no ping-pong. FP8: V^T ahead (.vt, "v11"), at D=128 128x224 with 2 stages
- * since linear P (below; 192x96 with 3 consumers before it) and 128x128 with 2 stages at D=256
- * (1096, the fastest). */
+ * since linear P (below; 192x96 with 3 consumers before it) and 128x128 with 2 stages and
+ * ping-pong at D=256. */
 static int default_ws_variant(const gen_spec *spec, const gen_target *target, gen_variant *out)
 {
   /* D 128: 192x80 with three consumers since the speculative row max (v19: 665-688 TFLOP/s
    * against 128x176's 619-631 in the same call, docs/perf.md "v19"). */
   static const ws_pref prefs16[] = {
-      {64, 128, 12, 2}, {128, 80, 12, 2}, {192, 112, 8, 2}, {256, 80, 8, 2}, {0, 0, 0, 0}};
+      {64, 128, 12, 2, 1}, {128, 80, 12, 2, 1}, {192, 112, 8, 2, 1}, {256, 80, 8, 2, 1}, {0, 0, 0, 0, 0}};
   /* FP8 D 128: 128x224 since linear P (v20: 964-1061 TFLOP/s, where 192x96 ran 942-1000 in the
-   * same calls, docs/perf.md "v20"). */
-  static const ws_pref prefs8[] = {{128, 224, 8, 2}, {256, 128, 8, 2}, {0, 0, 0, 0}};
+   * same calls, docs/perf.md "v20"). D 256: 128x128 with ping-pong (.wspp.vt) since v28's call:
+   * 1174/1205 against .ws.vt's 1114/1124 on the H100, 1138/1149 against 1122/1129 on the H200
+   * (docs/perf.md "v27"). */
+  static const ws_pref prefs8[] = {{128, 224, 8, 2, 1}, {256, 128, 8, 2, 2}, {0, 0, 0, 0, 0}};
   /* Paged K/V: a tile's boxes are pages, and 192x64 with three consumers and 3 stages ran fastest
    * or within 2% of it on the H200's three paged batches (pages of 16; 128x176 ran 22-24%
    * slower there, docs/perf.md "fa3 reads pages"); block_n 64 divides or is divided by every page
    * size of 16 or more. Larger head dims keep the contiguous tiles (fa2 where they do not fit the
    * pages). */
-  static const ws_pref prefs_paged[] = {{128, 64, 12, 3}, {192, 112, 8, 2}, {256, 80, 8, 2}, {0, 0, 0, 0}};
+  static const ws_pref prefs_paged[] = {{128, 64, 12, 3, 1}, {192, 112, 8, 2, 1}, {256, 80, 8, 2, 1}, {0, 0, 0, 0, 0}};
   const int fp8 = at_dtype_is_fp8(spec->dtype);
   for (const ws_pref *p = fp8 ? prefs8 : spec->page_size ? prefs_paged : prefs16; p->max_d; p++) {
     if (spec->head_dim > p->max_d) continue;
-    gen_variant v = {GEN_FAMILY_FA3, *spec, 16 * p->warps, p->block_n, p->warps, p->stages, 0, 1, 0, 0, fp8, 0, 0, 0};
+    gen_variant v = {GEN_FAMILY_FA3, *spec, 16 * p->warps, p->block_n, p->warps, p->stages, 0, p->ws, 0, 0, fp8, 0, 0, 0};
     if (check(&v, target) == AT_OK) {
       *out = v;
       return 1;

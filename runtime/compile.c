@@ -46,14 +46,15 @@ static void compile_one(const gen_variant *v, const gen_target *target, rt_compi
     /* No report (a process that loaded NVRTC with its compile cache on, see runtime/nvrtc.c):
      * the cubin is still good; its resources stay unknown (-1). */
     if (r) c->resources = *r;
-    /* Spills and stack of the other kernels (a split-KV combine) count too: "zero spills" is
-     * about the variant, not its first kernel. */
+    /* Spills, stack and serialized wgmmas of the other kernels (a split-KV combine) count too:
+     * "zero spills" is about the variant, not its first kernel. */
     for (int i = 1; r && i < n_entries; i++) {
       const rt_kernel_resources *o = rt_binary_kernel(&c->binary, entries[i]);
       if (!o) continue;
       c->resources.spill_store_bytes += o->spill_store_bytes > 0 ? o->spill_store_bytes : 0;
       c->resources.spill_load_bytes += o->spill_load_bytes > 0 ? o->spill_load_bytes : 0;
       c->resources.stack_bytes += o->stack_bytes > 0 ? o->stack_bytes : 0;
+      c->resources.wgmma_serialized |= o->wgmma_serialized;
     }
   }
   if (c->status != AT_OK) snprintf(c->message, sizeof c->message, "%s", at_last_error());

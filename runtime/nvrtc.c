@@ -110,6 +110,36 @@ static int number_before(const char *line, const char *label)
   return digits == at ? -1 : atoi(digits);
 }
 
+/* Copies the line at *at (without its newline, cut to size - 1 bytes) into buf and moves *at to
+ * the next one; 0 at the end of the log. */
+static int next_line(const char **at, char *buf, size_t size)
+{
+  const char *line = *at;
+  if (!line || !*line) return 0;
+  const char *end = strchr(line, '\n');
+  size_t len = end ? (size_t)(end - line) : strlen(line);
+  if (len >= size) len = size - 1;
+  memcpy(buf, line, len);
+  buf[len] = '\0';
+  *at = end ? end + 1 : NULL;
+  return 1;
+}
+
+/* Whether the log says ptxas serialized the wgmmas of `name`. ptxas writes that ahead of the
+ * function's resource lines, naming it at the end of the line ("... in the function 'NAME'"),
+ * with one of several codes by the reason (C7515: a non-wgmma instruction defines an accumulator
+ * inside the pipeline; C7511: too few registers), so the phrase is what is matched. */
+static int wgmma_serialized(const char *log, const char *name)
+{
+  char quoted[sizeof ((rt_kernel_resources *)0)->name + 2], buf[1024];
+  snprintf(quoted, sizeof quoted, "'%s'", name);
+  for (const char *at = log; next_line(&at, buf, sizeof buf);) {
+    const char *q = strstr(buf, "wgmma.mma_async instructions are serialized") ? strstr(buf, quoted) : NULL;
+    if (q && q[strlen(quoted)] == '\0') return 1;
+  }
+  return 0;
+}
+
 /* Read ptxas' -v lines, which come per entry function in this order:
  *   ptxas info    : Compiling entry function 'NAME' for 'sm_90a'
  *       0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
@@ -117,14 +147,8 @@ static int number_before(const char *line, const char *label)
 static void parse_resources(rt_binary *bin)
 {
   rt_kernel_resources *cur = NULL;
-  const char *line = bin->log;
-  while (line && *line) {
-    const char *end = strchr(line, '\n');
-    size_t len = end ? (size_t)(end - line) : strlen(line);
-    char buf[1024];
-    if (len >= sizeof buf) len = sizeof buf - 1;
-    memcpy(buf, line, len);
-    buf[len] = '\0';
+  char buf[1024];
+  for (const char *at = bin->log; next_line(&at, buf, sizeof buf);) {
     const char *p;
     if ((p = strstr(buf, "Compiling entry function '")) != NULL) {
       p += strlen("Compiling entry function '");
@@ -138,8 +162,8 @@ static void parse_resources(rt_binary *bin)
       cur->registers = number_before(buf, "registers");
       cur->smem_bytes = strstr(buf, "bytes smem") ? number_before(buf, "bytes smem") : 0;
     }
-    line = end ? end + 1 : NULL;
   }
+  for (int i = 0; i < bin->n_kernels; i++) bin->kernels[i].wgmma_serialized = wgmma_serialized(bin->log, bin->kernels[i].name);
 }
 
 static at_status fetch_log(nvrtcProgram prog, const char *name, rt_binary *out)

@@ -118,6 +118,9 @@ typedef struct rt_kernel_resources {
   int spill_store_bytes, spill_load_bytes;
   int stack_bytes;
   int smem_bytes; /* static shared memory */
+  /* ptxas serialized the kernel's wgmmas ("Potential Performance Loss: wgmma.mma_async
+   * instructions are serialized ...", C7510-C7520): each one issued alone and waited for. */
+  int wgmma_serialized;
 } rt_kernel_resources;
 
 typedef struct rt_binary {

@@ -73,8 +73,8 @@
  * S accumulators in order (as in fa2.cu), and the V^T buffers and P's scale go away.
  *
  * Per K/V tile t (the overlapped loop: FP8, and 16-bit with 3+ stages): wait for the tile's
- * copies, barrier; prefetch tile t + AHEAD; issue S = Q K_t^T (32-byte k steps of the row), then
- * O += P_{t-1} V_{t-1}; FP8: transpose V_t into V^T buffer t % 2; wait for S only; mask; online
+ * copies, barrier; prefetch tile t + AHEAD; issue S = Q K_t^T (32-byte k steps of the row); FP8:
+ * transpose V_t into V^T buffer t % 2 (v28); issue O += P_{t-1} V_{t-1}; wait for S only; mask; online
  * softmax (exp2; FP8: P as e4m3(p * 448), fa2.cu explains the scale) while P V runs; then, at the
  * top of tile t+1 (v17, fa3_finish_tile), wait for P V, rescale O, pack P_t. P V of the last
  * tile follows the loop. The barrier at the top of tile t+1 publishes V^T_t to every warp and
@@ -233,6 +233,20 @@
  *       N16 8k, against 128x128 in one bench): H100 635 -> 647 verified, 668 -> 671 unverified in
  *       the other order, where 192x80 ran 663 / 686; H200 635 -> 617 (-3%), 192x80 .tw 689; D64
  *       128x128 453 -> 419. Kept as a twin for the tuner; no default takes it.
+ *   v27 (tried, not kept): .wspp passing the turn after the P V issue, not after Q K^T's (FA3's
+ *       order), with the arrive on each side of the first tile's branch (after the join ptxas
+ *       serialized the wgmmas, C7515). H100, main's binary against v27's, two rounds, B2 N16 8k:
+ *       bf16 D128 128x176 685/671 -> 627/644, 128x128 657/653 -> 626/618; causal 128x128
+ *       600/622 -> 580/578; D256 128x80 718/708 -> 714/700; e4m3 D256 .vt 1174/1205 ->
+ *       1150/1217; e4m3 D128 224 .vt 1033/1000 -> 1059/1007. Lost or level everywhere.
+ *   v28 (in-CTA FP8): V_t's transpose moved from after P V's issue to before it. Where it was,
+ *       between the first tile's branch around P V and the wait for S, ptxas serialized every
+ *       wgmma of the kernel (C7515: each k step of Q K^T and P V issued alone and waited for),
+ *       in every in-CTA FP8 kernel since v3, FP8 D64's default among them; wgmma_sass.sh read
+ *       0 of 34 exponentials under P V at e4m3 D64 128x64 s3, 34 of 34 after. H100, main's
+ *       binary against this one, two rounds, FP8 D64 default 64x128 s3: B4 N8 2k 338/338 ->
+ *       371/371 TFLOP/s (+10%), B2 N16 8k 376/376 -> 414/410 (+9%), causal B4 N8 1k 169/169 ->
+ *       181/183 (+8%).
  * Copies by cp.async and stores by threads are generic-proxy writes; wgmma reads shared memory
  * through the async proxy, hence fence.proxy.async before the barriers that publish them.
  */
@@ -1783,6 +1797,11 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
     at_wgmma_commit();
 #if FA3_FP8
     const unsigned vt_now = smem_vt + (t & 1) * FA3_KV_BYTES, vt_prev = smem_vt + ((t + 1) & 1) * FA3_KV_BYTES;
+    /* V^T_t, read by P V in the next tile after the fence and barrier at its top, is written
+     * under Q K^T and before P V's issue (v28): between that issue's branch and the wait for S,
+     * ptxas serialized every wgmma of the kernel (its C7515 warning). Buffer t % 2 was last read
+     * by P V of tile t-2, which fa3_finish_tile waited for above. */
+    fa3_transpose_v<FA3_WARPS>(vt_now, smem_v + stage * FA3_KV_BYTES, warp, lane);
 #endif
     if (FA3_OVERLAP) {
       /* O += P V of tile t-1 (its V^T was published by the barrier above) runs behind Q K^T and
@@ -1796,10 +1815,6 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
         at_wgmma_commit();
       }
     }
-#if FA3_FP8
-    /* V^T_t is read by P V in the next tile, after the fence and barrier at its top. */
-    fa3_transpose_v<FA3_WARPS>(vt_now, smem_v + stage * FA3_KV_BYTES, warp, lane);
-#endif
     fa3_wait_s(FA3_OVERLAP && t > 0);
 
     if (t >= n_full) fa3_mask(s, row0, t * FA3_BN, S, offset, g, tq);

@@ -729,7 +729,8 @@ static void test_fa3_vt_family(void **state)
   }
   assert_true(n_vt >= 12);
   assert_true(first_in_cta > last_vt && last_in_cta < first_ws);
-  /* The default is .vt's 128x224, 2 stages at D=128 (v20) and 128x128, 2 stages at D=256;
+  /* The default is .vt's 128x224, 2 stages at D=128 (v20) and 128x128, 2 stages with ping-pong
+   * at D=256;
    * D=64 has no warp-specialized FP8 kernel and keeps the in-CTA one. */
   gen_variant def;
   TU_OK(gen_default_variant(&s, &t, &def));
@@ -738,7 +739,7 @@ static void test_fa3_vt_family(void **state)
   s.head_dim = 256;
   TU_OK(gen_default_variant(&s, &t, &def));
   TU_OK(gen_variant_key(&def, key, sizeof key));
-  assert_string_equal(key, "fa3.e4m3.d256.none.g1.bm128.bn128.w8.s2.ws.vt.obf16");
+  assert_string_equal(key, "fa3.e4m3.d256.none.g1.bm128.bn128.w8.s2.wspp.vt.obf16");
   s.head_dim = 64;
   TU_OK(gen_default_variant(&s, &t, &def));
   assert_int_equal(def.ws, 0);

@@ -237,6 +237,48 @@ static void test_nvrtc_version(void **state)
   assert_true(major >= 12);
 }
 
+/* ptxas' report that it serialized a kernel's wgmmas reaches the resources of that kernel (and
+ * of no other): a wgmma accumulator written by an add between the wgmma and its wait, beside the
+ * same loop without the add. */
+static void test_serialized_wgmma_reported(void **state)
+{
+  (void)state;
+  static const char source[] =
+      "__device__ void mma(float *d, unsigned long long da, unsigned long long db)\n"
+      "{\n"
+      "  asm volatile(\"wgmma.fence.sync.aligned;\\n\" ::: \"memory\");\n"
+      "  asm volatile(\"wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 {%0, %1, %2, %3}, %4, %5, 1, 1, 1, 0, 0;\\n\"\n"
+      "               : \"+f\"(d[0]), \"+f\"(d[1]), \"+f\"(d[2]), \"+f\"(d[3]) : \"l\"(da), \"l\"(db));\n"
+      "  asm volatile(\"wgmma.commit_group.sync.aligned;\\n\" ::: \"memory\");\n"
+      "}\n"
+      "extern \"C\" __global__ void serial(float *o, unsigned long long da, unsigned long long db, int n)\n"
+      "{\n"
+      "  float d[4] = {0.f, 0.f, 0.f, 0.f};\n"
+      "  for (int i = 0; i < n; i++) {\n"
+      "    mma(d, da, db);\n"
+      "    if (i > 0) d[0] += 1.f;\n"
+      "    asm volatile(\"wgmma.wait_group.sync.aligned 0;\\n\" ::: \"memory\");\n"
+      "  }\n"
+      "  o[threadIdx.x] = d[0] + d[1] + d[2] + d[3];\n"
+      "}\n"
+      "extern \"C\" __global__ void piped(float *o, unsigned long long da, unsigned long long db, int n)\n"
+      "{\n"
+      "  float d[4] = {0.f, 0.f, 0.f, 0.f};\n"
+      "  for (int i = 0; i < n; i++) {\n"
+      "    mma(d, da, db);\n"
+      "    asm volatile(\"wgmma.wait_group.sync.aligned 0;\\n\" ::: \"memory\");\n"
+      "  }\n"
+      "  o[threadIdx.x] = d[0] + d[1] + d[2] + d[3];\n"
+      "}\n";
+  rt_binary bin;
+  TU_OK(rt_compile(source, "serial.cu", "sm_90a", NULL, 0, &bin));
+  const rt_kernel_resources *serial = rt_binary_kernel(&bin, "serial"), *piped = rt_binary_kernel(&bin, "piped");
+  if (!serial || !piped) fail_msg("no resource report; log:\n%s", bin.log);
+  if (!serial->wgmma_serialized) fail_msg("serialized wgmmas not reported; log:\n%s", bin.log);
+  assert_int_equal(piped->wgmma_serialized, 0);
+  rt_binary_free(&bin);
+}
+
 int main(void)
 {
   const struct CMUnitTest tests[] = {
@@ -249,6 +291,7 @@ int main(void)
       cmocka_unit_test(test_compile_error_keeps_the_log),
       cmocka_unit_test(test_bad_architecture_is_refused),
       cmocka_unit_test(test_nvrtc_version),
+      cmocka_unit_test(test_serialized_wgmma_reported),
   };
   return TU_RUN_GROUP(tests, NULL, NULL);
 }

@@ -247,9 +247,11 @@ int tu_compile_count_bad(const gen_variant *vs, int n, const gen_target *t, cons
       printf("  %s: %s\n", c->key, c->message);
       bad++;
     } else if (c->resources.registers < 0 || c->resources.spill_store_bytes != 0 ||
-               c->resources.spill_load_bytes != 0 || c->resources.stack_bytes != 0) {
-      printf("  %s: %d registers, %d/%d bytes spilled, %d bytes stack\n", c->key, c->resources.registers,
-             c->resources.spill_store_bytes, c->resources.spill_load_bytes, c->resources.stack_bytes);
+               c->resources.spill_load_bytes != 0 || c->resources.stack_bytes != 0 ||
+               c->resources.wgmma_serialized) {
+      printf("  %s: %d registers, %d/%d bytes spilled, %d bytes stack%s\n", c->key, c->resources.registers,
+             c->resources.spill_store_bytes, c->resources.spill_load_bytes, c->resources.stack_bytes,
+             c->resources.wgmma_serialized ? ", wgmmas serialized by ptxas" : "");
       bad++;
     } else {
       if (c->resources.registers < rmin) rmin = c->resources.registers;
@@ -258,7 +260,7 @@ int tu_compile_count_bad(const gen_variant *vs, int n, const gen_target *t, cons
     if (getenv("ATTNTUNE_TEST_VERBOSE") && c->status == AT_OK)
       printf("  %s: %d registers\n", c->key, c->resources.registers);
   }
-  printf("  %s: compiled %d variants for %s (%d..%d registers, %.0f s of NVRTC), %d with errors or spills\n",
+  printf("  %s: compiled %d variants for %s (%d..%d registers, %.0f s of NVRTC), %d with errors, spills or serialized wgmmas\n",
          what, n, t->arch, rmin, rmax, ms / 1e3, bad);
   rt_compiled_free(out, n);
   free(out);

@@ -1,8 +1,9 @@
 #!/bin/sh
-# wgmma_sass_test.sh SOURCE_DIR — scripts/wgmma_sass.awk on three hand-written SASS listings in
+# wgmma_sass_test.sh SOURCE_DIR — scripts/wgmma_sass.awk on four hand-written SASS listings in
 # the shapes ptxas gave (docs/perf.md, decode step 16): fa3's (the first tile's wait for every
 # group reached by a jump), the decode kernel's before step 16 (the wait for P V hoisted ahead of
-# the exponentials) and after it (P V issued once S is in); scripts/sass_loops.awk on a fourth.
+# the exponentials) and after it (P V issued once S is in), and fa3 .wspp's with the turn passed
+# after P V (a ping-pong arrive on each path); scripts/sass_loops.awk on a fifth.
 # Fails when a count is read wrong.
 set -eu
 awk_file="$1/scripts/wgmma_sass.awk"
@@ -50,6 +51,24 @@ cat >"$d/late" <<'S'
         /*4fc0*/                   MUFU.EX2 R88, R88 ;
 S
 check late 2/3 "$d/late"
+# fa3 .wspp with the turn passed after P V (v27, tried, not kept): each path arrives before its wait, so the
+# first tile's wait for every group sits a few instructions past the jump.
+cat >"$d/pingpong" <<'S'
+        /*1cb0*/                   QGMMA.64x224x32.F32.E4M3.E4M3 R24, gdesc[UR12], RZ, !UPT ;
+        /*2000*/                   QGMMA.64x136x32.F32.E4M3.E4M3 R136, R228, gdesc[UR12], R136, gsb0 ;
+        /*2010*/               @P0 BAR.ARV R11, 0x100 ;
+        /*2020*/                   WARPGROUP.DEPBAR.LE gsb0, 0x1 ;
+        /*2030*/                   BRA 0x2080 ;
+        /*2040*/                   PLOP3.LUT P0, PT, PT, PT, UP0, 0x80, 0x0 ;
+        /*2050*/                   IMAD.U32 R11, RZ, RZ, UR9 ;
+        /*2060*/               @P0 BAR.ARV R11, 0x100 ;
+        /*2070*/                   WARPGROUP.DEPBAR.LE gsb0, 0x0 ;
+        /*2080*/                   MUFU.EX2 R24, R24 ;
+        /*2090*/                   MUFU.EX2 R25, R25 ;
+        /*20a0*/                   WARPGROUP.DEPBAR.LE gsb0, 0x0 ;
+        /*20b0*/                   MUFU.EX2 R3, R3 ;
+S
+check pingpong 2/3 "$d/pingpong"
 
 # scripts/sass_loops.awk: two functions (addresses start again at 0), a loop in each; the first
 # function's loop is under the minimum, a forward branch and a branch into the other function

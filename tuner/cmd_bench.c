@@ -226,10 +226,10 @@ static int bench_variants(tn_harness *h, const bench_opts *o, const gen_variant 
       failures++;
       continue;
     }
-    char note[96];
+    char note[128];
     const rt_kernel_resources *r = &compiled[i].resources;
-    snprintf(note, sizeof note, "%d regs, %d B spill, %d B smem", r->registers, r->spill_store_bytes,
-             gen_smem_bytes(&vs[i]));
+    snprintf(note, sizeof note, "%d regs, %d B spill, %d B smem%s", r->registers, r->spill_store_bytes,
+             gen_smem_bytes(&vs[i]), r->wgmma_serialized ? ", wgmmas serialized (ptxas)" : "");
     if ((rc = tn_impl_variant(h, &vs[i], compiled[i].binary.cubin, &impl)) != AT_OK) {
       print_failure(compiled[i].key, "load failed", at_last_error());
       failures++;

@@ -64,7 +64,8 @@ static const char USAGE[] =
     "  --list              the pruned variant keys, one per line\n"
     "  --emit KEY          print the exact source NVRTC compiles for KEY\n"
     "  --compile           compile every listed variant (NVRTC, no GPU needed) and print registers,\n"
-    "                      spill bytes, shared memory and compile time\n"
+    "                      spill bytes, shared memory and compile time, and 'wgmmas serialized'\n"
+    "                      where ptxas issued a kernel's wgmmas one at a time\n"
     "  --jobs N            compile threads (default: one per CPU)\n"
     "  --help, -h          this text\n"
     "\n"
@@ -240,9 +241,9 @@ static int do_compile(const gen_opts *o, const gen_target *target, const gen_var
       continue;
     }
     int spill = c->resources.spill_store_bytes + c->resources.spill_load_bytes;
-    printf("%-48s %5d %6d %9d %10.0f\n", c->key, c->resources.registers, spill,
+    printf("%-48s %5d %6d %9d %10.0f%s\n", c->key, c->resources.registers, spill,
            gen_smem_bytes(&c->variant) + (c->resources.smem_bytes > 0 ? c->resources.smem_bytes : 0),
-           c->compile_ms);
+           c->compile_ms, c->resources.wgmma_serialized ? "  wgmmas serialized (ptxas)" : "");
   }
   rt_compiled_free(out, n);
   free(out);
