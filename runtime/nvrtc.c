@@ -125,19 +125,21 @@ static int next_line(const char **at, char *buf, size_t size)
   return 1;
 }
 
-/* Whether the log says ptxas serialized the wgmmas of `name`. ptxas writes that ahead of the
- * function's resource lines, naming it at the end of the line ("... in the function 'NAME'"),
- * with one of several codes by the reason (C7515: a non-wgmma instruction defines an accumulator
- * inside the pipeline; C7511: too few registers), so the phrase is what is matched. */
-static int wgmma_serialized(const char *log, const char *name)
+/* Marks the kernels whose wgmmas ptxas serialized. ptxas says so ahead of the function's resource
+ * lines, naming it at the end of the line ("... in the function 'NAME'"), with one of several
+ * codes by the reason (C7515: a non-wgmma instruction defines an accumulator inside the pipeline;
+ * C7511: too few registers), so the phrase is what is matched. */
+static void mark_serialized_wgmmas(rt_binary *bin)
 {
-  char quoted[sizeof ((rt_kernel_resources *)0)->name + 2], buf[1024];
-  snprintf(quoted, sizeof quoted, "'%s'", name);
-  for (const char *at = log; next_line(&at, buf, sizeof buf);) {
-    const char *q = strstr(buf, "wgmma.mma_async instructions are serialized") ? strstr(buf, quoted) : NULL;
-    if (q && q[strlen(quoted)] == '\0') return 1;
+  char buf[1024];
+  for (const char *at = bin->log; next_line(&at, buf, sizeof buf);) {
+    const size_t len = strlen(buf);
+    if (!strstr(buf, "wgmma.mma_async instructions are serialized") || len < 2 || buf[len - 1] != '\'') continue;
+    buf[len - 1] = '\0';
+    const char *name = strrchr(buf, '\'');
+    for (int i = 0; name && i < bin->n_kernels; i++)
+      if (strcmp(bin->kernels[i].name, name + 1) == 0) bin->kernels[i].wgmma_serialized = 1;
   }
-  return 0;
 }
 
 /* Read ptxas' -v lines, which come per entry function in this order:
@@ -163,7 +165,7 @@ static void parse_resources(rt_binary *bin)
       cur->smem_bytes = strstr(buf, "bytes smem") ? number_before(buf, "bytes smem") : 0;
     }
   }
-  for (int i = 0; i < bin->n_kernels; i++) bin->kernels[i].wgmma_serialized = wgmma_serialized(bin->log, bin->kernels[i].name);
+  mark_serialized_wgmmas(bin);
 }
 
 static at_status fetch_log(nvrtcProgram prog, const char *name, rt_binary *out)
