@@ -41,22 +41,26 @@ static int elem_size(at_dtype dtype) { return at_dtype_is_fp8(dtype) ? 1 : 2; }
  * (FA3_DP in the template), so D 96 holds 128 columns; otherwise D. */
 static int tile_cols(const gen_variant *v) { return v->ws ? gen_round_up(v->spec.head_dim, 64) : v->spec.head_dim; }
 
+/* Bytes of a Q/K tile row (FA3_TILE_ROWB). */
+static int tile_row_bytes(const gen_variant *v) { return tile_cols(v) * elem_size(v->spec.dtype); }
+
 /* FP8 variants that transpose V in shared memory (all but .vt, whose V^T comes transposed). */
 static int transposes_v(const gen_variant *v) { return at_dtype_is_fp8(v->spec.dtype) && !v->vt; }
 
-/* FP8 .vt at D 128 without lse sums P's rows on the tensor cores (FA3_ONES in the template says
- * why not with lse): each V^T stage holds 8 rows of ones after its D rows, and P V is 8 columns
- * wider. D 256 would need n 264. */
+/* FP8 .vt at D 64 (v30) and 128 without lse sums P's rows on the tensor cores (FA3_ONES in the
+ * template says why not with lse): each V^T stage holds 8 rows of ones after its D rows, and P V
+ * is 8 columns wider. D 256 would need n 264. */
 static int ones_rows(const gen_variant *v)
 {
-  return at_dtype_is_fp8(v->spec.dtype) && v->vt && v->spec.head_dim == 128 && !v->spec.with_lse ? 8 : 0;
+  const int d = v->spec.head_dim;
+  return at_dtype_is_fp8(v->spec.dtype) && v->vt && (d == 64 || d == 128) && !v->spec.with_lse ? 8 : 0;
 }
 
 /* Mirrors FA3_SMEM_BYTES: 1 KB to align the tiles, Q, STAGES x (K, V; V with its ones rows), two
  * V^T where the kernel transposes V, and the mbarriers of warp-specialized variants. */
 static int smem_bytes(const gen_variant *v)
 {
-  const int row = tile_cols(v) * elem_size(v->spec.dtype);
+  const int row = tile_row_bytes(v);
   const int v_stage = v->block_n * (row + ones_rows(v));
   return 1024 + v->block_m * row + (v->stages + 2 * transposes_v(v)) * v->block_n * row + v->stages * v_stage +
          (v->ws ? 256 : 0);
@@ -116,9 +120,10 @@ static at_status check_ws_tiles(const gen_variant *v)
   /* FP8: V^T by the producer's 3 idle warps into two buffers of v5's layout (block_n 64 or 128),
    * beside two consumer warpgroups; or (.vt) V^T tiles by TMA in column blocks of the widest of
    * 128, 64 and 32 keys that divides block_n (the swizzle's widths), beside 2 or 3 of them. */
-  if (at_dtype_is_fp8(s->dtype) && s->head_dim != 128 && s->head_dim != 256)
-    return at_fail(AT_ERR_UNSUPPORTED, "warp-specialized fa3 with %s inputs runs head dim 128 or 256, not %d",
-                   at_dtype_name(s->dtype), s->head_dim);
+  if (at_dtype_is_fp8(s->dtype) && s->head_dim != 128 && s->head_dim != 256 && !(s->head_dim == 64 && v->vt))
+    return at_fail(AT_ERR_UNSUPPORTED,
+                   "warp-specialized fa3 with %s inputs runs head dim 128 or 256, or 64 with V^T ahead (.vt), not %d%s",
+                   at_dtype_name(s->dtype), s->head_dim, s->head_dim == 64 ? " without .vt" : "");
   if (v->vt && (v->block_n % 32 != 0 || v->block_n > 256))
     return at_fail(AT_ERR_UNSUPPORTED,
                    "fa3 with V^T ahead (.vt) loads V^T in column blocks of 32, 64 or 128 keys: block_n must be a "
@@ -441,9 +446,9 @@ typedef struct {
 
 /* The default is warp-specialized where a tile fits, each from B2 N16 T=S=8192 on the H200. 16-bit
  * inputs: the tiles that ran fastest or within the noise of the fastest (docs/perf.md, "## fa3",
- * step 6), 2 stages, no ping-pong. FP8: V^T ahead (.vt, "v11"), at D=128 128x224 with 2 stages
- * since linear P (below; 192x96 with 3 consumers before it) and 128x128 with 2 stages and
- * ping-pong at D=256. */
+ * step 6), 2 stages, no ping-pong. FP8: V^T ahead (.vt, "v11"), at D=64 192x128 with 3
+ * consumers and 2 stages (v30), at D=128 128x224 with 2 stages since linear P (below; 192x96
+ * with 3 consumers before it) and 128x128 with 2 stages and ping-pong at D=256. */
 static int default_ws_variant(const gen_spec *spec, const gen_target *target, gen_variant *out)
 {
   /* D 128: 192x80 with three consumers since the speculative row max (v19: 665-688 TFLOP/s
@@ -454,7 +459,9 @@ static int default_ws_variant(const gen_spec *spec, const gen_target *target, ge
    * same calls, docs/perf.md "v20"). D 256: 128x128 with ping-pong (.wspp.vt) since v28's call:
    * 1174/1205 against .ws.vt's 1114/1124 on the H100, 1138/1149 against 1122/1129 on the H200
    * (docs/perf.md "v27"). */
-  static const ws_pref prefs8[] = {{128, 224, 8, 2, 1}, {256, 128, 8, 2, 2}, {0, 0, 0, 0, 0}};
+  /* FP8 D 64: 192x128 .ws.vt since v30 (H200, B2 N16 8k: 656/660 TFLOP/s against the in-CTA
+   * 64x128's 407/410 and cuDNN's 567/577; B4 N8 2k 481 against 370; docs/perf.md "v30"). */
+  static const ws_pref prefs8[] = {{64, 128, 12, 2, 1}, {128, 224, 8, 2, 1}, {256, 128, 8, 2, 2}, {0, 0, 0, 0, 0}};
   /* Paged K/V: a tile's boxes are pages, and 192x64 with three consumers and 3 stages ran fastest
    * or within 2% of it on the H200's three paged batches (pages of 16; 128x176 ran 22-24%
    * slower there, docs/perf.md "fa3 reads pages"); block_n 64 divides or is divided by every page
@@ -573,19 +580,20 @@ static long long vt_keys(const gen_variant *v, const at_shape *shape)
 /* The arguments of FA3_VT_KERNEL (templates/fa3.cu). */
 static const gen_arg VT_ARGS[] = {GEN_ARG_V, GEN_ARG_SCRATCH, GEN_ARG_S, GEN_ARG_V_SB, GEN_ARG_V_SS, GEN_ARG_V_SH};
 
-/* .vt: kernels[0] transposes V into the scratch (grid: blocks of VT_KEYS keys, Nkv x 128-byte
- * pieces of D, B), kernels[1] is the attention kernel as described, waiting for it, with the
- * scratch's V^T tensor map in place of V's: boxes of one column block (the widest of 128, 64 and
- * 32 keys that divides block_n; FA3_CW_N) by D rows. */
+/* .vt: kernels[0] transposes V into the scratch (grid: blocks of VT_KEYS keys, Nkv x pieces of D
+ * of 128 bytes, or one of 64 at D 64, B), kernels[1] is the attention kernel as described,
+ * waiting for it, with the scratch's V^T tensor map in place of V's: boxes of one column block
+ * (the widest of 128, 64 and 32 keys that divides block_n; FA3_CW_N) by D rows. */
 static at_status describe_vt(const gen_variant *v, const at_shape *shape, gen_launch_desc *out)
 {
   const int d = v->spec.head_dim, cw = v->block_n % 128 == 0 ? 128 : v->block_n % 64 == 0 ? 64 : 32;
+  const int pieces = d < 128 ? 1 : d / 128; /* FA3_VT_PIECES */
   const long long keys = vt_keys(v, shape);
-  const long long d_pieces = (long long)shape->kv_heads * (d / 128);
+  const long long d_pieces = (long long)shape->kv_heads * pieces;
   if (d_pieces > 65535 || shape->batch > 65535)
     return at_fail(AT_ERR_UNSUPPORTED,
-                   "fa3 .vt transposes V on a grid (S / %d, Nkv x D / 128, B): Nkv %d x %d or batch %d is over 65535",
-                   VT_KEYS, shape->kv_heads, d / 128, shape->batch);
+                   "fa3 .vt transposes V on a grid (S / %d, Nkv x %d pieces of D, B): Nkv %d or batch %d is over 65535",
+                   VT_KEYS, pieces, shape->kv_heads, shape->batch);
   out->kernels[1] = out->kernels[0];
   gen_kernel_launch *attn = &out->kernels[1], *tr = &out->kernels[0];
   for (int i = 0; i < attn->n_args; i++)
@@ -673,6 +681,8 @@ static at_status describe_launch(const gen_variant *v, const at_shape *shape, ge
   static const gen_arg TMAP_ARGS[] = {GEN_ARG_TMAP_Q, GEN_ARG_TMAP_K, GEN_ARG_TMAP_V};
   if ((rc = gen_launch_append_args(k, TMAP_ARGS, COUNT(TMAP_ARGS))) != AT_OK) return rc;
   out->tmap_rows[0] = v->block_m;
+  /* One column block of a tile row: 128 bytes, or the whole 64-byte row of FP8 D 64 (FA3_CW_D). */
+  out->tmap_box_bytes = tile_row_bytes(v) < 128 ? 64 : 128;
   /* Paged: K and V come as boxes of one page's rows (the page, or block_n if pages are longer). */
   const int ps = v->spec.page_size;
   out->tmap_rows[1] = out->tmap_rows[2] = ps && ps < v->block_n ? ps : v->block_n;

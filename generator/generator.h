@@ -348,9 +348,11 @@ typedef struct gen_launch_desc {
   int align_bytes; /* tensors' pointers and seq/head/batch strides: multiples of this many bytes */
   int zero_amax;   /* amax_o must start at 0 (the kernels atomically max into it) */
   /* TMA variants: box rows of the Q, K and V tensor maps (GEN_ARG_TMAP_*), 0 when unused. A map
-   * views its tensor as (D, seq, heads, B) with the call's strides; a box is 128 bytes of D (one
-   * 128-byte-swizzled column block) by that many rows; rows and columns past the tensor read 0. */
+   * views its tensor as (D, seq, heads, B) with the call's strides; a box is tmap_box_bytes of D
+   * (one column block in the swizzle of as many bytes: 128, or 64 where a row is 64 bytes, as FP8
+   * D 64's; 0 reads as 128) by that many rows; rows and columns past the tensor read 0. */
   int tmap_rows[3];
+  int tmap_box_bytes;
   /* A tensor map over the scratch (GEN_ARG_TMAP_SCRATCH; fa3 .vt: the V^T that kernels[0] writes
    * and kernels[1] loads), unused when box[0] is 0: bytes (CU_TENSOR_MAP_DATA_TYPE_UINT8) at
    * scratch + offset, dims[0] innermost, strides[i] the bytes between steps of dims[i + 1], boxes of

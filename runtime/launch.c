@@ -165,10 +165,11 @@ static at_status check_paged(const gen_variant *v, const rt_paged_args *paged)
   return AT_OK;
 }
 
-/* The tensor map of one of Q, K, V: (D, seq, heads, B) with the call's strides, boxes of 128
- * bytes of D by box_rows rows in the 128-byte swizzle the kernels' wgmma descriptors read. */
+/* The tensor map of one of Q, K, V: (D, seq, heads, B) with the call's strides, boxes of
+ * box_bytes (128 or 64) bytes of D by box_rows rows in the swizzle of as many bytes, the one the
+ * kernels' wgmma descriptors read. */
 static at_status encode_tmap(CUtensorMap *map, const char *name, const void *ptr, const at_strides *st,
-                             at_dtype dtype, const at_shape *shape, int seq, int heads, int box_rows)
+                             at_dtype dtype, const at_shape *shape, int seq, int heads, int box_rows, int box_bytes)
 {
   const size_t es = at_dtype_size(dtype);
   const CUtensorMapDataType type = dtype == AT_DTYPE_BF16  ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
@@ -177,7 +178,9 @@ static at_status encode_tmap(CUtensorMap *map, const char *name, const void *ptr
   const cuuint64_t dims[4] = {(cuuint64_t)shape->head_dim, (cuuint64_t)seq, (cuuint64_t)heads,
                               (cuuint64_t)shape->batch};
   const cuuint64_t strides[3] = {(cuuint64_t)st->seq * es, (cuuint64_t)st->head * es, (cuuint64_t)st->batch * es};
-  const cuuint32_t box[4] = {(cuuint32_t)(128 / es), (cuuint32_t)box_rows, 1, 1};
+  if (box_bytes != 128 && box_bytes != 64)
+    return at_fail(AT_ERR_INVALID, "tensor %s: TMA boxes of %d bytes of D (expected 128 or 64)", name, box_bytes);
+  const cuuint32_t box[4] = {(cuuint32_t)(box_bytes / es), (cuuint32_t)box_rows, 1, 1};
   const cuuint32_t unit[4] = {1, 1, 1, 1};
   if (st->seq <= 0 || st->head <= 0 || (shape->batch > 1 && st->batch <= 0))
     return at_fail(AT_ERR_UNSUPPORTED,
@@ -187,7 +190,8 @@ static at_status encode_tmap(CUtensorMap *map, const char *name, const void *ptr
   cuuint64_t one_batch[3] = {strides[0], strides[1], strides[1] * (cuuint64_t)heads};
   if (st->batch <= 0) stride_arg = one_batch; /* B = 1: the batch stride is never used */
   return RT_CU(rt_cu()->cuTensorMapEncodeTiled(map, type, 4, (void *)(uintptr_t)ptr, dims, stride_arg, box, unit,
-                                               CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                                               CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                               box_bytes == 64 ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_128B,
                                                CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                                                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
 }
@@ -197,7 +201,7 @@ static at_status encode_tmap(CUtensorMap *map, const char *name, const void *ptr
 static at_status encode_tmaps(rt_launch_frame *f, const gen_variant *v, const at_shape *shape, const at_tensors *t,
                               const rt_paged_args *paged, const rt_ragged_args *ragged)
 {
-  const int *rows = f->desc.tmap_rows;
+  const int *rows = f->desc.tmap_rows, box_bytes = f->desc.tmap_box_bytes ? f->desc.tmap_box_bytes : 128;
   const at_dtype kv = gen_spec_kv_dtype(&v->spec); /* an FP8 KV cache (decode .wg): byte maps */
   at_status rc = AT_OK;
   at_shape q_shape = *shape, kv_shape = *shape;
@@ -214,13 +218,13 @@ static at_status encode_tmaps(rt_launch_frame *f, const gen_variant *v, const at
   if (q_rows < 1) q_rows = 1;
   if (kv_rows < 1) kv_rows = 1;
   if (rows[0] && (rc = encode_tmap(&f->tmaps[0], "q", t->q, &q_st, v->spec.dtype, &q_shape, q_rows, shape->q_heads,
-                                   rows[0])) != AT_OK)
+                                   rows[0], box_bytes)) != AT_OK)
     return rc;
   if (rows[1] && (rc = encode_tmap(&f->tmaps[1], "k", t->k, &k_st, kv, &kv_shape, kv_rows,
-                                   shape->kv_heads, rows[1])) != AT_OK)
+                                   shape->kv_heads, rows[1], box_bytes)) != AT_OK)
     return rc;
   if (rows[2] && (rc = encode_tmap(&f->tmaps[2], "v", t->v, &v_st, kv, &kv_shape, kv_rows,
-                                   shape->kv_heads, rows[2])) != AT_OK)
+                                   shape->kv_heads, rows[2], box_bytes)) != AT_OK)
     return rc;
   return AT_OK;
 }

@@ -12,7 +12,8 @@
 # top clock, 1980 MHz on the H200, which is no timed kernel's.
 # BASE=PATH names a second attntune binary (say main's before a change): each round then runs it
 # and this build's alternately, shape by shape, the A/B of docs/perf.md. SHAPES (";"-separated
-# names from the list below) narrows the run, e.g. SHAPES="bf16-d128;e4m3-d128" ROUNDS=3.
+# names from the list below) narrows the run, e.g. SHAPES="bf16-d128;e4m3-d128" ROUNDS=3, or
+# picks the two FP8 D 64 shapes that are not #14's (e4m3-d64, e4m3-d64-causal; no target).
 # Prints one row per shape, round and binary, last; full bench output goes to
 # $OUT/prefill_bench.txt (or ./gpu-logs).
 build=${1:-build}
@@ -38,6 +39,9 @@ flags_of() {
     e4m3-d128) echo "1050 --head-dim 128 --dtype e4m3" ;;
     e4m3-d256) echo "1200 --head-dim 256 --dtype e4m3" ;;
     gqa-16k-causal) echo "- --head-dim 128 --causal --batch 1 --seq-len 16384 --q-heads 32 --kv-heads 8" ;;
+    # not #14's: FP8 at D 64 (SHAPES names them)
+    e4m3-d64) echo "- --head-dim 64 --dtype e4m3" ;;
+    e4m3-d64-causal) echo "- --head-dim 64 --dtype e4m3 --causal" ;;
     *) return 1 ;;
   esac
 }

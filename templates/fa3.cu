@@ -247,6 +247,13 @@
  *       binary against this one, two rounds, FP8 D64 default 64x128 s3: B4 N8 2k 338/338 ->
  *       371/371 TFLOP/s (+10%), B2 N16 8k 376/376 -> 414/410 (+9%), causal B4 N8 1k 169/169 ->
  *       181/183 (+8%).
+ *   v29 (FP8 D64 .vt): rows of 64 bytes (FA3_CW_D 64) load as TMA boxes in the 64-byte swizzle,
+ *       and the V^T kernel transposes one 64-byte piece of D. Counted exponential-bound (24576
+ *       exponentials a 192x128 tile, 1536 clocks, against 768 of MMA). Predicted 480-560
+ *       TFLOP/s at B2 N16 8k against the in-CTA kernel's 412 (H100). Not yet run.
+ *   v30 (FP8 D64 .vt): the row sums on the tensor cores (FA3_ONES, n 72) and, in two-consumer
+ *       tiles, linear P, as at D128: 198 -> 166 exponentials in 128x128's loop. Predicted
+ *       +10-20% over v29 at 128 rows. Not yet run.
  * Copies by cp.async and stores by threads are generic-proxy writes; wgmma reads shared memory
  * through the async proxy, hence fence.proxy.async before the barriers that publish them.
  */
@@ -279,13 +286,13 @@ static constexpr int FA3_NT = FA3_BN / 8; /* n8 tiles of S per warp */
 #ifndef FA3_VT_PRE
 #define FA3_VT_PRE 0 /* FP8 warp-specialized: V^T from the scratch (the V^T-ahead section below) */
 #endif
-/* Row sums by the tensor cores (v16; FP8 V^T ahead at D 128): each V^T stage holds 8 rows of
- * ones after its D rows, P V runs n = D + 8, and O's last n8 tile is P's row sum (every column
- * of it, summed over the keys by the MMA). The softmax adds nothing up, and O's rescale scales
- * the sum too. D 256 keeps the adds: n would be 264, past wgmma's 256. So do variants that write
- * the lse: these sums are of P as rounded to FP8, whose noise put test_fp8_gpu's lse (S 45) at
- * 1.06e-3 relative error, against 4e-6 from the exact sums. */
-#define FA3_ONES (FA3_VT_PRE && FA3_HEAD_DIM == 128 && !FA3_LSE)
+/* Row sums by the tensor cores (v16; FP8 V^T ahead at D 128, and at D 64 since v30): each V^T
+ * stage holds 8 rows of ones after its D rows, P V runs n = D + 8, and O's last n8 tile is P's
+ * row sum (every column of it, summed over the keys by the MMA). The softmax adds nothing up, and
+ * O's rescale scales the sum too. D 256 keeps the adds: n would be 264, past wgmma's 256. So do
+ * variants that write the lse: these sums are of P as rounded to FP8, whose noise put
+ * test_fp8_gpu's lse (S 45) at 1.06e-3 relative error, against 4e-6 from the exact sums. */
+#define FA3_ONES (FA3_VT_PRE && (FA3_HEAD_DIM == 64 || FA3_HEAD_DIM == 128) && !FA3_LSE)
 static constexpr int FA3_ONES_ROWS = FA3_ONES ? 8 : 0;
 static constexpr int FA3_OT = (FA3_DP + FA3_ONES_ROWS) / 8; /* n8 tiles of O (and the sums) per warp */
 static constexpr int FA3_ESIZE = FA3_FP8 ? 1 : 2;  /* bytes per Q/K/V element */
@@ -902,17 +909,23 @@ __device__ __forceinline__ void fa3_store_o(at_out_t *__restrict__ o, float *__r
 /* ---- V^T ahead (FA3_VT_PRE): V's transpose, the first kernel of the call ----------------------- */
 #if FA3_VT_PRE
 static_assert(FA3_WS, "V^T ahead feeds the warp-specialized kernel");
-static_assert(FA3_D % 128 == 0 && FA3_VT_KEYS == 128 && FA3_VT_THREADS == 256,
-              "a transposing CTA: 128 keys x 128 bytes of D, one 4 d x 16 key unit per thread");
+/* D is transposed in pieces of 128 bytes, or at D 64 in one of 64 (generator/fa3.c describe_vt). */
+static constexpr int FA3_VT_PIECE = FA3_D < 128 ? FA3_D : 128;
+static constexpr int FA3_VT_PIECES = FA3_D / FA3_VT_PIECE;
+static constexpr int FA3_VT_CHUNKS = FA3_VT_PIECE / 16; /* 16-byte chunks of a key row's piece */
+static_assert((FA3_D % 128 == 0 || FA3_D == 64) && FA3_VT_KEYS == 128 && FA3_VT_THREADS == 256,
+              "a transposing CTA: 128 keys x a piece of 128 (or 64) bytes of D, one 4 d x 16 key unit per thread");
 
 /* V [B][S][Nkv][D] (the call's strides) -> V^T [B][Nkv][D][S'] in the scratch, S' = S rounded up to
  * BN, keys >= S zero, each 32 keys in the order of P's A fragment (the header: slot 4w+i holds key
  * 32(w/8) + 16((w/4)%2) + 2(w%4) + {0,1,8,9}[i]), so that a TMA box of V^T lands in shared memory
- * as the in-CTA transpose writes it. Grid (S' / 128 rounded up, Nkv x D / 128, B): a CTA moves 128
- * keys x 128 bytes of D, by 16-byte loads (8 lanes per key row: whole 128-byte lines) into shared
- * memory as [key][32 words], and 16-byte stores of V^T (8 lanes per row). In shared memory word
- * w of key k sits at w ^ 4((k / 16) % 8): the loads' 4-word chunks stay whole, and the transpose
- * reads, lane (c, dg) taking word dg of keys 16c + 0..15, hit 32 distinct banks. A thread's unit:
+ * as the in-CTA transpose writes it. Grid (S' / 128 rounded up, Nkv x D / 128, B; at D 64, Nkv
+ * pieces of 64 bytes): a CTA moves 128 keys x 128 bytes of D, by 16-byte loads (8 lanes per key
+ * row: whole 128-byte lines; 4 lanes at D 64) into shared memory as [key][32 words] (D 64: 16
+ * words of each), and 16-byte stores of V^T (8 lanes per row; at D 64 half the threads store).
+ * In shared memory word w of key k sits at w ^ 4((k / 16) % 8): the loads' 4-word chunks stay
+ * whole, and the transpose reads, lane (c, dg) taking word dg of keys 16c + 0..15, hit 32 distinct
+ * banks. A thread's unit:
  * d's 4dg .. 4dg+3 by the 16 slots of chunk c of the 128 (keys 16c + 2(s/4) + {0,1,8,9}[s%4]):
  * 16 words in, byte permutes, 4 rows of 16 bytes out. Memory-bound: it moves 2 B Nkv S D bytes. */
 extern "C" __global__ void __launch_bounds__(FA3_VT_THREADS)
@@ -920,25 +933,26 @@ FA3_VT_KERNEL(const unsigned char *__restrict__ v, unsigned char *__restrict__ v
               int v_sh)
 {
   __shared__ __align__(16) unsigned tile[FA3_VT_KEYS * 32];
-  constexpr int D_PIECES = FA3_D / 128;
-  const int n_kv = gridDim.y / D_PIECES, h = blockIdx.y / D_PIECES, piece = blockIdx.y % D_PIECES;
+  const int n_kv = gridDim.y / FA3_VT_PIECES, h = blockIdx.y / FA3_VT_PIECES, piece = blockIdx.y % FA3_VT_PIECES;
   const int b = blockIdx.z, key0 = blockIdx.x * FA3_VT_KEYS, tid = threadIdx.x;
   const long long s_pad = ((long long)(S > 0 ? S : 1) + FA3_BN - 1) / FA3_BN * FA3_BN;
   at_wait_for_previous_grid(); /* V may be the previous kernel's output; its readers of V^T are done */
 
   {
-    const int j = tid % 8, r = tid / 8; /* chunk j of key rows r, r + 32, r + 64, r + 96 */
-    const unsigned char *src = v + b * v_sb + (long long)h * v_sh + piece * 128 + 16 * j;
-    uint4 x[FA3_VT_KEYS / 32];
+    /* chunk j of key rows r, r + R, r + 2R, ... (R = 32 key rows a pass, 64 at D 64) */
+    constexpr int R = FA3_VT_THREADS / FA3_VT_CHUNKS;
+    const int j = tid % FA3_VT_CHUNKS, r = tid / FA3_VT_CHUNKS;
+    const unsigned char *src = v + b * v_sb + (long long)h * v_sh + piece * FA3_VT_PIECE + 16 * j;
+    uint4 x[FA3_VT_KEYS / R];
 #pragma unroll
-    for (int i = 0; i < FA3_VT_KEYS / 32; i++) {
-      const int key = key0 + r + 32 * i;
+    for (int i = 0; i < FA3_VT_KEYS / R; i++) {
+      const int key = key0 + r + R * i;
       x[i] = key < S ? __ldg((const uint4 *)(src + (long long)key * v_ss)) : make_uint4(0u, 0u, 0u, 0u);
     }
     at_allow_next_grid(); /* the attention kernel may be placed; it waits for this grid's end */
 #pragma unroll
-    for (int i = 0; i < FA3_VT_KEYS / 32; i++) {
-      const int k = r + 32 * i;
+    for (int i = 0; i < FA3_VT_KEYS / R; i++) {
+      const int k = r + R * i;
       *(uint4 *)&tile[k * 32 + 4 * (j ^ ((k / 16) % 8))] = x[i];
     }
   }
@@ -951,7 +965,7 @@ FA3_VT_KERNEL(const unsigned char *__restrict__ v, unsigned char *__restrict__ v
     const int k = 16 * c + 2 * (sl / 4) + ((sl % 4) & 1) + 8 * ((sl % 4) >> 1);
     in[sl] = tile[k * 32 + (dg ^ (4 * c))]; /* (k / 16) % 8 == c */
   }
-  if (key0 + 16 * c >= s_pad) return;
+  if (key0 + 16 * c >= s_pad || (FA3_VT_PIECE < 128 && 4 * dg >= FA3_VT_PIECE)) return; /* D 64: half store */
   unsigned out[4][4]; /* [d row e][word q]: byte i of word q is byte e of in[4q + i] */
 #pragma unroll
   for (int q = 0; q < 4; q++) {
@@ -961,7 +975,7 @@ FA3_VT_KERNEL(const unsigned char *__restrict__ v, unsigned char *__restrict__ v
     out[0][q] = fa3_prmt(lo01, lo23, 0x5410u), out[1][q] = fa3_prmt(lo01, lo23, 0x7632u);
     out[2][q] = fa3_prmt(hi01, hi23, 0x5410u), out[3][q] = fa3_prmt(hi01, hi23, 0x7632u);
   }
-  const long long row0 = ((long long)b * n_kv + h) * FA3_D + piece * 128 + 4 * dg;
+  const long long row0 = ((long long)b * n_kv + h) * FA3_D + piece * FA3_VT_PIECE + 4 * dg;
   unsigned char *dst = vt + row0 * s_pad + key0 + 16 * c;
 #pragma unroll
   for (int e = 0; e < 4; e++)
@@ -983,7 +997,8 @@ FA3_VT_KERNEL(const unsigned char *__restrict__ v, unsigned char *__restrict__ v
 static_assert(!FA3_FP8 || FA3_VT_PRE || (FA3_WARPS == 8 && (FA3_BN == 64 || FA3_BN == 128)),
               "warp-specialized FP8: 2 consumer warpgroups, block_n 64 or 128");
 static_assert(!FA3_VT_PRE || (FA3_FP8 && FA3_BN % 32 == 0), "V^T ahead: FP8, block_n a multiple of 32");
-static_assert(FA3_TILE_ROWB % 128 == 0, "TMA boxes of 128-byte column blocks");
+static_assert(FA3_TILE_ROWB % FA3_CW_D == 0 && (FA3_CW_D == 128 || FA3_CW_D == 64),
+              "TMA boxes of 128-byte column blocks, or one of 64 bytes (FP8 D 64)");
 static constexpr int FA3_CONSUMERS = FA3_WARPS / 4;
 static constexpr int FA3_ALL_THREADS = FA3_THREADS + 128;
 /* 2 consumers: 2*128*240 + 128*24 = 64512 registers; 3 consumers: 3*128*160 + 128*32 = 65536;
@@ -992,20 +1007,22 @@ static constexpr int FA3_ALL_THREADS = FA3_THREADS + 128;
 static constexpr int FA3_CONSUMER_REGS = FA3_PRODUCER_TRANSPOSES ? 232 : FA3_CONSUMERS == 2 ? 240 : 160;
 static constexpr int FA3_PRODUCER_REGS = FA3_PRODUCER_TRANSPOSES ? 40 : FA3_CONSUMERS == 2 ? 24 : 32;
 static constexpr int FA3_TRANSPOSERS = 3; /* FP8: producer warps 1..3 */
-static constexpr int FA3_COLS = FA3_TILE_ROWB / 128; /* TMA boxes per tile: one per column block */
+static constexpr int FA3_COLS = FA3_TILE_ROWB / FA3_CW_D; /* TMA boxes per tile: one per column block */
 static_assert(FA3_CONSUMERS == 2 || FA3_CONSUMERS == 3, "2 or 3 consumer warpgroups");
 
 #ifndef FA3_PINGPONG
 #define FA3_PINGPONG 1
 #endif
 
-/* A tile of R rows from row0: one box per 128-byte column block (64 16-bit or 128 FP8 elements). */
+/* A tile of R rows from row0: one box per column block of CW_D bytes (128: 64 16-bit or 128 FP8
+ * elements; FP8 D 64: its 64-byte rows, the map's boxes and swizzle of 64 bytes). */
 template <int R>
 __device__ __forceinline__ void fa3_tma_tile(unsigned dst, const at_tmap *map, int row0, int head, int b,
                                              unsigned bar)
 {
 #pragma unroll
-  for (int c = 0; c < FA3_COLS; c++) at_tma_load(dst + c * R * 128, map, c * (128 / FA3_ESIZE), row0, head, b, bar);
+  for (int c = 0; c < FA3_COLS; c++)
+    at_tma_load(dst + c * R * FA3_CW_D, map, c * (FA3_CW_D / FA3_ESIZE), row0, head, b, bar);
 }
 
 /* V^T ahead: the V^T tile of keys key0 .. key0 + BN - 1 from the scratch's map (keys, D, Nkv, B),
@@ -1060,6 +1077,7 @@ static_assert(!FA3_RAGGED || (!FA3_FP8 && !FA3_PERSISTENT), "ragged: the 16-bit 
 #ifndef FA3_PAGE_SIZE
 #define FA3_PAGE_SIZE 0
 #endif
+static_assert(!FA3_PAGE_SIZE || FA3_CW_D == 128, "paged boxes of 128-byte column blocks");
 static_assert(!FA3_PAGE_SIZE || (!FA3_FP8 && !FA3_PERSISTENT && FA3_RAGGED != FA3_RAGGED_QKV),
               "paged K/V: the 16-bit kernel with one CTA per work tile, padded or ragged Q");
 static constexpr int FA3_PAGE_BOX = FA3_PAGE_SIZE && FA3_PAGE_SIZE < FA3_BN ? FA3_PAGE_SIZE : FA3_BN;

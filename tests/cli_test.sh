@@ -38,7 +38,7 @@ expect 2 "fa3 runs head dim 64, 128 or 256 (warp-specialized also 96 and 192), n
 expect 0 "cp.async.bulk.tensor.4d" -- gen --emit fa3.bf16.d96.none.g1.bm128.bn128.w8.s2.ws
 expect 2 "family fa2 has no warp-specialized variants" -- gen --emit fa2.bf16.d128.none.g1.bm128.bn64.w4.s2.ws
 expect 0 "fa3_transpose_v<FA3_TRANSPOSERS>" -- gen --emit fa3.e4m3.d128.none.g1.bm128.bn128.w8.s2.ws.obf16
-expect 2 "with e4m3 inputs runs head dim 128 or 256, not 64" -- gen --emit fa3.e4m3.d64.none.g1.bm128.bn128.w8.s2.ws.obf16
+expect 2 "with e4m3 inputs runs head dim 128 or 256, or 64 with V^T ahead (.vt), not 64 without .vt" -- gen --emit fa3.e4m3.d64.none.g1.bm128.bn128.w8.s2.ws.obf16
 # The persistent form (.pers) of warp-specialized causal fa3; refused without a mask or a .ws.
 expect 0 "#define FA3_PERSISTENT 1" -- gen --emit fa3.bf16.d128.causal-br.g4.bm128.bn128.w8.s2.wspp.pers.lse
 expect 2 "persistent fa3 runs causal masks (causal, causal-br), not none" -- gen --emit fa3.bf16.d128.none.g1.bm128.bn176.w8.s2.ws.pers

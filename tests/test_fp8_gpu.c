@@ -327,6 +327,13 @@ static const fp8_case CASES[] = {
     /* fa3's tail split (.tw<SMs>) with whole work tiles before the pieces (192x96 .vt: 192 tiles,
      * 132 whole and the last 60 in two pieces), with lse */
     {1, 1000, 4000, 32, 8, 128, AT_DTYPE_E4M3, AT_MASK_NONE, 1, AT_DTYPE_BF16, V_BSHD, TU_KEYS_RANDOM},
+    /* fa3 .vt at D 64 (rows of 64 bytes: TMA boxes and swizzle of 64): GQA, lse (the exact row
+     * sums), V through BHSD strides into the one-piece transpose; and without lse (the tensor
+     * cores' row sums and linear P) its tail split (192x128: 6 query blocks x 32 heads = 192
+     * tiles, the last 60 in pieces), and a spike late in the row */
+    {2, 250, 1001, 8, 2, 64, AT_DTYPE_E4M3, AT_MASK_CAUSAL_BR, 1, AT_DTYPE_BF16, V_BHSD, TU_KEYS_RANDOM},
+    {1, 1000, 4000, 32, 8, 64, AT_DTYPE_E5M2, AT_MASK_NONE, 0, AT_DTYPE_BF16, V_BSHD, TU_KEYS_RANDOM},
+    {1, 200, 2000, 8, 2, 64, AT_DTYPE_E4M3, AT_MASK_NONE, 0, AT_DTYPE_BF16, V_BSHD, TU_KEYS_SPIKE},
     /* scores some 1e6 octaves apart: past linear P's reference range (the exact path takes them) */
     {1, 200, 2000, 8, 2, 128, AT_DTYPE_E4M3, AT_MASK_NONE, 0, AT_DTYPE_BF16, V_BSHD, TU_KEYS_HUGE},
 };

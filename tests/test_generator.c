@@ -570,6 +570,10 @@ static void test_fa3_linear_p(void **state)
       {"fa3.e4m3.d256.none.g1.bm128.bn96.w8.s2.ws.vt.obf16", -1},
       {"fa3.bf16.d128.none.g1.bm192.bn80.w12.s2.ws", -1},
       {"fa3.e4m3.d128.none.g1.bm128.bn128.w8.s2.obf16", -1},
+      /* D 64 (v30): its row sums on the tensor cores too */
+      {"fa3.e4m3.d64.none.g1.bm128.bn128.w8.s2.ws.vt.obf16", 2},
+      {"fa3.e4m3.d64.none.g1.bm192.bn128.w12.s2.ws.vt.obf16", -1},
+      {"fa3.e4m3.d64.none.g1.bm128.bn128.w8.s2.ws.vt.obf16.lse", -1},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
     assert_int_equal(generated_define(cases[i].key, "FA3_LINP"), cases[i].linp);
@@ -673,6 +677,33 @@ static void test_fa3_vt_family(void **state)
   assert_int_equal(d.scratch_bytes, (size_t)2 * 256 * 128);
   assert_int_equal(d.scratch_tmap.box[0], 128u);
   assert_int_equal(d.scratch_tmap.swizzle_bytes, 128);
+  /* D 64: Q and K rows of 64 bytes, so the maps' boxes and swizzle are 64 bytes (the other tiles'
+   * 128); the transpose runs one 64-byte piece of D per K/V head; V^T boxes are 64 rows. Without
+   * .vt FP8 D 64 has no warp-specialized kernel. */
+  gen_variant d64;
+  TU_OK(gen_variant_parse("fa3.e4m3.d64.none.g1.bm192.bn128.w12.s2.ws.vt.obf16", &d64));
+  TU_OK(gen_variant_check(&d64, &t));
+  /* V stages with the 8 ones rows (v30: row sums by the tensor cores at D 64 too) */
+  assert_int_equal(gen_smem_bytes(&d64), 1024 + 192 * 64 + 2 * 128 * 64 + 2 * 128 * 72 + 256);
+  s = shape_of(AT_DTYPE_E4M3, 64, AT_MASK_NONE, 2, 2, 0);
+  s.batch = 2, s.q_len = 1000, s.kv_len = 1000;
+  TU_OK(gen_launch_describe(&d64, &s, &d));
+  assert_int_equal(d.tmap_box_bytes, 64);
+  assert_int_equal(d.kernels[0].grid[0], 8u); /* ceil(1024 / 128) */
+  assert_int_equal(d.kernels[0].grid[1], 2u); /* Nkv x one piece */
+  assert_int_equal(d.scratch_bytes, (size_t)2 * 2 * 64 * 1024);
+  assert_int_equal(d.scratch_tmap.box[1], 64u);
+  TU_OK(gen_emit(&d64, &t, &src));
+  assert_non_null(strstr(src, "wgmma.mma_async.sync.aligned.m64n72k32.f32.e4m3.e4m3")); /* P V: D 64 + 8 */
+  free(src);
+  src = NULL;
+  d64.vt = 0;
+  assert_int_equal(gen_variant_check(&d64, &t), AT_ERR_UNSUPPORTED);
+  assert_non_null(strstr(at_last_error(), "or 64 with V^T ahead (.vt), not 64 without .vt"));
+  TU_OK(gen_variant_parse("fa3.e4m3.d128.none.g1.bm128.bn128.w8.s2.ws.vt.obf16", &d64));
+  s.head_dim = 128;
+  TU_OK(gen_launch_describe(&d64, &s, &d));
+  assert_int_equal(d.tmap_box_bytes, 128);
   /* block_n 224 (FA3's FP8 D128 tile): seven column blocks of 32 keys, the 32-byte swizzle. */
   TU_OK(gen_variant_parse("fa3.e4m3.d128.none.g1.bm128.bn224.w8.s2.ws.vt.obf16", &v));
   TU_OK(gen_variant_check(&v, &t));
@@ -731,7 +762,7 @@ static void test_fa3_vt_family(void **state)
   assert_true(first_in_cta > last_vt && last_in_cta < first_ws);
   /* The default is .vt's 128x224, 2 stages at D=128 (v20) and 128x128, 2 stages with ping-pong
    * at D=256;
-   * D=64 has no warp-specialized FP8 kernel and keeps the in-CTA one. */
+   * at D=64 192x128 with three consumers (v30). */
   gen_variant def;
   TU_OK(gen_default_variant(&s, &t, &def));
   TU_OK(gen_variant_key(&def, key, sizeof key));
@@ -742,7 +773,8 @@ static void test_fa3_vt_family(void **state)
   assert_string_equal(key, "fa3.e4m3.d256.none.g1.bm128.bn128.w8.s2.wspp.vt.obf16");
   s.head_dim = 64;
   TU_OK(gen_default_variant(&s, &t, &def));
-  assert_int_equal(def.ws, 0);
+  TU_OK(gen_variant_key(&def, key, sizeof key));
+  assert_string_equal(key, "fa3.e4m3.d64.none.g1.bm192.bn128.w12.s2.ws.vt.tw132.obf16"); /* this shape's tail splits */
   s.head_dim = 128;
   /* 16-bit inputs list no .vt. */
   s.dtype = AT_DTYPE_BF16;
@@ -1322,8 +1354,8 @@ static void test_ws_compile_no_spills(void **state)
   (void)state;
   gen_target t = tu_sm90();
   const struct { at_dtype dtype; int d; } sets[] = {{AT_DTYPE_BF16, 64},  {AT_DTYPE_BF16, 96}, {AT_DTYPE_BF16, 128},
-                                                    {AT_DTYPE_BF16, 192}, {AT_DTYPE_BF16, 256}, {AT_DTYPE_E4M3, 128},
-                                                    {AT_DTYPE_E4M3, 256}};
+                                                    {AT_DTYPE_BF16, 192}, {AT_DTYPE_BF16, 256}, {AT_DTYPE_E4M3, 64},
+                                                    {AT_DTYPE_E4M3, 128}, {AT_DTYPE_E4M3, 256}};
   const int n_sets = (int)(sizeof sets / sizeof sets[0]);
   int cap = 2 * n_sets * GEN_MAX_VARIANTS, n = 0;
   gen_variant *all = calloc((size_t)cap, sizeof *all);
