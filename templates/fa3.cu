@@ -250,10 +250,13 @@
  *   v29 (FP8 D64 .vt): rows of 64 bytes (FA3_CW_D 64) load as TMA boxes in the 64-byte swizzle,
  *       and the V^T kernel transposes one 64-byte piece of D. Counted exponential-bound (24576
  *       exponentials a 192x128 tile, 1536 clocks, against 768 of MMA). Predicted 480-560
- *       TFLOP/s at B2 N16 8k against the in-CTA kernel's 412 (H100). Not yet run.
+ *       TFLOP/s at B2 N16 8k; H200: 192x128 .ws.vt 632 against the in-CTA kernel's 407 (+55%),
+ *       B4 N8 2k 463 against 370 (+25%).
  *   v30 (FP8 D64 .vt): the row sums on the tensor cores (FA3_ONES, n 72) and, in two-consumer
  *       tiles, linear P, as at D128: 198 -> 166 exponentials in 128x128's loop. Predicted
- *       +10-20% over v29 at 128 rows. Not yet run.
+ *       +10-20% over v29 at 128 rows; H200, B2 N16 8k: 128x224 564 -> 654 (+16%), 192x128
+ *       632 -> 658 (+4%); causal 1k 128x128 -3%. 192x128 .ws.vt is FP8 D64's default: 668
+ *       TFLOP/s (.tw132) against cuDNN's 577 at B2 N16 8k.
  * Copies by cp.async and stores by threads are generic-proxy writes; wgmma reads shared memory
  * through the async proxy, hence fence.proxy.async before the barriers that publish them.
  */
