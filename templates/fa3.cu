@@ -257,6 +257,9 @@
  *       +10-20% over v29 at 128 rows; H200, B2 N16 8k: 128x224 564 -> 654 (+16%), 192x128
  *       632 -> 658 (+4%); causal 1k 128x128 -3%. 192x128 .ws.vt is FP8 D64's default: 668
  *       TFLOP/s (.tw132) against cuDNN's 577 at B2 N16 8k.
+ *   v31 (FP8 D256 .vt): the row sums on the tensor cores too, as a second wgmma of n 8
+ *       (FA3_PV_SUMS_APART: n 264 is past wgmma's 256). Predicted flat to +2% (MMA-bound);
+ *       H100, B2 N16 8k: the default 128x128 .wspp.vt flat (1207 -> 1205), 128x96 +2.3%.
  * Copies by cp.async and stores by threads are generic-proxy writes; wgmma reads shared memory
  * through the async proxy, hence fence.proxy.async before the barriers that publish them.
  */
@@ -289,14 +292,16 @@ static constexpr int FA3_NT = FA3_BN / 8; /* n8 tiles of S per warp */
 #ifndef FA3_VT_PRE
 #define FA3_VT_PRE 0 /* FP8 warp-specialized: V^T from the scratch (the V^T-ahead section below) */
 #endif
-/* Row sums by the tensor cores (v16; FP8 V^T ahead at D 128, and at D 64 since v30): each V^T
- * stage holds 8 rows of ones after its D rows, P V runs n = D + 8, and O's last n8 tile is P's
- * row sum (every column of it, summed over the keys by the MMA). The softmax adds nothing up, and
- * O's rescale scales the sum too. D 256 keeps the adds: n would be 264, past wgmma's 256. So do
- * variants that write the lse: these sums are of P as rounded to FP8, whose noise put
+/* Row sums by the tensor cores (v16; FP8 V^T ahead at D 128, at D 64 since v30 and D 256 since
+ * v31): each V^T stage holds 8 rows of ones after its D rows, P V runs n = D + 8, and O's last n8
+ * tile is P's row sum (every column of it, summed over the keys by the MMA). The softmax adds
+ * nothing up, and O's rescale scales the sum too. Variants that write the lse keep the adds: these sums are of P as rounded to FP8, whose noise put
  * test_fp8_gpu's lse (S 45) at 1.06e-3 relative error, against 4e-6 from the exact sums. */
-#define FA3_ONES (FA3_VT_PRE && (FA3_HEAD_DIM == 64 || FA3_HEAD_DIM == 128) && !FA3_LSE)
+#define FA3_ONES (FA3_VT_PRE && (FA3_HEAD_DIM == 64 || FA3_HEAD_DIM == 128 || FA3_HEAD_DIM == 256) && !FA3_LSE)
 static constexpr int FA3_ONES_ROWS = FA3_ONES ? 8 : 0;
+/* D 256 (v31): n would be 264, past wgmma's 256, so the sums are a second wgmma of n 8 over the
+ * ones rows (fa3_mma_pv_sums, generated beside fa3_mma_pv), into O's last n8 tile. */
+#define FA3_PV_SUMS_APART (FA3_ONES && FA3_HEAD_DIM + 8 > 256)
 static constexpr int FA3_OT = (FA3_DP + FA3_ONES_ROWS) / 8; /* n8 tiles of O (and the sums) per warp */
 static constexpr int FA3_ESIZE = FA3_FP8 ? 1 : 2;  /* bytes per Q/K/V element */
 static constexpr int FA3_ROWB = FA3_D * FA3_ESIZE;  /* bytes per Q/K/V row */
@@ -585,8 +590,11 @@ __device__ __forceinline__ void fa3_issue_pv(float (*acc)[4], const unsigned (*p
   for (int kk = 0; kk < FA3_PK; kk++) {
 #if FA3_FP8
     const int col = 32 * kk;
-    fa3_mma_pv(&acc[0][0], p[kk],
-               at_wgmma_desc_advance(dv, (unsigned)((col / FA3_CW_N) * FA3_VT_BLOCK_BYTES + col % FA3_CW_N)));
+    const unsigned block = (unsigned)((col / FA3_CW_N) * FA3_VT_BLOCK_BYTES + col % FA3_CW_N);
+    fa3_mma_pv(&acc[0][0], p[kk], at_wgmma_desc_advance(dv, block));
+#if FA3_PV_SUMS_APART /* the ones rows: D rows of CW_N bytes down the column block */
+    fa3_mma_pv_sums(&acc[FA3_OT - 1][0], p[kk], at_wgmma_desc_advance(dv, block + FA3_D * FA3_CW_N));
+#endif
 #else
     fa3_mma_pv(&acc[0][0], p[kk], at_wgmma_desc_advance(dv, (unsigned)(kk * 16 * 128)));
 #endif

@@ -574,6 +574,8 @@ static void test_fa3_linear_p(void **state)
       {"fa3.e4m3.d64.none.g1.bm128.bn128.w8.s2.ws.vt.obf16", 2},
       {"fa3.e4m3.d64.none.g1.bm192.bn128.w12.s2.ws.vt.obf16", -1},
       {"fa3.e4m3.d64.none.g1.bm128.bn128.w8.s2.ws.vt.obf16.lse", -1},
+      /* D 256 (v31): the sums on the tensor cores, P exact (speculative max and two consumers) */
+      {"fa3.e4m3.d256.none.g1.bm128.bn128.w8.s2.wspp.vt.obf16", -1},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
     assert_int_equal(generated_define(cases[i].key, "FA3_LINP"), cases[i].linp);
@@ -622,12 +624,22 @@ static void test_fa3_vt_family(void **state)
   assert_non_null(strstr(src, "#define FA3_VT_PRE 1\n#define FA3_VT_KERNEL fa3_e4m3_d128_causal_g4_bm128_bn192_w8_s2_wspp_vt_obf16_lse_vt\n"));
   free(src);
 
-  /* D 256 keeps V^T's stages as loaded: n 264 is past wgmma's 256. */
+  /* D 256 (v31): the ones rows too, but n 264 is past wgmma's 256, so P V stays n 256 and the
+   * sums are a second wgmma of n 8; no linear P there. With the lse, no ones rows. */
   gen_variant wide;
-  TU_OK(gen_variant_parse("fa3.e4m3.d256.none.g1.bm128.bn128.w8.s2.ws.vt.obf16", &wide));
-  assert_int_equal(gen_smem_bytes(&wide), 1024 + 128 * 256 + 4 * 128 * 256 + 256);
+  TU_OK(gen_variant_parse("fa3.e4m3.d256.none.g1.bm128.bn128.w8.s2.wspp.vt.obf16", &wide));
+  TU_OK(gen_variant_check(&wide, &t));
+  assert_int_equal(gen_smem_bytes(&wide), 1024 + 128 * 256 + 2 * 128 * 256 + 2 * 128 * 264 + 256);
   TU_OK(gen_emit(&wide, &t, &src));
   assert_non_null(strstr(src, "wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3"));
+  assert_non_null(strstr(src, "wgmma.mma_async.sync.aligned.m64n8k32.f32.e4m3.e4m3"));
+  assert_null(strstr(src, "m64n264"));
+  free(src);
+  src = NULL;
+  wide.spec.with_lse = 1;
+  assert_int_equal(gen_smem_bytes(&wide), 1024 + 128 * 256 + 4 * 128 * 256 + 256);
+  TU_OK(gen_emit(&wide, &t, &src));
+  assert_null(strstr(src, "m64n8k32"));
   free(src);
   src = NULL;
 
@@ -668,6 +680,9 @@ static void test_fa3_vt_family(void **state)
   assert_int_equal(d.scratch_tmap.swizzle_bytes, 64);
   /* block_n 128 at D 256: boxes of 128 keys in the 128-byte swizzle; S 77 -> S' 128; T 0: no launch. */
   TU_OK(gen_variant_parse("fa3.e5m2.d256.none.g1.bm128.bn128.w8.s3.ws.vt.obf16", &back));
+  /* 3 stages with the ones rows (v31) are past the shared memory: 233728 bytes */
+  assert_int_equal(gen_variant_check(&back, &t), AT_ERR_UNSUPPORTED);
+  back.stages = 2;
   TU_OK(gen_variant_check(&back, &t));
   s = shape_of(AT_DTYPE_E5M2, 256, AT_MASK_NONE, 2, 2, 0);
   s.batch = 1, s.q_len = 5, s.kv_len = 77;
