@@ -44,6 +44,13 @@ expect 0 "#define FA3_PERSISTENT 1" -- gen --emit fa3.bf16.d128.causal-br.g4.bm1
 expect 2 "persistent fa3 runs causal masks (causal, causal-br), not none" -- gen --emit fa3.bf16.d128.none.g1.bm128.bn176.w8.s2.ws.pers
 expect 2 ".pers is a form of the warp-specialized kernel and needs .ws or .wspp" -- gen --emit fa3.bf16.d128.causal.g1.bm128.bn128.w8.s2.pers
 expect 0 "decode family" -- gen --help
+# gen --default: the untuned call's key, whose tail split depends on the batch (B2 N16 8k splits
+# its last wave, B4 N8 2k has none to split); the decode family for one token.
+expect 0 "^fa3.e4m3.d64.none.g1.bm192.bn128.w12.s2.ws.vt.tw132.obf16$" -- gen --head-dim 64 --dtype e4m3 --seq-len 8192 --default
+expect 0 "^fa3.e4m3.d64.none.g1.bm192.bn128.w12.s2.ws.vt.obf16$" -- gen --head-dim 64 --dtype e4m3 --seq-len 2048 --batch 4 --q-heads 8 --default
+expect 0 "^decode.bf16.d128.none.g4.bm1." -- gen --head-dim 128 --q-len 1 --kv-len 4096 --q-heads 32 --kv-heads 8 --batch 1 --default
+expect 2 "--list conflicts with an earlier action (one of --list, --default, --emit, --compile)" -- gen --head-dim 128 --default --list
+expect 2 "invalid value '0' for --batch" -- gen --head-dim 128 --batch 0 --default
 # An FP8 KV cache (--kv-dtype): decode variants with .kv<dtype> for T <= 16, a reason otherwise.
 first=$("$bin" gen --head-dim 128 --q-heads 32 --kv-heads 8 --q-len 1 --kv-len 16384 --kv-dtype e4m3 --list 2>&1 | head -n 1)
 case $first in decode.bf16.kve4m3.d128.none.g4.bm1.*) echo "ok: gen --kv-dtype e4m3 --list starts with $first" ;;

@@ -13,7 +13,7 @@
 #include "tuner/commands.h"
 
 static const char USAGE[] =
-    "usage: attntune gen [shape flags] (--list | --emit KEY | --compile)\n"
+    "usage: attntune gen [shape flags] (--list | --default | --emit KEY | --compile)\n"
     "\n"
     "Generate the fused kernel variants for one shape: the fa2 family (FlashAttention-2 style,\n"
     "mma.sync; f16, bf16, FP8), on sm_90a the fa3 family (wgmma; head dims 64/128/256, and with\n"
@@ -41,6 +41,7 @@ static const char USAGE[] =
     "                      dtype; the decode family, give --q-len 1..16); default: the dtype\n"
     "  --causal            causal mask, top-left (key j visible from row i iff j <= i)\n"
     "  --causal-br         causal mask, bottom-right (j <= i + S - T)\n"
+    "  --batch N           B (default 2): the default's split counts and the listed .tw<W> twins\n"
     "  --q-heads N         query heads Nq (default 16)\n"
     "  --kv-heads N        key/value heads Nkv, divides Nq (default Nq)\n"
     "  --lse               also write the row log-sum-exp\n"
@@ -62,6 +63,10 @@ static const char USAGE[] =
     "\n"
     "actions:\n"
     "  --list              the pruned variant keys, one per line\n"
+    "  --default           the key of the variant run where nothing is tuned for the shape (what\n"
+    "                      'bench --impl default' and an untuned plan run), for --arch's typical\n"
+    "                      SM count (132 for sm_90a); it depends on --batch through the split\n"
+    "                      counts (decode .sp<N>, fa3 .tw<W>)\n"
     "  --emit KEY          print the exact source NVRTC compiles for KEY\n"
     "  --compile           compile every listed variant (NVRTC, no GPU needed) and print registers,\n"
     "                      spill bytes, shared memory and compile time, and 'wgmmas serialized'\n"
@@ -72,7 +77,7 @@ static const char USAGE[] =
     "To verify and time every listed variant on a GPU: attntune bench --impl fused, or one family\n"
     "with --impl fa2, fa3 or decode (same shape flags).\n";
 
-typedef enum action { ACT_NONE, ACT_LIST, ACT_EMIT, ACT_COMPILE } action;
+typedef enum action { ACT_NONE, ACT_LIST, ACT_DEFAULT, ACT_EMIT, ACT_COMPILE } action;
 
 typedef struct gen_opts {
   at_shape shape;
@@ -89,7 +94,7 @@ typedef struct gen_opts {
 static int set_action(gen_opts *o, action a, const char *flag)
 {
   if (o->act != ACT_NONE) {
-    tn_usage_error("gen", "%s conflicts with an earlier action (one of --list, --emit, --compile)", flag);
+    tn_usage_error("gen", "%s conflicts with an earlier action (one of --list, --default, --emit, --compile)", flag);
     return 0;
   }
   o->act = a;
@@ -100,7 +105,7 @@ static int set_action(gen_opts *o, action a, const char *flag)
 static int parse_args(int argc, char **argv, gen_opts *o)
 {
   enum { O_HEAD_DIM = 256, O_DTYPE, O_KV_DTYPE, O_CAUSAL, O_CAUSAL_BR, O_QH, O_KVH, O_LSE, O_SEQ, O_QLEN, O_KVLEN, O_ARCH,
-         O_SMEM, O_PAGE, O_RAGGED, O_RAGGED_Q, O_LIST, O_EMIT, O_COMPILE, O_JOBS, O_HELP };
+         O_SMEM, O_PAGE, O_RAGGED, O_RAGGED_Q, O_LIST, O_DEFAULT, O_EMIT, O_COMPILE, O_JOBS, O_BATCH, O_HELP };
   static const struct option options[] = {
       {"head-dim", required_argument, NULL, O_HEAD_DIM}, {"dtype", required_argument, NULL, O_DTYPE},
       {"kv-dtype", required_argument, NULL, O_KV_DTYPE},
@@ -111,7 +116,8 @@ static int parse_args(int argc, char **argv, gen_opts *o)
       {"arch", required_argument, NULL, O_ARCH},         {"smem-limit", required_argument, NULL, O_SMEM},
       {"page-size", required_argument, NULL, O_PAGE},
       {"ragged", no_argument, NULL, O_RAGGED},           {"ragged-q", no_argument, NULL, O_RAGGED_Q},
-      {"list", no_argument, NULL, O_LIST},               {"emit", required_argument, NULL, O_EMIT},
+      {"list", no_argument, NULL, O_LIST},               {"default", no_argument, NULL, O_DEFAULT},
+      {"emit", required_argument, NULL, O_EMIT},         {"batch", required_argument, NULL, O_BATCH},
       {"compile", no_argument, NULL, O_COMPILE},         {"jobs", required_argument, NULL, O_JOBS},
       {"help", no_argument, NULL, O_HELP},               {NULL, 0, NULL, 0}};
   int c, head_dim_given = 0;
@@ -139,6 +145,7 @@ static int parse_args(int argc, char **argv, gen_opts *o)
       o->ragged = c == O_RAGGED ? GEN_RAGGED_QKV : GEN_RAGGED_Q;
       break;
     case O_LIST: if (!set_action(o, ACT_LIST, "--list")) return TN_EXIT_USAGE; break;
+    case O_DEFAULT: if (!set_action(o, ACT_DEFAULT, "--default")) return TN_EXIT_USAGE; break;
     case O_COMPILE: if (!set_action(o, ACT_COMPILE, "--compile")) return TN_EXIT_USAGE; break;
     case O_EMIT:
       if (!set_action(o, ACT_EMIT, "--emit")) return TN_EXIT_USAGE;
@@ -149,6 +156,7 @@ static int parse_args(int argc, char **argv, gen_opts *o)
       head_dim_given = 1;
       break;
     case O_QH: if (!tn_parse_int("gen", "--q-heads", a, 1, 65535, &s->q_heads)) return TN_EXIT_USAGE; break;
+    case O_BATCH: if (!tn_parse_int("gen", "--batch", a, 1, 1 << 20, &s->batch)) return TN_EXIT_USAGE; break;
     case O_KVH:
       if (!tn_parse_int("gen", "--kv-heads", a, 1, 65535, &s->kv_heads)) return TN_EXIT_USAGE;
       o->kv_heads_given = 1;
@@ -185,7 +193,7 @@ static int parse_args(int argc, char **argv, gen_opts *o)
   }
   if (optind < argc) return tn_usage_error("gen", "unexpected argument '%s'", argv[optind]);
   if (!o->kv_heads_given) o->shape.kv_heads = o->shape.q_heads;
-  if (o->act == ACT_NONE) return tn_usage_error("gen", "give an action: --list, --emit KEY or --compile");
+  if (o->act == ACT_NONE) return tn_usage_error("gen", "give an action: --list, --default, --emit KEY or --compile");
   if (o->act != ACT_EMIT && !head_dim_given) return tn_usage_error("gen", "--head-dim is required");
   if (o->act == ACT_EMIT && o->page_size)
     return tn_usage_error("gen", "--page-size is for --list and --compile (a key spells its own: .pg<N>)");
@@ -254,6 +262,18 @@ static int do_compile(const gen_opts *o, const gen_target *target, const gen_var
   return TN_EXIT_OK;
 }
 
+/* The default is chosen as the runtime chooses it for an untuned call (runtime/lookup.c). */
+static int print_default(const gen_opts *o, const gen_target *target)
+{
+  gen_variant v;
+  char key[GEN_KEY_MAX];
+  at_status rc = gen_default_variant_serving(&o->shape, o->page_size, o->ragged, target, &v);
+  if (rc == AT_ERR_INVALID || rc == AT_ERR_UNSUPPORTED) return tn_usage_error("gen", "%s", at_last_error());
+  if (rc != AT_OK || (rc = gen_variant_key(&v, key, sizeof key)) != AT_OK) return tn_fail_exit("gen", rc);
+  puts(key);
+  return TN_EXIT_OK;
+}
+
 int tn_cmd_gen(int argc, char **argv)
 {
   gen_opts o;
@@ -279,6 +299,7 @@ int tn_cmd_gen(int argc, char **argv)
       puts(key);
     }
     return TN_EXIT_OK;
+  case ACT_DEFAULT: return print_default(&o, &target);
   case ACT_COMPILE: return do_compile(&o, &target, vs, n);
   default: return TN_EXIT_USAGE;
   }
