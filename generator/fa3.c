@@ -732,7 +732,8 @@ static int speculative_max(const gen_variant *v)
 /* Linear P (templates/fa3.cu, FA3_LINP, v20) for every second pair of S's n8 tiles: where P's
  * rows are summed by the tensor cores (ones_rows) and the speculative max runs, in tiles of two
  * consumers. Half measured faster than all or a third; three consumers (192x96) ran 3% slower
- * with it, over eight runs each (docs/perf.md "v20"). */
+ * with it, over eight runs each (docs/perf.md "v20"). D 256 has the sums since v31 but not linear
+ * P: that is its own step (v32, docs/perf.md "v31"), not yet through the GPU tests. */
 static int linear_p(const gen_variant *v)
 {
   return ones_rows(v) && speculative_max(v) && v->warps == 8 && v->spec.head_dim <= 128 ? 2 : 0;
