@@ -4,9 +4,7 @@
 # binaries (a key only one lists reads '-'), B/A is the ratio of the means, the '*' best row and
 # lines outside the table are left out, a failed run exits 1 and says so, and bad arguments exit 2.
 src=$1
-fails=0
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
+. "$(dirname "$0")/script_test_lib.sh"
 mkdir -p "$dir/a" "$dir/b"
 # The stand-ins print a bench table as attntune does. A: cuDNN 500, KEY1 600, KEY2 700 plus the
 # round (counted in $dir/<side>.n); B: cuDNN 500, KEY1 660, its own KEY3 800, and no KEY2. Each
@@ -33,36 +31,25 @@ EOS
   chmod +x "$dir/$side/attntune"
 done
 run() { (cd "$src" && OUT="$dir/out" "$@" 2>&1); }
-expect() { # expect DESCRIPTION PATTERN TEXT
-  if printf '%s\n' "$3" | grep -Eq -- "$2"; then echo "ok: $1"; else
-    echo "FAIL: $1: no line matches '$2' in:"; printf '%s\n' "$3"; fails=$((fails + 1)); fi
-}
 out=$(run env ROUNDS=2 sh scripts/ab_bench.sh "$dir/a/attntune" "$dir/b/attntune" --impl cudnn,x --head-dim 64)
-code=$?
-[ "$code" = 0 ] && echo "ok: exit 0" || { echo "FAIL: exit $code"; fails=$((fails + 1)); }
+same "exit 0" $? 0
 expect "the GPU the rates are from" '^== device: NVIDIA H200 \(sm_90a\) ' "$out"
 expect "header: two rounds of A and B, then B/A" '^impl +A1 +B1 +A2 +B2 +B/A$' "$out"
 expect "cuDNN row, ratio 1" '^cudnn +500\.0 +500\.0 +500\.0 +500\.0 +1\.000$' "$out"
 expect "a key of both: B's mean over A's" '^fa3\.KEY1 +600\.0 +660\.0 +600\.0 +660\.0 +1\.100$' "$out"
 expect "A's own key, each round its own rate" '^fa3\.KEY2 +701\.0 +- +702\.0 +- +-$' "$out"
 expect "B's own key" '^fa3\.KEY3 +- +800\.0 +- +800\.0 +-$' "$out"
-if printf '%s\n' "$out" | grep -q '999'; then echo "FAIL: the '*' best row is in the table"; fails=$((fails + 1)); else
-  echo "ok: no '*' row"; fi
-n=$(grep -c -- '--impl cudnn,x --head-dim 64' "$dir/a.args" "$dir/b.args" | awk -F: '{ s += $2 } END { print s }')
-[ "$n" = 4 ] && echo "ok: each binary ran twice with the flags" || { echo "FAIL: $n runs with the flags, expected 4"; fails=$((fails + 1)); }
-[ -s "$dir/out/ab_bench.txt" ] && grep -q '^== round 2 B ' "$dir/out/ab_bench.txt" && echo "ok: the log has each run" ||
-  { echo "FAIL: no log of round 2 B in $dir/out/ab_bench.txt"; fails=$((fails + 1)); }
+count "no '*' row" '999' "$out" 0
+count "each binary ran twice with the flags" '^bench --impl cudnn,x --head-dim 64$' "$(cat "$dir/a.args" "$dir/b.args")" 4
+expect "the log has each run" '^== round 2 B ' "$(cat "$dir/out/ab_bench.txt")"
 
 out=$(run env ROUNDS=1 FAIL_B=1 sh scripts/ab_bench.sh "$dir/a/attntune" "$dir/b/attntune" --head-dim 64)
-code=$?
-[ "$code" = 1 ] && echo "ok: a failed run exits 1" || { echo "FAIL: a failed run exited $code"; fails=$((fails + 1)); }
+same "a failed run exits 1" $? 1
 expect "and says which" 'round 1 B failed' "$out"
 out=$(run sh scripts/ab_bench.sh "$dir/a/attntune")
-code=$?
-[ "$code" = 2 ] && echo "ok: one binary exits 2" || { echo "FAIL: one binary exited $code"; fails=$((fails + 1)); }
+same "one binary exits 2" $? 2
 expect "with the usage" '^usage: ab_bench.sh BIN_A BIN_B' "$out"
 out=$(run sh scripts/ab_bench.sh "$dir/a/attntune" "$dir/nothing/attntune")
-code=$?
-[ "$code" = 2 ] && echo "ok: a missing binary exits 2" || { echo "FAIL: a missing binary exited $code"; fails=$((fails + 1)); }
+same "a missing binary exits 2" $? 2
 expect "and names it" "'$dir/nothing/attntune' is not an executable attntune" "$out"
-[ "$fails" = 0 ] || { echo "$fails failure(s)"; exit 1; }
+finish

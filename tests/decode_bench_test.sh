@@ -4,9 +4,7 @@
 # tokens/s over bf16's at S >= 16k; with BASE, one row set per binary and round, each naming both,
 # a single KEY labelled 'key', and the ratio taken from this build's times.
 src=$1
-fails=0
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
+. "$(dirname "$0")/script_test_lib.sh"
 mkdir -p "$dir/build" "$dir/base"
 # The stand-in prints a bench table as attntune does: cuDNN, then the variants, the starred best.
 # bf16 K/V takes 250 us, e4m3 K/V 125 us in build and 150 us in base (cuDNN 300 us).
@@ -23,14 +21,6 @@ EOS
   chmod +x "$dir/$b/attntune"
 done
 run() { (cd "$src" && OUT="$dir/out" "$@" sh scripts/decode_bench.sh "$dir/build" 2>&1); }
-expect() { # expect DESCRIPTION PATTERN TEXT
-  if printf '%s\n' "$3" | grep -Eq -- "$2"; then echo "ok: $1"; else
-    echo "FAIL: $1: no line matches '$2' in:"; printf '%s\n' "$3"; fails=$((fails + 1)); fi
-}
-count() { # count DESCRIPTION PATTERN TEXT N
-  n=$(printf '%s\n' "$3" | grep -cE -- "$2")
-  [ "$n" = "$4" ] && echo "ok: $1" || { echo "FAIL: $1: $n lines, expected $4"; fails=$((fails + 1)); }
-}
 # B8 S16k Nkv 8 D 128: 2 * 8 * 8 * 16384 * 128 * 2 bytes = 536.9 MB in 250 us = 2.147 TB/s
 out=$(run env SHAPES="8 1 16384 none")
 expect "bf16 cuDNN row" '^B8 T1 S16384 none bf16 +cudnn +300\.00 +1\.790 *$' "$out"
@@ -42,4 +32,4 @@ out=$(run env SHAPES="8 1 16384 none" BASE="$dir/base/attntune" IMPLS=decode.k K
 expect "A/B rows name binary and round; one KEY is 'key'" '^B8 T1 S16384 none e4m3 base r2 +key +150\.00 ' "$out"
 count "two rounds of two binaries, key and best each" '^B8 T1 S16384 none (bf16|e4m3) (base|build) r[12] ' "$out" 16
 expect "the ratio is this build's" '^B=8 T=1 S=16384 none +250\.00 +125\.00 +2\.00x$' "$out"
-[ "$fails" = 0 ] || { echo "$fails failed"; exit 1; }
+finish

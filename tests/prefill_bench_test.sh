@@ -4,9 +4,7 @@
 # lines, the ratio, the starred best with fused, the median clock at the power cap (else while busy), one row per shape, round and
 # binary with BASE; an unknown shape name exits 2 and names it.
 src=$1
-fails=0
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
+. "$(dirname "$0")/script_test_lib.sh"
 mkdir -p "$dir/build" "$dir/base" "$dir/bin"
 # The stand-in prints a bench table as attntune does: cuDNN first, then the default's key row,
 # then (for --impl ...fused) a listed variant and the starred best. TFLOP/s: cuDNN 600 (or 1000
@@ -45,28 +43,22 @@ exec sleep 30
 EOS
 chmod +x "$dir/bin/nvidia-smi"
 run() { (cd "$src" && PATH="$dir/bin:$PATH" OUT="$dir/out" "$@" sh scripts/prefill_bench.sh "$dir/build" 2>&1); }
-expect() { # expect DESCRIPTION PATTERN TEXT
-  if printf '%s\n' "$3" | grep -Eq -- "$2"; then echo "ok: $1"; else
-    echo "FAIL: $1: no line matches '$2' in:"; printf '%s\n' "$3"; fails=$((fails + 1)); fi
-}
 out=$(run env SHAPES="bf16-d128;e4m3-d256" ROUNDS=1)
 expect "bf16 row: cuDNN, default, 1.10x, target 720, median clock" \
   '^bf16-d128 +1 +[^ ]*build/attntune +600\.0 +660\.0 +1\.10x +- +720 +1600 +fa3\.bf16\..*\.build$' "$out"
 expect "e4m3 row" '^e4m3-d256 +1 .* +1000\.0 +1100\.0 +1\.10x +- +1200 ' "$out"
-n=$(printf '%s\n' "$out" | grep -cE '^(bf16|e4m3)-')
-[ "$n" = 2 ] && echo "ok: one row per shape" || { echo "FAIL: $n rows, expected 2"; fails=$((fails + 1)); }
+count "one row per shape" '^(bf16|e4m3)-' "$out" 2
 out=$(run env SHAPES="bf16-d128" ROUNDS=1 LOW_POWER=1)
 expect "far from the power cap: the median clock while busy" '^bf16-d128 +1 .* +720 +1650 ' "$out"
 out=$(run env SHAPES="gqa-16k-causal" ROUNDS=2 BASE="$dir/base/attntune" IMPLS=cudnn,default,fused)
 expect "with fused: the starred best and its key" '^gqa-16k-causal +1 +[^ ]*base/attntune .* 777\.5 +- +1600 +fa3\.bf16\.best\.base$' "$out"
-n=$(printf '%s\n' "$out" | grep -cE '^gqa-16k-causal ')
-[ "$n" = 4 ] && echo "ok: two rounds of two binaries" || { echo "FAIL: $n rows, expected 4"; fails=$((fails + 1)); }
+count "two rounds of two binaries" '^gqa-16k-causal ' "$out" 4
 expect "BASE runs first in a round" 'base/attntune' "$(printf '%s\n' "$out" | grep -E '^gqa-16k-causal +2 ' | head -1)"
 out=$(run env SHAPES="bf16-d128;bf16-d128" ROUNDS=1 VARY=1)
 expect "a shape named twice: its first run's row" '^bf16-d128 +1 .* +661\.0 +1\.10x ' "$out"
 expect "and its second run's own" '^bf16-d128 +1 .* +662\.0 +1\.10x ' "$out"
 rm -f "$dir/out/.runs"
 out=$(run env SHAPES="bf16-d999"); rc=$?
-[ "$rc" = 2 ] && echo "ok: an unknown shape exits 2" || { echo "FAIL: an unknown shape exited $rc"; fails=$((fails + 1)); }
+same "an unknown shape exits 2" "$rc" 2
 expect "and names it" "unknown shape 'bf16-d999'" "$out"
-[ "$fails" = 0 ] || { echo "$fails failed"; exit 1; }
+finish
