@@ -156,7 +156,9 @@ static int parse_args(int argc, char **argv, gen_opts *o)
       head_dim_given = 1;
       break;
     case O_QH: if (!tn_parse_int("gen", "--q-heads", a, 1, 65535, &s->q_heads)) return TN_EXIT_USAGE; break;
-    case O_BATCH: if (!tn_parse_int("gen", "--batch", a, 1, 1 << 20, &s->batch)) return TN_EXIT_USAGE; break;
+    case O_BATCH: /* as bench parses it; at_shape_check bounds B with the other sizes below */
+      if (!tn_parse_int("gen", "--batch", a, 1, 1 << 30, &s->batch)) return TN_EXIT_USAGE;
+      break;
     case O_KVH:
       if (!tn_parse_int("gen", "--kv-heads", a, 1, 65535, &s->kv_heads)) return TN_EXIT_USAGE;
       o->kv_heads_given = 1;
