@@ -260,6 +260,13 @@
  *   v31 (FP8 D256 .vt): the row sums on the tensor cores too, as a second wgmma of n 8
  *       (FA3_PV_SUMS_APART: n 264 is past wgmma's 256). Predicted flat to +2% (MMA-bound);
  *       H100, B2 N16 8k: the default 128x128 .wspp.vt flat (1207 -> 1205), 128x96 +2.3%.
+ *   v32 (FP8 D256 .vt): linear P where the speculative max runs in two consumers (128x128
+ *       .wspp.vt, 128x96). H100, B2 N16 8k, two rounds against main in one call: the default
+ *       +2.2% (1199 -> 1225 mean), 128x96 +2.5%.
+ *   v33 (FP8 D64 .vt): linear P in the three-consumer tiles too, where the exponentials bound
+ *       the tile (1536 MUFU clocks against 768 of MMA at 192x128). H100, against main: the
+ *       default 192x128 .tw132 +6.6% at B2 N16 8k (675 -> 719), causal 8k +6.2% (598 -> 635);
+ *       causal B4 N8 1k -4.5% (200 -> 191; 128x128 there 213, unchanged).
  * Copies by cp.async and stores by threads are generic-proxy writes; wgmma reads shared memory
  * through the async proxy, hence fence.proxy.async before the barriers that publish them.
  */

@@ -336,6 +336,8 @@ static const fp8_case CASES[] = {
     {1, 200, 2000, 8, 2, 64, AT_DTYPE_E4M3, AT_MASK_NONE, 0, AT_DTYPE_BF16, V_BSHD, TU_KEYS_SPIKE},
     /* scores some 1e6 octaves apart: past linear P's reference range (the exact path takes them) */
     {1, 200, 2000, 8, 2, 128, AT_DTYPE_E4M3, AT_MASK_NONE, 0, AT_DTYPE_BF16, V_BSHD, TU_KEYS_HUGE},
+    /* the same at D 64, whose three-consumer tiles run linear P too (v33) */
+    {1, 200, 2000, 8, 2, 64, AT_DTYPE_E4M3, AT_MASK_NONE, 0, AT_DTYPE_BF16, V_BSHD, TU_KEYS_HUGE},
 };
 
 static void test_fp8_variants(void **state)

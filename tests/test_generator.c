@@ -567,15 +567,17 @@ static void test_fa3_linear_p(void **state)
       {"fa3.e4m3.d128.none.g1.bm192.bn96.w12.s2.ws.vt.obf16", -1},
       {"fa3.e4m3.d128.none.g1.bm128.bn224.w8.s2.ws.vt.obf16.lse", -1},
       {"fa3.e4m3.d128.none.g1.bm128.bn64.w8.s2.ws.obf16", -1},
-      {"fa3.e4m3.d256.none.g1.bm128.bn96.w8.s2.ws.vt.obf16", -1},
       {"fa3.bf16.d128.none.g1.bm192.bn80.w12.s2.ws", -1},
       {"fa3.e4m3.d128.none.g1.bm128.bn128.w8.s2.obf16", -1},
       /* D 64 (v30): its row sums on the tensor cores too */
       {"fa3.e4m3.d64.none.g1.bm128.bn128.w8.s2.ws.vt.obf16", 2},
-      {"fa3.e4m3.d64.none.g1.bm192.bn128.w12.s2.ws.vt.obf16", -1},
+      {"fa3.e4m3.d64.none.g1.bm192.bn128.w12.s2.ws.vt.obf16", 2}, /* three consumers too at D 64 (v33) */
       {"fa3.e4m3.d64.none.g1.bm128.bn128.w8.s2.ws.vt.obf16.lse", -1},
-      /* D 256 (v31): the sums on the tensor cores, P exact (speculative max and two consumers) */
-      {"fa3.e4m3.d256.none.g1.bm128.bn128.w8.s2.wspp.vt.obf16", -1},
+      /* D 256 (v32): the sums on the tensor cores (v31), and linear P where the speculative max
+       * runs in two consumers (.wspp at block_n 128, any kind below it) */
+      {"fa3.e4m3.d256.none.g1.bm128.bn128.w8.s2.wspp.vt.obf16", 2},
+      {"fa3.e4m3.d256.none.g1.bm128.bn96.w8.s2.ws.vt.obf16", 2},
+      {"fa3.e4m3.d256.none.g1.bm128.bn128.w8.s2.ws.vt.obf16", -1},
   };
   for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
     assert_int_equal(generated_define(cases[i].key, "FA3_LINP"), cases[i].linp);
