@@ -733,10 +733,10 @@ static int speculative_max(const gen_variant *v)
 /* Linear P (templates/fa3.cu, FA3_LINP, v20) for every second pair of S's n8 tiles: where P's
  * rows are summed by the tensor cores (ones_rows) and the speculative max runs, in tiles of two
  * consumers. Half measured faster than all or a third; three consumers (192x96) ran 3% slower
- * with it, over eight runs each (docs/perf.md "v20"). D 256 since v32 (its sums since v31; +2.2%
- * and +2.5% at 128x128 .wspp.vt and 128x96 on the H100); at D 64, where the exponentials bound
- * the tile (twice the MMAs' clocks), three consumers take it too (v33: +5 to +7% at 8k, causal
- * included; -4.5% at B4 N8 T=S=1024 causal). */
+ * with it, over eight runs each (docs/perf.md "v20"). D 256 since v32 (its sums since v31; on the
+ * H100 128x96 +2.5%, the default 128x128 .wspp.vt flat over four rounds); at D 64, where the
+ * exponentials bound the tile (twice the MMAs' clocks), three consumers take it too (v33: +5 to
+ * +7% at 8k, causal included; -4.5% at B4 N8 T=S=1024 causal). */
 static int linear_p(const gen_variant *v)
 {
   return ones_rows(v) && speculative_max(v) && (v->warps == 8 || v->spec.head_dim == 64) ? 2 : 0;

@@ -261,8 +261,8 @@
  *       (FA3_PV_SUMS_APART: n 264 is past wgmma's 256). Predicted flat to +2% (MMA-bound);
  *       H100, B2 N16 8k: the default 128x128 .wspp.vt flat (1207 -> 1205), 128x96 +2.3%.
  *   v32 (FP8 D256 .vt): linear P where the speculative max runs in two consumers (128x128
- *       .wspp.vt, 128x96). H100, B2 N16 8k, two rounds against main in one call: the default
- *       +2.2% (1199 -> 1225 mean), 128x96 +2.5%.
+ *       .wspp.vt, 128x96). H100, B2 N16 8k, against main in two calls of two rounds: the
+ *       default +2.2% then -1.4% (flat: 1233 -> 1237 over the four), 128x96 +2.5%.
  *   v33 (FP8 D64 .vt): linear P in the three-consumer tiles too, where the exponentials bound
  *       the tile (1536 MUFU clocks against 768 of MMA at 192x128). H100, against main: the
  *       default 192x128 .tw132 +6.6% at B2 N16 8k (675 -> 719), causal 8k +6.2% (598 -> 635);
