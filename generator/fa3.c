@@ -47,13 +47,13 @@ static int tile_row_bytes(const gen_variant *v) { return tile_cols(v) * elem_siz
 /* FP8 variants that transpose V in shared memory (all but .vt, whose V^T comes transposed). */
 static int transposes_v(const gen_variant *v) { return at_dtype_is_fp8(v->spec.dtype) && !v->vt; }
 
-/* FP8 .vt at D 64 (v30), 128 and 256 (v31) without lse sums P's rows on the tensor cores (FA3_ONES
- * in the template says why not with lse): each V^T stage holds 8 rows of ones after its D rows,
- * and P V is 8 columns wider; at D 256, past wgmma's n 256, as a second wgmma of n 8. */
+/* FP8 .vt (head dims 64 since v30, 128, and 256 since v31: check_ws_tiles) without lse sums P's
+ * rows on the tensor cores (FA3_ONES in the template says why not with lse): each V^T stage holds
+ * 8 rows of ones after its D rows, and P V is 8 columns wider; at D 256, past wgmma's n 256, as a
+ * second wgmma of n 8. */
 static int ones_rows(const gen_variant *v)
 {
-  const int d = v->spec.head_dim;
-  return at_dtype_is_fp8(v->spec.dtype) && v->vt && (d == 64 || d == 128 || d == 256) && !v->spec.with_lse ? 8 : 0;
+  return at_dtype_is_fp8(v->spec.dtype) && v->vt && !v->spec.with_lse ? 8 : 0;
 }
 
 /* Mirrors FA3_SMEM_BYTES: 1 KB to align the tiles, Q, STAGES x (K, V; V with its ones rows), two

@@ -299,12 +299,13 @@ static constexpr int FA3_NT = FA3_BN / 8; /* n8 tiles of S per warp */
 #ifndef FA3_VT_PRE
 #define FA3_VT_PRE 0 /* FP8 warp-specialized: V^T from the scratch (the V^T-ahead section below) */
 #endif
-/* Row sums by the tensor cores (v16; FP8 V^T ahead at D 128, at D 64 since v30 and D 256 since
- * v31): each V^T stage holds 8 rows of ones after its D rows, P V runs n = D + 8, and O's last n8
- * tile is P's row sum (every column of it, summed over the keys by the MMA). The softmax adds
- * nothing up, and O's rescale scales the sum too. Variants that write the lse keep the adds: these sums are of P as rounded to FP8, whose noise put
+/* Row sums by the tensor cores (v16; FP8 V^T ahead, whose head dims are 64, 128 and 256: at D 128,
+ * at D 64 since v30 and D 256 since v31): each V^T stage holds 8 rows of ones after its D rows,
+ * P V runs n = D + 8, and O's last n8 tile is P's row sum (every column of it, summed over the
+ * keys by the MMA). The softmax adds nothing up, and O's rescale scales the sum too. Variants
+ * that write the lse keep the adds: these sums are of P as rounded to FP8, whose noise put
  * test_fp8_gpu's lse (S 45) at 1.06e-3 relative error, against 4e-6 from the exact sums. */
-#define FA3_ONES (FA3_VT_PRE && (FA3_HEAD_DIM == 64 || FA3_HEAD_DIM == 128 || FA3_HEAD_DIM == 256) && !FA3_LSE)
+#define FA3_ONES (FA3_VT_PRE && !FA3_LSE)
 static constexpr int FA3_ONES_ROWS = FA3_ONES ? 8 : 0;
 /* D 256 (v31): n would be 264, past wgmma's 256, so the sums are a second wgmma of n 8 over the
  * ones rows (fa3_mma_pv_sums, generated beside fa3_mma_pv), into O's last n8 tile. */
