@@ -1,4 +1,4 @@
-// hbm_read_probe.cu — the ceiling a split-KV decode call streams against: how long a plain kernel
+// hbm_read_probe.cu — a floor to read a split-KV decode call's time against: how long a plain kernel
 // takes to read B bytes from HBM with C CTAs (one contiguous slice each, as a decode split reads
 // its keys), timed as attntune's bench times a call (a CUDA graph of 20 launches, each on its own
 // window of a buffer several times the L2, replayed), and how evenly the CTAs finish: each CTA
@@ -7,8 +7,8 @@
 //   nvcc -O3 -arch=sm_90a -o hbm_read_probe scripts/hbm_read_probe.cu && ./hbm_read_probe
 //
 // Rows: bytes (the K/V of #15's shapes: B1 S4k Nkv8 16.8 MB, B8 T16 S4k Nkv4 67 MB, B8 S16k Nkv4
-// 268 MB, B8 S16k Nkv8 537 MB), CTAs (64, 128, 132; 256 threads, 64 KB of loads in flight a
-// CTA), the time per launch in graph replay and its rate, and per CTA (one launch, globaltimer's
+// 268 MB, B8 S16k Nkv8 537 MB), CTAs (64, 128, 132) of 256 or 512 threads (64 or 128 KB of
+// loads in flight a CTA), the time per launch in graph replay and its rate, and per CTA (one launch, globaltimer's
 // ns ticks) the latest start, the earliest, mean and latest end, from the first start.
 #include <cuda_runtime.h>
 #include <stdio.h>
@@ -41,8 +41,8 @@ __device__ __forceinline__ int4 load_stream(const int4 *p)
   return v;
 }
 
-// CTA c reads int4s [c * per_cta, (c + 1) * per_cta) of src; the xor of all words goes to sink
-// (never equal to the poison the host checks, in practice) so the loads are kept.
+// CTA c reads int4s [c * per_cta, (c + 1) * per_cta) of src. The xor of the words is stored only
+// if it equals a value the 0x5a fill never gives, so that the compiler keeps the loads.
 template <int THREADS>
 __global__ void __launch_bounds__(THREADS) stream_read(const int4 *__restrict__ src, long long per_cta,
                                                        int *__restrict__ sink, unsigned long long *__restrict__ times)
