@@ -267,6 +267,13 @@
  *       the tile (1536 MUFU clocks against 768 of MMA at 192x128). H100, against main: the
  *       default 192x128 .tw132 +6.6% at B2 N16 8k (675 -> 719), causal 8k +6.2% (598 -> 635);
  *       causal B4 N8 1k -4.5% (200 -> 191; 128x128 there 213, unchanged).
+ *   v35 (16-bit, FA3_SPEC): the speculative check is bit 30 of the OR of P's words (every P
+ *       below 2) where a max compared every score: in bf16 D128 192x80's loop the path from S's
+ *       wait to the vote goes 218 -> 199 instructions (40 FMNMX out, 22 LOP3 in); a row past
+ *       its reference is bounded by the OR read as a float (within 2x of its largest P). The
+ *       OR is taken in PTX (fa3_or_bits): a C bit cast of S made ptxas serialize the wgmmas.
+ *       Predicted +0-2% at #14's 16-bit shapes (issue is 40% busy there: the chain, not the
+ *       count, bounds the tile). Not yet run on a GPU.
  * Copies by cp.async and stores by threads are generic-proxy writes; wgmma reads shared memory
  * through the async proxy, hence fence.proxy.async before the barriers that publish them.
  */
@@ -349,8 +356,9 @@ static constexpr bool FA3_CAUSAL = FA3_MASK != AT_MASK_NONE;
  * tile on, the exponentials use the row's reference max as it stands, with no wait for the
  * tile's own max. The reference sits FA3_SPEC_HEADROOM (log2 units) above the largest score
  * seen, so P of a later tile may exceed P of that score by 2^headroom before it would pass 2^L
- * (FP8: 448, e4m3's largest value; 16-bit: 1). The tile's max is then taken from P, under the
- * exponentials, and checked: where P stays <= 2^L in every row of the warp (nearly every tile),
+ * (FP8: 448, e4m3's largest value; 16-bit: 1, since v35 anything below 2). The tile's max is
+ * then taken from P, under the exponentials (16-bit: an OR of P's words, v35), and checked:
+ * where P stays <= 2^L in every row of the warp (nearly every tile),
  * alpha is 1 and nothing else runs. Else the rows past it scale their P down and move their
  * reference (fa3_softmax_spec), and only where P overflowed (a score 2^100 above the reference)
  * does the warp recompute S from shared memory and take the exact path; so the K tile and Q
@@ -694,6 +702,17 @@ __device__ __forceinline__ void fa3_softmax(float (*s)[4], float *row_max, float
         for (int e = 0; e < 4; e++) s[nt][e] = fa3_code_of(s[nt][e]);
 }
 
+/* bits | the words of a and b. In PTX, not by __float_as_uint: a bit cast of S's registers (wgmma
+ * accumulators) turns them into integer registers for NVVM, and ptxas then serializes the
+ * kernel's wgmmas (C7514), even where the cast is dead code. */
+__device__ __forceinline__ unsigned fa3_or_bits(unsigned bits, float a, float b)
+{
+  asm("{\n .reg .b32 ta, tb;\n mov.b32 ta, %1;\n mov.b32 tb, %2;\n or.b32 %0, %0, ta;\n or.b32 %0, %0, tb;\n}\n"
+      : "+r"(bits)
+      : "f"(a), "f"(b));
+  return bits;
+}
+
 /* FA3_SPEC's softmax of a tile after the first: P from the reference as it stands, then the
  * check (the header's "Speculative row max"). Returns true where the warp must recompute S and
  * take the exact path, with row_max and row_sum as they were. */
@@ -702,7 +721,15 @@ __device__ __forceinline__ bool fa3_softmax_spec(float (*s)[4], float *row_max, 
 {
   constexpr float P_LIMIT = FA3_FP8 ? 448.f : 1.f; /* 2^L */
   constexpr float Z_LIMIT = FA3_LIN_MAGIC + FA3_LIN_MAX_CODE * 0.125f;
+  /* 16-bit (v35): the check is one bit of the OR of P's words, where a max took a compare per
+   * score. A non-negative float is below 2 exactly where bit 30 (the exponent's top bit) is clear,
+   * and an OR has a bit set where any operand has it, so the tile passes iff every P < 2 (inf
+   * and NaN have the bit); the 3-input LOP3 folds two scores an instruction against FMNMX's one.
+   * So 16-bit P may reach 2 (one octave more of the headroom spent; P's range is unharmed). FP8
+   * keeps the max: 448 is no single bit. */
+  constexpr bool BITS = !FA3_FP8;
   float sum[2] = {0.f, 0.f}, pmax[2], zmax[2] = {AT_NEG_INF, AT_NEG_INF}, m_shift[2], c_lin[2];
+  unsigned p_bits_of[2] = {0u, 0u};
   /* The exponent's offset, recomputed from row_max (two instructions a tile) rather than kept
    * across the loop (two registers, which the tiles at the register budget cannot spare). A row
    * that has seen no key (-inf) gets a finite one, so its masked scores still give 0. FA3_LINP:
@@ -732,18 +759,24 @@ __device__ __forceinline__ bool fa3_softmax_spec(float (*s)[4], float *row_max, 
       s[nt][2 * half] = at_exp2(fmaf(s[nt][2 * half], scale_log2, -m_shift[half]));
       s[nt][2 * half + 1] = at_exp2(fmaf(s[nt][2 * half + 1], scale_log2, -m_shift[half]));
       if (!FA3_ONES) sum[half] += s[nt][2 * half] + s[nt][2 * half + 1];
+      if (BITS) p_bits_of[half] = fa3_or_bits(p_bits_of[half], s[nt][2 * half], s[nt][2 * half + 1]);
     }
-    pmax[half] = fa3_row_max<FA3_LINP ? 2 : 0>(s, half);
+    if (!BITS) pmax[half] = fa3_row_max<FA3_LINP ? 2 : 0>(s, half);
     if (FA3_LINP) zmax[half] = fa3_row_max<1>(s, half);
   }
   const bool codes_fit = !FA3_LINP || (zmax[0] <= Z_LIMIT && zmax[1] <= Z_LIMIT);
-  if (__all_sync(0xffffffffu, pmax[0] <= P_LIMIT && pmax[1] <= P_LIMIT && codes_fit)) {
+  const bool p_fit = BITS ? ((p_bits_of[0] | p_bits_of[1]) & 0x40000000u) == 0u : pmax[0] <= P_LIMIT && pmax[1] <= P_LIMIT;
+  if (__all_sync(0xffffffffu, p_fit && codes_fit)) {
     alpha[0] = alpha[1] = 1.f;
     if (!FA3_ONES) row_sum[0] += sum[0], row_sum[1] += sum[1];
     return false;
   }
-  /* Some row of the warp passed its reference: the rows' maxes over their quads. */
+  /* Some row of the warp passed its reference: the rows' maxes over their quads. 16-bit: as
+   * unsigned words an OR is at least the largest operand and below twice its power of two, so
+   * the OR read as a float bounds the row's largest P within a factor 2; the bound, not a max
+   * over S's registers here (reads of them on this path made ptxas serialize the wgmmas). */
   float pm[2], zm[2] = {AT_NEG_INF, AT_NEG_INF};
+  if (BITS) pmax[0] = __uint_as_float(p_bits_of[0]), pmax[1] = __uint_as_float(p_bits_of[1]);
   pm[0] = at_quad_max(pmax[0]), pm[1] = at_quad_max(pmax[1]);
   if (FA3_LINP) zm[0] = at_quad_max(zmax[0]), zm[1] = at_quad_max(zmax[1]);
   /* Past 2^100 (or inf, or NaN) the factor below would underflow, or P lost its scores. */
@@ -764,7 +797,8 @@ __device__ __forceinline__ bool fa3_softmax_spec(float (*s)[4], float *row_max, 
     const bool past = pm[half] > P_LIMIT || zm[half] > Z_LIMIT;
     const float d = past ? 0.125f * rintf(8.f * ((FA3_P_LOG2_SCALE - FA3_SPEC_HEADROOM) - lp)) : 0.f;
 #else
-    const float d = pm[half] > P_LIMIT ? (FA3_P_LOG2_SCALE - FA3_SPEC_HEADROOM) - at_log2(pm[half]) : 0.f;
+    const bool past = BITS ? pm[half] >= 2.f : pm[half] > P_LIMIT;
+    const float d = past ? (FA3_P_LOG2_SCALE - FA3_SPEC_HEADROOM) - at_log2(pm[half]) : 0.f;
 #endif
     const float f = at_exp2(d);
 #pragma unroll
