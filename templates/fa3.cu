@@ -269,9 +269,8 @@
  *       causal B4 N8 1k -4.5% (200 -> 191; 128x128 there 213, unchanged).
  *   v35 (16-bit, FA3_SPEC): the speculative check is bit 30 of the OR of P's words (every P
  *       below 2) where a max compared every score: in bf16 D128 192x80's loop the path from S's
- *       wait to the vote goes 218 -> 199 instructions (40 FMNMX out, 22 LOP3 in); a row past
- *       its reference is bounded by the OR read as a float (within 2x of its largest P). The
- *       OR is taken in PTX (fa3_or_bits): a C bit cast of S made ptxas serialize the wgmmas.
+ *       wait to the vote goes 218 -> 199 instructions (40 FMNMX out, 22 LOP3 in); the rows'
+ *       maxes are taken only where the check fails. The OR is taken in PTX (fa3_or_bits): a C bit cast of S made ptxas serialize the wgmmas.
  *       Predicted +0-2% at #14's 16-bit shapes (issue is 40% busy there: the chain, not the
  *       count, bounds the tile). Not yet run on a GPU.
  * Copies by cp.async and stores by threads are generic-proxy writes; wgmma reads shared memory
@@ -729,7 +728,7 @@ __device__ __forceinline__ bool fa3_softmax_spec(float (*s)[4], float *row_max, 
    * keeps the max: 448 is no single bit. */
   constexpr bool BITS = !FA3_FP8;
   float sum[2] = {0.f, 0.f}, pmax[2], zmax[2] = {AT_NEG_INF, AT_NEG_INF}, m_shift[2], c_lin[2];
-  unsigned p_bits_of[2] = {0u, 0u};
+  unsigned p_bits = 0u;
   /* The exponent's offset, recomputed from row_max (two instructions a tile) rather than kept
    * across the loop (two registers, which the tiles at the register budget cannot spare). A row
    * that has seen no key (-inf) gets a finite one, so its masked scores still give 0. FA3_LINP:
@@ -759,24 +758,22 @@ __device__ __forceinline__ bool fa3_softmax_spec(float (*s)[4], float *row_max, 
       s[nt][2 * half] = at_exp2(fmaf(s[nt][2 * half], scale_log2, -m_shift[half]));
       s[nt][2 * half + 1] = at_exp2(fmaf(s[nt][2 * half + 1], scale_log2, -m_shift[half]));
       if (!FA3_ONES) sum[half] += s[nt][2 * half] + s[nt][2 * half + 1];
-      if (BITS) p_bits_of[half] = fa3_or_bits(p_bits_of[half], s[nt][2 * half], s[nt][2 * half + 1]);
+      if (BITS) p_bits = fa3_or_bits(p_bits, s[nt][2 * half], s[nt][2 * half + 1]);
     }
     if (!BITS) pmax[half] = fa3_row_max<FA3_LINP ? 2 : 0>(s, half);
     if (FA3_LINP) zmax[half] = fa3_row_max<1>(s, half);
   }
   const bool codes_fit = !FA3_LINP || (zmax[0] <= Z_LIMIT && zmax[1] <= Z_LIMIT);
-  const bool p_fit = BITS ? ((p_bits_of[0] | p_bits_of[1]) & 0x40000000u) == 0u : pmax[0] <= P_LIMIT && pmax[1] <= P_LIMIT;
+  const bool p_fit = BITS ? (p_bits & 0x40000000u) == 0u : pmax[0] <= P_LIMIT && pmax[1] <= P_LIMIT;
   if (__all_sync(0xffffffffu, p_fit && codes_fit)) {
     alpha[0] = alpha[1] = 1.f;
     if (!FA3_ONES) row_sum[0] += sum[0], row_sum[1] += sum[1];
     return false;
   }
-  /* Some row of the warp passed its reference: the rows' maxes over their quads. 16-bit: as
-   * unsigned words an OR is at least the largest operand and below twice its power of two, so
-   * the OR read as a float bounds the row's largest P within a factor 2; the bound, not a max
-   * over S's registers here (reads of them on this path made ptxas serialize the wgmmas). */
+  /* Some row of the warp passed its reference: the rows' maxes over their quads (16-bit: taken
+   * here, off the common path; the OR's bits bound no float, 0x80 | 0x7f being 0xff). */
   float pm[2], zm[2] = {AT_NEG_INF, AT_NEG_INF};
-  if (BITS) pmax[0] = __uint_as_float(p_bits_of[0]), pmax[1] = __uint_as_float(p_bits_of[1]);
+  if (BITS) pmax[0] = fa3_row_max(s, 0), pmax[1] = fa3_row_max(s, 1);
   pm[0] = at_quad_max(pmax[0]), pm[1] = at_quad_max(pmax[1]);
   if (FA3_LINP) zm[0] = at_quad_max(zmax[0]), zm[1] = at_quad_max(zmax[1]);
   /* Past 2^100 (or inf, or NaN) the factor below would underflow, or P lost its scores. */
