@@ -272,7 +272,12 @@
  *       wait to the vote goes 218 -> 199 instructions (40 FMNMX out, 22 LOP3 in); the rows'
  *       maxes are taken only where the check fails. The OR is taken in PTX (fa3_or_bits): a C bit cast of S made ptxas serialize the wgmmas.
  *       Predicted +0-2% at #14's 16-bit shapes (issue is 40% busy there: the chain, not the
- *       count, bounds the tile). Not yet run on a GPU.
+ *       count, bounds the tile). H100, B2 N16 8k, a first build against main (two rounds):
+ *       D128 +2.7%, D256 +0.6%, D64 +4.4%, causal D128 -2.7%, inside the rounds' spread (cuDNN
+ *       moved -2.8% to +1.2%). That build bounded a failing row's max by the OR read as a float
+ *       (wrong: 0x80 | 0x7f is 0xff), and test_fa2_gpu's f16 causal-br lse case went non-finite;
+ *       this one takes the maxes from P there, and waits for test_fa2_gpu (docs/perf.md,
+ *       "Thirty-first session").
  * Copies by cp.async and stores by threads are generic-proxy writes; wgmma reads shared memory
  * through the async proxy, hence fence.proxy.async before the barriers that publish them.
  */
