@@ -270,14 +270,18 @@
  *   v35 (16-bit, FA3_SPEC): the speculative check is bit 30 of the OR of P's words (every P
  *       below 2) where a max compared every score: in bf16 D128 192x80's loop the path from S's
  *       wait to the vote goes 218 -> 199 instructions (40 FMNMX out, 22 LOP3 in); the rows'
- *       maxes are taken only where the check fails. The OR is taken in PTX (fa3_or_bits): a C bit cast of S made ptxas serialize the wgmmas.
+ *       maxes are taken only where the check fails. The OR is taken in PTX (fa3_or_bits): a C
+ *       bit cast of S made ptxas serialize the wgmmas.
  *       Predicted +0-2% at #14's 16-bit shapes (issue is 40% busy there: the chain, not the
  *       count, bounds the tile). H100, B2 N16 8k, a first build against main (two rounds):
  *       D128 +2.7%, D256 +0.6%, D64 +4.4%, causal D128 -2.7%, inside the rounds' spread (cuDNN
  *       moved -2.8% to +1.2%). That build bounded a failing row's max by the OR read as a float
  *       (wrong: 0x80 | 0x7f is 0xff), and test_fa2_gpu's f16 causal-br lse case went non-finite;
- *       this one takes the maxes from P there, and waits for test_fa2_gpu (docs/perf.md,
- *       "Thirty-first session").
+ *       this one takes the maxes from P there. H200 (test_fa2_gpu and test_fp8_gpu pass; three
+ *       rounds against main, same inputs): D128 .tw132 673 -> 686 (+2.0%, cuDNN +0.0%), D256
+ *       700 -> 707 (+1.0%, cuDNN +0.1%), D64 527 -> 531 (+0.7%, cuDNN +0.5%), causal D128
+ *       604 -> 637 (+5.5%, cuDNN -2.9%: that row's clocks moved; docs/perf.md, "Thirty-second
+ *       session").
  * Copies by cp.async and stores by threads are generic-proxy writes; wgmma reads shared memory
  * through the async proxy, hence fence.proxy.async before the barriers that publish them.
  */
