@@ -353,6 +353,14 @@
  *      H200 tune of configs/decode.yaml the half won 13 of the 16 bf16 T=1 shapes (B1 S4k with
  *      this tile: sp8 7.7 against sp16 8.0 us, two rounds; H100: 9.3 against 9.6). Not yet
  *      measured as the default against the one before in one bench (docs/perf.md).
+ *   Tried after 29, not kept: .wg's splits merged in a cluster (.cl.wg: partials into the CTA's
+ *      K/V ring after a named barrier of the consumers, merged through distributed shared memory
+ *      as the kernel above does; branch decode-wg-cluster). Predicted: the T16 128-row call's
+ *      fp32 partials (12.5% of the K/V bytes at S4k) and the combine's place after the grid gone.
+ *      Measured (H200, B8 T16 S4k causal-br GQA 8, two rounds): 16 tokens a CTA, 2 splits: 36.8
+ *      us against 36.1 with the combine kernel (the default, 4 splits: 26.6); 8 tokens a CTA, 2
+ *      splits (128 CTAs, 64 clusters): 32.6-33.7 against 27.5-28.4 with the combine; GQA 4 T16
+ *      S4k 38.5 against 38.9 (noise). docs/perf.md, "Thirty-second session".
  *   Tried after 18, not kept: the widening's loads of a tile pair all issued before its stores:
  *      9% slower (GQA 8 T8 S64k .wg 176.0 -> 192.2 us).
  *   Tried after 17, not kept: at 64 rows, tile t+1's Q K^T issued right after tile t's P is
