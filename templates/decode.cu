@@ -361,6 +361,10 @@
  *      us against 36.1 with the combine kernel (the default, 4 splits: 26.6); 8 tokens a CTA, 2
  *      splits (128 CTAs, 64 clusters): 32.6-33.7 against 27.5-28.4 with the combine; GQA 4 T16
  *      S4k 38.5 against 38.9 (noise). docs/perf.md, "Thirty-second session".
+ *   Tried after 29, not kept: .wg's partials stored in the output dtype, 16 bits, half the bytes
+ *      (branch decode-part-bf16). H100, B8 T16 GQA 8 causal-br, main against it, same run: S4k
+ *      1.95-1.96 TB/s either way (three rounds), S1k 1.12 -> 1.00-1.02 (two rounds); O's error
+ *      2.34e-3 -> 2.88e-3. ncu (caches as they are) at S4k: split kernel 33-36 us, combine 4.4.
  *   Tried after 18, not kept: the widening's loads of a tile pair all issued before its stores:
  *      9% slower (GQA 8 T8 S64k .wg 176.0 -> 192.2 us).
  *   Tried after 17, not kept: at 64 rows, tile t+1's Q K^T issued right after tile t's P is
