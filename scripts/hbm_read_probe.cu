@@ -105,53 +105,53 @@ int main(void)
   for (double mb : sizes_mb)
     for (int c : ctas)
       for (int threads : {256, 512}) {
-      const long long per_cta = (long long)(mb * 1e6 / 16) / c; /* int4s a CTA */
-      const size_t bytes = (size_t)per_cta * c * 16;
-      const int windows = (int)(pool_bytes / bytes) < launches ? (int)(pool_bytes / bytes) : launches;
-      if (windows < 2 || (double)bytes * windows < 2.0 * l2) {
-        printf("%9.1f %5d %4d  (the pool holds %d windows: under twice the L2)\n", mb, c, threads, windows);
-        continue;
-      }
-      cudaGraph_t g;
-      cudaGraphExec_t ge;
-      CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
-      for (int i = 0; i < launches; i++)
-        launch(threads, c, st, pool + (size_t)(i % windows) * per_cta * c, per_cta, sink, nullptr);
-      CHECK(cudaStreamEndCapture(st, &g));
-      CHECK(cudaGraphInstantiate(&ge, g, 0));
-      CHECK(cudaGraphLaunch(ge, st)); /* warm-up */
-      CHECK(cudaEventRecord(e0, st));
-      for (int r = 0; r < replays; r++) CHECK(cudaGraphLaunch(ge, st));
-      CHECK(cudaEventRecord(e1, st));
-      CHECK(cudaEventSynchronize(e1));
-      float ms = 0.f;
-      CHECK(cudaEventElapsedTime(&ms, e0, e1));
-      const double us = ms * 1e3 / (replays * launches);
+        const long long per_cta = (long long)(mb * 1e6 / 16) / c; /* int4s a CTA */
+        const size_t bytes = (size_t)per_cta * c * 16;
+        const int windows = (int)(pool_bytes / bytes) < launches ? (int)(pool_bytes / bytes) : launches;
+        if (windows < 2 || (double)bytes * windows < 2.0 * l2) {
+          printf("%9.1f %5d %4d  (the pool holds %d windows: under twice the L2)\n", mb, c, threads, windows);
+          continue;
+        }
+        cudaGraph_t g;
+        cudaGraphExec_t ge;
+        CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
+        for (int i = 0; i < launches; i++)
+          launch(threads, c, st, pool + (size_t)(i % windows) * per_cta * c, per_cta, sink, nullptr);
+        CHECK(cudaStreamEndCapture(st, &g));
+        CHECK(cudaGraphInstantiate(&ge, g, 0));
+        CHECK(cudaGraphLaunch(ge, st)); /* warm-up */
+        CHECK(cudaEventRecord(e0, st));
+        for (int r = 0; r < replays; r++) CHECK(cudaGraphLaunch(ge, st));
+        CHECK(cudaEventRecord(e1, st));
+        CHECK(cudaEventSynchronize(e1));
+        float ms = 0.f;
+        CHECK(cudaEventElapsedTime(&ms, e0, e1));
+        const double us = ms * 1e3 / (replays * launches);
 
-      /* one more launch, on a window the last replay did not read, with the CTAs' clocks */
-      launch(threads, c, st, pool + (size_t)((launches + 1) % windows) * per_cta * c, per_cta, sink, times);
-      CHECK(cudaGetLastError());
-      CHECK(cudaStreamSynchronize(st));
-      unsigned long long h[2 * 1024];
-      CHECK(cudaMemcpy(h, times, 2 * c * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
-      unsigned long long first_start = ~0ull, last_start = 0, first_end = ~0ull, last_end = 0;
-      double sum_end = 0;
-      for (int i = 0; i < c; i++) {
-        if (h[2 * i] < first_start) first_start = h[2 * i];
-        if (h[2 * i] > last_start) last_start = h[2 * i];
+        /* one more launch, on a window the last replay did not read, with the CTAs' clocks */
+        launch(threads, c, st, pool + (size_t)((launches + 1) % windows) * per_cta * c, per_cta, sink, times);
+        CHECK(cudaGetLastError());
+        CHECK(cudaStreamSynchronize(st));
+        unsigned long long h[2 * 1024];
+        CHECK(cudaMemcpy(h, times, 2 * c * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
+        unsigned long long first_start = ~0ull, last_start = 0, first_end = ~0ull, last_end = 0;
+        double sum_end = 0;
+        for (int i = 0; i < c; i++) {
+          if (h[2 * i] < first_start) first_start = h[2 * i];
+          if (h[2 * i] > last_start) last_start = h[2 * i];
+        }
+        for (int i = 0; i < c; i++) {
+          const unsigned long long e = h[2 * i + 1];
+          if (e < first_end) first_end = e;
+          if (e > last_end) last_end = e;
+          sum_end += (double)(e - first_start);
+        }
+        printf("%9.1f %5d %4d %10.2f %8.2f %10.2fus %10.2fus %10.2fus %10.2fus\n", bytes / 1e6, c, threads, us, bytes / us / 1e6,
+               (last_start - first_start) / 1e3, (first_end - first_start) / 1e3, sum_end / c / 1e3,
+               (last_end - first_start) / 1e3);
+        CHECK(cudaGraphExecDestroy(ge));
+        CHECK(cudaGraphDestroy(g));
       }
-      for (int i = 0; i < c; i++) {
-        const unsigned long long e = h[2 * i + 1];
-        if (e < first_end) first_end = e;
-        if (e > last_end) last_end = e;
-        sum_end += (double)(e - first_start);
-      }
-      printf("%9.1f %5d %4d %10.2f %8.2f %10.2fus %10.2fus %10.2fus %10.2fus\n", bytes / 1e6, c, threads, us, bytes / us / 1e6,
-             (last_start - first_start) / 1e3, (first_end - first_start) / 1e3, sum_end / c / 1e3,
-             (last_end - first_start) / 1e3);
-      CHECK(cudaGraphExecDestroy(ge));
-      CHECK(cudaGraphDestroy(g));
-    }
   CHECK(cudaFree(pool));
   CHECK(cudaFree(sink));
   CHECK(cudaFree(times));

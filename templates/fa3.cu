@@ -364,9 +364,9 @@ static constexpr bool FA3_CAUSAL = FA3_MASK != AT_MASK_NONE;
  * tile on, the exponentials use the row's reference max as it stands, with no wait for the
  * tile's own max. The reference sits FA3_SPEC_HEADROOM (log2 units) above the largest score
  * seen, so P of a later tile may exceed P of that score by 2^headroom before it would pass 2^L
- * (FP8: 448, e4m3's largest value; 16-bit: 1, since v35 anything below 2). The tile's max is
- * then taken from P, under the exponentials (16-bit: an OR of P's words, v35), and checked:
- * where P stays <= 2^L in every row of the warp (nearly every tile),
+ * (FP8: 448, e4m3's largest value; 16-bit: 2, P staying below it, since v35; 1 before). The
+ * tile's max is then taken from P, under the exponentials (16-bit: an OR of P's words, v35), and
+ * checked: where P stays within 2^L in every row of the warp (nearly every tile),
  * alpha is 1 and nothing else runs. Else the rows past it scale their P down and move their
  * reference (fa3_softmax_spec), and only where P overflowed (a score 2^100 above the reference)
  * does the warp recompute S from shared memory and take the exact path; so the K tile and Q
@@ -727,7 +727,8 @@ __device__ __forceinline__ unsigned fa3_or_bits(unsigned bits, float a, float b)
 __device__ __forceinline__ bool fa3_softmax_spec(float (*s)[4], float *row_max, float *row_sum, float *alpha,
                                                  float scale_log2)
 {
-  constexpr float P_LIMIT = FA3_FP8 ? 448.f : 1.f; /* 2^L */
+  /* 2^L: FP8 passes P <= 448; 16-bit (v35) P < 2, below */
+  constexpr float P_LIMIT = FA3_FP8 ? 448.f : 2.f;
   constexpr float Z_LIMIT = FA3_LIN_MAGIC + FA3_LIN_MAX_CODE * 0.125f;
   /* 16-bit (v35): the check is one bit of the OR of P's words, where a max took a compare per
    * score. A non-negative float is below 2 exactly where bit 30 (the exponent's top bit) is clear,
@@ -773,6 +774,7 @@ __device__ __forceinline__ bool fa3_softmax_spec(float (*s)[4], float *row_max, 
     if (FA3_LINP) zmax[half] = fa3_row_max<1>(s, half);
   }
   const bool codes_fit = !FA3_LINP || (zmax[0] <= Z_LIMIT && zmax[1] <= Z_LIMIT);
+  static_assert(!BITS || P_LIMIT == 2.f, "bit 30 is clear exactly below 2");
   const bool p_fit = BITS ? (p_bits & 0x40000000u) == 0u : pmax[0] <= P_LIMIT && pmax[1] <= P_LIMIT;
   if (__all_sync(0xffffffffu, p_fit && codes_fit)) {
     alpha[0] = alpha[1] = 1.f;
@@ -803,7 +805,7 @@ __device__ __forceinline__ bool fa3_softmax_spec(float (*s)[4], float *row_max, 
     const bool past = pm[half] > P_LIMIT || zm[half] > Z_LIMIT;
     const float d = past ? 0.125f * rintf(8.f * ((FA3_P_LOG2_SCALE - FA3_SPEC_HEADROOM) - lp)) : 0.f;
 #else
-    const bool past = BITS ? pm[half] >= 2.f : pm[half] > P_LIMIT;
+    const bool past = BITS ? pm[half] >= P_LIMIT : pm[half] > P_LIMIT;
     const float d = past ? (FA3_P_LOG2_SCALE - FA3_SPEC_HEADROOM) - at_log2(pm[half]) : 0.f;
 #endif
     const float f = at_exp2(d);
