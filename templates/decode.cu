@@ -353,13 +353,15 @@
  *      H200 tune of configs/decode.yaml the half won 13 of the 16 bf16 T=1 shapes (B1 S4k with
  *      this tile: sp8 7.7 against sp16 8.0 us, two rounds; H100: 9.3 against 9.6). Not yet
  *      measured as the default against the one before in one bench (docs/perf.md).
- *   30. (branch decode-wg-vfull; compiled, 0 spills, not yet run on a GPU) 16-bit .wg: K and V of a
+ *   30. (branch decode-wg-vfull) 16-bit .wg: K and V of a
  *      stage on mbarriers of their own (DEC_WG_VFULL): Q K^T of tile t waits for K alone, P V of
  *      tile t-1 (issued in iteration t) for that V. SASS, B8 T16 GQA 8 bn64 s4: 2168 -> 2208
  *      instructions, 148 registers (150), the exponentials under P V unchanged (34 of 42).
  *      Counted (B8 T16 S4k GQA 8, H200): the first Q K^T of a CTA waits for 16 KB, not 32 (~0.5
  *      us at a CTA's 32 GB/s share), and the last tile's Q K^T and softmax run while its V lands
- *      (~0.5 us). Predicted: 0-4% at S4k (26.6 us), nothing at S64k (HBM-bound).
+ *      (~0.5 us). Predicted: 0-4% at S4k (26.6 us), nothing at S64k (HBM-bound). The first build
+ *      hung on the H100 (call 112): the P V of nothing waited for parity 1 of a fresh V barrier,
+ *      which passes only until tile 0's V lands; it now waits on tile 0's K barrier (phase 0).
  *   Tried after 29, not kept: .wg's splits merged in a cluster (.cl.wg: partials into the CTA's
  *      K/V ring after a named barrier of the consumers, merged through distributed shared memory
  *      as the kernel above does; branch decode-wg-cluster). Predicted: the T16 128-row call's
@@ -2363,9 +2365,13 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
   int stage = turn, stage_prev = turn; /* the first P V (of nothing) reads a landed stage */
   unsigned phase = 0;
   /* DEC_WG_VFULL: the phase of stage_prev's V. The P V of nothing reads Q where Q's rows fill a V
-   * tile: its wait passes at once (parity 1 of a fresh barrier); else it waits for tile 0's V. */
+   * tile, and its wait is on tile 0's K barrier, phase 0, which this thread has just seen complete
+   * and which cannot move on before this CTA releases the stage: it passes at once. (A wait for
+   * parity 1 of the fresh V barrier passed only while tile 0's V had not yet landed; once it had,
+   * it waited for tile STAGES's V, which needs this stage released: the first build hung.) Else
+   * the wait is for tile 0's V. */
   constexpr bool DUMMY_Q = DEC_WG_VFULL && DEC_WG_ROWS >= DEC_BN;
-  unsigned phase_prev = DUMMY_Q ? 1u : 0u;
+  unsigned phase_prev = 0;
   (void)phase_prev;
   /* Two warpgroups (128 rows): ping-pong. Each issues its tile's wgmmas in turn (named barriers
    * 3 + wg: wait for this warpgroup's turn, then hand the turn over), so one's softmax runs under
@@ -2444,7 +2450,8 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
     at_wgmma_wait0();
     if (lane == 0) at_bar_arrive(bar_empty + 8 * r);
 #else
-    if (DEC_WG_VFULL) at_bar_wait(bar_staged + 8 * stage_prev, phase_prev); /* tile t-1's V landed */
+    if (DEC_WG_VFULL) /* tile t-1's V landed */
+      at_bar_wait(DUMMY_Q && t == 0 ? bar_full + 8 * stage : bar_staged + 8 * stage_prev, phase_prev);
     at_wgmma_fence();
     dec_wg_issue_pv(acc, p, DUMMY_Q && t == 0 ? smem_q : smem_v + stage_prev * DEC_WG_KV_BYTES);
 
