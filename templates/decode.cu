@@ -353,15 +353,18 @@
  *      H200 tune of configs/decode.yaml the half won 13 of the 16 bf16 T=1 shapes (B1 S4k with
  *      this tile: sp8 7.7 against sp16 8.0 us, two rounds; H100: 9.3 against 9.6). Not yet
  *      measured as the default against the one before in one bench (docs/perf.md).
- *   30. (branch decode-wg-vfull) 16-bit .wg: K and V of a
+ *   30. 16-bit .wg at 128 rows: K and V of a
  *      stage on mbarriers of their own (DEC_WG_VFULL): Q K^T of tile t waits for K alone, P V of
  *      tile t-1 (issued in iteration t) for that V. SASS, B8 T16 GQA 8 bn64 s4: 2168 -> 2208
  *      instructions, 148 registers (150), the exponentials under P V unchanged (34 of 42).
  *      Counted (B8 T16 S4k GQA 8, H200): the first Q K^T of a CTA waits for 16 KB, not 32 (~0.5
  *      us at a CTA's 32 GB/s share), and the last tile's Q K^T and softmax run while its V lands
  *      (~0.5 us). Predicted: 0-4% at S4k (26.6 us), nothing at S64k (HBM-bound). The first build
- *      hung on the H100 (call 112): the P V of nothing waited for parity 1 of a fresh V barrier,
- *      which passes only until tile 0's V lands; it now waits on tile 0's K barrier (phase 0).
+ *      hung (call 112): the P V of nothing waited for parity 1 of a fresh V barrier, which passes
+ *      only until tile 0's V lands; it now waits on tile 0's K barrier (phase 0). Measured (H100,
+ *      call 113, B8 T16 causal-br, main's binary against this one alternately, 2-6 rounds): GQA 8
+ *      (128 rows) S1k +3.6%, S2k +2.2%, S4k +0.7%, S64k -0.3%; GQA 4 (64 rows, w4) S2k -0.3%,
+ *      S4k -0.4 to -0.8%: kept at 128 rows only. test_fa2_gpu passes.
  *   Tried after 29, not kept: .wg's splits merged in a cluster (.cl.wg: partials into the CTA's
  *      K/V ring after a named barrier of the consumers, merged through distributed shared memory
  *      as the kernel above does; branch decode-wg-cluster). Predicted: the T16 128-row call's
@@ -1865,12 +1868,14 @@ static constexpr int DEC_WG_CPR = DEC_WG_ROWB / 16;             /* 16-byte chunk
 static constexpr int DEC_WG_Q_BYTES = DEC_WG_ROWS * DEC_WG_ROWB;
 static constexpr int DEC_WG_KV_BYTES = DEC_BN * DEC_WG_ROWB;    /* one K or V tile */
 static constexpr int DEC_WG_BAR_BYTES = 256;                    /* full, empty (and staged) mbarriers */
-/* 16-bit .wg: K and V of a stage land on mbarriers of their own ("vfull": the staged barriers'
- * slots, which only FP8 K/V uses). Tile t's P V is issued in iteration t + 1, so V has one
- * iteration more than K to land, and Q K^T of the first tile waits for half the bytes. The P V of
- * nothing before the first tile reads Q (finite) where Q's rows fill a V tile, else stage 0's V. */
+/* 16-bit .wg at 128 rows (step 30): K and V of a stage land on mbarriers of their own ("vfull":
+ * the staged barriers' slots, which only FP8 K/V uses). Tile t's P V is issued in iteration t + 1,
+ * so V has one iteration more than K to land, and Q K^T of the first tile waits for half the
+ * bytes. The P V of nothing before the first tile reads Q (finite) where Q's rows fill a V tile,
+ * else stage 0's V. Measured (H100, B8 T16 causal-br): 128 rows +3.6% at S1k, +0.7% at S4k,
+ * level at S64k; 64 rows (GQA 4) 0.3-0.8% slower, so not there. */
 #ifndef DEC_WG_VFULL
-#define DEC_WG_VFULL (!DEC_KV8 && DEC_WG_KSPLIT == 1)
+#define DEC_WG_VFULL (!DEC_KV8 && DEC_WG_KSPLIT == 1 && DEC_W == 8)
 #endif
 /* KV8: one FP8 K or V tile as TMA stages it (D bytes a key, 128-byte column blocks) */
 static constexpr int DEC_WG_STG_BYTES = DEC_KV8 ? DEC_BN * DEC_D : 0;
