@@ -353,6 +353,18 @@
  *      H200 tune of configs/decode.yaml the half won 13 of the 16 bf16 T=1 shapes (B1 S4k with
  *      this tile: sp8 7.7 against sp16 8.0 us, two rounds; H100: 9.3 against 9.6). Not yet
  *      measured as the default against the one before in one bench (docs/perf.md).
+ *   30. 16-bit .wg at 128 rows: K and V of a
+ *      stage on mbarriers of their own (DEC_WG_VFULL): Q K^T of tile t waits for K alone, P V of
+ *      tile t-1 (issued in iteration t) for that V. SASS, B8 T16 GQA 8 bn64 s4: 2168 -> 2208
+ *      instructions, 148 registers (150), the exponentials under P V unchanged (34 of 42).
+ *      Counted (B8 T16 S4k GQA 8, H200): the first Q K^T of a CTA waits for 16 KB, not 32 (~0.5
+ *      us at a CTA's 32 GB/s share), and the last tile's Q K^T and softmax run while its V lands
+ *      (~0.5 us). Predicted: 0-4% at S4k (26.6 us), nothing at S64k (HBM-bound). The first build
+ *      hung (call 112): the P V of nothing waited for parity 1 of a fresh V barrier, which passes
+ *      only until tile 0's V lands; it now waits on tile 0's K barrier (phase 0). Measured (H100,
+ *      call 113, B8 T16 causal-br, main's binary against this one alternately, 2-6 rounds): GQA 8
+ *      (128 rows) S1k +3.6%, S2k +2.2%, S4k +0.7%, S64k -0.3%; GQA 4 (64 rows, w4) S2k -0.3%,
+ *      S4k -0.4 to -0.8%: kept at 128 rows only. test_fa2_gpu passes.
  *   Tried after 29, not kept: .wg's splits merged in a cluster (.cl.wg: partials into the CTA's
  *      K/V ring after a named barrier of the consumers, merged through distributed shared memory
  *      as the kernel above does; branch decode-wg-cluster). Predicted: the T16 128-row call's
@@ -1856,6 +1868,15 @@ static constexpr int DEC_WG_CPR = DEC_WG_ROWB / 16;             /* 16-byte chunk
 static constexpr int DEC_WG_Q_BYTES = DEC_WG_ROWS * DEC_WG_ROWB;
 static constexpr int DEC_WG_KV_BYTES = DEC_BN * DEC_WG_ROWB;    /* one K or V tile */
 static constexpr int DEC_WG_BAR_BYTES = 256;                    /* full, empty (and staged) mbarriers */
+/* 16-bit .wg at 128 rows (step 30): K and V of a stage land on mbarriers of their own ("vfull":
+ * the staged barriers' slots, which only FP8 K/V uses). Tile t's P V is issued in iteration t + 1,
+ * so V has one iteration more than K to land, and Q K^T of the first tile waits for half the
+ * bytes. The P V of nothing before the first tile reads Q (finite) where Q's rows fill a V tile,
+ * else stage 0's V. Measured (H100, B8 T16 causal-br): 128 rows +3.6% at S1k, +0.7% at S4k,
+ * level at S64k; 64 rows (GQA 4) 0.3-0.8% slower, so not there. */
+#ifndef DEC_WG_VFULL
+#define DEC_WG_VFULL (!DEC_KV8 && DEC_WG_KSPLIT == 1 && DEC_W == 8)
+#endif
 /* KV8: one FP8 K or V tile as TMA stages it (D bytes a key, 128-byte column blocks) */
 static constexpr int DEC_WG_STG_BYTES = DEC_KV8 ? DEC_BN * DEC_D : 0;
 /* Step 21 (.wgi, bf16 Q, FP8 K/V, D 128): Q K^T on the FP8 tensor cores, K read as TMA staged it
@@ -2101,16 +2122,18 @@ __device__ __forceinline__ void dec_wg_issue_pv(float (*acc)[4], const unsigned 
 /* The producer (lane 0 of the last warp): every K/V tile of the split into the ring, a stage
  * once every consumer warp has released it. */
 __device__ __forceinline__ void dec_wg_produce(const at_tmap *tm_k, const at_tmap *tm_v, unsigned smem_k,
-                                               unsigned smem_v, unsigned bar_full, unsigned bar_empty, int n_tiles,
-                                               int k_lo, int hk, int b)
+                                               unsigned smem_v, unsigned bar_full, unsigned bar_empty,
+                                               unsigned bar_vfull, int n_tiles, int k_lo, int hk, int b)
 {
   int stage = 0;
   unsigned phase = 0;
   for (int t = 0; t < n_tiles; t++) {
     at_bar_wait(bar_empty + 8 * stage, phase ^ 1u); /* a fresh barrier passes: the ring's first pass */
-    at_bar_expect(bar_full + 8 * stage, 2 * DEC_WG_KV_BYTES);
+    const unsigned v_bar = DEC_WG_VFULL ? bar_vfull + 8 * stage : bar_full + 8 * stage;
+    at_bar_expect(bar_full + 8 * stage, (DEC_WG_VFULL ? 1 : 2) * DEC_WG_KV_BYTES);
     dec_wg_tma_tile(smem_k + stage * DEC_WG_KV_BYTES, tm_k, k_lo + t * DEC_BN, hk, b, bar_full + 8 * stage);
-    dec_wg_tma_tile(smem_v + stage * DEC_WG_KV_BYTES, tm_v, k_lo + t * DEC_BN, hk, b, bar_full + 8 * stage);
+    if (DEC_WG_VFULL) at_bar_expect(v_bar, DEC_WG_KV_BYTES);
+    dec_wg_tma_tile(smem_v + stage * DEC_WG_KV_BYTES, tm_v, k_lo + t * DEC_BN, hk, b, v_bar);
     if (++stage == DEC_STAGES) stage = 0, phase ^= 1u;
   }
 }
@@ -2246,7 +2269,7 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
       at_bar_init(bar_full + 8 * s, DEC_WG_KSPLIT == 3 ? 4 : 1); /* .wgi3: one arrival per widening warp */
       at_bar_init(bar_empty + 8 * s, DEC_W); /* one arrival per consumer warp (.wgi: of the tile's warpgroup) */
     }
-    for (int s = 0; DEC_KV8 && s < DEC_STAGES; s++) at_bar_init(bar_staged + 8 * s, 1);
+    for (int s = 0; (DEC_KV8 || DEC_WG_VFULL) && s < DEC_STAGES; s++) at_bar_init(bar_staged + 8 * s, 1); /* or vfull */
     for (int s = 0; DEC_WG_K8 && s < DEC_STAGES; s++)
       asm volatile("st.shared.u32 [%0], 0;\n" ::"r"(slot_count + 4 * s) : "memory");
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
@@ -2280,7 +2303,8 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
                  DEC_WG_WIDENERS == 1 ? tid - DEC_WG_CT : (tid - DEC_WG_CT) % 128,
                  DEC_WG_WIDENERS == 1 ? 0 : (tid - DEC_WG_CT) / 128);
 #else
-    if (lane == 0) dec_wg_produce(&tm_k, &tm_v, smem_k, smem_v, bar_full, bar_empty, keys.n_tiles, k_lo, hk, b);
+    if (lane == 0)
+      dec_wg_produce(&tm_k, &tm_v, smem_k, smem_v, bar_full, bar_empty, bar_staged, keys.n_tiles, k_lo, hk, b);
 #endif
     return;
   }
@@ -2345,6 +2369,15 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
   for (int kk = 0; kk < DEC_WG_PK; kk++) p[kk][0] = p[kk][1] = p[kk][2] = p[kk][3] = 0u;
   int stage = turn, stage_prev = turn; /* the first P V (of nothing) reads a landed stage */
   unsigned phase = 0;
+  /* DEC_WG_VFULL: the phase of stage_prev's V. The P V of nothing reads Q where Q's rows fill a V
+   * tile, and its wait is on tile 0's K barrier, phase 0, which this thread has just seen complete
+   * and which cannot move on before this CTA releases the stage: it passes at once. (A wait for
+   * parity 1 of the fresh V barrier passed only while tile 0's V had not yet landed; once it had,
+   * it waited for tile STAGES's V, which needs this stage released: the first build hung.) Else
+   * the wait is for tile 0's V. */
+  constexpr bool DUMMY_Q = DEC_WG_VFULL && DEC_WG_ROWS >= DEC_BN;
+  unsigned phase_prev = 0;
+  (void)phase_prev;
   /* Two warpgroups (128 rows): ping-pong. Each issues its tile's wgmmas in turn (named barriers
    * 3 + wg: wait for this warpgroup's turn, then hand the turn over), so one's softmax runs under
    * the other's MMAs; warpgroup 1 hands warpgroup 0 the first turn. Every wait has its arrival:
@@ -2422,8 +2455,10 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
     at_wgmma_wait0();
     if (lane == 0) at_bar_arrive(bar_empty + 8 * r);
 #else
+    if (DEC_WG_VFULL) /* tile t-1's V landed */
+      at_bar_wait(DUMMY_Q && t == 0 ? bar_full + 8 * stage : bar_staged + 8 * stage_prev, phase_prev);
     at_wgmma_fence();
-    dec_wg_issue_pv(acc, p, smem_v + stage_prev * DEC_WG_KV_BYTES);
+    dec_wg_issue_pv(acc, p, DUMMY_Q && t == 0 ? smem_q : smem_v + stage_prev * DEC_WG_KV_BYTES);
 
     /* Online softmax (dec_softmax_half); O's rescale by alpha after tile t-1's P V is in O. */
     float alpha[2];
@@ -2443,11 +2478,12 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
       p[kk][2] = dec_pack_p(s[2 * kk + 1][0], s[2 * kk + 1][1]);
       p[kk][3] = dec_pack_p(s[2 * kk + 1][2], s[2 * kk + 1][3]);
     }
-    stage_prev = stage;
+    stage_prev = stage, phase_prev = phase;
     if (++stage == DEC_STAGES) stage = 0, phase ^= 1u;
 #endif
   }
   if (!DEC_WG_SEQ && keys.n_tiles > 0) { /* P V of the last tile */
+    if (DEC_WG_VFULL) at_bar_wait(bar_staged + 8 * stage_prev, phase_prev);
     at_wgmma_fence();
     dec_wg_issue_pv(acc, p, smem_v + stage_prev * DEC_WG_KV_BYTES);
     at_wgmma_wait0();
