@@ -282,6 +282,17 @@
  *       700 -> 707 (+1.0%, cuDNN +0.1%), D64 527 -> 531 (+0.7%, cuDNN +0.5%), causal D128
  *       604 -> 637 (+5.5%, cuDNN -2.9%: that row's clocks moved; docs/perf.md, "Thirty-second
  *       session").
+ *   v36 (FP8, FA3_SPEC): the speculative check's maxes of P and of the linear codes, values that
+ *       are never negative, as a tree of three-input integer maxes on their bit patterns
+ *       (fa3_row_max_nonneg: VIMNMX3) where a tree of FMNMX took two at a time. cuobjdump: e4m3
+ *       D128 128x224's FMNMX 416 -> 308 for 56 more VIMNMX, the kernel 3864 -> 3816
+ *       instructions, the hot loop 3331 -> 3279; D256 128x128 .wspp 3176 -> 3144, D64 192x128
+ *       3672 -> 3648; no spills, the exponentials under P V as before. Predicted +1-3% at e4m3
+ *       D128 (issue 44% busy; the tree stands between the exponentials and the vote), +0-2% at
+ *       D256 and D64. Measured (H100, calls 114-115, main's binary against this one alternately,
+ *       B2 N16 8k; test_fp8_gpu passes): e4m3 D128 128x224 level (0.998 over three rounds with
+ *       cuDNN +0.9%, 1.000 over two more), D256 128x128 .wspp +0.6% (cuDNN +0.7%: level), D64
+ *       192x128 .tw132 +3.8% (730.7 / 725.0 -> 752.7 / 759.0). Kept: D64 gains, nothing loses.
  * Copies by cp.async and stores by threads are generic-proxy writes; wgmma reads shared memory
  * through the async proxy, hence fence.proxy.async before the barriers that publish them.
  */
@@ -667,6 +678,39 @@ __device__ __forceinline__ float fa3_row_max(const float (*s)[4], int half)
   return m[0];
 }
 
+/* The same over values known to be non-negative (P, and FA3_LINP's codes MAGIC + code / 8), three
+ * at a time (v36): such floats order as their bit patterns do as signed integers, and sm_90 takes
+ * a max of three integers in one instruction (VIMNMX3) where FMNMX takes two, so the tree has
+ * half the instructions and fewer levels. In PTX, as fa3_or_bits: a C bit cast of S made ptxas
+ * serialize the wgmmas (C7514). A positive NaN is the largest pattern, so it wins here where
+ * fmaxf drops it: a NaN P fails the speculative check instead of passing it. */
+__device__ __forceinline__ float fa3_max3_nonneg(float a, float b, float c)
+{
+  float r;
+  asm("{\n .reg .s32 ta, tb, tc;\n mov.b32 ta, %1;\n mov.b32 tb, %2;\n mov.b32 tc, %3;\n"
+      " max.s32 ta, ta, tb;\n max.s32 ta, ta, tc;\n mov.b32 %0, ta;\n}\n"
+      : "=f"(r)
+      : "f"(a), "f"(b), "f"(c));
+  return r;
+}
+
+template <int SEL = 0>
+__device__ __forceinline__ float fa3_row_max_nonneg(const float (*s)[4], int half)
+{
+  float m[2 * FA3_NT];
+  int n = 0;
+#pragma unroll
+  for (int nt = 0; nt < FA3_NT; nt++)
+    if (SEL == 0 || (SEL == 1) == fa3_lin_tile(nt)) m[n++] = s[nt][2 * half], m[n++] = s[nt][2 * half + 1];
+  if (n == 0) return AT_NEG_INF;
+#pragma unroll
+  for (int w = 1; w < 2 * FA3_NT; w *= 3)
+#pragma unroll
+    for (int i = 0; i + w < 2 * FA3_NT; i += 3 * w)
+      if (i + w < n) m[i] = fa3_max3_nonneg(m[i], m[i + w], i + 2 * w < n ? m[i + 2 * w] : m[i + w]);
+  return m[0];
+}
+
 /* Online softmax of one tile, as fa2.cu's: s becomes p = 2^(s*scale*log2e - m) (FP8: times 448,
  * added as log2 448 in the exponent); row_max and row_sum move on; alpha rescales the old O.
  * SPEC (FA3_SPEC): a row max that moves goes the headroom past the new max. */
@@ -770,8 +814,8 @@ __device__ __forceinline__ bool fa3_softmax_spec(float (*s)[4], float *row_max, 
       if (!FA3_ONES) sum[half] += s[nt][2 * half] + s[nt][2 * half + 1];
       if (BITS) p_bits = fa3_or_bits(p_bits, s[nt][2 * half], s[nt][2 * half + 1]);
     }
-    if (!BITS) pmax[half] = fa3_row_max<FA3_LINP ? 2 : 0>(s, half);
-    if (FA3_LINP) zmax[half] = fa3_row_max<1>(s, half);
+    if (!BITS) pmax[half] = fa3_row_max_nonneg<FA3_LINP ? 2 : 0>(s, half);
+    if (FA3_LINP) zmax[half] = fa3_row_max_nonneg<1>(s, half);
   }
   const bool codes_fit = !FA3_LINP || (zmax[0] <= Z_LIMIT && zmax[1] <= Z_LIMIT);
   static_assert(!BITS || P_LIMIT == 2.f, "bit 30 is clear exactly below 2");
