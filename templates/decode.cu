@@ -353,9 +353,8 @@
  *      H200 tune of configs/decode.yaml the half won 13 of the 16 bf16 T=1 shapes (B1 S4k with
  *      this tile: sp8 7.7 against sp16 8.0 us, two rounds; H100: 9.3 against 9.6). Not yet
  *      measured as the default against the one before in one bench (docs/perf.md).
- *   30. 16-bit .wg at 128 rows: K and V of a
- *      stage on mbarriers of their own (DEC_WG_VFULL): Q K^T of tile t waits for K alone, P V of
- *      tile t-1 (issued in iteration t) for that V. SASS, B8 T16 GQA 8 bn64 s4: 2168 -> 2208
+ *   30. 16-bit .wg at 128 rows: K and V of a stage on mbarriers of their own (DEC_WG_VFULL): Q K^T
+ *      of tile t waits for K alone, P V of tile t-1 (issued in iteration t) for that V. SASS, B8 T16 GQA 8 bn64 s4: 2168 -> 2208
  *      instructions, 148 registers (150), the exponentials under P V unchanged (34 of 42).
  *      Counted (B8 T16 S4k GQA 8, H200): the first Q K^T of a CTA waits for 16 KB, not 32 (~0.5
  *      us at a CTA's 32 GB/s share), and the last tile's Q K^T and softmax run while its V lands
@@ -1871,11 +1870,11 @@ static constexpr int DEC_WG_BAR_BYTES = 256;                    /* full, empty (
 /* 16-bit .wg at 128 rows (step 30): K and V of a stage land on mbarriers of their own ("vfull":
  * the staged barriers' slots, which only FP8 K/V uses). Tile t's P V is issued in iteration t + 1,
  * so V has one iteration more than K to land, and Q K^T of the first tile waits for half the
- * bytes. The P V of nothing before the first tile reads Q (finite) where Q's rows fill a V tile,
- * else stage 0's V. Measured (H100, B8 T16 causal-br): 128 rows +3.6% at S1k, +0.7% at S4k,
- * level at S64k; 64 rows (GQA 4) 0.3-0.8% slower, so not there. */
+ * bytes. The P V of nothing before the first tile reads Q (finite), so Q's rows must fill a V
+ * tile. Measured (H100, B8 T16 causal-br): 128 rows +3.6% at S1k, +0.7% at S4k, level at S64k;
+ * 64 rows (GQA 4) 0.3-0.8% slower, so not there. */
 #ifndef DEC_WG_VFULL
-#define DEC_WG_VFULL (!DEC_KV8 && DEC_WG_KSPLIT == 1 && DEC_W == 8)
+#define DEC_WG_VFULL (!DEC_KV8 && DEC_WG_KSPLIT == 1 && DEC_W == 8 && DEC_WG_ROWS >= DEC_BN)
 #endif
 /* KV8: one FP8 K or V tile as TMA stages it (D bytes a key, 128-byte column blocks) */
 static constexpr int DEC_WG_STG_BYTES = DEC_KV8 ? DEC_BN * DEC_D : 0;
@@ -2269,7 +2268,7 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
       at_bar_init(bar_full + 8 * s, DEC_WG_KSPLIT == 3 ? 4 : 1); /* .wgi3: one arrival per widening warp */
       at_bar_init(bar_empty + 8 * s, DEC_W); /* one arrival per consumer warp (.wgi: of the tile's warpgroup) */
     }
-    for (int s = 0; (DEC_KV8 || DEC_WG_VFULL) && s < DEC_STAGES; s++) at_bar_init(bar_staged + 8 * s, 1); /* or vfull */
+    for (int s = 0; (DEC_KV8 || DEC_WG_VFULL) && s < DEC_STAGES; s++) at_bar_init(bar_staged + 8 * s, 1);
     for (int s = 0; DEC_WG_K8 && s < DEC_STAGES; s++)
       asm volatile("st.shared.u32 [%0], 0;\n" ::"r"(slot_count + 4 * s) : "memory");
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
@@ -2369,15 +2368,12 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
   for (int kk = 0; kk < DEC_WG_PK; kk++) p[kk][0] = p[kk][1] = p[kk][2] = p[kk][3] = 0u;
   int stage = turn, stage_prev = turn; /* the first P V (of nothing) reads a landed stage */
   unsigned phase = 0;
-  /* DEC_WG_VFULL: the phase of stage_prev's V. The P V of nothing reads Q where Q's rows fill a V
-   * tile, and its wait is on tile 0's K barrier, phase 0, which this thread has just seen complete
-   * and which cannot move on before this CTA releases the stage: it passes at once. (A wait for
-   * parity 1 of the fresh V barrier passed only while tile 0's V had not yet landed; once it had,
-   * it waited for tile STAGES's V, which needs this stage released: the first build hung.) Else
-   * the wait is for tile 0's V. */
-  constexpr bool DUMMY_Q = DEC_WG_VFULL && DEC_WG_ROWS >= DEC_BN;
+  /* DEC_WG_VFULL: the phase of stage_prev's V. The P V of nothing reads Q, and its wait is on
+   * tile 0's K barrier, phase 0, which this thread has just seen complete and which cannot move
+   * on before this CTA releases the stage: it passes at once. (A wait for parity 1 of the fresh V
+   * barrier passed only while tile 0's V had not yet landed; once it had, it waited for tile
+   * STAGES's V, which needs this stage released: the first build hung.) */
   unsigned phase_prev = 0;
-  (void)phase_prev;
   /* Two warpgroups (128 rows): ping-pong. Each issues its tile's wgmmas in turn (named barriers
    * 3 + wg: wait for this warpgroup's turn, then hand the turn over), so one's softmax runs under
    * the other's MMAs; warpgroup 1 hands warpgroup 0 the first turn. Every wait has its arrival:
@@ -2456,9 +2452,9 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
     if (lane == 0) at_bar_arrive(bar_empty + 8 * r);
 #else
     if (DEC_WG_VFULL) /* tile t-1's V landed */
-      at_bar_wait(DUMMY_Q && t == 0 ? bar_full + 8 * stage : bar_staged + 8 * stage_prev, phase_prev);
+      at_bar_wait(t == 0 ? bar_full + 8 * stage : bar_staged + 8 * stage_prev, phase_prev);
     at_wgmma_fence();
-    dec_wg_issue_pv(acc, p, DUMMY_Q && t == 0 ? smem_q : smem_v + stage_prev * DEC_WG_KV_BYTES);
+    dec_wg_issue_pv(acc, p, DEC_WG_VFULL && t == 0 ? smem_q : smem_v + stage_prev * DEC_WG_KV_BYTES);
 
     /* Online softmax (dec_softmax_half); O's rescale by alpha after tile t-1's P V is in O. */
     float alpha[2];

@@ -284,7 +284,7 @@
  *       session").
  *   v36 (FP8, FA3_SPEC): the speculative check's maxes of P and of the linear codes, values that
  *       are never negative, as a tree of three-input integer maxes on their bit patterns
- *       (fa3_row_max_nonneg: VIMNMX3) where a tree of FMNMX took two at a time. cuobjdump: e4m3
+ *       (fa3_row_max<SEL, true>: VIMNMX3) where a tree of FMNMX took two at a time. cuobjdump: e4m3
  *       D128 128x224's FMNMX 416 -> 308 for 56 more VIMNMX, the kernel 3864 -> 3816
  *       instructions, the hot loop 3331 -> 3279; D256 128x128 .wspp 3176 -> 3144, D64 192x128
  *       3672 -> 3648; no spills, the exponentials under P V as before. Predicted +1-3% at e4m3
@@ -659,31 +659,10 @@ __device__ __forceinline__ void fa3_mask(float (*s)[4], int row0, int key0, int 
     }
 }
 
-/* The largest of a row half's BN/4 scores in this thread, as a tree: the chain of BN/4 dependent
- * maxes it replaces stood before every exponential of the tile (v13). */
-template <int SEL = 0> /* 0: every n8 tile; 1: FA3_LINP's linear ones; 2: the others */
-__device__ __forceinline__ float fa3_row_max(const float (*s)[4], int half)
-{
-  float m[FA3_NT];
-  int n = 0;
-#pragma unroll
-  for (int nt = 0; nt < FA3_NT; nt++)
-    if (SEL == 0 || (SEL == 1) == fa3_lin_tile(nt)) m[n++] = fmaxf(s[nt][2 * half], s[nt][2 * half + 1]);
-  if (n == 0) return AT_NEG_INF;
-#pragma unroll
-  for (int w = 1; w < FA3_NT; w *= 2)
-#pragma unroll
-    for (int i = 0; i + w < FA3_NT; i += 2 * w)
-      if (i + w < n) m[i] = fmaxf(m[i], m[i + w]);
-  return m[0];
-}
-
-/* The same over values known to be non-negative (P, and FA3_LINP's codes MAGIC + code / 8), three
- * at a time (v36): such floats order as their bit patterns do as signed integers, and sm_90 takes
- * a max of three integers in one instruction (VIMNMX3) where FMNMX takes two, so the tree has
- * half the instructions and fewer levels. In PTX, as fa3_or_bits: a C bit cast of S made ptxas
- * serialize the wgmmas (C7514). A positive NaN is the largest pattern, so it wins here where
- * fmaxf drops it: a NaN P fails the speculative check instead of passing it. */
+/* A max of three floats known to be non-negative, as the signed integers their bit patterns are,
+ * which order the same way: one VIMNMX3 on sm_90, where FMNMX takes two (v36). In PTX, as
+ * fa3_or_bits: a C bit cast of S made ptxas serialize the wgmmas (C7514). A positive NaN is the
+ * largest pattern, so it wins here where fmaxf drops it. */
 __device__ __forceinline__ float fa3_max3_nonneg(float a, float b, float c)
 {
   float r;
@@ -694,9 +673,15 @@ __device__ __forceinline__ float fa3_max3_nonneg(float a, float b, float c)
   return r;
 }
 
-template <int SEL = 0>
-__device__ __forceinline__ float fa3_row_max_nonneg(const float (*s)[4], int half)
+/* The largest of a row half's BN/4 scores in this thread, as a tree: the chain of BN/4 dependent
+ * maxes it replaces stood before every exponential of the tile (v13). NONNEG, for values never
+ * negative (P, and FA3_LINP's codes MAGIC + code / 8): three a node by fa3_max3_nonneg (v36),
+ * half the instructions and fewer levels; there a NaN P fails the speculative check, where the
+ * FMNMX tree dropped it and passed. */
+template <int SEL = 0, bool NONNEG = false> /* SEL 0: every n8 tile; 1: FA3_LINP's linear ones; 2: the others */
+__device__ __forceinline__ float fa3_row_max(const float (*s)[4], int half)
 {
+  constexpr int ARITY = NONNEG ? 3 : 2;
   float m[2 * FA3_NT];
   int n = 0;
 #pragma unroll
@@ -704,10 +689,12 @@ __device__ __forceinline__ float fa3_row_max_nonneg(const float (*s)[4], int hal
     if (SEL == 0 || (SEL == 1) == fa3_lin_tile(nt)) m[n++] = s[nt][2 * half], m[n++] = s[nt][2 * half + 1];
   if (n == 0) return AT_NEG_INF;
 #pragma unroll
-  for (int w = 1; w < 2 * FA3_NT; w *= 3)
+  for (int w = 1; w < 2 * FA3_NT; w *= ARITY)
 #pragma unroll
-    for (int i = 0; i + w < 2 * FA3_NT; i += 3 * w)
-      if (i + w < n) m[i] = fa3_max3_nonneg(m[i], m[i + w], i + 2 * w < n ? m[i + 2 * w] : m[i + w]);
+    for (int i = 0; i + w < 2 * FA3_NT; i += ARITY * w)
+      if (i + w < n)
+        m[i] = NONNEG ? fa3_max3_nonneg(m[i], m[i + w], i + 2 * w < n ? m[i + 2 * w] : m[i + w])
+                      : fmaxf(m[i], m[i + w]);
   return m[0];
 }
 
@@ -814,8 +801,8 @@ __device__ __forceinline__ bool fa3_softmax_spec(float (*s)[4], float *row_max, 
       if (!FA3_ONES) sum[half] += s[nt][2 * half] + s[nt][2 * half + 1];
       if (BITS) p_bits = fa3_or_bits(p_bits, s[nt][2 * half], s[nt][2 * half + 1]);
     }
-    if (!BITS) pmax[half] = fa3_row_max_nonneg<FA3_LINP ? 2 : 0>(s, half);
-    if (FA3_LINP) zmax[half] = fa3_row_max_nonneg<1>(s, half);
+    if (!BITS) pmax[half] = fa3_row_max<FA3_LINP ? 2 : 0, true>(s, half);
+    if (FA3_LINP) zmax[half] = fa3_row_max<1, true>(s, half);
   }
   const bool codes_fit = !FA3_LINP || (zmax[0] <= Z_LIMIT && zmax[1] <= Z_LIMIT);
   static_assert(!BITS || P_LIMIT == 2.f, "bit 30 is clear exactly below 2");
