@@ -364,6 +364,22 @@
  *      call 113, B8 T16 causal-br, main's binary against this one alternately, 2-6 rounds): GQA 8
  *      (128 rows) S1k +3.6%, S2k +2.2%, S4k +0.7%, S64k -0.3%; GQA 4 (64 rows, w4) S2k -0.3%,
  *      S4k -0.4 to -0.8%: kept at 128 rows only. test_fa2_gpu passes.
+ *   32. .wg's start (ncu source counters, H100, B8 T16 S4k GQA 8, 30.9 us: 9% of the warps' samples
+ *      before the loop, 7% after it, about 2.8 and 2.1 us, the same absolute counts as at S64k;
+ *      the loop's tile 1.51 us against S64k's 1.23): with 16-bit K/V the CTA barrier after the
+ *      mbarriers' set-up moves above Q's copies, so the producer's first K/V copies leave while
+ *      the consumers issue Q's; and Q's copies take one column of rows from one base in unsigned
+ *      arithmetic (ptxas had ~60 instructions a chunk: 2208 -> 1928 instructions at 128 rows, the
+ *      loop's SASS unchanged). With FP8 K/V the widening warps started that early cost 2.5-4.6%
+ *      (H100, call 118), so there the barrier stays below Q's copies. Predicted: 2-4% at S4k,
+ *      more at S1k, nothing at S64k. Measured (H100, calls 118-119, main's binary against this
+ *      one alternately, B8 causal-br): bf16 GQA 8 T16 S1k +1.8%, S2k +1.6%, S4k +1.7% (three
+ *      rounds), S64k level; GQA 4 (64 rows) S4k +0.4%; e4m3 GQA 8 T16 S4k (128 rows) +1.8%,
+ *      .wgi3 T8 S16k +0.5%, T16 GQA 4 S64k level. test_fa2_gpu and test_decode_fp8kv_gpu pass.
+ *   Tried after 30, not kept: .wgi's speculative check on P itself (P <= 2^8) with P's max three
+ *      at a time (VIMNMX3, as fa3 v36), where a chain of FMNMX over the scores took one each
+ *      (branch decode-spec-max3; FMNMX 70 -> 38 at T16 GQA 4 .wgi3). Predicted 0-1%; measured
+ *      (H100, call 116, three rounds) e4m3 T16 GQA 4 S64k 1.001, T8 GQA 8 S64k 1.000.
  *   Tried after 29, not kept: .wg's splits merged in a cluster (.cl.wg: partials into the CTA's
  *      K/V ring after a named barrier of the consumers, merged through distributed shared memory
  *      as the kernel above does; branch decode-wg-cluster). Predicted: the T16 128-row call's
@@ -2276,23 +2292,31 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
   /* As above (step 27: the wait below the arithmetic and the mbarriers' set-up, before Q's
    * copies and the producer's) */
   dec_inputs_ready<true>(true, descale_k, descale_v, scale_log2, o_descale);
+  /* The mbarriers are initialized; from here on no CTA-wide barrier. Step 32: with 16-bit K/V
+   * here, above Q's copies, so that the producer's first K/V copies leave while the consumers
+   * issue Q's (H100, B8 T16 GQA 8: +1.7% at S4k); with FP8 K/V the widening warps started that
+   * early cost 2.5-4.6%, so there it stays below them. */
+  if (!DEC_KV8) __syncthreads();
 
-  /* Q (the consumers): packed row r = t_local * G + g; padding rows and tokens >= T zero-filled. */
+  /* Q (the consumers): packed row r = t_local * G + g; padding rows and tokens >= T zero-filled.
+   * A thread's chunks are one column c of rows r0, r0 + RSTEP, ...: unsigned arithmetic from one
+   * base (step 32: ptxas had ~60 instructions a chunk, signed divisions and a branch each). */
   if (warp < DEC_W) {
     const at_in_t *qb = q + b * q_sb + (long long)(hk * DEC_G) * q_sh + (long long)t0 * q_ss;
-    constexpr int TOTAL = DEC_WG_ROWS * DEC_WG_CPR;
-    static_assert(TOTAL % DEC_THREADS == 0, "whole Q chunks per thread");
+    constexpr int TOTAL = DEC_WG_ROWS * DEC_WG_CPR, RSTEP = DEC_THREADS / DEC_WG_CPR;
+    static_assert(TOTAL % DEC_THREADS == 0 && DEC_THREADS % DEC_WG_CPR == 0, "whole Q chunks per thread");
+    const unsigned c = (unsigned)tid % DEC_WG_CPR, r0 = (unsigned)tid / DEC_WG_CPR;
+    const unsigned t_left = (unsigned)(T - t0); /* >= 1: a CTA's block has a token */
 #pragma unroll
     for (int i = 0; i < TOTAL / DEC_THREADS; i++) {
-      const int idx = tid + i * DEC_THREADS, r = idx / DEC_WG_CPR, c = idx % DEC_WG_CPR;
-      const int tl = r / DEC_G, g = r % DEC_G;
-      const bool valid = r < DEC_ROWS && t0 + tl < T;
-      const at_in_t *src = valid ? qb + (long long)tl * q_ss + (long long)g * q_sh + c * 8 : q;
-      at_cp_async16(smem_q + at_swz_off<DEC_WG_ROWS, 128>(r, 16 * c), src, valid ? 16 : 0);
+      const unsigned r = r0 + i * RSTEP, tl = r / DEC_G, g = r % DEC_G;
+      const bool valid = r < DEC_ROWS && tl < t_left;
+      const long long off = valid ? (long long)tl * q_ss + (long long)g * q_sh + 8 * c : 0;
+      at_cp_async16(smem_q + at_swz_off<DEC_WG_ROWS, 128>((int)r, 16 * (int)c), qb + off, valid ? 16 : 0);
     }
     at_cp_async_commit();
   }
-  __syncthreads(); /* the mbarriers are initialized; from here on no CTA-wide barrier */
+  if (DEC_KV8) __syncthreads();
   if (tid >= DEC_WG_CT) {
 #ifdef DEC_WG_CONSUMER_REGS
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(DEC_WG_HELPER_REGS));
