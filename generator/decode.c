@@ -694,9 +694,10 @@ static at_status describe_launch(const gen_variant *v, const at_shape *shape, ge
   k->n_args = 0;
   at_status rc = gen_launch_append_args(k, SPLIT_ARGS, COUNT(SPLIT_ARGS));
   if (rc == AT_OK && v->spec.page_size) rc = gen_launch_append_paged_args(k); /* after split_counters */
-  if (rc == AT_OK && v->wg) { /* .wg: K and V by TMA, boxes of block_n keys */
-    static const gen_arg TMAP_ARGS[] = {GEN_ARG_TMAP_K, GEN_ARG_TMAP_V};
+  if (rc == AT_OK && v->wg) { /* .wg: Q, K and V by TMA; Q in boxes of the packed rows, K and V of block_n keys */
+    static const gen_arg TMAP_ARGS[] = {GEN_ARG_TMAP_Q, GEN_ARG_TMAP_K, GEN_ARG_TMAP_V};
     rc = gen_launch_append_args(k, TMAP_ARGS, COUNT(TMAP_ARGS));
+    out->tmap_rows[0] = v->block_m, out->tmap_q_heads = v->spec.gqa;
     out->tmap_rows[1] = out->tmap_rows[2] = v->block_n;
   }
   if (rc != AT_OK) return rc;

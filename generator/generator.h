@@ -353,6 +353,10 @@ typedef struct gen_launch_desc {
    * D 64's; 0 reads as 128) by that many rows; rows and columns past the tensor read 0. */
   int tmap_rows[3];
   int tmap_box_bytes;
+  /* Q's map in the packed order of decode .wg (token t, then its heads): (D, heads, seq, B), boxes
+   * of tmap_q_heads heads by tmap_rows[0] tokens, so that box row r is token r / heads, head
+   * r % heads. 0: Q's map is (D, seq, heads, B) as above. */
+  int tmap_q_heads;
   /* A tensor map over the scratch (GEN_ARG_TMAP_SCRATCH; fa3 .vt: the V^T that kernels[0] writes
    * and kernels[1] loads), unused when box[0] is 0: bytes (CU_TENSOR_MAP_DATA_TYPE_UINT8) at
    * scratch + offset, dims[0] innermost, strides[i] the bytes between steps of dims[i + 1], boxes of

@@ -167,9 +167,11 @@ static at_status check_paged(const gen_variant *v, const rt_paged_args *paged)
 
 /* The tensor map of one of Q, K, V: (D, seq, heads, B) with the call's strides, boxes of
  * box_bytes (128 or 64) bytes of D by box_rows rows in the swizzle of as many bytes, the one the
- * kernels' wgmma descriptors read. */
+ * kernels' wgmma descriptors read. box_heads > 0 (decode .wg's Q): (D, heads, seq, B) instead,
+ * boxes of box_heads heads by box_rows rows, a token's heads next to each other. */
 static at_status encode_tmap(CUtensorMap *map, const char *name, const void *ptr, const at_strides *st,
-                             at_dtype dtype, const at_shape *shape, int seq, int heads, int box_rows, int box_bytes)
+                             at_dtype dtype, const at_shape *shape, int seq, int heads, int box_rows, int box_bytes,
+                             int box_heads)
 {
   const size_t es = at_dtype_size(dtype);
   const CUtensorMapDataType type = dtype == AT_DTYPE_BF16  ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
@@ -189,6 +191,17 @@ static at_status encode_tmap(CUtensorMap *map, const char *name, const void *ptr
   const cuuint64_t *stride_arg = strides;
   cuuint64_t one_batch[3] = {strides[0], strides[1], strides[1] * (cuuint64_t)heads};
   if (st->batch <= 0) stride_arg = one_batch; /* B = 1: the batch stride is never used */
+  if (box_heads > 0) {
+    const cuuint64_t hdims[4] = {dims[0], dims[2], dims[1], dims[3]};
+    const cuuint64_t hstrides[3] = {stride_arg[1], stride_arg[0], stride_arg[2]};
+    const cuuint32_t hbox[4] = {box[0], (cuuint32_t)box_heads, (cuuint32_t)box_rows, 1};
+    return RT_CU(rt_cu()->cuTensorMapEncodeTiled(map, type, 4, (void *)(uintptr_t)ptr, hdims, hstrides, hbox, unit,
+                                                 CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                                 box_bytes == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
+                                                                 : CU_TENSOR_MAP_SWIZZLE_128B,
+                                                 CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                                                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
+  }
   return RT_CU(rt_cu()->cuTensorMapEncodeTiled(map, type, 4, (void *)(uintptr_t)ptr, dims, stride_arg, box, unit,
                                                CU_TENSOR_MAP_INTERLEAVE_NONE,
                                                box_bytes == 64 ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_128B,
@@ -218,13 +231,13 @@ static at_status encode_tmaps(rt_launch_frame *f, const gen_variant *v, const at
   if (q_rows < 1) q_rows = 1;
   if (kv_rows < 1) kv_rows = 1;
   if (rows[0] && (rc = encode_tmap(&f->tmaps[0], "q", t->q, &q_st, v->spec.dtype, &q_shape, q_rows, shape->q_heads,
-                                   rows[0], box_bytes)) != AT_OK)
+                                   rows[0], box_bytes, f->desc.tmap_q_heads)) != AT_OK)
     return rc;
   if (rows[1] && (rc = encode_tmap(&f->tmaps[1], "k", t->k, &k_st, kv, &kv_shape, kv_rows,
-                                   shape->kv_heads, rows[1], box_bytes)) != AT_OK)
+                                   shape->kv_heads, rows[1], box_bytes, 0)) != AT_OK)
     return rc;
   if (rows[2] && (rc = encode_tmap(&f->tmaps[2], "v", t->v, &v_st, kv, &kv_shape, kv_rows,
-                                   shape->kv_heads, rows[2], box_bytes)) != AT_OK)
+                                   shape->kv_heads, rows[2], box_bytes, 0)) != AT_OK)
     return rc;
   return AT_OK;
 }

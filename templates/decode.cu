@@ -376,6 +376,16 @@
  *      one alternately, B8 causal-br): bf16 GQA 8 T16 S1k +1.8%, S2k +1.6%, S4k +1.7% (three
  *      rounds), S64k level; GQA 4 (64 rows) S4k +0.4%; e4m3 GQA 8 T16 S4k (128 rows) +1.8%,
  *      .wgi3 T8 S16k +0.5%, T16 GQA 4 S64k level. test_fa2_gpu and test_decode_fp8kv_gpu pass.
+ *   33. .wg's Q by TMA: the producer's (or the widening warpgroup's) first thread loads Q's packed
+ *      rows ahead of its first K/V tile, through a map of Q as (D, Nq, T, B) whose boxes of G heads
+ *      by BLOCK_M tokens land in the packed order (r = t_local * G + g; tokens past T read 0); the
+ *      consumers zero the padding rows and wait on Q's mbarrier. So Q no longer queues behind the
+ *      producer's copies (step 32), and the consumers issue no copies (1928 -> 1736 instructions at
+ *      128 rows, 144 registers). The widening warps now start before any Q work too, which step 32
+ *      measured 2.5-4.6% slower with cp.async Q. Measured (H100, call 121, step 32's binary against
+ *      this one alternately): bf16 GQA 8 T16 S4k +0.7% (three rounds), S1k +2.6%, S64k level, GQA 4
+ *      T16 S4k -0.4%; e4m3 GQA 8 T16 S4k +0.3% (three rounds), .wgi3 T8 S16k +0.7%.
+ *      test_fa2_gpu and test_decode_fp8kv_gpu pass.
  *   Tried after 30, not kept: .wgi's speculative check on P itself (P <= 2^8) with P's max three
  *      at a time (VIMNMX3, as fa3 v36), where a chain of FMNMX over the scores took one each
  *      (branch decode-spec-max3; FMNMX 70 -> 38 at T16 GQA 4 .wgi3). Predicted 0-1%; measured
@@ -1863,12 +1873,13 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
  * warpgroup holds rows 16*w4 + g and + 8 (lane = 4g + t), columns 8j + 2t and + 1 of each n8
  * tile j: the m16n8 layout of the kernel above, so the softmax and the epilogue are its.
  * Warp specialization (step 12): one more warp, the last, is the producer: its lane 0 issues the
- * TMA boxes of each K and V tile (tensor maps (D, S, Nkv, B), two more kernel arguments; keys
+ * TMA boxes of each K and V tile (tensor maps (D, S, Nkv, B), kernel arguments; keys
  * past S arrive as zeros) into a ring of STAGES stages, each with a "full" mbarrier (the copy
  * engine completes its bytes there) and an "empty" one (every consumer warp arrives when its
  * wgmmas no longer read the stage). No CTA-wide barrier in the K/V loop, so the two warpgroups
  * of a 128-row CTA run apart and copies are never issued by the warps that compute. Q is
- * loaded once by the consumers (cp.async, a named barrier among them).
+ * loaded once, by TMA ahead of the first K/V tile (step 33: a map (D, Nq, T, B), boxes of G heads
+ * by BLOCK_M tokens, which land in the packed rows' order; its own mbarrier).
  * KV8 (FP8 K/V, step 13): the MMAs run in f16 (Q rewritten as in the kernel above, per warp:
  * a warp's 16 rows are its own in the m64 accumulator, so its 2^e scales only its scores). In
  * place of the producer warp a widening warpgroup (two at 64 rows, taking the tiles in turn:
@@ -1970,8 +1981,8 @@ static_assert(DEC_WG_KSPLIT < 3 || DEC_WG_K8, ".wgi3: with K8 only (Q K^T on the
  * one could wait for a phase parity two phases ahead of the stage's and pass at once. */
 static_assert(DEC_STAGES % DEC_WG_KSPLIT == 0, ".wgi: whole turns of stages (each stage one warpgroup's)");
 /* K8: after the mbarriers, one count a staging slot of the warps that issued its tile's P V (below) */
-static_assert(8 * (2 * DEC_WG_RING + DEC_STAGES) + (DEC_WG_K8 ? 4 * DEC_STAGES : 0) <= DEC_WG_BAR_BYTES,
-              ".wg: the mbarriers (and K8's counts) fit their area");
+static_assert(8 * (2 * DEC_WG_RING + DEC_STAGES) + (DEC_WG_K8 ? 4 * DEC_STAGES : 0) + 8 <= DEC_WG_BAR_BYTES,
+              ".wg: the mbarriers (and K8's counts, and Q's barrier in the area's last 8 bytes) fit their area");
 /* Each ring stage one warpgroup's. Until step 24 a K8 warpgroup's first thread waited on the
  * stage's empty barrier for its own warps' release before it refilled the slot, and where another
  * warpgroup used the stage next, that thread, late to its wait, could see two phases complete and
@@ -1997,6 +2008,16 @@ __device__ __forceinline__ void dec_wg_tma_tile(unsigned dst, const at_tmap *map
   constexpr int PER_BOX = 128 / DEC_KV_ESIZE;
 #pragma unroll
   for (int c = 0; c < DEC_D / PER_BOX; c++) at_tma_load(dst + c * DEC_BN * 128, map, c * PER_BOX, key0, head, b, bar);
+}
+
+/* Q's packed rows by TMA (step 33): the map views Q as (D, heads, seq, B), so a box of G heads by
+ * BLOCK_M tokens lands as rows r = t_local * G + g, the packed order; tokens past T read 0. One
+ * box a 128-byte column block, into Q's column blocks of DEC_WG_ROWS rows. */
+__device__ __forceinline__ void dec_wg_tma_q(unsigned smem_q, const at_tmap *map, int hk, int t0, int b, unsigned bar)
+{
+  at_bar_expect(bar, DEC_ROWS * DEC_WG_ROWB);
+#pragma unroll
+  for (int c = 0; c < DEC_D / 64; c++) at_tma_load(smem_q + c * DEC_WG_ROWS * 128, map, c * 64, hk * DEC_G, t0, b, bar);
 }
 
 /* Issue S = Q K^T for this warpgroup's 64 rows (not waited for): 16-element (32-byte) k steps
@@ -2253,9 +2274,11 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
            long long q_sb, int q_ss, int q_sh, long long k_sb, int k_ss, int k_sh, long long v_sb,
            int v_ss, int v_sh, long long o_sb, int o_ss, int o_sh, const float *__restrict__ descale_k,
            const float *__restrict__ descale_v, int *__restrict__ split_counters,
-           const __grid_constant__ at_tmap tm_k, const __grid_constant__ at_tmap tm_v)
+           const __grid_constant__ at_tmap tm_q, const __grid_constant__ at_tmap tm_k,
+           const __grid_constant__ at_tmap tm_v)
 {
   (void)split_counters, (void)k, (void)v, (void)k_sb, (void)k_ss, (void)k_sh, (void)v_sb, (void)v_ss, (void)v_sh;
+  (void)q, (void)q_sb, (void)q_ss, (void)q_sh;
   float o_descale = 1.f;
 
   extern __shared__ __align__(128) unsigned char dec_smem[];
@@ -2278,6 +2301,7 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
   const unsigned bar_full = stg + 2 * DEC_STAGES * DEC_WG_STG_BYTES, bar_empty = bar_full + 8 * DEC_WG_RING;
   const unsigned bar_staged = bar_empty + 8 * DEC_WG_RING;
   const unsigned slot_count = bar_staged + 8 * DEC_STAGES; /* K8: the slots' counts */
+  const unsigned bar_q = bar_full + DEC_WG_BAR_BYTES - 8;   /* Q's rows landed */
   (void)stg, (void)bar_staged, (void)slot_count;
   if (tid == 0) {
     for (int s = 0; s < DEC_WG_RING; s++) {
@@ -2287,36 +2311,28 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
     for (int s = 0; (DEC_KV8 || DEC_WG_VFULL) && s < DEC_STAGES; s++) at_bar_init(bar_staged + 8 * s, 1);
     for (int s = 0; DEC_WG_K8 && s < DEC_STAGES; s++)
       asm volatile("st.shared.u32 [%0], 0;\n" ::"r"(slot_count + 4 * s) : "memory");
+    at_bar_init(bar_q, 1);
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
   /* As above (step 27: the wait below the arithmetic and the mbarriers' set-up, before Q's
    * copies and the producer's) */
   dec_inputs_ready<true>(true, descale_k, descale_v, scale_log2, o_descale);
-  /* The mbarriers are initialized; from here on no CTA-wide barrier. Step 32: with 16-bit K/V
-   * here, above Q's copies, so that the producer's first K/V copies leave while the consumers
-   * issue Q's (H100, B8 T16 GQA 8: +1.7% at S4k); with FP8 K/V the widening warps started that
-   * early cost 2.5-4.6%, so there it stays below them. */
-  if (!DEC_KV8) __syncthreads();
-
-  /* Q (the consumers): packed row r = t_local * G + g; padding rows and tokens >= T zero-filled.
-   * A thread's chunks are one column c of rows r0, r0 + RSTEP, ...: unsigned arithmetic from one
-   * base (step 32: ptxas had ~60 instructions a chunk, signed divisions and a branch each). */
-  if (warp < DEC_W) {
-    const at_in_t *qb = q + b * q_sb + (long long)(hk * DEC_G) * q_sh + (long long)t0 * q_ss;
-    constexpr int TOTAL = DEC_WG_ROWS * DEC_WG_CPR, RSTEP = DEC_THREADS / DEC_WG_CPR;
-    static_assert(TOTAL % DEC_THREADS == 0 && DEC_THREADS % DEC_WG_CPR == 0, "whole Q chunks per thread");
-    const unsigned c = (unsigned)tid % DEC_WG_CPR, r0 = (unsigned)tid / DEC_WG_CPR;
-    const unsigned t_left = (unsigned)(T - t0); /* >= 1: a CTA's block has a token */
-#pragma unroll
-    for (int i = 0; i < TOTAL / DEC_THREADS; i++) {
-      const unsigned r = r0 + i * RSTEP, tl = r / DEC_G, g = r % DEC_G;
-      const bool valid = r < DEC_ROWS && tl < t_left;
-      const long long off = valid ? (long long)tl * q_ss + (long long)g * q_sh + 8 * c : 0;
-      at_cp_async16(smem_q + at_swz_off<DEC_WG_ROWS, 128>((int)r, 16 * (int)c), qb + off, valid ? 16 : 0);
+  /* The mbarriers are initialized; from here on no CTA-wide barrier. */
+  __syncthreads();
+  /* Q (step 33): the producer's (or widening warpgroup's) first thread loads Q's packed rows by TMA
+   * ahead of its first K/V tile; padding rows past G * BLOCK_M the consumers zero (generic stores,
+   * published with Q below). Until step 32 the consumers copied Q by cp.async (eight 16-byte chunks
+   * a thread), and the producer's first copies waited for those to be issued. */
+  if (tid == DEC_WG_CT) dec_wg_tma_q(smem_q, &tm_q, hk, t0, b, bar_q);
+  if (DEC_ROWS < DEC_WG_ROWS && warp < DEC_W) {
+    constexpr int PAD = (DEC_WG_ROWS - DEC_ROWS) * DEC_WG_CPR; /* 16-byte chunks */
+    for (int i = tid; i < PAD; i += DEC_THREADS) {
+      const int r = DEC_ROWS + i / DEC_WG_CPR, c = i % DEC_WG_CPR;
+      asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(smem_q + at_swz_off<DEC_WG_ROWS, 128>(r, 16 * c)),
+                   "r"(0u)
+                   : "memory");
     }
-    at_cp_async_commit();
   }
-  if (DEC_KV8) __syncthreads();
   if (tid >= DEC_WG_CT) {
 #ifdef DEC_WG_CONSUMER_REGS
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(DEC_WG_HELPER_REGS));
@@ -2340,7 +2356,7 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
    * keeps Q's wgmma descriptors in uniform registers (fa3 v23). */
   const int wg_u = __shfl_sync(0xffffffffu, wg, 0);
   const int turn = DEC_WG_SEQ ? wg_u : 0, rwg = DEC_WG_SEQ ? 0 : wg_u;
-  at_cp_async_wait<0>(); /* Q landed; publish it to the async proxy, then to every consumer */
+  at_bar_wait(bar_q, 0); /* Q landed; the padding rows' zeros go to the async proxy, then to every consumer */
 #if DEC_WG_K8
   /* K8: each warp's 16 rows as two E4M3 parts of q * 2^e (registers; Q in shared memory stays
    * bf16), its scores scaled back by 2^-e */

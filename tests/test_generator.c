@@ -1027,7 +1027,9 @@ static void test_decode_wg(void **state)
     assert_int_equal(d.kernels[0].args[d.kernels[0].n_args - 2], GEN_ARG_TMAP_K);
     assert_int_equal(d.tmap_rows[1], vs[i].block_n);
     assert_int_equal(d.tmap_rows[2], vs[i].block_n);
-    assert_int_equal(d.tmap_rows[0], 0);
+    assert_int_equal(d.kernels[0].args[d.kernels[0].n_args - 3], GEN_ARG_TMAP_Q);
+    assert_int_equal(d.tmap_rows[0], vs[i].block_m); /* Q: boxes of G heads by block_m tokens */
+    assert_int_equal(d.tmap_q_heads, 8);
     assert_true(d.kernels[0].smem_bytes >=
                 (unsigned)(8 * vs[i].block_m * 256 + 2 * vs[i].stages * vs[i].block_n * 256));
   }
