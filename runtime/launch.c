@@ -177,32 +177,23 @@ static at_status encode_tmap(CUtensorMap *map, const char *name, const void *ptr
   const CUtensorMapDataType type = dtype == AT_DTYPE_BF16  ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
                                    : dtype == AT_DTYPE_F16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16
                                                            : CU_TENSOR_MAP_DATA_TYPE_UINT8;
-  const cuuint64_t dims[4] = {(cuuint64_t)shape->head_dim, (cuuint64_t)seq, (cuuint64_t)heads,
-                              (cuuint64_t)shape->batch};
-  const cuuint64_t strides[3] = {(cuuint64_t)st->seq * es, (cuuint64_t)st->head * es, (cuuint64_t)st->batch * es};
+  cuuint64_t dims[4] = {(cuuint64_t)shape->head_dim, (cuuint64_t)seq, (cuuint64_t)heads, (cuuint64_t)shape->batch};
+  cuuint64_t strides[3] = {(cuuint64_t)st->seq * es, (cuuint64_t)st->head * es, (cuuint64_t)st->batch * es};
   if (box_bytes != 128 && box_bytes != 64)
     return at_fail(AT_ERR_INVALID, "tensor %s: TMA boxes of %d bytes of D (expected 128 or 64)", name, box_bytes);
-  const cuuint32_t box[4] = {(cuuint32_t)(box_bytes / es), (cuuint32_t)box_rows, 1, 1};
+  cuuint32_t box[4] = {(cuuint32_t)(box_bytes / es), (cuuint32_t)box_rows, 1, 1};
   const cuuint32_t unit[4] = {1, 1, 1, 1};
   if (st->seq <= 0 || st->head <= 0 || (shape->batch > 1 && st->batch <= 0))
     return at_fail(AT_ERR_UNSUPPORTED,
                    "tensor %s: TMA variants need positive strides (seq %lld, head %lld, batch %lld)", name,
                    (long long)st->seq, (long long)st->head, (long long)st->batch);
-  const cuuint64_t *stride_arg = strides;
-  cuuint64_t one_batch[3] = {strides[0], strides[1], strides[1] * (cuuint64_t)heads};
-  if (st->batch <= 0) stride_arg = one_batch; /* B = 1: the batch stride is never used */
-  if (box_heads > 0) {
-    const cuuint64_t hdims[4] = {dims[0], dims[2], dims[1], dims[3]};
-    const cuuint64_t hstrides[3] = {stride_arg[1], stride_arg[0], stride_arg[2]};
-    const cuuint32_t hbox[4] = {box[0], (cuuint32_t)box_heads, (cuuint32_t)box_rows, 1};
-    return RT_CU(rt_cu()->cuTensorMapEncodeTiled(map, type, 4, (void *)(uintptr_t)ptr, hdims, hstrides, hbox, unit,
-                                                 CU_TENSOR_MAP_INTERLEAVE_NONE,
-                                                 box_bytes == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
-                                                                 : CU_TENSOR_MAP_SWIZZLE_128B,
-                                                 CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                                                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
+  if (st->batch <= 0) strides[2] = strides[1] * (cuuint64_t)heads; /* B = 1: the batch stride is never used */
+  if (box_heads > 0) { /* heads before seq: swap dims 1 and 2 (strides 0 and 1), boxes of box_heads heads */
+    const cuuint64_t d = dims[1], s = strides[0];
+    dims[1] = dims[2], dims[2] = d, strides[0] = strides[1], strides[1] = s;
+    box[1] = (cuuint32_t)box_heads, box[2] = (cuuint32_t)box_rows;
   }
-  return RT_CU(rt_cu()->cuTensorMapEncodeTiled(map, type, 4, (void *)(uintptr_t)ptr, dims, stride_arg, box, unit,
+  return RT_CU(rt_cu()->cuTensorMapEncodeTiled(map, type, 4, (void *)(uintptr_t)ptr, dims, strides, box, unit,
                                                CU_TENSOR_MAP_INTERLEAVE_NONE,
                                                box_bytes == 64 ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_128B,
                                                CU_TENSOR_MAP_L2_PROMOTION_L2_256B,

@@ -2314,8 +2314,7 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
     at_bar_init(bar_q, 1);
     asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
   }
-  /* As above (step 27: the wait below the arithmetic and the mbarriers' set-up, before Q's
-   * copies and the producer's) */
+  /* As above (step 27: the wait below the arithmetic and the mbarriers' set-up, before any copy) */
   dec_inputs_ready<true>(true, descale_k, descale_v, scale_log2, o_descale);
   /* The mbarriers are initialized; from here on no CTA-wide barrier. */
   __syncthreads();
@@ -2361,7 +2360,7 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
   /* K8: each warp's 16 rows as two E4M3 parts of q * 2^e (registers; Q in shared memory stays
    * bf16), its scores scaled back by 2^-e */
   unsigned qh[DEC_D / 32][4], ql[DEC_D / 32][4];
-  asm volatile("bar.sync 1, %0;\n" ::"n"(DEC_WG_CT) : "memory"); /* every row landed */
+  asm volatile("bar.sync 1, %0;\n" ::"n"(DEC_WG_CT) : "memory"); /* the padding rows' zeros too */
   scale_log2 *= __int_as_float(
       (127 - dec_wg_q8_fragments([&](int r, int col) { return smem_q + at_swz_off<DEC_WG_ROWS, 128>(row0 + r, col); },
                                  lane, qh, ql))
@@ -2372,7 +2371,7 @@ DEC_KERNEL(const at_in_t *__restrict__ q, const dec_kv_t *__restrict__ k, const 
 #endif
 #elif DEC_Q_TO_F16
   { /* bf16 Q with FP8 K/V: each warp's rows as f16 q * 2^e, its scores scaled back by 2^-e */
-    asm volatile("bar.sync 1, %0;\n" ::"n"(DEC_WG_CT) : "memory"); /* every row landed */
+    asm volatile("bar.sync 1, %0;\n" ::"n"(DEC_WG_CT) : "memory"); /* the padding rows' zeros too */
     const auto q_chunk = [&](int r, int c) { return smem_q + at_swz_off<DEC_WG_ROWS, 128>(row0 + r, 16 * c); };
     const int e = dec_q_exponent<16>(q_chunk, lane);
     if (DEC_WG_SEQ) asm volatile("bar.sync 1, %0;\n" ::"n"(DEC_WG_CT) : "memory"); /* both read e from bf16 Q */
