@@ -352,6 +352,24 @@ __device__ __forceinline__ void at_tma_load(unsigned dst, const at_tmap *map, in
                : "memory");
 }
 
+/* The same with an L2 cache policy (at_l2_evict_first) for the lines the box reads. */
+__device__ __forceinline__ void at_tma_load_hint(unsigned dst, const at_tmap *map, int d, int row, int head, int b,
+                                                 unsigned bar, unsigned long long policy)
+{
+  asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint "
+               "[%0], [%1, {%2, %3, %4, %5}], [%6], %7;\n" ::"r"(dst),
+               "l"(map), "r"(d), "r"(row), "r"(head), "r"(b), "r"(bar), "l"(policy)
+               : "memory");
+}
+
+/* An L2 policy under which the lines a copy brings in are the first to go */
+__device__ __forceinline__ unsigned long long at_l2_evict_first()
+{
+  unsigned long long policy;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(policy));
+  return policy;
+}
+
 /* A wgmma shared-memory matrix descriptor for a K-major operand stored as above: start address,
  * leading byte offset 1 (unused when swizzled), stride byte offset 8*CW (one 8-row atom), swizzle
  * mode 1 (128 B), 2 (64 B) or 3 (32 B). */

@@ -386,6 +386,18 @@
  *      this one alternately): bf16 GQA 8 T16 S4k +0.7% (three rounds), S1k +2.6%, S64k level, GQA 4
  *      T16 S4k -0.4%; e4m3 GQA 8 T16 S4k +0.3% (three rounds), .wgi3 T8 S16k +0.7%.
  *      test_fa2_gpu and test_decode_fp8kv_gpu pass.
+ *   34. .wg's K/V copies under an L2 evict_first policy (dec_wg_tma_tile). A probe streaming the
+ *      same boxes with no arithmetic drew 2.98 TB/s at B8 T16 S4k GQA 8 (22.5 us) where the kernel
+ *      took 33.5; stamped, its copies took ~4 us to land against the probe's ~3. The call's other
+ *      traffic: 8.4 MB of fp32 partials, written dirty into L2 and read back by the combine, then
+ *      evicted and written to HBM under the next call's K/V stream. Streamed K/V going first keeps
+ *      them (and Q, O) resident. Measured (H100, calls 134-137, main against this alternately, two
+ *      rounds): T16 GQA 8 S4k +9.3%, S16k +1.7%, S1k +0.4%, S256 -1.2%; GQA 4 S4k +3.3%. 16-bit K/V
+ *      only: with FP8 K/V (call 138) .wgi T8 GQA 8 S16k +3.7% but .wgi3 T16 GQA 4 S64k -1.2%, 128
+ *      rows S4k +0.8% (dec_wg_tma_tile says why FP8 loses). Dropping
+ *      the partials' lines after the combine read them (discard.global.L2) instead: S4k +7.8%,
+ *      S16k +3.6%, but S1k -1.4 to -2.5% and S256 -4.8% (the discards' own cost), and with both
+ *      no better; ld.global.lu for the partials: level.
  *   Tried after 30, not kept: .wgi's speculative check on P itself (P <= 2^8) with P's max three
  *      at a time (VIMNMX3, as fa3 v36), where a chain of FMNMX over the scores took one each
  *      (branch decode-spec-max3; FMNMX 70 -> 38 at T16 GQA 4 .wgi3). Predicted 0-1%; measured
@@ -2006,8 +2018,19 @@ __device__ __forceinline__ void dec_wg_tma_tile(unsigned dst, const at_tmap *map
                                                 unsigned bar)
 {
   constexpr int PER_BOX = 128 / DEC_KV_ESIZE;
+  /* Step 34: each 16-bit K/V line is read once a call, so it goes first from L2, before the
+   * partials the combine reads back and that would otherwise be written to HBM under the next
+   * stream. Not FP8's: a key's 128 bytes of one head are half of a 256-byte L2 promotion, whose
+   * other half the next head's CTA reads from L2 (.wgi3 at S64k lost 1.2% under the policy). */
+  if constexpr (DEC_KV8) {
 #pragma unroll
-  for (int c = 0; c < DEC_D / PER_BOX; c++) at_tma_load(dst + c * DEC_BN * 128, map, c * PER_BOX, key0, head, b, bar);
+    for (int c = 0; c < DEC_D / PER_BOX; c++) at_tma_load(dst + c * DEC_BN * 128, map, c * PER_BOX, key0, head, b, bar);
+  } else {
+    const unsigned long long policy = at_l2_evict_first();
+#pragma unroll
+    for (int c = 0; c < DEC_D / PER_BOX; c++)
+      at_tma_load_hint(dst + c * DEC_BN * 128, map, c * PER_BOX, key0, head, b, bar, policy);
+  }
 }
 
 /* Q's packed rows by TMA (step 33): the map views Q as (D, heads, seq, B), so a box of G heads by
