@@ -4,21 +4,46 @@
 // window of a buffer several times the L2, replayed), and how evenly the CTAs finish: each CTA
 // records %globaltimer at its start and end in one more launch, and the table gives the spread.
 //
-//   nvcc -O3 -arch=sm_90a -o hbm_read_probe scripts/hbm_read_probe.cu && ./hbm_read_probe
+//   nvcc -O3 -arch=sm_90a -o hbm_read_probe scripts/hbm_read_probe.cu -lcuda && ./hbm_read_probe [tma]
+//
+// With `tma` it streams instead exactly what decode's `.wg` split kernel reads at B8 T16 GQA 8
+// (Nkv 4, D 128, 16-bit, four splits: 128 CTAs of splits x heads x batch), with no arithmetic:
+// TMA boxes of 64 keys by 128 bytes (two a tensor, or one of 256 bytes unswizzled) into a ring of
+// STAGES x 32 KB under full/empty mbarriers, one producer thread and one consumer thread a CTA,
+// the consumer optionally waiting a while a tile (and holding the stage until the next tile is in,
+// as `.wg` holds V for P V). Per map form (BSHD as the kernel's, BHSD, L2 promotion), S and wait:
+// the time a launch in graph replay, its rate, and from a stamped launch when tile 0 lands and
+// the median interval between tiles 0-15 and 16-31 (docs/perf.md, thirty-fifth session).
 //
 // Rows: bytes (the K/V of #15's shapes: B1 S4k Nkv8 16.8 MB, B8 T16 S4k Nkv4 67 MB, B8 S16k Nkv4
 // 268 MB, B8 S16k Nkv8 537 MB), CTAs (64, 128, 132) of 256 or 512 threads (64 or 128 KB of
 // loads in flight a CTA), the time per launch in graph replay and its rate, and per CTA (one launch, globaltimer's
 // ns ticks) the latest start, the earliest, mean and latest end, from the first start.
+#include <cuda.h>
 #include <cuda_runtime.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include <algorithm>
+#include <vector>
 
 #define CHECK(x)                                                                                   \
   do {                                                                                             \
     cudaError_t e_ = (x);                                                                          \
     if (e_ != cudaSuccess) {                                                                       \
       fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));        \
+      exit(1);                                                                                     \
+    }                                                                                              \
+  } while (0)
+
+#define CU_CHECK(x)                                                                                \
+  do {                                                                                             \
+    CUresult r_ = (x);                                                                             \
+    if (r_ != CUDA_SUCCESS) {                                                                      \
+      const char *s_ = "?";                                                                        \
+      cuGetErrorString(r_, &s_);                                                                   \
+      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, s_);                             \
       exit(1);                                                                                     \
     }                                                                                              \
   } while (0)
@@ -72,7 +97,7 @@ static void launch(int threads, int ctas, cudaStream_t st, const int4 *src, long
   else stream_read<256><<<ctas, 256, 0, st>>>(src, per_cta, sink, times);
 }
 
-int main(void)
+static int plain_table(void)
 {
   const double sizes_mb[] = {16.8, 67.1, 268.4, 536.9};
   const int ctas[] = {64, 128, 132};
@@ -156,4 +181,217 @@ int main(void)
   CHECK(cudaFree(sink));
   CHECK(cudaFree(times));
   return 0;
+}
+
+/* ---- tma: decode .wg's K/V stream ------------------------------------------------------------ */
+
+static constexpr int TMA_BN = 64, TMA_D = 128, TMA_TILE = TMA_BN * TMA_D * 2; /* 16 KB of K or V */
+static constexpr int TMA_STAMPS = 32;                                       /* tiles stamped a CTA */
+
+__device__ __forceinline__ void mbar_init(unsigned bar, unsigned count)
+{
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
+}
+
+__device__ __forceinline__ void mbar_expect(unsigned bar, unsigned bytes)
+{
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
+}
+
+__device__ __forceinline__ void mbar_arrive(unsigned bar)
+{
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
+}
+
+__device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity)
+{
+  unsigned done;
+  do {
+    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}"
+                 : "=r"(done)
+                 : "r"(bar), "r"(parity)
+                 : "memory");
+  } while (!done);
+}
+
+__device__ __forceinline__ void tma_box(unsigned dst, const CUtensorMap *map, int d, int key, int head, int b, unsigned bar)
+{
+  asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6];" ::"r"(dst),
+               "l"(map), "r"(d), "r"(key), "r"(head), "r"(b), "r"(bar)
+               : "memory");
+}
+
+/* Grid (splits, heads, batch) as the split kernel's. Thread 0 produces, thread 32 consumes: waits
+ * for each tile, then wait_ns (negative: also holds the stage until the next tile is in). */
+template <int STAGES>
+__global__ void __launch_bounds__(64) tma_stream(const __grid_constant__ CUtensorMap tk, const __grid_constant__ CUtensorMap tv,
+                                                 int boxes, int keys_per_cta, int wait_ns, unsigned long long *stamps)
+{
+  extern __shared__ unsigned char smem_raw[];
+  __shared__ __align__(8) unsigned long long bars[2 * STAGES];
+  const unsigned ring = ((unsigned)__cvta_generic_to_shared(smem_raw) + 1023u) & ~1023u; /* swizzle atoms */
+  const unsigned full = (unsigned)__cvta_generic_to_shared(bars), empty = full + 8 * STAGES;
+  const int n_tiles = keys_per_cta / TMA_BN, k_lo = blockIdx.x * keys_per_cta;
+  const long long cta = ((long long)blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
+  const unsigned long long t0 = now_ns();
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < STAGES; s++) mbar_init(full + 8 * s, 1), mbar_init(empty + 8 * s, 1);
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+  }
+  __syncthreads();
+  int stage = 0;
+  unsigned phase = 0;
+  if (threadIdx.x == 0) {
+    for (int t = 0; t < n_tiles; t++) {
+      mbar_wait(empty + 8 * stage, phase ^ 1u); /* a fresh barrier passes: the ring's first pass */
+      mbar_expect(full + 8 * stage, 2 * TMA_TILE);
+      const unsigned k_dst = ring + stage * 2 * TMA_TILE, v_dst = k_dst + TMA_TILE;
+      const int key = k_lo + t * TMA_BN;
+      for (int c = 0; c < boxes; c++) {
+        tma_box(k_dst + c * TMA_TILE / boxes, &tk, c * 64, key, blockIdx.y, blockIdx.z, full + 8 * stage);
+        tma_box(v_dst + c * TMA_TILE / boxes, &tv, c * 64, key, blockIdx.y, blockIdx.z, full + 8 * stage);
+      }
+      if (++stage == STAGES) stage = 0, phase ^= 1u;
+    }
+  } else if (threadIdx.x == 32) {
+    const int spin = wait_ns < 0 ? -wait_ns : wait_ns;
+    for (int t = 0; t < n_tiles; t++) {
+      mbar_wait(full + 8 * stage, phase);
+      if (stamps && t < TMA_STAMPS) stamps[cta * (TMA_STAMPS + 2) + 2 + t] = now_ns();
+      for (const unsigned long long end = now_ns() + spin; spin && now_ns() < end;) {
+      }
+      if (wait_ns >= 0) mbar_arrive(empty + 8 * stage);
+      else if (t > 0) mbar_arrive(empty + 8 * (stage == 0 ? STAGES - 1 : stage - 1));
+      if (++stage == STAGES) stage = 0, phase ^= 1u;
+    }
+    if (stamps) stamps[cta * (TMA_STAMPS + 2)] = t0, stamps[cta * (TMA_STAMPS + 2) + 1] = now_ns();
+  }
+}
+
+struct tma_form {
+  const char *name;
+  int boxes; /* 2: 128-byte boxes, swizzled as the kernel's; 1: one 256-byte box, unswizzled */
+  int bhsd;  /* each head's keys contiguous, else BSHD (the kernel's bench layout) */
+  CUtensorMapL2promotion promotion;
+};
+
+static void encode_kv_map(CUtensorMap *map, void *base, const tma_form &f, int B, int S, int H)
+{
+  const cuuint64_t dims[4] = {(cuuint64_t)TMA_D, (cuuint64_t)S, (cuuint64_t)H, (cuuint64_t)B};
+  const cuuint64_t row = TMA_D * 2; /* bytes of one key of one head */
+  cuuint64_t strides[3] = {H * row, row, (cuuint64_t)S * H * row};
+  if (f.bhsd) strides[0] = row, strides[1] = (cuuint64_t)S * row, strides[2] = (cuuint64_t)H * S * row;
+  const cuuint32_t box[4] = {(cuuint32_t)(TMA_D / f.boxes), (cuuint32_t)TMA_BN, 1, 1}, unit[4] = {1, 1, 1, 1};
+  CU_CHECK(cuTensorMapEncodeTiled(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 4, base, dims, strides, box, unit,
+                                  CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                  f.boxes == 2 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE, f.promotion,
+                                  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
+}
+
+static double median(std::vector<double> v)
+{
+  if (v.empty()) return 0.0;
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+template <int STAGES> static void tma_rows(unsigned char *pool, size_t pool_bytes, unsigned long long *stamps, cudaStream_t st)
+{
+  const tma_form forms[] = {{"BSHD 2x128 B, promotion 256 B (.wg's)", 2, 0, CU_TENSOR_MAP_L2_PROMOTION_L2_256B},
+                            {"BSHD 2x128 B, no promotion", 2, 0, CU_TENSOR_MAP_L2_PROMOTION_NONE},
+                            {"BSHD 1x256 B, promotion 256 B", 1, 0, CU_TENSOR_MAP_L2_PROMOTION_L2_256B},
+                            {"BHSD 2x128 B, promotion 256 B", 2, 1, CU_TENSOR_MAP_L2_PROMOTION_L2_256B}};
+  const int B = 8, H = 4, SPLITS = 4, launches = 20, replays = 10, n_ctas = B * H * SPLITS;
+  const int smem = STAGES * 2 * TMA_TILE + 1024;
+  CHECK(cudaFuncSetAttribute(tma_stream<STAGES>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  cudaEvent_t e0, e1;
+  CHECK(cudaEventCreate(&e0));
+  CHECK(cudaEventCreate(&e1));
+  for (int S : {4096, 65536})
+    for (int wait : {0, 700, -700})
+      for (const tma_form &f : forms) {
+        if (S == 65536 && wait) continue;
+        const size_t kv_bytes = (size_t)B * S * H * TMA_D * 2, set = 2 * kv_bytes;
+        const int windows = std::min((int)(pool_bytes / set), launches);
+        std::vector<CUtensorMap> mk(windows), mv(windows);
+        for (int w = 0; w < windows; w++) {
+          encode_kv_map(&mk[w], pool + w * set, f, B, S, H);
+          encode_kv_map(&mv[w], pool + w * set + kv_bytes, f, B, S, H);
+        }
+        const dim3 grid(SPLITS, H, B);
+        const int per_cta = S / SPLITS;
+        cudaGraph_t g;
+        cudaGraphExec_t ge;
+        CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
+        for (int i = 0; i < launches; i++)
+          tma_stream<STAGES><<<grid, 64, smem, st>>>(mk[i % windows], mv[i % windows], f.boxes, per_cta, wait, nullptr);
+        CHECK(cudaStreamEndCapture(st, &g));
+        CHECK(cudaGraphInstantiate(&ge, g, 0));
+        CHECK(cudaGraphLaunch(ge, st)); /* warm-up */
+        CHECK(cudaEventRecord(e0, st));
+        for (int r = 0; r < replays; r++) CHECK(cudaGraphLaunch(ge, st));
+        CHECK(cudaEventRecord(e1, st));
+        CHECK(cudaEventSynchronize(e1));
+        float ms = 0.f;
+        CHECK(cudaEventElapsedTime(&ms, e0, e1));
+        const double us = ms * 1e3 / (replays * launches);
+
+        /* a stamped launch right behind a plain one, as in replay */
+        const size_t stamp_bytes = (size_t)n_ctas * (TMA_STAMPS + 2) * sizeof(unsigned long long);
+        CHECK(cudaMemsetAsync(stamps, 0, stamp_bytes, st));
+        tma_stream<STAGES><<<grid, 64, smem, st>>>(mk[0], mv[0], f.boxes, per_cta, wait, nullptr);
+        tma_stream<STAGES><<<grid, 64, smem, st>>>(mk[1 % windows], mv[1 % windows], f.boxes, per_cta, wait, stamps);
+        CHECK(cudaGetLastError());
+        CHECK(cudaStreamSynchronize(st));
+        std::vector<unsigned long long> h(stamp_bytes / sizeof(unsigned long long));
+        CHECK(cudaMemcpy(h.data(), stamps, stamp_bytes, cudaMemcpyDeviceToHost));
+        unsigned long long first = ~0ull;
+        for (int c = 0; c < n_ctas; c++) first = std::min(first, h[c * (TMA_STAMPS + 2)]);
+        const int stamped = std::min(per_cta / TMA_BN, TMA_STAMPS);
+        std::vector<double> tile0, early, late;
+        for (int c = 0; c < n_ctas; c++) {
+          const unsigned long long *r = &h[c * (TMA_STAMPS + 2)];
+          tile0.push_back((r[2] - first) / 1e3);
+          early.push_back((r[2 + std::min(15, stamped - 1)] - r[2]) / 1e3 / std::min(15, stamped - 1));
+          if (stamped >= 32) late.push_back((r[2 + 31] - r[2 + 16]) / 1e3 / 15);
+        }
+        printf("%-40s %6d %6d %6d %9.2f %7.2f %8.2f %8.3f %8.3f\n", f.name, STAGES, S, wait, us, set / us / 1e6,
+               median(tile0), median(early), median(late));
+        CHECK(cudaGraphExecDestroy(ge));
+        CHECK(cudaGraphDestroy(g));
+      }
+}
+
+static int tma_table(void)
+{
+  int dev = 0;
+  CHECK(cudaGetDevice(&dev));
+  cudaDeviceProp prop;
+  CHECK(cudaGetDeviceProperties(&prop, dev));
+  printf("%s: decode .wg's K/V stream (B8 Nkv 4 D 128, 4 splits, 128 CTAs), no arithmetic\n", prop.name);
+  const size_t pool_bytes = (size_t)2300 << 20; /* two windows at S 64k */
+  unsigned char *pool;
+  unsigned long long *stamps;
+  CHECK(cudaMalloc(&pool, pool_bytes));
+  CHECK(cudaMemset(pool, 0x3c, pool_bytes));
+  CHECK(cudaMalloc(&stamps, (size_t)128 * (TMA_STAMPS + 2) * sizeof(unsigned long long)));
+  cudaStream_t st;
+  CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  printf("%-40s %6s %6s %6s %9s %7s %8s %8s %8s\n", "map", "stages", "S", "wait", "us/launch", "TB/s", "tile 0",
+         "dt 0-15", "dt 16-31");
+  tma_rows<4>(pool, pool_bytes, stamps, st);
+  tma_rows<5>(pool, pool_bytes, stamps, st);
+  CHECK(cudaFree(pool));
+  CHECK(cudaFree(stamps));
+  return 0;
+}
+
+int main(int argc, char **argv)
+{
+  if (argc > 1 && strcmp(argv[1], "tma") == 0) return tma_table();
+  if (argc > 1) {
+    fprintf(stderr, "usage: hbm_read_probe [tma]\n");
+    return 2;
+  }
+  return plain_table();
 }
