@@ -9,7 +9,9 @@
 # and shared loads (scripts/sass_loops.awk): the hot loop's body is one warp's work per K/V tile.
 # Every kernel with a global access before its wait for the previous grid (a race under a
 # programmatic launch; scripts/sass_wait.awk) is printed with RACE; WAIT=1 prints where every
-# kernel waits. Works for any kernel key (mma.sync ones too).
+# kernel waits. Every global access whose memory descriptor register the function never writes
+# is printed with DESC (scripts/sass_desc.awk: a ptxas fault behind L2 cache hints, an illegal
+# instruction on the GPU). Works for any kernel key (mma.sync ones too).
 # Needs nvcc, and cuobjdump ($CUOBJDUMP, default: cuobjdump on PATH). No GPU.
 set -eu
 build=$1
@@ -30,4 +32,5 @@ for key in "$@"; do
   if [ -n "${LOOPS:-}" ]; then awk -v key="  $key" -v min="$LOOPS" -f "$(dirname "$0")/sass_loops.awk" "$d/s"; fi
   awk -v key=" " -f "$(dirname "$0")/sass_wait.awk" "$d/all" >"$d/w"
   if [ -n "${WAIT:-}" ]; then cat "$d/w"; else grep RACE "$d/w" || true; fi
+  awk -v key="$key" -f "$(dirname "$0")/sass_desc.awk" "$d/all"
 done
