@@ -386,18 +386,19 @@
  *      this one alternately): bf16 GQA 8 T16 S4k +0.7% (three rounds), S1k +2.6%, S64k level, GQA 4
  *      T16 S4k -0.4%; e4m3 GQA 8 T16 S4k +0.3% (three rounds), .wgi3 T8 S16k +0.7%.
  *      test_fa2_gpu and test_decode_fp8kv_gpu pass.
- *   34. .wg's K/V copies under an L2 evict_first policy (dec_wg_tma_tile). A probe streaming the
- *      same boxes with no arithmetic drew 2.98 TB/s at B8 T16 S4k GQA 8 (22.5 us) where the kernel
- *      took 33.5; stamped, its copies took ~4 us to land against the probe's ~3. The call's other
- *      traffic: 8.4 MB of fp32 partials, written dirty into L2 and read back by the combine, then
- *      evicted and written to HBM under the next call's K/V stream. Streamed K/V going first keeps
- *      them (and Q, O) resident. Measured (H100, calls 134-137, main against this alternately, two
- *      rounds): T16 GQA 8 S4k +9.3%, S16k +1.7%, S1k +0.4%, S256 -1.2%; GQA 4 S4k +3.3%. 16-bit K/V
- *      only: with FP8 K/V (call 138) .wgi T8 GQA 8 S16k +3.7% but .wgi3 T16 GQA 4 S64k -1.2%, 128
- *      rows S4k +0.8% (dec_wg_tma_tile says why FP8 loses). Dropping
- *      the partials' lines after the combine read them (discard.global.L2) instead: S4k +7.8%,
- *      S16k +3.6%, but S1k -1.4 to -2.5% and S256 -4.8% (the discards' own cost), and with both
- *      no better; ld.global.lu for the partials: level.
+ *   34. .wg's 16-bit K/V copies under an L2 evict_first policy (dec_wg_tma_tile). A probe
+ *      streaming the same boxes with no arithmetic drew 2.98 TB/s at B8 T16 S4k GQA 8 (22.5 us)
+ *      where the kernel took 33.5; stamped, its copies took ~4 us to land against the probe's ~3.
+ *      The call's other traffic: 8.4 MB of fp32 partials, written dirty into L2 and read back by
+ *      the combine, then evicted and written to HBM under the next call's K/V stream. Streamed K/V
+ *      going first keeps them (and Q, O) resident. Measured (H100, calls 134-137, main against this
+ *      alternately, two rounds): T16 GQA 8 S4k +9.3%, S16k +1.7%, S1k +0.4%, S256 -1.2%; GQA 4 S4k
+ *      +3.3%; call 139 S4k +8.8%. With FP8 K/V (call 138) .wgi T8 GQA 8 S16k +3.7% but .wgi3 T16
+ *      GQA 4 S64k -1.2% (dec_wg_tma_tile says why), so 16-bit only. Dropping the partials' lines
+ *      after the combine read them (discard.global.L2) instead: S4k +7.8%, S16k +3.6%, but S1k -1.4
+ *      to -2.5% and S256 -4.8% (the discards' own cost), and with both no better; ld.global.lu for
+ *      the partials: level. test_fa2_gpu, test_decode_fp8kv_gpu, test_serving_gpu and test_api_gpu
+ *      pass.
  *   Tried after 30, not kept: .wgi's speculative check on P itself (P <= 2^8) with P's max three
  *      at a time (VIMNMX3, as fa3 v36), where a chain of FMNMX over the scores took one each
  *      (branch decode-spec-max3; FMNMX 70 -> 38 at T16 GQA 4 .wgi3). Predicted 0-1%; measured
