@@ -97,11 +97,40 @@ static void launch(int threads, int ctas, cudaStream_t st, const int4 *src, long
   else stream_read<256><<<ctas, 256, 0, st>>>(src, per_cta, sink, times);
 }
 
+/* The time one launch takes in graph replay, as attntune's bench times a call: `launches`
+ * launches (launch(i) issues the i-th on st) captured in one graph, one warm-up replay, then the
+ * mean over 10 replays, in us. */
+template <class Launch> static double graph_us_per_launch(cudaStream_t st, int launches, Launch launch)
+{
+  const int replays = 10;
+  cudaGraph_t g;
+  cudaGraphExec_t ge;
+  cudaEvent_t e0, e1;
+  CHECK(cudaEventCreate(&e0));
+  CHECK(cudaEventCreate(&e1));
+  CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
+  for (int i = 0; i < launches; i++) launch(i);
+  CHECK(cudaStreamEndCapture(st, &g));
+  CHECK(cudaGraphInstantiate(&ge, g, 0));
+  CHECK(cudaGraphLaunch(ge, st)); /* warm-up */
+  CHECK(cudaEventRecord(e0, st));
+  for (int r = 0; r < replays; r++) CHECK(cudaGraphLaunch(ge, st));
+  CHECK(cudaEventRecord(e1, st));
+  CHECK(cudaEventSynchronize(e1));
+  float ms = 0.f;
+  CHECK(cudaEventElapsedTime(&ms, e0, e1));
+  CHECK(cudaGraphExecDestroy(ge));
+  CHECK(cudaGraphDestroy(g));
+  CHECK(cudaEventDestroy(e0));
+  CHECK(cudaEventDestroy(e1));
+  return ms * 1e3 / (replays * launches);
+}
+
 static int plain_table(void)
 {
   const double sizes_mb[] = {16.8, 67.1, 268.4, 536.9};
   const int ctas[] = {64, 128, 132};
-  const int launches = 20, replays = 10;
+  const int launches = 20;
   int dev = 0, l2 = 0, sms = 0;
   CHECK(cudaGetDevice(&dev));
   CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
@@ -121,9 +150,6 @@ static int plain_table(void)
   CHECK(cudaMemset(pool, 0x5a, pool_bytes));
   cudaStream_t st;
   CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
-  cudaEvent_t e0, e1;
-  CHECK(cudaEventCreate(&e0));
-  CHECK(cudaEventCreate(&e1));
 
   printf("%9s %5s %4s %10s %8s %12s %12s %12s %12s\n", "MB", "CTAs", "thr", "us/launch", "TB/s", "last start", "first end",
          "mean end", "last end");
@@ -137,21 +163,9 @@ static int plain_table(void)
           printf("%9.1f %5d %4d  (the pool holds %d windows: under twice the L2)\n", mb, c, threads, windows);
           continue;
         }
-        cudaGraph_t g;
-        cudaGraphExec_t ge;
-        CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
-        for (int i = 0; i < launches; i++)
+        const double us = graph_us_per_launch(st, launches, [&](int i) {
           launch(threads, c, st, pool + (size_t)(i % windows) * per_cta * c, per_cta, sink, nullptr);
-        CHECK(cudaStreamEndCapture(st, &g));
-        CHECK(cudaGraphInstantiate(&ge, g, 0));
-        CHECK(cudaGraphLaunch(ge, st)); /* warm-up */
-        CHECK(cudaEventRecord(e0, st));
-        for (int r = 0; r < replays; r++) CHECK(cudaGraphLaunch(ge, st));
-        CHECK(cudaEventRecord(e1, st));
-        CHECK(cudaEventSynchronize(e1));
-        float ms = 0.f;
-        CHECK(cudaEventElapsedTime(&ms, e0, e1));
-        const double us = ms * 1e3 / (replays * launches);
+        });
 
         /* one more launch, on a window the last replay did not read, with the CTAs' clocks */
         launch(threads, c, st, pool + (size_t)((launches + 1) % windows) * per_cta * c, per_cta, sink, times);
@@ -174,8 +188,6 @@ static int plain_table(void)
         printf("%9.1f %5d %4d %10.2f %8.2f %10.2fus %10.2fus %10.2fus %10.2fus\n", bytes / 1e6, c, threads, us, bytes / us / 1e6,
                (last_start - first_start) / 1e3, (first_end - first_start) / 1e3, sum_end / c / 1e3,
                (last_end - first_start) / 1e3);
-        CHECK(cudaGraphExecDestroy(ge));
-        CHECK(cudaGraphDestroy(g));
       }
   CHECK(cudaFree(pool));
   CHECK(cudaFree(sink));
@@ -185,41 +197,15 @@ static int plain_table(void)
 
 /* ---- tma: decode .wg's K/V stream ------------------------------------------------------------ */
 
+/* The kernels' own mbarrier and TMA helpers (at_bar_*, at_tma_load): the file NVRTC compiles after
+ * a variant's preamble, which here need only name the dtypes. */
+#define AT_IN_DTYPE 2  /* bf16 */
+#define AT_OUT_DTYPE 2
+#include "../templates/common.cuh"
+static_assert(sizeof(at_tmap) == sizeof(CUtensorMap), "a tensor map passed as the kernels' at_tmap");
+
 static constexpr int TMA_BN = 64, TMA_D = 128, TMA_TILE = TMA_BN * TMA_D * 2; /* 16 KB of K or V */
 static constexpr int TMA_STAMPS = 32;                                       /* tiles stamped a CTA */
-
-__device__ __forceinline__ void mbar_init(unsigned bar, unsigned count)
-{
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
-}
-
-__device__ __forceinline__ void mbar_expect(unsigned bar, unsigned bytes)
-{
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(bar), "r"(bytes) : "memory");
-}
-
-__device__ __forceinline__ void mbar_arrive(unsigned bar)
-{
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" ::"r"(bar) : "memory");
-}
-
-__device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity)
-{
-  unsigned done;
-  do {
-    asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}"
-                 : "=r"(done)
-                 : "r"(bar), "r"(parity)
-                 : "memory");
-  } while (!done);
-}
-
-__device__ __forceinline__ void tma_box(unsigned dst, const CUtensorMap *map, int d, int key, int head, int b, unsigned bar)
-{
-  asm volatile("cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3, %4, %5}], [%6];" ::"r"(dst),
-               "l"(map), "r"(d), "r"(key), "r"(head), "r"(b), "r"(bar)
-               : "memory");
-}
 
 /* Grid (splits, heads, batch) as the split kernel's. Thread 0 produces, thread 32 consumes: waits
  * for each tile, then wait_ns (negative: also holds the stage until the next tile is in). */
@@ -229,13 +215,13 @@ __global__ void __launch_bounds__(64) tma_stream(const __grid_constant__ CUtenso
 {
   extern __shared__ unsigned char smem_raw[];
   __shared__ __align__(8) unsigned long long bars[2 * STAGES];
-  const unsigned ring = ((unsigned)__cvta_generic_to_shared(smem_raw) + 1023u) & ~1023u; /* swizzle atoms */
-  const unsigned full = (unsigned)__cvta_generic_to_shared(bars), empty = full + 8 * STAGES;
+  const unsigned ring = (at_smem_addr(smem_raw) + 1023u) & ~1023u; /* swizzle atoms */
+  const unsigned full = at_smem_addr(bars), empty = full + 8 * STAGES;
   const int n_tiles = keys_per_cta / TMA_BN, k_lo = blockIdx.x * keys_per_cta;
   const long long cta = ((long long)blockIdx.z * gridDim.y + blockIdx.y) * gridDim.x + blockIdx.x;
   const unsigned long long t0 = now_ns();
   if (threadIdx.x == 0) {
-    for (int s = 0; s < STAGES; s++) mbar_init(full + 8 * s, 1), mbar_init(empty + 8 * s, 1);
+    for (int s = 0; s < STAGES; s++) at_bar_init(full + 8 * s, 1), at_bar_init(empty + 8 * s, 1);
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
   __syncthreads();
@@ -243,25 +229,25 @@ __global__ void __launch_bounds__(64) tma_stream(const __grid_constant__ CUtenso
   unsigned phase = 0;
   if (threadIdx.x == 0) {
     for (int t = 0; t < n_tiles; t++) {
-      mbar_wait(empty + 8 * stage, phase ^ 1u); /* a fresh barrier passes: the ring's first pass */
-      mbar_expect(full + 8 * stage, 2 * TMA_TILE);
+      at_bar_wait(empty + 8 * stage, phase ^ 1u); /* a fresh barrier passes: the ring's first pass */
+      at_bar_expect(full + 8 * stage, 2 * TMA_TILE);
       const unsigned k_dst = ring + stage * 2 * TMA_TILE, v_dst = k_dst + TMA_TILE;
       const int key = k_lo + t * TMA_BN;
       for (int c = 0; c < boxes; c++) {
-        tma_box(k_dst + c * TMA_TILE / boxes, &tk, c * 64, key, blockIdx.y, blockIdx.z, full + 8 * stage);
-        tma_box(v_dst + c * TMA_TILE / boxes, &tv, c * 64, key, blockIdx.y, blockIdx.z, full + 8 * stage);
+        at_tma_load(k_dst + c * TMA_TILE / boxes, (const at_tmap *)&tk, c * 64, key, blockIdx.y, blockIdx.z, full + 8 * stage);
+        at_tma_load(v_dst + c * TMA_TILE / boxes, (const at_tmap *)&tv, c * 64, key, blockIdx.y, blockIdx.z, full + 8 * stage);
       }
       if (++stage == STAGES) stage = 0, phase ^= 1u;
     }
   } else if (threadIdx.x == 32) {
     const int spin = wait_ns < 0 ? -wait_ns : wait_ns;
     for (int t = 0; t < n_tiles; t++) {
-      mbar_wait(full + 8 * stage, phase);
+      at_bar_wait(full + 8 * stage, phase);
       if (stamps && t < TMA_STAMPS) stamps[cta * (TMA_STAMPS + 2) + 2 + t] = now_ns();
       for (const unsigned long long end = now_ns() + spin; spin && now_ns() < end;) {
       }
-      if (wait_ns >= 0) mbar_arrive(empty + 8 * stage);
-      else if (t > 0) mbar_arrive(empty + 8 * (stage == 0 ? STAGES - 1 : stage - 1));
+      if (wait_ns >= 0) at_bar_arrive(empty + 8 * stage);
+      else if (t > 0) at_bar_arrive(empty + 8 * (stage == 0 ? STAGES - 1 : stage - 1));
       if (++stage == STAGES) stage = 0, phase ^= 1u;
     }
     if (stamps) stamps[cta * (TMA_STAMPS + 2)] = t0, stamps[cta * (TMA_STAMPS + 2) + 1] = now_ns();
@@ -301,12 +287,9 @@ template <int STAGES> static void tma_rows(unsigned char *pool, size_t pool_byte
                             {"BSHD 2x128 B, no promotion", 2, 0, CU_TENSOR_MAP_L2_PROMOTION_NONE},
                             {"BSHD 1x256 B, promotion 256 B", 1, 0, CU_TENSOR_MAP_L2_PROMOTION_L2_256B},
                             {"BHSD 2x128 B, promotion 256 B", 2, 1, CU_TENSOR_MAP_L2_PROMOTION_L2_256B}};
-  const int B = 8, H = 4, SPLITS = 4, launches = 20, replays = 10, n_ctas = B * H * SPLITS;
+  const int B = 8, H = 4, SPLITS = 4, launches = 20, n_ctas = B * H * SPLITS;
   const int smem = STAGES * 2 * TMA_TILE + 1024;
   CHECK(cudaFuncSetAttribute(tma_stream<STAGES>, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  cudaEvent_t e0, e1;
-  CHECK(cudaEventCreate(&e0));
-  CHECK(cudaEventCreate(&e1));
   for (int S : {4096, 65536})
     for (int wait : {0, 700, -700})
       for (const tma_form &f : forms) {
@@ -320,21 +303,9 @@ template <int STAGES> static void tma_rows(unsigned char *pool, size_t pool_byte
         }
         const dim3 grid(SPLITS, H, B);
         const int per_cta = S / SPLITS;
-        cudaGraph_t g;
-        cudaGraphExec_t ge;
-        CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeGlobal));
-        for (int i = 0; i < launches; i++)
+        const double us = graph_us_per_launch(st, launches, [&](int i) {
           tma_stream<STAGES><<<grid, 64, smem, st>>>(mk[i % windows], mv[i % windows], f.boxes, per_cta, wait, nullptr);
-        CHECK(cudaStreamEndCapture(st, &g));
-        CHECK(cudaGraphInstantiate(&ge, g, 0));
-        CHECK(cudaGraphLaunch(ge, st)); /* warm-up */
-        CHECK(cudaEventRecord(e0, st));
-        for (int r = 0; r < replays; r++) CHECK(cudaGraphLaunch(ge, st));
-        CHECK(cudaEventRecord(e1, st));
-        CHECK(cudaEventSynchronize(e1));
-        float ms = 0.f;
-        CHECK(cudaEventElapsedTime(&ms, e0, e1));
-        const double us = ms * 1e3 / (replays * launches);
+        });
 
         /* a stamped launch right behind a plain one, as in replay */
         const size_t stamp_bytes = (size_t)n_ctas * (TMA_STAMPS + 2) * sizeof(unsigned long long);
@@ -357,8 +328,6 @@ template <int STAGES> static void tma_rows(unsigned char *pool, size_t pool_byte
         }
         printf("%-40s %6d %6d %6d %9.2f %7.2f %8.2f %8.3f %8.3f\n", f.name, STAGES, S, wait, us, set / us / 1e6,
                median(tile0), median(early), median(late));
-        CHECK(cudaGraphExecDestroy(ge));
-        CHECK(cudaGraphDestroy(g));
       }
 }
 

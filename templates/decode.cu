@@ -2023,14 +2023,11 @@ __device__ __forceinline__ void dec_wg_tma_tile(unsigned dst, const at_tmap *map
    * partials the combine reads back and that would otherwise be written to HBM under the next
    * stream. Not FP8's: a key's 128 bytes of one head are half of a 256-byte L2 promotion, whose
    * other half the next head's CTA reads from L2 (.wgi3 at S64k lost 1.2% under the policy). */
-  if constexpr (DEC_KV8) {
+  const unsigned long long policy = DEC_KV8 ? 0ull : at_l2_evict_first();
 #pragma unroll
-    for (int c = 0; c < DEC_D / PER_BOX; c++) at_tma_load(dst + c * DEC_BN * 128, map, c * PER_BOX, key0, head, b, bar);
-  } else {
-    const unsigned long long policy = at_l2_evict_first();
-#pragma unroll
-    for (int c = 0; c < DEC_D / PER_BOX; c++)
-      at_tma_load_hint(dst + c * DEC_BN * 128, map, c * PER_BOX, key0, head, b, bar, policy);
+  for (int c = 0; c < DEC_D / PER_BOX; c++) {
+    if constexpr (DEC_KV8) at_tma_load(dst + c * DEC_BN * 128, map, c * PER_BOX, key0, head, b, bar);
+    else at_tma_load_hint(dst + c * DEC_BN * 128, map, c * PER_BOX, key0, head, b, bar, policy);
   }
 }
 
