@@ -660,14 +660,29 @@ __device__ __forceinline__ void dec_ld_shared_f2(unsigned addr, float &x, float 
   asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];\n" : "=f"(x), "=f"(y) : "r"(addr) : "memory");
 }
 
+/* The split kernels' partials (their only global stores of fp32 pairs and quads) under an L2
+ * evict_last policy (EXPERIMENT, step 35): the combine reads them back from L2, and a call's K/V
+ * stream (8.4 MB of partials against 67 MB of K/V at B8 T16 GQA 8 S4k) should not evict them to
+ * HBM first; step 34 does the same from the other side for .wg's TMA copies, and step 34b's
+ * cp.async form met a ptxas fault. */
+__device__ __forceinline__ unsigned long long dec_part_policy()
+{
+  unsigned long long policy;
+  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\n" : "=l"(policy));
+  return policy;
+}
+
 __device__ __forceinline__ void dec_st_global_f2(float *p, float x, float y)
 {
-  asm volatile("st.global.v2.f32 [%0], {%1, %2};\n" ::"l"(p), "f"(x), "f"(y) : "memory");
+  asm volatile("st.global.L2::cache_hint.v2.f32 [%0], {%1, %2}, %3;\n" ::"l"(p), "f"(x), "f"(y), "l"(dec_part_policy())
+               : "memory");
 }
 
 __device__ __forceinline__ void dec_st_global_f4(float *p, float x, float y, float z, float w)
 {
-  asm volatile("st.global.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(p), "f"(x), "f"(y), "f"(z), "f"(w) : "memory");
+  asm volatile("st.global.L2::cache_hint.v4.f32 [%0], {%1, %2, %3, %4}, %5;\n" ::"l"(p), "f"(x), "f"(y), "f"(z), "f"(w),
+               "l"(dec_part_policy())
+               : "memory");
 }
 
 /* Two packed 16-bit pairs, 8 bytes (KV8's O rows: four consecutive d). */
