@@ -399,6 +399,15 @@
  *      to -2.5% and S256 -4.8% (the discards' own cost), and with both no better; ld.global.lu for
  *      the partials: level. test_fa2_gpu, test_decode_fp8kv_gpu, test_serving_gpu and test_api_gpu
  *      pass.
+ *   35. The partials stored under an L2 evict_last policy (dec_st_global_f2/f4, st.global with
+ *      .L2::cache_hint), so that no kernel kind's K/V stream pushes them to HBM before the combine
+ *      reads them; step 34 did it from the K/V side for .wg only, and the cp.async form for
+ *      mma.sync (34b) met a ptxas fault. Measured (H100, call 143, main against this alternately,
+ *      two rounds, the defaults, B8 D128, TB/s of K/V): mma.sync T8 GQA 8 S4k +5.3%, T4 +3.7%, T2
+ *      +3.2%, T16 GQA 4 S8k +1.9%, T1 S4k +0.4%, T1 S16k and B1 S4k level; .wg T16 GQA 8 S4k +3.4%,
+ *      S16k +2.4%, S256 and S1k level; e4m3 .wgi T8 S16k +6.6%, .wg T16 S4k +0.4%. Step 34's hint
+ *      taken out again on top of this: S4k -3.1%, so both stay. test_fa2_gpu,
+ *      test_decode_fp8kv_gpu, test_serving_gpu and test_api_gpu pass (calls 144-145).
  *   Tried after 30, not kept: .wgi's speculative check on P itself (P <= 2^8) with P's max three
  *      at a time (VIMNMX3, as fa3 v36), where a chain of FMNMX over the scores took one each
  *      (branch decode-spec-max3; FMNMX 70 -> 38 at T16 GQA 4 .wgi3). Predicted 0-1%; measured
@@ -661,10 +670,11 @@ __device__ __forceinline__ void dec_ld_shared_f2(unsigned addr, float &x, float 
 }
 
 /* The split kernels' partials (their only global stores of fp32 pairs and quads) under an L2
- * evict_last policy (EXPERIMENT, step 35): the combine reads them back from L2, and a call's K/V
- * stream (8.4 MB of partials against 67 MB of K/V at B8 T16 GQA 8 S4k) should not evict them to
- * HBM first; step 34 does the same from the other side for .wg's TMA copies, and step 34b's
- * cp.async form met a ptxas fault. */
+ * evict_last policy (step 35): the combine reads them back from L2, and the K/V stream (8.4 MB of
+ * partials against 67 MB of K/V at B8 T16 GQA 8 S4k) must not evict them to HBM first. A store
+ * hint serves every kernel kind; the same end through mma.sync's cp.async copies (step 34b) met a
+ * ptxas fault that drops the policy of some LDGSTS. .wg's evict_first K/V (step 34) still adds 3%
+ * on top at T16 S4k. */
 __device__ __forceinline__ unsigned long long dec_part_policy()
 {
   unsigned long long policy;
