@@ -535,15 +535,18 @@ static int default_variant(const gen_spec *spec, const gen_target *target, const
   const pref *prefs = kv8(spec) ? k_prefs_kv8 : k_prefs;
   const int n_prefs = kv8(spec) ? COUNT(k_prefs_kv8) : COUNT(k_prefs);
   if (!serves(shape)) return 0;
-  /* More than 64 packed rows on sm_90a: .wg with 64-key tiles and 4 stages (H200, B8 T16 GQA 8:
+  /* 64 packed rows or more on sm_90a: .wg with 64-key tiles and 4 stages (H200, B8 T16 GQA 8:
    * 280.0 against mma.sync's best 423.9 us at S64k, 29.5 against 37.3 at S4k; docs/perf.md,
-   * "decode .wg"). At 64 rows the two ran even with 16-bit K/V, and mma.sync's default stays; an
+   * "decode .wg"). At 64 rows the two once ran even with 16-bit K/V; since steps 32-35 .wg wins
+   * there at D 128 (decode step 36, H100: GQA 8 T8 S4k +6.8%, GQA 4 T16 S1k +11%, S8k +2.1%, S64k
+   * +1.3%), but not at D 64 (f16 GQA 8 T8 S4k -1.1%), which keeps mma.sync's default. An
    * FP8 KV cache takes .wg wherever it is listed (B8 S64k: 128 rows 271.0 against 470.4 us, 64
    * rows 195.4 and 384.8 against 246.5 and 494.2). FP8 at 64 rows or fewer: .wgi, two consumer
    * warpgroups on the rows (steps 18, 19: B8 S64k GQA 8 T8 164.8 against .wg's 175.7 us, GQA 4
    * T16 323 against 346; S16k 48.6 against 50.7). */
   const int bm = next_pow2(shape->q_len);
-  if (wg_listed(spec, target, bm) && (kv8(spec) || spec->gqa * bm > 64)) {
+  const int rows = spec->gqa * bm;
+  if (wg_listed(spec, target, bm) && (kv8(spec) || rows > 64 || (rows == 64 && spec->head_dim == 128))) {
     gen_variant v = {GEN_FAMILY_DECODE, *spec, bm, 64, 4, 4, 1, 0, 0, 0, 0, 1, 0, 0};
     v.warps = wg_rows(&v) / 16;
     if (kv8(spec) && v.warps == 4) v.wg = 2;

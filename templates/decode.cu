@@ -408,6 +408,13 @@
  *      S16k +2.4%, S256 and S1k level; e4m3 .wgi T8 S16k +6.6%, .wg T16 S4k +0.4%. Step 34's hint
  *      taken out again on top of this: S4k -3.1%, so both stay. test_fa2_gpu,
  *      test_decode_fp8kv_gpu, test_serving_gpu and test_api_gpu pass (calls 144-145).
+ *   36. (generator/decode.c) The 16-bit default at 64 packed rows is .wg at D 128, where it was
+ *      mma.sync's since the two ran even (steps 32-35 sped up .wg). Measured (H100, call 148, main's
+ *      default against .wg bn64 w4 s4, two rounds, B8 causal-br, TB/s): GQA 4 T16 S1k 1.81 ->
+ *      2.01, S4k 2.58 -> 2.69, S8k 2.84 -> 2.90, S16k 2.97 -> 3.00, S64k 3.04 -> 3.08, B1 S16k
+ *      2.24 -> 2.41; GQA 8 T8 S1k 1.38 -> 1.44, S4k 2.28 -> 2.43, S16k 2.80 -> 2.86, S64k 2.98 ->
+ *      3.05, B1 S16k 1.91 -> 1.97, B32 S8k 2.96 -> 2.99; T5 S3000 2.10 -> 2.28; MQA T2 S4k 1.38 ->
+ *      1.44; but f16 D64 GQA 8 T8 S4k 1.79 -> 1.77, so D 64 keeps mma.sync.
  *   Tried after 30, not kept: .wgi's speculative check on P itself (P <= 2^8) with P's max three
  *      at a time (VIMNMX3, as fa3 v36), where a chain of FMNMX over the scores took one each
  *      (branch decode-spec-max3; FMNMX 70 -> 38 at T16 GQA 4 .wgi3). Predicted 0-1%; measured

@@ -1038,8 +1038,15 @@ static void test_decode_wg(void **state)
   TU_OK(gen_default_variant(&s, &t, &def)); /* more than 64 rows: .wg */
   assert_int_equal(def.wg, 1);
   assert_int_equal(def.block_n, 64);
-  s.q_len = 8; /* 64 rows: mma.sync's default */
+  s.q_len = 8; /* 64 rows at D 128: .wg too (decode step 36) */
   TU_OK(gen_default_variant(&s, &t, &def));
+  assert_int_equal(def.wg, 1);
+  assert_int_equal(def.warps, 4);
+  s.q_len = 4; /* 32 rows: mma.sync's */
+  TU_OK(gen_default_variant(&s, &t, &def));
+  assert_int_equal(def.wg, 0);
+  at_shape d64 = decode_shape(AT_DTYPE_F16, 64, AT_MASK_CAUSAL_BR, 32, 4, 8, 4096); /* 64 rows at D 64: mma.sync's */
+  TU_OK(gen_default_variant(&d64, &t, &def));
   assert_int_equal(def.wg, 0);
   s.q_len = 16;
   TU_OK(gen_variant_parse("decode.bf16.d128.none.g4.bm16.bn64.w4.s3.sp8.wg", &back));
