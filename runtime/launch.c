@@ -171,7 +171,7 @@ static at_status check_paged(const gen_variant *v, const rt_paged_args *paged)
  * boxes of box_heads heads by box_rows rows, a token's heads next to each other. */
 static at_status encode_tmap(CUtensorMap *map, const char *name, const void *ptr, const at_strides *st,
                              at_dtype dtype, const at_shape *shape, int seq, int heads, int box_rows, int box_bytes,
-                             int box_heads)
+                             int box_heads, CUtensorMapL2promotion promotion)
 {
   const size_t es = at_dtype_size(dtype);
   const CUtensorMapDataType type = dtype == AT_DTYPE_BF16  ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16
@@ -196,8 +196,7 @@ static at_status encode_tmap(CUtensorMap *map, const char *name, const void *ptr
   return RT_CU(rt_cu()->cuTensorMapEncodeTiled(map, type, 4, (void *)(uintptr_t)ptr, dims, strides, box, unit,
                                                CU_TENSOR_MAP_INTERLEAVE_NONE,
                                                box_bytes == 64 ? CU_TENSOR_MAP_SWIZZLE_64B : CU_TENSOR_MAP_SWIZZLE_128B,
-                                               CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                                               CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
+                                               promotion, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE));
 }
 
 /* Ragged tensors are one batch of total rows (the map's batch dim 1): a kernel addresses row
@@ -207,6 +206,14 @@ static at_status encode_tmaps(rt_launch_frame *f, const gen_variant *v, const at
 {
   const int *rows = f->desc.tmap_rows, box_bytes = f->desc.tmap_box_bytes ? f->desc.tmap_box_bytes : 128;
   const at_dtype kv = gen_spec_kv_dtype(&v->spec); /* an FP8 KV cache (decode .wg): byte maps */
+  /* An FP8 KV cache's head row at D 128 is one 128-byte box, and a 256-byte L2 promotion fetches
+   * the next head's row with it; promoting 128 bytes ran decode's FP8 kernels faster (step 37,
+   * H100: B8 S64k GQA 4 T16 2.64 -> 2.97 TB/s, GQA 8 T8 2.69 -> 2.85), so the extra half was
+   * costing HBM time rather than saving the next head's CTA a read. 16-bit maps read both halves
+   * of a 256-byte row themselves, and fa3's FP8 maps measured level, so they keep 256. */
+  const int row_in_one_box = kv != v->spec.dtype && at_dtype_size(kv) * (size_t)shape->head_dim <= 128;
+  const CUtensorMapL2promotion kv_promotion =
+      row_in_one_box ? CU_TENSOR_MAP_L2_PROMOTION_L2_128B : CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
   at_status rc = AT_OK;
   at_shape q_shape = *shape, kv_shape = *shape;
   int q_rows = shape->q_len, kv_rows = shape->kv_len;
@@ -222,13 +229,13 @@ static at_status encode_tmaps(rt_launch_frame *f, const gen_variant *v, const at
   if (q_rows < 1) q_rows = 1;
   if (kv_rows < 1) kv_rows = 1;
   if (rows[0] && (rc = encode_tmap(&f->tmaps[0], "q", t->q, &q_st, v->spec.dtype, &q_shape, q_rows, shape->q_heads,
-                                   rows[0], box_bytes, f->desc.tmap_q_heads)) != AT_OK)
+                                   rows[0], box_bytes, f->desc.tmap_q_heads, CU_TENSOR_MAP_L2_PROMOTION_L2_256B)) != AT_OK)
     return rc;
   if (rows[1] && (rc = encode_tmap(&f->tmaps[1], "k", t->k, &k_st, kv, &kv_shape, kv_rows,
-                                   shape->kv_heads, rows[1], box_bytes, 0)) != AT_OK)
+                                   shape->kv_heads, rows[1], box_bytes, 0, kv_promotion)) != AT_OK)
     return rc;
   if (rows[2] && (rc = encode_tmap(&f->tmaps[2], "v", t->v, &v_st, kv, &kv_shape, kv_rows,
-                                   shape->kv_heads, rows[2], box_bytes, 0)) != AT_OK)
+                                   shape->kv_heads, rows[2], box_bytes, 0, kv_promotion)) != AT_OK)
     return rc;
   return AT_OK;
 }

@@ -415,6 +415,16 @@
  *      2.24 -> 2.41; GQA 8 T8 S1k 1.38 -> 1.44, S4k 2.28 -> 2.43, S16k 2.80 -> 2.86, S64k 2.98 ->
  *      3.05, B1 S16k 1.91 -> 1.97, B32 S8k 2.96 -> 2.99; T5 S3000 2.10 -> 2.28; MQA T2 S4k 1.38 ->
  *      1.44; but f16 D64 GQA 8 T8 S4k 1.79 -> 1.77, so D 64 keeps mma.sync.
+ *   37. (runtime/launch.c) An FP8 KV cache's K/V tensor maps promote 128 bytes into L2, not 256: at
+ *      D 128 a head's key row is one 128-byte box, and the 256-byte promotion also fetched the
+ *      next head's row (not measured directly: whether the next head's CTA, at its own pace,
+ *      found it still in L2; the time says the extra half cost more than it saved). Measured
+ *      (H100, calls 151-152, main against this alternately, two rounds, B8 causal-br, TB/s of
+ *      K/V): .wgi3 GQA 4 T16 S64k 2.64 -> 2.97 (+12.9%, +15.1% in call 151), GQA 8 T8 S64k 2.69
+ *      -> 2.85 (+6.3%), S128k 2.59 -> 2.94 (+13.5%); .wgi S16k +0.8-1.8%; the 128-row .wg at S4k
+ *      level. FP8 over bf16 tokens/s at 64 rows then 1.82-1.87x at S16k-64k (1.70x at GQA 8 T8
+ *      S16k). fa3's FP8 maps keep 256 (e4m3 D128 prefill read 0.984, within its clocks' spread).
+ *      test_decode_fp8kv_gpu passes.
  *   Tried after 30, not kept: .wgi's speculative check on P itself (P <= 2^8) with P's max three
  *      at a time (VIMNMX3, as fa3 v36), where a chain of FMNMX over the scores took one each
  *      (branch decode-spec-max3; FMNMX 70 -> 38 at T16 GQA 4 .wgi3). Predicted 0-1%; measured
@@ -2053,8 +2063,9 @@ __device__ __forceinline__ void dec_wg_tma_tile(unsigned dst, const at_tmap *map
   constexpr int PER_BOX = 128 / DEC_KV_ESIZE;
   /* Step 34: each 16-bit K/V line is read once a call, so it goes first from L2, before the
    * partials the combine reads back and that would otherwise be written to HBM under the next
-   * stream. Not FP8's: a key's 128 bytes of one head are half of a 256-byte L2 promotion, whose
-   * other half the next head's CTA reads from L2 (.wgi3 at S64k lost 1.2% under the policy). */
+   * stream. Not FP8's: .wgi3 at S64k lost 1.2% under the policy, when a key's 128 bytes of one
+   * head were half of a 256-byte L2 promotion; FP8 maps promote 128 bytes since step 37, and the
+   * policy has not been measured with them. */
   const unsigned long long policy = DEC_KV8 ? 0ull : at_l2_evict_first();
 #pragma unroll
   for (int c = 0; c < DEC_D / PER_BOX; c++) {
