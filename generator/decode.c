@@ -702,6 +702,7 @@ static at_status describe_launch(const gen_variant *v, const at_shape *shape, ge
     rc = gen_launch_append_args(k, TMAP_ARGS, COUNT(TMAP_ARGS));
     out->tmap_rows[0] = v->block_m, out->tmap_q_heads = v->spec.gqa;
     out->tmap_rows[1] = out->tmap_rows[2] = v->block_n;
+    out->tmap_kv_promotion = kv8(&v->spec) && v->spec.head_dim <= 128 ? 128 : 256;
   }
   if (rc != AT_OK) return rc;
   out->n_kernels = 1;

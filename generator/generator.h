@@ -353,6 +353,10 @@ typedef struct gen_launch_desc {
    * D 64's; 0 reads as 128) by that many rows; rows and columns past the tensor read 0. */
   int tmap_rows[3];
   int tmap_box_bytes;
+  /* The L2 promotion of the K and V maps, in bytes (128 or 256; 0 reads as 256). Decode asks 128
+   * where a head's row of FP8 K/V is one 128-byte box: 256 also fetched the next head's row, and
+   * cost its kernels up to 13% at S64k (docs/perf.md, decode step 37). */
+  int tmap_kv_promotion;
   /* Q's map in the packed order of decode .wg (token t, then its heads): (D, heads, seq, B), boxes
    * of tmap_q_heads heads by tmap_rows[0] tokens, so that box row r is token r / heads, head
    * r % heads. 0: Q's map is (D, seq, heads, B) as above. */

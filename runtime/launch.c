@@ -206,14 +206,8 @@ static at_status encode_tmaps(rt_launch_frame *f, const gen_variant *v, const at
 {
   const int *rows = f->desc.tmap_rows, box_bytes = f->desc.tmap_box_bytes ? f->desc.tmap_box_bytes : 128;
   const at_dtype kv = gen_spec_kv_dtype(&v->spec); /* an FP8 KV cache (decode .wg): byte maps */
-  /* An FP8 KV cache's head row at D 128 is one 128-byte box, and a 256-byte L2 promotion fetches
-   * the next head's row with it; promoting 128 bytes ran decode's FP8 kernels faster (step 37,
-   * H100: B8 S64k GQA 4 T16 2.64 -> 2.97 TB/s, GQA 8 T8 2.69 -> 2.85), so the extra half was
-   * costing HBM time rather than saving the next head's CTA a read. 16-bit maps read both halves
-   * of a 256-byte row themselves, and fa3's FP8 maps measured level, so they keep 256. */
-  const int row_in_one_box = kv != v->spec.dtype && at_dtype_size(kv) * (size_t)shape->head_dim <= 128;
   const CUtensorMapL2promotion kv_promotion =
-      row_in_one_box ? CU_TENSOR_MAP_L2_PROMOTION_L2_128B : CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
+      f->desc.tmap_kv_promotion == 128 ? CU_TENSOR_MAP_L2_PROMOTION_L2_128B : CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
   at_status rc = AT_OK;
   at_shape q_shape = *shape, kv_shape = *shape;
   int q_rows = shape->q_len, kv_rows = shape->kv_len;

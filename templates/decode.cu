@@ -415,10 +415,11 @@
  *      2.24 -> 2.41; GQA 8 T8 S1k 1.38 -> 1.44, S4k 2.28 -> 2.43, S16k 2.80 -> 2.86, S64k 2.98 ->
  *      3.05, B1 S16k 1.91 -> 1.97, B32 S8k 2.96 -> 2.99; T5 S3000 2.10 -> 2.28; MQA T2 S4k 1.38 ->
  *      1.44; but f16 D64 GQA 8 T8 S4k 1.79 -> 1.77, so D 64 keeps mma.sync.
- *   37. (runtime/launch.c) An FP8 KV cache's K/V tensor maps promote 128 bytes into L2, not 256: at
- *      D 128 a head's key row is one 128-byte box, and the 256-byte promotion also fetched the
- *      next head's row (not measured directly: whether the next head's CTA, at its own pace,
- *      found it still in L2; the time says the extra half cost more than it saved). Measured
+ *   37. An FP8 KV cache's K/V maps promote 128 bytes into L2, not 256 (tmap_kv_promotion in the
+ *      launch description): at D 128 a head's key row is one 128-byte box, and the 256-byte
+ *      promotion also fetched the next head's row (not measured directly: whether the next
+ *      head's CTA, at its own pace, found it still in L2; the time says the extra half cost
+ *      more than it saved). Measured
  *      (H100, calls 151-152, main against this alternately, two rounds, B8 causal-br, TB/s of
  *      K/V): .wgi3 GQA 4 T16 S64k 2.64 -> 2.97 (+12.9%, +15.1% in call 151), GQA 8 T8 S64k 2.69
  *      -> 2.85 (+6.3%), S128k 2.59 -> 2.94 (+13.5%); .wgi S16k +0.8-1.8%; the 128-row .wg at S4k

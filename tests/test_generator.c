@@ -1030,6 +1030,7 @@ static void test_decode_wg(void **state)
     assert_int_equal(d.kernels[0].args[d.kernels[0].n_args - 3], GEN_ARG_TMAP_Q);
     assert_int_equal(d.tmap_rows[0], vs[i].block_m); /* Q: boxes of G heads by block_m tokens */
     assert_int_equal(d.tmap_q_heads, 8);
+    assert_int_equal(d.tmap_kv_promotion, 256); /* 16-bit: a head's row is two boxes, both this CTA's */
     assert_true(d.kernels[0].smem_bytes >=
                 (unsigned)(8 * vs[i].block_m * 256 + 2 * vs[i].stages * vs[i].block_n * 256));
   }
@@ -1066,6 +1067,8 @@ static void test_decode_wg(void **state)
     TU_OK(gen_variant_key(&vs[0], key, sizeof key));
     assert_non_null(strstr(key, ".kve4m3."));
     assert_non_null(strstr(key, ".wg"));
+    /* a head's FP8 row is one 128-byte box: K and V promote 128 bytes into L2 (decode step 37) */
+    assert_int_equal(d.tmap_kv_promotion, 128);
   }
   fp8kv.q_len = 8; /* 64 rows: with an FP8 KV cache the default is .wgi3 at S 64k (three consumer warpgroups) */
   TU_OK(gen_default_variant(&fp8kv, &t, &def));
