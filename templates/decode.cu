@@ -419,9 +419,8 @@
  *      launch description): at D 128 a head's key row is one 128-byte box, and the 256-byte
  *      promotion also fetched the next head's row (not measured directly: whether the next
  *      head's CTA, at its own pace, found it still in L2; the time says the extra half cost
- *      more than it saved). Measured
- *      (H100, calls 151-152, main against this alternately, two rounds, B8 causal-br, TB/s of
- *      K/V): .wgi3 GQA 4 T16 S64k 2.64 -> 2.97 (+12.9%, +15.1% in call 151), GQA 8 T8 S64k 2.69
+ *      more than it saved). Measured (H100, calls 151-152, main against this alternately, two
+ *      rounds, B8 causal-br, TB/s of K/V): .wgi3 GQA 4 T16 S64k 2.64 -> 2.97 (+12.9%, +15.1% in call 151), GQA 8 T8 S64k 2.69
  *      -> 2.85 (+6.3%), S128k 2.59 -> 2.94 (+13.5%); .wgi S16k +0.8-1.8%; the 128-row .wg at S4k
  *      level. FP8 over bf16 tokens/s at 64 rows then 1.82-1.87x at S16k-64k (1.70x at GQA 8 T8
  *      S16k). fa3's FP8 maps keep 256 (e4m3 D128 prefill read 0.984, within its clocks' spread).
