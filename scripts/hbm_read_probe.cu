@@ -28,25 +28,7 @@
 #include <algorithm>
 #include <vector>
 
-#define CHECK(x)                                                                                   \
-  do {                                                                                             \
-    cudaError_t e_ = (x);                                                                          \
-    if (e_ != cudaSuccess) {                                                                       \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));        \
-      exit(1);                                                                                     \
-    }                                                                                              \
-  } while (0)
-
-#define CU_CHECK(x)                                                                                \
-  do {                                                                                             \
-    CUresult r_ = (x);                                                                             \
-    if (r_ != CUDA_SUCCESS) {                                                                      \
-      const char *s_ = "?";                                                                        \
-      cuGetErrorString(r_, &s_);                                                                   \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, s_);                             \
-      exit(1);                                                                                     \
-    }                                                                                              \
-  } while (0)
+#include "probe_check.h"
 
 static constexpr int UNROLL = 16; /* 16-byte loads in flight a thread: 64 KB a CTA of 256, 128 KB of 512 */
 

@@ -19,14 +19,7 @@
 #include <algorithm>
 #include <vector>
 
-#define CHECK(x)                                                                                   \
-  do {                                                                                             \
-    cudaError_t e_ = (x);                                                                          \
-    if (e_ != cudaSuccess) {                                                                       \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));        \
-      exit(1);                                                                                     \
-    }                                                                                              \
-  } while (0)
+#include "probe_check.h"
 
 static constexpr int ROUNDS = 15;
 static constexpr int THREADS = 256;
