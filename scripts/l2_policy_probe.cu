@@ -20,6 +20,11 @@
 #include <vector>
 
 #include "probe_check.h"
+/* The kernels' own L2 policies (at_l2_evict_first, at_l2_evict_last): the file NVRTC compiles
+ * after a variant's preamble, which here need only name the dtypes. */
+#define AT_IN_DTYPE 2 /* bf16 */
+#define AT_OUT_DTYPE 2
+#include "../templates/common.cuh"
 
 static constexpr int ROUNDS = 15;
 static constexpr int THREADS = 256;
@@ -34,23 +39,9 @@ static const char *touch_name[] = {"no read",
                                    "applypriority.L2::evict_normal",
                                    "discard.global.L2"};
 
-__device__ __forceinline__ unsigned long long policy_evict_last()
-{
-  unsigned long long p;
-  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\n" : "=l"(p));
-  return p;
-}
-
-__device__ __forceinline__ unsigned long long policy_evict_first()
-{
-  unsigned long long p;
-  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;\n" : "=l"(p));
-  return p;
-}
-
 __global__ void write_p(float4 *p, size_t n, int mode)
 {
-  const unsigned long long pol = policy_evict_last();
+  const unsigned long long pol = at_l2_evict_last();
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
     const float4 v = make_float4((float)i, 1.f, 2.f, 3.f);
     if (mode == W_EVICT_LAST)
@@ -67,7 +58,7 @@ __global__ void write_p(float4 *p, size_t n, int mode)
  * touch one 16-byte chunk; applypriority and discard take a 128-byte line each. */
 __global__ void touch_p(const float4 *p, size_t n, int mode, float *sink)
 {
-  const unsigned long long pol = policy_evict_first();
+  const unsigned long long pol = at_l2_evict_first();
   float acc = 0.f;
   for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
     float x = 0.f, y = 0.f, z = 0.f, w = 0.f;

@@ -370,6 +370,15 @@ __device__ __forceinline__ unsigned long long at_l2_evict_first()
   return policy;
 }
 
+/* An L2 policy under which the lines an access brings in or writes are the last to go; a later
+ * load does not take that back (scripts/l2_policy_probe.cu), applypriority or discard do. */
+__device__ __forceinline__ unsigned long long at_l2_evict_last()
+{
+  unsigned long long policy;
+  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\n" : "=l"(policy));
+  return policy;
+}
+
 /* A wgmma shared-memory matrix descriptor for a K-major operand stored as above: start address,
  * leading byte offset 1 (unused when swizzled), stride byte offset 8*CW (one 8-row atom), swizzle
  * mode 1 (128 B), 2 (64 B) or 3 (32 B). */

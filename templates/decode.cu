@@ -692,23 +692,16 @@ __device__ __forceinline__ void dec_ld_shared_f2(unsigned addr, float &x, float 
  * hint serves every kernel kind; the same end through mma.sync's cp.async copies (step 34b) met a
  * ptxas fault that drops the policy of some LDGSTS. .wg's evict_first K/V (step 34) still adds 3%
  * on top at T16 S4k. */
-__device__ __forceinline__ unsigned long long dec_part_policy()
-{
-  unsigned long long policy;
-  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;\n" : "=l"(policy));
-  return policy;
-}
-
 __device__ __forceinline__ void dec_st_global_f2(float *p, float x, float y)
 {
-  asm volatile("st.global.L2::cache_hint.v2.f32 [%0], {%1, %2}, %3;\n" ::"l"(p), "f"(x), "f"(y), "l"(dec_part_policy())
+  asm volatile("st.global.L2::cache_hint.v2.f32 [%0], {%1, %2}, %3;\n" ::"l"(p), "f"(x), "f"(y), "l"(at_l2_evict_last())
                : "memory");
 }
 
 __device__ __forceinline__ void dec_st_global_f4(float *p, float x, float y, float z, float w)
 {
   asm volatile("st.global.L2::cache_hint.v4.f32 [%0], {%1, %2, %3, %4}, %5;\n" ::"l"(p), "f"(x), "f"(y), "f"(z), "f"(w),
-               "l"(dec_part_policy())
+               "l"(at_l2_evict_last())
                : "memory");
 }
 
