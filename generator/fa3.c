@@ -730,16 +730,21 @@ static int speculative_max(const gen_variant *v)
   return !(two_consumers && !fp8 && v->block_n >= 192);
 }
 
-/* Linear P (templates/fa3.cu, FA3_LINP, v20) for every second pair of S's n8 tiles: where P's
- * rows are summed by the tensor cores (ones_rows) and the speculative max runs, in tiles of two
- * consumers. Half measured faster than all or a third; three consumers (192x96) ran 3% slower
- * with it, over eight runs each (docs/perf.md "v20"). D 256 since v32 (its sums since v31; on the
- * H100 128x96 +2.5%, the default 128x128 .wspp.vt flat over four rounds); at D 64, where the
- * exponentials bound the tile (twice the MMAs' clocks), three consumers take it too (v33: +5 to
- * +7% at 8k, causal included; -4.5% at B4 N8 T=S=1024 causal). */
+/* Linear P (templates/fa3.cu, FA3_LINP, v20): P's e4m3 codes from one FFMA in place of an
+ * exponential, where P's rows are summed by the tensor cores (ones_rows) and the speculative max
+ * runs. The value is the share: every FA3_LINP-th pair of S's n8 tiles (1: all).
+ * D 128 takes every pair, two or three consumers (v37: after v24 made a linear score one FFMA,
+ * all ran 1-4% faster than half at 128x224 and 7.8% faster than exact at 192x96, on the H100; O's
+ * error 2.9e-2 -> 3.1e-2 against cuDNN's FP8 3.8e-2; v20 had measured half the faster share).
+ * D 256 (v32: its sums since v31) takes half in two consumers: all measured level there (v37,
+ * MMA-bound). D 64, where the exponentials bound the tile (twice the MMAs' clocks), takes half,
+ * three consumers too (v33: +5 to +7% at 8k); all ran +1.8% at 8k but -5.7% at B4 N8 T=S=1024
+ * causal (v37). */
 static int linear_p(const gen_variant *v)
 {
-  return ones_rows(v) && speculative_max(v) && (v->warps == 8 || v->spec.head_dim == 64) ? 2 : 0;
+  if (!ones_rows(v) || !speculative_max(v)) return 0;
+  if (v->spec.head_dim == 128) return 1;
+  return v->warps == 8 || v->spec.head_dim == 64 ? 2 : 0;
 }
 
 static void ws_preamble(const gen_variant *v, const gen_target *target, const char *entry, gen_text *t)

@@ -293,6 +293,18 @@
  *       B2 N16 8k; test_fp8_gpu passes): e4m3 D128 128x224 level (0.998 over three rounds with
  *       cuDNN +0.9%, 1.000 over two more), D256 128x128 .wspp +0.6% (cuDNN +0.7%: level), D64
  *       192x128 .tw132 +3.8% (730.7 / 725.0 -> 752.7 / 759.0). Kept: D64 gains, nothing loses.
+ *   v37 (FP8 D 128, FA3_LINP 1): every pair of n8 tiles linear, two or three consumers (half, two
+ *       consumers only, since v20). v24 made a linear score one FFMA and a clamp, so the trade v20
+ *       measured (all slower than half) was timed again. Counted (cuobjdump, 128x224 s2): the
+ *       speculative path's 56 exponentials a thread go (MUFU in the loop 289 -> 231, the rest on
+ *       the rare exact path), PRMT 56 -> 84, the kernel 3816 -> 4184 instructions; 192x96 w12
+ *       150 -> 102 exponentials. Predicted: part of the leave-one-out's 13-19% for the
+ *       exponentials. Measured (H100, B2 N16 8k, main's binary against this one alternately,
+ *       3-4 rounds): 128x224 s2 +1.8% and +2.7%, causal +4.1%, s3 +3.8%, .wspp +5.1%, 128x192
+ *       +4.6%, B4 N32 T2k +1.4%, B1 N32 T4k +2.5%, GQA 32/8 causal 16k +0.9%; 192x96 w12 +7.8%
+ *       (945 -> 1010 TFLOP/s). Three quarters linear ran between half and all. O's error 2.9e-2
+ *       -> 3.1e-2 (cuDNN's FP8 3.8e-2). D 256 all-linear level (MMA-bound), D 64 +1.8% at 8k but
+ *       -5.7% at B4 N8 1k causal: both keep half (docs/perf.md, "Thirty-seventh session").
  * Copies by cp.async and stores by threads are generic-proxy writes; wgmma reads shared memory
  * through the async proxy, hence fence.proxy.async before the barriers that publish them.
  */

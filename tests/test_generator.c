@@ -552,9 +552,10 @@ static void test_fa3_speculative_max(void **state)
     assert_int_equal(generated_define(cases[i].key, "FA3_SPEC"), cases[i].spec);
 }
 
-/* Linear P (templates/fa3.cu, FA3_LINP): every second pair of n8 tiles, where the tensor cores
- * sum P's rows (FP8 .vt at D 128 without lse) and the speculative max runs, with two consumers;
- * no line elsewhere, so the template's default (0) holds. */
+/* Linear P (templates/fa3.cu, FA3_LINP): the share of S's n8-tile pairs taken linearly, where
+ * the tensor cores sum P's rows (FP8 .vt without lse) and the speculative max runs: every pair at
+ * D 128 (v37), two or three consumers; every second at D 64 and in D 256's two consumers; no line
+ * elsewhere, so the template's default (0) holds. */
 static void test_fa3_linear_p(void **state)
 {
   (void)state;
@@ -562,9 +563,9 @@ static void test_fa3_linear_p(void **state)
     const char *key;
     int linp; /* -1: no FA3_LINP line (the template's default, 0) */
   } cases[] = {
-      {"fa3.e4m3.d128.none.g1.bm128.bn224.w8.s2.ws.vt.obf16", 2},
-      {"fa3.e5m2.d128.causal.g4.bm128.bn192.w8.s2.wspp.vt.obf16", 2},
-      {"fa3.e4m3.d128.none.g1.bm192.bn96.w12.s2.ws.vt.obf16", -1},
+      {"fa3.e4m3.d128.none.g1.bm128.bn224.w8.s2.ws.vt.obf16", 1},
+      {"fa3.e5m2.d128.causal.g4.bm128.bn192.w8.s2.wspp.vt.obf16", 1},
+      {"fa3.e4m3.d128.none.g1.bm192.bn96.w12.s2.ws.vt.obf16", 1}, /* three consumers too (v37) */
       {"fa3.e4m3.d128.none.g1.bm128.bn224.w8.s2.ws.vt.obf16.lse", -1},
       {"fa3.e4m3.d128.none.g1.bm128.bn64.w8.s2.ws.obf16", -1},
       {"fa3.bf16.d128.none.g1.bm192.bn80.w12.s2.ws", -1},
