@@ -420,10 +420,10 @@
  *      promotion also fetched the next head's row (not measured directly: whether the next
  *      head's CTA, at its own pace, found it still in L2; the time says the extra half cost
  *      more than it saved). Measured (H100, calls 151-152, main against this alternately, two
- *      rounds, B8 causal-br, TB/s of K/V): .wgi3 GQA 4 T16 S64k 2.64 -> 2.97 (+12.9%, +15.1% in call 151), GQA 8 T8 S64k 2.69
- *      -> 2.85 (+6.3%), S128k 2.59 -> 2.94 (+13.5%); .wgi S16k +0.8-1.8%; the 128-row .wg at S4k
- *      level. FP8 over bf16 tokens/s at 64 rows then 1.82-1.87x at S16k-64k (1.70x at GQA 8 T8
- *      S16k). fa3's FP8 maps keep 256 (e4m3 D128 prefill read 0.984, within its clocks' spread).
+ *      rounds, B8 causal-br, TB/s of K/V): .wgi3 GQA 4 T16 S64k 2.64 -> 2.97 (+12.9%, +15.1% in
+ *      call 151), GQA 8 T8 S64k 2.69 -> 2.85 (+6.3%), S128k 2.59 -> 2.94 (+13.5%); .wgi S16k
+ *      +0.8-1.8%; the 128-row .wg at S4k level. FP8 over bf16 tokens/s at 64 rows then
+ *      1.82-1.87x at S16k-64k (1.70x at GQA 8 T8 S16k). fa3's FP8 maps keep 256 (e4m3 D128 prefill read 0.984, within its clocks' spread).
  *      test_decode_fp8kv_gpu passes.
  *   Tried after 30, not kept: .wgi's speculative check on P itself (P <= 2^8) with P's max three
  *      at a time (VIMNMX3, as fa3 v36), where a chain of FMNMX over the scores took one each
@@ -2056,9 +2056,9 @@ __device__ __forceinline__ void dec_wg_tma_tile(unsigned dst, const at_tmap *map
   constexpr int PER_BOX = 128 / DEC_KV_ESIZE;
   /* Step 34: each 16-bit K/V line is read once a call, so it goes first from L2, before the
    * partials the combine reads back and that would otherwise be written to HBM under the next
-   * stream. Not FP8's: .wgi3 at S64k lost 1.2% under the policy, when a key's 128 bytes of one
-   * head were half of a 256-byte L2 promotion; FP8 maps promote 128 bytes since step 37, and the
-   * policy has not been measured with them. */
+   * stream. Not FP8's: .wgi3 at S64k lost 1.2% under the policy with 256-byte promotions, and
+   * with step 37's 128 bytes it still splits (GQA 8 T8 S16k-32k +1.5-1.9%, GQA 4 T16 S32k-64k
+   * -0.3 to -0.8%; docs/perf.md, "Thirty-seventh session"). */
   const unsigned long long policy = DEC_KV8 ? 0ull : at_l2_evict_first();
 #pragma unroll
   for (int c = 0; c < DEC_D / PER_BOX; c++) {
