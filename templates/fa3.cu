@@ -305,6 +305,17 @@
  *       (945 -> 1010 TFLOP/s). Three quarters linear ran between half and all. O's error 2.9e-2
  *       -> 3.1e-2 (cuDNN's FP8 3.8e-2). D 256 all-linear level (MMA-bound), D 64 +1.8% at 8k but
  *       -5.7% at B4 N8 1k causal: both keep half (docs/perf.md, "Thirty-seventh session").
+ *   v38, v39 (tried, not kept; branches fa3-v38, fa3-v39): the linear tiles' clamp on the FMA pipe
+ *       (fma.rn.sat to code / 1024, then onto MAGIC again: two FFMAs for one FMNMX), and with it
+ *       the codes as 16-bit lanes (VIMNMX3.U16x2 for the check, one PRMT a pack). Fewer ALU
+ *       instructions, more in all: H100, e4m3 D128 B2 N16 8k, v38 level at 128x224 and -3.4% at
+ *       192x96, v39 -6.0% and -6.6% (ncu: 646 consumer instructions a warp and K/V tile against
+ *       550). The consumers' chain from S to the vote is issue-bound, whichever pipe runs it.
+ *   v40 (FP8, FA3_LINP): the codes' max from z before the clamp (fa3_softmax_spec), so the vote
+ *       waits for the tree alone and the clamps fill in beside it; the same instructions. H100,
+ *       B2 N16 8k against main alternately (test_fp8_gpu passes): e4m3 D128 128x224 +1.1% and
+ *       +3.6% (cuDNN +0.8%, -0.6% in the same rounds), 192x96 w12 +1.4% and +0.6%, D256 +0.4%,
+ *       D64 -0.3%, causal -0.6% and -1.6% (cuDNN +3.3%: noisy rounds), B4 N32 T2k +0.5%.
  * Copies by cp.async and stores by threads are generic-proxy writes; wgmma reads shared memory
  * through the async proxy, hence fence.proxy.async before the barriers that publish them.
  */
@@ -687,9 +698,9 @@ __device__ __forceinline__ float fa3_max3_nonneg(float a, float b, float c)
 
 /* The largest of a row half's BN/4 scores in this thread, as a tree: the chain of BN/4 dependent
  * maxes it replaces stood before every exponential of the tile (v13). NONNEG, for values never
- * negative (P, and FA3_LINP's codes MAGIC + code / 8): three a node by fa3_max3_nonneg (v36),
- * half the instructions and fewer levels; there a NaN P fails the speculative check, where the
- * FMNMX tree dropped it and passed. */
+ * negative (P, and FA3_LINP's z, MAGIC + code / 8; v40 says why its rare negative ones do no
+ * harm): three a node by fa3_max3_nonneg (v36), half the instructions and fewer levels; there a
+ * NaN P fails the speculative check, where the FMNMX tree dropped it and passed. */
 template <int SEL = 0, bool NONNEG = false> /* SEL 0: every n8 tile; 1: FA3_LINP's linear ones; 2: the others */
 __device__ __forceinline__ float fa3_row_max(const float (*s)[4], int half)
 {
@@ -804,8 +815,8 @@ __device__ __forceinline__ bool fa3_softmax_spec(float (*s)[4], float *row_max, 
 #pragma unroll
     for (int nt = 0; nt < FA3_NT; nt++) {
       if (fa3_lin_tile(nt)) {
-        s[nt][2 * half] = fa3_lin_z(fmaf(s[nt][2 * half], scale_log2, c_lin[half]));
-        s[nt][2 * half + 1] = fa3_lin_z(fmaf(s[nt][2 * half + 1], scale_log2, c_lin[half]));
+        s[nt][2 * half] = fmaf(s[nt][2 * half], scale_log2, c_lin[half]);
+        s[nt][2 * half + 1] = fmaf(s[nt][2 * half + 1], scale_log2, c_lin[half]);
         continue;
       }
       s[nt][2 * half] = at_exp2(fmaf(s[nt][2 * half], scale_log2, -m_shift[half]));
@@ -814,7 +825,15 @@ __device__ __forceinline__ bool fa3_softmax_spec(float (*s)[4], float *row_max, 
       if (BITS) p_bits = fa3_or_bits(p_bits, s[nt][2 * half], s[nt][2 * half + 1]);
     }
     if (!BITS) pmax[half] = fa3_row_max<FA3_LINP ? 2 : 0, true>(s, half);
-    if (FA3_LINP) zmax[half] = fa3_row_max<1, true>(s, half);
+    if (FA3_LINP) {
+      /* v40: the codes' max from z before the clamp, so the vote does not wait for it. As signed
+       * integers a z under 0 (-inf, or a score 10^6 octaves under the row's) orders below every
+       * z over 0, and fmaf's NaN (0x7fffffff) above them all: the max is that of the clamped z */
+      zmax[half] = fa3_row_max<1, true>(s, half);
+#pragma unroll
+      for (int nt = 0; nt < FA3_NT; nt++)
+        if (fa3_lin_tile(nt)) s[nt][2 * half] = fa3_lin_z(s[nt][2 * half]), s[nt][2 * half + 1] = fa3_lin_z(s[nt][2 * half + 1]);
+    }
   }
   const bool codes_fit = !FA3_LINP || (zmax[0] <= Z_LIMIT && zmax[1] <= Z_LIMIT);
   static_assert(!BITS || P_LIMIT == 2.f, "bit 30 is clear exactly below 2");
