@@ -423,7 +423,8 @@
  *      rounds, B8 causal-br, TB/s of K/V): .wgi3 GQA 4 T16 S64k 2.64 -> 2.97 (+12.9%, +15.1% in
  *      call 151), GQA 8 T8 S64k 2.69 -> 2.85 (+6.3%), S128k 2.59 -> 2.94 (+13.5%); .wgi S16k
  *      +0.8-1.8%; the 128-row .wg at S4k level. FP8 over bf16 tokens/s at 64 rows then
- *      1.82-1.87x at S16k-64k (1.70x at GQA 8 T8 S16k). fa3's FP8 maps keep 256 (e4m3 D128 prefill read 0.984, within its clocks' spread).
+ *      1.82-1.87x at S16k-64k (1.70x at GQA 8 T8 S16k). fa3's FP8 maps keep 256 (e4m3 D128
+ *      prefill read 0.984, within its clocks' spread).
  *      test_decode_fp8kv_gpu passes.
  *   Tried after 30, not kept: .wgi's speculative check on P itself (P <= 2^8) with P's max three
  *      at a time (VIMNMX3, as fa3 v36), where a chain of FMNMX over the scores took one each

@@ -832,7 +832,8 @@ __device__ __forceinline__ bool fa3_softmax_spec(float (*s)[4], float *row_max, 
       zmax[half] = fa3_row_max<1, true>(s, half);
 #pragma unroll
       for (int nt = 0; nt < FA3_NT; nt++)
-        if (fa3_lin_tile(nt)) s[nt][2 * half] = fa3_lin_z(s[nt][2 * half]), s[nt][2 * half + 1] = fa3_lin_z(s[nt][2 * half + 1]);
+        if (fa3_lin_tile(nt))
+          s[nt][2 * half] = fa3_lin_z(s[nt][2 * half]), s[nt][2 * half + 1] = fa3_lin_z(s[nt][2 * half + 1]);
     }
   }
   const bool codes_fit = !FA3_LINP || (zmax[0] <= Z_LIMIT && zmax[1] <= Z_LIMIT);
