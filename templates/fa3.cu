@@ -416,8 +416,10 @@ static_assert(!FA3_SPEC || FA3_WS, "the speculative row max is the warp-speciali
  * and its mantissa interpolated linearly (2^f ~ 1 + f, at most 6% high; the 0.5 centres it).
  * One FFMA, a clamp and an FADD per score replace the exponential (MUFU, 16 a clock per SM: as
  * long as the MMAs at FP8 D 128) and the conversion. The FADD of MAGIC rounds to eighths and
- * leaves the code in the float's low byte, so s holds MAGIC + code / 8 and the pack gathers
- * bytes.
+ * leaves the code in the float's low bits, MAGIC + code / 8. After the softmax a linear n8 tile
+ * keeps its codes as 16-bit lanes (v39): element 0 holds the row half g's two codes, element 2
+ * row g + 8's (fa3_lin_lanes), so the speculative check's max and the pack take two codes an
+ * operand.
  * Every FA3_LINP-th pair of n8 tiles (nt / 2) is taken so (1: all); the rest stay exact. Costs
  * P's values below 2^-7 (e4m3's subnormals; P of the row's max is 56) and widens P's error from
  * e4m3's rounding alone (2.7% rms) to 3.2% rms. */
@@ -472,6 +474,70 @@ __device__ __forceinline__ float fa3_lin_z(float z)
   return r;
 }
 
+/* A linear tile's MAGIC + code / 8 clamped on the FMA pipe (v38, v39): the ALU pipe is the
+ * consumers' busiest once the linear codes replace the exponentials, and fa3_lin_z's clamp was
+ * 5-9% of FP8 D 128's time (docs/perf.md, "Thirty-seventh session"). t = 1 - (z - MAGIC) / 128
+ * is 1 - code / 1024, exact for z in [2^20, 2^21), saturated to [0, 1]; onto MAGIC + 128 again it
+ * is MAGIC + code / 8 with the code in [0, 1024]. Taken from 1 down, NaN (which .sat makes 0)
+ * comes out as code 1024 with the codes too large, so the speculative check sees it. */
+__device__ __forceinline__ float fa3_lin_clamp(float z)
+{
+  float t;
+  asm("fma.rn.sat.f32 %0, %1, 0fBC000000, 0f46400400;\n" : "=f"(t) : "f"(z)); /* 12289 - z / 128 */
+  return fmaf(t, -128.f, FA3_LIN_MAGIC + 128.f);
+}
+
+/* Two clamped codes as one word of 16-bit lanes, a's in the low one (v39): the form the
+ * speculative tiles keep in S's registers, two lanes a max and four a pack (fa3_lin_bytes). */
+__device__ __forceinline__ float fa3_lin_lanes(float a, float b)
+{
+  float r;
+  asm("prmt.b32 %0, %1, %2, 0x5410;\n" : "=f"(r) : "f"(a), "f"(b));
+  return r;
+}
+
+/* Each lane's code moved by k (k in both lanes of kk) and clamped below at 0: one
+ * VIADDMNMX.S16x2. The codes stay within 16 bits: at most 1024, moved down by less than 1024. */
+__device__ __forceinline__ float fa3_lanes_shift(float w, unsigned kk)
+{
+  float r;
+  asm("{\n .reg .b32 tw, zero;\n mov.b32 tw, %1;\n mov.b32 zero, 0;\n add.s16x2 tw, tw, %2;\n"
+      " max.s16x2 tw, tw, zero;\n mov.b32 %0, tw;\n}\n"
+      : "=f"(r)
+      : "f"(w), "r"(kk));
+  return r;
+}
+
+/* The e4m3 bytes of two lane words, a's codes in the low two bytes (every code below 256). */
+__device__ __forceinline__ unsigned fa3_lin_bytes(float a, float b)
+{
+  unsigned r;
+  asm("prmt.b32 %0, %1, %2, 0x6420;\n" : "=r"(r) : "f"(a), "f"(b));
+  return r;
+}
+
+/* Lane by lane, the largest of three lane words: VIMNMX3.U16x2, six codes an instruction. */
+__device__ __forceinline__ float fa3_lanes_max3(float a, float b, float c)
+{
+  float r;
+  asm("{\n .reg .b32 ta, tb, tc;\n mov.b32 ta, %1;\n mov.b32 tb, %2;\n mov.b32 tc, %3;\n"
+      " max.u16x2 ta, ta, tb;\n max.u16x2 ta, ta, tc;\n mov.b32 %0, ta;\n}\n"
+      : "=f"(r)
+      : "f"(a), "f"(b), "f"(c));
+  return r;
+}
+
+/* MAGIC + code / 8 of the larger lane of w. */
+__device__ __forceinline__ float fa3_lanes_top(float w)
+{
+  float r;
+  asm("{\n .reg .b32 tw, lo, hi;\n mov.b32 tw, %1;\n and.b32 lo, tw, 0xffff;\n shr.u32 hi, tw, 16;\n"
+      " max.u32 lo, lo, hi;\n add.u32 lo, lo, 0x49C00000;\n mov.b32 %0, lo;\n}\n"
+      : "=f"(r)
+      : "f"(w));
+  return r;
+}
+
 /* The same from P itself (the exact path's P, for the linear tiles): e4m3's code rounded to
  * nearest from P's exponent and top mantissa bits; P under 2^-6 (e4m3's subnormals, about 2^-12
  * of the row's max) becomes 0, and NaN stays NaN. */
@@ -480,26 +546,6 @@ __device__ __forceinline__ float fa3_code_of(float p)
   const int code = min(max((int)((__float_as_uint(p) + 0x80000u) >> 20) - 960, 0), FA3_LIN_MAX_CODE);
   const float z = __uint_as_float(__float_as_uint(FA3_LIN_MAGIC) + (unsigned)code);
   return p == p ? z : p;
-}
-
-/* Four MAGIC + code floats to four e4m3 bytes, x0 in the lowest byte. */
-__device__ __forceinline__ unsigned fa3_lin_pack(float x0, float x1, float x2, float x3)
-{
-  unsigned r;
-  asm("{ .reg .b32 lo, hi;\n"
-      "  prmt.b32 lo, %1, %2, 0x0040;\n"
-      "  prmt.b32 hi, %3, %4, 0x0040;\n"
-      "  prmt.b32 %0, lo, hi, 0x5410; }"
-      : "=r"(r)
-      : "f"(x0), "f"(x1), "f"(x2), "f"(x3));
-  return r;
-}
-
-/* Four P of the pair of n8 tiles from nt to e4m3 bytes: their codes gathered where the pair is
- * linear, their floats converted where it is not. */
-__device__ __forceinline__ unsigned fa3_p_bytes(int nt, float x0, float x1, float x2, float x3)
-{
-  return fa3_lin_tile(nt) ? fa3_lin_pack(x0, x1, x2, x3) : at_e4m3x4_from_float(x0, x1, x2, x3);
 }
 
 static_assert(FA3_D == 64 || FA3_D == 128 || FA3_D == 256 || (FA3_WS && (FA3_D == 96 || FA3_D == 192)),
@@ -698,10 +744,10 @@ __device__ __forceinline__ float fa3_max3_nonneg(float a, float b, float c)
 
 /* The largest of a row half's BN/4 scores in this thread, as a tree: the chain of BN/4 dependent
  * maxes it replaces stood before every exponential of the tile (v13). NONNEG, for values never
- * negative (P, and FA3_LINP's z, MAGIC + code / 8; v40 says why its rare negative ones do no
- * harm): three a node by fa3_max3_nonneg (v36), half the instructions and fewer levels; there a
- * NaN P fails the speculative check, where the FMNMX tree dropped it and passed. */
-template <int SEL = 0, bool NONNEG = false> /* SEL 0: every n8 tile; 1: FA3_LINP's linear ones; 2: the others */
+ * negative (P): three a node by fa3_max3_nonneg (v36),
+ * half the instructions and fewer levels; there a NaN P fails the speculative check, where the
+ * FMNMX tree dropped it and passed. */
+template <int SEL = 0, bool NONNEG = false> /* SEL 0: every n8 tile; 2: those not FA3_LINP's linear ones */
 __device__ __forceinline__ float fa3_row_max(const float (*s)[4], int half)
 {
   constexpr int ARITY = NONNEG ? 3 : 2;
@@ -709,7 +755,7 @@ __device__ __forceinline__ float fa3_row_max(const float (*s)[4], int half)
   int n = 0;
 #pragma unroll
   for (int nt = 0; nt < FA3_NT; nt++)
-    if (SEL == 0 || (SEL == 1) == fa3_lin_tile(nt)) m[n++] = s[nt][2 * half], m[n++] = s[nt][2 * half + 1];
+    if (SEL == 0 || !fa3_lin_tile(nt)) m[n++] = s[nt][2 * half], m[n++] = s[nt][2 * half + 1];
   if (n == 0) return AT_NEG_INF;
 #pragma unroll
   for (int w = 1; w < 2 * FA3_NT; w *= ARITY)
@@ -718,6 +764,24 @@ __device__ __forceinline__ float fa3_row_max(const float (*s)[4], int half)
       if (i + w < n)
         m[i] = NONNEG ? fa3_max3_nonneg(m[i], m[i + w], i + 2 * w < n ? m[i + 2 * w] : m[i + w])
                       : fmaxf(m[i], m[i + w]);
+  return m[0];
+}
+
+/* The lane-wise largest of a row half's lane words (the linear tiles' element 2 half), as a
+ * tree of fa3_lanes_max3: a quarter of an instruction a code where fa3_row_max took half (v39). */
+__device__ __forceinline__ float fa3_lin_lanes_max(const float (*s)[4], int half)
+{
+  float m[FA3_NT];
+  int n = 0;
+#pragma unroll
+  for (int nt = 0; nt < FA3_NT; nt++)
+    if (fa3_lin_tile(nt)) m[n++] = s[nt][2 * half];
+  if (n == 0) return 0.f;
+#pragma unroll
+  for (int w = 1; w < FA3_NT; w *= 3)
+#pragma unroll
+    for (int i = 0; i + w < FA3_NT; i += 3 * w)
+      if (i + w < n) m[i] = fa3_lanes_max3(m[i], m[i + w], i + 2 * w < n ? m[i + 2 * w] : m[i + w]);
   return m[0];
 }
 
@@ -761,7 +825,8 @@ __device__ __forceinline__ void fa3_softmax(float (*s)[4], float *row_max, float
     for (int nt = 0; nt < FA3_NT; nt++)
       if (fa3_lin_tile(nt))
 #pragma unroll
-        for (int e = 0; e < 4; e++) s[nt][e] = fa3_code_of(s[nt][e]);
+        for (int half = 0; half < 2; half++)
+          s[nt][2 * half] = fa3_lin_lanes(fa3_code_of(s[nt][2 * half]), fa3_code_of(s[nt][2 * half + 1]));
 }
 
 /* bits | the words of a and b. In PTX, not by __float_as_uint: a bit cast of S's registers (wgmma
@@ -814,9 +879,9 @@ __device__ __forceinline__ bool fa3_softmax_spec(float (*s)[4], float *row_max, 
   for (int half = 0; half < 2; half++) {
 #pragma unroll
     for (int nt = 0; nt < FA3_NT; nt++) {
-      if (fa3_lin_tile(nt)) {
-        s[nt][2 * half] = fmaf(s[nt][2 * half], scale_log2, c_lin[half]);
-        s[nt][2 * half + 1] = fmaf(s[nt][2 * half + 1], scale_log2, c_lin[half]);
+      if (fa3_lin_tile(nt)) { /* two codes, clamped on the FMA pipe (v38), as one lane word (v39) */
+        s[nt][2 * half] = fa3_lin_lanes(fa3_lin_clamp(fmaf(s[nt][2 * half], scale_log2, c_lin[half])),
+                                        fa3_lin_clamp(fmaf(s[nt][2 * half + 1], scale_log2, c_lin[half])));
         continue;
       }
       s[nt][2 * half] = at_exp2(fmaf(s[nt][2 * half], scale_log2, -m_shift[half]));
@@ -825,16 +890,7 @@ __device__ __forceinline__ bool fa3_softmax_spec(float (*s)[4], float *row_max, 
       if (BITS) p_bits = fa3_or_bits(p_bits, s[nt][2 * half], s[nt][2 * half + 1]);
     }
     if (!BITS) pmax[half] = fa3_row_max<FA3_LINP ? 2 : 0, true>(s, half);
-    if (FA3_LINP) {
-      /* v40: the codes' max from z before the clamp, so the vote does not wait for it. As signed
-       * integers a z under 0 (-inf, or a score 10^6 octaves under the row's) orders below every
-       * z over 0, and fmaf's NaN (0x7fffffff) above them all: the max is that of the clamped z */
-      zmax[half] = fa3_row_max<1, true>(s, half);
-#pragma unroll
-      for (int nt = 0; nt < FA3_NT; nt++)
-        if (fa3_lin_tile(nt))
-          s[nt][2 * half] = fa3_lin_z(s[nt][2 * half]), s[nt][2 * half + 1] = fa3_lin_z(s[nt][2 * half + 1]);
-    }
+    if (FA3_LINP) zmax[half] = fa3_lanes_top(fa3_lin_lanes_max(s, half));
   }
   const bool codes_fit = !FA3_LINP || (zmax[0] <= Z_LIMIT && zmax[1] <= Z_LIMIT);
   static_assert(!BITS || P_LIMIT == 2.f, "bit 30 is clear exactly below 2");
@@ -872,11 +928,11 @@ __device__ __forceinline__ bool fa3_softmax_spec(float (*s)[4], float *row_max, 
     const float d = past ? (FA3_P_LOG2_SCALE - FA3_SPEC_HEADROOM) - at_log2(pm[half]) : 0.f;
 #endif
     const float f = at_exp2(d);
+    const unsigned kk = ((unsigned)(int)(8.f * d) & 0xffffu) * 0x10001u; /* d in codes, both lanes */
 #pragma unroll
     for (int nt = 0; nt < FA3_NT; nt++) {
       if (fa3_lin_tile(nt)) {
-        s[nt][2 * half] = fa3_lin_z(s[nt][2 * half] + d);
-        s[nt][2 * half + 1] = fa3_lin_z(s[nt][2 * half + 1] + d);
+        s[nt][2 * half] = fa3_lanes_shift(s[nt][2 * half], kk);
         continue;
       }
       s[nt][2 * half] *= f, s[nt][2 * half + 1] *= f;
@@ -936,10 +992,15 @@ __device__ __forceinline__ void fa3_pack_p(const float (*s)[4], unsigned (*p)[4]
   for (int kk = 0; kk < FA3_PK; kk++) {
 #if FA3_FP8
     const float(*c)[4] = &s[4 * kk];
-    p[kk][0] = fa3_p_bytes(4 * kk, c[0][0], c[0][1], c[1][0], c[1][1]);
-    p[kk][1] = fa3_p_bytes(4 * kk, c[0][2], c[0][3], c[1][2], c[1][3]);
-    p[kk][2] = fa3_p_bytes(4 * kk + 2, c[2][0], c[2][1], c[3][0], c[3][1]);
-    p[kk][3] = fa3_p_bytes(4 * kk + 2, c[2][2], c[2][3], c[3][2], c[3][3]);
+    if (fa3_lin_tile(4 * kk)) { /* lane words in elements 0 and 2 (fa3_softmax_spec) */
+      p[kk][0] = fa3_lin_bytes(c[0][0], c[1][0]), p[kk][1] = fa3_lin_bytes(c[0][2], c[1][2]);
+      p[kk][2] = fa3_lin_bytes(c[2][0], c[3][0]), p[kk][3] = fa3_lin_bytes(c[2][2], c[3][2]);
+      continue;
+    }
+    p[kk][0] = at_e4m3x4_from_float(c[0][0], c[0][1], c[1][0], c[1][1]);
+    p[kk][1] = at_e4m3x4_from_float(c[0][2], c[0][3], c[1][2], c[1][3]);
+    p[kk][2] = at_e4m3x4_from_float(c[2][0], c[2][1], c[3][0], c[3][1]);
+    p[kk][3] = at_e4m3x4_from_float(c[2][2], c[2][3], c[3][2], c[3][3]);
 #else
     p[kk][0] = at_pack_out(s[2 * kk][0], s[2 * kk][1]);
     p[kk][1] = at_pack_out(s[2 * kk][2], s[2 * kk][3]);
