@@ -516,14 +516,16 @@ __device__ __forceinline__ unsigned fa3_lin_bytes(float a, float b)
   return r;
 }
 
+/* The PTX of a three-input max of type T on float registers' bit patterns (ptxas: one VIMNMX3). */
+#define FA3_MAX3_ASM(T)                                                                            \
+  "{\n .reg .b32 ta, tb, tc;\n mov.b32 ta, %1;\n mov.b32 tb, %2;\n mov.b32 tc, %3;\n max." T      \
+  " ta, ta, tb;\n max." T " ta, ta, tc;\n mov.b32 %0, ta;\n}\n"
+
 /* Lane by lane, the largest of three lane words: VIMNMX3.U16x2, six codes an instruction. */
 __device__ __forceinline__ float fa3_lanes_max3(float a, float b, float c)
 {
   float r;
-  asm("{\n .reg .b32 ta, tb, tc;\n mov.b32 ta, %1;\n mov.b32 tb, %2;\n mov.b32 tc, %3;\n"
-      " max.u16x2 ta, ta, tb;\n max.u16x2 ta, ta, tc;\n mov.b32 %0, ta;\n}\n"
-      : "=f"(r)
-      : "f"(a), "f"(b), "f"(c));
+  asm(FA3_MAX3_ASM("u16x2") : "=f"(r) : "f"(a), "f"(b), "f"(c));
   return r;
 }
 
@@ -735,10 +737,7 @@ __device__ __forceinline__ void fa3_mask(float (*s)[4], int row0, int key0, int 
 __device__ __forceinline__ float fa3_max3_nonneg(float a, float b, float c)
 {
   float r;
-  asm("{\n .reg .s32 ta, tb, tc;\n mov.b32 ta, %1;\n mov.b32 tb, %2;\n mov.b32 tc, %3;\n"
-      " max.s32 ta, ta, tb;\n max.s32 ta, ta, tc;\n mov.b32 %0, ta;\n}\n"
-      : "=f"(r)
-      : "f"(a), "f"(b), "f"(c));
+  asm(FA3_MAX3_ASM("s32") : "=f"(r) : "f"(a), "f"(b), "f"(c));
   return r;
 }
 
