@@ -516,6 +516,14 @@ __device__ __forceinline__ unsigned fa3_lin_bytes(float a, float b)
   return r;
 }
 
+/* Four P of row half e / 2 of the pair of n8 tiles c[0], c[1] (n8 tile nt first) as e4m3 bytes:
+ * a linear pair's lane words are elements 0 and 2 (fa3_softmax_spec), the others' P floats. */
+__device__ __forceinline__ unsigned fa3_p_bytes(const float (*c)[4], int nt, int e)
+{
+  return fa3_lin_tile(nt) ? fa3_lin_bytes(c[0][e], c[1][e])
+                          : at_e4m3x4_from_float(c[0][e], c[0][e + 1], c[1][e], c[1][e + 1]);
+}
+
 /* The PTX of a three-input max of type T on float registers' bit patterns (ptxas: one VIMNMX3). */
 #define FA3_MAX3_ASM(T)                                                                            \
   "{\n .reg .b32 ta, tb, tc;\n mov.b32 ta, %1;\n mov.b32 tb, %2;\n mov.b32 tc, %3;\n max." T      \
@@ -990,16 +998,8 @@ __device__ __forceinline__ void fa3_pack_p(const float (*s)[4], unsigned (*p)[4]
 #pragma unroll
   for (int kk = 0; kk < FA3_PK; kk++) {
 #if FA3_FP8
-    const float(*c)[4] = &s[4 * kk];
-    if (fa3_lin_tile(4 * kk)) { /* lane words in elements 0 and 2 (fa3_softmax_spec) */
-      p[kk][0] = fa3_lin_bytes(c[0][0], c[1][0]), p[kk][1] = fa3_lin_bytes(c[0][2], c[1][2]);
-      p[kk][2] = fa3_lin_bytes(c[2][0], c[3][0]), p[kk][3] = fa3_lin_bytes(c[2][2], c[3][2]);
-      continue;
-    }
-    p[kk][0] = at_e4m3x4_from_float(c[0][0], c[0][1], c[1][0], c[1][1]);
-    p[kk][1] = at_e4m3x4_from_float(c[0][2], c[0][3], c[1][2], c[1][3]);
-    p[kk][2] = at_e4m3x4_from_float(c[2][0], c[2][1], c[3][0], c[3][1]);
-    p[kk][3] = at_e4m3x4_from_float(c[2][2], c[2][3], c[3][2], c[3][3]);
+    p[kk][0] = fa3_p_bytes(&s[4 * kk], 4 * kk, 0), p[kk][1] = fa3_p_bytes(&s[4 * kk], 4 * kk, 2);
+    p[kk][2] = fa3_p_bytes(&s[4 * kk + 2], 4 * kk + 2, 0), p[kk][3] = fa3_p_bytes(&s[4 * kk + 2], 4 * kk + 2, 2);
 #else
     p[kk][0] = at_pack_out(s[2 * kk][0], s[2 * kk][1]);
     p[kk][1] = at_pack_out(s[2 * kk][2], s[2 * kk][3]);
