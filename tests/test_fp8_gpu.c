@@ -338,6 +338,8 @@ static const fp8_case CASES[] = {
     {1, 200, 2000, 8, 2, 128, AT_DTYPE_E4M3, AT_MASK_NONE, 0, AT_DTYPE_BF16, V_BSHD, TU_KEYS_HUGE},
     /* the same at D 64, whose three-consumer tiles run linear P too (v33) */
     {1, 200, 2000, 8, 2, 64, AT_DTYPE_E4M3, AT_MASK_NONE, 0, AT_DTYPE_BF16, V_BSHD, TU_KEYS_HUGE},
+    /* and a rising max at D 64: the shift of its codes, linear pairs beside exact ones (v39) */
+    {1, 200, 2000, 8, 2, 64, AT_DTYPE_E4M3, AT_MASK_NONE, 0, AT_DTYPE_BF16, V_BSHD, TU_KEYS_RISING},
 };
 
 static void test_fp8_variants(void **state)
