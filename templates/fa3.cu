@@ -414,12 +414,13 @@ static_assert(!FA3_SPEC || FA3_WS, "the speculative row max is the warp-speciali
 /* Linear P (FA3_LINP, v20; FP8 with the tensor cores' row sums and the speculative max): P's
  * e4m3 code taken in the log domain, code = 8 log2(P) + 55.5 rounded, which is e4m3's exponent
  * and its mantissa interpolated linearly (2^f ~ 1 + f, at most 6% high; the 0.5 centres it).
- * One FFMA, a clamp and an FADD per score replace the exponential (MUFU, 16 a clock per SM: as
- * long as the MMAs at FP8 D 128) and the conversion. The FADD of MAGIC rounds to eighths and
- * leaves the code in the float's low bits, MAGIC + code / 8. After the softmax a linear n8 tile
- * keeps its codes as 16-bit lanes (v39): element 0 holds the row half g's two codes, element 2
- * row g + 8's (fa3_lin_lanes), so the speculative check's max and the pack take two codes an
- * operand.
+ * One FFMA and half an F2FP per score replace the exponential (MUFU, 16 a clock per SM: as long
+ * as the MMAs at FP8 D 128) and the conversion: the FFMA gives code * 2^-24, and the F2FP rounds
+ * two of them to f16 subnormals, whose bits are the codes, clamped at 0 (v41; before, an FADD of
+ * MAGIC rounded to eighths and left the code in a float's low bits, MAGIC + code / 8, and an FMNMX
+ * clamped it). So a linear n8 tile keeps its codes as 16-bit lanes: element 0 holds the row half
+ * g's two codes, element 2 row g + 8's (fa3_lin_lanes_of), and the speculative check's max and the
+ * pack take two codes an operand (v39).
  * Every FA3_LINP-th pair of n8 tiles (nt / 2) is taken so (1: all); the rest stay exact. Costs
  * P's values below 2^-7 (e4m3's subnormals; P of the row's max is 56) and widens P's error from
  * e4m3's rounding alone (2.7% rms) to 3.2% rms. */
@@ -442,9 +443,9 @@ static_assert(!FA3_QREG || FA3_WS, "Q in registers is the warp-specialized consu
 #define FA3_LIN_MAX_CODE 126 /* 448 */
 __device__ __forceinline__ constexpr bool fa3_lin_tile(int nt) { return FA3_LINP && (nt / 2) % (FA3_LINP ? FA3_LINP : 1) == 0; }
 
-/* The row's reference for FA3_LINP (v24). A linear tile's MAGIC + code / 8 is one FFMA, s *
- * scale_log2 + c with c = MAGIC - (m - BIAS), and a clamp (fa3_lin_z): the FFMA rounds its result
- * to eighths as the add of MAGIC did. c itself is rounded to eighths, so the row's exponentials
+/* The row's reference for FA3_LINP (v24). A linear tile's code / 8 is s * scale_log2 + c - MAGIC
+ * with c = MAGIC - (m - BIAS), rounded to eighths (fa3_softmax_spec, fa3_lin_lanes_of).
+ * c itself is rounded to eighths, so the row's exponentials
  * take the reference m' that c stands for, m' = (MAGIC - c) + BIAS, exact (Sterbenz: c within a
  * factor 2 of MAGIC) while m lies in [-1e6, 7e5] (log2 units; a row that has seen no key, m
  * about -3.4e38, gives P = 0 with any c). m' is m moved to the nearest point of its grid, so an m
@@ -465,30 +466,20 @@ __device__ __forceinline__ float fa3_lin_ref(float m, float &c)
   return fa3_lin_ref_ok(m) ? r : m;
 }
 
-/* MAGIC + code / 8 from z = s * scale_log2 + c (above), or from a code moved by whole eighths,
- * clamped below at code 0; NaN stays NaN (its low byte, 0xff, is an e4m3 NaN). */
-__device__ __forceinline__ float fa3_lin_z(float z)
+/* Two linear codes as one word of 16-bit lanes, a's in the low one (v41), from z = code * 2^-24:
+ * an f16 of that size is subnormal and its bits are the code. One F2FP rounds two z to their
+ * nearest codes and clamps them below at 0 (.relu), where v39 took three FFMAs and a PRMT and main
+ * an FMNMX a score. Past code 1023 the f16 is normal, and its bits still grow with z up to inf
+ * (0x7c00) and NaN (0x7fff): every code too large stays too large for the check. */
+__device__ __forceinline__ float fa3_lin_lanes_of(float a, float b)
 {
   float r;
-  asm("max.NaN.f32 %0, %1, 0f49C00000;\n" : "=f"(r) : "f"(z)); /* MAGIC */
+  asm("{\n .reg .b32 tw;\n cvt.rn.relu.f16x2.f32 tw, %2, %1;\n mov.b32 %0, tw;\n}\n" : "=f"(r) : "f"(a), "f"(b));
   return r;
 }
 
-/* A linear tile's MAGIC + code / 8 clamped on the FMA pipe (v38, v39): the ALU pipe is the
- * consumers' busiest once the linear codes replace the exponentials, and fa3_lin_z's clamp was
- * 5-9% of FP8 D 128's time (docs/perf.md, "Thirty-seventh session"). t = 1 - (z - MAGIC) / 128
- * is 1 - code / 1024, exact for z in [2^20, 2^21), saturated to [0, 1]; onto MAGIC + 128 again it
- * is MAGIC + code / 8 with the code in [0, 1024]. Taken from 1 down, NaN (which .sat makes 0)
- * comes out as code 1024 with the codes too large, so the speculative check sees it. */
-__device__ __forceinline__ float fa3_lin_clamp(float z)
-{
-  float t;
-  asm("fma.rn.sat.f32 %0, %1, 0fBC000000, 0f46400400;\n" : "=f"(t) : "f"(z)); /* 12289 - z / 128 */
-  return fmaf(t, -128.f, FA3_LIN_MAGIC + 128.f);
-}
-
-/* Two clamped codes as one word of 16-bit lanes, a's in the low one (v39): the form the
- * speculative tiles keep in S's registers, two lanes a max and four a pack (fa3_lin_bytes). */
+/* Two codes MAGIC + code / 8 (fa3_code_of) as one word of 16-bit lanes, a's in the low one (v39):
+ * the form the linear tiles keep in S's registers, two lanes a max and four a pack (fa3_lin_bytes). */
 __device__ __forceinline__ float fa3_lin_lanes(float a, float b)
 {
   float r;
@@ -497,7 +488,8 @@ __device__ __forceinline__ float fa3_lin_lanes(float a, float b)
 }
 
 /* Each lane's code moved by k (k in both lanes of kk) and clamped below at 0: one
- * VIADDMNMX.S16x2. The codes stay within 16 bits: at most 1024, moved down by less than 1024. */
+ * VIADDMNMX.S16x2. Run only where every code is under 800 (fa3_softmax_spec's Z_HUGE), where a
+ * lane is the code itself (fa3_lin_lanes_of), and moved down by less than 1024. */
 __device__ __forceinline__ float fa3_lanes_shift(float w, unsigned kk)
 {
   float r;
@@ -864,6 +856,7 @@ __device__ __forceinline__ bool fa3_softmax_spec(float (*s)[4], float *row_max, 
    * keeps the max: 448 is no single bit. */
   constexpr bool BITS = !FA3_FP8;
   float sum[2] = {0.f, 0.f}, pmax[2], zmax[2] = {AT_NEG_INF, AT_NEG_INF}, m_shift[2], c_lin[2];
+  const float a_lin = __fmul_rn(scale_log2, 0x1p-21f);
   unsigned p_bits = 0u;
   /* The exponent's offset, recomputed from row_max (two instructions a tile) rather than kept
    * across the loop (two registers, which the tiles at the register budget cannot spare). A row
@@ -880,15 +873,20 @@ __device__ __forceinline__ bool fa3_softmax_spec(float (*s)[4], float *row_max, 
     /* A reference out of fa3_lin_ref's range (scores some 10^6 octaves apart): the exact path. */
     if (__any_sync(0xffffffffu, !(fa3_lin_ref_ok(m_shift[0]) && fa3_lin_ref_ok(m_shift[1])))) return true;
 #pragma unroll
-    for (int half = 0; half < 2; half++) m_shift[half] = fa3_lin_ref_in_range(m_shift[half], c_lin[half]);
+    for (int half = 0; half < 2; half++) {
+      m_shift[half] = fa3_lin_ref_in_range(m_shift[half], c_lin[half]);
+      /* v41: code * 2^-24 = (s * scale_log2 + c - MAGIC) * 2^-21, both factors exact (c - MAGIC by
+       * Sterbenz, a power of two); the FFMA rounds once, the F2FP to the code. */
+      c_lin[half] = __fmul_rn(__fsub_rn(c_lin[half], FA3_LIN_MAGIC), 0x1p-21f);
+    }
   }
 #pragma unroll
   for (int half = 0; half < 2; half++) {
 #pragma unroll
     for (int nt = 0; nt < FA3_NT; nt++) {
-      if (fa3_lin_tile(nt)) { /* two codes, clamped on the FMA pipe (v38), as one lane word (v39) */
-        s[nt][2 * half] = fa3_lin_lanes(fa3_lin_clamp(fmaf(s[nt][2 * half], scale_log2, c_lin[half])),
-                                        fa3_lin_clamp(fmaf(s[nt][2 * half + 1], scale_log2, c_lin[half])));
+      if (fa3_lin_tile(nt)) { /* two codes as one lane word (v41) */
+        s[nt][2 * half] = fa3_lin_lanes_of(fmaf(s[nt][2 * half], a_lin, c_lin[half]),
+                                           fmaf(s[nt][2 * half + 1], a_lin, c_lin[half]));
         continue;
       }
       s[nt][2 * half] = at_exp2(fmaf(s[nt][2 * half], scale_log2, -m_shift[half]));
