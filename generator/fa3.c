@@ -737,13 +737,13 @@ static int speculative_max(const gen_variant *v)
  * all ran 1-4% faster than half at 128x224 and 7.8% faster than exact at 192x96, on the H100; O's
  * error 2.9e-2 -> 3.1e-2 against cuDNN's FP8 3.8e-2; v20 had measured half the faster share).
  * D 256 (v32: its sums since v31) takes half in two consumers: all measured level there (v37,
- * MMA-bound). D 64, where the exponentials bound the tile (twice the MMAs' clocks), takes half,
- * three consumers too (v33: +5 to +7% at 8k); all ran +1.8% at 8k but -5.7% at B4 N8 T=S=1024
- * causal (v37). */
+ * MMA-bound). D 64, where the exponentials bound the tile (twice the MMAs' clocks), takes every
+ * pair since v41 made a linear score two instructions: +11.0% at B2 N16 8k against half, level
+ * at B4 N8 T=S=1024 causal (H100; under v37's costlier codes all ran +1.8% and -5.7% there). */
 static int linear_p(const gen_variant *v)
 {
   if (!ones_rows(v) || !speculative_max(v)) return 0;
-  if (v->spec.head_dim == 128) return 1;
+  if (v->spec.head_dim == 128 || v->spec.head_dim == 64) return 1;
   return v->warps == 8 || v->spec.head_dim == 64 ? 2 : 0;
 }
 

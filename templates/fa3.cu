@@ -316,6 +316,17 @@
  *       B2 N16 8k against main alternately (test_fp8_gpu passes): e4m3 D128 128x224 +1.1% and
  *       +3.6% (cuDNN +0.8%, -0.6% in the same rounds), 192x96 w12 +1.4% and +0.6%, D256 +0.4%,
  *       D64 -0.3%, causal -0.6% and -1.6% (cuDNN +3.3%: noisy rounds), B4 N32 T2k +0.5%.
+ *   v41 (FP8, FA3_LINP): a linear score's FFMA gives code * 2^-24, and one F2FP
+ *       (cvt.rn.relu.f16x2.f32) rounds two of them to f16 subnormals, whose bits are the codes,
+ *       clamped at 0 (fa3_lin_lanes_of); v39's 16-bit lanes follow (check, shift, pack), and the
+ *       f16's bits still grow past code 1023 up to inf and NaN, the upper guard v39 lacked. A
+ *       linear score: FFMA, FMNMX, 0.75 PRMT, 0.5 VIMNMX3 -> FFMA, 0.5 F2FP, 0.25 PRMT, 0.25
+ *       VIMNMX3. cuobjdump: e4m3 D128 128x224 4184 -> 3984 instructions (hot loop 2996 -> 2857),
+ *       0 spills; ncu: 550 -> 432 consumer instructions a warp and K/V tile, the kernel 975 ->
+ *       893 us. H100, B2 N16 8k against main alternately (test_fp8_gpu passes, O's error 3.1e-2
+ *       as before): 128x224 +9.7% (cuDNN +1.6% in the same rounds), 192x96 w12 +4.9%, causal
+ *       +3.5%, B4 N32 T2k +4.3%, D64 +2.4%, D256 +0.4%. With it D 64 takes every pair linear
+ *       (generator/fa3.c linear_p): +11.0% at 8k against half, level at B4 N8 T1k causal.
  * Copies by cp.async and stores by threads are generic-proxy writes; wgmma reads shared memory
  * through the async proxy, hence fence.proxy.async before the barriers that publish them.
  */

@@ -554,8 +554,8 @@ static void test_fa3_speculative_max(void **state)
 
 /* Linear P (templates/fa3.cu, FA3_LINP): the share of S's n8-tile pairs taken linearly, where
  * the tensor cores sum P's rows (FP8 .vt without lse) and the speculative max runs: every pair at
- * D 128 (v37), two or three consumers; every second at D 64 and in D 256's two consumers; no line
- * elsewhere, so the template's default (0) holds. */
+ * D 128 (v37) and D 64 (v41), two or three consumers; every second in D 256's two consumers; no
+ * line elsewhere, so the template's default (0) holds. */
 static void test_fa3_linear_p(void **state)
 {
   (void)state;
@@ -570,9 +570,9 @@ static void test_fa3_linear_p(void **state)
       {"fa3.e4m3.d128.none.g1.bm128.bn64.w8.s2.ws.obf16", -1},
       {"fa3.bf16.d128.none.g1.bm192.bn80.w12.s2.ws", -1},
       {"fa3.e4m3.d128.none.g1.bm128.bn128.w8.s2.obf16", -1},
-      /* D 64 (v30): its row sums on the tensor cores too */
-      {"fa3.e4m3.d64.none.g1.bm128.bn128.w8.s2.ws.vt.obf16", 2},
-      {"fa3.e4m3.d64.none.g1.bm192.bn128.w12.s2.ws.vt.obf16", 2}, /* three consumers too at D 64 (v33) */
+      /* D 64 (v30): its row sums on the tensor cores too; every pair since v41 */
+      {"fa3.e4m3.d64.none.g1.bm128.bn128.w8.s2.ws.vt.obf16", 1},
+      {"fa3.e4m3.d64.none.g1.bm192.bn128.w12.s2.ws.vt.obf16", 1}, /* three consumers too at D 64 (v33) */
       {"fa3.e4m3.d64.none.g1.bm128.bn128.w8.s2.ws.vt.obf16.lse", -1},
       /* D 256 (v32): the sums on the tensor cores (v31), and linear P where the speculative max
        * runs in two consumers (.wspp at block_n 128, any kind below it) */
