@@ -744,7 +744,7 @@ static int linear_p(const gen_variant *v)
 {
   if (!ones_rows(v) || !speculative_max(v)) return 0;
   if (v->spec.head_dim == 128 || v->spec.head_dim == 64) return 1;
-  return v->warps == 8 || v->spec.head_dim == 64 ? 2 : 0;
+  return v->warps == 8 ? 2 : 0;
 }
 
 static void ws_preamble(const gen_variant *v, const gen_target *target, const char *entry, gen_text *t)

@@ -284,7 +284,7 @@
  *       session").
  *   v36 (FP8, FA3_SPEC): the speculative check's maxes of P and of the linear codes, values that
  *       are never negative, as a tree of three-input integer maxes on their bit patterns
- *       (fa3_row_max<SEL, true>: VIMNMX3) where a tree of FMNMX took two at a time. cuobjdump: e4m3
+ *       (fa3_row_max<..., true>: VIMNMX3) where a tree of FMNMX took two at a time. cuobjdump: e4m3
  *       D128 128x224's FMNMX 416 -> 308 for 56 more VIMNMX, the kernel 3864 -> 3816
  *       instructions, the hot loop 3331 -> 3279; D256 128x128 .wspp 3176 -> 3144, D64 192x128
  *       3672 -> 3648; no spills, the exponentials under P V as before. Predicted +1-3% at e4m3
@@ -455,9 +455,8 @@ static_assert(!FA3_QREG || FA3_WS, "Q in registers is the warp-specialized consu
 __device__ __forceinline__ constexpr bool fa3_lin_tile(int nt) { return FA3_LINP && (nt / 2) % (FA3_LINP ? FA3_LINP : 1) == 0; }
 
 /* The row's reference for FA3_LINP (v24). A linear tile's code / 8 is s * scale_log2 + c - MAGIC
- * with c = MAGIC - (m - BIAS), rounded to eighths (fa3_softmax_spec, fa3_lin_lanes_of).
- * c itself is rounded to eighths, so the row's exponentials
- * take the reference m' that c stands for, m' = (MAGIC - c) + BIAS, exact (Sterbenz: c within a
+ * with c = MAGIC - (m - BIAS), rounded to eighths (fa3_softmax_spec, fa3_lin_lanes_of). c itself
+ * is rounded to eighths, so the row's exponentials take the reference m' that c stands for, m' = (MAGIC - c) + BIAS, exact (Sterbenz: c within a
  * factor 2 of MAGIC) while m lies in [-1e6, 7e5] (log2 units; a row that has seen no key, m
  * about -3.4e38, gives P = 0 with any c). m' is m moved to the nearest point of its grid, so an m
  * recomputed from row_max within a rounding of m' gives m' again. Elsewhere m' = m, and the
@@ -479,8 +478,8 @@ __device__ __forceinline__ float fa3_lin_ref(float m, float &c)
 
 /* Two linear codes as one word of 16-bit lanes, a's in the low one (v41), from z = code * 2^-24:
  * an f16 of that size is subnormal and its bits are the code. One F2FP rounds two z to their
- * nearest codes and clamps them below at 0 (.relu), where v39 took three FFMAs and a PRMT and main
- * an FMNMX a score. Past code 1023 the f16 is normal, and its bits still grow with z up to inf
+ * nearest codes and clamps them below at 0 (.relu), where v40 took an FMNMX a score to clamp and
+ * a PRMT more to pack. Past code 1023 the f16 is normal, and its bits still grow with z up to inf
  * (0x7c00) and NaN (0x7fff): every code too large stays too large for the check. */
 __device__ __forceinline__ float fa3_lin_lanes_of(float a, float b)
 {
@@ -752,33 +751,38 @@ __device__ __forceinline__ float fa3_max3_nonneg(float a, float b, float c)
   return r;
 }
 
-/* The largest of a row half's BN/4 scores in this thread, as a tree: the chain of BN/4 dependent
- * maxes it replaces stood before every exponential of the tile (v13). NONNEG, for values never
- * negative (P): three a node by fa3_max3_nonneg (v36),
+/* m[0] becomes the largest of m[0..n) by a tree of ARITY-input nodes, max3(a, b, c) (ARITY 2
+ * passes b as c): n - 1 dependent maxes in a chain stood before every exponential (v13). */
+template <int ARITY, int N, class Max3>
+__device__ __forceinline__ float fa3_tree_max(float (&m)[N], int n, Max3 max3)
+{
+#pragma unroll
+  for (int w = 1; w < N; w *= ARITY)
+#pragma unroll
+    for (int i = 0; i + w < N; i += ARITY * w)
+      if (i + w < n) m[i] = max3(m[i], m[i + w], ARITY == 3 && i + 2 * w < n ? m[i + 2 * w] : m[i + w]);
+  return m[0];
+}
+
+/* The largest of a row half's BN/4 scores in this thread (EXACT_ONLY: of the n8 tiles FA3_LINP
+ * leaves exact). NONNEG, for values never negative (P): three a node by fa3_max3_nonneg (v36),
  * half the instructions and fewer levels; there a NaN P fails the speculative check, where the
  * FMNMX tree dropped it and passed. */
-template <int SEL = 0, bool NONNEG = false> /* SEL 0: every n8 tile; 2: those not FA3_LINP's linear ones */
+template <bool EXACT_ONLY = false, bool NONNEG = false>
 __device__ __forceinline__ float fa3_row_max(const float (*s)[4], int half)
 {
-  constexpr int ARITY = NONNEG ? 3 : 2;
   float m[2 * FA3_NT];
   int n = 0;
 #pragma unroll
   for (int nt = 0; nt < FA3_NT; nt++)
-    if (SEL == 0 || !fa3_lin_tile(nt)) m[n++] = s[nt][2 * half], m[n++] = s[nt][2 * half + 1];
+    if (!EXACT_ONLY || !fa3_lin_tile(nt)) m[n++] = s[nt][2 * half], m[n++] = s[nt][2 * half + 1];
   if (n == 0) return AT_NEG_INF;
-#pragma unroll
-  for (int w = 1; w < 2 * FA3_NT; w *= ARITY)
-#pragma unroll
-    for (int i = 0; i + w < 2 * FA3_NT; i += ARITY * w)
-      if (i + w < n)
-        m[i] = NONNEG ? fa3_max3_nonneg(m[i], m[i + w], i + 2 * w < n ? m[i + 2 * w] : m[i + w])
-                      : fmaxf(m[i], m[i + w]);
-  return m[0];
+  if (NONNEG) return fa3_tree_max<3>(m, n, [](float a, float b, float c) { return fa3_max3_nonneg(a, b, c); });
+  return fa3_tree_max<2>(m, n, [](float a, float b, float) { return fmaxf(a, b); });
 }
 
-/* The lane-wise largest of a row half's lane words (the linear tiles' element 2 half), as a
- * tree of fa3_lanes_max3: a quarter of an instruction a code where fa3_row_max took half (v39). */
+/* The lane-wise largest of a row half's lane words (the linear tiles' element 2 half): a quarter
+ * of an instruction a code where fa3_row_max took half (v39). */
 __device__ __forceinline__ float fa3_lin_lanes_max(const float (*s)[4], int half)
 {
   float m[FA3_NT];
@@ -787,12 +791,7 @@ __device__ __forceinline__ float fa3_lin_lanes_max(const float (*s)[4], int half
   for (int nt = 0; nt < FA3_NT; nt++)
     if (fa3_lin_tile(nt)) m[n++] = s[nt][2 * half];
   if (n == 0) return 0.f;
-#pragma unroll
-  for (int w = 1; w < FA3_NT; w *= 3)
-#pragma unroll
-    for (int i = 0; i + w < FA3_NT; i += 3 * w)
-      if (i + w < n) m[i] = fa3_lanes_max3(m[i], m[i + w], i + 2 * w < n ? m[i + 2 * w] : m[i + w]);
-  return m[0];
+  return fa3_tree_max<3>(m, n, [](float a, float b, float c) { return fa3_lanes_max3(a, b, c); });
 }
 
 /* Online softmax of one tile, as fa2.cu's: s becomes p = 2^(s*scale*log2e - m) (FP8: times 448,
@@ -905,7 +904,7 @@ __device__ __forceinline__ bool fa3_softmax_spec(float (*s)[4], float *row_max, 
       if (!FA3_ONES) sum[half] += s[nt][2 * half] + s[nt][2 * half + 1];
       if (BITS) p_bits = fa3_or_bits(p_bits, s[nt][2 * half], s[nt][2 * half + 1]);
     }
-    if (!BITS) pmax[half] = fa3_row_max<FA3_LINP ? 2 : 0, true>(s, half);
+    if (!BITS) pmax[half] = fa3_row_max<FA3_LINP != 0, true>(s, half);
     if (FA3_LINP) zmax[half] = fa3_lanes_top(fa3_lin_lanes_max(s, half));
   }
   const bool codes_fit = !FA3_LINP || (zmax[0] <= Z_LIMIT && zmax[1] <= Z_LIMIT);
