@@ -56,14 +56,23 @@ static int ones_rows(const gen_variant *v)
   return at_dtype_is_fp8(v->spec.dtype) && v->vt && !v->spec.with_lse ? 8 : 0;
 }
 
+/* 16-bit warp-specialized variants without lse sum P's rows on the tensor cores too (v42): a
+ * second wgmma of n 8 per k step, P times a block of ones that stays in shared memory
+ * (FA3_ONES_BLOCK in the template). With lse the softmax keeps its adds, as FP8's does. */
+static int ones_block(const gen_variant *v)
+{
+  return v->ws && !at_dtype_is_fp8(v->spec.dtype) && !v->spec.with_lse;
+}
+
 /* Mirrors FA3_SMEM_BYTES: 1 KB to align the tiles, Q, STAGES x (K, V; V with its ones rows), two
- * V^T where the kernel transposes V, and the mbarriers of warp-specialized variants. */
+ * V^T where the kernel transposes V, and the mbarriers of warp-specialized variants (and after
+ * them, 16-bit, the ones block). */
 static int smem_bytes(const gen_variant *v)
 {
   const int row = tile_row_bytes(v);
   const int v_stage = v->block_n * (row + ones_rows(v));
   return 1024 + v->block_m * row + (v->stages + 2 * transposes_v(v)) * v->block_n * row + v->stages * v_stage +
-         (v->ws ? 256 : 0);
+         (v->ws ? 256 : 0) + (ones_block(v) ? 256 : 0);
 }
 
 /* Registers a consumer warpgroup gets from setmaxnreg (templates/fa3.cu, FA3_CONSUMER_REGS). */
@@ -551,6 +560,8 @@ static void wgmma_wrappers(const gen_variant *v, gen_text *t)
   const int sums_apart = tile_cols(v) + ones_rows(v) > 256;
   gen_wgmma_rs(t, "fa3_mma_pv", tile_cols(v) + (sums_apart ? 0 : ones_rows(v)), k, p_type, in, pv_tail);
   if (sums_apart) gen_wgmma_rs(t, "fa3_mma_pv_sums", ones_rows(v), k, p_type, in, pv_tail);
+  /* 16-bit (v42): the sums over the ones block, read K-major (no transpose bit) */
+  if (ones_block(v)) gen_wgmma_rs(t, "fa3_mma_pv_sums", 8, k, p_type, in, "1, 1, 0");
   /* .qr: Q K^T with A = Q from four registers (K-major as A always is from registers), B = K */
   if (v->q_regs) gen_wgmma_rs_acc(t, "fa3_mma_qk_rs", v->block_n, k, in, in, fp8 ? "1, 1" : "1, 1, 0");
 }
@@ -754,6 +765,7 @@ static void ws_preamble(const gen_variant *v, const gen_target *target, const ch
   if (v->persistent) gen_text_put(t, "#define FA3_PERSISTENT 1\n");
   if (v->ws) gen_text_put(t, "#define FA3_SPEC %d\n", speculative_max(v));
   if (linear_p(v)) gen_text_put(t, "#define FA3_LINP %d\n", linear_p(v));
+  if (ones_block(v)) gen_text_put(t, "#define FA3_ONES_BLOCK 1\n");
   if (v->q_regs) gen_text_put(t, "#define FA3_QREG 1\n");
   if (v->vt)
     gen_text_put(t, "#define FA3_VT_PRE 1\n#define FA3_VT_KERNEL %s%s\n#define FA3_VT_KEYS %d\n#define FA3_VT_THREADS %d\n",

@@ -327,6 +327,13 @@
  *       as before): 128x224 +9.7% (cuDNN +1.6% in the same rounds), 192x96 w12 +4.9%, causal
  *       +3.5%, B4 N32 T2k +4.3%, D64 +2.4%, D256 +0.4%. With it D 64 takes every pair linear
  *       (generator/fa3.c linear_p): +11.0% at 8k against half, level at B4 N8 T1k causal.
+ *   v42 (16-bit, FA3_ONES_BLOCK): the row sums on the tensor cores, as FP8's since v16: per k step
+ *       of P V a second wgmma of n 8 multiplies P by a block of ones that stays in shared memory
+ *       (256 bytes after the mbarriers), into O's last n8 tile, which the rescale scales with O
+ *       and which accumulates in fp32 to the end. The softmax's 40 FADDs a thread and tile at
+ *       block_n 80 go for 5 HGMMA.64x8x16 (3% more P V work). cuobjdump: bf16 D128 192x80
+ *       .tw132 3088 -> 2968 instructions, hot loop 1202 -> 1033, 0 spills in all 492 listed
+ *       warp-specialized kernels.
  * Copies by cp.async and stores by threads are generic-proxy writes; wgmma reads shared memory
  * through the async proxy, hence fence.proxy.async before the barriers that publish them.
  */
@@ -365,12 +372,21 @@ static constexpr int FA3_NT = FA3_BN / 8; /* n8 tiles of S per warp */
  * keys by the MMA). The softmax adds nothing up, and O's rescale scales the sum too. Variants
  * that write the lse keep the adds: these sums are of P as rounded to FP8, whose noise put
  * test_fp8_gpu's lse (S 45) at 1.06e-3 relative error, against 4e-6 from the exact sums. */
-#define FA3_ONES (FA3_VT_PRE && !FA3_LSE)
-static constexpr int FA3_ONES_ROWS = FA3_ONES ? 8 : 0;
+/* 16-bit (v42, FA3_ONES_BLOCK: warp-specialized without lse, generator/fa3.c ones_block): V is
+ * read MN-major in place, with no room for rows of ones, so the sums are a second wgmma of n 8
+ * per k step whose B is a block of ones after the mbarriers (fa3_fill_ones_block); bf16 wgmma
+ * accumulates in fp32, so they stay in O's last n8 tile to the end, rescaled with O. */
+#ifndef FA3_ONES_BLOCK
+#define FA3_ONES_BLOCK 0
+#endif
+static_assert(!FA3_ONES_BLOCK || (FA3_WS && !FA3_FP8 && !FA3_LSE), "the ones block is 16-bit warp-specialized");
+#define FA3_ONES ((FA3_VT_PRE || FA3_ONES_BLOCK) && !FA3_LSE)
+static constexpr int FA3_ONES_ROWS = FA3_ONES && FA3_FP8 ? 8 : 0; /* in each V^T stage */
 /* D 256 (v31): n would be 264, past wgmma's 256, so the sums are a second wgmma of n 8 over the
- * ones rows (fa3_mma_pv_sums, generated beside fa3_mma_pv), into O's last n8 tile. */
-#define FA3_PV_SUMS_APART (FA3_ONES && FA3_HEAD_DIM + 8 > 256)
-static constexpr int FA3_OT = (FA3_DP + FA3_ONES_ROWS) / 8; /* n8 tiles of O (and the sums) per warp */
+ * ones rows (fa3_mma_pv_sums, generated beside fa3_mma_pv), into O's last n8 tile; 16-bit (v42)
+ * over the ones block. */
+#define FA3_PV_SUMS_APART (FA3_ONES && (FA3_ONES_BLOCK || FA3_HEAD_DIM + 8 > 256))
+static constexpr int FA3_OT = (FA3_DP + (FA3_ONES ? 8 : 0)) / 8; /* n8 tiles of O (and the sums) per warp */
 static constexpr int FA3_ESIZE = FA3_FP8 ? 1 : 2;  /* bytes per Q/K/V element */
 static constexpr int FA3_ROWB = FA3_D * FA3_ESIZE;  /* bytes per Q/K/V row */
 static constexpr int FA3_KSTEP = 32 / FA3_ESIZE;    /* wgmma k: 32 (FP8) or 16 (16-bit), 32 bytes */
@@ -387,7 +403,7 @@ static constexpr int FA3_Q_BYTES = FA3_BM * FA3_TILE_ROWB;
 static constexpr int FA3_KV_BYTES = FA3_BN * FA3_TILE_ROWB;
 /* A V stage: as K's, or with the ones rows, BN / CW_N column blocks of D + 8 rows (each block
  * stays a whole number of its swizzle's 8-row atoms, so its alignment holds). */
-static constexpr int FA3_V_BYTES = FA3_ONES ? FA3_BN * (FA3_D + FA3_ONES_ROWS) : FA3_KV_BYTES;
+static constexpr int FA3_V_BYTES = FA3_ONES_ROWS ? FA3_BN * (FA3_D + FA3_ONES_ROWS) : FA3_KV_BYTES;
 /* FP8: the bytes of one V^T column block in a stage, its D rows (and the ones rows) of CW_N. */
 static constexpr int FA3_VT_BLOCK_BYTES = (FA3_D + FA3_ONES_ROWS) * FA3_CW_N;
 /* Overlapped loop (header): P V of tile t-1 runs during tile t's softmax. 16-bit V is read in
@@ -397,10 +413,13 @@ static constexpr int FA3_VT_BLOCK_BYTES = (FA3_D + FA3_ONES_ROWS) * FA3_CW_N;
 static constexpr bool FA3_OVERLAP = FA3_FP8 || FA3_STAGES >= 3;
 static constexpr int FA3_AHEAD = FA3_OVERLAP && !FA3_FP8 ? FA3_STAGES - 2 : FA3_STAGES - 1;
 static constexpr int FA3_VT_BUFS = FA3_FP8 && !FA3_VT_PRE ? 2 : 0;
-/* Warp-specialized variants (FA3_WS, below): 256 bytes after the tiles hold the mbarriers. */
+/* Warp-specialized variants (FA3_WS, below): 256 bytes after the tiles hold the mbarriers, and
+ * with FA3_ONES_BLOCK 256 more the ones (8 rows of 32 bytes: one atom of the 32-byte swizzle). */
 static constexpr int FA3_BAR_BYTES = FA3_WS ? 256 : 0;
+static constexpr int FA3_ONES_BLOCK_BYTES = FA3_ONES_BLOCK ? 256 : 0;
 static constexpr int FA3_SMEM_BYTES =
-    1024 + FA3_Q_BYTES + (FA3_STAGES + FA3_VT_BUFS) * FA3_KV_BYTES + FA3_STAGES * FA3_V_BYTES + FA3_BAR_BYTES;
+    1024 + FA3_Q_BYTES + (FA3_STAGES + FA3_VT_BUFS) * FA3_KV_BYTES + FA3_STAGES * FA3_V_BYTES + FA3_BAR_BYTES +
+    FA3_ONES_BLOCK_BYTES;
 static constexpr bool FA3_CAUSAL = FA3_MASK != AT_MASK_NONE;
 /* FP8: P is stored as e4m3(p * 448); log2(448) is added in the exponent instead of multiplying.
  * 16-bit: P is stored in the input dtype, unscaled. */
@@ -694,9 +713,16 @@ __device__ __forceinline__ void fa3_issue_qk_regs(float (*s)[4], const unsigned 
 #endif
 
 /* Issue O += P V (not waited for). FP8: V from the V^T buffer (K-major); 16-bit: V's tile as
- * loaded ([key][d], d in 128-byte column blocks) is the MN-major B, k step kk 16 key rows down. */
-__device__ __forceinline__ void fa3_issue_pv(float (*acc)[4], const unsigned (*p)[4], unsigned v_buf)
+ * loaded ([key][d], d in 128-byte column blocks) is the MN-major B, k step kk 16 key rows down.
+ * FA3_ONES_BLOCK: and the row sums, P times the ones block (every k step the same ones). */
+__device__ __forceinline__ void fa3_issue_pv(float (*acc)[4], const unsigned (*p)[4], unsigned v_buf,
+                                             unsigned ones = 0u)
 {
+#if FA3_ONES_BLOCK
+  const unsigned long long d_ones = at_wgmma_desc<32>(ones);
+#else
+  (void)ones;
+#endif
 #if FA3_FP8
   const unsigned long long dv = at_wgmma_desc<FA3_CW_N>(v_buf);
 #else
@@ -713,6 +739,9 @@ __device__ __forceinline__ void fa3_issue_pv(float (*acc)[4], const unsigned (*p
 #endif
 #else
     fa3_mma_pv(&acc[0][0], p[kk], at_wgmma_desc_advance(dv, (unsigned)(kk * 16 * 128)));
+#if FA3_ONES_BLOCK
+    fa3_mma_pv_sums(&acc[FA3_OT - 1][0], p[kk], d_ones);
+#endif
 #endif
   }
 }
@@ -1024,6 +1053,10 @@ __device__ __forceinline__ void fa3_pack_p(const float (*s)[4], unsigned (*p)[4]
 __device__ __forceinline__ void fa3_take_row_sums(float (*acc)[4], float *row_sum)
 {
   if (!FA3_ONES) return;
+  if (FA3_ONES_BLOCK) { /* fp32 all along: taken once, after the last P V */
+    row_sum[0] = acc[FA3_OT - 1][0], row_sum[1] = acc[FA3_OT - 1][2];
+    return;
+  }
   /* One asm for the adds and the zeroing: written as C, the compiler's copies of the tile made
    * ptxas spill 1.6 KB. */
   asm("{\nadd.f32 %0, %0, %2;\nadd.f32 %1, %1, %3;\nmov.b32 %2, 0;\nmov.b32 %3, 0;\nmov.b32 %4, 0;\nmov.b32 %5, 0;\n}\n"
@@ -1039,8 +1072,10 @@ __device__ __forceinline__ void fa3_finish_tile(float (*acc)[4], const float *al
                                                 const float (*s)[4], unsigned (*p)[4])
 {
   at_wgmma_wait0();
-  fa3_take_row_sums(acc, row_sum);
-  if (FA3_ONES) row_sum[0] *= alpha[0], row_sum[1] *= alpha[1];
+  if (!FA3_ONES_BLOCK) {
+    fa3_take_row_sums(acc, row_sum);
+    if (FA3_ONES) row_sum[0] *= alpha[0], row_sum[1] *= alpha[1];
+  }
   fa3_rescale(acc, alpha);
   fa3_pack_p(s, p);
 }
@@ -1297,6 +1332,7 @@ struct fa3_ws_ctx {
   const int *table_row;  /* paged: this sequence's block-table row (else 0) */
   int max_pages;         /* paged: entries in it */
   unsigned page_bad;     /* paged: STAGES words, the boxes of each stage's K tile with no page in the pool */
+  unsigned ones;         /* FA3_ONES_BLOCK: the ones block */
 };
 
 /* One work tile: query rows m0 .. m0 + BM - 1 of head h (K/V head hk) of batch b, and its K/V
@@ -1452,6 +1488,18 @@ __device__ __forceinline__ void fa3_fill_ones_rows(unsigned v, int tid)
   at_fence_async_smem();
 }
 
+/* FA3_ONES_BLOCK: 256 bytes of ones of V's dtype, the B of the row sums' wgmma (fa3_issue_pv),
+ * written once before the CTA's barrier and published to wgmma. Whatever layout wgmma reads
+ * them in, every element it reads is a one. */
+__device__ __forceinline__ void fa3_fill_ones_block(unsigned ones, int tid)
+{
+  if (!FA3_ONES_BLOCK) return;
+  const unsigned one = AT_IN_DTYPE == AT_DTYPE_BF16 ? 0x3f803f80u : 0x3c003c00u; /* 1.0 in each half */
+  if (tid < FA3_ONES_BLOCK_BYTES / 4)
+    asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(ones + 4 * tid), "r"(one) : "memory");
+  at_fence_async_smem();
+}
+
 /* A consumer warp is done with K tile stage s (and, on its work tile's last tile, with Q). */
 __device__ __forceinline__ void fa3_release_k_q(const fa3_ws_ctx &c, int s, bool last_tile, int lane)
 {
@@ -1545,7 +1593,7 @@ __device__ __forceinline__ void fa3_ws_consume(const fa3_ws_ctx &c, const fa3_wo
     /* O += P V of tile t-1 runs behind Q K^T and through this tile's softmax. (Rescaling O here,
      * under Q K^T, instead of in fa3_finish_tile measured slower on 4 of 6 shapes, before v17.) */
     if (t > 0) {
-      fa3_issue_pv(acc, p, v_prev);
+      fa3_issue_pv(acc, p, v_prev, c.ones);
       at_wgmma_commit();
     }
     fa3_wait_s(t > 0);
@@ -1586,7 +1634,7 @@ __device__ __forceinline__ void fa3_ws_consume(const fa3_ws_ctx &c, const fa3_wo
     fa3_zero_v_rows_past_s(v_last, max(0, c.S - last * FA3_BN), cw, (cwarp % 4) * 32 + lane);
 #endif
     at_wgmma_fence();
-    fa3_issue_pv(acc, p, v_last);
+    fa3_issue_pv(acc, p, v_last, c.ones);
     at_wgmma_commit();
     at_wgmma_wait0();
     fa3_take_row_sums(acc, row_sum);
@@ -1813,6 +1861,7 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
   c.bar_vt_full = c.bar_empty_v + 8 * FA3_STAGES, c.bar_vt_empty = c.bar_vt_full + 16;
   c.bar_q_empty = c.bar_vt_empty + 16;
   c.page_bad = c.bar_q_empty + 8; /* paged: a word per stage */
+  c.ones = c.bar_q + FA3_BAR_BYTES; /* 16-bit: 256 bytes of ones, 256-aligned (FA3_ONES_BLOCK) */
   static_assert(8 * (1 + 4 * FA3_STAGES + 4 + 1) + 4 * FA3_STAGES <= FA3_BAR_BYTES, "mbarriers fit their room");
   if (tid == 0) {
     at_bar_init(c.bar_q, 1);
@@ -1834,6 +1883,7 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
     at_fence_async_smem();
   }
   fa3_fill_ones_rows(c.v, tid);
+  fa3_fill_ones_block(c.ones, tid);
   __syncthreads();
 
   if (wg == 0) {
