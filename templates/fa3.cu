@@ -1477,9 +1477,11 @@ __device__ __forceinline__ void fa3_ws_produce(const fa3_ws_ctx &c, const fa3_wo
  * TMA boxes never reach them), written once before the CTA's barrier and published to wgmma. */
 __device__ __forceinline__ void fa3_fill_ones_rows(unsigned v, int tid)
 {
-  if (!FA3_ONES) return;
+  if (!FA3_ONES_ROWS) return;
   const unsigned one = AT_IN_DTYPE == AT_DTYPE_E4M3 ? 0x38383838u : 0x3c3c3c3cu; /* 1.0 in each byte */
-  constexpr int WORDS_PER_BLOCK = FA3_ONES_ROWS * FA3_CW_N / 4, BLOCKS = FA3_STAGES * (FA3_BN / FA3_CW_N);
+  /* (1 where there are no rows: a divisor for code that never runs) */
+  constexpr int WORDS_PER_BLOCK = FA3_ONES_ROWS ? FA3_ONES_ROWS * FA3_CW_N / 4 : 1;
+  constexpr int BLOCKS = FA3_STAGES * (FA3_BN / FA3_CW_N);
   for (int i = tid; i < BLOCKS * WORDS_PER_BLOCK; i += FA3_ALL_THREADS) {
     const int blk = i / WORDS_PER_BLOCK, w = i % WORDS_PER_BLOCK;
     const unsigned addr = v + (unsigned)(blk * FA3_VT_BLOCK_BYTES + FA3_D * FA3_CW_N + 4 * w);
