@@ -714,15 +714,11 @@ __device__ __forceinline__ void fa3_issue_qk_regs(float (*s)[4], const unsigned 
 
 /* Issue O += P V (not waited for). FP8: V from the V^T buffer (K-major); 16-bit: V's tile as
  * loaded ([key][d], d in 128-byte column blocks) is the MN-major B, k step kk 16 key rows down.
- * FA3_ONES_BLOCK: and the row sums, P times the ones block (every k step the same ones). */
+ * FA3_ONES_BLOCK: and the row sums, P times the ones block, d_ones (every k step the same ones). */
 __device__ __forceinline__ void fa3_issue_pv(float (*acc)[4], const unsigned (*p)[4], unsigned v_buf,
-                                             unsigned ones = 0u)
+                                             unsigned long long d_ones = 0ull)
 {
-#if FA3_ONES_BLOCK
-  const unsigned long long d_ones = at_wgmma_desc<32>(ones);
-#else
-  (void)ones;
-#endif
+  (void)d_ones;
 #if FA3_FP8
   const unsigned long long dv = at_wgmma_desc<FA3_CW_N>(v_buf);
 #else
@@ -1557,6 +1553,8 @@ __device__ __forceinline__ void fa3_ws_consume(const fa3_ws_ctx &c, const fa3_wo
   (void)q_wg;
 #endif
   float sacc[FA3_NT][4];
+  /* built once: per tile, ptxas rebuilt it from the address (five uniform instructions) */
+  const unsigned long long d_ones = FA3_ONES_BLOCK ? at_wgmma_desc<32>(c.ones) : 0ull;
   unsigned v_release = 0; /* the V stage (or V^T buffer) that the P V in flight reads */
   for (int t = 0; t < n_tiles; t++) {
     const int u = it + t; /* ring position */
@@ -1595,7 +1593,7 @@ __device__ __forceinline__ void fa3_ws_consume(const fa3_ws_ctx &c, const fa3_wo
     /* O += P V of tile t-1 runs behind Q K^T and through this tile's softmax. (Rescaling O here,
      * under Q K^T, instead of in fa3_finish_tile measured slower on 4 of 6 shapes, before v17.) */
     if (t > 0) {
-      fa3_issue_pv(acc, p, v_prev, c.ones);
+      fa3_issue_pv(acc, p, v_prev, d_ones);
       at_wgmma_commit();
     }
     fa3_wait_s(t > 0);
@@ -1636,7 +1634,7 @@ __device__ __forceinline__ void fa3_ws_consume(const fa3_ws_ctx &c, const fa3_wo
     fa3_zero_v_rows_past_s(v_last, max(0, c.S - last * FA3_BN), cw, (cwarp % 4) * 32 + lane);
 #endif
     at_wgmma_fence();
-    fa3_issue_pv(acc, p, v_last, c.ones);
+    fa3_issue_pv(acc, p, v_last, d_ones);
     at_wgmma_commit();
     at_wgmma_wait0();
     fa3_take_row_sums(acc, row_sum);
