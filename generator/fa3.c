@@ -56,12 +56,15 @@ static int ones_rows(const gen_variant *v)
   return at_dtype_is_fp8(v->spec.dtype) && v->vt && !v->spec.with_lse ? 8 : 0;
 }
 
-/* 16-bit warp-specialized variants without lse sum P's rows on the tensor cores too (v42): a
- * second wgmma of n 8 per k step, P times a block of ones that stays in shared memory
- * (FA3_ONES_BLOCK in the template). With lse the softmax keeps its adds, as FP8's does. */
+/* 16-bit warp-specialized variants at D 64 without lse sum P's rows on the tensor cores too (v42):
+ * a second wgmma of n 8 per k step, P times a block of ones that stays in shared memory
+ * (FA3_ONES_BLOCK in the template). Only where the exponentials bound the tile: at D 128 and
+ * 256, MMA-bound, the n8 wgmmas cost more tensor time than the adds saved (H100, B2 N16 8k:
+ * 192x80 -2.8%, causal -4.2%, D256 128x80 -4.0%; D64 192x128 +2.7%). With lse the softmax
+ * keeps its adds, as FP8's does. */
 static int ones_block(const gen_variant *v)
 {
-  return v->ws && !at_dtype_is_fp8(v->spec.dtype) && !v->spec.with_lse;
+  return v->ws && !at_dtype_is_fp8(v->spec.dtype) && !v->spec.with_lse && v->spec.head_dim <= 64;
 }
 
 /* Mirrors FA3_SMEM_BYTES: 1 KB to align the tiles, Q, STAGES x (K, V; V with its ones rows), two

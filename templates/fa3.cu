@@ -327,13 +327,19 @@
  *       as before): 128x224 +9.7% (cuDNN +1.6% in the same rounds), 192x96 w12 +4.9%, causal
  *       +3.5%, B4 N32 T2k +4.3%, D64 +2.4%, D256 +0.4%. With it D 64 takes every pair linear
  *       (generator/fa3.c linear_p): +11.0% at 8k against half, level at B4 N8 T1k causal.
- *   v42 (16-bit, FA3_ONES_BLOCK): the row sums on the tensor cores, as FP8's since v16: per k step
- *       of P V a second wgmma of n 8 multiplies P by a block of ones that stays in shared memory
- *       (256 bytes after the mbarriers), into O's last n8 tile, which the rescale scales with O
- *       and which accumulates in fp32 to the end. The softmax's 40 FADDs a thread and tile at
- *       block_n 80 go for 5 HGMMA.64x8x16 (3% more P V work). cuobjdump: bf16 D128 192x80
- *       .tw132 3088 -> 2968 instructions, hot loop 1202 -> 1033, 0 spills in all 492 listed
- *       warp-specialized kernels.
+ *   v42 (16-bit D 64, FA3_ONES_BLOCK): the row sums on the tensor cores, as FP8's since v16: per
+ *       k step of P V a second wgmma of n 8 multiplies P by a block of ones that stays in shared
+ *       memory (256 bytes after the mbarriers), into O's last n8 tile, which the rescale scales
+ *       with O and which accumulates in fp32 to the end. The softmax's adds (one a score) go for
+ *       BN / 16 HGMMA.64x8x16 a tile. cuobjdump, bf16 D128 192x80 .tw132 (built for all head
+ *       dims first): 3088 -> 2944 instructions, hot loop 1202 -> 1031, 0 spills in every listed
+ *       warp-specialized kernel; ncu: 300 -> 266 consumer instructions a warp and tile, but the
+ *       kernel 1.42 -> 1.46 ms. H100, B2 N16 8k, against main alternately: D128 192x80 -2.8%,
+ *       causal -4.2%, 128x192 .wspp -5.9%, D256 128x80 -4.0%: where the MMAs bound the tile the
+ *       n8 wgmmas cost more tensor time than the adds saved. D 64, where the exponentials bound
+ *       it: 192x128 .tw132 +2.7% / +3.7% (two calls), causal +1.7%, B4 N8 T2k +3.7%, f16 GQA 4
+ *       causal 16k +3.3%, B4 N8 T1k causal -2.1%. So D 64 only (generator/fa3.c ones_block);
+ *       test_fa2_gpu, test_api_gpu and test_serving_gpu pass with it at every head dim.
  * Copies by cp.async and stores by threads are generic-proxy writes; wgmma reads shared memory
  * through the async proxy, hence fence.proxy.async before the barriers that publish them.
  */
@@ -372,7 +378,7 @@ static constexpr int FA3_NT = FA3_BN / 8; /* n8 tiles of S per warp */
  * keys by the MMA). The softmax adds nothing up, and O's rescale scales the sum too. Variants
  * that write the lse keep the adds: these sums are of P as rounded to FP8, whose noise put
  * test_fp8_gpu's lse (S 45) at 1.06e-3 relative error, against 4e-6 from the exact sums. */
-/* 16-bit (v42, FA3_ONES_BLOCK: warp-specialized without lse, generator/fa3.c ones_block): V is
+/* 16-bit (v42, FA3_ONES_BLOCK: warp-specialized D 64 without lse, generator/fa3.c ones_block): V is
  * read MN-major in place, with no room for rows of ones, so the sums are a second wgmma of n 8
  * per k step whose B is a block of ones after the mbarriers (fa3_fill_ones_block); bf16 wgmma
  * accumulates in fp32, so they stay in O's last n8 tile to the end, rescaled with O. */

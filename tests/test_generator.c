@@ -443,16 +443,23 @@ static void test_fa3_ws_family(void **state)
   TU_OK(gen_variant_key(&back, key, sizeof key));
   assert_string_equal(key, "fa3.f16.d96.none.g1.bm128.bn128.w8.s2.wspp");
   assert_int_equal(gen_threads(&back), 3 * 128);
-  /* 128 columns; without lse 256 bytes of ones after the mbarriers, the B of the row sums (v42) */
-  assert_int_equal(gen_smem_bytes(&back), 1024 + 128 * 256 + 4 * 128 * 256 + 256 + 256);
+  assert_int_equal(gen_smem_bytes(&back), 1024 + 128 * 256 + 4 * 128 * 256 + 256); /* 128 columns */
   TU_OK(gen_emit(&back, &t, &src));
   assert_non_null(strstr(src, "#define FA3_WS 1\n#define FA3_PINGPONG 1\n"));
   assert_non_null(strstr(src, "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 ")); /* P V over 128 columns */
-  assert_non_null(strstr(src, "#define FA3_ONES_BLOCK 1\n"));
-  assert_non_null(strstr(src, "wgmma.mma_async.sync.aligned.m64n8k16.f32.f16.f16 ")); /* the row sums */
+  assert_null(strstr(src, "#define FA3_ONES_BLOCK 1")); /* D 96: the softmax adds P's rows */
   free(src);
-  /* With lse the softmax keeps its adds: no ones block, no sums wgmma. */
-  TU_OK(gen_emit(&v, &t, &src));
+  /* D 64 without lse: the row sums on the tensor cores, over 256 bytes of ones after the
+   * mbarriers (v42); with lse the softmax keeps its adds. */
+  gen_variant d64, d64_lse;
+  TU_OK(gen_variant_parse("fa3.bf16.d64.none.g1.bm192.bn128.w12.s2.ws", &d64));
+  TU_OK(gen_variant_parse("fa3.bf16.d64.none.g1.bm192.bn128.w12.s2.ws.lse", &d64_lse));
+  assert_int_equal(gen_smem_bytes(&d64), gen_smem_bytes(&d64_lse) + 256);
+  TU_OK(gen_emit(&d64, &t, &src));
+  assert_non_null(strstr(src, "#define FA3_ONES_BLOCK 1\n"));
+  assert_non_null(strstr(src, "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 ")); /* the row sums */
+  free(src);
+  TU_OK(gen_emit(&d64_lse, &t, &src));
   assert_null(strstr(src, "#define FA3_ONES_BLOCK 1"));
   assert_null(strstr(src, "m64n8k16"));
   free(src);
