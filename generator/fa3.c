@@ -564,9 +564,9 @@ static void wgmma_wrappers(const gen_variant *v, gen_text *t)
    * (FA3_PV_SUMS_APART in the template). */
   const int sums_apart = tile_cols(v) + ones_rows(v) > 256;
   gen_wgmma_rs(t, "fa3_mma_pv", tile_cols(v) + (sums_apart ? 0 : ones_rows(v)), k, p_type, in, pv_tail);
-  if (sums_apart) gen_wgmma_rs(t, "fa3_mma_pv_sums", ones_rows(v), k, p_type, in, pv_tail);
-  /* 16-bit (v42): the sums over the ones block, read K-major (no transpose bit) */
-  if (ones_block(v)) gen_wgmma_rs(t, "fa3_mma_pv_sums", 8, k, p_type, in, "1, 1, 0");
+  /* 16-bit's (v42) read the ones block K-major: no transpose bit */
+  if (sums_apart || ones_block(v))
+    gen_wgmma_rs(t, "fa3_mma_pv_sums", 8, k, p_type, in, ones_block(v) ? "1, 1, 0" : pv_tail);
   /* .qr: Q K^T with A = Q from four registers (K-major as A always is from registers), B = K */
   if (v->q_regs) gen_wgmma_rs_acc(t, "fa3_mma_qk_rs", v->block_n, k, in, in, fp8 ? "1, 1" : "1, 1, 0");
 }

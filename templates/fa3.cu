@@ -1074,9 +1074,9 @@ __device__ __forceinline__ void fa3_finish_tile(float (*acc)[4], const float *al
                                                 const float (*s)[4], unsigned (*p)[4])
 {
   at_wgmma_wait0();
-  if (!FA3_ONES_BLOCK) {
+  if (FA3_ONES_ROWS) { /* FP8: each tile's sums join fp32 (16-bit's stay in O's tile to the end) */
     fa3_take_row_sums(acc, row_sum);
-    if (FA3_ONES) row_sum[0] *= alpha[0], row_sum[1] *= alpha[1];
+    row_sum[0] *= alpha[0], row_sum[1] *= alpha[1];
   }
   fa3_rescale(acc, alpha);
   fa3_pack_p(s, p);
@@ -1475,19 +1475,27 @@ __device__ __forceinline__ void fa3_ws_produce(const fa3_ws_ctx &c, const fa3_wo
   }
 }
 
+/* A word of ones: 1.0 in each element of V's dtype (bytes for FP8, halves for 16 bits). */
+__device__ __forceinline__ constexpr unsigned fa3_ones_word()
+{
+  return AT_IN_DTYPE == AT_DTYPE_E4M3   ? 0x38383838u
+         : AT_IN_DTYPE == AT_DTYPE_E5M2 ? 0x3c3c3c3cu
+         : AT_IN_DTYPE == AT_DTYPE_BF16 ? 0x3f803f80u
+                                        : 0x3c003c00u;
+}
+
 /* FA3_ONES: rows D .. D + 7 of every column block of every V stage hold ones (of V's dtype; the
  * TMA boxes never reach them), written once before the CTA's barrier and published to wgmma. */
 __device__ __forceinline__ void fa3_fill_ones_rows(unsigned v, int tid)
 {
   if (!FA3_ONES_ROWS) return;
-  const unsigned one = AT_IN_DTYPE == AT_DTYPE_E4M3 ? 0x38383838u : 0x3c3c3c3cu; /* 1.0 in each byte */
   /* (1 where there are no rows: a divisor for code that never runs) */
   constexpr int WORDS_PER_BLOCK = FA3_ONES_ROWS ? FA3_ONES_ROWS * FA3_CW_N / 4 : 1;
   constexpr int BLOCKS = FA3_STAGES * (FA3_BN / FA3_CW_N);
   for (int i = tid; i < BLOCKS * WORDS_PER_BLOCK; i += FA3_ALL_THREADS) {
     const int blk = i / WORDS_PER_BLOCK, w = i % WORDS_PER_BLOCK;
     const unsigned addr = v + (unsigned)(blk * FA3_VT_BLOCK_BYTES + FA3_D * FA3_CW_N + 4 * w);
-    asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(addr), "r"(one) : "memory");
+    asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(addr), "r"(fa3_ones_word()) : "memory");
   }
   at_fence_async_smem();
 }
@@ -1498,9 +1506,8 @@ __device__ __forceinline__ void fa3_fill_ones_rows(unsigned v, int tid)
 __device__ __forceinline__ void fa3_fill_ones_block(unsigned ones, int tid)
 {
   if (!FA3_ONES_BLOCK) return;
-  const unsigned one = AT_IN_DTYPE == AT_DTYPE_BF16 ? 0x3f803f80u : 0x3c003c00u; /* 1.0 in each half */
   if (tid < FA3_ONES_BLOCK_BYTES / 4)
-    asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(ones + 4 * tid), "r"(one) : "memory");
+    asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(ones + 4 * tid), "r"(fa3_ones_word()) : "memory");
   at_fence_async_smem();
 }
 
