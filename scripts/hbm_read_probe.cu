@@ -15,10 +15,12 @@
 // the time a launch in graph replay, its rate, and from a stamped launch when tile 0 lands and
 // the median interval between tiles 0-15 and 16-31 (docs/perf.md, thirty-fifth session).
 //
-// Rows: bytes (the K/V of #15's shapes: B1 S4k Nkv8 16.8 MB, B8 T16 S4k Nkv4 67 MB, B8 S16k Nkv4
-// 268 MB, B8 S16k Nkv8 537 MB), CTAs (64, 128, 132) of 256 or 512 threads (64 or 128 KB of
-// loads in flight a CTA), the time per launch in graph replay and its rate, and per CTA (one launch, globaltimer's
-// ns ticks) the latest start, the earliest, mean and latest end, from the first start.
+// Rows: bytes (the K/V of #15's shapes: B1 S4k Nkv8 16.8 MB, B1 S16k Nkv8 in FP8 33.6 MB, B8 T16
+// S4k Nkv4 67 MB, B8 S16k Nkv4 in FP8 134 MB, B8 S16k Nkv4 268 MB, B8 S16k Nkv8 537 MB), CTAs (64,
+// 128, 132, and 264: two an SM) of 256 or 512 threads (64 or 128 KB of loads in flight a CTA), the
+// time per launch in graph replay and its rate, and per CTA (one launch, globaltimer's ns ticks)
+// the latest start, the earliest, mean and latest end, from the first start. First, the launch
+// floor: the same kernel reading nothing, 132 CTAs, in the same graph replay.
 #include <cuda.h>
 #include <cuda_runtime.h>
 #include <stdio.h>
@@ -110,8 +112,11 @@ template <class Launch> static double graph_us_per_launch(cudaStream_t st, int l
 
 static int plain_table(void)
 {
-  const double sizes_mb[] = {16.8, 67.1, 268.4, 536.9};
-  const int ctas[] = {64, 128, 132};
+  /* #15's K/V: B1 S4k Nkv 8 (16.8 MB), B1 S16k Nkv 8 in FP8 (33.6), B8 S4k Nkv 4 and B1 S16k Nkv 8
+   * (67.1), B8 S16k Nkv 4 in FP8 (134.2), B8 S16k Nkv 4 (268.4), Nkv 8 (536.9) */
+  const double sizes_mb[] = {16.8, 33.6, 67.1, 134.2, 268.4, 536.9};
+  const int n_sizes = (int)(sizeof sizes_mb / sizeof *sizes_mb);
+  const int ctas[] = {64, 128, 132, 264};
   const int launches = 20;
   int dev = 0, l2 = 0, sms = 0;
   CHECK(cudaGetDevice(&dev));
@@ -121,18 +126,21 @@ static int plain_table(void)
   CHECK(cudaGetDeviceProperties(&prop, dev));
   printf("%s, %d SMs, L2 %.1f MB\n", prop.name, sms, l2 / 1e6);
 
-  const size_t max_bytes = (size_t)(sizes_mb[3] * 1e6) + (1 << 20);
+  const size_t max_bytes = (size_t)(sizes_mb[n_sizes - 1] * 1e6) + (1 << 20);
   const size_t pool_bytes = max_bytes * 4; /* windows rotate through 4 x the largest size */
   int4 *pool;
   int *sink;
   unsigned long long *times;
   CHECK(cudaMalloc(&pool, pool_bytes));
   CHECK(cudaMalloc(&sink, 512 * sizeof(int)));
-  CHECK(cudaMalloc(&times, 2 * 1024 * sizeof(unsigned long long)));
+  CHECK(cudaMalloc(&times, 2 * 1024 * sizeof(unsigned long long))); /* up to 1024 CTAs */
   CHECK(cudaMemset(pool, 0x5a, pool_bytes));
   cudaStream_t st;
   CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
 
+  /* the launch floor: the same kernel reading nothing, in the same graph replay */
+  const double empty_us = graph_us_per_launch(st, launches, [&](int) { launch(256, 132, st, pool, 0, sink, nullptr); });
+  printf("an empty launch of 132 CTAs: %.2f us in graph replay\n", empty_us);
   printf("%9s %5s %4s %10s %8s %12s %12s %12s %12s\n", "MB", "CTAs", "thr", "us/launch", "TB/s", "last start", "first end",
          "mean end", "last end");
   for (double mb : sizes_mb)
