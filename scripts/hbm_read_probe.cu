@@ -345,11 +345,104 @@ static int tma_table(void)
   return 0;
 }
 
+/* ---- t1: the one-token split kernel's stream, cp.async ring against a TMA ring ---------------- */
+
+/* As decode's mma.sync split kernel loads K/V (dec_load_kv): 128 threads, each tile's K and V
+ * (T1_BN keys of one head, 256 bytes a key, BSHD) by 16-byte cp.async into a ring of STAGES,
+ * STAGES - 1 tiles ahead, a __syncthreads a tile; no arithmetic. */
+static constexpr int T1_BN = 128, T1_ROW = TMA_D * 2, T1_TILE = T1_BN * T1_ROW; /* 32 KB of K or V */
+
+template <int STAGES>
+__global__ void __launch_bounds__(128) cp_async_stream(const unsigned char *__restrict__ k, const unsigned char *__restrict__ v,
+                                                       int S, int H, int keys_per_cta)
+{
+  extern __shared__ __align__(128) unsigned char ring_raw[];
+  const unsigned ring = at_smem_addr(ring_raw);
+  const int tid = threadIdx.x, n_tiles = keys_per_cta / T1_BN, k_lo = blockIdx.x * keys_per_cta;
+  const long long head = ((long long)blockIdx.z * S * H + blockIdx.y) * T1_ROW; /* key 0 of (b, h) */
+  const auto load = [&](int t) {
+    const unsigned dst = ring + (t % STAGES) * 2 * T1_TILE;
+#pragma unroll
+    for (int i = 0; i < T1_TILE / 16 / 128; i++) {
+      const int c = tid + i * 128, key = k_lo + t * T1_BN + c / (T1_ROW / 16), col = c % (T1_ROW / 16);
+      const long long at = head + (long long)key * H * T1_ROW + col * 16;
+      at_cp_async16(dst + c * 16, k + at, 16);
+      at_cp_async16(dst + T1_TILE + c * 16, v + at, 16);
+    }
+  };
+  for (int t = 0; t < STAGES - 1; t++) {
+    if (t < n_tiles) load(t);
+    at_cp_async_commit();
+  }
+  for (int t = 0; t < n_tiles; t++) {
+    at_cp_async_wait<STAGES - 2>();
+    __syncthreads(); /* tile t in for every thread; tile t-1's slot free */
+    if (t + STAGES - 1 < n_tiles) load(t + STAGES - 1);
+    at_cp_async_commit();
+  }
+}
+
+static int t1_table(void)
+{
+  int dev = 0;
+  CHECK(cudaGetDevice(&dev));
+  cudaDeviceProp prop;
+  CHECK(cudaGetDeviceProperties(&prop, dev));
+  printf("%s: the one-token split kernel's K/V stream (D 128, bf16, BSHD), no arithmetic\n", prop.name);
+  const size_t pool_bytes = (size_t)2200 << 20;
+  unsigned char *pool;
+  CHECK(cudaMalloc(&pool, pool_bytes));
+  CHECK(cudaMemset(pool, 0x3c, pool_bytes));
+  cudaStream_t st;
+  CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  const int launches = 20;
+  CHECK(cudaFuncSetAttribute(cp_async_stream<3>, cudaFuncAttributeMaxDynamicSharedMemorySize, 3 * 2 * T1_TILE));
+  CHECK(cudaFuncSetAttribute(tma_stream<6>, cudaFuncAttributeMaxDynamicSharedMemorySize, 6 * 2 * TMA_TILE + 1024));
+  CHECK(cudaFuncSetAttribute(tma_stream<4>, cudaFuncAttributeMaxDynamicSharedMemorySize, 4 * 2 * TMA_TILE + 1024));
+  const tma_form form = {"BSHD 2x128 B, promotion 256 B", 2, 0, CU_TENSOR_MAP_L2_PROMOTION_L2_256B};
+  struct row {
+    int B, H, S, splits;
+  } rows[] = {{1, 8, 4096, 8}, {1, 8, 4096, 16}, {1, 8, 16384, 8}, {8, 4, 16384, 2}, {8, 4, 16384, 4},
+              {8, 8, 16384, 1}, {8, 8, 16384, 2}, {8, 8, 65536, 2}};
+  printf("%3s %3s %6s %6s %5s %9s | %-28s %9s %7s\n", "B", "Nkv", "S", "splits", "CTAs", "MB", "ring", "us/launch",
+         "TB/s");
+  for (const row &r : rows) {
+    const size_t kv_bytes = (size_t)r.B * r.S * r.H * T1_ROW, set = 2 * kv_bytes;
+    const int windows = std::min((int)(pool_bytes / set), launches);
+    const int per_cta = r.S / r.splits;
+    const dim3 grid(r.splits, r.H, r.B);
+    std::vector<CUtensorMap> mk(windows), mv(windows);
+    for (int w = 0; w < windows; w++) {
+      encode_kv_map(&mk[w], pool + w * set, form, r.B, r.S, r.H);
+      encode_kv_map(&mv[w], pool + w * set + kv_bytes, form, r.B, r.S, r.H);
+    }
+    const auto print = [&](const char *ring, double us) {
+      printf("%3d %3d %6d %6d %5d %9.1f | %-28s %9.2f %7.2f\n", r.B, r.H, r.S, r.splits, r.splits * r.H * r.B, set / 1e6,
+             ring, us, set / us / 1e6);
+    };
+    print("cp.async, 3 x 64 KB (bn128 s3)", graph_us_per_launch(st, launches, [&](int i) {
+            const unsigned char *base = pool + (i % windows) * set;
+            cp_async_stream<3><<<grid, 128, 3 * 2 * T1_TILE, st>>>(base, base + kv_bytes, r.S, r.H, per_cta);
+          }));
+    print("TMA, 4 x 32 KB (64 keys)", graph_us_per_launch(st, launches, [&](int i) {
+            tma_stream<4><<<grid, 64, 4 * 2 * TMA_TILE + 1024, st>>>(mk[i % windows], mv[i % windows], 2, per_cta, 0, nullptr);
+          }));
+    print("TMA, 6 x 32 KB (64 keys)", graph_us_per_launch(st, launches, [&](int i) {
+            tma_stream<6><<<grid, 64, 6 * 2 * TMA_TILE + 1024, st>>>(mk[i % windows], mv[i % windows], 2, per_cta, 0, nullptr);
+          }));
+    CHECK(cudaGetLastError());
+  }
+  CHECK(cudaStreamSynchronize(st));
+  CHECK(cudaFree(pool));
+  return 0;
+}
+
 int main(int argc, char **argv)
 {
   if (argc > 1 && strcmp(argv[1], "tma") == 0) return tma_table();
+  if (argc > 1 && strcmp(argv[1], "t1") == 0) return t1_table();
   if (argc > 1) {
-    fprintf(stderr, "usage: hbm_read_probe [tma]\n");
+    fprintf(stderr, "usage: hbm_read_probe [tma | t1]\n");
     return 2;
   }
   return plain_table();
