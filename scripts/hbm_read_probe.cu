@@ -402,8 +402,8 @@ static int t1_table(void)
   const tma_form form = {"BSHD 2x128 B, promotion 256 B", 2, 0, CU_TENSOR_MAP_L2_PROMOTION_L2_256B};
   struct row {
     int B, H, S, splits;
-  } rows[] = {{1, 8, 4096, 8}, {1, 8, 4096, 16}, {1, 8, 16384, 8}, {8, 4, 16384, 2}, {8, 4, 16384, 4},
-              {8, 8, 16384, 1}, {8, 8, 16384, 2}, {8, 8, 65536, 2}};
+  } rows[] = {{1, 8, 4096, 4},  {1, 8, 4096, 8},  {1, 8, 4096, 16}, {1, 8, 16384, 8}, {8, 4, 16384, 1},
+              {8, 4, 16384, 2}, {8, 4, 16384, 4}, {8, 8, 16384, 1}, {8, 8, 16384, 2}, {8, 8, 65536, 2}};
   printf("%3s %3s %6s %6s %5s %9s | %-28s %9s %7s\n", "B", "Nkv", "S", "splits", "CTAs", "MB", "ring", "us/launch",
          "TB/s");
   for (const row &r : rows) {
