@@ -426,6 +426,12 @@
  *      1.82-1.87x at S16k-64k (1.70x at GQA 8 T8 S16k). fa3's FP8 maps keep 256 (e4m3 D128
  *      prefill read 0.984, within its clocks' spread).
  *      test_decode_fp8kv_gpu passes.
+ *   Tried after 37, not kept: this kernel's 16-bit K/V tiles by TMA from thread 0 onto a full
+ *      mbarrier a stage, in TMA's 128-byte column blocks (.tma; branch decode-t1-tma). Hot loop
+ *      463 -> 352 instructions; verified by test_fa2_gpu. Measured (H100, two rounds, T=1 D128):
+ *      even within 0.3% (B8 S16k GQA 8 sp2 89.9-90.0 against 90.0-90.2 us, B1 S4k 9.3-9.4
+ *      against 9.3-9.5), as a bare cp.async ring streams as fast as a TMA ring of the same bytes
+ *      and grid (scripts/hbm_read_probe.cu t1). docs/perf.md, "Forty-first session".
  *   Tried after 30, not kept: .wgi's speculative check on P itself (P <= 2^8) with P's max three
  *      at a time (VIMNMX3, as fa3 v36), where a chain of FMNMX over the scores took one each
  *      (branch decode-spec-max3; FMNMX 70 -> 38 at T16 GQA 4 .wgi3). Predicted 0-1%; measured
