@@ -3,7 +3,8 @@
 # (decode), whose bars are the H200's, as three calls of under ten minutes on the GPU machine:
 #   bench    scripts/decode_bench.sh at #15's rows (Nkv 8), then at GQA 8 (Nkv 4: 128 packed
 #            rows at T16, 64 at T8), cuDNN and the defaults; then scripts/prefill_bench.sh, one
-#            round: #15's TB/s, B=1 S=4k microseconds and FP8 tokens/s, #14's TFLOP/s
+#            round: #15's TB/s, B=1 S=4k microseconds and FP8 tokens/s, #14's TFLOP/s; then
+#            scripts/hbm_read_probe.cu (built with the machine's nvcc): #15's floors on the card
 #   prefill  `attntune tune configs/llm-prefill.yaml` into an empty cache, then `attntune report`:
 #            #14's geometric mean of tuned over cuDNN and the shapes won
 #   decode   the same with configs/decode.yaml: #15's shapes won and FP8 tokens/s
@@ -61,10 +62,22 @@ bench)
   SHAPES="8 16 4096 causal-br;8 8 16384 causal-br;8 8 65536 causal-br;8 1 16384 none" KV_HEADS=4 \
     IMPLS=cudnn,default KV_IMPLS=default sh "$(dirname "$0")/decode_bench.sh" "$build" >"$out/decode-nkv4.txt" 2>&1 || rc=1
   ROUNDS=1 sh "$(dirname "$0")/prefill_bench.sh" "$build" >"$out/prefill.txt" 2>&1 || rc=1
+  # #15's floors on this card: scripts/hbm_read_probe.cu built here (nvcc, where the machine has
+  # it), its plain reads of each K/V size and the one-token kernel's bare stream (t1)
+  probe=${TMPDIR:-/tmp}/hbm_read_probe.$$
+  if command -v nvcc >/dev/null 2>&1 &&
+    nvcc -O3 -arch=sm_90a -o "$probe" "$(dirname "$0")/hbm_read_probe.cu" -lcuda >"$out/probe-build.txt" 2>&1; then
+    { timeout 120 "$probe" && timeout 120 "$probe" t1; } >"$out/probe.txt" 2>&1 || rc=1
+    rm -f "$probe"
+  else
+    echo "no nvcc, or the probe did not build: $out/probe-build.txt" >"$out/probe.txt"
+  fi
   for f in decode-nkv8 decode-nkv4 prefill; do
     echo "== $f"
     tail -n 22 "$out/$f.txt"
   done
+  echo "== probe (floors: an empty launch, plain reads with 264 x 512 threads, the T=1 kernel's bare cp.async stream)"
+  grep -E "empty launch|^ +[0-9.]+ +264 +512 |^ +B Nkv|cp.async|no nvcc" "$out/probe.txt"
   exit $rc
   ;;
 prefill) tune_and_report configs/llm-prefill.yaml ;;
