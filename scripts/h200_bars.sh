@@ -65,8 +65,9 @@ bench)
   # #15's floors on this card: scripts/hbm_read_probe.cu built here (nvcc, where the machine has
   # it), its plain reads of each K/V size and the one-token kernel's bare stream (t1)
   probe=${TMPDIR:-/tmp}/hbm_read_probe.$$
-  if command -v nvcc >/dev/null 2>&1 &&
-    nvcc -O3 -arch=sm_90a -o "$probe" "$(dirname "$0")/hbm_read_probe.cu" -lcuda >"$out/probe-build.txt" 2>&1; then
+  nvcc=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+  if [ -x "$nvcc" ] &&
+    "$nvcc" -O3 -arch=sm_90a -o "$probe" "$(dirname "$0")/hbm_read_probe.cu" -lcuda >"$out/probe-build.txt" 2>&1; then
     { timeout 120 "$probe" && timeout 120 "$probe" t1; } >"$out/probe.txt" 2>&1 || rc=1
     rm -f "$probe"
   else
