@@ -321,21 +321,29 @@ template <int STAGES> static void tma_rows(unsigned char *pool, size_t pool_byte
       }
 }
 
-static int tma_table(void)
+/* A stream table's start: the GPU's name before what the table streams, a pool of pool_bytes
+ * (filled, so that no read is of untouched pages) and the stream its launches go to. */
+static cudaStream_t stream_table_start(const char *what, size_t pool_bytes, unsigned char **pool)
 {
   int dev = 0;
   CHECK(cudaGetDevice(&dev));
   cudaDeviceProp prop;
   CHECK(cudaGetDeviceProperties(&prop, dev));
-  printf("%s: decode .wg's K/V stream (B8 Nkv 4 D 128, 4 splits, 128 CTAs), no arithmetic\n", prop.name);
-  const size_t pool_bytes = (size_t)2300 << 20; /* two windows at S 64k */
-  unsigned char *pool;
-  unsigned long long *stamps;
-  CHECK(cudaMalloc(&pool, pool_bytes));
-  CHECK(cudaMemset(pool, 0x3c, pool_bytes));
-  CHECK(cudaMalloc(&stamps, (size_t)128 * (TMA_STAMPS + 2) * sizeof(unsigned long long)));
+  printf("%s: %s, no arithmetic\n", prop.name, what);
+  CHECK(cudaMalloc(pool, pool_bytes));
+  CHECK(cudaMemset(*pool, 0x3c, pool_bytes));
   cudaStream_t st;
   CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  return st;
+}
+
+static int tma_table(void)
+{
+  const size_t pool_bytes = (size_t)2300 << 20; /* two windows at S 64k */
+  unsigned char *pool;
+  cudaStream_t st = stream_table_start("decode .wg's K/V stream (B8 Nkv 4 D 128, 4 splits, 128 CTAs)", pool_bytes, &pool);
+  unsigned long long *stamps;
+  CHECK(cudaMalloc(&stamps, (size_t)128 * (TMA_STAMPS + 2) * sizeof(unsigned long long)));
   printf("%-40s %6s %6s %6s %9s %7s %8s %8s %8s\n", "map", "stages", "S", "wait", "us/launch", "TB/s", "tile 0",
          "dt 0-15", "dt 16-31");
   tma_rows<4>(pool, pool_bytes, stamps, st);
@@ -384,17 +392,9 @@ __global__ void __launch_bounds__(128) cp_async_stream(const unsigned char *__re
 
 static int t1_table(void)
 {
-  int dev = 0;
-  CHECK(cudaGetDevice(&dev));
-  cudaDeviceProp prop;
-  CHECK(cudaGetDeviceProperties(&prop, dev));
-  printf("%s: the one-token split kernel's K/V stream (D 128, bf16, BSHD), no arithmetic\n", prop.name);
-  const size_t pool_bytes = (size_t)2200 << 20;
+  const size_t pool_bytes = (size_t)2200 << 20; /* one window of B8 S64k Nkv 8 */
   unsigned char *pool;
-  CHECK(cudaMalloc(&pool, pool_bytes));
-  CHECK(cudaMemset(pool, 0x3c, pool_bytes));
-  cudaStream_t st;
-  CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  cudaStream_t st = stream_table_start("the one-token split kernel's K/V stream (D 128, bf16, BSHD)", pool_bytes, &pool);
   const int launches = 20;
   CHECK(cudaFuncSetAttribute(cp_async_stream<3>, cudaFuncAttributeMaxDynamicSharedMemorySize, 3 * 2 * T1_TILE));
   CHECK(cudaFuncSetAttribute(tma_stream<6>, cudaFuncAttributeMaxDynamicSharedMemorySize, 6 * 2 * TMA_TILE + 1024));
