@@ -426,6 +426,12 @@
  *      1.82-1.87x at S16k-64k (1.70x at GQA 8 T8 S16k). fa3's FP8 maps keep 256 (e4m3 D128
  *      prefill read 0.984, within its clocks' spread).
  *      test_decode_fp8kv_gpu passes.
+ *   Tried after 38, not kept: a row group's splits claiming their K/V tiles from one counter
+ *      (branch decode-dyn; thread 0 claims two tiles ahead, the combine resets the counters). A
+ *      %globaltimer timeline had shown equal-work CTAs ending 11 us apart at B8 S16k GQA 8 sp2
+ *      (H100); with claims they ended within 1.4 us, but the call ran 92.7-93.1 us against
+ *      89.8-90.0 (B1 S4k 11.0 against 9.3): the early CTAs had not idled HBM, the others took
+ *      their share. docs/perf.md, "Forty-second session".
  *   Tried after 37, not kept: this kernel's 16-bit K/V tiles by TMA from thread 0 onto a full
  *      mbarrier a stage, in TMA's 128-byte column blocks (.tma; branch decode-t1-tma). Hot loop
  *      463 -> 352 instructions; verified by test_fa2_gpu. Measured (H100, two rounds, T=1 D128):
