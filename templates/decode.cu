@@ -426,6 +426,9 @@
  *      1.82-1.87x at S16k-64k (1.70x at GQA 8 T8 S16k). fa3's FP8 maps keep 256 (e4m3 D128
  *      prefill read 0.984, within its clocks' spread).
  *      test_decode_fp8kv_gpu passes.
+ *   Tried after 38, not kept: the column merge by every warp (branch decode-par-merge; warp w
+ *      merges and stores columns w*D/WN.. where warp 0 merged all D). Predicted 0.3-0.4 us a
+ *      one-token call; measured (H100, two rounds) B1 S4k 9.2 against 9.3 us, B8 S16k even.
  *   Tried after 38, not kept: a row group's splits claiming their K/V tiles from one counter
  *      (branch decode-dyn; thread 0 claims two tiles ahead, the combine resets the counters). A
  *      %globaltimer timeline had shown equal-work CTAs ending 11 us apart at B8 S16k GQA 8 sp2
