@@ -110,6 +110,22 @@ template <class Launch> static double graph_us_per_launch(cudaStream_t st, int l
   return ms * 1e3 / (replays * launches);
 }
 
+/* A stream table's start: the GPU's name before what the table streams, a pool of pool_bytes
+ * (filled, so that no read is of untouched pages) and the stream its launches go to. */
+static cudaStream_t stream_table_start(const char *what, size_t pool_bytes, unsigned char **pool)
+{
+  int dev = 0;
+  CHECK(cudaGetDevice(&dev));
+  cudaDeviceProp prop;
+  CHECK(cudaGetDeviceProperties(&prop, dev));
+  printf("%s: %s, no arithmetic\n", prop.name, what);
+  CHECK(cudaMalloc(pool, pool_bytes));
+  CHECK(cudaMemset(*pool, 0x3c, pool_bytes));
+  cudaStream_t st;
+  CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
+  return st;
+}
+
 static int plain_table(void)
 {
   /* #15's K/V: B1 S4k Nkv 8 (16.8 MB), B1 S16k Nkv 8 in FP8 (33.6), B8 S4k Nkv 4 and B1 S16k Nkv 8
@@ -122,21 +138,18 @@ static int plain_table(void)
   CHECK(cudaGetDevice(&dev));
   CHECK(cudaDeviceGetAttribute(&l2, cudaDevAttrL2CacheSize, dev));
   CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  cudaDeviceProp prop;
-  CHECK(cudaGetDeviceProperties(&prop, dev));
-  printf("%s, %d SMs, L2 %.1f MB\n", prop.name, sms, l2 / 1e6);
+  char what[96];
+  snprintf(what, sizeof what, "plain reads, %d SMs, L2 %.1f MB", sms, l2 / 1e6);
 
   const size_t max_bytes = (size_t)(sizes_mb[n_sizes - 1] * 1e6) + (1 << 20);
   const size_t pool_bytes = max_bytes * 4; /* windows rotate through 4 x the largest size */
-  int4 *pool;
+  unsigned char *bytes;
+  cudaStream_t st = stream_table_start(what, pool_bytes, &bytes);
+  int4 *pool = reinterpret_cast<int4 *>(bytes);
   int *sink;
   unsigned long long *times;
-  CHECK(cudaMalloc(&pool, pool_bytes));
   CHECK(cudaMalloc(&sink, 512 * sizeof(int)));
   CHECK(cudaMalloc(&times, 2 * 1024 * sizeof(unsigned long long))); /* up to 1024 CTAs */
-  CHECK(cudaMemset(pool, 0x5a, pool_bytes));
-  cudaStream_t st;
-  CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
 
   /* the launch floor: the same kernel reading nothing, in the same graph replay */
   const double empty_us = graph_us_per_launch(st, launches, [&](int) { launch(256, 132, st, pool, 0, sink, nullptr); });
@@ -319,22 +332,6 @@ template <int STAGES> static void tma_rows(unsigned char *pool, size_t pool_byte
         printf("%-40s %6d %6d %6d %9.2f %7.2f %8.2f %8.3f %8.3f\n", f.name, STAGES, S, wait, us, set / us / 1e6,
                median(tile0), median(early), median(late));
       }
-}
-
-/* A stream table's start: the GPU's name before what the table streams, a pool of pool_bytes
- * (filled, so that no read is of untouched pages) and the stream its launches go to. */
-static cudaStream_t stream_table_start(const char *what, size_t pool_bytes, unsigned char **pool)
-{
-  int dev = 0;
-  CHECK(cudaGetDevice(&dev));
-  cudaDeviceProp prop;
-  CHECK(cudaGetDeviceProperties(&prop, dev));
-  printf("%s: %s, no arithmetic\n", prop.name, what);
-  CHECK(cudaMalloc(pool, pool_bytes));
-  CHECK(cudaMemset(*pool, 0x3c, pool_bytes));
-  cudaStream_t st;
-  CHECK(cudaStreamCreateWithFlags(&st, cudaStreamNonBlocking));
-  return st;
 }
 
 static int tma_table(void)
