@@ -426,6 +426,13 @@
  *      1.82-1.87x at S16k-64k (1.70x at GQA 8 T8 S16k). fa3's FP8 maps keep 256 (e4m3 D128
  *      prefill read 0.984, within its clocks' spread).
  *      test_decode_fp8kv_gpu passes.
+ *   Tried after 38, not kept: the combine waiting on per-group counters (each split CTA counts
+ *      itself done after its partials; one lane per combine row polls; branch decode-flag-combine)
+ *      in place of the wait for the split grid, whose end came 1.1-1.5 us after the last stores.
+ *      Predicted 0.5-0.7 us a call. Measured (H100, two rounds): with the next grid allowed at the
+ *      combine's start, its CTAs took the SMs that 64 split CTAs leave idle, and calls ran up to
+ *      23% slower (B8 S16k GQA 8 sp2 98.9 against 89.9 us); allowed after the poll, still B1 S4k
+ *      sp8 9.7 against 9.3 us, B8 sp2 90.0 against 89.9. docs/perf.md, "Forty-third session".
  *   Tried after 38, not kept: the column merge by every warp (branch decode-par-merge; warp w
  *      merges and stores columns w*D/WN.. where warp 0 merged all D). Predicted 0.3-0.4 us a
  *      one-token call; measured (H100, two rounds) B1 S4k 9.2 against 9.3 us, B8 S16k even.
