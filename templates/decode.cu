@@ -426,6 +426,11 @@
  *      1.82-1.87x at S16k-64k (1.70x at GQA 8 T8 S16k). fa3's FP8 maps keep 256 (e4m3 D128
  *      prefill read 0.984, within its clocks' spread).
  *      test_decode_fp8kv_gpu passes.
+ *   Tried after 38, not kept: a GQA group's query heads over H CTAs that read the same K/V
+ *      (branch decode-hsplit), so that B8 S16k GQA 8 runs 64 CTAs with no combine. HBM read each
+ *      byte once (ncu: 268.5 MB, L2 served the sibling), but siblings ask for the same lines at
+ *      once, so the unique bytes in flight halve and the rate with them (H200: 104.1 against
+ *      63.8 us; B1 S4k H 2 sp4 10.0 against sp8's 7.7). docs/perf.md, "Forty-fourth session".
  *   Tried after 38, not kept: the combine waiting on per-group counters (each split CTA counts
  *      itself done after its partials; one lane per combine row polls; branch decode-flag-combine)
  *      in place of the wait for the split grid, whose end came 1.1-1.5 us after the last stores.
