@@ -44,11 +44,12 @@ tune_and_report() { # CONFIG
   echo "== tune $1: exit $rc, $(grep -c . "$out/tune-$phase.txt") lines of log in $out/tune-$phase.txt"
   "$build/attntune" report --db "$db" --format md --out "$out/report-$phase.md" || rc=1
   # Shapes where the tuned kernel beats cuDNN (#14: 3/4 of them; #15: 90%), from the shape
-  # table's tuned/cuDNN column; then the report's closing sections (the geometric means, and FP8
-  # K/V's tokens per second).
-  awk -F'|' '/^\| shape \|/ { for (i = 1; i <= NF; i++) if ($i ~ /tuned\/cuDNN/) col = i; next }
-    col && /^\| `/ { v = $col; gsub(/[ x]/, "", v); if (v + 0 > 0) { n++; if (v + 0 > 1) won++ } }
-    /^### / && n { col = 0 }
+  # table's tuned_ms and cudnn_ms columns (its tuned/cuDNN column has two decimals: 1.004x reads
+  # 1.00x); then the report's closing sections (the geometric means, and FP8 K/V's tokens per
+  # second).
+  awk -F'|' '/^\| shape \|/ { for (i = 1; i <= NF; i++) { if ($i ~ /^ *tuned_ms *$/) ct = i; if ($i ~ /^ *cudnn_ms *$/) cc = i }; next }
+    ct && cc && /^\| `/ { t = $ct + 0; c = $cc + 0; if (t > 0 && c > 0) { n++; if (t < c) won++ } }
+    /^### / && n { ct = cc = 0 }
     END { printf "== tuned faster than cuDNN on %d of the %d shapes with a cuDNN time\n", won, n }' \
     "$out/report-$phase.md"
   sed -n '/^### Geometric/,$p' "$out/report-$phase.md" | head -n 60

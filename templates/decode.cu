@@ -426,6 +426,13 @@
  *      1.82-1.87x at S16k-64k (1.70x at GQA 8 T8 S16k). fa3's FP8 maps keep 256 (e4m3 D128
  *      prefill read 0.984, within its clocks' spread).
  *      test_decode_fp8kv_gpu passes.
+ *   Tried after 38, not kept (H100, docs/perf.md "Forty-fifth session"): where .lc lets the
+ *      next grid launch (after its partial stores, or at exit, in place of after its wait) and one
+ *      atom.acq_rel.gpu by thread 0 a CTA in place of every thread's __threadfence (branch
+ *      decode-lc-allow): the fence took 0.2-0.4 us off .lc, the later allows made it slower (B8
+ *      S16k GQA 8 sp2 by 5 us), and no form reached the combine kernel (B1 S4k 9.4 against 9.2-9.3
+ *      us at best). The epilogue's loops bounded by DEC_HALVES where the rows fit half an M tile
+ *      (branch decode-halves-epilogue, 24-64 SASS instructions fewer): even within 0.3 us.
  *   Tried after 38, not kept: a GQA group's query heads over H CTAs that read the same K/V
  *      (branch decode-hsplit), so that B8 S16k GQA 8 runs 64 CTAs with no combine. HBM read each
  *      byte once (ncu: 268.5 MB, L2 served the sibling), but siblings ask for the same lines at
@@ -453,6 +460,12 @@
  *      even within 0.3% (B8 S16k GQA 8 sp2 89.9-90.0 against 90.0-90.2 us, B1 S4k 9.3-9.4
  *      against 9.3-9.5), as a bare cp.async ring streams as fast as a TMA ring of the same bytes
  *      and grid (scripts/hbm_read_probe.cu t1). docs/perf.md, "Forty-first session".
+ *   Tried after 38, not kept: .wgi's CTAs of a row group claiming K/V tiles past their
+ *      first STAGES from one counter (branch decode-wgi-dyn; the widener claims one position
+ *      ahead, the refilling consumer warp stages the tile or ends its parity; the combine resets
+ *      the counters). H100, B8 T8 S16k GQA 8 e4m3: s6 sp4 53.2 -> 52.6 us, but sp2 72.0 -> 78.9,
+ *      GQA 4 T16 S16k sp2 95.9 -> 97.6; ncu: the CTAs ended closer (SMs active 82% -> 87% of the
+ *      cycles) while HBM's rate moved 76.7% -> 78.4%. docs/perf.md, "Forty-fifth session".
  *   Tried after 30, not kept: .wgi's speculative check on P itself (P <= 2^8) with P's max three
  *      at a time (VIMNMX3, as fa3 v36), where a chain of FMNMX over the scores took one each
  *      (branch decode-spec-max3; FMNMX 70 -> 38 at T16 GQA 4 .wgi3). Predicted 0-1%; measured
