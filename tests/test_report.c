@@ -246,11 +246,12 @@ static const expected *find_exp(at_shape s)
   return NULL;
 }
 
-/* The geometric mean of cuDNN / tuned over the inserted shapes of one group. */
-static double expected_geomean(const char *gpu, at_dtype dtype, int head_dim, at_mask mask, int *n)
+/* The geometric mean of cuDNN / tuned over the inserted shapes of one group; n of them, the
+ * tuned kernel faster on won. */
+static double expected_geomean(const char *gpu, at_dtype dtype, int head_dim, at_mask mask, int *n, int *won)
 {
   double sum = 0;
-  *n = 0;
+  *n = *won = 0;
   for (int i = 0; i < g_n_exp; i++) {
     const expected *e = &g_exp[i];
     if (strcmp(e->gpu, gpu) || e->shape.dtype != dtype || e->shape.head_dim != head_dim ||
@@ -258,6 +259,7 @@ static double expected_geomean(const char *gpu, at_dtype dtype, int head_dim, at
       continue;
     sum += log(e->cudnn_ms / e->tuned_ms);
     ++*n;
+    *won += e->tuned_ms < e->cudnn_ms;
   }
   return exp(sum / *n);
 }
@@ -291,13 +293,16 @@ static void check_numbers(const char *all)
   assert_non_null(strstr(line, want));
   assert_non_null(strstr(line, "1.25x"));
   /* The group's geometric mean, computed here from what was inserted. */
-  int n;
-  double g = expected_geomean(H200, AT_DTYPE_BF16, 64, AT_MASK_NONE, &n);
+  int n, won;
+  double g = expected_geomean(H200, AT_DTYPE_BF16, 64, AT_MASK_NONE, &n, &won);
   assert_int_equal(n, 6);
+  assert_int_equal(won, 4); /* 0.85 + 0.1 i: faster from i = 2 */
   snprintf(want, sizeof want, "%.2fx", g);
   assert_true(line_with(text, "bf16 d64 none", line, sizeof line));
   assert_non_null(strstr(line, want));
   assert_non_null(strstr(line, "6 of 6"));
+  /* and how many of them the tuned kernel won: text "tuned faster on 4", md "| 4 of 6 |" */
+  assert_true(strstr(line, "tuned faster on 4") || strstr(line, "| 4 of 6 |"));
   /* cuDNN unsupported is said, not printed as a number. */
   at_shape big = mk(1, 512, 512, 8, 8, 264, AT_DTYPE_BF16, AT_MASK_NONE);
   at_shape_key(&big, key, sizeof key);
@@ -525,13 +530,16 @@ static void test_json_parses_back(void **state)
   assert_non_null(strstr(row, "\"cudnn_ms\": null"));
   assert_non_null(strstr(row, "\"speedup_tuned\": null"));
   /* The T-sweep group's mean, as a number. */
-  int n;
-  double g = expected_geomean(H200, AT_DTYPE_BF16, 64, AT_MASK_NONE, &n);
+  int n, won;
+  double g = expected_geomean(H200, AT_DTYPE_BF16, 64, AT_MASK_NONE, &n, &won);
   const char *grp = strstr(text, "\"dtype\": \"bf16\", \"head_dim\": 64, \"mask\": \"none\", \"n_shapes\": 6");
   assert_non_null(grp);
   const char *num = strstr(grp, "\"geomean_speedup_tuned\": ");
   assert_non_null(num);
   assert_near(strtod(num + strlen("\"geomean_speedup_tuned\": "), NULL), g, 1e-5 * g);
+  const char *wins = strstr(grp, "\"n_won\": ");
+  assert_true(wins && wins < num);
+  assert_int_equal(atoi(wins + strlen("\"n_won\": ")), won);
   free(text);
 }
 
@@ -570,6 +578,8 @@ static void test_html_is_self_contained_with_charts(void **state)
     assert_non_null(strstr(html, key));
   }
   assert_non_null(strstr(html, "cuDNN unsupported"));
+  /* the T sweep's group: compared on all six shapes, the tuned kernel faster on four */
+  assert_non_null(strstr(html, "<td class=\"n\">6 of 6</td><td class=\"n\">4 of 6</td></tr>"));
   const char *keep = getenv("ATTNTUNE_REPORT_KEEP");
   if (keep && keep[0]) {
     char path[400];
@@ -877,6 +887,7 @@ static void test_f32_row_in_every_format(void **state)
     if (g->dtype != AT_DTYPE_F32) continue;
     assert_int_equal(g->n_shapes, 1);
     assert_int_equal(g->n_compared, 0);
+    assert_int_equal(g->n_won, 0);
     assert_true(isnan(g->geomean));
     seen_group = 1;
   }
@@ -896,8 +907,8 @@ static void test_f32_row_in_every_format(void **state)
   assert_non_null(strstr(line, "n/a"));
   assert_non_null(strstr(line, "over 0 of 1 shape"));
   /* The bf16 group of the same head dim and mask keeps its six shapes and its mean. */
-  int n;
-  double g = expected_geomean(H200, AT_DTYPE_BF16, 64, AT_MASK_NONE, &n);
+  int n, won;
+  double g = expected_geomean(H200, AT_DTYPE_BF16, 64, AT_MASK_NONE, &n, &won);
   snprintf(want, sizeof want, "%.2fx", g);
   assert_true(line_with(text, "bf16 d64 none", line, sizeof line));
   assert_non_null(strstr(line, want));
@@ -956,7 +967,7 @@ static void test_f32_row_in_every_format(void **state)
   assert_non_null(strstr(obj, "\"speedup_tuned\": null"));
   assert_non_null(strstr(obj, "\"speedup_best\": null"));
   json_object_with(text, "\"dtype\": \"f32\", \"head_dim\": 64, \"mask\": \"none\", \"n_shapes\": 1", obj, sizeof obj);
-  assert_non_null(strstr(obj, "\"n_compared\": 0, \"geomean_speedup_tuned\": null"));
+  assert_non_null(strstr(obj, "\"n_compared\": 0, \"n_won\": 0, \"geomean_speedup_tuned\": null"));
   free(text);
 
   /* html: the table row, the speedup chart's reason, and the f32-vs-bf16 bars with a naive bar. */

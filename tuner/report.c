@@ -266,6 +266,7 @@ static at_status build_groups(tn_report *r)
       g->n_shapes++;
       if (isfinite(r->rows[i].speedup_tuned) && r->rows[i].speedup_tuned > 0) {
         g->n_compared++;
+        g->n_won += r->rows[i].speedup_tuned > 1;
         sum_log += log(r->rows[i].speedup_tuned);
       }
     }
@@ -576,7 +577,7 @@ static void text_groups(const tn_report *r, const char *gpu_model, FILE *out, in
 {
   char label[96], mean[32];
   fprintf(out, md ? "\n### Geometric-mean speedup, tuned vs cuDNN\n\n"
-                    "| dtype, head dim, mask | speedup | shapes compared |\n|---|---:|---:|\n"
+                    "| dtype, head dim, mask | speedup | shapes compared | tuned faster |\n|---|---:|---:|---:|\n"
                   : "\ngeometric-mean speedup, tuned vs cuDNN, per (dtype, head dim, mask):\n");
   for (int i = 0; i < r->n_groups; i++) {
     const tn_report_group *g = &r->groups[i];
@@ -584,9 +585,10 @@ static void text_groups(const tn_report *r, const char *gpu_model, FILE *out, in
     group_label(g, label, sizeof label);
     fmt_speedup(mean, sizeof mean, 1, g->geomean);
     if (!isfinite(g->geomean)) snprintf(mean, sizeof mean, "n/a");
-    if (md) fprintf(out, "| %s | %s | %d of %d |\n", label, mean, g->n_compared, g->n_shapes);
-    else fprintf(out, "  %-24s %8s  over %d of %d shape%s\n", label, mean, g->n_compared, g->n_shapes,
-                 g->n_shapes == 1 ? "" : "s");
+    if (md) fprintf(out, "| %s | %s | %d of %d | %d of %d |\n", label, mean, g->n_compared, g->n_shapes, g->n_won,
+                    g->n_compared);
+    else fprintf(out, "  %-24s %8s  over %d of %d shape%s, tuned faster on %d\n", label, mean, g->n_compared,
+                 g->n_shapes, g->n_shapes == 1 ? "" : "s", g->n_won);
   }
 }
 
@@ -773,8 +775,9 @@ static void json_groups(const tn_report *r, FILE *out)
     fputs(i ? ",\n    {\"gpu\": " : "\n    {\"gpu\": ", out);
     json_text(out, g->gpu_model);
     fprintf(out, ", \"dtype\": \"%s\", \"head_dim\": %d, \"mask\": \"%s\", \"n_shapes\": %d, "
-                 "\"n_compared\": %d, \"geomean_speedup_tuned\": ",
-            at_dtypes_name(g->dtype, g->kv_dtype), g->head_dim, at_mask_name(g->mask), g->n_shapes, g->n_compared);
+                 "\"n_compared\": %d, \"n_won\": %d, \"geomean_speedup_tuned\": ",
+            at_dtypes_name(g->dtype, g->kv_dtype), g->head_dim, at_mask_name(g->mask), g->n_shapes, g->n_compared,
+            g->n_won);
     number(out, g->geomean, 1);
     fputc('}', out);
   }
@@ -1726,7 +1729,7 @@ static void html_groups_table(FILE *out, const tn_report *r, const char *gpu)
 {
   char label[96], mean[32];
   fputs("<h3>Geometric-mean speedup, tuned vs cuDNN</h3>\n<table>\n<tr><th>dtype, head dim, mask</th>"
-        "<th>speedup</th><th>shapes compared</th></tr>\n", out);
+        "<th>speedup</th><th>shapes compared</th><th>tuned faster</th></tr>\n", out);
   for (int i = 0; i < r->n_groups; i++) {
     const tn_report_group *g = &r->groups[i];
     if (strcmp(g->gpu_model, gpu) != 0) continue;
@@ -1734,7 +1737,8 @@ static void html_groups_table(FILE *out, const tn_report *r, const char *gpu)
     fmt_speedup(mean, sizeof mean, 1, g->geomean);
     fprintf(out, "<tr><td>%s</td>", label);
     html_cell_num(out, mean, !isfinite(g->geomean) ? NULL : g->geomean >= 1 ? "fast" : "slow");
-    fprintf(out, "<td class=\"n\">%d of %d</td></tr>\n", g->n_compared, g->n_shapes);
+    fprintf(out, "<td class=\"n\">%d of %d</td><td class=\"n\">%d of %d</td></tr>\n", g->n_compared, g->n_shapes,
+            g->n_won, g->n_compared);
   }
   fputs("</table>\n", out);
 }

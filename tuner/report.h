@@ -76,6 +76,7 @@ typedef struct tn_report_group {
   at_mask mask;
   int n_shapes;   /* rows in the group */
   int n_compared; /* rows with a tuned and a cuDNN time: the mean's sample */
+  int n_won;      /* of those, rows where the tuned kernel beat cuDNN's time (speedup_tuned > 1) */
   double geomean; /* NaN when n_compared is 0 */
 } tn_report_group;
 
