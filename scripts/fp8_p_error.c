@@ -1,11 +1,12 @@
-// fp8_p_error.c — what P in E4M3 would cost O's accuracy: the attention of R query rows over S keys
+// fp8_p_error.c — what P in E4M3 would cost O's accuracy: the attention of 16 query rows over S keys
 // (D 128, Q, K and V uniform in [-1, 1) as attntune's checks draw them, scores scaled by 1/sqrt(D)),
-// once in double and once with each p = exp(s - max) rounded to E4M3 (times a scale, then divided
-// by it) as a P V on the FP8 tensor cores would take it, the row sums exact. Prints O's relative L2
-// error between the two, the figure attntune's checks hold against the dtype's tolerance (1e-2 for
-// bf16 output). A CPU count, no GPU:
+// once in double and once with each p = exp(s - max) rounded to E4M3 by the library's own
+// conversion (times a scale, then divided by it) as a P V on the FP8 tensor cores would take it,
+// the row sums exact. Prints O's relative L2 error between the two, the figure attntune's checks
+// hold against the dtype's tolerance (1e-2 for bf16 output). A CPU count, no GPU; from a build:
 //
-//   cc -O2 -o fp8_p_error scripts/fp8_p_error.c -lm && ./fp8_p_error [S [P_SCALE [Q_GAIN]]]
+//   cc -O2 -Iinclude -o fp8_p_error scripts/fp8_p_error.c build/libattntune.a -lm
+//   ./fp8_p_error [S [P_SCALE [Q_GAIN]]]
 //
 // S defaults to 16384, P_SCALE to 448 (p times 448 into E4M3's range, as fa3's FP8 path does), and
 // Q_GAIN to 1 (a larger gain sharpens the softmax).
@@ -13,19 +14,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-enum { D = 128, ROWS = 16 };
+#include "attntune.h"
 
-/* x >= 0 rounded to E4M3: 3 mantissa bits, at most 448, subnormal below 2^-6, ties to even. */
-static double round_e4m3(double x)
-{
-  if (x <= 0) return 0;
-  if (x >= 448) return 448;
-  int e;
-  frexp(x, &e);
-  const int ex = e - 1 < -6 ? -6 : e - 1;
-  const double ulp = ldexp(1.0, ex - 3);
-  return nearbyint(x / ulp) * ulp;
-}
+enum { D = 128, ROWS = 16 };
 
 static double uniform(void) { return 2.0 * rand() / ((double)RAND_MAX + 1) - 1.0; }
 
@@ -55,7 +46,7 @@ int main(int argc, char **argv)
       m = fmax(m, s[j]);
     }
     for (int j = 0; j < S; j++) {
-      const double p = exp(s[j] - m), p8 = round_e4m3(p * p_scale) / p_scale;
+      const double p = exp(s[j] - m), p8 = at_e4m3_to_f32(at_f32_to_e4m3((float)(p * p_scale))) / p_scale;
       l += p;
       for (int d = 0; d < D; d++) o[d] += p * v[(long)j * D + d], o8[d] += p8 * v[(long)j * D + d];
     }
