@@ -47,7 +47,8 @@ tune_and_report() { # CONFIG
   # report's "tuned faster" column over its groups; then the report's closing sections (the
   # geometric means, and FP8 K/V's tokens per second).
   awk -F'|' '/^### Geometric/ { on = 1; next } /^### / { on = 0 }
-    on && split($5, f, " of ") == 2 { won += f[1]; n += f[2] }
+    on && /^\| dtype/ { for (i = 1; i <= NF; i++) if ($i ~ /tuned faster/) col = i; next }
+    on && col && split($col, f, " of ") == 2 { won += f[1]; n += f[2] }
     END { printf "== tuned faster than cuDNN on %d of the %d shapes with a cuDNN time\n", won, n }' \
     "$out/report-$phase.md"
   sed -n '/^### Geometric/,$p' "$out/report-$phase.md" | head -n 60
