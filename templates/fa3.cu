@@ -25,8 +25,8 @@
  * FP8 there either transposes V in the producer's idle warps (v9) or, with FA3_VT_PRE 1 (".vt",
  * "V^T ahead" below), reads V^T that a first kernel of the call wrote to the scratch.
  * With FA3_PERSISTENT 1 (16-bit, causal masks) that kernel is persistent: at most one CTA per SM,
- * each walking work tiles (a query block of one head) blockIdx.x, + gridDim.x, ... in a longest-
- * first order, its mbarrier ring and ping-pong running on from one work tile to the next.
+ * each walking work tiles (a query block of one head) of a longest-first order in rounds of
+ * gridDim.x, every second round backwards (v43), its mbarrier ring and ping-pong running on from one work tile to the next.
  * With FA3_RAGGED 1 or 2 (16-bit, not persistent) it reads packed Q/O (and K/V) of varlen
  * prefill: each CTA takes its sequence's lengths and first rows from cu_seqlens ("Ragged" below).
  * With FA3_PAGE_SIZE > 0 (16-bit, not persistent, padded or ragged Q) its producer gathers K and
@@ -1374,6 +1374,17 @@ __device__ __forceinline__ fa3_work fa3_work_tile(const fa3_ws_ctx &c, int i, in
   return fa3_work_at(c, m_blocks - 1 - r / batch, i - r * n_heads, r % batch);
 }
 
+/* The persistent order's index of this CTA's k-th work tile. The CTAs take the longest-first order
+ * in rounds of gridDim.x tiles, every second round backwards (a snake): in a plain round robin
+ * the CTA that takes a round's longest tile takes the longest of every round, and a causal
+ * call waits for that CTA; in the snake it takes the next round's shortest. Indices past
+ * work_tiles end a CTA's walk (every later round starts past them). */
+__device__ __forceinline__ int fa3_pers_tile_index(int k)
+{
+  const int n = (int)gridDim.x, x = (int)blockIdx.x;
+  return k * n + ((k & 1) ? n - 1 - x : x);
+}
+
 #if FA3_PAGE_SIZE > 0
 /* The page of tile-relative box i of the tile from key0: its table entry; -1 (no page: TMA
  * zero-fills the box) for boxes from S_b on, whose entries a server leaves unset, and past the row. */
@@ -1903,7 +1914,7 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(FA3_PRODUCER_REGS));
     if (tid == 0) {
 #if FA3_PERSISTENT
-      for (int i = blockIdx.x, j = 0, it = 0; i < work_tiles; i += gridDim.x, j++) {
+      for (int j = 0, i, it = 0; (i = fa3_pers_tile_index(j)) < work_tiles; j++) {
         const fa3_work w = fa3_work_tile(c, i, n_heads, batch, m_blocks);
         fa3_ws_produce(c, w, j, it, &tm_q, &tm_k, &tm_v, num_pages);
         it += w.n_tiles;
@@ -1951,7 +1962,7 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
    * its own. tests/fa3_ws_protocol.py models these barriers and the mbarriers under random
    * interleavings. */
   if (FA3_PINGPONG && cw == FA3_CONSUMERS - 1) fa3_named_arrive(1, 256);
-  for (int i = blockIdx.x, j = 0, it = 0; i < work_tiles; i += gridDim.x, j++) {
+  for (int j = 0, i, it = 0; (i = fa3_pers_tile_index(j)) < work_tiles; j++) {
     const fa3_work w = fa3_work_tile(c, i, n_heads, batch, m_blocks);
     fa3_ws_consume(c, w, j, it, cw, cwarp, lane, scale_log2, acc, row_max, row_sum);
     fa3_store_o(o, lse, acc, row_max, row_sum, o_descale, scale_log2, T, T, w.b, w.h, n_heads, w.m0, cwarp * 16,
