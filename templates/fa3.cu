@@ -340,6 +340,11 @@
  *       it: 192x128 .tw132 +2.7% / +3.7% (two calls), causal +1.7%, B4 N8 T2k +3.7%, f16 GQA 4
  *       causal 16k +3.3%, B4 N8 T1k causal -2.1%. So D 64 only (generator/fa3.c ones_block);
  *       test_fa2_gpu, test_api_gpu and test_serving_gpu pass with it at every head dim.
+ *   v43 (FA3_PERSISTENT): the work tiles in a snake (fa3_pers_tile_index). The static schedule
+ *       gave CTA x tiles x, x + n, x + 2n, ... of the longest-first order, so CTA 0 took the
+ *       longest tile of every round and the call waited for it. Every second round now runs
+ *       backwards. Counted (each CTA's K/V tiles plus a fixed part a work tile, 132 CTAs):
+ *       the last CTA's share falls 3-6% at B2 Nq 32 T 8k-2k, 12-17% at B1 T 4k-2k.
  * Copies by cp.async and stores by threads are generic-proxy writes; wgmma reads shared memory
  * through the async proxy, hence fence.proxy.async before the barriers that publish them.
  */
