@@ -1860,7 +1860,7 @@ FA3_KERNEL(const at_in_t *__restrict__ q, const at_in_t *__restrict__ k,
 #endif
   c.T = T, c.S = S, c.offset = FA3_MASK == AT_MASK_CAUSAL_BR ? S - T : 0;
 #if FA3_PERSISTENT
-  /* Work tiles i = blockIdx.x, + gridDim.x, ... (a static schedule: producer and consumers walk
+  /* Work tiles fa3_pers_tile_index(0), (1), ... (a static schedule: producer and consumers walk
    * the same sequence without talking about it); B follows from the count. */
   const int m_blocks = (T + FA3_BM - 1) / FA3_BM;
   const int batch = work_tiles / (n_heads * m_blocks);
