@@ -345,6 +345,10 @@
  *       longest tile of every round and the call waited for it. Every second round now runs
  *       backwards. Counted (each CTA's K/V tiles plus a fixed part a work tile, 132 CTAs):
  *       the last CTA's share falls 3-6% at B2 Nq 32 T 8k-2k, 12-17% at B1 T 4k-2k.
+ *       Measured (H100, bf16 D128 causal Nq 32 Nkv 4, against main's binary in one call):
+ *       128x128 s2 .wspp.pers B1 T2k +11.5%, T4k +8.8%, T8k +12.6%, T16k +0.3%; B2 T1k +6.5%,
+ *       T2k +3.1%, T4k +2.3-3.9%; 192x64 .ws.pers +14% at B1 T4k. The .pers tile now runs
+ *       ahead of the default 192x80 .ws at B1 T2k-8k and B2 T1k-4k (4-29%), not at B1 T16k.
  * Copies by cp.async and stores by threads are generic-proxy writes; wgmma reads shared memory
  * through the async proxy, hence fence.proxy.async before the barriers that publish them.
  */
