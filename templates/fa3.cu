@@ -26,7 +26,8 @@
  * "V^T ahead" below), reads V^T that a first kernel of the call wrote to the scratch.
  * With FA3_PERSISTENT 1 (16-bit, causal masks) that kernel is persistent: at most one CTA per SM,
  * each walking work tiles (a query block of one head) of a longest-first order in rounds of
- * gridDim.x, every second round backwards (v43), its mbarrier ring and ping-pong running on from one work tile to the next.
+ * gridDim.x, every second round backwards (v43), its mbarrier ring and ping-pong running on from
+ * one work tile to the next.
  * With FA3_RAGGED 1 or 2 (16-bit, not persistent) it reads packed Q/O (and K/V) of varlen
  * prefill: each CTA takes its sequence's lengths and first rows from cu_seqlens ("Ragged" below).
  * With FA3_PAGE_SIZE > 0 (16-bit, not persistent, padded or ragged Q) its producer gathers K and
@@ -347,7 +348,7 @@
  *       the last CTA's share falls 3-6% at B2 Nq 32 T 8k-2k, 12-17% at B1 T 4k-2k.
  *       Measured (H100, bf16 D128 causal Nq 32 Nkv 4, against main's binary in one call):
  *       128x128 s2 .wspp.pers B1 T2k +11.5%, T4k +8.8%, T8k +12.6%, T16k +0.3%; B2 T1k +6.5%,
- *       T2k +3.1%, T4k +2.3-3.9%; 192x64 .ws.pers +14% at B1 T4k. The .pers tile now runs
+ *       T2k +3.2%, T4k +2.3-3.9%; 192x64 .ws.pers +14% at B1 T4k. The .pers tile now runs
  *       ahead of the default 192x80 .ws at B1 T2k-8k and B2 T1k-4k (4-29%), not at B1 T16k.
  * Copies by cp.async and stores by threads are generic-proxy writes; wgmma reads shared memory
  * through the async proxy, hence fence.proxy.async before the barriers that publish them.
