@@ -510,6 +510,26 @@ static void with_tail_split(gen_variant *v, const gen_target *target, const at_s
   if (tail_twin(&t, target, shape)) *v = t;
 }
 
+/* Causal self-attention (T = S) up to 8192 rows at D 128 and D 256: the persistent 128-row tile
+ * since v43's snake order. H100, bf16 causal, against the 192x80 / 128x80 grid tiles in the same
+ * calls (docs/perf.md, "Forty-seventh session"): D 128 128x128 s2 .wspp.pers 4-29% ahead at B1
+ * Nq 32 T 2k-8k and B2 T 1k-4k, 128x128 s3 .ws.pers 4.5% at B2 N16 T 8k; D 256 128x80 s2
+ * .ws.pers 3.8% there. The grid tile stays ahead at T = 16384 (6%) and at D 64 (13%, three
+ * consumers), and T < S (chunked prefill) was not measured: those keep it. */
+static int default_persistent_variant(const gen_spec *spec, const gen_target *target, const at_shape *shape,
+                                      gen_variant *out)
+{
+  if (!shape || at_dtype_is_fp8(spec->dtype) || spec->page_size || spec->ragged) return 0;
+  if (spec->mask != AT_MASK_CAUSAL_TL && spec->mask != AT_MASK_CAUSAL_BR) return 0;
+  if (shape->q_len != shape->kv_len || shape->q_len > 8192) return 0;
+  if (spec->head_dim != 128 && spec->head_dim != 256) return 0;
+  const int block_n = spec->head_dim == 128 ? 128 : 80, ws = spec->head_dim == 128 ? 2 : 1;
+  gen_variant v = {GEN_FAMILY_FA3, *spec, 128, block_n, 8, 2, 0, ws, 1, 0, 0, 0, 0, 0};
+  if (check(&v, target) != AT_OK) return 0;
+  *out = v;
+  return 1;
+}
+
 /* Otherwise the in-CTA kernel, best first from the H200 sweeps in docs/perf.md ("## fa3"): at
  * T=S=8192 the 128x128 tile with two warpgroups wins at D=128 (FP8 and bf16), 64x128 with one warpgroup at bf16 D=64, and 128x64
  * at D=256, where 128x128 does not fit the registers. FP8 runs faster with a third stage (632
@@ -520,6 +540,7 @@ static int default_variant(const gen_spec *spec, const gen_target *target, const
   /* Paged K/V: default_ws_variant's paged tiles where one fits the page size, ahead of fa2's
    * paged kernels (52-53% of the padding-free ideal against fa3's 67-75% on the H200, docs/perf.md
    * "fa3 reads pages"); none here otherwise, so fa2's default follows. */
+  if (default_persistent_variant(spec, target, shape, out)) return 1;
   if (default_ws_variant(spec, target, out)) {
     with_tail_split(out, target, shape);
     return 1;
