@@ -510,21 +510,20 @@ static void with_tail_split(gen_variant *v, const gen_target *target, const at_s
   if (tail_twin(&t, target, shape)) *v = t;
 }
 
-/* Causal self-attention (T = S) up to 8192 rows at D 128 and D 256: the persistent 128-row tile
- * since v43's snake order. H100, bf16 causal, against the 192x80 / 128x80 grid tiles in the same
- * calls (docs/perf.md, "Forty-seventh session"): D 128 128x128 s2 .wspp.pers 4-29% ahead at B1
- * Nq 32 T 2k-8k and B2 T 1k-4k, 128x128 s3 .ws.pers 4.5% at B2 N16 T 8k; D 256 128x80 s2
- * .ws.pers 3.8% there. The grid tile stays ahead at T = 16384 (6%) and at D 64 (13%, three
- * consumers), and T < S (chunked prefill) was not measured: those keep it. */
+/* Causal self-attention (T = S) up to 4096 rows at D 128: the persistent 128x128 tile with
+ * ping-pong since v43's snake order. H100, bf16 causal Nq 32 Nkv 4, against the 192x80 grid tile
+ * in the same calls (docs/perf.md, "Forty-eighth session"): 31% ahead at B1 T 512, 34% at T 1k,
+ * 14% at 2k, 7% at 4k, 6% at B2 T 4k, 27% at B4 T 1k. At T = 8192 it is even at B1 and 7% behind
+ * at B2 N16 over three rounds of alternating order; at D 256 the 128x80 twins run even at T 2k-8k
+ * (within 1.5%), and at D 64 the grid's three consumers lead (13%). Those, and chunked prefill
+ * (T < S, not measured), keep the grid's tile. */
 static int default_persistent_variant(const gen_spec *spec, const gen_target *target, const at_shape *shape,
                                       gen_variant *out)
 {
   if (!shape || at_dtype_is_fp8(spec->dtype) || spec->page_size || spec->ragged) return 0;
   if (spec->mask != AT_MASK_CAUSAL_TL && spec->mask != AT_MASK_CAUSAL_BR) return 0;
-  if (shape->q_len != shape->kv_len || shape->q_len > 8192) return 0;
-  if (spec->head_dim != 128 && spec->head_dim != 256) return 0;
-  const int block_n = spec->head_dim == 128 ? 128 : 80, ws = spec->head_dim == 128 ? 2 : 1;
-  gen_variant v = {GEN_FAMILY_FA3, *spec, 128, block_n, 8, 2, 0, ws, 1, 0, 0, 0, 0, 0};
+  if (shape->q_len != shape->kv_len || shape->q_len > 4096 || spec->head_dim != 128) return 0;
+  gen_variant v = {GEN_FAMILY_FA3, *spec, 128, 128, 8, 2, 0, 2, 1, 0, 0, 0, 0, 0};
   if (check(&v, target) != AT_OK) return 0;
   *out = v;
   return 1;

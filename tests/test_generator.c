@@ -507,18 +507,18 @@ static void test_fa3_ws_family(void **state)
   assert_int_equal(gen_variant_parse("fa3.bf16.d128.none.g1.bm128.bn128.w8.s2.obf16.ws", &back), AT_ERR_INVALID);
 
   /* 16-bit fa3 defaults are warp-specialized; so are FP8's, with V^T ahead (test_fa3_vt_family).
-   * Causal self-attention up to 8192 rows at D 128 and 256 takes the persistent 128-row tile
-   * (v43); longer rows, chunked prefill (T < S) and D 64 keep the grid's tiles. */
+   * Causal self-attention up to 4096 rows at D 128 takes the persistent 128-row tile (v43);
+   * longer rows, chunked prefill (T < S) and the other head dims keep the grid's tiles. */
   gen_variant def;
   s = shape_of(AT_DTYPE_BF16, 128, AT_MASK_CAUSAL_TL, 32, 8, 0);
-  s.q_len = s.kv_len = 8192;
+  s.q_len = s.kv_len = 4096;
   TU_OK(gen_default_variant(&s, &t, &def));
   assert_int_equal(def.family, GEN_FAMILY_FA3);
   assert_int_equal(def.persistent, 1);
   assert_int_equal(def.ws, 2);
   assert_int_equal(def.block_m, 128);
   assert_int_equal(def.block_n, 128);
-  s.q_len = s.kv_len = 16384;
+  s.q_len = s.kv_len = 8192;
   TU_OK(gen_default_variant(&s, &t, &def));
   assert_int_equal(def.persistent, 0);
   assert_int_equal(def.ws, 1);
@@ -529,7 +529,7 @@ static void test_fa3_ws_family(void **state)
   s = shape_of(AT_DTYPE_BF16, 256, AT_MASK_CAUSAL_BR, 16, 16, 0);
   s.q_len = s.kv_len = 4096;
   TU_OK(gen_default_variant(&s, &t, &def));
-  assert_int_equal(def.persistent, 1);
+  assert_int_equal(def.persistent, 0);
   assert_int_equal(def.block_n, 80);
   s = shape_of(AT_DTYPE_F16, 64, AT_MASK_CAUSAL_TL, 16, 16, 0);
   s.q_len = s.kv_len = 4096;
@@ -1888,10 +1888,10 @@ static void test_fa3_persistent_family(void **state)
     s = shape_of(AT_DTYPE_F16, dims[i], AT_MASK_CAUSAL_BR, 16, 16, 1);
     TU_OK(gen_enumerate(&s, &t, vs, GEN_MAX_VARIANTS, &n));
   }
-  /* The default is a persistent twin only where test_fa3_ws_family says (causal T = S <= 8192 at
-   * D 128 and 256); past 8192 rows it is the tile without the loop. */
+  /* The default is a persistent twin only where test_fa3_ws_family says (causal T = S at
+   * D 128 up to 4096 rows); past them it is the tile without the loop. */
   s = shape_of(AT_DTYPE_BF16, 128, AT_MASK_CAUSAL_TL, 32, 8, 0);
-  s.q_len = s.kv_len = 16384;
+  s.q_len = s.kv_len = 8192;
   TU_OK(gen_default_variant(&s, &t, &back));
   assert_int_equal(back.persistent, 0);
 }
