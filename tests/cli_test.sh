@@ -82,6 +82,28 @@ for impls in decode; do
   fi
   echo "ok: attntune bench --impl $impls (decode shape) -> $got"
 done
+# bench --rounds: checked before a GPU is opened; with one, the medians' table after the rounds,
+# each implementation with as many readings as rounds, the list backward in the second.
+expect 0 "--rounds N         time the --impl list N times" -- bench --help
+expect 2 "invalid value '0' for --rounds (expected an integer from 1 to 100)" -- bench --rounds 0
+expect 2 "invalid value '101' for --rounds" -- bench --rounds 101
+expect 2 "--rounds times one shape's --impl list; not with --lengths" -- bench --rounds 2 --lengths 5,6
+expect 2 "--rounds times one shape's --impl list; not with --overhead" -- bench --rounds 2 --overhead
+out=$("$bin" bench --impl naive,default --rounds 3 --batch 1 --seq-len 256 --q-heads 4 --head-dim 64 --reps 5 2>&1); got=$?
+if [ $got = 0 ]; then
+  printf '%s' "$out" | grep -q "^median of 3 rounds" &&
+    printf '%s' "$out" | grep -q "^round 2 of 3 (backward)" &&
+    [ "$(printf '%s\n' "$out" | awk '/^median of/ { on = 1; next } on && $NF == 3' | wc -l)" = 2 ] &&
+    printf '%s' "$out" | grep -q "^\* fastest median: " ||
+    { echo "FAIL: bench --rounds 3 printed no medians' table of two implementations with 3 readings each:"; echo "$out"; fails=$((fails + 1)); }
+elif [ $got = 1 ]; then
+  printf '%s' "$out" | grep -qi "no CUDA GPU\|cannot load the CUDA driver" ||
+    { echo "FAIL: bench --rounds without GPU said: $out"; fails=$((fails + 1)); }
+else
+  echo "FAIL: bench --rounds exited $got: $out"; fails=$((fails + 1))
+fi
+echo "ok: attntune bench --rounds 3 -> $got"
+
 # bench --lengths / --page-size (serving layouts): flags checked before a GPU is opened.
 expect 0 "--lengths SPEC     a ragged batch" -- bench --help
 expect 0 "--impl cudnn       with a ragged batch: cuDNN's ragged (varlen) graph" -- bench --help

@@ -32,7 +32,7 @@
 
 static const char USAGE[] =
     "usage: attntune bench [--impl LIST] [shape options] [--warmup N] [--reps N] [--device N]\n"
-    "                      [--no-verify] [--seed N]\n"
+    "                      [--no-verify] [--seed N] [--rounds N]\n"
     "       attntune bench --suite codelab|NAME|FILE.yaml [--db FILE] [--devices all|0,1] [--force]\n"
     "       attntune bench --overhead [shape options] [--device N]\n"
     "       attntune bench [--impl LIST] --lengths L1,L2,...|uniform:MIN:MAX[:SEED] [--page-size N]\n"
@@ -93,6 +93,13 @@ static const char USAGE[] =
     "  --device N         GPU ordinal (default 0)\n"
     "  --no-verify        skip the reference check\n"
     "  --seed N           input seed (default: fresh each run)\n"
+    "  --rounds N         time the --impl list N times (1..100, default 1), its order reversed every\n"
+    "                     second round, then print each implementation's median over the rounds\n"
+    "                     with its fastest and slowest reading; verified in the first round only.\n"
+    "                     Under a power cap a long call's reading moves with its place in the run\n"
+    "                     (several percent at 1 ms); rounds in both orders give every implementation\n"
+    "                     the same share of early and late places. A family or 'fused' is compiled\n"
+    "                     again each round.\n"
     "\n"
     "serving layouts (padded Q of 1..16 tokens with --page-size runs the decode family's paged\n"
     "variants, longer padded Q with --page-size the paged prefill variants of fa3 (sm_90a) and fa2,\n"
@@ -133,12 +140,28 @@ static const char USAGE[] =
     "(1 <= T <= 16) are memory bound: their rows give KV TB/s = 2*B*Nkv*S*D*sizeof(K/V dtype) / time\n"
     "(1 byte per element for an FP8 KV cache), the K/V bytes read per second, in place of TFLOP/s.\n";
 
+enum { BENCH_MAX_ROUNDS = 100, BENCH_MAX_READ = 256 };
+
+/* Every timing of a --rounds run, by implementation name, in the order first timed. */
+typedef struct bench_readings {
+  int n;
+  struct {
+    char name[GEN_KEY_MAX];
+    int count;
+    double ms[BENCH_MAX_ROUNDS];
+  } impl[BENCH_MAX_READ];
+  int n_failed; /* implementations that failed a check or a timing: not timed again */
+  char failed[BENCH_MAX_READ][GEN_KEY_MAX];
+} bench_readings;
+
 typedef struct bench_opts {
   at_shape shape;
   char impls[2048];
   rt_timing_opts timing;
   int device;
   int verify;
+  int rounds;
+  bench_readings *readings; /* --rounds > 1: where measure() adds each time */
   int overhead;
   unsigned long long seed;
   const char *lengths; /* --lengths, or NULL */
@@ -173,31 +196,70 @@ static void print_failure(const char *name, const char *status, const char *why)
   fflush(stdout);
 }
 
-/* Verify, then time; prints one row. Returns AT_OK if it printed a timing (time in *ms). */
+/* One more reading of name (a --rounds run); past the table's room it is dropped, and said. */
+static void add_reading(bench_readings *r, const char *name, double ms)
+{
+  int i = 0;
+  while (i < r->n && strcmp(r->impl[i].name, name) != 0) i++;
+  if (i == BENCH_MAX_READ) {
+    fprintf(stderr, "attntune bench: more than %d implementations; %s left out of the rounds' medians\n",
+            BENCH_MAX_READ, name);
+    return;
+  }
+  if (i == r->n) {
+    snprintf(r->impl[i].name, sizeof r->impl[i].name, "%s", name);
+    r->impl[i].count = 0;
+    r->n++;
+  }
+  if (r->impl[i].count < BENCH_MAX_ROUNDS) r->impl[i].ms[r->impl[i].count++] = ms;
+}
+
+static int failed_earlier(const bench_readings *r, const char *name)
+{
+  for (int i = 0; r && i < r->n_failed; i++)
+    if (strcmp(r->failed[i], name) == 0) return 1;
+  return 0;
+}
+
+static at_status note_failure(const bench_opts *o, const char *name, at_status rc)
+{
+  bench_readings *r = o->readings;
+  if (r && r->n_failed < BENCH_MAX_READ && !failed_earlier(r, name))
+    snprintf(r->failed[r->n_failed++], sizeof r->failed[0], "%s", name);
+  return rc;
+}
+
+/* Verify, then time; prints one row. Returns AT_OK if it printed a timing (time in *ms). In a
+ * --rounds run an implementation that failed once is not run again: later rounds do not verify. */
 static at_status measure(tn_harness *h, tn_impl *impl, const bench_opts *o, const char *note,
                          double *ms)
 {
   double err = NAN, err_cudnn = NAN, tol = at_dtype_tolerance(h->shape.dtype);
   rt_timing tm;
   at_status rc;
+  if (failed_earlier(o->readings, impl->name)) {
+    print_failure(impl->name, "skipped", "failed in an earlier round");
+    return AT_ERR_MISMATCH;
+  }
   if (o->verify) {
     if ((rc = tn_harness_verify(h, impl, &err, &err_cudnn)) != AT_OK) {
       print_failure(impl->name, rc == AT_ERR_UNSUPPORTED ? "unsupported" : "failed", at_last_error());
-      return rc;
+      return note_failure(o, impl->name, rc);
     }
     if (!(err <= tol)) {
       char why[64];
       snprintf(why, sizeof why, "rel_err %.3g over tolerance %.0e", err, tol);
       print_failure(impl->name, "WRONG", why);
-      return AT_ERR_MISMATCH;
+      return note_failure(o, impl->name, AT_ERR_MISMATCH);
     }
   }
   if ((rc = tn_harness_time(h, impl, &o->timing, &tm)) != AT_OK) {
     print_failure(impl->name, "failed", at_last_error());
-    return rc;
+    return note_failure(o, impl->name, rc);
   }
   print_row(&h->shape, impl->name, tm.median_ms, err, note);
   *ms = tm.median_ms;
+  if (o->readings) add_reading(o->readings, impl->name, tm.median_ms);
   return AT_OK;
 }
 
@@ -419,7 +481,7 @@ static int parse_options(int argc, char **argv, bench_opts *o)
 {
   enum { O_IMPL = 256, O_BATCH, O_SEQ, O_QLEN, O_KVLEN, O_QH, O_KVH, O_D, O_DTYPE, O_KV_DTYPE, O_CAUSAL,
          O_CAUSAL_BR, O_LSE, O_SCALE, O_WARMUP, O_REPS, O_DEVICE, O_NOVERIFY, O_SEED, O_OVERHEAD, O_LENGTHS,
-         O_PAGE_SIZE, O_HELP };
+         O_PAGE_SIZE, O_ROUNDS, O_HELP };
   static const struct option options[] = {
       {"impl", required_argument, NULL, O_IMPL},       {"batch", required_argument, NULL, O_BATCH},
       {"seq-len", required_argument, NULL, O_SEQ},     {"q-len", required_argument, NULL, O_QLEN},
@@ -432,7 +494,8 @@ static int parse_options(int argc, char **argv, bench_opts *o)
       {"no-verify", no_argument, NULL, O_NOVERIFY},    {"seed", required_argument, NULL, O_SEED},
       {"overhead", no_argument, NULL, O_OVERHEAD},     {"help", no_argument, NULL, O_HELP},
       {"kv-dtype", required_argument, NULL, O_KV_DTYPE}, {"lengths", required_argument, NULL, O_LENGTHS},
-      {"page-size", required_argument, NULL, O_PAGE_SIZE}, {NULL, 0, NULL, 0}};
+      {"page-size", required_argument, NULL, O_PAGE_SIZE}, {"rounds", required_argument, NULL, O_ROUNDS},
+      {NULL, 0, NULL, 0}};
   const int big = 1 << 30;
   int kv_heads = 0, c;
   at_shape *s = &o->shape;
@@ -441,6 +504,7 @@ static int parse_options(int argc, char **argv, bench_opts *o)
   snprintf(o->impls, sizeof o->impls, "naive,cudnn,default");
   o->timing = (rt_timing_opts){.warmup = 10, .reps = 50};
   o->verify = 1;
+  o->rounds = 1;
   o->seed = tn_fresh_seed();
   opterr = 0;
   optind = 1;
@@ -487,6 +551,9 @@ static int parse_options(int argc, char **argv, bench_opts *o)
     case O_REPS: if (!tn_parse_int("bench", "--reps", a, 1, 100000, &o->timing.reps)) return -1; break;
     case O_DEVICE: if (!tn_parse_int("bench", "--device", a, 0, 1023, &o->device)) return -1; break;
     case O_NOVERIFY: o->verify = 0; break;
+    case O_ROUNDS:
+      if (!tn_parse_int("bench", "--rounds", a, 1, BENCH_MAX_ROUNDS, &o->rounds)) return -1;
+      break;
     case O_OVERHEAD: o->overhead = 1; break;
     case O_SEED: o->seed = strtoull(a, NULL, 0); break;
     case 'h':
@@ -501,6 +568,9 @@ static int parse_options(int argc, char **argv, bench_opts *o)
   if (at_shape_check(s) != AT_OK) return tn_usage_error("bench", "%s", at_last_error()), -1;
   if (s->dtype == AT_DTYPE_F32 && o->overhead)
     return tn_usage_error("bench", "--overhead measures the plan of a fused kernel; %s", TN_F32_NO_FUSED), -1;
+  if (o->rounds > 1 && (o->lengths || o->page_size || o->overhead))
+    return tn_usage_error("bench", "--rounds times one shape's --impl list; not with %s",
+                          o->overhead ? "--overhead" : o->lengths ? "--lengths" : "--page-size"), -1;
   if (o->lengths || o->page_size) return check_serving_options(o);
   if (s->dtype == AT_DTYPE_F32 && !o->impl_given) snprintf(o->impls, sizeof o->impls, "naive");
   if (!check_impls(o->impls, s)) return -1;
@@ -714,6 +784,67 @@ static int run_overhead(const bench_opts *o)
   return TN_EXIT_OK;
 }
 
+static int compare_doubles(const void *a, const void *b)
+{
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
+
+/* The --rounds table: each implementation's median over its readings, its fastest and slowest,
+ * and the fastest median marked. */
+static void print_round_medians(const at_shape *s, const bench_readings *r, int rounds)
+{
+  int best = -1;
+  double medians[BENCH_MAX_READ];
+  printf("\nmedian of %d rounds (the --impl list forward, then backward, in turn; verified in the first)\n",
+         rounds);
+  printf("%-44s %10s %9s %10s %10s %8s\n", "impl", "median_ms", tn_is_decode_shape(s) ? "KV TB/s" : "TFLOP/s",
+         "fastest", "slowest", "readings");
+  for (int i = 0; i < r->n; i++) {
+    double ms[BENCH_MAX_ROUNDS];
+    int n = r->impl[i].count;
+    memcpy(ms, r->impl[i].ms, (size_t)n * sizeof *ms);
+    qsort(ms, (size_t)n, sizeof *ms, compare_doubles);
+    medians[i] = n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
+    double rate = tn_is_decode_shape(s) ? tn_kv_tbs(s, medians[i]) : at_shape_flops(s) / (medians[i] * 1e-3) / 1e12;
+    printf("%-44s %10.4f %9.*f %10.4f %10.4f %8d\n", r->impl[i].name, medians[i], tn_is_decode_shape(s) ? 2 : 1,
+           rate, ms[0], ms[n - 1], n);
+    if (best < 0 || medians[i] < medians[best]) best = i;
+  }
+  if (r->n > 1) printf("* fastest median: %s\n", r->impl[best].name);
+  fflush(stdout);
+}
+
+/* The --impl list, --rounds times: forward in the first round (verified, unless --no-verify),
+ * backward in the second, and so on, then the medians. Returns the failures of every round. */
+static int run_rounds(tn_harness *h, bench_opts *o)
+{
+  enum { MAX_NAMES = 256 };
+  char *list = strdup(o->impls), *save = NULL, *names[MAX_NAMES];
+  int n = 0, failures = 0;
+  if (!list) return fprintf(stderr, "attntune bench: out of memory\n"), 1;
+  for (char *name = strtok_r(list, ",", &save); name && n < MAX_NAMES; name = strtok_r(NULL, ",", &save))
+    names[n++] = name;
+  bench_readings *readings = o->rounds > 1 ? calloc(1, sizeof *readings) : NULL;
+  if (o->rounds > 1 && !readings) {
+    free(list);
+    return fprintf(stderr, "attntune bench: out of memory\n"), 1;
+  }
+  o->readings = readings;
+  for (int round = 0; round < o->rounds; round++) {
+    if (round > 0) {
+      o->verify = 0; /* the same kernels on the same inputs: the first round checked them */
+      printf("round %d of %d (%s)\n", round + 1, o->rounds, round % 2 ? "backward" : "forward");
+    }
+    for (int i = 0; i < n; i++) failures += bench_one(h, o, names[round % 2 ? n - 1 - i : i]);
+  }
+  if (readings && readings->n) print_round_medians(&h->shape, readings, o->rounds);
+  o->readings = NULL;
+  free(readings);
+  free(list);
+  return failures;
+}
+
 int tn_cmd_bench(int argc, char **argv)
 {
   for (int i = 1; i < argc; i++)
@@ -747,11 +878,7 @@ int tn_cmd_bench(int argc, char **argv)
   printf("device: %s (%s), %d input set%s, warm-up %d, graph replay of %d launches, seed %llu\n", ctx.info.name,
          ctx.arch, h.n_sets, h.n_sets == 1 ? "" : "s", o.timing.warmup, o.timing.reps, o.seed);
   print_header(s);
-  int failures = 0;
-  char *list = strdup(o.impls), *save = NULL;
-  for (char *name = strtok_r(list, ",", &save); name; name = strtok_r(NULL, ",", &save))
-    failures += bench_one(&h, &o, name);
-  free(list);
+  int failures = run_rounds(&h, &o);
   tn_harness_close(&h);
   rt_ctx_close(&ctx);
   return failures ? TN_EXIT_RUNTIME : TN_EXIT_OK;
