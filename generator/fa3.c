@@ -510,19 +510,22 @@ static void with_tail_split(gen_variant *v, const gen_target *target, const at_s
   if (tail_twin(&t, target, shape)) *v = t;
 }
 
-/* Causal self-attention (T = S) up to 4096 rows at D 128: the persistent 128x128 tile with
- * ping-pong since v43's snake order. H100, bf16 causal Nq 32 Nkv 4, against the 192x80 grid tile
- * in the same calls (docs/perf.md, "Forty-eighth session"): 31% ahead at B1 T 512, 34% at T 1k,
- * 14% at 2k, 7% at 4k, 6% at B2 T 4k, 27% at B4 T 1k. At T = 8192 it is even at B1 and 7% behind
- * at B2 N16 over three rounds of alternating order; at D 256 the 128x80 twins run even at T 2k-8k
- * (within 1.5%), and at D 64 the grid's three consumers lead (13%). Those, and chunked prefill
- * (T < S, not measured), keep the grid's tile. */
+/* Causal prefill of up to 4096 query rows at D 128, over up to 16384 keys (T = S, or chunked
+ * prefill T < S bottom-right): the persistent 128x128 tile with ping-pong since v43's snake order.
+ * H100, bf16, against the 192x80 grid tile in the same calls (docs/perf.md, "Forty-eighth
+ * session"). T = S, Nq 32 Nkv 4: 31% ahead at B1 T 512, 34% at T 1k, 14% at 2k, 7% at 4k, 6% at
+ * B2 T 4k, 27% at B4 T 1k; at T = 8192 even at B1 and 7% behind at B2 N16 over three rounds of
+ * alternating order. Chunked, Nq 32 Nkv 8 with lse, medians of three rounds: 39-42% ahead at
+ * T 1k S 4k-8k, 5-10% at T 2k S 4k-16k (B1 and B2), 2-6% at T 4k S 8k-16k. At D 256 the 128x80
+ * twins run even at T = S 2k-8k (within 1.5%), and at D 64 the grid's three consumers lead
+ * (13%): those keep the grid's tile, as do longer rows and chunks over longer K/V (not measured). */
 static int default_persistent_variant(const gen_spec *spec, const gen_target *target, const at_shape *shape,
                                       gen_variant *out)
 {
   if (!shape || at_dtype_is_fp8(spec->dtype) || spec->page_size || spec->ragged) return 0;
   if (spec->mask != AT_MASK_CAUSAL_TL && spec->mask != AT_MASK_CAUSAL_BR) return 0;
-  if (shape->q_len != shape->kv_len || shape->q_len > 4096 || spec->head_dim != 128) return 0;
+  if (shape->q_len > 4096 || shape->kv_len > 16384 || spec->head_dim != 128) return 0;
+  if (shape->q_len != shape->kv_len && spec->mask != AT_MASK_CAUSAL_BR) return 0;
   gen_variant v = {GEN_FAMILY_FA3, *spec, 128, 128, 8, 2, 0, 2, 1, 0, 0, 0, 0, 0};
   if (check(&v, target) != AT_OK) return 0;
   *out = v;

@@ -507,8 +507,9 @@ static void test_fa3_ws_family(void **state)
   assert_int_equal(gen_variant_parse("fa3.bf16.d128.none.g1.bm128.bn128.w8.s2.obf16.ws", &back), AT_ERR_INVALID);
 
   /* 16-bit fa3 defaults are warp-specialized; so are FP8's, with V^T ahead (test_fa3_vt_family).
-   * Causal self-attention up to 4096 rows at D 128 takes the persistent 128-row tile (v43);
-   * longer rows, chunked prefill (T < S) and the other head dims keep the grid's tiles. */
+   * Causal prefill of up to 4096 rows at D 128 over up to 16384 keys (T = S, or T < S
+   * bottom-right) takes the persistent 128-row tile (v43); more rows or keys, T < S top-left and
+   * the other head dims keep the grid's tiles. */
   gen_variant def;
   s = shape_of(AT_DTYPE_BF16, 128, AT_MASK_CAUSAL_TL, 32, 8, 0);
   s.q_len = s.kv_len = 4096;
@@ -523,9 +524,16 @@ static void test_fa3_ws_family(void **state)
   assert_int_equal(def.persistent, 0);
   assert_int_equal(def.ws, 1);
   assert_int_equal(def.block_m, 192);
-  s.q_len = 2048, s.kv_len = 8192, s.mask = AT_MASK_CAUSAL_BR;
+  s.q_len = 2048, s.kv_len = 8192, s.mask = AT_MASK_CAUSAL_BR; /* chunked prefill */
+  TU_OK(gen_default_variant(&s, &t, &def));
+  assert_int_equal(def.persistent, 1);
+  s.kv_len = 32768;
   TU_OK(gen_default_variant(&s, &t, &def));
   assert_int_equal(def.persistent, 0);
+  s.kv_len = 8192, s.mask = AT_MASK_CAUSAL_TL; /* top-left with T < S: not measured */
+  TU_OK(gen_default_variant(&s, &t, &def));
+  assert_int_equal(def.persistent, 0);
+  s.mask = AT_MASK_CAUSAL_BR;
   s = shape_of(AT_DTYPE_BF16, 256, AT_MASK_CAUSAL_BR, 16, 16, 0);
   s.q_len = s.kv_len = 4096;
   TU_OK(gen_default_variant(&s, &t, &def));
