@@ -539,10 +539,10 @@ static int default_persistent_variant(const gen_spec *spec, const gen_target *ta
 static int default_variant(const gen_spec *spec, const gen_target *target, const at_shape *shape,
                            gen_variant *out)
 {
+  if (default_persistent_variant(spec, target, shape, out)) return 1;
   /* Paged K/V: default_ws_variant's paged tiles where one fits the page size, ahead of fa2's
    * paged kernels (52-53% of the padding-free ideal against fa3's 67-75% on the H200, docs/perf.md
    * "fa3 reads pages"); none here otherwise, so fa2's default follows. */
-  if (default_persistent_variant(spec, target, shape, out)) return 1;
   if (default_ws_variant(spec, target, out)) {
     with_tail_split(out, target, shape);
     return 1;

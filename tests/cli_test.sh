@@ -15,6 +15,23 @@ expect() { # expect CODE PATTERN -- ARGS...
     echo "ok: attntune $* -> $got"
   fi
 }
+# on_gpu LABEL CHECK -- ARGS...: a command that gets past the flag checks to the GPU exits 0 with
+# one, where CHECK (a function reading $out) must pass, and 1 without one, saying so.
+on_gpu() {
+  label=$1 check=$2
+  shift 3
+  out=$("$bin" "$@" 2>&1)
+  got=$?
+  if [ $got = 0 ]; then
+    $check || { echo "FAIL: $label printed:"; echo "$out"; fails=$((fails + 1)); }
+  elif [ $got = 1 ]; then
+    printf '%s' "$out" | grep -qi "no CUDA GPU\|cannot load the CUDA driver" ||
+      { echo "FAIL: $label without GPU said: $out"; fails=$((fails + 1)); }
+  else
+    echo "FAIL: $label exited $got: $out"; fails=$((fails + 1))
+  fi
+  echo "ok: attntune $label -> $got"
+}
 expect 0 "usage: attntune" -- --help
 expect 0 "devices" -- --help
 expect 0 "attntune 0\." -- --version
@@ -68,20 +85,10 @@ expect 2 "the decode family runs queries of 1 to 16 tokens, not T = 17" -- bench
 expect 2 "runs queries of 1 to 16 tokens, not T = 64" -- bench --impl decode.bf16.d128.none.g1.bm16.bn64.w4.s4.sp4 --seq-len 64
 expect 2 "needs .sp<splits> after the stages" -- bench --impl decode.bf16.d128.none.g4.bm1.bn64.w4.s4 --q-len 1
 expect 2 "unknown implementation 'decoder' in --impl" -- bench --impl decoder --q-len 1
-# A decode shape gets past the checks to the GPU: 0 with one, 1 (no GPU or driver) without.
-for impls in decode; do
-  out=$("$bin" bench --impl $impls --q-len 4 --kv-len 4096 --q-heads 32 --kv-heads 8 --causal-br --reps 3 2>&1); got=$?
-  if [ $got = 0 ]; then
-    printf '%s' "$out" | grep -q "KV TB/s" && printf '%s' "$out" | grep -q "fastest decode variant" ||
-      { echo "FAIL: bench --impl $impls printed no KV TB/s column or no fastest row:"; echo "$out"; fails=$((fails + 1)); }
-  elif [ $got = 1 ]; then
-    printf '%s' "$out" | grep -qi "no CUDA GPU\|cannot load the CUDA driver" ||
-      { echo "FAIL: bench --impl $impls without GPU said: $out"; fails=$((fails + 1)); }
-  else
-    echo "FAIL: bench --impl $impls exited $got: $out"; fails=$((fails + 1))
-  fi
-  echo "ok: attntune bench --impl $impls (decode shape) -> $got"
-done
+# A decode shape gets past the checks to the GPU: a KV TB/s column and the fastest variant's row.
+decode_rows() { printf '%s' "$out" | grep -q "KV TB/s" && printf '%s' "$out" | grep -q "fastest decode variant"; }
+on_gpu "bench --impl decode (decode shape)" decode_rows -- \
+  bench --impl decode --q-len 4 --kv-len 4096 --q-heads 32 --kv-heads 8 --causal-br --reps 3
 # bench --rounds: checked before a GPU is opened; with one, the medians' table after the rounds,
 # each implementation with as many readings as rounds, the list backward in the second.
 expect 0 "--rounds N         time the --impl list N times" -- bench --help
@@ -89,20 +96,14 @@ expect 2 "invalid value '0' for --rounds (expected an integer from 1 to 100)" --
 expect 2 "invalid value '101' for --rounds" -- bench --rounds 101
 expect 2 "--rounds times one shape's --impl list; not with --lengths" -- bench --rounds 2 --lengths 5,6
 expect 2 "--rounds times one shape's --impl list; not with --overhead" -- bench --rounds 2 --overhead
-out=$("$bin" bench --impl naive,default --rounds 3 --batch 1 --seq-len 256 --q-heads 4 --head-dim 64 --reps 5 2>&1); got=$?
-if [ $got = 0 ]; then
+round_medians() {
   printf '%s' "$out" | grep -q "^median of 3 rounds" &&
     printf '%s' "$out" | grep -q "^round 2 of 3 (backward)" &&
     [ "$(printf '%s\n' "$out" | awk '/^median of/ { on = 1; next } on && $NF == 3' | wc -l)" = 2 ] &&
-    printf '%s' "$out" | grep -q "^\* fastest median: " ||
-    { echo "FAIL: bench --rounds 3 printed no medians' table of two implementations with 3 readings each:"; echo "$out"; fails=$((fails + 1)); }
-elif [ $got = 1 ]; then
-  printf '%s' "$out" | grep -qi "no CUDA GPU\|cannot load the CUDA driver" ||
-    { echo "FAIL: bench --rounds without GPU said: $out"; fails=$((fails + 1)); }
-else
-  echo "FAIL: bench --rounds exited $got: $out"; fails=$((fails + 1))
-fi
-echo "ok: attntune bench --rounds 3 -> $got"
+    printf '%s' "$out" | grep -q "^\* fastest median: "
+}
+on_gpu "bench --rounds 3 (a medians' table of two implementations with 3 readings each)" round_medians -- \
+  bench --impl naive,default --rounds 3 --batch 1 --seq-len 256 --q-heads 4 --head-dim 64 --reps 5
 
 # bench --lengths / --page-size (serving layouts): flags checked before a GPU is opened.
 expect 0 "--lengths SPEC     a ragged batch" -- bench --help
@@ -114,17 +115,9 @@ expect 2 "either by --lengths or by --kv-len/--seq-len, not both" -- bench --len
 expect 2 "--overhead measures padded plans" -- bench --lengths 5,6 --overhead
 expect 2 "unknown implementation 'bogus' in --impl" -- bench --lengths 5,6 --impl naive,bogus
 expect 2 "at most 4096 sequences" -- bench --page-size 16 --batch 5000
-out=$("$bin" bench --lengths uniform:16:64:3 --batch 4 --page-size 16 --q-heads 8 --kv-heads 2 --head-dim 64 --causal --reps 3 2>&1); got=$?
-if [ $got = 0 ]; then
-  printf '%s' "$out" | grep -q "^naive " && printf '%s' "$out" | grep -q "^cudnn .*unsupported" ||
-    { echo "FAIL: bench --lengths --page-size printed no naive row or no cudnn refusal:"; echo "$out"; fails=$((fails + 1)); }
-elif [ $got = 1 ]; then
-  printf '%s' "$out" | grep -qi "no CUDA GPU\|cannot load the CUDA driver" ||
-    { echo "FAIL: bench --lengths --page-size without GPU said: $out"; fails=$((fails + 1)); }
-else
-  echo "FAIL: bench --lengths --page-size exited $got: $out"; fails=$((fails + 1))
-fi
-echo "ok: attntune bench --lengths --page-size -> $got"
+naive_row_cudnn_refused() { printf '%s' "$out" | grep -q "^naive " && printf '%s' "$out" | grep -q "^cudnn .*unsupported"; }
+on_gpu "bench --lengths --page-size (a naive row, cuDNN refused)" naive_row_cudnn_refused -- \
+  bench --lengths uniform:16:64:3 --batch 4 --page-size 16 --q-heads 8 --kv-heads 2 --head-dim 64 --causal --reps 3
 # A config with a ragged or paged shape: tune lists its serving variants under its serving key (no
 # GPU needed); bench --suite refuses it by that key.
 serving_cfg=$(mktemp); printf 'shapes:\n  - {name: pd, lengths: [100, 0, 1, 4096], q_len: 1, page_size: 16, q_heads: 32, kv_heads: 8, head_dim: 128}\n' > "$serving_cfg"

@@ -142,16 +142,15 @@ static const char USAGE[] =
 
 enum { BENCH_MAX_ROUNDS = 100, BENCH_MAX_READ = 256 };
 
-/* Every timing of a --rounds run, by implementation name, in the order first timed. */
+/* Every timing of a --rounds run, by implementation name, in the order first run. */
 typedef struct bench_readings {
   int n;
   struct {
     char name[GEN_KEY_MAX];
+    int failed; /* a check or a timing failed: not run again */
     int count;
-    double ms[BENCH_MAX_ROUNDS];
+    float ms[BENCH_MAX_ROUNDS];
   } impl[BENCH_MAX_READ];
-  int n_failed; /* implementations that failed a check or a timing: not timed again */
-  char failed[BENCH_MAX_READ][GEN_KEY_MAX];
 } bench_readings;
 
 typedef struct bench_opts {
@@ -196,36 +195,39 @@ static void print_failure(const char *name, const char *status, const char *why)
   fflush(stdout);
 }
 
-/* One more reading of name (a --rounds run); past the table's room it is dropped, and said. */
-static void add_reading(bench_readings *r, const char *name, double ms)
+/* name's entry in a --rounds run's table (added where new); NULL outside a --rounds run, or past
+ * the table's room, which is said once. */
+static int find_reading(const bench_readings *r, const char *name)
 {
   int i = 0;
-  while (i < r->n && strcmp(r->impl[i].name, name) != 0) i++;
-  if (i == BENCH_MAX_READ) {
+  while (r && i < r->n && strcmp(r->impl[i].name, name) != 0) i++;
+  return r && i < r->n ? i : -1;
+}
+
+static int reading_of(bench_readings *r, const char *name)
+{
+  int i = find_reading(r, name);
+  if (!r || i >= 0) return i;
+  if (r->n == BENCH_MAX_READ) {
     fprintf(stderr, "attntune bench: more than %d implementations; %s left out of the rounds' medians\n",
             BENCH_MAX_READ, name);
-    return;
+    return -1;
   }
-  if (i == r->n) {
-    snprintf(r->impl[i].name, sizeof r->impl[i].name, "%s", name);
-    r->impl[i].count = 0;
-    r->n++;
-  }
-  if (r->impl[i].count < BENCH_MAX_ROUNDS) r->impl[i].ms[r->impl[i].count++] = ms;
+  i = r->n++;
+  snprintf(r->impl[i].name, sizeof r->impl[i].name, "%s", name);
+  return i;
 }
 
 static int failed_earlier(const bench_readings *r, const char *name)
 {
-  for (int i = 0; r && i < r->n_failed; i++)
-    if (strcmp(r->failed[i], name) == 0) return 1;
-  return 0;
+  int i = find_reading(r, name);
+  return i >= 0 && r->impl[i].failed;
 }
 
 static at_status note_failure(const bench_opts *o, const char *name, at_status rc)
 {
-  bench_readings *r = o->readings;
-  if (r && r->n_failed < BENCH_MAX_READ && !failed_earlier(r, name))
-    snprintf(r->failed[r->n_failed++], sizeof r->failed[0], "%s", name);
+  int i = reading_of(o->readings, name);
+  if (i >= 0) o->readings->impl[i].failed = 1;
   return rc;
 }
 
@@ -259,7 +261,9 @@ static at_status measure(tn_harness *h, tn_impl *impl, const bench_opts *o, cons
   }
   print_row(&h->shape, impl->name, tm.median_ms, err, note);
   *ms = tm.median_ms;
-  if (o->readings) add_reading(o->readings, impl->name, tm.median_ms);
+  int i = reading_of(o->readings, impl->name);
+  if (i >= 0 && o->readings->impl[i].count < BENCH_MAX_ROUNDS)
+    o->readings->impl[i].ms[o->readings->impl[i].count++] = (float)tm.median_ms;
   return AT_OK;
 }
 
@@ -680,6 +684,13 @@ static int compare_floats(const void *a, const void *b)
   return (x > y) - (x < y);
 }
 
+/* The median of n > 0 values, which it sorts. */
+static float median_floats(float *v, int n)
+{
+  qsort(v, (size_t)n, sizeof *v, compare_floats);
+  return n % 2 ? v[n / 2] : 0.5f * (v[n / 2 - 1] + v[n / 2]);
+}
+
 /* Host microseconds per enqueue, the median over rounds of OVERHEAD_BATCH enqueues each (few
  * enough that the launch queue never fills and blocks the host). */
 static at_status per_call_us(at_context *ctx, at_plan *plan, const at_tensors *t, const rt_launch_frame *raw,
@@ -706,8 +717,7 @@ static at_status per_call_us(at_context *ctx, at_plan *plan, const at_tensors *t
     rounds[r] = (float)((host_us() - t0) / OVERHEAD_BATCH);
   }
   if (rc == AT_OK) rc = at_synchronize(ctx);
-  qsort(rounds, OVERHEAD_ROUNDS, sizeof *rounds, compare_floats);
-  *us = 0.5 * (rounds[OVERHEAD_ROUNDS / 2 - 1] + rounds[OVERHEAD_ROUNDS / 2]);
+  *us = median_floats(rounds, OVERHEAD_ROUNDS);
   return rc;
 }
 
@@ -784,34 +794,29 @@ static int run_overhead(const bench_opts *o)
   return TN_EXIT_OK;
 }
 
-static int compare_doubles(const void *a, const void *b)
-{
-  double x = *(const double *)a, y = *(const double *)b;
-  return (x > y) - (x < y);
-}
-
 /* The --rounds table: each implementation's median over its readings, its fastest and slowest,
  * and the fastest median marked. */
 static void print_round_medians(const at_shape *s, const bench_readings *r, int rounds)
 {
-  int best = -1;
-  double medians[BENCH_MAX_READ];
+  int best = -1, timed = 0;
+  float medians[BENCH_MAX_READ];
   printf("\nmedian of %d rounds (the --impl list forward, then backward, in turn; verified in the first)\n",
          rounds);
   printf("%-44s %10s %9s %10s %10s %8s\n", "impl", "median_ms", tn_is_decode_shape(s) ? "KV TB/s" : "TFLOP/s",
          "fastest", "slowest", "readings");
   for (int i = 0; i < r->n; i++) {
-    double ms[BENCH_MAX_ROUNDS];
+    float ms[BENCH_MAX_ROUNDS];
     int n = r->impl[i].count;
+    if (n == 0) continue; /* failed in the first round */
+    timed++;
     memcpy(ms, r->impl[i].ms, (size_t)n * sizeof *ms);
-    qsort(ms, (size_t)n, sizeof *ms, compare_doubles);
-    medians[i] = n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
+    medians[i] = median_floats(ms, n);
     double rate = tn_is_decode_shape(s) ? tn_kv_tbs(s, medians[i]) : at_shape_flops(s) / (medians[i] * 1e-3) / 1e12;
     printf("%-44s %10.4f %9.*f %10.4f %10.4f %8d\n", r->impl[i].name, medians[i], tn_is_decode_shape(s) ? 2 : 1,
            rate, ms[0], ms[n - 1], n);
     if (best < 0 || medians[i] < medians[best]) best = i;
   }
-  if (r->n > 1) printf("* fastest median: %s\n", r->impl[best].name);
+  if (timed > 1) printf("* fastest median: %s\n", r->impl[best].name);
   fflush(stdout);
 }
 
@@ -819,17 +824,14 @@ static void print_round_medians(const at_shape *s, const bench_readings *r, int 
  * backward in the second, and so on, then the medians. Returns the failures of every round. */
 static int run_rounds(tn_harness *h, bench_opts *o)
 {
-  enum { MAX_NAMES = 256 };
-  char *list = strdup(o->impls), *save = NULL, *names[MAX_NAMES];
-  int n = 0, failures = 0;
-  if (!list) return fprintf(stderr, "attntune bench: out of memory\n"), 1;
-  for (char *name = strtok_r(list, ",", &save); name && n < MAX_NAMES; name = strtok_r(NULL, ",", &save))
-    names[n++] = name;
+  char *list = strdup(o->impls), *save = NULL, **names = calloc(strlen(o->impls) / 2 + 1, sizeof *names);
   bench_readings *readings = o->rounds > 1 ? calloc(1, sizeof *readings) : NULL;
-  if (o->rounds > 1 && !readings) {
-    free(list);
+  int n = 0, failures = 0;
+  if (!list || !names || (o->rounds > 1 && !readings)) {
+    free(list), free(names), free(readings);
     return fprintf(stderr, "attntune bench: out of memory\n"), 1;
   }
+  for (char *name = strtok_r(list, ",", &save); name; name = strtok_r(NULL, ",", &save)) names[n++] = name;
   o->readings = readings;
   for (int round = 0; round < o->rounds; round++) {
     if (round > 0) {
@@ -840,8 +842,7 @@ static int run_rounds(tn_harness *h, bench_opts *o)
   }
   if (readings && readings->n) print_round_medians(&h->shape, readings, o->rounds);
   o->readings = NULL;
-  free(readings);
-  free(list);
+  free(readings), free(names), free(list);
   return failures;
 }
 
