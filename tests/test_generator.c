@@ -533,7 +533,6 @@ static void test_fa3_ws_family(void **state)
   s.kv_len = 8192, s.mask = AT_MASK_CAUSAL_TL; /* top-left with T < S: not measured */
   TU_OK(gen_default_variant(&s, &t, &def));
   assert_int_equal(def.persistent, 0);
-  s.mask = AT_MASK_CAUSAL_BR;
   s = shape_of(AT_DTYPE_BF16, 256, AT_MASK_CAUSAL_BR, 16, 16, 0);
   s.q_len = s.kv_len = 4096;
   TU_OK(gen_default_variant(&s, &t, &def));
@@ -1896,12 +1895,6 @@ static void test_fa3_persistent_family(void **state)
     s = shape_of(AT_DTYPE_F16, dims[i], AT_MASK_CAUSAL_BR, 16, 16, 1);
     TU_OK(gen_enumerate(&s, &t, vs, GEN_MAX_VARIANTS, &n));
   }
-  /* The default is a persistent twin only where test_fa3_ws_family says (causal T = S at
-   * D 128 up to 4096 rows); past them it is the tile without the loop. */
-  s = shape_of(AT_DTYPE_BF16, 128, AT_MASK_CAUSAL_TL, 32, 8, 0);
-  s.q_len = s.kv_len = 8192;
-  TU_OK(gen_default_variant(&s, &t, &back));
-  assert_int_equal(back.persistent, 0);
 }
 
 /* Persistent variants compile without spills: at every head dim (bf16, causal bottom-right, GQA 4,
