@@ -3,7 +3,8 @@
 # (decode), whose bars are the H200's, as three calls of under ten minutes on the GPU machine:
 #   bench    scripts/decode_bench.sh at #15's rows (Nkv 8), then at GQA 8 (Nkv 4: 128 packed
 #            rows at T16, 64 at T8), cuDNN and the defaults; then scripts/prefill_bench.sh, one
-#            round: #15's TB/s, B=1 S=4k microseconds and FP8 tokens/s, #14's TFLOP/s; then
+#            process a shape timing each implementation in three rounds (BENCH_ROUNDS), their
+#            medians: #15's TB/s, B=1 S=4k microseconds and FP8 tokens/s, #14's TFLOP/s; then
 #            scripts/hbm_read_probe.cu (built with the machine's nvcc): #15's floors on the card
 #   prefill  `attntune tune configs/llm-prefill.yaml` into an empty cache, then `attntune report`:
 #            #14's geometric mean of tuned over cuDNN and the shapes won
@@ -61,7 +62,7 @@ bench)
   IMPLS=cudnn,default KV_IMPLS=default sh "$(dirname "$0")/decode_bench.sh" "$build" >"$out/decode-nkv8.txt" 2>&1 || rc=1
   SHAPES="8 16 4096 causal-br;8 8 16384 causal-br;8 8 65536 causal-br;8 1 16384 none" KV_HEADS=4 \
     IMPLS=cudnn,default KV_IMPLS=default sh "$(dirname "$0")/decode_bench.sh" "$build" >"$out/decode-nkv4.txt" 2>&1 || rc=1
-  ROUNDS=1 sh "$(dirname "$0")/prefill_bench.sh" "$build" >"$out/prefill.txt" 2>&1 || rc=1
+  ROUNDS=1 BENCH_ROUNDS=${BENCH_ROUNDS:-3} sh "$(dirname "$0")/prefill_bench.sh" "$build" >"$out/prefill.txt" 2>&1 || rc=1
   # #15's floors on this card: scripts/hbm_read_probe.cu built here (nvcc, where the machine has
   # it), its plain reads of each K/V size and the one-token kernel's bare stream (t1)
   probe=${TMPDIR:-/tmp}/hbm_read_probe.$$

@@ -10,6 +10,8 @@
 # replays, where the cap sets the clock), else of the busy ones (utilization 90% or more). Idle
 # samples (NVRTC compiling) and busy ones at low power (the naive reference verifying) sit at the
 # top clock, 1980 MHz on the H200, which is no timed kernel's.
+# BENCH_ROUNDS=N passes `--rounds N` to each bench (the implementations timed N times in turn in
+# one process, the order reversed every second time): the row then gives the medians.
 # BASE=PATH names a second attntune binary (say main's before a change): each round then runs it
 # and this build's alternately, shape by shape, the A/B of docs/perf.md. SHAPES (";"-separated
 # names from the list below) narrows the run, e.g. SHAPES="bf16-d128;e4m3-d128" ROUNDS=3, or
@@ -80,17 +82,21 @@ while [ "$round" -le "$rounds" ]; do
       run=$((run + 1)) # a shape named twice in SHAPES gets two sections, each its own rows
       echo "== $name round $round $at #$run" >>"$log"
       # Later flags win: the 16k shape's --batch and --seq-len replace these defaults.
-      timeout 300 "$at" bench --impl "$impls" --batch 2 --seq-len 8192 --q-heads 16 --reps ${REPS:-10} "$@" \
-        >>"$log" 2>&1 || rc=1
+      timeout 300 "$at" bench --impl "$impls" --batch 2 --seq-len 8192 --q-heads 16 --reps ${REPS:-10} \
+        ${BENCH_ROUNDS:+--rounds "$BENCH_ROUNDS"} "$@" >>"$log" 2>&1 || rc=1
       [ -n "$smi" ] && kill "$smi" 2>/dev/null && wait "$smi" 2>/dev/null
       mhz=$(median_clock "$clocks")
       rm -f "$clocks"
       # This section's rows: cudnn, then the default's key row (the first generated one), and
-      # with fused the starred best.
+      # with fused the starred best; with --rounds, cudnn's and the default's medians replace
+      # the first round's readings (the median table names the default "default").
       awk -v want="== $name round $round $at #$run" -v name="$name" -v round="$round" -v at="$at" \
         -v target="$target" -v mhz="$mhz" '
         /^== / { on = ($0 == want); next }
         !on { next }
+        /^median of/ { med = 1; cudnn = ""; mdef = 1; next }
+        med && $1 == "default" && $3 + 0 > 0 && mdef { def = $3; mdef = 0; next }
+        med && $1 ~ /^(fa2|fa3|decode)\./ && $1 == key && $3 + 0 > 0 && mdef { def = $3; mdef = 0; next }
         $1 == "cudnn" && $3 + 0 > 0 { cudnn = $3 }
         $1 ~ /^(fa2|fa3|decode)\./ && $3 + 0 > 0 && def == "" { def = $3; key = $1 }
         $1 == "*" && $4 + 0 > 0 { best = $4; bkey = $2 }
