@@ -322,6 +322,11 @@ typedef at_status (*rt_launch_fn)(void *user, int set, CUstream stream);
 at_status rt_time_launches(rt_launch_fn launch, void *user, int n_sets, const rt_timing_opts *opts,
                            CUstream stream, rt_timing *out);
 
+/* The n > 0 readings in ms (sorted here) as a timing: the fastest, slowest and median, each times
+ * scale. Every median of times is taken here: the timing's own, and the medians over repeated
+ * timings (bench --rounds and --overhead, the tuner's final rounds). */
+void rt_timing_summarize(float *ms, int n, double scale, rt_timing *out);
+
 /* How many input sets of `bytes` each to rotate so that together they are at least twice the L2
  * (1 when one set already is), capped at max_sets. */
 int rt_rotation_sets(size_t bytes, size_t l2_bytes, int max_sets);

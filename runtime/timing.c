@@ -19,7 +19,7 @@ int rt_rotation_sets(size_t bytes, size_t l2_bytes, int max_sets)
   return want > (size_t)max_sets ? max_sets : (int)want;
 }
 
-static void summarize(float *ms, int n, double scale, rt_timing *out)
+void rt_timing_summarize(float *ms, int n, double scale, rt_timing *out)
 {
   qsort(ms, (size_t)n, sizeof *ms, compare_float);
   out->min_ms = ms[0] * scale;
@@ -75,7 +75,7 @@ static at_status time_graph(rt_launch_fn launch, void *user, int n_sets, const r
     rc = rt_event_ms(events[0], events[1], &ms[r]); /* waits: a fault surfaces here */
   }
   if (rc == AT_OK) {
-    summarize(ms, replays, 1.0 / per, out);
+    rt_timing_summarize(ms, replays, 1.0 / per, out);
     out->reps = replays * per;
     out->graph = 1;
   }
@@ -140,7 +140,7 @@ static at_status time_events(rt_launch_fn launch, void *user, int n_sets, const 
   if ((rc = RT_CU(cu->cuStreamSynchronize(stream))) != AT_OK) goto out;
   for (int i = 0; i < reps; i++)
     if ((rc = rt_event_ms(events[i], events[i + 1], &ms[i])) != AT_OK) goto out;
-  summarize(ms, reps, 1.0, out);
+  rt_timing_summarize(ms, reps, 1.0, out);
   out->reps = reps;
   out->graph = 0;
 out:

@@ -184,14 +184,6 @@ else
   echo "ok: help names the families"
 fi
 # devices: 0 with a GPU, 1 with a plain message without one.
-out=$("$bin" devices 2>&1); got=$?
-if [ $got = 0 ]; then
-  printf '%s' "$out" | grep -q "compute capability" || { echo "FAIL: devices output"; fails=$((fails + 1)); }
-elif [ $got = 1 ]; then
-  printf '%s' "$out" | grep -qi "no CUDA GPU\|cannot load the CUDA driver" ||
-    { echo "FAIL: devices without GPU said: $out"; fails=$((fails + 1)); }
-else
-  echo "FAIL: devices exited $got"; fails=$((fails + 1))
-fi
-echo "ok: attntune devices -> $got"
+lists_devices() { printf '%s' "$out" | grep -q "compute capability"; }
+on_gpu devices lists_devices -- devices
 exit $fails

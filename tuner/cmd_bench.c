@@ -678,19 +678,6 @@ static double host_us(void)
 
 enum { OVERHEAD_BATCH = 256, OVERHEAD_ROUNDS = 40 };
 
-static int compare_floats(const void *a, const void *b)
-{
-  float x = *(const float *)a, y = *(const float *)b;
-  return (x > y) - (x < y);
-}
-
-/* The median of n > 0 values, which it sorts. */
-static float median_floats(float *v, int n)
-{
-  qsort(v, (size_t)n, sizeof *v, compare_floats);
-  return n % 2 ? v[n / 2] : 0.5f * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /* Host microseconds per enqueue, the median over rounds of OVERHEAD_BATCH enqueues each (few
  * enough that the launch queue never fills and blocks the host). */
 static at_status per_call_us(at_context *ctx, at_plan *plan, const at_tensors *t, const rt_launch_frame *raw,
@@ -717,7 +704,9 @@ static at_status per_call_us(at_context *ctx, at_plan *plan, const at_tensors *t
     rounds[r] = (float)((host_us() - t0) / OVERHEAD_BATCH);
   }
   if (rc == AT_OK) rc = at_synchronize(ctx);
-  *us = median_floats(rounds, OVERHEAD_ROUNDS);
+  rt_timing med; /* of microseconds here */
+  rt_timing_summarize(rounds, OVERHEAD_ROUNDS, 1.0, &med);
+  *us = med.median_ms;
   return rc;
 }
 
@@ -799,7 +788,7 @@ static int run_overhead(const bench_opts *o)
 static void print_round_medians(const at_shape *s, const bench_readings *r, int rounds)
 {
   int best = -1, timed = 0;
-  float medians[BENCH_MAX_READ];
+  double medians[BENCH_MAX_READ];
   printf("\nmedian of %d rounds (the --impl list forward, then backward, in turn; verified in the first)\n",
          rounds);
   printf("%-44s %10s %9s %10s %10s %8s\n", "impl", "median_ms", tn_is_decode_shape(s) ? "KV TB/s" : "TFLOP/s",
@@ -810,10 +799,12 @@ static void print_round_medians(const at_shape *s, const bench_readings *r, int 
     if (n == 0) continue; /* failed in the first round */
     timed++;
     memcpy(ms, r->impl[i].ms, (size_t)n * sizeof *ms);
-    medians[i] = median_floats(ms, n);
+    rt_timing tm;
+    rt_timing_summarize(ms, n, 1.0, &tm);
+    medians[i] = tm.median_ms;
     double rate = tn_is_decode_shape(s) ? tn_kv_tbs(s, medians[i]) : at_shape_flops(s) / (medians[i] * 1e-3) / 1e12;
     printf("%-44s %10.4f %9.*f %10.4f %10.4f %8d\n", r->impl[i].name, medians[i], tn_is_decode_shape(s) ? 2 : 1,
-           rate, ms[0], ms[n - 1], n);
+           rate, tm.min_ms, tm.max_ms, n);
     if (best < 0 || medians[i] < medians[best]) best = i;
   }
   if (timed > 1) printf("* fastest median: %s\n", r->impl[best].name);
