@@ -12,16 +12,41 @@
 # kernel waits. Every global access whose memory descriptor register the function never writes
 # is printed with DESC (scripts/sass_desc.awk: a ptxas fault behind L2 cache hints, an illegal
 # instruction on the GPU). Works for any kernel key (mma.sync ones too).
-# Needs nvcc, and cuobjdump ($CUOBJDUMP, default: cuobjdump on PATH). No GPU.
+# Needs nvcc ($NVCC; else on PATH; else the newest /usr/local/cuda*/bin/nvcc) and cuobjdump
+# ($CUOBJDUMP; else on PATH; else beside nvcc; else the one a Python's triton package carries, as
+# the CI's virtual environment has it). No GPU.
 set -eu
 build=$1
 shift
-cuobjdump=${CUOBJDUMP:-cuobjdump}
+find_nvcc() {
+  if [ -n "${NVCC:-}" ]; then echo "$NVCC"; return; fi
+  if command -v nvcc >/dev/null 2>&1; then command -v nvcc; return; fi
+  ls -d /usr/local/cuda*/bin/nvcc 2>/dev/null | sort -V | tail -n 1
+}
+find_cuobjdump() {
+  if [ -n "${CUOBJDUMP:-}" ]; then echo "$CUOBJDUMP"; return; fi
+  if command -v cuobjdump >/dev/null 2>&1; then command -v cuobjdump; return; fi
+  if [ -x "$(dirname "$nvcc")/cuobjdump" ]; then echo "$(dirname "$nvcc")/cuobjdump"; return; fi
+  for py in "$build"/venv/bin/python3 python3; do
+    t=$("$py" -c 'import os, triton; print(os.path.join(os.path.dirname(triton.__file__), "backends/nvidia/bin/cuobjdump"))' 2>/dev/null) || continue
+    if [ -x "$t" ]; then echo "$t"; return; fi
+  done
+}
+nvcc=$(find_nvcc)
+if [ -z "$nvcc" ]; then
+  echo "wgmma_sass.sh: no nvcc (set NVCC, put it on PATH, or install a CUDA toolkit under /usr/local)" >&2
+  exit 2
+fi
+cuobjdump=$(find_cuobjdump)
+if [ -z "$cuobjdump" ]; then
+  echo "wgmma_sass.sh: no cuobjdump (set CUOBJDUMP, or put a CUDA toolkit's or triton's on PATH)" >&2
+  exit 2
+fi
 d=$(mktemp -d)
 trap 'rm -rf "$d"' EXIT
 for key in "$@"; do
   "$build/attntune" gen --emit "$key" >"$d/k.cu"
-  if ! nvcc -cubin -gencode=arch=compute_90a,code=sm_90a -Xptxas -v "$d/k.cu" -o "$d/k.cubin" >"$d/log" 2>&1; then
+  if ! "$nvcc" -cubin -gencode=arch=compute_90a,code=sm_90a -Xptxas -v "$d/k.cu" -o "$d/k.cubin" >"$d/log" 2>&1; then
     echo "$key: nvcc failed (log: see nvcc -cubin on 'attntune gen --emit $key')"
     continue
   fi
