@@ -426,6 +426,17 @@
  *      1.82-1.87x at S16k-64k (1.70x at GQA 8 T8 S16k). fa3's FP8 maps keep 256 (e4m3 D128
  *      prefill read 0.984, within its clocks' spread).
  *      test_decode_fp8kv_gpu passes.
+ *   Tried after 39, not kept (H100, docs/perf.md "Fifty-first session"; B8 T16 Nq 32 Nkv 4
+ *      e4m3 causal-br, two invocations each): at 128 rows, .p8, P V on the FP8 tensor cores (P
+ *      rounded to E4M3 after a 2^8 scale, V staged as V^T; branch decode-p8): level with f16 P
+ *      (S64k 0.2394/0.2386 against 0.2378/0.2383 ms; S16k 0.0674/0.0676 against 0.0672/0.0671)
+ *      at 15x its error (o rel_l2 2.5e-2 against 1.7e-3). .wg K8, Q K^T on the FP8 tensor cores
+ *      against the staged K with Q in two E4M3 parts, only V widened (branch decode-k8w): 5-9%
+ *      slower (s4 S64k 0.2589/0.2602, S16k 0.0718/0.0724; its .p8 2-3% faster than it), though it
+ *      halves the widener's shared-memory bytes: the consumer warpgroups' serial chain bounds the
+ *      tile, and two FP8 wgmmas stand where one f16 wgmma was. K8 with the consumers in
+ *      ping-pong (branch decode-k8w-pp): 1-2% over K8, 4-8% behind K widened. Both verified by
+ *      test_decode_fp8kv_gpu.
  *   Tried after 38, not kept (H100, docs/perf.md "Forty-fifth session"): where .lc lets the
  *      next grid launch (after its partial stores, or at exit, in place of after its wait) and one
  *      atom.acq_rel.gpu by thread 0 a CTA in place of every thread's __threadfence (branch
