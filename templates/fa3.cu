@@ -350,6 +350,12 @@
  *       128x128 s2 .wspp.pers B1 T2k +11.5%, T4k +8.8%, T8k +12.6%, T16k +0.3%; B2 T1k +6.5%,
  *       T2k +3.2%, T4k +2.3-3.9%; 192x64 .ws.pers +14% at B1 T4k. The .pers tile now runs
  *       ahead of the default 192x80 .ws at B1 T2k-8k and B2 T1k-4k (4-29%), not at B1 T16k.
+ *   v44 (causal, grid and persistent; written, not yet run on a GPU): the causal order in groups
+ *       of heads whose K/V fit 16 MB (fa3_work_tile, FA3_L2_GROUP_BYTES). Counted: B2 N16 T=S=8192
+ *       D128 read its K/V from HBM about 8 times over (1.1 GB a call: every wave of 132 CTAs
+ *       spans all 32 heads), 0.13-0.29 GB in groups; under the power cap fewer HBM bytes may buy
+ *       SM clock (v22's .mc: half the L2 traffic, 1.80 GHz). Unchanged where every head's K/V
+ *       fits 16 MB (B1 Nq 32 Nkv 4 T 8k: 16 MB; #14's GQA 32/8 16k row: 4 groups of 2).
  * Copies by cp.async and stores by threads are generic-proxy writes; wgmma reads shared memory
  * through the async proxy, hence fence.proxy.async before the barriers that publish them.
  */
@@ -1362,26 +1368,56 @@ __device__ __forceinline__ fa3_work fa3_work_at(const fa3_ws_ctx &c, int m_block
   return w;
 }
 
+#ifndef FA3_L2_GROUP_BYTES
+/* The K and V bytes one group of the causal order may span (v44): under a third of the L2 of an
+ * H100 (50 MB) or H200 (60 MB), so that a group's K/V stays there while its tiles run. */
+#define FA3_L2_GROUP_BYTES (16 << 20)
+#endif
+
+/* K/V heads (of all batches, b-major) per group of the causal order (v44): the most whose K and V
+ * fit FA3_L2_GROUP_BYTES, at least one, and a divisor of all of them, so every group is whole. */
+__device__ __forceinline__ int fa3_group_kv_heads(int kv_pairs, int S)
+{
+  const long long fit = (long long)FA3_L2_GROUP_BYTES / (2LL * S * FA3_ROWB);
+  if (fit >= kv_pairs) return kv_pairs;
+  int g = fit > 1 ? (int)fit : 1;
+  while (kv_pairs % g) g--;
+  return g;
+}
+
+/* Work tile i of the causal order. The (batch, head) pairs, head fastest, fall into groups of
+ * consecutive pairs whose K/V fit FA3_L2_GROUP_BYTES (fa3_group_kv_heads, whole GQA groups); a
+ * group's tiles come one after the other, and within a group query block index from the last
+ * (the most K/V tiles) down, then pair. So the CTAs running at one time hold a few query block
+ * indices of one group's pairs: the q heads of one KV head (h / G) read its K/V tiles from L2
+ * once for all of them, and the rows running later read what the group's first rows brought in.
+ * Where every pair's K/V fits, one group: query block index, then batch, then head fastest, the
+ * order of v8-v43. v44: before, one group always; at B2 N16 T=S=8192 D128 each wave of 132 CTAs
+ * spanned about 4 query block indices of all 32 pairs (128 MB of K/V) and read them from HBM
+ * again: 1.1 GB a call counted wave by wave, 0.29 GB in groups of 4 pairs counted the same way
+ * (0.13 GB where L2 keeps a group's K/V across its two waves; docs/perf.md). */
+__device__ __forceinline__ fa3_work fa3_work_tile(const fa3_ws_ctx &c, int i, int n_heads, int batch, int m_blocks)
+{
+  const int pairs = batch * n_heads;
+  const int group = fa3_group_kv_heads(pairs / FA3_GQA, c.S) * FA3_GQA; /* q-head pairs a group */
+  const int group_tiles = group * m_blocks, g = i / group_tiles, j = i - g * group_tiles;
+  const int r = j / group, p = g * group + (j - r * group);
+  return fa3_work_at(c, m_blocks - 1 - r, p % n_heads, p / n_heads);
+}
+
 /* The work tile of this CTA when there is one CTA per tile. Causal masks: grid (Nq, B, query
- * blocks), so the block scheduler starts every head's longest blocks (the last rows) first and
- * ends on short ones; otherwise (query blocks, Nq, B), so the CTAs running together share a
- * head's K and V in L2. */
+ * blocks), the block scheduler's issue order (x fastest) taken as fa3_work_tile's (paged K/V:
+ * the grid's own order, since its table row is read by blockIdx.y); otherwise (query blocks, Nq,
+ * B), so the CTAs running together share a head's K and V in L2. */
 __device__ __forceinline__ fa3_work fa3_work_of_block(const fa3_ws_ctx &c)
 {
+  if (FA3_CAUSAL && !FA3_PAGE_SIZE) {
+    const int i = (int)(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z));
+    return fa3_work_tile(c, i, (int)gridDim.x, (int)gridDim.y, (int)gridDim.z);
+  }
   const int h = FA3_CAUSAL ? blockIdx.x : blockIdx.y, b = FA3_CAUSAL ? blockIdx.y : blockIdx.z;
   const int m_block = FA3_CAUSAL ? (int)(gridDim.z - 1 - blockIdx.z) : (int)blockIdx.x;
   return fa3_work_at(c, m_block, h, b);
-}
-
-/* Work tile i of the persistent order, which is the order in which the block scheduler issues
- * the causal grid above: query block index from the last (the most K/V tiles) down, then batch,
- * then head fastest. The CTAs running at one time hold one query block index of consecutive
- * heads, so the q heads of one KV head (GQA, h / G) run side by side and read its K/V tiles
- * from L2 once for all of them. */
-__device__ __forceinline__ fa3_work fa3_work_tile(const fa3_ws_ctx &c, int i, int n_heads, int batch, int m_blocks)
-{
-  const int r = i / n_heads;
-  return fa3_work_at(c, m_blocks - 1 - r / batch, i - r * n_heads, r % batch);
 }
 
 /* The persistent order's index of this CTA's k-th work tile. The CTAs take the longest-first order

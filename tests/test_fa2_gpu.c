@@ -180,6 +180,11 @@ static const fa2_case CASES[] = {
     {2, 1000, 1000, 32, 8, 128, AT_DTYPE_BF16, AT_MASK_CAUSAL_TL, 1, 0, TU_KEYS_RANDOM},
     {3, 333, 1000, 32, 8, 128, AT_DTYPE_BF16, AT_MASK_CAUSAL_BR, 1, 0, TU_KEYS_RANDOM},
     {1, 777, 900, 24, 4, 192, AT_DTYPE_BF16, AT_MASK_CAUSAL_BR, 1, 1, TU_KEYS_RANDOM},
+    /* fa3's causal order in groups of heads whose K/V fit 16 MB (v44): 16 K/V heads of 2.3 MB (B2
+     * Nkv 8, S 4500, D 128) in 4 groups of 4, GQA 2 keeping a K/V head's q heads in one group;
+     * D 256 top-left, 8 K/V heads of 3.1 MB in 2 groups */
+    {2, 600, 4500, 16, 8, 128, AT_DTYPE_BF16, AT_MASK_CAUSAL_BR, 1, 0, TU_KEYS_RANDOM},
+    {1, 300, 3000, 8, 8, 256, AT_DTYPE_F16, AT_MASK_CAUSAL_TL, 0, 0, TU_KEYS_RANDOM},
     /* T > S bottom-right, GQA 3: work tiles without keys among the ones a CTA walks */
     {2, 700, 300, 24, 8, 64, AT_DTYPE_F16, AT_MASK_CAUSAL_BR, 1, 0, TU_KEYS_RANDOM},
     /* fa3's speculative row max: a max that rises tile after tile (P rescaled after the
