@@ -350,12 +350,16 @@
  *       128x128 s2 .wspp.pers B1 T2k +11.5%, T4k +8.8%, T8k +12.6%, T16k +0.3%; B2 T1k +6.5%,
  *       T2k +3.2%, T4k +2.3-3.9%; 192x64 .ws.pers +14% at B1 T4k. The .pers tile now runs
  *       ahead of the default 192x80 .ws at B1 T2k-8k and B2 T1k-4k (4-29%), not at B1 T16k.
- *   v44 (causal, grid and persistent; written, not yet run on a GPU): the causal order in groups
- *       of heads whose K/V fit 16 MB (fa3_work_tile, FA3_L2_GROUP_BYTES). Counted: B2 N16 T=S=8192
+ *   v44 (causal grids): the causal order in groups of heads whose K/V fit 16 MB
+ *       (fa3_grouped_work_tile, FA3_L2_GROUP_BYTES). Counted: B2 N16 T=S=8192
  *       D128 read its K/V from HBM about 8 times over (1.1 GB a call: every wave of 132 CTAs
  *       spans all 32 heads), 0.13-0.29 GB in groups; under the power cap fewer HBM bytes may buy
  *       SM clock (v22's .mc: half the L2 traffic, 1.80 GHz). Unchanged where every head's K/V
  *       fits 16 MB (B1 Nq 32 Nkv 4 T 8k: 16 MB; #14's GQA 32/8 16k row: 4 groups of 2).
+ *       Measured (H100, B2 N16 T=S=8192 causal, two rounds): 192x80 .ws grid 638.7/626.0 ->
+ *       645.3/629.4 TFLOP/s, against cuDNN in the same processes 1.12x -> 1.19x. In the .pers
+ *       snake the groups cost 29% (128x128 602 -> 428): a static schedule balances only a falling
+ *       order (fa3_work_tile), so .pers keeps v43's.
  * Copies by cp.async and stores by threads are generic-proxy writes; wgmma reads shared memory
  * through the async proxy, hence fence.proxy.async before the barriers that publish them.
  */
@@ -1385,18 +1389,19 @@ __device__ __forceinline__ int fa3_group_kv_heads(int kv_pairs, int S)
   return g;
 }
 
-/* Work tile i of the causal order. The (batch, head) pairs, head fastest, fall into groups of
- * consecutive pairs whose K/V fit FA3_L2_GROUP_BYTES (fa3_group_kv_heads, whole GQA groups); a
+/* Work tile i of the grid's causal order. The (batch, head) pairs, head fastest, fall into groups
+ * of consecutive pairs whose K/V fit FA3_L2_GROUP_BYTES (fa3_group_kv_heads, whole GQA groups); a
  * group's tiles come one after the other, and within a group query block index from the last
  * (the most K/V tiles) down, then pair. So the CTAs running at one time hold a few query block
  * indices of one group's pairs: the q heads of one KV head (h / G) read its K/V tiles from L2
  * once for all of them, and the rows running later read what the group's first rows brought in.
- * Where every pair's K/V fits, one group: query block index, then batch, then head fastest, the
- * order of v8-v43. v44: before, one group always; at B2 N16 T=S=8192 D128 each wave of 132 CTAs
- * spanned about 4 query block indices of all 32 pairs (128 MB of K/V) and read them from HBM
- * again: 1.1 GB a call counted wave by wave, 0.29 GB in groups of 4 pairs counted the same way
- * (0.13 GB where L2 keeps a group's K/V across its two waves; docs/perf.md). */
-__device__ __forceinline__ fa3_work fa3_work_tile(const fa3_ws_ctx &c, int i, int n_heads, int batch, int m_blocks)
+ * Where every pair's K/V fits, one group: fa3_work_tile's order. v44: at B2 N16 T=S=8192 D128 each
+ * wave of 132 CTAs spanned about 4 query block indices of all 32 pairs (128 MB of K/V) and read
+ * them from HBM again: 1.1 GB a call counted wave by wave, 0.29 GB in groups of 4 pairs counted
+ * the same way (0.13 GB where L2 keeps a group's K/V across its two waves; docs/perf.md). The
+ * block scheduler hands a tile to whichever SM frees first, so the groups' sawtooth of lengths
+ * costs no balance here; the persistent schedule is static and keeps fa3_work_tile's order. */
+__device__ __forceinline__ fa3_work fa3_grouped_work_tile(const fa3_ws_ctx &c, int i, int n_heads, int batch, int m_blocks)
 {
   const int pairs = batch * n_heads;
   const int group = fa3_group_kv_heads(pairs / FA3_GQA, c.S) * FA3_GQA; /* q-head pairs a group */
@@ -1405,15 +1410,28 @@ __device__ __forceinline__ fa3_work fa3_work_tile(const fa3_ws_ctx &c, int i, in
   return fa3_work_at(c, m_blocks - 1 - r, p % n_heads, p / n_heads);
 }
 
+/* Work tile i of the persistent order: query block index from the last (the most K/V tiles)
+ * down, then batch, then head fastest. The CTAs running at one time hold one query block index
+ * of consecutive heads, so the q heads of one KV head (GQA, h / G) run side by side and read its
+ * K/V tiles from L2 once for all of them. Longest first over the whole call, because the snake
+ * (fa3_pers_tile_index) balances a static schedule only on a falling order: v44's groups here,
+ * a sawtooth of lengths, left the busiest CTA 855 tile-steps against a mean of 504 at B2 N16
+ * T=S=8192 (128x128), and ran 29% slower on the H100 (602 -> 428 TFLOP/s). */
+__device__ __forceinline__ fa3_work fa3_work_tile(const fa3_ws_ctx &c, int i, int n_heads, int batch, int m_blocks)
+{
+  const int r = i / n_heads;
+  return fa3_work_at(c, m_blocks - 1 - r / batch, i - r * n_heads, r % batch);
+}
+
 /* The work tile of this CTA when there is one CTA per tile. Causal masks: grid (Nq, B, query
- * blocks), the block scheduler's issue order (x fastest) taken as fa3_work_tile's (paged K/V:
+ * blocks), the block scheduler's issue order (x fastest) taken as fa3_grouped_work_tile's (paged K/V:
  * the grid's own order, since its table row is read by blockIdx.y); otherwise (query blocks, Nq,
  * B), so the CTAs running together share a head's K and V in L2. */
 __device__ __forceinline__ fa3_work fa3_work_of_block(const fa3_ws_ctx &c)
 {
   if (FA3_CAUSAL && !FA3_PAGE_SIZE) {
     const int i = (int)(blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z));
-    return fa3_work_tile(c, i, (int)gridDim.x, (int)gridDim.y, (int)gridDim.z);
+    return fa3_grouped_work_tile(c, i, (int)gridDim.x, (int)gridDim.y, (int)gridDim.z);
   }
   const int h = FA3_CAUSAL ? blockIdx.x : blockIdx.y, b = FA3_CAUSAL ? blockIdx.y : blockIdx.z;
   const int m_block = FA3_CAUSAL ? (int)(gridDim.z - 1 - blockIdx.z) : (int)blockIdx.x;
