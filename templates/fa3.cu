@@ -357,7 +357,8 @@
  *       SM clock (v22's .mc: half the L2 traffic, 1.80 GHz). Unchanged where every head's K/V
  *       fits 16 MB (B1 Nq 32 Nkv 4 T 8k: 16 MB; #14's GQA 32/8 16k row: 4 groups of 2).
  *       Measured (H100, B2 N16 T=S=8192 causal, two rounds): 192x80 .ws grid 638.7/626.0 ->
- *       645.3/629.4 TFLOP/s, against cuDNN in the same processes 1.12x -> 1.19x. In the .pers
+ *       645.3/629.4 TFLOP/s (+0.5-1%, inside a process's 2-4% spread), against cuDNN in the same
+ *       processes 1.12x -> 1.19x (cuDNN, unchanged, read 5% slower there). In the .pers
  *       snake the groups cost 29% (128x128 602 -> 428): a static schedule balances only a falling
  *       order (fa3_work_tile), so .pers keeps v43's.
  * Copies by cp.async and stores by threads are generic-proxy writes; wgmma reads shared memory
