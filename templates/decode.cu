@@ -433,8 +433,9 @@
  *      at 15x its error (o rel_l2 2.5e-2 against 1.7e-3). .wg K8, Q K^T on the FP8 tensor cores
  *      against the staged K with Q in two E4M3 parts, only V widened (branch decode-k8w): 5-9%
  *      slower (s4 S64k 0.2589/0.2602, S16k 0.0718/0.0724; its .p8 2-3% faster than it), though it
- *      halves the widener's shared-memory bytes: the consumer warpgroups' serial chain bounds the
- *      tile, and two FP8 wgmmas stand where one f16 wgmma was. K8 with the consumers in
+ *      halves the widener's shared-memory bytes, which were not the bound (the consumer
+ *      warpgroups' serial chain is, by count; two FP8 wgmmas per K tile where one f16 wgmma was
+ *      is the likely cost, not measured). K8 with the consumers in
  *      ping-pong (branch decode-k8w-pp): 1-2% over K8, 4-8% behind K widened. Both verified by
  *      test_decode_fp8kv_gpu.
  *   Tried after 38, not kept (H100, docs/perf.md "Forty-fifth session"): where .lc lets the
